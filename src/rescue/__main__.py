@@ -1,0 +1,3 @@
+from rescue.cli import main
+
+main()

@@ -1,0 +1,28 @@
+"""The ``rescue`` command. Commands are thin: each lives in its own module and calls the library."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from rich.markup import escape
+
+from rescue.cli.app import app, err_console
+from rescue.data.errors import RescueError
+
+# Each module registers its commands on `app` when imported.
+_COMMAND_MODULES = ("data_cmds", "tasks_cmds", "run_cmds", "judge_cmds", "report_cmds")
+for _name in _COMMAND_MODULES:
+    try:
+        importlib.import_module(f"rescue.cli.{_name}")
+    except ModuleNotFoundError as exc:  # a command module not written yet
+        if exc.name != f"rescue.cli.{_name}":
+            raise
+
+
+def main() -> None:
+    try:
+        app()
+    except RescueError as exc:
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        sys.exit(2)

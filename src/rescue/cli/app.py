@@ -1,0 +1,31 @@
+"""The typer application and the options every command shares."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(
+    name="rescue",
+    help="RESCUE-Bench end to end: validate data, build tasks, run models, score and report.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+data_app = typer.Typer(help="The benchmark data: fetch the official release.", no_args_is_help=True)
+app.add_typer(data_app, name="data")
+
+console = Console()
+err_console = Console(stderr=True)
+
+DataOption = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--data",
+        help="A .jsonl file (release format), a folder of .jsonl files, or a folder of per-sample .json "
+        "files (<group>/<sample>.json). Default: the bundled demo dataset.",
+    ),
+]

@@ -1,0 +1,46 @@
+"""Problems found in input data, located by file, line, sample, row and field."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True)
+class DataIssue:
+    file: str
+    line: int
+    message: str
+    field: str = ""
+    sample_id: str = ""
+    row: int | None = None
+    severity: Severity = "error"
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}:"
+        subject = self.sample_id or "<no sample_id>"
+        if self.row is not None:
+            subject += f" row {self.row}"
+        parts = [where, f"{subject}:"]
+        if self.field:
+            parts.append(f"{self.field}:")
+        parts.append(self.message)
+        text = " ".join(parts)
+        return text if self.severity == "error" else f"{text} (warning)"
+
+
+class RescueError(Exception):
+    """Base class of errors a user can hit and fix."""
+
+
+class DataError(RescueError):
+    """Input data is invalid; carries every issue found, not just the first."""
+
+    def __init__(self, issues: list[DataIssue]):
+        self.issues = issues
+        errors = [i for i in issues if i.severity == "error"]
+        head = "\n".join(str(i) for i in errors[:20])
+        more = f"\n... and {len(errors) - 20} more" if len(errors) > 20 else ""
+        super().__init__(f"{len(errors)} data error(s):\n{head}{more}\nRun `rescue validate --data PATH` for the full list.")

@@ -1,0 +1,125 @@
+"""pydantic models of the RESCUE-Bench release format, exactly as the release ships it.
+
+Unknown fields are kept (``extra="allow"``) so that a sample read and written again loses nothing.
+Field types mirror the real data: the cue fields are lists of ``{person, description}`` objects,
+not the strings the authors' README shows.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Scenario = Literal["couple", "family"]
+THERAPIST = "Therapist"
+GROUP_LABELS: dict[str, str] = {"couple": "Couple", "family": "Family"}
+NON_PERSON_LABELS = frozenset({THERAPIST, "Couple", "Family"})
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class PersonCue(_Open):
+    """One observed cue (posture, face, self-directed behaviour) of one person."""
+
+    person: str
+    description: str
+
+
+class InteractionCue(_Open):
+    initiator: str
+    target: list[str] = Field(default_factory=list)
+    description: str
+
+
+class Emotion(_Open):
+    person: str
+    emotion_description: str
+    intensity: int | float | None = None
+
+
+class Viewpoint(_Open):
+    source: str
+    target: str
+    viewpoint: str
+    attitude: str = ""
+
+
+class Strategy(_Open):
+    provider: str = THERAPIST
+    strategy_type: str
+    target: list[str] = Field(default_factory=list)
+    strategy_content: str = ""
+
+
+class BackgroundUtterance(_Open):
+    speaker: str
+    target: list[str] = Field(default_factory=list)
+    content: str
+
+
+class Row(_Open):
+    """One annotated turn."""
+
+    row_index: int
+    start_time: float
+    end_time: float
+    primary_speaker: str
+    target: list[str] = Field(default_factory=list)
+    dialogue_cleaned: str = ""
+    utterance_type: str = ""
+    background_dialogue: list[BackgroundUtterance] = Field(default_factory=list)
+    tone_of_voice: str = ""
+    body_posture: list[PersonCue] = Field(default_factory=list)
+    facial_expressions: list[PersonCue] = Field(default_factory=list)
+    self_directed_behavior: list[PersonCue] = Field(default_factory=list)
+    interaction_behavior: list[InteractionCue] = Field(default_factory=list)
+    internal_emotion: list[Emotion] = Field(default_factory=list)
+    viewpoints_attitudes: list[Viewpoint] = Field(default_factory=list)
+    support_strategy: list[Strategy] = Field(default_factory=list)
+    relation_cycle_state: str | None = None
+    relation_cycle_reason: str | None = None
+    relation_cycle_evidence_rows: list[int] | None = None
+    relation_pattern: str | None = None
+    relation_pattern_reason: str | None = None
+    relation_pattern_evidence_rows: list[int] | None = None
+
+    @property
+    def speaker(self) -> str:
+        return self.primary_speaker.strip()
+
+    @property
+    def is_therapist(self) -> bool:
+        return self.speaker == THERAPIST
+
+
+class Sample(_Open):
+    """One clip of a therapy session, the unit of the release (one JSONL line)."""
+
+    sample_id: str
+    scenario: Scenario
+    participants: list[str] = Field(default_factory=list)
+    source_file: str = ""
+    rows: list[Row]
+
+    # Where the sample was read from, for error messages; never serialised.
+    origin_file: str = Field(default="", exclude=True)
+    origin_line: int = Field(default=0, exclude=True)
+
+    @property
+    def group_label(self) -> str:
+        return GROUP_LABELS[self.scenario]
+
+    @property
+    def duration_minutes(self) -> float:
+        """Clip length: the largest end_time (clips start at 0), which reproduces the paper's Table 3."""
+        return max((r.end_time for r in self.rows), default=0.0) / 60.0
+
+    def row(self, index: int) -> Row:
+        """The row with 1-based ``row_index`` ``index`` (rows are stored in order)."""
+        return self.rows[index - 1]
+
+    def to_release_dict(self) -> dict:
+        return self.model_dump(mode="json", exclude_unset=True, by_alias=True)

@@ -1,0 +1,116 @@
+"""The contract every task module fulfils, and the records that flow between layers.
+
+A task is one module (``rescue.tasks.itp`` ...) exposing one object that satisfies :class:`Task`:
+
+- ``build(samples, **options)``: instances, deterministic, no randomness;
+- ``render(batch, options)``: the chat messages of one request (one or more instances of ONE sample);
+- ``parse(raw, batch)``: a :class:`Prediction` for every instance of the batch (ok or a recorded failure);
+- ``format_answer(batch, values)``: the JSON answer a perfect model would give, in the task's own answer
+  schema (used by offline baselines and by scripted test servers, so both go through ``parse``);
+- ``instance_scores(record)``: per-instance scores (decomposable metrics) stored with each prediction;
+- ``aggregate(records)``: the task's metrics over a set of prediction records (one scope: all, a
+  scenario or a sample), always including ``instances`` and ``failures``.
+
+Failures are never silently dropped and never scored as right: a record whose ``status`` is not "ok"
+counts in the denominator and scores as wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from rescue.data.models import Sample
+
+MODES = ("dialogue", "audio", "visual", "audiovisual")
+Mode = Literal["dialogue", "audio", "visual", "audiovisual"]
+TASK_NAMES = ("itp", "rpp", "stp", "ssp", "er", "vp")
+
+Status = Literal["ok", "parse_error", "missing", "request_error", "refused"]
+
+
+@dataclass
+class Instance:
+    """One thing to predict. ``instance_id`` never encodes the gold label."""
+
+    task: str
+    instance_id: str
+    sample: Sample = field(repr=False)
+    row_index: int  # the row being predicted (ITP: the decision row t; the therapist may enter at t+1)
+    gold: Any
+    labels: list[str] = field(default_factory=list)  # the closed candidate set, empty for open tasks
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sample_id(self) -> str:
+        return self.sample.sample_id
+
+    @property
+    def scenario(self) -> str:
+        return self.sample.scenario
+
+
+@dataclass
+class RenderOptions:
+    mode: Mode = "dialogue"
+    context_size: int | None = None  # None: the task's default; -1: all prior rows
+
+
+@dataclass
+class Prediction:
+    """The parsed answer for one instance. ``value`` is None unless ``status`` is "ok".
+
+    Value shapes: ITP "yes"/"no"; RPP/STP/SSP a ranked list of labels (at most 3, no padding);
+    ER ``{"emotion": str, "intensity": int}``; VP a list of ``{"source", "target", "viewpoint"}``.
+    """
+
+    instance_id: str
+    status: Status
+    value: Any = None
+    raw: str | None = None
+    error: str = ""
+
+
+class PredictionRecord(BaseModel):
+    """One line of ``predictions.jsonl``: an instance, what a model answered, and how it scored."""
+
+    model: str
+    task: str
+    instance_id: str
+    sample_id: str
+    scenario: str
+    row_index: int
+    gold: Any
+    prediction: Any = None
+    raw: str | None = None
+    status: Status
+    error: str = ""
+    scores: dict[str, float | None] = Field(default_factory=dict)
+    judge: dict[str, Any] | None = None  # ER/VP: judge ratings and notes, per judge model
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@runtime_checkable
+class Task(Protocol):
+    name: ClassVar[str]
+    title: ClassVar[str]
+    default_context_size: ClassVar[int]
+    default_batch_size: ClassVar[int]  # the authors' batch size (0 = the whole sample)
+    max_tokens: ClassVar[int]
+
+    def build(self, samples: list[Sample], **options: Any) -> list[Instance]: ...
+
+    def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, str]]: ...
+
+    def parse(self, raw: str, batch: list[Instance]) -> dict[str, Prediction]: ...
+
+    def format_answer(self, batch: list[Instance], values: dict[str, Any]) -> str: ...
+
+    def instance_scores(self, record: PredictionRecord) -> dict[str, float | None]: ...
+
+    def aggregate(self, records: list[PredictionRecord]) -> dict[str, float | int | None]: ...
