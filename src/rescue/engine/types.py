@@ -13,10 +13,13 @@ AnswerStatus = Literal["ok", "request_error", "refused"]
 
 @dataclass
 class ChatRequest:
-    task: Task
-    batch: list[Instance]  # what the messages ask about; offline baselines answer from it, HTTP models ignore it
     messages: list[dict[str, str]]
     max_tokens: int
+    # What the messages ask about: offline baselines answer from these, HTTP models ignore them.
+    # A judge request has no task.
+    task: Task | None = None
+    batch: list[Instance] = field(default_factory=list)
+    purpose: str = "predict"  # "predict" or "judge": kept apart in logs, cache statistics and costs
 
 
 @dataclass
