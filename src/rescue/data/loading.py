@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rescue.data.errors import DataError, DataIssue
-from rescue.data.models import Sample
+from rescue.data.models import NON_PERSON_LABELS, Sample, Scenario
 
 DEMO_PACKAGE = "rescue.data.demo"
 
@@ -45,21 +45,46 @@ def _read_jsonl(path: Path, display: str) -> Iterator[RawRecord]:
                 yield RawRecord(display, number, None, f"invalid JSON: {exc.msg} at column {exc.colno}")
 
 
-def _infer_family(sample_id: str, rows: list[Any]) -> bool:
-    # The authors' rule: a family_therapy/ path, or the literal group label Family anywhere a person can be named.
+def infer_scenario(sample_id: str, rows: list[Any]) -> Scenario:
+    """The authors' rule: a family_therapy/ path, or the group label Family anywhere a person can be named."""
     if sample_id.startswith("family_therapy/") or "/family_therapy/" in sample_id:
-        return True
+        return "family"
     for row in rows:
         if not isinstance(row, dict):
             continue
         if str(row.get("primary_speaker", "")).strip() == "Family":
-            return True
-        if "Family" in (row.get("target") or []):
-            return True
-        for item in row.get("support_strategy") or []:
-            if isinstance(item, dict) and "Family" in (item.get("target") or []):
-                return True
-    return False
+            return "family"
+        if "Family" in _names(row.get("target")):
+            return "family"
+        for item in _items(row.get("support_strategy")):
+            if "Family" in _names(item.get("target")):
+                return "family"
+    return "couple"
+
+
+def infer_participants(rows: list[Any]) -> list[str]:
+    """The authors' rule: speakers, row targets and strategy targets in first-seen order, minus Therapist and groups."""
+    seen: dict[str, None] = {}
+    for row in rows:
+        if not isinstance(row, dict):
+            continue
+        names = [str(row.get("primary_speaker", "")), *_names(row.get("target"))]
+        for item in _items(row.get("support_strategy")):
+            names.extend(_names(item.get("target")))
+        for name in names:
+            name = name.strip()
+            if name and name not in NON_PERSON_LABELS:
+                seen.setdefault(name)
+    return list(seen)
+
+
+def _names(value: Any) -> list[str]:
+    # Raw rows are not validated yet: tolerate wrong types here and let validation report them.
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def _items(value: Any) -> list[dict]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
 def _read_sample_json(path: Path, root: Path) -> RawRecord:
@@ -72,7 +97,8 @@ def _read_sample_json(path: Path, root: Path) -> RawRecord:
     if isinstance(data, dict) and isinstance(data.get("rows"), list):
         sample_id = path.relative_to(root).with_suffix("").as_posix()
         data.setdefault("sample_id", sample_id)
-        data.setdefault("scenario", "family" if _infer_family(sample_id, data["rows"]) else "couple")
+        data.setdefault("scenario", infer_scenario(sample_id, data["rows"]))
+        data.setdefault("participants", infer_participants(data["rows"]))
         data.setdefault("source_file", path.relative_to(root).as_posix())
     return RawRecord(display, 1, data)
 

@@ -1,0 +1,20 @@
+"""Models and how they are called: endpoints, cache, retries, concurrency, cost, the run itself.
+
+``resolve_model`` is exported lazily so that importing :mod:`rescue.engine.types` stays cheap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def __getattr__(name: str) -> Any:
+    if name == "resolve_model":
+        from rescue.engine.resolve import resolve_model
+
+        return resolve_model
+    if name == "ReliableModel":
+        from rescue.engine.reliable import ReliableModel
+
+        return ReliableModel
+    raise AttributeError(f"module 'rescue.engine' has no attribute {name!r}")

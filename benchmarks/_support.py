@@ -1,0 +1,152 @@
+"""What the benchmarks share: a release-sized dataset, the oracle test server in its own process, and
+timing of child processes (wall clock and peak memory, start-up included)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+# The real samples live next to the repository (../shared), outside a fresh clone.
+REAL_DATA = REPO.parent / "shared" / "data" / "rescue" / "rescue_subset.jsonl"
+RELEASE_SAMPLES = 191  # the full RESCUE-Bench release: 174 couple + 17 family samples
+CLOSED_TASKS = ("itp", "rpp", "stp", "ssp")
+
+
+def default_source() -> Path:
+    """The real samples when present, else the bundled demo dataset."""
+    if REAL_DATA.exists():
+        return REAL_DATA
+    from rescue.data.loading import demo_path
+
+    return demo_path()
+
+
+def write_scaled(source: Path, count: int, dest: Path) -> Path:
+    """``count`` samples in release format: the source samples repeated, copies renamed ``<id>_copyN``
+    (the group folder, which decides couple/family, is kept)."""
+    records = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not records:
+        raise SystemExit(f"{source}: no samples")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with dest.open("w", encoding="utf-8") as out:
+        for n in range(count):
+            record = dict(records[n % len(records)])
+            copy = n // len(records)
+            if copy:
+                record["sample_id"] = f"{record['sample_id']}_copy{copy}"
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return dest
+
+
+def rescue_command() -> list[str]:
+    """The installed ``rescue`` console script next to this interpreter (what a user runs)."""
+    script = Path(sys.executable).with_name("rescue")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "rescue"]
+
+
+@dataclass
+class ChildRun:
+    seconds: float
+    peak_rss_mb: float
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_child(command: list[str], env: dict[str, str] | None = None, check: bool = True) -> ChildRun:
+    """Run a process to completion: wall time from spawn to exit, and its peak resident memory.
+
+    The child is reaped with ``wait4`` (not Popen.wait) to get the rusage of that one process: Linux
+    reports its ru_maxrss in KiB. Output goes to temporary files, which cannot fill up like pipes.
+    """
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        process = subprocess.Popen(command, stdout=out, stderr=err, env={**os.environ, **(env or {})}, cwd=REPO)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        result = ChildRun(
+            seconds, usage.ru_maxrss / 1024, process.returncode,
+            out.read().decode(errors="replace"), err.read().decode(errors="replace"),
+        )
+    if check and result.returncode != 0:
+        raise SystemExit(
+            f"command failed ({result.returncode}): {' '.join(command)}\n{result.stderr[-3000:]}{result.stdout[-2000:]}"
+        )
+    return result
+
+
+@dataclass
+class OracleServer:
+    base_url: str
+    process: subprocess.Popen[str]
+    log_path: Path
+    stats_path: Path
+
+    def bodies(self) -> list[dict]:
+        return [json.loads(line) for line in self.log_path.read_text(encoding="utf-8").splitlines()]
+
+    def stats(self) -> dict:
+        return json.loads(self.stats_path.read_text(encoding="utf-8"))
+
+    def dump(self) -> None:
+        """Ask the server to write its request log and counters (SIGUSR1), and wait until it has."""
+        import signal
+
+        self.stats_path.unlink(missing_ok=True)
+        self.process.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + 30
+        while not self.stats_path.exists():
+            if time.monotonic() > deadline:
+                raise SystemExit("the oracle server did not write its log")
+            time.sleep(0.05)
+
+
+@contextmanager
+def oracle_server(
+    data: Path, tasks: list[str], workdir: Path, *, latency: float, mode: str = "dialogue", batch_size: str = "1"
+) -> Iterator[OracleServer]:
+    """The scripted server (``_server.py``) in its own process, so that it never shares a CPU core's
+    interpreter lock with a client being measured."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    log_path, stats_path = workdir / "requests.jsonl", workdir / "server-stats.json"
+    command = [
+        sys.executable, str(Path(__file__).with_name("_server.py")), "--data", str(data), "--tasks", ",".join(tasks),
+        "--latency", str(latency), "--mode", mode, "--batch-size", batch_size, "--log", str(log_path), "--stats", str(stats_path),
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=REPO)
+    assert process.stdout is not None
+    line = process.stdout.readline().strip()
+    if not line.startswith("READY "):
+        process.kill()
+        raise SystemExit(f"the oracle server did not start: {line!r}")
+    try:
+        yield OracleServer(line.split(" ", 1)[1], process, log_path, stats_path)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def fresh_dir(path: Path) -> Path:
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return path
+
+
+def print_table(title: str, rows: list[tuple[str, str]]) -> None:
+    width = max(len(name) for name, _ in rows)
+    print(f"\n{title}")
+    for name, value in rows:
+        print(f"  {name:<{width}}  {value}")

@@ -1,0 +1,87 @@
+"""(b) Building every instance of a release-sized dataset for 6 tasks x 4 modes. Target: < 1 s.
+
+The real samples (or the demo data) are repeated to the release's 191 samples. "Building" is what a run
+does before its first request: every task's ``build`` and the prompt of every batch, in each of the four
+modes. Loading the data is timed apart. Run: ``python benchmarks/bench_build.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from _support import RELEASE_SAMPLES, default_source, print_table, write_scaled
+
+from rescue.data.loading import load_samples
+from rescue.tasks import TASKS, get_task
+from rescue.tasks.base import MODES, RenderOptions
+from rescue.testing.oracle import batches_by_sample
+
+TARGET_SECONDS = 1.0
+
+
+def build_only(samples, task_names: list[str]) -> float:
+    """Seconds to build every task's instances (no prompts): the part that does not depend on the mode."""
+    start = time.perf_counter()
+    for name in task_names:
+        get_task(name).build(samples)
+    return time.perf_counter() - start
+
+
+def build_all(samples, task_names: list[str]) -> tuple[float, int, int, dict[str, float]]:
+    """Seconds, instances, prompts and per-task seconds to build and render everything once."""
+    instances_total = prompts_total = 0
+    per_task: dict[str, float] = {}
+    start = time.perf_counter()
+    for name in task_names:
+        task_start = time.perf_counter()
+        task = get_task(name)
+        instances = task.build(samples)
+        instances_total += len(instances)
+        batches = batches_by_sample(instances, task.default_batch_size)
+        for mode in MODES:
+            options = RenderOptions(mode=mode)
+            for batch in batches:
+                task.render(batch, options)
+                prompts_total += 1
+        per_task[name] = time.perf_counter() - task_start
+    return time.perf_counter() - start, instances_total, prompts_total, per_task
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=None, help="release-format .jsonl to scale (default: the real samples)")
+    parser.add_argument("--samples", type=int, default=RELEASE_SAMPLES)
+    parser.add_argument("--repeat", type=int, default=3, help="timed repetitions; the best is reported")
+    args = parser.parse_args()
+
+    source = args.data or default_source()
+    with tempfile.TemporaryDirectory() as folder:
+        data = write_scaled(source, args.samples, Path(folder) / "release.jsonl")
+        load_start = time.perf_counter()
+        samples = load_samples(data)
+        load_seconds = time.perf_counter() - load_start
+
+    task_names = list(TASKS)
+    build_seconds = min(build_only(samples, task_names) for _ in range(args.repeat))
+    runs = [build_all(samples, task_names) for _ in range(args.repeat)]
+    seconds, instances, prompts, per_task = min(runs, key=lambda r: r[0])
+    rows = [
+        ("source", f"{source.name} scaled to {len(samples)} samples"),
+        ("tasks x modes", f"{len(task_names)} x {len(MODES)} ({', '.join(task_names)})"),
+        ("instances (per mode)", f"{instances}"),
+        ("prompts rendered", f"{prompts}"),
+        ("load + validate data", f"{load_seconds:.3f} s (not part of the target)"),
+        ("build instances only, 6 tasks", f"{build_seconds:.3f} s"),
+        *((f"  {name}: build + render 4 modes", f"{value:.3f} s") for name, value in per_task.items()),
+        ("build + render, best of " + str(args.repeat), f"{seconds:.3f} s"),
+        ("target", f"< {TARGET_SECONDS:.1f} s: {'met' if seconds < TARGET_SECONDS else 'MISSED'} "
+                   f"({seconds / TARGET_SECONDS:.0%} of the budget)"),
+    ]
+    print_table("bench_build: every instance, 6 tasks x 4 modes, release-sized data", rows)
+
+
+if __name__ == "__main__":
+    main()

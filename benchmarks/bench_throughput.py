@@ -1,0 +1,109 @@
+"""(a) Throughput of ``rescue run`` against a server with 200 ms latency, 32 requests in flight.
+
+Measured side by side in one run, each as a fresh process (start-up included), against the same scripted
+server (its own process, answering every request with the gold answer after the latency):
+
+1. ``rescue run`` with ``--concurrency 32``;
+2. the leanest possible async client — raw httpx and a semaphore of 32, nothing parsed — sending exactly
+   the requests rescue sent (replayed from the server's log);
+3. a sequential client sending the same requests one by one with ``requests.post``, as the authors'
+   scripts do (on the first ``--sequential-requests`` of them: its rate does not change with more).
+
+Target: rescue reaches >= 85% of the lean client's throughput. Run: ``python benchmarks/bench_throughput.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from _support import (
+    CLOSED_TASKS, ChildRun, default_source, fresh_dir, oracle_server, print_table, rescue_command, run_child, write_scaled,
+)
+
+TARGET = 0.85
+CLIENTS = str(Path(__file__).with_name("_clients.py"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=None, help="release-format .jsonl (default: the real samples)")
+    parser.add_argument("--samples", type=int, default=0, help="scale the data to this many samples (0: as is)")
+    parser.add_argument("--tasks", default=",".join(CLOSED_TASKS))
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--batch-size", default="1", help="rescue's --batch-size (the server pre-renders the same)")
+    parser.add_argument("--sequential-requests", type=int, default=150)
+    parser.add_argument("--keep", type=Path, default=None, help="keep the run directory here")
+    args = parser.parse_args()
+
+    source = args.data or default_source()
+    tasks = args.tasks.split(",")
+    with tempfile.TemporaryDirectory() as folder:
+        work = Path(folder)
+        data = write_scaled(source, args.samples, work / "data.jsonl") if args.samples else source
+        out = fresh_dir(args.keep or work / "run")
+        with oracle_server(data, tasks, work / "server", latency=args.latency, batch_size=args.batch_size) as server:
+            rescue = run_child(
+                [*rescue_command(), "run", "--model", "bench-model", "--base-url", server.base_url, "--data", str(data),
+                 "--tasks", args.tasks, "--out", str(out), "--concurrency", str(args.concurrency),
+                 "--batch-size", args.batch_size, "--no-bertscore", "--quiet"],
+                env={"OPENAI_API_KEY": "benchmark"},
+            )
+            server.dump()
+            rescue_stats = server.stats()
+            bodies = server.bodies()
+            replay = work / "bodies.jsonl"
+            replay.write_text("".join(json.dumps(b, ensure_ascii=False) + "\n" for b in bodies), encoding="utf-8")
+
+            lean = run_child([sys.executable, CLIENTS, "lean", server.base_url, str(replay), str(args.concurrency)])
+            server.dump()
+            lean_stats = server.stats()
+
+            head = work / "sequential.jsonl"
+            head.write_text("".join(json.dumps(b, ensure_ascii=False) + "\n" for b in bodies[: args.sequential_requests]),
+                            encoding="utf-8")
+            sequential = run_child([sys.executable, CLIENTS, "sequential", server.base_url, str(head)])
+            server.dump()
+            sequential_stats = server.stats()
+
+        results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+
+    n = rescue_stats["requests"]
+    rate = lambda run, count: count / run.seconds  # noqa: E731 - requests per second, start-up included
+    rescue_rate = rate(rescue, n)
+    lean_rate = rate(lean, lean_stats["requests"])
+    sequential_rate = rate(sequential, sequential_stats["requests"])
+    failures = {task: scopes["all"]["failures"] for task, scopes in results["models"]["bench-model"].items()
+                if isinstance(scopes, dict) and "all" in scopes}
+    instances = {task: scopes["all"]["instances"] for task, scopes in results["models"]["bench-model"].items()
+                 if isinstance(scopes, dict) and "all" in scopes}
+
+    def line(run: ChildRun, count: int, stats: dict) -> str:
+        return (f"{count} requests in {run.seconds:.2f} s = {count / run.seconds:.1f} req/s "
+                f"(max {stats['max_in_flight']} in flight)")
+
+    ratio = rescue_rate / lean_rate
+    print_table(
+        f"bench_throughput: {args.latency * 1000:.0f} ms latency, {args.concurrency} in flight, "
+        f"{source.name}{f' scaled to {args.samples}' if args.samples else ''}, tasks {args.tasks}, "
+        f"batch size {args.batch_size}",
+        [
+            ("instances", ", ".join(f"{t} {c}" for t, c in instances.items())),
+            ("rescue run", line(rescue, n, rescue_stats)),
+            ("lean httpx + semaphore", line(lean, lean_stats["requests"], lean_stats)),
+            ("sequential requests.post", line(sequential, sequential_stats["requests"], sequential_stats)),
+            ("rescue / lean", f"{ratio:.1%} (target >= {TARGET:.0%}: {'met' if ratio >= TARGET else 'MISSED'})"),
+            ("lean / sequential", f"{lean_rate / sequential_rate:.1f}x"),
+            ("rescue / sequential", f"{rescue_rate / sequential_rate:.1f}x"),
+            ("rescue failures", ", ".join(f"{t} {c}" for t, c in failures.items())),
+            ("server answers unknown", f"{rescue_stats['oracle_misses']} of {n} (requests the oracle had not rendered)"),
+        ],
+    )
+
+
+if __name__ == "__main__":
+    main()

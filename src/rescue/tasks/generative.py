@@ -1,0 +1,300 @@
+"""Machinery shared by the two generative tasks, ER and VP (protocol §7, §8).
+
+- checkpoint selection: client turns only, at most N evenly spaced checkpoints per sample;
+- the prompt skeleton: one user message, the checkpoints as compact JSON records with their prior context;
+- answer matching: which answer item belongs to which checkpoint, with every miss kept as a failure;
+- aggregation: the mean of every per-instance score, failures counted at the floor of the scale.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Any, TypeVar
+
+from rescue.data.models import NON_PERSON_LABELS, Row, Sample
+from rescue.tasks.base import Instance, Prediction, PredictionRecord, RenderOptions
+from rescue.tasks.parsing import AnswerParseError, extract_json, item_id, local_id, match_items, resolve_local_id
+from rescue.tasks.render import MODE_EVIDENCE, context_rows, dumps, render_row
+
+T = TypeVar("T")
+
+# Keys under which models put the item list when they do not use "predictions".
+_ITEM_LIST_KEYS = ("predictions", "checkpoints", "results", "items", "answers")
+_FIRST_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_WORD = re.compile(r"[A-Za-z0-9']+")
+
+
+# --- checkpoint selection -------------------------------------------------------------------------
+
+
+def is_client_speaker(speaker: str) -> bool:
+    """A person other than the therapist; the group labels Couple/Family are not a person."""
+    speaker = speaker.strip()
+    return bool(speaker) and speaker not in NON_PERSON_LABELS
+
+
+def word_count(text: str) -> int:
+    """Words as the authors count them: runs of ``[A-Za-z0-9']``."""
+    return len(_WORD.findall(text or ""))
+
+
+def early_cutoff(total_rows: int, fraction: float) -> int:
+    """How many leading rows ER skips: ceil(fraction * N), leaving at least the last row (protocol §7.1)."""
+    if total_rows <= 1:
+        return 0
+    return min(total_rows - 1, math.ceil(fraction * total_rows))
+
+
+def pick_evenly(items: Sequence[T], limit: int, key: Callable[[T], Hashable] = id) -> list[T]:
+    """At most ``limit`` items spread evenly from first to last, in order (the authors' ``pick_evenly``).
+
+    ``limit`` <= 0 or enough room keeps all; ``limit`` 1 keeps the first; otherwise positions
+    ``round(i * (n - 1) / (limit - 1))`` (Python rounding, as the authors), de-duplicated by ``key``
+    and topped up from the start so that exactly ``limit`` come back.
+    """
+    if limit <= 0 or len(items) <= limit:
+        return list(items)
+    if limit == 1:
+        return [items[0]]
+    positions = sorted({round(i * (len(items) - 1) / (limit - 1)) for i in range(limit)})
+    chosen = [items[p] for p in positions]
+    seen = {key(item) for item in chosen}
+    for item in items:
+        if len(chosen) >= limit:
+            break
+        if key(item) not in seen:
+            chosen.append(item)
+            seen.add(key(item))
+    order = {key(item): n for n, item in enumerate(items)}
+    return sorted(chosen, key=lambda item: order[key(item)])
+
+
+def gold_intensity(value: Any) -> int | None:
+    """A gold intensity as the authors read it: ``int(round(float(x)))`` within 0-10, else None."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = int(round(float(value)))
+    except (TypeError, ValueError):
+        return None
+    return number if 0 <= number <= 10 else None
+
+
+def answer_intensity(value: Any) -> int:
+    """A model's intensity: a number, or text holding one ("7", "7/10", "about 6"); raises ValueError."""
+    if isinstance(value, bool) or value is None:
+        raise ValueError(f"intensity {value!r} is not a number")
+    if isinstance(value, (int, float)):
+        number = float(value)
+    else:
+        match = _FIRST_NUMBER.search(str(value))
+        if not match:
+            raise ValueError(f"intensity {value!r} holds no number")
+        number = float(match.group())
+    if not math.isfinite(number):
+        raise ValueError(f"intensity {value!r} is not a finite number")
+    rounded = int(round(number))
+    if not 0 <= rounded <= 10:
+        raise ValueError(f"intensity {value!r} is outside 0-10")
+    return rounded
+
+
+def make_instance(task: str, sample: Sample, row: Row, gold: Any, **extra: Any) -> Instance:
+    return Instance(
+        task=task,
+        instance_id=f"{sample.sample_id}#row{row.row_index}",
+        sample=sample,
+        row_index=row.row_index,
+        gold=gold,
+        extra={"speaker": row.speaker, **extra},
+    )
+
+
+# --- prompts --------------------------------------------------------------------------------------
+
+
+def resolve_context_size(options: RenderOptions, default: int) -> int:
+    k = default if options.context_size is None else options.context_size
+    if k < -1:
+        raise ValueError(f"context size {k} is invalid: use -1 (all prior rows), 0 (none) or a positive count")
+    return k
+
+
+def context_sentence(k: int, purpose: str) -> str:
+    """How the prompt describes ``prior_context`` for context size ``k``; ``purpose`` says what it is for."""
+    if k == 0:
+        return "Only the current turn is given; there is no earlier context."
+    if k < 0:
+        span = "all earlier rows of the session"
+    elif k == 1:
+        span = "the row just before the current turn"
+    else:
+        span = f"at most the {k} rows just before the current turn"
+    return f"Each checkpoint's prior_context holds {span}; {purpose}"
+
+
+def checkpoint_records(
+    batch: list[Instance], mode: str, k: int, participants: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """One JSON record per checkpoint: its id, the current turn rendered by mode, and its prior rows."""
+    records = []
+    for instance in batch:
+        sample = instance.sample
+        row = sample.row(instance.row_index)
+        records.append(
+            {
+                "checkpoint_id": local_id(instance),
+                "current_turn": render_row(row, mode, participants=participants),
+                "prior_context": [render_row(r, mode) for r in context_rows(sample, row.row_index, k)],
+            }
+        )
+    return records
+
+
+def user_prompt(lines: Iterable[str], batch: list[Instance], mode: str, schema: dict[str, Any], records: list[dict]) -> list[dict[str, str]]:
+    """The single user message every ER/VP request sends (the authors send no system message)."""
+    if not batch:
+        raise ValueError("cannot render an empty batch")
+    sample_ids = {instance.sample_id for instance in batch}
+    if len(sample_ids) != 1:
+        raise ValueError(f"a batch holds instances of one sample, got {sorted(sample_ids)}")
+    body = [
+        *lines,
+        f"Mode: {mode}. {MODE_EVIDENCE[mode]}",
+        "Answer with one JSON object only, no markdown, in exactly this shape, one item per checkpoint, "
+        "echoing each checkpoint_id:",
+        dumps(schema),
+        f"Sample: {batch[0].sample_id}",
+        f"Checkpoints: {dumps(records)}",
+    ]
+    return [{"role": "user", "content": "\n".join(body)}]
+
+
+# --- answers --------------------------------------------------------------------------------------
+
+
+def _answer_item_list(payload: dict[str, Any], item_keys: tuple[str, ...]) -> list[dict[str, Any]]:
+    for key in _ITEM_LIST_KEYS:
+        items = payload.get(key)
+        if isinstance(items, dict):
+            return [items]
+        if isinstance(items, list):
+            return [item for item in items if isinstance(item, dict)]
+    if any(key in payload for key in item_keys):
+        return [payload]  # a flat answer: the payload is the one item
+    return []
+
+
+def _matched_items(items: list[dict[str, Any]], batch: list[Instance]) -> dict[str, dict[str, Any]]:
+    """Answer items by instance id: the shared id matching, plus two fallbacks that only apply when no
+    item carries an id at all: an echoed ``row_index`` number, then (item count = batch size) order."""
+    local_ids = [local_id(i) for i in batch]
+    matched = match_items(items, local_ids)
+    if not matched and items and all(item_id(item) is None for item in items):
+        by_row = [resolve_local_id(str(item.get("row_index", "")), local_ids) for item in items]
+        if all(by_row):
+            matched = {local: item for local, item in reversed(list(zip(by_row, items)))}  # first item wins
+        elif len(items) == len(batch):
+            matched = dict(zip(local_ids, items))
+    return {i.instance_id: matched[local_id(i)] for i in batch if local_id(i) in matched}
+
+
+def parse_answer(
+    raw: str | None,
+    batch: list[Instance],
+    item_keys: tuple[str, ...],
+    normalise: Callable[[dict[str, Any], Instance], Any],
+) -> dict[str, Prediction]:
+    """A :class:`Prediction` for every instance of ``batch``; never raises on a bad answer.
+
+    No JSON at all: every instance is a parse_error. No item for a checkpoint: missing. An item that
+    ``normalise(item, instance)`` rejects with ValueError: a parse_error for that checkpoint only.
+    The raw text is kept on every prediction.
+    """
+    try:
+        payload = extract_json(raw or "")
+    except AnswerParseError as exc:
+        return {i.instance_id: Prediction(i.instance_id, "parse_error", raw=raw, error=str(exc)) for i in batch}
+    matched = _matched_items(_answer_item_list(payload, item_keys), batch)
+    predictions: dict[str, Prediction] = {}
+    for instance in batch:
+        item = matched.get(instance.instance_id)
+        if item is None:
+            predictions[instance.instance_id] = Prediction(
+                instance.instance_id, "missing", raw=raw, error=f"no answer item for checkpoint {local_id(instance)}"
+            )
+            continue
+        try:
+            value = normalise(item, instance)
+        except ValueError as exc:
+            predictions[instance.instance_id] = Prediction(
+                instance.instance_id, "parse_error", raw=raw, error=f"checkpoint {local_id(instance)}: {exc}"
+            )
+            continue
+        predictions[instance.instance_id] = Prediction(instance.instance_id, "ok", value=value, raw=raw)
+    return predictions
+
+
+def first_text(item: dict[str, Any], keys: tuple[str, ...]) -> str:
+    """The first non-empty text under ``keys``; a list of strings is joined with commas."""
+    for key in keys:
+        value = item.get(key)
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            value = ", ".join(v.strip() for v in value if v.strip())
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool) and str(value).strip():
+            return str(value).strip()
+    return ""
+
+
+# --- aggregation ----------------------------------------------------------------------------------
+
+
+def aggregate_scores(records: list[PredictionRecord], floors: dict[str, float]) -> dict[str, float | int | None]:
+    """``instances``, ``failures`` and the mean of every per-instance score key that any record carries.
+
+    A failed record scores the key's floor (``floors``), whether or not a score was stored for it, so a
+    failure is never better than the worst real answer. A successful record without a value for a key
+    (e.g. the judge could not grade it) is left out of that key's mean and counted in ``<key>_unscored``.
+    Keys that no record carries are absent: a run without a judge reports no judge score.
+    """
+    result: dict[str, float | int | None] = {
+        "instances": len(records),
+        "failures": sum(1 for r in records if not r.ok),
+    }
+    keys = sorted({key for r in records for key, value in r.scores.items() if value is not None})
+    for key in keys:
+        values: list[float] = []
+        unscored = 0
+        for record in records:
+            value = record.scores.get(key)
+            if not record.ok and key in floors:
+                values.append(floors[key])
+            elif value is not None:
+                values.append(float(value))
+            else:
+                unscored += 1
+        result[key] = sum(values) / len(values) if values else None
+        if unscored:
+            result[f"{key}_unscored"] = unscored
+    if any(r.judge for r in records):
+        result.update(_judge_counts(records))
+    return result
+
+
+def _judge_counts(records: list[PredictionRecord]) -> dict[str, float | int]:
+    """How the judge fared in this scope, as the judge module counts it (imported late: it pulls scipy)."""
+    from rescue.metrics.agreement import inter_judge_alpha
+    from rescue.metrics.judge import judge_failure_count, judge_request_failures
+
+    counts: dict[str, float | int] = {
+        "judge_failures": judge_failure_count(records),
+        "judge_request_failures": judge_request_failures(records),
+    }
+    main_key = "judge_emotion" if records[0].task == "er" else "judge"
+    counts["judged"] = sum(1 for r in records if r.scores.get(main_key) is not None)
+    alpha = inter_judge_alpha(records, main_key)
+    if alpha is not None:
+        counts["inter_judge_alpha"] = alpha
+    return counts

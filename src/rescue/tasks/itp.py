@@ -1,0 +1,142 @@
+"""ITP, intervention timing prediction: after a client turn, should the therapist take the next turn?
+Instances are balanced yes/no within each sample by evenly spaced selection (protocol §2)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, ClassVar, TypeVar
+
+from rescue.data.models import Sample
+from rescue.metrics.classification import binary_scores
+from rescue.tasks import prompts
+from rescue.tasks.base import Instance, Prediction, PredictionRecord, RenderOptions
+from rescue.tasks.labels import ITP_LABELS, ITP_SYNONYMS
+from rescue.tasks.parsing import LabelError, local_id, normalize_label, parse_batch
+from rescue.tasks.render import context_rows, render_row
+
+T = TypeVar("T")
+
+
+def even_sample(items: Sequence[T], limit: int) -> list[T]:
+    """``limit`` items spread evenly over ``items`` (the authors' rule, kept so counts match the paper).
+
+    All items when ``limit`` <= 0 or there are no more than ``limit``; the middle item for 1; else positions
+    round(i * (n - 1) / (limit - 1)) (Python's round-half-to-even). Those positions are distinct because the
+    step exceeds 1, so the authors' de-duplication and top-up never apply.
+    """
+    if limit <= 0 or len(items) <= limit:
+        return list(items)
+    if limit == 1:
+        return [items[len(items) // 2]]
+    return [items[round(i * (len(items) - 1) / (limit - 1))] for i in range(limit)]
+
+
+def decision_rows(sample: Sample) -> tuple[list[int], list[int]]:
+    """Positive and negative decision rows t (1-based row_index): the therapist enters at t+1 after a
+    non-therapist row t, or neither t nor t+1 is the therapist."""
+    rows = sample.rows
+    positives, negatives = [], []
+    for current, following in zip(rows, rows[1:]):
+        if current.is_therapist:
+            continue
+        (positives if following.is_therapist else negatives).append(current.row_index)
+    return positives, negatives
+
+
+class InterventionTimingTask:
+    name: ClassVar[str] = "itp"
+    title: ClassVar[str] = "Intervention timing prediction"
+    default_context_size: ClassVar[int] = 3
+    default_batch_size: ClassVar[int] = 4
+    max_tokens: ClassVar[int] = 1600
+    answer_key: ClassVar[str] = "should_speak"
+
+    def build(self, samples: list[Sample], *, itp_max_per_class: int = 0, **_: Any) -> list[Instance]:
+        """Per sample: n = min(#yes, #no) of each class by even sampling (after an optional cap per class),
+        in row order; a sample without both classes yields nothing."""
+        instances = []
+        for sample in samples:
+            positives, negatives = decision_rows(sample)
+            positives, negatives = even_sample(positives, itp_max_per_class), even_sample(negatives, itp_max_per_class)
+            n = min(len(positives), len(negatives))
+            if n == 0:
+                continue
+            chosen = [(t, "yes") for t in even_sample(positives, n)] + [(t, "no") for t in even_sample(negatives, n)]
+            for t, gold in sorted(chosen):
+                instances.append(
+                    Instance(
+                        task=self.name,
+                        instance_id=f"{sample.sample_id}#after_row{t}",
+                        sample=sample,
+                        row_index=t,
+                        gold=gold,
+                        labels=list(ITP_LABELS),
+                    )
+                )
+        return instances
+
+    def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, str]]:
+        sample = prompts.batch_sample(batch)
+        k = self.default_context_size if options.context_size is None else options.context_size
+        items = [
+            {
+                "id": local_id(instance),
+                "prior_context": [render_row(r, options.mode) for r in context_rows(sample, instance.row_index, k)],
+                "decision_row": render_row(sample.row(instance.row_index), options.mode),
+            }
+            for instance in batch
+        ]
+        clients = prompts.CLIENTS[sample.scenario]
+        member = "a partner" if sample.scenario == "couple" else "a family member"
+        sections = [
+            f"Task: you judge therapist intervention timing in {prompts.SETTING[sample.scenario]}. For each item the "
+            "conversation has just reached the end of decision_row. Decide whether the therapist should take the "
+            "very next turn.",
+            prompts.participants_line(sample),
+            "Labels:\n"
+            "- yes: an intervention now (a question, reflection, validation, containment, reframe or process "
+            "comment) is timely and clinically helpful.\n"
+            f"- no: the therapist should keep listening and let {clients} continue.",
+            f"Clinical standard: lean yes when the process has crystallised enough that an intervention would help "
+            f"now; lean no when {member} is still unfolding a thought, vulnerable material is still emerging, or "
+            "the exchange is still developing productively.",
+            prompts.context_sentence(k, anchor="decision_row") + " decision_row itself is always given.",
+            prompts.mode_line(options.mode),
+            "Judge only from what is shown; you cannot see the next turn.",
+            prompts.schema_block([{"id": "<item id>", "should_speak": "yes or no", "reason": "<short reason>"}]),
+        ]
+        return prompts.user_message(sections, items)
+
+    def parse(self, raw: str, batch: list[Instance]) -> dict[str, Prediction]:
+        return parse_batch(raw, batch, ("should_speak", "answer", "prediction", "label"), _read_yes_no)
+
+    def format_answer(self, batch: list[Instance], values: dict[str, Any]) -> str:
+        items = [{"id": local_id(i), "should_speak": values[i.instance_id]} for i in batch if i.instance_id in values]
+        return json.dumps({"predictions": items})
+
+    def instance_scores(self, record: PredictionRecord) -> dict[str, float | None]:
+        return {"correct": 1.0 if record.ok and record.prediction == record.gold else 0.0}
+
+    def aggregate(self, records: list[PredictionRecord]) -> dict[str, float | int | None]:
+        """Precision / recall / F1 of "yes" (the paper's numbers), the same for "no", accuracy and balanced
+        accuracy, micro over the records given. Failures count as neither yes nor no: always wrong."""
+        gold = [r.gold for r in records]
+        pred = [r.prediction if r.ok else None for r in records]
+        result: dict[str, float | int | None] = {"instances": len(records), "failures": sum(not r.ok for r in records)}
+        scores = binary_scores(gold, pred, positive="yes", negative="no")
+        result.update({key: (value if records else None) for key, value in scores.items()})
+        return result
+
+
+def _read_yes_no(value: Any, instance: Instance) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return "yes" if value == 1 else "no"
+    if not isinstance(value, str):
+        raise LabelError(f"expected yes or no, got {value!r:.60}")
+    return normalize_label(value, ITP_LABELS, ITP_SYNONYMS)
+
+
+TASK = InterventionTimingTask()

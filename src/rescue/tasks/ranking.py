@@ -1,0 +1,117 @@
+"""What the three top-3 tasks (RPP, STP, SSP) share: one record per instance, a ranked-label answer,
+rank metrics. Each task module supplies its instances, label set, wording and answer key."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from rescue.data.models import Sample
+from rescue.data.taxonomy import Label
+from rescue.metrics.ranking import gold_rank, hit_at_k, ranking_scores, reciprocal_rank
+from rescue.tasks import prompts
+from rescue.tasks.base import Instance, Prediction, PredictionRecord, RenderOptions
+from rescue.tasks.parsing import local_id, normalize_ranking, parse_batch
+from rescue.tasks.render import context_rows, render_row
+
+TOP_K = 3
+
+
+class RankingTask:
+    """Base of RPP, STP and SSP. Subclasses set the ClassVars and implement ``build``, ``label_defs``,
+    ``instructions`` and (optionally) ``extra_fields``."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    default_context_size: ClassVar[int]
+    default_batch_size: ClassVar[int] = 3
+    max_tokens: ClassVar[int]
+    answer_key: ClassVar[str]  # e.g. "relation_top3"; "top3" and "ranking" are accepted too
+    synonyms: ClassVar[dict[str, str]] = {}
+
+    # --- subclass hooks ---------------------------------------------------------------------------------
+
+    def build(self, samples: list[Sample], **options: Any) -> list[Instance]:
+        raise NotImplementedError
+
+    def label_defs(self, instance: Instance) -> list[Label]:
+        """The closed set with definitions, as shown in the prompt (same for every instance of a sample)."""
+        raise NotImplementedError
+
+    def instructions(self, sample: Sample) -> list[str]:
+        """The task-specific prompt sections that precede the label block."""
+        raise NotImplementedError
+
+    def rules(self, sample: Sample) -> list[str]:
+        """Task-specific rules after the label block."""
+        return []
+
+    def extra_fields(self, instance: Instance) -> dict[str, Any]:
+        """Fields of the item record besides id and prior_context (e.g. the known target in SSP)."""
+        return {}
+
+    def instance_synonyms(self, instance: Instance) -> dict[str, str]:
+        return self.synonyms
+
+    # --- the Task contract ----------------------------------------------------------------------------------
+
+    def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, str]]:
+        sample = prompts.batch_sample(batch)
+        k = self.default_context_size if options.context_size is None else options.context_size
+        items = []
+        for instance in batch:
+            record: dict[str, Any] = {"id": local_id(instance)}
+            record.update(self.extra_fields(instance))
+            record["prior_context"] = [
+                render_row(row, options.mode) for row in context_rows(sample, instance.row_index, k)
+            ]
+            items.append(record)
+        example = [{"id": "<item id>", self.answer_key: ["<most likely>", "<second>", "<third>"], "reason": "<short reason>"}]
+        sections = [
+            *self.instructions(sample),
+            prompts.participants_line(sample),
+            "Closed label set (use these labels exactly):\n" + prompts.label_block(self.label_defs(batch[0])),
+            prompts.context_sentence(k, anchor="the target row"),
+            prompts.mode_line(options.mode),
+            *self.rules(sample),
+            f"Rank the {TOP_K} most likely labels, most likely first, all distinct and from the closed set. "
+            "Use only the evidence shown; rows after the target row are not available.",
+            prompts.schema_block(example),
+        ]
+        return prompts.user_message(sections, items)
+
+    def parse(self, raw: str, batch: list[Instance]) -> dict[str, Prediction]:
+        def read(value: Any, instance: Instance) -> list[str]:
+            return normalize_ranking(value, instance.labels, self.instance_synonyms(instance), k=TOP_K)
+
+        return parse_batch(raw, batch, (self.answer_key, "top3", "ranking", "labels", "prediction"), read)
+
+    def format_answer(self, batch: list[Instance], values: dict[str, Any]) -> str:
+        items = [
+            {"id": local_id(i), self.answer_key: list(values[i.instance_id])}
+            for i in batch
+            if i.instance_id in values
+        ]
+        return json.dumps({"predictions": items}, ensure_ascii=False)
+
+    def instance_scores(self, record: PredictionRecord) -> dict[str, float | None]:
+        ranking = record.prediction if record.ok else None
+        scores: dict[str, float | None] = {f"recall_at_{k}": hit_at_k(record.gold, ranking, k) for k in range(1, TOP_K + 1)}
+        scores["mrr"] = reciprocal_rank(record.gold, ranking)
+        scores["rank"] = float(gold_rank(record.gold, ranking))
+        return scores
+
+    def aggregate(self, records: list[PredictionRecord]) -> dict[str, float | int | None]:
+        gold, rankings = _gold_and_rankings(records)
+        result: dict[str, float | int | None] = {"instances": len(records), "failures": _failures(records)}
+        scores = ranking_scores(gold, rankings, ks=range(1, TOP_K + 1))
+        result.update({key: (value if records else None) for key, value in scores.items()})
+        return result
+
+
+def _gold_and_rankings(records: list[PredictionRecord]) -> tuple[list[str], list[list[str] | None]]:
+    return [r.gold for r in records], [r.prediction if r.ok else None for r in records]
+
+
+def _failures(records: list[PredictionRecord]) -> int:
+    return sum(not r.ok for r in records)

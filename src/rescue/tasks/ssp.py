@@ -1,0 +1,69 @@
+"""SSP, support strategy prediction: rank the therapist's next support strategy, given whom it will
+address, from the rows before that therapist turn (protocol §6)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rescue.data.models import Sample
+from rescue.data.taxonomy import Label, strategy_taxonomy
+from rescue.tasks import prompts
+from rescue.tasks.base import Instance
+from rescue.tasks.labels import STRATEGY_SYNONYMS
+from rescue.tasks.ranking import RankingTask
+from rescue.tasks.stp import support_rows
+
+
+class SupportStrategyTask(RankingTask):
+    name: ClassVar[str] = "ssp"
+    title: ClassVar[str] = "Support strategy prediction"
+    default_context_size: ClassVar[int] = 3
+    default_batch_size: ClassVar[int] = 3
+    max_tokens: ClassVar[int] = 2200
+    answer_key: ClassVar[str] = "strategy_top3"
+    synonyms: ClassVar[dict[str, str]] = STRATEGY_SYNONYMS
+
+    def build(self, samples: list[Sample], **_: Any) -> list[Instance]:
+        """STP's rows whose first strategy type is (exactly) a label of the scenario's taxonomy."""
+        instances = []
+        for sample in samples:
+            taxonomy = strategy_taxonomy(sample.scenario)
+            for row, target, source in support_rows(sample):
+                strategy = row.support_strategy[0].strategy_type.strip()
+                if strategy in taxonomy:
+                    instances.append(
+                        Instance(
+                            task=self.name,
+                            instance_id=f"{sample.sample_id}#row{row.row_index}",
+                            sample=sample,
+                            row_index=row.row_index,
+                            gold=strategy,
+                            labels=taxonomy.names,
+                            extra={"support_target": target, "target_source": source},
+                        )
+                    )
+        return instances
+
+    def label_defs(self, instance: Instance) -> list[Label]:
+        return list(strategy_taxonomy(instance.sample.scenario).labels)
+
+    def extra_fields(self, instance: Instance) -> dict[str, Any]:
+        return {"support_target": instance.extra["support_target"]}
+
+    def instructions(self, sample: Sample) -> list[str]:
+        return [
+            f"Task: in {prompts.SETTING[sample.scenario]}, predict the support strategy of the therapist's NEXT "
+            "move (the target row, a therapist turn whose content is hidden).",
+            "Each item gives its id, whom that move will address (support_target; use it to condition your "
+            "answer) and the rows before the therapist turn (prior_context).",
+        ]
+
+    def rules(self, sample: Sample) -> list[str]:
+        return [
+            "Rules: predict the MAIN function of the move, not every plausible one. Prefer the most specific "
+            "justified label: track is the broadest and wins only when nothing more specific fits. Use the "
+            "support target to break ties between overlapping labels."
+        ]
+
+
+TASK = SupportStrategyTask()

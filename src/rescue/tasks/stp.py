@@ -1,0 +1,85 @@
+"""STP, support target prediction: rank who the therapist's next supportive move will mainly address,
+from the rows before that therapist turn (protocol §5)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from rescue.data.models import Row, Sample
+from rescue.data.taxonomy import Label
+from rescue.tasks import prompts
+from rescue.tasks.base import Instance
+from rescue.tasks.labels import group_synonyms, support_target, target_candidates
+from rescue.tasks.ranking import RankingTask
+
+
+def support_rows(sample: Sample) -> Iterator[tuple[Row, str, str]]:
+    """Therapist rows whose first strategy has a type and whose target resolves inside the sample's
+    candidate set, with that target and its source field. Shared by STP and SSP."""
+    candidates = target_candidates(sample)
+    for row in sample.rows:
+        if not row.is_therapist or not row.support_strategy or not row.support_strategy[0].strategy_type.strip():
+            continue
+        target, source = support_target(row, sample.scenario)
+        if target and target in candidates:
+            yield row, target, source
+
+
+class SupportTargetTask(RankingTask):
+    name: ClassVar[str] = "stp"
+    title: ClassVar[str] = "Support target prediction"
+    default_context_size: ClassVar[int] = 3
+    default_batch_size: ClassVar[int] = 3
+    max_tokens: ClassVar[int] = 1800
+    answer_key: ClassVar[str] = "target_top3"
+
+    def build(self, samples: list[Sample], **_: Any) -> list[Instance]:
+        instances = []
+        for sample in samples:
+            candidates = target_candidates(sample)
+            for row, target, source in support_rows(sample):
+                instances.append(
+                    Instance(
+                        task=self.name,
+                        instance_id=f"{sample.sample_id}#row{row.row_index}",
+                        sample=sample,
+                        row_index=row.row_index,
+                        gold=target,
+                        labels=candidates,
+                        extra={"gold_source": source},
+                    )
+                )
+        return instances
+
+    def label_defs(self, instance: Instance) -> list[Label]:
+        sample = instance.sample
+        whole = "both partners together" if sample.scenario == "couple" else "the family as a whole or several members at once"
+        return [
+            Label(name, f"the move is mainly directed at {name}.") if name != sample.group_label
+            else Label(name, f"the move addresses {whole}, a pattern they share or a shared task.")
+            for name in instance.labels
+        ]
+
+    def instance_synonyms(self, instance: Instance) -> dict[str, str]:
+        return group_synonyms(instance.sample.scenario)
+
+    def instructions(self, sample: Sample) -> list[str]:
+        return [
+            f"Task: in {prompts.SETTING[sample.scenario]}, predict whom the therapist's NEXT supportive move "
+            "(the target row, a therapist turn whose content is hidden) will mainly be directed at.",
+            "Each item gives its id and the rows before the therapist turn (prior_context); do not assume "
+            "anything about the upcoming utterance.",
+        ]
+
+    def rules(self, sample: Sample) -> list[str]:
+        return [
+            f"Rules: choose {sample.group_label} when the move addresses the whole group, a shared pattern or a "
+            "shared task; prefer an individual when the move mainly invites, protects, challenges, reassures or "
+            "redirects one person. Consider the relational flow, who is emotionally activated, pursuit and "
+            "withdrawal, who holds the floor and the therapist's ongoing focus; if the move would restore balance "
+            "or protect someone, rank that person high."
+        ]
+
+
+TASK = SupportTargetTask()

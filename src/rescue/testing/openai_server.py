@@ -1,0 +1,496 @@
+"""A scripted OpenAI-compatible chat server for tests and benchmarks.
+
+It speaks real HTTP on 127.0.0.1 so the engine is exercised through the same client code path it uses
+against a provider: retries, rate limits, timeouts and refusals are produced by the server, not mocked.
+
+What it answers is decided per request by a *script*: a function ``(body) -> Reply`` (sync or async),
+or a plain ``str``/``dict`` (its content). :class:`Reply` has constructors for every behaviour a real
+provider shows: latency, 429 with Retry-After, 500, OpenAI/Azure and DashScope content-filter
+rejections, ``finish_reason="content_filter"``, truncated and malformed JSON, and hanging requests.
+
+    with serve(script=lambda body: Reply.json({"predictions": []}), latency=0.2) as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="test")
+        ...
+        assert server.request_count == 1
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import itertools
+import json
+import socket
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+
+# A hanging request sleeps this long; the client's timeout fires first and the server cancels it on stop.
+HANG_SECONDS = 3600.0
+
+
+@dataclass
+class Reply:
+    """One scripted answer. ``status`` 200 gives a chat completion; anything else an error response.
+
+    ``body`` replaces the JSON error body (or, with ``raw=True``, is sent verbatim as text: a proxy's HTML
+    page, a cut-off body). ``delay`` is added to the server's base latency before answering.
+    """
+
+    content: str | None = ""
+    status: int = 200
+    finish_reason: str = "stop"
+    headers: dict[str, str] = field(default_factory=dict)
+    body: Any = None
+    raw: bool = False
+    delay: float = 0.0
+    usage: dict[str, Any] | None = None  # None: estimated from prompt and content lengths
+
+    @classmethod
+    def text(cls, content: str, *, delay: float = 0.0) -> Reply:
+        return cls(content=content, delay=delay)
+
+    @classmethod
+    def json(cls, value: Any, *, delay: float = 0.0) -> Reply:
+        return cls(content=json.dumps(value, ensure_ascii=False), delay=delay)
+
+    @classmethod
+    def error(
+        cls,
+        status: int,
+        message: str,
+        *,
+        code: str | None = None,
+        type: str = "server_error",
+        headers: dict[str, str] | None = None,
+        delay: float = 0.0,
+    ) -> Reply:
+        """An error in OpenAI's shape: ``{"error": {"message", "type", "code", "param"}}``."""
+        body = {"error": {"message": message, "type": type, "code": code, "param": None}}
+        return cls(content=None, status=status, headers=dict(headers or {}), body=body, delay=delay)
+
+    @classmethod
+    def rate_limited(cls, retry_after: float = 1.0, *, delay: float = 0.0) -> Reply:
+        # Retry-After is whole seconds in the HTTP spec; OpenAI also sends retry-after-ms for finer waits.
+        headers = {"Retry-After": str(max(0, round(retry_after))), "retry-after-ms": str(int(retry_after * 1000))}
+        return cls.error(
+            429, "Rate limit reached. Please retry later.", code="rate_limit_exceeded",
+            type="requests", headers=headers, delay=delay,
+        )
+
+    @classmethod
+    def server_error(cls, status: int = 500, *, delay: float = 0.0) -> Reply:
+        return cls.error(status, "The server had an error while processing your request.", delay=delay)
+
+    @classmethod
+    def content_filter(cls, *, delay: float = 0.0) -> Reply:
+        """OpenAI/Azure: the prompt is rejected with 400 and ``code: content_filter``."""
+        return cls.error(
+            400,
+            "The response was filtered due to the prompt triggering content management policy.",
+            code="content_filter", type="invalid_request_error", delay=delay,
+        )
+
+    @classmethod
+    def data_inspection_failed(cls, *, delay: float = 0.0) -> Reply:
+        """DashScope (Alibaba Bailian): the input is rejected with 400 and ``code: data_inspection_failed``."""
+        return cls.error(
+            400, "Input data may contain inappropriate content.",
+            code="data_inspection_failed", type="data_inspection_failed", delay=delay,
+        )
+
+    @classmethod
+    def filtered(cls, content: str | None = None, *, delay: float = 0.0) -> Reply:
+        """A 200 completion the provider cut off by its output filter: ``finish_reason="content_filter"``."""
+        return cls(content=content, finish_reason="content_filter", delay=delay)
+
+    @classmethod
+    def truncated(cls, content: str, keep: float = 0.5, *, delay: float = 0.0) -> Reply:
+        """The first ``keep`` share of ``content`` with ``finish_reason="length"``, as when max_tokens runs out."""
+        return cls(content=content[: int(len(content) * keep)], finish_reason="length", delay=delay)
+
+    @classmethod
+    def malformed(cls, *, delay: float = 0.0) -> Reply:
+        """Text that looks like JSON but does not decode (unquoted keys, trailing comma)."""
+        return cls(content="{predictions: [{id: row1, answer: yes},]}", delay=delay)
+
+    @classmethod
+    def hang(cls) -> Reply:
+        """Never answers in time: the client's timeout is what ends the request."""
+        return cls(content="", delay=HANG_SECONDS)
+
+    @classmethod
+    def raw_body(cls, status: int, text: str, *, content_type: str = "text/html", delay: float = 0.0) -> Reply:
+        """A body that is not an API response at all (a gateway's HTML error page, a cut-off JSON body)."""
+        return cls(content=None, status=status, body=text, raw=True, headers={"content-type": content_type}, delay=delay)
+
+
+ScriptResult = Union[Reply, str, dict[str, Any]]
+Script = Callable[[dict[str, Any]], Union[ScriptResult, Awaitable[ScriptResult]]]
+
+
+def _as_reply(result: ScriptResult) -> Reply:
+    if isinstance(result, Reply):
+        return result
+    if isinstance(result, str):
+        return Reply.text(result)
+    if isinstance(result, dict):
+        return Reply.json(result)
+    raise TypeError(f"a script must return Reply, str or dict, not {type(result).__name__}")
+
+
+def request_key(body: dict[str, Any]) -> str:
+    """Identifies a request by its messages, so a retry of the same request maps to the same key."""
+    messages = json.dumps(body.get("messages"), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(messages.encode()).hexdigest()
+
+
+def message_text(body: dict[str, Any]) -> str:
+    """All message contents of a request joined, for scripts that decide by what the prompt says."""
+    parts: list[str] = []
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):  # multimodal content parts
+            parts.extend(p.get("text", "") for p in content if isinstance(p, dict))
+    return "\n".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Script helpers
+
+
+def constant(reply: ScriptResult) -> Script:
+    return lambda body: reply
+
+
+def sequence(*replies: ScriptResult) -> Script:
+    """Answers in order, request by request across all requests; the last answer repeats."""
+    if not replies:
+        raise ValueError("sequence() needs at least one reply")
+    lock = threading.Lock()
+    position = itertools.count()
+
+    def script(body: dict[str, Any]) -> ScriptResult:
+        with lock:
+            index = next(position)
+        return replies[min(index, len(replies) - 1)]
+
+    return script
+
+
+def fail_first(n: int, failure: ScriptResult, then: Script | ScriptResult, *, per_request: bool = True) -> Script:
+    """``failure`` for the first ``n`` attempts, then ``then``.
+
+    With ``per_request`` (default) attempts are counted per distinct request (same messages), which is
+    what a client's retry loop sees; otherwise across all requests.
+    """
+    lock = threading.Lock()
+    attempts: dict[str, int] = {}
+    follow: Script = then if callable(then) else constant(then)
+
+    def script(body: dict[str, Any]) -> ScriptResult | Awaitable[ScriptResult]:
+        key = request_key(body) if per_request else ""
+        with lock:
+            attempts[key] = attempts.get(key, 0) + 1
+            count = attempts[key]
+        return failure if count <= n else follow(body)
+
+    return script
+
+
+def default_script(body: dict[str, Any]) -> ScriptResult:
+    return Reply.json({"predictions": []})
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The app
+
+
+@dataclass
+class LoggedRequest:
+    path: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+    received_at: float  # time.monotonic()
+
+
+class ServerState:
+    """What the app reads (script, latency) and records (requests, in-flight counts); thread-safe."""
+
+    def __init__(self, script: Script | ScriptResult | None, latency: float, api_key: str | None, model_ids: list[str]):
+        self.script: Script = default_script if script is None else (script if callable(script) else constant(script))
+        self.latency = latency
+        self.api_key = api_key
+        self.model_ids = model_ids
+        self._lock = threading.Lock()
+        self._requests: list[LoggedRequest] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        # Set from the server's loop; stop() wakes sleeping (latency, hanging) requests through it so
+        # shutdown does not wait for them.
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.stopping: asyncio.Event | None = None
+
+    async def sleep(self, seconds: float) -> bool:
+        """Wait ``seconds``; False when the server is stopping first."""
+        if self.stopping is None:
+            self.loop = asyncio.get_running_loop()
+            self.stopping = asyncio.Event()
+        try:
+            await asyncio.wait_for(self.stopping.wait(), seconds)
+        except TimeoutError:
+            return True
+        return False
+
+    def wake_all(self) -> None:
+        if self.loop is not None and self.stopping is not None and not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self.stopping.set)
+
+    def log(self, entry: LoggedRequest) -> None:
+        with self._lock:
+            self._requests.append(entry)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def done(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+    @property
+    def requests(self) -> list[LoggedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._requests.clear()
+            self.max_in_flight = self.in_flight
+
+
+def _estimate_tokens(text: str) -> int:
+    # About four characters per token in English; enough for cost and usage bookkeeping to be non-trivial.
+    return max(1, len(text) // 4) if text else 0
+
+
+def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    prompt_tokens = _estimate_tokens(message_text(body))
+    completion_tokens = _estimate_tokens(reply.content or "")
+    usage = reply.usage or {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": 0},
+    }
+    return {
+        "id": f"chatcmpl-test-{time.monotonic_ns()}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "test-model"),
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": reply.content},
+                "finish_reason": reply.finish_reason,
+                "logprobs": None,
+            }
+        ],
+        "usage": usage,
+    }
+
+
+def create_app(state: ServerState) -> FastAPI:
+    app = FastAPI(title="rescue scripted OpenAI-compatible server")
+
+    def unauthorised(request: Request) -> JSONResponse | None:
+        if state.api_key is None:
+            return None
+        if request.headers.get("authorization") != f"Bearer {state.api_key}":
+            body = {"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error",
+                              "code": "invalid_api_key", "param": None}}
+            return JSONResponse(body, status_code=401)
+        return None
+
+    @app.get("/v1/models")
+    async def models(request: Request) -> Response:
+        denied = unauthorised(request)
+        if denied is not None:
+            return denied
+        return JSONResponse({"object": "list", "data": [
+            {"id": model_id, "object": "model", "created": 0, "owned_by": "rescue-test"} for model_id in state.model_ids
+        ]})
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request) -> Response:
+        try:
+            body = await request.json()
+        except json.JSONDecodeError:
+            return JSONResponse({"error": {"message": "request body is not JSON", "type": "invalid_request_error",
+                                           "code": None, "param": None}}, status_code=400)
+        state.log(LoggedRequest("/v1/chat/completions", body, dict(request.headers), time.monotonic()))
+        try:
+            denied = unauthorised(request)
+            if denied is not None:
+                return denied
+            result = state.script(body)
+            if inspect.isawaitable(result):
+                result = await result
+            reply = _as_reply(result)
+            wait = state.latency + reply.delay
+            if wait > 0 and not await state.sleep(wait):
+                return JSONResponse({"error": {"message": "server shutting down", "type": "server_error",
+                                               "code": None, "param": None}}, status_code=503)
+            if reply.raw:
+                return Response(str(reply.body), status_code=reply.status, headers=reply.headers)
+            if reply.status != 200:
+                return JSONResponse(reply.body, status_code=reply.status, headers=reply.headers)
+            return JSONResponse(_completion(body, reply), headers=reply.headers)
+        finally:
+            state.done()
+
+    return app
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Running it
+
+
+class Server:
+    """A running scripted server. Change ``script`` or ``latency`` between requests; read ``requests``."""
+
+    def __init__(self, state: ServerState, host: str, port: int):
+        self._state = state
+        self.host = host
+        self.port = port
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.url}/v1"
+
+    @property
+    def script(self) -> Script:
+        return self._state.script
+
+    @script.setter
+    def script(self, value: Script | ScriptResult) -> None:
+        self._state.script = value if callable(value) else constant(value)
+
+    @property
+    def latency(self) -> float:
+        return self._state.latency
+
+    @latency.setter
+    def latency(self, seconds: float) -> None:
+        self._state.latency = seconds
+
+    @property
+    def requests(self) -> list[LoggedRequest]:
+        return self._state.requests
+
+    @property
+    def request_count(self) -> int:
+        return len(self._state.requests)
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        return [r.body for r in self._state.requests]
+
+    @property
+    def in_flight(self) -> int:
+        return self._state.in_flight
+
+    @property
+    def max_in_flight(self) -> int:
+        """The most requests the server held at once since start (or the last ``reset``)."""
+        return self._state.max_in_flight
+
+    def reset(self) -> None:
+        self._state.reset()
+
+
+def _bind_ephemeral(host: str) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, 0))
+    return sock
+
+
+@contextmanager
+def serve(
+    script: Script | ScriptResult | None = None,
+    *,
+    latency: float = 0.0,
+    api_key: str | None = None,
+    model_ids: list[str] | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    start_timeout: float = 10.0,
+) -> Iterator[Server]:
+    """Run the server in a background thread (its own event loop) until the block exits.
+
+    ``port=0`` takes a free ephemeral port. ``api_key`` set: requests without that Bearer key get 401.
+    """
+    state = ServerState(script, latency, api_key, model_ids or ["test-model"])
+    sock = _bind_ephemeral(host) if port == 0 else None
+    config = uvicorn.Config(
+        create_app(state),
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        backlog=4096,
+        # Hanging requests must not hold up the end of a test.
+        timeout_graceful_shutdown=1,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock] if sock else None}, name="rescue-openai-test-server", daemon=True
+    )
+    thread.start()
+    deadline = time.monotonic() + start_timeout
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            raise RuntimeError(f"the test server did not start on {host} within {start_timeout} s")
+        time.sleep(0.01)
+    bound_port = sock.getsockname()[1] if sock else port
+    try:
+        yield Server(state, host, bound_port)
+    finally:
+        state.wake_all()
+        server.should_exit = True
+        thread.join(timeout=10)
+        if sock is not None:
+            sock.close()
+
+
+def main() -> None:
+    """``python -m rescue.testing.openai_server [PORT]``: serve the default script until interrupted."""
+    import sys
+
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 8765
+    with serve(port=port) as server:
+        print(f"serving {server.base_url}", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+"""Helpers for the engine and run tests: an oracle script for the scripted OpenAI-compatible server.
+
+The oracle knows, for every request the runner can send (each batch and each single instance), the answer a
+perfect model would give (the task's own ``format_answer`` with the gold values), keyed like the server keys
+requests: by the hash of the messages. Tests then check real metrics computed from real HTTP answers.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rescue.engine.runner import make_batches
+from rescue.tasks import get_task
+from rescue.tasks.base import Instance, RenderOptions
+from rescue.testing.openai_server import Reply, request_key
+
+
+def oracle_answers(task_name: str, instances: list[Instance], batch_size: int = 1,
+                   options: RenderOptions | None = None) -> dict[str, str]:
+    """request key -> perfect answer, for every batch of ``batch_size`` and every single instance."""
+    task = get_task(task_name)
+    options = options or RenderOptions()
+    answers: dict[str, str] = {}
+    groups = make_batches(instances, batch_size) + [[i] for i in instances]
+    for batch in groups:
+        messages = task.render(batch, options)
+        answers[request_key({"messages": messages})] = task.format_answer(batch, {i.instance_id: i.gold for i in batch})
+    return answers
+
+
+def oracle_script(answers: dict[str, str]):
+    def script(body: dict[str, Any]) -> Reply:
+        answer = answers.get(request_key(body))
+        if answer is None:
+            return Reply.error(400, "oracle: unknown request", type="invalid_request_error")
+        return Reply.text(answer)
+
+    return script
+
+
+def itp_instances(limit_samples: int | None = None) -> list[Instance]:
+    from rescue.data.loading import load_samples
+
+    samples = load_samples(None)
+    if limit_samples:
+        samples = samples[:limit_samples]
+    return get_task("itp").build(samples)
+
+
+def read_jsonl(path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

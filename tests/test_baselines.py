@@ -1,0 +1,183 @@
+"""Offline baselines: every answer goes through the task's own parse, and each definition holds."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+import pytest
+
+from rescue.data.models import Row, Sample
+from rescue.engine.baselines import BASELINE_NAMES, BaselineError, make_baseline
+from rescue.engine.types import ChatRequest, Model
+from rescue.tasks import TASKS
+from rescue.tasks.base import Instance, Prediction, RenderOptions, Task
+from rescue.tasks.er import TASK as ER
+
+
+def answer(model: Model, task: Task, batch: list[Instance]) -> dict[str, Prediction]:
+    request = ChatRequest(task.render(batch, RenderOptions()), task.max_tokens, task=task, batch=batch)
+    reply = asyncio.run(model.complete(request))
+    assert reply.status == "ok"
+    return task.parse(reply.text, batch)
+
+
+def answer_all(model: Model, task: Task, instances: list[Instance], batch_size: int = 3) -> dict[str, Prediction]:
+    model.prepare(task, instances)
+    groups: dict[str, list[Instance]] = {}
+    for instance in instances:
+        groups.setdefault(instance.sample_id, []).append(instance)
+    predictions: dict[str, Prediction] = {}
+    for group in groups.values():
+        for start in range(0, len(group), batch_size):
+            predictions.update(answer(model, task, group[start : start + batch_size]))
+    return predictions
+
+
+def test_names_and_errors():
+    assert set(BASELINE_NAMES) == {"baseline/majority", "baseline/uniform", "baseline/persist", "baseline/nearest"}
+    with pytest.raises(BaselineError, match="unknown baseline"):
+        make_baseline("baseline/oracle")
+    persist = make_baseline("baseline/persist")
+    assert persist.applies_to("rpp") and not persist.applies_to("itp")
+    with pytest.raises(BaselineError, match="does not apply"):
+        persist.prepare(TASKS["itp"], [])
+    with pytest.raises(BaselineError, match="prepare"):
+        asyncio.run(make_baseline("baseline/majority").complete(ChatRequest([], 10, task=ER, batch=[])))
+    judged = asyncio.run(make_baseline("baseline/majority").complete(ChatRequest([], 10, purpose="judge")))
+    assert judged.status == "refused"
+
+
+@pytest.mark.parametrize("name", BASELINE_NAMES)
+def test_every_applicable_pair_answers_through_parse(name, demo_samples):
+    for task in TASKS.values():
+        model = make_baseline(name, seed=3)
+        assert isinstance(model, Model)
+        if not model.applies_to(task.name):
+            continue
+        instances = task.build(demo_samples)
+        predictions = answer_all(model, task, instances)
+        assert set(predictions) == {i.instance_id for i in instances}
+        failed = [p for p in predictions.values() if p.status != "ok"]
+        assert not failed, (name, task.name, failed[:1])
+
+
+def test_majority_follows_gold_frequencies(demo_samples):
+    for task_name in ("itp", "rpp", "ssp"):
+        task = TASKS[task_name]
+        instances = task.build(demo_samples)
+        predictions = answer_all(make_baseline("baseline/majority"), task, instances)
+        for instance in instances:
+            counts = Counter(i.gold for i in instances if i.scenario == instance.scenario)
+            value = predictions[instance.instance_id].value
+            top = value if task_name == "itp" else value[0]
+            assert counts[top] == max(counts[label] for label in instance.labels), (task_name, instance.instance_id)
+            if task_name != "itp":
+                frequencies = [counts[label] for label in value]
+                assert frequencies == sorted(frequencies, reverse=True)
+
+
+def test_majority_er_is_one_typical_phrase_and_the_median_intensity(demo_samples):
+    instances = ER.build(demo_samples)
+    predictions = answer_all(make_baseline("baseline/majority"), ER, instances)
+    for scenario in {i.scenario for i in instances}:
+        group = [i for i in instances if i.scenario == scenario]
+        values = {(predictions[i.instance_id].value["emotion"], predictions[i.instance_id].value["intensity"]) for i in group}
+        assert len(values) == 1
+        [(phrase, intensity)] = values
+        assert phrase in {i.gold["emotion"] for i in group}
+        intensities = sorted(i.gold["intensity"] for i in group)
+        assert intensity == intensities[(len(intensities) - 1) // 2]
+
+
+def test_uniform_is_seeded_and_independent_of_batching(demo_samples):
+    task = TASKS["ssp"]
+    instances = task.build(demo_samples)
+    one = answer_all(make_baseline("baseline/uniform", seed=7), task, instances, batch_size=1)
+    many = answer_all(make_baseline("baseline/uniform", seed=7), task, list(reversed(instances)), batch_size=5)
+    other = answer_all(make_baseline("baseline/uniform", seed=8), task, instances)
+    assert {k: p.value for k, p in one.items()} == {k: p.value for k, p in many.items()}
+    assert {k: p.value for k, p in one.items()} != {k: p.value for k, p in other.items()}
+    for instance in instances:
+        value = one[instance.instance_id].value
+        assert len(value) == min(3, len(instance.labels)) and set(value) <= set(instance.labels)
+
+
+def test_uniform_generative_phrases_come_from_other_samples(demo_samples):
+    instances = ER.build(demo_samples)
+    predictions = answer_all(make_baseline("baseline/uniform"), ER, instances)
+    for instance in instances:
+        own = {i.gold["emotion"] for i in instances if i.sample_id == instance.sample_id}
+        assert predictions[instance.instance_id].value["emotion"] not in own
+        assert 0 <= predictions[instance.instance_id].value["intensity"] <= 10
+
+
+def test_persist_carries_the_last_gold_pattern_forward(demo_samples):
+    task = TASKS["rpp"]
+    instances = task.build(demo_samples)
+    predictions = answer_all(make_baseline("baseline/persist"), task, instances)
+    majority = answer_all(make_baseline("baseline/majority"), task, instances)
+    carried = 0
+    for instance in instances:
+        earlier = [i for i in instances if i.sample_id == instance.sample_id and i.row_index < instance.row_index
+                   and i.gold in i.labels]
+        value = predictions[instance.instance_id].value
+        if earlier:
+            assert value[0] == max(earlier, key=lambda i: i.row_index).gold
+            carried += 1
+        else:
+            assert value == majority[instance.instance_id].value
+    assert carried > 0
+
+
+def _sample(sample_id: str, rows: list[tuple[str, str, str, int]]) -> Sample:
+    return Sample(
+        sample_id=sample_id, scenario="couple", participants=["Ann", "Ben"],
+        rows=[
+            Row(row_index=n, start_time=float(n), end_time=n + 0.5, primary_speaker=speaker, target=["Ben"],
+                dialogue_cleaned=text, internal_emotion=[{"person": speaker, "emotion_description": feeling, "intensity": level}],
+                viewpoints_attitudes=[{"source": speaker, "target": "Ben", "viewpoint": f"view: {feeling}"}])
+            for n, (speaker, text, feeling, level) in enumerate(rows, start=1)
+        ],
+    )
+
+
+def test_nearest_never_retrieves_from_the_same_sample():
+    words = "you never listen to me when I talk about the money we spend every month"
+    first = _sample("a/one", [("Ann", "hello there how are you doing today my friend", "calm", 1)] * 3
+                    + [("Ann", words, "own gold: unheard", 8)])
+    second = _sample("b/two", [("Ann", "the weather was lovely at the beach this weekend", "content", 2),
+                               ("Ann", words + " again", "other gold: resentful", 6)])
+    instances = [i for i in ER.build([first, second]) if i.sample_id == "a/one"]
+    assert instances[-1].gold["emotion"] == "own gold: unheard"
+    model = make_baseline("baseline/nearest")
+    model.prepare(ER, ER.build([first, second]))
+    value = answer(model, ER, [instances[-1]])[instances[-1].instance_id].value
+    assert value == {"emotion": "other gold: resentful", "intensity": 6}
+    with pytest.raises(BaselineError, match="at least two samples"):
+        make_baseline("baseline/nearest").prepare(ER, ER.build([first]))
+
+
+def test_nearest_vp_readdresses_retrieved_names(demo_samples):
+    task = TASKS["vp"]
+    instances = task.build(demo_samples)
+    predictions = answer_all(make_baseline("baseline/nearest"), task, instances)
+    for instance in instances:
+        allowed = set(instance.extra["participants"]) | {instance.sample.group_label}
+        for view in predictions[instance.instance_id].value:
+            assert view["source"] == instance.extra["speaker"]
+            assert view["target"] in allowed
+
+
+def test_baselines_on_real_data(real_samples):
+    """The honest baselines answer every real instance; persist beats majority on RPP top-1."""
+    rpp = TASKS["rpp"]
+    instances = rpp.build(real_samples)
+    hits = {}
+    for name in ("baseline/majority", "baseline/persist"):
+        predictions = answer_all(make_baseline(name), rpp, instances)
+        hits[name] = sum(predictions[i.instance_id].value[0] == i.gold for i in instances)
+    assert hits["baseline/persist"] > hits["baseline/majority"]
+    for task in (TASKS["er"], TASKS["vp"]):
+        predictions = answer_all(make_baseline("baseline/nearest"), task, task.build(real_samples))
+        assert all(p.status == "ok" for p in predictions.values())

@@ -1,0 +1,138 @@
+"""BERTScore with the real packaged all-MiniLM-L6-v2 weights, through the same code path as any backbone."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rescue.metrics.bertscore import (
+    AUTHORS_MODEL,
+    PACKAGED_MODEL,
+    BertScoreConfig,
+    BertScoreError,
+    bertscore_f1,
+    match_viewpoints,
+    packaged_model_dir,
+    score_bertscore,
+)
+from rescue.tasks import er, vp
+from rescue.tasks.base import PredictionRecord
+
+
+@pytest.fixture(scope="module")
+def config() -> BertScoreConfig:
+    return BertScoreConfig.from_option(None)
+
+
+def test_the_default_is_the_packaged_minilm(config):
+    assert (packaged_model_dir() / "model.safetensors").is_file()
+    assert config.model == PACKAGED_MODEL and config.num_layers == 6 and not config.rescale_with_baseline
+    described = config.describe()
+    assert described["model"] == PACKAGED_MODEL
+    assert described["num_layers"] == 6 and described["rescale_with_baseline"] is False
+    assert described["weights_version"] and described["bert_score_version"]
+    assert "/" not in described["source"]  # no machine path goes into results.json
+
+
+def test_the_authors_backbone_is_a_hub_name_with_bert_scores_layer():
+    config = BertScoreConfig.from_option(AUTHORS_MODEL)
+    assert config.model == config.model_path == AUTHORS_MODEL
+    assert config.resolved_layers() == 5  # bert-score's tuned layer for distilbert-base-uncased
+
+
+def test_identical_is_one_and_a_paraphrase_beats_an_unrelated_phrase(config):
+    gold = "feels dismissed and frustrated by her partner"
+    identical, paraphrase, unrelated = bertscore_f1(
+        [gold, "frustrated and brushed off by his wife", "the train leaves at seven tomorrow"], [gold] * 3, config
+    )
+    assert identical == pytest.approx(1.0, abs=1e-4)
+    assert paraphrase > unrelated + 0.2
+    assert 0 < unrelated < paraphrase < identical
+
+
+def test_empty_text_scores_zero_without_loading_anything():
+    assert bertscore_f1(["", "x"], ["gold", ""], BertScoreConfig(model="never-loaded", model_path="/nonexistent")) == [0.0, 0.0]
+
+
+def test_viewpoint_matching_is_one_to_one_over_the_larger_side():
+    assert match_viewpoints([[0.9, 0.1], [0.2, 0.8]]) == pytest.approx(0.85)
+    # Three predictions for two gold views: the extra one counts 0.
+    assert match_viewpoints([[0.9, 0.1], [0.2, 0.8], [0.5, 0.5]]) == pytest.approx((0.9 + 0.8) / 3)
+    # One prediction cannot match two gold views.
+    assert match_viewpoints([[0.9, 0.9]]) == pytest.approx(0.45)
+    assert match_viewpoints([]) == 0.0
+
+
+def _record(task: str, gold, prediction, status: str = "ok") -> PredictionRecord:
+    return PredictionRecord(model="m", task=task, instance_id="s#row1", sample_id="s", scenario="couple",
+                            row_index=1, gold=gold, prediction=prediction, status=status)
+
+
+def test_score_bertscore_fills_er_and_vp_records(config, demo_samples):
+    er_gold = er.TASK.build(demo_samples)[0].gold
+    er_records = [
+        _record("er", er_gold, {"emotion": er_gold["emotion"], "intensity": 3}),
+        _record("er", er_gold, {"emotion": "the train leaves at seven", "intensity": 3}),
+        _record("er", er_gold, None, status="missing"),
+    ]
+    score_bertscore(er_records, config, task_name="er")
+    exact, unrelated, missing = (r.scores["bertscore_f1"] for r in er_records)
+    assert exact == pytest.approx(1.0, abs=1e-4) and 0 < unrelated < exact and missing == 0.0
+
+    vp_gold = next(i.gold for i in vp.TASK.build(demo_samples) if len(i.gold) >= 1)
+    same = [{k: v[k] for k in ("source", "target", "viewpoint")} for v in vp_gold]
+    vp_records = [
+        _record("vp", vp_gold, same),
+        _record("vp", vp_gold, same + [{"source": "A", "target": "B", "viewpoint": "the train leaves at seven"}]),
+        _record("vp", vp_gold, None, status="parse_error"),
+    ]
+    score_bertscore(vp_records, config, task_name="vp")
+    full, padded, failed = (r.scores["bertscore_f1"] for r in vp_records)
+    assert full == pytest.approx(1.0, abs=1e-4)
+    assert padded < full  # an extra, unmatched viewpoint costs
+    assert failed == 0.0
+    er_aggregate = er.TASK.aggregate(er_records)
+    assert er_aggregate["bertscore_f1"] == pytest.approx((exact + unrelated + 0.0) / 3)
+
+
+def test_an_unloadable_local_model_says_why_and_what_to_do(tmp_path):
+    config = BertScoreConfig.from_option(str(tmp_path), num_layers=5)
+    assert config.source == "local folder" and config.model == tmp_path.name
+    with pytest.raises(BertScoreError, match="cannot load the BERTScore model") as error:
+        bertscore_f1(["a"], ["b"], config)
+    assert "--bertscore-model" in str(error.value)
+
+
+def test_option_errors():
+    with pytest.raises(BertScoreError, match="no baseline"):
+        BertScoreConfig.from_option(None, rescale=True)
+    with pytest.raises(BertScoreError, match="6 layers"):
+        BertScoreConfig.from_option("packaged", num_layers=12)
+
+
+def test_a_local_folder_needs_its_layer(tmp_path):
+    with pytest.raises(BertScoreError, match="--bertscore-layers"):
+        BertScoreConfig.from_option(str(tmp_path))
+
+
+@pytest.mark.slow
+def test_an_unreachable_hub_model_fails_with_advice():
+    # A fresh process: the hub's offline switch is read when huggingface_hub is first imported.
+    code = (
+        "from rescue.metrics.bertscore import *\n"
+        "try:\n    bertscore_f1(['a'], ['b'], BertScoreConfig.from_option('distilbert-base-uncased'))\n"
+        "except BertScoreError as e:\n    print('ERROR', e)\n"
+    )
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert "ERROR cannot load the BERTScore model 'distilbert-base-uncased'" in result.stdout
+    assert "--bertscore-model DIR --bertscore-layers N" in result.stdout
+
+
+def test_importing_the_module_does_not_import_torch():
+    code = "import sys, rescue.metrics.bertscore, rescue.metrics.judge, rescue.metrics.agreement; print('torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "False", result.stderr

