@@ -82,7 +82,9 @@ def test_majority_er_is_one_typical_phrase_and_the_median_intensity(demo_samples
     predictions = answer_all(make_baseline("baseline/majority"), ER, instances)
     for scenario in {i.scenario for i in instances}:
         group = [i for i in instances if i.scenario == scenario]
-        values = {(predictions[i.instance_id].value["emotion"], predictions[i.instance_id].value["intensity"]) for i in group}
+        values = {
+            (predictions[i.instance_id].value["emotion"], predictions[i.instance_id].value["intensity"]) for i in group
+        }
         assert len(values) == 1
         [(phrase, intensity)] = values
         assert phrase in {i.gold["emotion"] for i in group}
@@ -119,8 +121,11 @@ def test_persist_carries_the_last_gold_pattern_forward(demo_samples):
     majority = answer_all(make_baseline("baseline/majority"), task, instances)
     carried = 0
     for instance in instances:
-        earlier = [i for i in instances if i.sample_id == instance.sample_id and i.row_index < instance.row_index
-                   and i.gold in i.labels]
+        earlier = [
+            i
+            for i in instances
+            if i.sample_id == instance.sample_id and i.row_index < instance.row_index and i.gold in i.labels
+        ]
         value = predictions[instance.instance_id].value
         if earlier:
             assert value[0] == max(earlier, key=lambda i: i.row_index).gold
@@ -132,11 +137,20 @@ def test_persist_carries_the_last_gold_pattern_forward(demo_samples):
 
 def _sample(sample_id: str, rows: list[tuple[str, str, str, int]]) -> Sample:
     return Sample(
-        sample_id=sample_id, scenario="couple", participants=["Ann", "Ben"],
+        sample_id=sample_id,
+        scenario="couple",
+        participants=["Ann", "Ben"],
         rows=[
-            Row(row_index=n, start_time=float(n), end_time=n + 0.5, primary_speaker=speaker, target=["Ben"],
-                dialogue_cleaned=text, internal_emotion=[{"person": speaker, "emotion_description": feeling, "intensity": level}],
-                viewpoints_attitudes=[{"source": speaker, "target": "Ben", "viewpoint": f"view: {feeling}"}])
+            Row(
+                row_index=n,
+                start_time=float(n),
+                end_time=n + 0.5,
+                primary_speaker=speaker,
+                target=["Ben"],
+                dialogue_cleaned=text,
+                internal_emotion=[{"person": speaker, "emotion_description": feeling, "intensity": level}],
+                viewpoints_attitudes=[{"source": speaker, "target": "Ben", "viewpoint": f"view: {feeling}"}],
+            )
             for n, (speaker, text, feeling, level) in enumerate(rows, start=1)
         ],
     )
@@ -144,10 +158,18 @@ def _sample(sample_id: str, rows: list[tuple[str, str, str, int]]) -> Sample:
 
 def test_nearest_never_retrieves_from_the_same_sample():
     words = "you never listen to me when I talk about the money we spend every month"
-    first = _sample("a/one", [("Ann", "hello there how are you doing today my friend", "calm", 1)] * 3
-                    + [("Ann", words, "own gold: unheard", 8)])
-    second = _sample("b/two", [("Ann", "the weather was lovely at the beach this weekend", "content", 2),
-                               ("Ann", words + " again", "other gold: resentful", 6)])
+    first = _sample(
+        "a/one",
+        [("Ann", "hello there how are you doing today my friend", "calm", 1)] * 3
+        + [("Ann", words, "own gold: unheard", 8)],
+    )
+    second = _sample(
+        "b/two",
+        [
+            ("Ann", "the weather was lovely at the beach this weekend", "content", 2),
+            ("Ann", words + " again", "other gold: resentful", 6),
+        ],
+    )
     instances = [i for i in ER.build([first, second]) if i.sample_id == "a/one"]
     assert instances[-1].gold["emotion"] == "own gold: unheard"
     model = make_baseline("baseline/nearest")

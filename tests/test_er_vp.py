@@ -18,8 +18,14 @@ from rescue.tasks.vp import pair_recall
 
 
 def make_row(index: int, speaker: str, text: str = "", **fields: Any) -> Row:
-    return Row(row_index=index, start_time=float(index), end_time=index + 0.5, primary_speaker=speaker,
-               dialogue_cleaned=text, **fields)
+    return Row(
+        row_index=index,
+        start_time=float(index),
+        end_time=index + 0.5,
+        primary_speaker=speaker,
+        dialogue_cleaned=text,
+        **fields,
+    )
 
 
 def emotion(person: str, description: str, intensity: Any) -> dict[str, Any]:
@@ -44,10 +50,21 @@ def er_sample() -> Sample:
     return Sample(sample_id="demo/er", scenario="couple", participants=["Ann", "Ben"], rows=rows)
 
 
-def record(task: str, instance: Instance, prediction: Any, status: str = "ok", **scores: float | None) -> PredictionRecord:
-    return PredictionRecord(model="m", task=task, instance_id=instance.instance_id, sample_id=instance.sample_id,
-                            scenario=instance.scenario, row_index=instance.row_index, gold=instance.gold,
-                            prediction=prediction, status=status, scores=dict(scores))
+def record(
+    task: str, instance: Instance, prediction: Any, status: str = "ok", **scores: float | None
+) -> PredictionRecord:
+    return PredictionRecord(
+        model="m",
+        task=task,
+        instance_id=instance.instance_id,
+        sample_id=instance.sample_id,
+        scenario=instance.scenario,
+        row_index=instance.row_index,
+        gold=instance.gold,
+        prediction=prediction,
+        status=status,
+        scores=dict(scores),
+    )
 
 
 # --- selection ---------------------------------------------------------------------------------------
@@ -92,7 +109,10 @@ def test_vp_checkpoint_rules_have_no_early_cutoff():
 
 
 def test_real_data_counts_match_the_protocol(real_samples):
-    for task, expected in ((ER, {"family": (82, 17), "couple": (87, 18)}), (VP, {"family": (80, 17), "couple": (81, 18)})):
+    for task, expected in (
+        (ER, {"family": (82, 17), "couple": (87, 18)}),
+        (VP, {"family": (80, 17), "couple": (81, 18)}),
+    ):
         instances = task.build(real_samples)
         counts = Counter(i.scenario for i in instances)
         samples = {s: len({i.sample_id for i in instances if i.scenario == s}) for s in counts}
@@ -176,10 +196,18 @@ def test_er_parse_accepts_what_models_send(er_batch):
     first, second = er_batch
     answer = (
         "Here you go:\n```json\n"
-        + json.dumps({"predictions": [
-            {"checkpoint_id": "demo/er__row8", "predicted_internal_emotion": "defensive", "predicted_intensity_score": "7/10"},
-            {"checkpoint_id": "Row 4", "emotion": ["hurt", "lonely"], "intensity": 6.6},
-        ]})
+        + json.dumps(
+            {
+                "predictions": [
+                    {
+                        "checkpoint_id": "demo/er__row8",
+                        "predicted_internal_emotion": "defensive",
+                        "predicted_intensity_score": "7/10",
+                    },
+                    {"checkpoint_id": "Row 4", "emotion": ["hurt", "lonely"], "intensity": 6.6},
+                ]
+            }
+        )
         + "\n```"
     )
     predictions = ER.parse(answer, er_batch)
@@ -190,7 +218,9 @@ def test_er_parse_accepts_what_models_send(er_batch):
 
 def test_er_parse_failures_are_kept_with_their_reason(er_batch):
     first, second = er_batch
-    predictions = ER.parse(json.dumps({"predictions": [{"checkpoint_id": "row4", "emotion": "sad", "intensity": 12}]}), er_batch)
+    predictions = ER.parse(
+        json.dumps({"predictions": [{"checkpoint_id": "row4", "emotion": "sad", "intensity": 12}]}), er_batch
+    )
     assert predictions[first.instance_id].status == "parse_error"
     assert "outside 0-10" in predictions[first.instance_id].error
     assert predictions[second.instance_id].status == "missing"
@@ -206,19 +236,42 @@ def test_er_parse_without_ids(er_batch):
     assert flat[er_batch[0].instance_id].value == {"emotion": "sad", "intensity": 3}
     ordered = ER.parse(json.dumps([{"emotion": "a", "intensity": 1}, {"emotion": "b", "intensity": 2}]), er_batch)
     assert [ordered[i.instance_id].value["emotion"] for i in er_batch] == ["a", "b"]
-    by_row = ER.parse(json.dumps([{"row_index": 8, "emotion": "b", "intensity": 2}, {"row_index": 4, "emotion": "a", "intensity": 1}]), er_batch)
+    by_row = ER.parse(
+        json.dumps(
+            [{"row_index": 8, "emotion": "b", "intensity": 2}, {"row_index": 4, "emotion": "a", "intensity": 1}]
+        ),
+        er_batch,
+    )
     assert [by_row[i.instance_id].value["emotion"] for i in er_batch] == ["a", "b"]
 
 
 def test_vp_parse_variants(demo_samples):
     instance = VP.build(demo_samples)[0]
     speaker = instance.extra["speaker"]
-    one = VP.parse('{"checkpoint_id": "x", "target": "Sam", "viewpoint": "he is unfair"}', [instance])[instance.instance_id]
+    one = VP.parse('{"checkpoint_id": "x", "target": "Sam", "viewpoint": "he is unfair"}', [instance])[
+        instance.instance_id
+    ]
     assert one.status == "ok" and one.value == [{"source": speaker, "target": "Sam", "viewpoint": "he is unfair"}]
-    listed = VP.parse(json.dumps({"predictions": [{"checkpoint_id": instance.instance_id, "predicted_viewpoints": [
-        {"source": speaker, "target": "Sam", "viewpoint": "he is unfair"}, {"target": "", "viewpoint": "dropped"}]}]}), [instance])
+    listed = VP.parse(
+        json.dumps(
+            {
+                "predictions": [
+                    {
+                        "checkpoint_id": instance.instance_id,
+                        "predicted_viewpoints": [
+                            {"source": speaker, "target": "Sam", "viewpoint": "he is unfair"},
+                            {"target": "", "viewpoint": "dropped"},
+                        ],
+                    }
+                ]
+            }
+        ),
+        [instance],
+    )
     assert len(listed[instance.instance_id].value) == 1
-    empty = VP.parse(json.dumps({"predictions": [{"checkpoint_id": "row1", "viewpoints": []}]}), [instance])[instance.instance_id]
+    empty = VP.parse(json.dumps({"predictions": [{"checkpoint_id": "row1", "viewpoints": []}]}), [instance])[
+        instance.instance_id
+    ]
     assert empty.status in ("parse_error", "missing")
 
 
@@ -263,3 +316,18 @@ def test_vp_scores_and_aggregate(demo_samples):
     assert VP.instance_scores(good) == {"pair_recall": 1.0}
     result = VP.aggregate([good, failed])
     assert result == {"instances": 2, "failures": 1, "pair_recall": 0.5, "judge": 3.0}
+
+
+def test_aggregate_reports_judge_counts_when_a_judge_ran(er_batch):
+    first, second = er_batch
+    graded = record("er", first, {"emotion": "hurt", "intensity": 7}, judge_emotion=4.0)
+    graded.judge = {
+        "scale": "likert",
+        "judges": {"j": {"status": "ok", "scores": {"judge_emotion": 4.0}}},
+        "failures": 0,
+    }
+    lost = record("er", second, {"emotion": "calm", "intensity": 6}, judge_emotion=None)
+    lost.judge = {"scale": "likert", "judges": {"j": {"status": "failed", "error": "bad JSON"}}, "failures": 1}
+    result = ER.aggregate([graded, lost])
+    assert result["judge_emotion"] == 4.0 and result["judge_emotion_unscored"] == 1
+    assert (result["judged"], result["judge_failures"], result["judge_request_failures"]) == (1, 1, 1)

@@ -13,13 +13,13 @@ from rescue.metrics.judge import (
     NO_JUDGE_NOTE,
     JudgeAnswerError,
     JudgeConfigError,
+    Turn,
     authors_to_likert,
     intensity_match,
     judge_prompt,
     judge_records,
     parse_grade,
     s_er,
-    Turn,
 )
 from rescue.tasks import er, vp
 from rescue.tasks.base import Instance, PredictionRecord
@@ -168,10 +168,13 @@ def test_er_judge_scores_and_s_er(er_instances, tmp_path):
     assert first.judge["failures"] == 0
     assert stats["judge-a"].requests == 2 and stats["judge-a"].failures == 0 and stats["judge-a"].input_tokens > 0
     # The judge sees the turn, the prediction and the gold, nothing else.
-    for prompt, instance in zip(prompts, er_instances[:2]):
-        assert instance.sample.row(instance.row_index).dialogue_cleaned in prompt
-        assert "model-under-test" not in prompt and "SECRET-REASONING" not in prompt
-        assert "intensity" not in _instance_data({"messages": [{"content": prompt}]}).__repr__()
+    shown = [_instance_data({"messages": [{"content": prompt}]}) for prompt in prompts]
+    assert sorted(d["turn"]["dialogue"] for d in shown) == sorted(
+        i.sample.row(i.row_index).dialogue_cleaned for i in er_instances[:2]
+    )
+    assert all(set(d) == {"turn", "predicted_emotion", "gold_emotion"} for d in shown)
+    assert all(set(d["turn"]) == {"speaker", "dialogue"} for d in shown)
+    assert not any("model-under-test" in p or "SECRET-REASONING" in p for p in prompts)
 
 
 def test_the_judge_has_its_own_cache(er_instances, tmp_path):
@@ -180,14 +183,15 @@ def test_the_judge_has_its_own_cache(er_instances, tmp_path):
         for _ in range(2):
             records = _records(er_instances, predictions)
             judge = _judge(server, "judge-a", tmp_path / "judge.sqlite")
-            _run([judge], lambda: judge_records(list(zip(er_instances, records)), judges=[judge], task_name="er"))
+            pairs = list(zip(er_instances, records))
+            _run([judge], lambda j=judge, p=pairs: judge_records(p, judges=[j], task_name="er"))
             assert all(r.scores["judge_emotion"] == 2.0 for r in records)
         assert server.request_count == len(er_instances)  # the second pass came from the cache
     assert judge.stats_for("judge", "-").cache_hits == len(er_instances)
 
 
 def test_invalid_answers_are_asked_again_then_counted_as_failures(er_instances, tmp_path):
-    good, bad = er_instances[0], er_instances[1]
+    bad = er_instances[1]
     predictions = {i.instance_id: {"emotion": "uneasy", "intensity": 5} for i in er_instances[:2]}
     records = _records(er_instances[:2], predictions)
     bad_dialogue = bad.sample.row(bad.row_index).dialogue_cleaned

@@ -114,3 +114,34 @@ def test_smollm2_answers_json_through_the_openai_sdk():
 
     with pytest.raises(httpx.HTTPError):
         httpx.get(f"{base_url}/models", timeout=2)
+
+
+@pytest.mark.slow
+@pytest.mark.local_model
+@pytest.mark.timeout(900)
+def test_rescue_run_with_local_smollm2_end_to_end(tmp_path):
+    """``rescue run --model local/smollm2``: the server is started, every instance gets a record with a
+    counted status, and the run directory is complete. Short prompts and answers keep it to a few minutes."""
+    import subprocess
+
+    _require_local_model()
+    out = tmp_path / "run"
+    command = [
+        sys.executable, "-m", "rescue", "run", "--model", "local/smollm2", "--tasks", "itp", "--limit-samples", "1",
+        "--context-size", "0", "--max-tokens", "120", "--no-bertscore", "--quiet", "--out", str(out),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=880)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    records = [json.loads(line) for line in (out / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    scores = results["models"]["local/smollm2"]["itp"]["all"]
+    assert records and {r["model"] for r in records} == {"local/smollm2"}
+    assert scores["instances"] == len(records)
+    statuses = [r["status"] for r in records]
+    assert set(statuses) <= {"ok", "parse_error", "missing", "request_error", "refused"}
+    assert scores["failures"] == sum(status != "ok" for status in statuses)
+    assert all(r["raw"] is not None for r in records if r["status"] in ("ok", "parse_error", "missing"))
+    usage = results["models"]["local/smollm2"]["usage"]["itp"]
+    assert usage["requests"] >= 1 and usage["input_tokens"] > 0
+    assert (out / "cache.sqlite").exists() and (out / "run.log").exists()

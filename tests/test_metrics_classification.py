@@ -83,3 +83,9 @@ def test_confusion_matrix_keeps_failures_and_unknown_labels():
     assert sum(sum(row.values()) for row in matrix.values()) == 4
     odd = confusion_matrix(["a", "z"], ["q", "a"], labels=["a"])
     assert odd["a"]["q"] == 1 and odd["z"]["a"] == 1
+
+
+def test_er_intensity_score_is_exported_by_hand():
+    from rescue.metrics import intensity_score
+
+    assert [intensity_score(6, p) for p in (6, 4, 9, 0)] == [5.0, 3.0, 2.0, 1.0]  # 5 - |diff|, floor 1

@@ -7,6 +7,7 @@ import json
 import pytest
 from task_factories import batches, make_sample, to_records
 
+from rescue.data.errors import RescueError
 from rescue.tasks import get_task
 from rescue.tasks.base import RenderOptions
 from rescue.tasks.itp import decision_rows, even_sample
@@ -87,14 +88,21 @@ def test_context_size_semantics():
 def test_modes_choose_the_cues():
     sample = make_sample(
         [
-            {"speaker": "Ann", "tone_of_voice": "sharp", "facial_expressions": [{"person": "Ann", "description": "frowns"}]},
+            {
+                "speaker": "Ann",
+                "tone_of_voice": "sharp",
+                "facial_expressions": [{"person": "Ann", "description": "frowns"}],
+            },
             {"speaker": T},
             {"speaker": "Ann"},
             {"speaker": "Ben"},
         ]
     )
     batch = ITP.build([sample])[:1]
-    text = {m: ITP.render(batch, RenderOptions(mode=m))[0]["content"] for m in ("dialogue", "audio", "visual", "audiovisual")}
+    text = {
+        m: ITP.render(batch, RenderOptions(mode=m))[0]["content"]
+        for m in ("dialogue", "audio", "visual", "audiovisual")
+    }
     assert "sharp" not in text["dialogue"] and "frowns" not in text["dialogue"]
     assert "sharp" in text["audio"] and "frowns" not in text["audio"]
     assert "frowns" in text["visual"] and "sharp" not in text["visual"]
@@ -118,7 +126,9 @@ def test_parse_is_robust_to_what_models_send(four):
 
 
 def test_parse_failures_are_recorded_not_defaulted(four):
-    raw = '{"predictions": [{"id": "after_row1", "should_speak": "maybe"}, {"id": "after_row2", "should_speak": "yes"}]}'
+    raw = (
+        '{"predictions": [{"id": "after_row1", "should_speak": "maybe"}, {"id": "after_row2", "should_speak": "yes"}]}'
+    )
     parsed = ITP.parse(raw, four)
     assert parsed[four[0].instance_id].status == "parse_error" and "maybe" in parsed[four[0].instance_id].error
     assert parsed[four[1].instance_id].status == "ok"
@@ -169,3 +179,8 @@ def test_demo_data_round_trip(demo_samples):
         answer = ITP.format_answer(batch, {i.instance_id: i.gold for i in batch})
         records += to_records(ITP, batch, ITP.parse(answer, batch))
     assert ITP.aggregate(records)["accuracy"] == 1.0
+
+
+def test_invalid_context_size_is_a_clear_error(four):
+    with pytest.raises(RescueError, match="context size -2 is invalid"):
+        ITP.render(four, RenderOptions(context_size=-2))

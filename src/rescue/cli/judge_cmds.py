@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -48,10 +48,10 @@ def judge_agreement_command(
         typer.Option("--ratings", help="CSV of human ratings: instance_id,rater,score (optional columns model, task), "
                      "scores on the judge's 1-5 scale."),
     ],
-    task: Annotated[Optional[JudgedTask], typer.Option("--task", help="Only this task (default: er and vp).")] = None,
-    model: Annotated[Optional[str], typer.Option("--model", help="Only this evaluated model of the run.")] = None,
+    task: Annotated[JudgedTask | None, typer.Option("--task", help="Only this task (default: er and vp).")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Only this evaluated model of the run.")] = None,
     output_format: Annotated[AgreementFormat, typer.Option("--format", help="table for people, json for scripts.")] = AgreementFormat.table,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Also write the JSON report to this file.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Also write the JSON report to this file.")] = None,
 ) -> None:
     """Compare human ratings with the judge scores of a run: exact agreement, MAE, Spearman, Pearson,
     quadratic-weighted Cohen's κ and Krippendorff's α, per task and judge."""
@@ -71,7 +71,7 @@ def judge_agreement_command(
             title=f"{name.upper()}: human vs judge on {block['judge_score']} — {block['ratings']} ratings of "
             f"{block['instances']} instances by {len(block['raters'])} rater(s)"
         )
-        table.add_column("judge")
+        table.add_column("judge", no_wrap=True)
         for _, header in _COLUMNS:
             table.add_column(header, justify="right")
         for judge, stats in block["judges"].items():

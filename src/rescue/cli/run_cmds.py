@@ -122,6 +122,9 @@ def run_command(
         "--cache-dir", help="A cache folder shared between runs (default: the run directory).")] = None,
     prices: Annotated[Optional[Path], typer.Option("--prices", help="A price table (TOML) consulted first.")] = None,
     judge: Annotated[Optional[list[str]], typer.Option("--judge", help="A judge model for ER/VP; repeatable.")] = None,
+    judge_base_url: Annotated[Optional[str], typer.Option(
+        "--judge-base-url", help="An OpenAI-compatible endpoint for the judges (default: as --base-url).")] = None,
+    judge_api_key_env: Annotated[Optional[str], typer.Option("--judge-api-key-env")] = None,
     judge_scale: Annotated[str, typer.Option("--judge-scale", help="likert (1-5) or authors (VP).")] = "likert",
     bertscore: Annotated[bool, typer.Option("--bertscore/--no-bertscore", help="BERTScore for ER/VP.")] = True,
     bertscore_model: Annotated[Optional[str], typer.Option("--bertscore-model")] = None,
@@ -156,6 +159,8 @@ def run_command(
         cache_dir=None if cache_dir is None else str(cache_dir.resolve()),
         prices=None if prices is None else str(prices.resolve()),
         judges=list(judge or []),
+        judge_base_url=judge_base_url,
+        judge_api_key_env=judge_api_key_env,
         judge_scale=judge_scale,
         bertscore=bertscore,
         bertscore_model=bertscore_model,

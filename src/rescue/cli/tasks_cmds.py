@@ -12,7 +12,7 @@ from rich.table import Table
 from rescue.cli.app import DataOption, app, console
 from rescue.data.loading import load_samples
 from rescue.tasks import SCENARIOS, task_counts
-from rescue.tasks.rpp import DEFAULT_RPP_GOLD, RPP_GOLD_CHOICES
+from rescue.tasks.rpp import DEFAULT_RPP_GOLD
 
 # The paper's Table 6 on the full release (191 samples): (instances, samples) per scenario.
 PAPER_TABLE_6: dict[str, dict[str, tuple[int, int]]] = {
@@ -36,12 +36,15 @@ class RppGoldChoice(str, Enum):
     relation_cycle_state = "relation_cycle_state"
 
 
+DEFAULT_RPP_GOLD_CHOICE = RppGoldChoice(DEFAULT_RPP_GOLD)
 
 
 @app.command("tasks")
 def tasks_command(
     data: DataOption = None,
-    output_format: Annotated[OutputFormat, typer.Option("--format", help="table for people, json for scripts.")] = OutputFormat.table,
+    output_format: Annotated[
+        OutputFormat, typer.Option("--format", help="table for people, json for scripts.")
+    ] = OutputFormat.table,
     rpp_gold: Annotated[
         RppGoldChoice,
         typer.Option(
@@ -49,7 +52,7 @@ def tasks_command(
             help="Row field holding RPP gold: auto (relation_pattern where a sample has it, else "
             "relation_cycle_state), relation_pattern, or relation_cycle_state.",
         ),
-    ] = RppGoldChoice(DEFAULT_RPP_GOLD),
+    ] = DEFAULT_RPP_GOLD_CHOICE,
 ) -> None:
     """Count the instances and samples each task builds, per scenario (compare with the paper's Table 6)."""
     samples = load_samples(data)

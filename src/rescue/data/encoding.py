@@ -37,21 +37,26 @@ def fix_text(text: str) -> str:
     return ftfy.fix_text(text, _ENCODING_ONLY)
 
 
-def non_ascii_strings(value: Any) -> Iterator[tuple[str, str]]:
+def non_ascii_strings(value: Any) -> list[tuple[str, str]]:
     """Every non-ASCII string inside a JSON value, with its path (``rows[3].internal_emotion[0].emotion_description``).
 
-    Iterative and lazy about paths: validation walks every string of the release, so this is on the hot path.
+    Validation walks every string of the release, so this is on the hot path: paths are built only for
+    the rare strings that are returned, and leaves are tested without a function call each.
     """
-    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
-    while stack:
-        item, parts = stack.pop()
-        if isinstance(item, str):
+    found: list[tuple[tuple[str | int, ...], str]] = []
+    _walk(value, (), found)
+    return [(_path(parts), text) for parts, text in found]
+
+
+def _walk(node: Any, parts: tuple[str | int, ...], found: list[tuple[tuple[str | int, ...], str]]) -> None:
+    items = node.items() if type(node) is dict else enumerate(node)
+    for key, item in items:
+        kind = type(item)
+        if kind is str:
             if not item.isascii():
-                yield _path(parts), item
-        elif isinstance(item, dict):
-            stack.extend((v, (*parts, k)) for k, v in item.items() if not isinstance(v, (int, float, type(None))))
-        elif isinstance(item, list):
-            stack.extend((v, (*parts, i)) for i, v in enumerate(item) if not isinstance(v, (int, float, type(None))))
+                found.append(((*parts, key), item))
+        elif kind is dict or kind is list:
+            _walk(item, (*parts, key), found)
 
 
 def _path(parts: tuple[str | int, ...]) -> str:

@@ -19,6 +19,9 @@ class DataIssue:
     severity: Severity = "error"
 
     def __str__(self) -> str:
+        if self.line == 0 and not self.sample_id:  # about the path itself, not a line in it
+            text = f"{self.file}: {self.message}"
+            return text if self.severity == "error" else f"{text} (warning)"
         where = f"{self.file}:{self.line}:"
         subject = self.sample_id or "<no sample_id>"
         if self.row is not None:

@@ -25,8 +25,9 @@ class RawRecord:
 
     file: str
     line: int
-    data: Any  # dict when the JSON parsed; None when it did not
-    parse_error: str = ""
+    data: Any  # the parsed JSON value (normally a dict); None when it did not parse
+    parse_error: str = ""  # set exactly when the line could not be read as JSON
+    ascii_only: bool = False  # the source text is plain ASCII with no \u escapes (lets validation skip work)
 
 
 def demo_path() -> Path:
@@ -34,15 +35,24 @@ def demo_path() -> Path:
     return Path(str(resources.files(DEMO_PACKAGE).joinpath("demo.jsonl")))
 
 
+def _parse_line(display: str, number: int, raw: bytes) -> RawRecord:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return RawRecord(display, number, None, f"not UTF-8 text (byte {exc.start + 1} of the line)")
+    try:
+        # Without the newline a truncated line reports the column where it stops, not "line 2 column 1".
+        data = json.loads(text.rstrip("\r\n"))
+    except json.JSONDecodeError as exc:
+        return RawRecord(display, number, None, f"invalid JSON: {exc.msg} at column {exc.colno}")
+    return RawRecord(display, number, data, ascii_only=raw.isascii() and b"\\u" not in raw)
+
+
 def _read_jsonl(path: Path, display: str) -> Iterator[RawRecord]:
-    with path.open("r", encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield RawRecord(display, number, json.loads(line))
-            except json.JSONDecodeError as exc:
-                yield RawRecord(display, number, None, f"invalid JSON: {exc.msg} at column {exc.colno}")
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if raw.strip():
+                yield _parse_line(display, number, raw)
 
 
 def infer_scenario(sample_id: str, rows: list[Any]) -> Scenario:
@@ -92,6 +102,8 @@ def _read_sample_json(path: Path, root: Path) -> RawRecord:
     display = str(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        return RawRecord(display, 1, None, f"not UTF-8 text (byte {exc.start + 1} of the file)")
     except json.JSONDecodeError as exc:
         return RawRecord(display, exc.lineno, None, f"invalid JSON: {exc.msg} at column {exc.colno}")
     if isinstance(data, dict) and isinstance(data.get("rows"), list):

@@ -7,6 +7,7 @@ are reported but the sample is still loaded, because the official release itself
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from rescue.data.encoding import fix_text, non_ascii_strings
-from rescue.data.errors import DataIssue, Severity
+from rescue.data.errors import DataError, DataIssue, Severity
 from rescue.data.loading import RawRecord, infer_scenario, iter_records
 from rescue.data.models import GROUP_LABELS, THERAPIST, Row, Sample
 from rescue.data.taxonomy import UTTERANCE_TYPE_NAMES, relation_taxonomy, strategy_taxonomy
@@ -139,40 +140,42 @@ def _check_names(sample: Sample, out: _Collector) -> None:
     allowed = set(sample.participants) | {THERAPIST, group}
     cast = f"participants {', '.join(sample.participants) or '(none)'}, {THERAPIST} or {group}"
 
-    def check(name: str, field_name: str, row: Row, severity: Severity = "error") -> None:
+    # The field name is a template filled in only on failure: this runs for every name in the release.
+    def check(name: str, row: Row, template: str, *index: int, severity: Severity = "error") -> None:
         if name not in allowed:
-            out.add(f"{name!r} is not one of {cast}", field_name, row.row_index, severity)
+            out.add(f"{name!r} is not one of {cast}", template.format(*index), row.row_index, severity)
 
     for row in sample.rows:
-        check(row.primary_speaker, "primary_speaker", row)
+        check(row.primary_speaker, row, "primary_speaker")
         for i, name in enumerate(row.target):
-            check(name, f"target[{i}]", row)
+            check(name, row, "target[{}]", i)
         for i, move in enumerate(row.support_strategy):
             for j, name in enumerate(move.target):
-                check(name, f"support_strategy[{i}].target[{j}]", row)
+                check(name, row, "support_strategy[{}].target[{}]", i, j)
         for i, said in enumerate(row.background_dialogue):
-            check(said.speaker, f"background_dialogue[{i}].speaker", row)
+            check(said.speaker, row, "background_dialogue[{}].speaker", i)
             for j, name in enumerate(said.target):
-                check(name, f"background_dialogue[{i}].target[{j}]", row)
+                check(name, row, "background_dialogue[{}].target[{}]", i, j)
         for i, emotion in enumerate(row.internal_emotion):
-            check(emotion.person, f"internal_emotion[{i}].person", row)
+            check(emotion.person, row, "internal_emotion[{}].person", i)
         for i, view in enumerate(row.viewpoints_attitudes):
-            check(view.source, f"viewpoints_attitudes[{i}].source", row)
-            check(view.target, f"viewpoints_attitudes[{i}].target", row)
+            check(view.source, row, "viewpoints_attitudes[{}].source", i)
+            check(view.target, row, "viewpoints_attitudes[{}].target", i)
         # Cues describe what annotators saw; a person named there only loses that cue, so it is a warning.
         for cue_field in ("body_posture", "facial_expressions", "self_directed_behavior"):
             for i, cue in enumerate(getattr(row, cue_field)):
-                check(cue.person, f"{cue_field}[{i}].person", row, "warning")
+                check(cue.person, row, cue_field + "[{}].person", i, severity="warning")
         for i, act in enumerate(row.interaction_behavior):
-            check(act.initiator, f"interaction_behavior[{i}].initiator", row, "warning")
+            check(act.initiator, row, "interaction_behavior[{}].initiator", i, severity="warning")
             for j, name in enumerate(act.target):
-                check(name, f"interaction_behavior[{i}].target[{j}]", row, "warning")
+                check(name, row, "interaction_behavior[{}].target[{}]", i, j, severity="warning")
 
 
 def _check_values(sample: Sample, out: _Collector) -> None:
     low, high = INTENSITY_RANGE
-    relations = relation_taxonomy(sample.scenario)
-    strategies = strategy_taxonomy(sample.scenario)
+    # Sets, not Taxonomy.__contains__: this runs for every row of the release.
+    relations = set(relation_taxonomy(sample.scenario).names)
+    strategies = set(strategy_taxonomy(sample.scenario).names)
     for row in sample.rows:
         for i, emotion in enumerate(row.internal_emotion):
             if emotion.intensity is not None and not low <= emotion.intensity <= high:
@@ -214,6 +217,8 @@ def _check_scenario(sample: Sample, out: _Collector) -> None:
 
 
 def _check_encoding(record: RawRecord, out: _Collector) -> None:
+    if record.ascii_only:  # the common case: nothing non-ASCII anywhere in the record, so no mojibake
+        return
     rows = record.data.get("rows") if isinstance(record.data.get("rows"), list) else []
     for path, text in sorted(non_ascii_strings(record.data), key=_row_order):
         fixed = fix_text(text)
@@ -252,7 +257,8 @@ def check_sample(sample: Sample, record: RawRecord) -> list[DataIssue]:
         out.add("must not be empty", "sample_id")
     for check in SAMPLE_CHECKS:
         check(sample, out)
-    return out.issues
+    # Reported in row order, as a reader walks the file; sample-level issues first.
+    return sorted(out.issues, key=lambda issue: -1 if issue.row is None else issue.row)
 
 
 def validate_records(records: Iterable[RawRecord]) -> ValidationReport:
@@ -260,11 +266,12 @@ def validate_records(records: Iterable[RawRecord]) -> ValidationReport:
     first_seen: dict[str, str] = {}
     for record in records:
         report.records += 1
-        if record.data is None:
+        if record.parse_error:
             report.issues.append(DataIssue(record.file, record.line, record.parse_error))
             continue
         if not isinstance(record.data, dict):
-            report.issues.append(DataIssue(record.file, record.line, "a sample must be a JSON object"))
+            got = json.dumps(record.data)[:40]
+            report.issues.append(DataIssue(record.file, record.line, f"a sample must be a JSON object (got {got})"))
             continue
         encoding = _Collector(record, str(record.data.get("sample_id", "")))
         _check_encoding(record, encoding)
@@ -293,4 +300,7 @@ def validate_records(records: Iterable[RawRecord]) -> ValidationReport:
 
 def validate_path(path: str | Path | None) -> ValidationReport:
     """Read and validate everything under ``path`` (the demo dataset when None)."""
-    return validate_records(iter_records(path))
+    try:
+        return validate_records(iter_records(path))
+    except DataError as exc:  # the path itself is unusable (missing, or holds no sample files)
+        return ValidationReport(issues=list(exc.issues))

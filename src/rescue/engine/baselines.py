@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.metrics.pairwise import linear_kernel
+from sklearn.feature_extraction.text import TfidfVectorizer  # type: ignore[import-untyped]
+from sklearn.metrics.pairwise import linear_kernel  # type: ignore[import-untyped]
 
 from rescue.data.errors import RescueError
 from rescue.data.models import GROUP_LABELS, THERAPIST, Row, Sample
@@ -229,7 +229,9 @@ class UniformBaseline(Baseline):
                 phrases[instance.scenario].extend((instance.sample_id, p) for p in gold)
             state.extra["phrases"] = phrases
             if len({i.sample_id for i in state.instances}) < 2:
-                raise BaselineError(f"{self.name} draws {state.task.name.upper()} phrases from other samples: it needs at least two samples")
+                raise BaselineError(
+                    f"{self.name} draws {state.task.name.upper()} phrases from other samples: it needs at least two"
+                )
 
     def _rng(self, state: _TaskState, instance: Instance) -> random.Random:
         # One generator per instance: the same seed gives the same answer whatever the batching or order.
@@ -253,7 +255,8 @@ class UniformBaseline(Baseline):
         if name == "er":
             return {"emotion": self._phrase(state, instance, rng), "intensity": rng.randint(0, 10)}
         targets = _people(instance) + [instance.sample.group_label]
-        return [{"source": _speaker(instance), "target": rng.choice(targets), "viewpoint": self._phrase(state, instance, rng)}]
+        target = rng.choice(targets)
+        return [{"source": _speaker(instance), "target": target, "viewpoint": self._phrase(state, instance, rng)}]
 
 
 class PersistBaseline(Baseline):
@@ -270,7 +273,8 @@ class PersistBaseline(Baseline):
 
     def answer(self, state: _TaskState, instance: Instance) -> list[str]:
         ranking = self.majority_ranking(state, instance)
-        earlier = [label for row, label in state.extra["history"].get(instance.sample_id, []) if row < instance.row_index]
+        history = state.extra["history"].get(instance.sample_id, [])
+        earlier = [label for row, label in history if row < instance.row_index]
         if earlier:
             ranking = [earlier[-1]] + [label for label in ranking if label != earlier[-1]]
         return ranking[:TOP_K]
@@ -299,7 +303,9 @@ class NearestBaseline(Baseline):
         rows_of = emotion_rows if state.task.name == "er" else viewpoint_rows
         samples = list({i.sample_id: i.sample for i in state.instances}.values())
         if len(samples) < 2:
-            raise BaselineError(f"{self.name} retrieves from other samples: it needs at least two samples, got {len(samples)}")
+            raise BaselineError(
+                f"{self.name} retrieves from other samples: it needs at least two samples, got {len(samples)}"
+            )
         sample_ids, rows, golds, owners = [], [], [], []
         for sample in samples:
             for row, gold in rows_of(sample):

@@ -155,7 +155,8 @@ class ReliableModel:
             stats.failures += 1
             return ChatAnswer(None, "request_error", NOT_REQUESTED_BUDGET, meta={"not_requested": True})
         answer = await self._ask(request, stats)
-        stats.requests += 1
+        if not answer.meta.get("not_requested"):
+            stats.requests += 1
         if answer.status == "ok":
             add_usage(stats.usage, answer.usage)
             add_usage(stats.new_usage, answer.usage)
@@ -197,6 +198,14 @@ class ReliableModel:
                     answer = await self.inner.complete(request)
                 else:
                     async with self.limiter:
+                        # Requests that waited for a slot must not go out once the endpoint is known dead
+                        # or the budget is spent.
+                        if self.fatal is not None:
+                            return ChatAnswer(None, "request_error", f"not requested: {self.fatal}",
+                                              meta={"not_requested": True})
+                        if self.budget is not None and self.budget.exhausted:
+                            return ChatAnswer(None, "request_error", NOT_REQUESTED_BUDGET,
+                                              meta={"not_requested": True})
                         answer = await self.inner.complete(request)
             except TransientError as exc:
                 last = exc

@@ -79,11 +79,11 @@ def resolve_model(
         fields = {**base.__dict__, **overrides}
         base = GenerationSettings(**fields)
     prefix, _, rest = spec.partition("/")
-    if prefix == "baseline" and not base_url:
+    if prefix == "baseline":
         from rescue.engine.baselines import make_baseline
 
         return make_baseline(spec)
-    if prefix == "local" and not base_url:
+    if prefix == "local":
         return LocalModel(rest or "smollm2", base)
     endpoint = resolve_endpoint(spec, base_url=base_url, api_key_env=api_key_env, need_key=need_key)
     return OpenAIModel(endpoint, base)

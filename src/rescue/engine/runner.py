@@ -78,6 +78,8 @@ class RunConfig:
     cache_dir: str | None = None  # None: the run directory
     prices: str | None = None
     judges: list[str] = field(default_factory=list)
+    judge_base_url: str | None = None  # None: the judges' presets, or --base-url
+    judge_api_key_env: str | None = None
     judge_scale: str = "likert"
     bertscore: bool = True
     bertscore_model: str | None = None
@@ -364,11 +366,14 @@ class Runner:
             offline=self.offline,
         )
 
-    def _resolve(self, spec: str) -> Model:
+    def _resolve(self, spec: str, *, judge: bool = False) -> Model:
         from rescue.engine.resolve import resolve_model
 
-        return resolve_model(spec, base_url=self.config.base_url, api_key_env=self.config.api_key_env,
-                             settings=self.config.settings_for(spec), need_key=not self.offline)
+        base_url, key_env = self.config.base_url, self.config.api_key_env
+        if judge and self.config.judge_base_url:
+            base_url, key_env = self.config.judge_base_url, self.config.judge_api_key_env
+        return resolve_model(spec, base_url=base_url, api_key_env=key_env, settings=self.config.settings_for(spec),
+                             need_key=not self.offline)
 
     async def run(self) -> RunOutcome:
         from rescue.data.loading import load_samples
@@ -403,7 +408,7 @@ class Runner:
                 for spec in config.model_specs:
                     models[spec] = self._wrap(self._resolve(spec), cache, budget, log,
                                               on_retry=lambda r, s=spec: on_retry(r, s))
-                judges = [self._wrap(self._resolve(spec), cache, budget, log) for spec in config.judges]
+                judges = [self._wrap(self._resolve(spec, judge=True), cache, budget, log) for spec in config.judges]
                 # A baseline that does not apply to a task (persist has no RPP answer ...) sits that task out.
                 todo = [(spec, name) for spec in config.model_specs for name in config.tasks
                         if getattr(models[spec].inner, "applies_to", lambda _: True)(name)]

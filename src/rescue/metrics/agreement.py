@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from rescue.data.errors import RescueError
 
@@ -93,7 +93,7 @@ def _finite(value: float) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
-def _is_integral(values: Sequence[float]) -> bool:
+def _is_integral(values: Iterable[float]) -> bool:
     return all(float(v).is_integer() for v in values)
 
 
@@ -102,8 +102,8 @@ def pair_statistics(human: Sequence[float], judge: Sequence[float]) -> dict[str,
     and Krippendorff's alpha (ordinal). Correlations are ``None`` when a side is constant (undefined);
     kappa is ``None`` when a score is not a whole number (the mean of several judges)."""
     import numpy as np
-    from scipy.stats import pearsonr, spearmanr
-    from sklearn.metrics import accuracy_score, cohen_kappa_score, mean_absolute_error
+    from scipy.stats import pearsonr, spearmanr  # type: ignore[import-untyped]
+    from sklearn.metrics import accuracy_score, cohen_kappa_score, mean_absolute_error  # type: ignore[import-untyped]
 
     if len(human) != len(judge):
         raise ValueError("human and judge scores must pair up")
@@ -119,7 +119,7 @@ def pair_statistics(human: Sequence[float], judge: Sequence[float]) -> dict[str,
     # accuracy_score wants labels; scores are compared as strings of their exact values.
     exact = accuracy_score([repr(float(x)) for x in h], [repr(float(x)) for x in j])
     result["exact_agreement"] = float(exact)
-    result["exact_matches"] = int(round(exact * n))
+    result["exact_matches"] = round(exact * n)
     result["mae"] = float(mean_absolute_error(h, j))
     if n >= 2 and np.ptp(h) > 0 and np.ptp(j) > 0:
         result["spearman"] = _finite(spearmanr(h, j).statistic)
@@ -130,7 +130,10 @@ def pair_statistics(human: Sequence[float], judge: Sequence[float]) -> dict[str,
     return result
 
 
-def alpha(reliability: Sequence[Sequence[float | None]], level: str = "ordinal") -> float | None:
+def alpha(
+    reliability: Sequence[Sequence[float | None]],
+    level: Literal["nominal", "ordinal", "interval", "ratio"] = "ordinal",
+) -> float | None:
     """Krippendorff's alpha of a raters x units matrix (``None`` = not rated); ``None`` when undefined
     (fewer than two raters, no unit rated twice, or no variation at all)."""
     import krippendorff
@@ -175,8 +178,9 @@ def _judge_scores(record: PredictionRecord, key: str) -> dict[str, float]:
     for name, entry in ((record.judge or {}).get("judges") or {}).items():
         if entry.get("status") == "ok" and key in (entry.get("scores") or {}):
             scores[name] = float(entry["scores"][key])
-    if len(scores) > 1 and record.scores.get(key) is not None:
-        scores["mean of judges"] = float(record.scores[key])
+    mean = record.scores.get(key)
+    if len(scores) > 1 and mean is not None:
+        scores["mean of judges"] = float(mean)
     return scores
 
 
@@ -235,7 +239,7 @@ def judge_agreement(
         for judge in judge_names:
             graded = [(rating, _judge_scores(record, key).get(judge)) for rating, record in pairs]
             usable = [(rating, score) for rating, score in graded if score is not None]
-            stats = pair_statistics([r.score for r, _ in usable], [s for _, s in usable])
+            stats: dict[str, Any] = dict(pair_statistics([r.score for r, _ in usable], [s for _, s in usable]))
             stats["not_graded"] = len(graded) - len(usable)
             raters = sorted({r.rater for r, _ in usable})
             stats["per_rater"] = {

@@ -134,7 +134,7 @@ class BertScoreConfig:
     def resolved_layers(self) -> int:
         if self.num_layers is not None:
             return self.num_layers
-        from bert_score.utils import model2layers
+        from bert_score.utils import model2layers  # type: ignore[import-untyped]
 
         if self.model_path not in model2layers:
             raise BertScoreError(
@@ -175,7 +175,7 @@ def _version(distribution: str) -> str | None:
 def _scorer(config: BertScoreConfig) -> Any:
     """One loaded scorer per config for the whole process (ER and VP share it)."""
     try:
-        from bert_score import BERTScorer
+        from bert_score import BERTScorer  # type: ignore[import-untyped]
     except ImportError as exc:
         raise BertScoreError(f"BERTScore needs bert-score and torch: pip install bert-score torch ({exc})") from None
     path = config.model_path or (str(packaged_model_dir()) if config.source.startswith("package") else config.model)
@@ -231,7 +231,7 @@ def bertscore_f1(candidates: Sequence[str], references: Sequence[str], config: B
 def match_viewpoints(f1: Sequence[Sequence[float]]) -> float:
     """The VP instance score from a #pred x #gold F1 matrix: best one-to-one sum / max(#pred, #gold)."""
     import numpy as np
-    from scipy.optimize import linear_sum_assignment
+    from scipy.optimize import linear_sum_assignment  # type: ignore[import-untyped]
 
     matrix = np.asarray(f1, dtype=float)
     if matrix.size == 0:

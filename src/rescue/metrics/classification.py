@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sklearn.metrics import precision_recall_fscore_support
-
 # Stands in for a failed prediction inside scikit-learn, which needs one type of label.
 FAILED = "<failed>"
 
@@ -25,11 +23,17 @@ def _check(gold: Sequence[Any], pred: Sequence[Any]) -> None:
         raise ValueError(f"gold and predictions differ in length ({len(gold)} vs {len(pred)})")
 
 
-def _prf(gold: Sequence[Any], pred: Sequence[Any], labels: list[str]) -> tuple[list[float], list[float], list[float], list[int]]:
+def _prf(
+    gold: Sequence[Any], pred: Sequence[Any], labels: list[str]
+) -> tuple[list[float], list[float], list[float], list[int]]:
     _check(gold, pred)
     if not gold:
         zeros = [0.0] * len(labels)
         return zeros, zeros, zeros, [0] * len(labels)
+    # Imported here: scikit-learn (and the pandas it pulls in) takes seconds to import, and the CLI
+    # imports this module on start-up.
+    from sklearn.metrics import precision_recall_fscore_support
+
     p, r, f, s = precision_recall_fscore_support(
         _labels(gold), _labels(pred), labels=labels, average=None, zero_division=0
     )
@@ -85,7 +89,9 @@ def binary_scores(
     }
 
 
-def per_label_scores(gold: Sequence[Any], pred: Sequence[Any], *, labels: Sequence[str]) -> dict[str, dict[str, float | int]]:
+def per_label_scores(
+    gold: Sequence[Any], pred: Sequence[Any], *, labels: Sequence[str]
+) -> dict[str, dict[str, float | int]]:
     """Precision, recall, F1, support (gold count) and predicted count for every label in ``labels``."""
     names = list(labels)
     p, r, f, s = _prf(gold, pred, names)
@@ -119,4 +125,3 @@ def confusion_matrix(gold: Sequence[Any], pred: Sequence[Any], *, labels: Sequen
     for g, p in zip(golds, preds):
         matrix[g][p] += 1
     return matrix
-

@@ -109,7 +109,7 @@ def _as_intensity(value: Any) -> int | None:
         return None
     if not math.isfinite(number):
         return None
-    rounded = int(round(number))
+    rounded = round(number)
     return rounded if 0 <= rounded <= 10 else None
 
 
@@ -237,7 +237,7 @@ def judge_prompt(task_name: str, scale: Scale, turn: Turn, prediction: Any, gold
 def _integer(value: Any) -> int:
     # Models send 4, "4" or 4.0; 4.5 or "four" is not a Likert grade and is asked again.
     if isinstance(value, bool):
-        raise ValueError("must be an integer, not a boolean")
+        raise ValueError("must be an integer, not a boolean")  # noqa: TRY004 - pydantic turns only ValueError into a validation error
     if isinstance(value, int):
         return value
     if isinstance(value, float) and value.is_integer():
@@ -256,6 +256,10 @@ class _Grade(BaseModel):
     @classmethod
     def _text(cls, value: Any) -> str:
         return "" if value is None else str(value)
+
+    def scores(self) -> dict[str, float]:
+        """The record.scores entries this grade gives."""
+        raise NotImplementedError
 
 
 class EmotionGrade(_Grade):
@@ -447,7 +451,7 @@ async def judge_records(
     task_name: str,
     scale: Scale = "likert",
     max_attempts: int = 3,
-    max_tokens: int = 600,
+    max_tokens: int = 1800,
     concurrency: int = 8,
 ) -> dict[str, JudgeStats]:
     """Grade every (instance, record) pair with every judge; fills ``record.scores`` and ``record.judge``.
@@ -459,7 +463,7 @@ async def judge_records(
         task_name: "er" or "vp".
         scale: "likert" (1-5) or, for VP, "authors" (0-2 + 0-4, mapped to ``judge`` by :func:`authors_to_likert`).
         max_attempts: requests per instance and judge before it counts as a judge failure.
-        max_tokens: the judge's answer budget (a grade is short).
+        max_tokens: the judge's answer budget (the authors' 1800: reasoning models spend tokens before answering).
         concurrency: judge requests in flight at once, over all judges.
 
     Returns:

@@ -52,7 +52,9 @@ def mrr(gold: Sequence[str], rankings: Sequence[Sequence[str] | None]) -> float:
     return sum(reciprocal_rank(g, r) for g, r in zip(gold, rankings)) / len(gold)
 
 
-def ranking_scores(gold: Sequence[str], rankings: Sequence[Sequence[str] | None], *, ks: Sequence[int] = (1, 2, 3)) -> dict[str, float]:
+def ranking_scores(
+    gold: Sequence[str], rankings: Sequence[Sequence[str] | None], *, ks: Sequence[int] = (1, 2, 3)
+) -> dict[str, float]:
     """``recall_at_k`` for each k and ``mrr``, in one dict."""
     scores = {f"recall_at_{k}": recall_at_k(gold, rankings, k) for k in ks}
     scores["mrr"] = mrr(gold, rankings)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from itertools import pairwise
 
 import pandas as pd
 
@@ -134,7 +135,7 @@ def transition_matrix(sequences: Iterable[Sequence[str]], labels: Sequence[str])
     excluded as in the paper. A row with no outgoing transition stays all zero."""
     counts = pd.DataFrame(0.0, index=list(labels), columns=list(labels))
     for sequence in sequences:
-        for current, following in zip(sequence, sequence[1:]):
+        for current, following in pairwise(sequence):
             if current != following and current in counts.index and following in counts.columns:
                 counts.loc[current, following] += 1
     totals = counts.sum(axis=1).replace(0, 1)

@@ -6,6 +6,10 @@ resampling instances would understate the uncertainty. Every function here draws
 number of couple and family conversations of the original), and recomputes a statistic on all
 records of the drawn samples. Intervals are percentile intervals.
 
+A statistic is either any function of a record list (the task's ``aggregate``: general, but one
+call per replicate), or a :class:`Decomposed` one — a function of per-sample sums of per-record
+components (counts, hits, reciprocal ranks) — which numpy evaluates for all replicates at once.
+
 With fewer than ``MIN_SAMPLES`` conversations in a scope there is nothing to resample (every replicate
 is the observed value), so no interval and no p-value is reported rather than a falsely certain one.
 """
@@ -23,6 +27,19 @@ from rescue.tasks.base import PredictionRecord
 MIN_SAMPLES = 2
 
 Statistic = Callable[[list[PredictionRecord]], Mapping[str, object]]
+
+
+@dataclass(frozen=True)
+class Decomposed:
+    """A statistic computed from column sums: ``finish(totals)`` maps an (R, C) array of summed
+    ``components(record)`` vectors to an (R,) array per key (NaN where undefined)."""
+
+    components: Callable[[PredictionRecord], Sequence[float]]
+    finish: Callable[[np.ndarray], dict[str, np.ndarray]]
+
+    def evaluate(self, records: Sequence[PredictionRecord]) -> dict[str, float | None]:
+        totals = np.asarray([self.components(r) for r in records], dtype=float).sum(axis=0, keepdims=True)
+        return {k: _number(v[0]) for k, v in self.finish(totals).items()}
 
 
 @dataclass(frozen=True)
@@ -45,66 +62,97 @@ class PairedResult:
     resamples: int
 
 
-def _clusters(records: Sequence[PredictionRecord]) -> dict[str, dict[str, list[int]]]:
-    """scenario -> sample_id -> positions of that sample's records, in first-seen order."""
-    strata: dict[str, dict[str, list[int]]] = {}
-    for position, record in enumerate(records):
-        strata.setdefault(record.scenario, {}).setdefault(record.sample_id, []).append(position)
-    return strata
-
-
-def _enough(strata: dict[str, dict[str, list[int]]]) -> bool:
-    return sum(len(samples) for samples in strata.values()) >= MIN_SAMPLES
-
-
-def _draws(strata: dict[str, dict[str, list[int]]], rng: np.random.Generator) -> list[int]:
-    positions: list[int] = []
-    for samples in strata.values():
-        groups = list(samples.values())
-        for pick in rng.integers(0, len(groups), len(groups)):
-            positions.extend(groups[pick])
-    return positions
-
-
 def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool) or not isinstance(value, int | float | np.floating):
         return None
     number = float(value)
     return None if math.isnan(number) else number
 
 
-def _interval(values: list[float], level: float) -> tuple[float | None, float | None]:
-    if not values:
+def _groups(records: Sequence[PredictionRecord]) -> tuple[list[list[int]], list[int]]:
+    """Record positions per sample, and each sample's stratum (scenario) number."""
+    index: dict[str, int] = {}
+    groups: list[list[int]] = []
+    strata: list[int] = []
+    scenarios: dict[str, int] = {}
+    for position, record in enumerate(records):
+        if record.sample_id not in index:
+            index[record.sample_id] = len(groups)
+            groups.append([])
+            strata.append(scenarios.setdefault(record.scenario, len(scenarios)))
+        groups[index[record.sample_id]].append(position)
+    return groups, strata
+
+
+def resample_weights(strata: Sequence[int], n_resamples: int, seed: int) -> np.ndarray:
+    """(R, G) multiplicity of each sample in each replicate, drawing within strata."""
+    rng = np.random.default_rng(seed)
+    members = [np.flatnonzero(np.asarray(strata) == s) for s in sorted(set(strata))]
+    weights = np.zeros((n_resamples, len(strata)), dtype=np.int64)
+    for r in range(n_resamples):
+        for group in members:
+            picks = group[rng.integers(0, len(group), len(group))]
+            np.add.at(weights[r], picks, 1)
+    return weights
+
+
+def _replicates(
+    records: Sequence[PredictionRecord],
+    statistic: Statistic | Decomposed,
+    keys: Sequence[str],
+    groups: list[list[int]],
+    weights: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """(R,) values of each key over the replicates described by ``weights``."""
+    if isinstance(statistic, Decomposed):
+        per_record = np.asarray([statistic.components(r) for r in records], dtype=float)
+        per_sample = np.stack([per_record[g].sum(axis=0) for g in groups])
+        arrays = statistic.finish(weights @ per_sample)
+        return {k: np.asarray(arrays[k], dtype=float) for k in keys}
+    result = {k: np.full(len(weights), np.nan) for k in keys}
+    for r, row in enumerate(weights):
+        drawn = [records[i] for g, times in zip(groups, row) for _ in range(times) for i in g]
+        values = statistic(drawn)
+        for key in keys:
+            number = _number(values.get(key))
+            if number is not None:
+                result[key][r] = number
+    return result
+
+
+def _interval(values: np.ndarray, level: float) -> tuple[float | None, float | None]:
+    values = values[~np.isnan(values)]
+    if not values.size:
         return None, None
     tail = (1.0 - level) / 2.0 * 100.0
-    low, high = np.percentile(np.asarray(values), [tail, 100.0 - tail])
+    low, high = np.percentile(values, [tail, 100.0 - tail])
     return float(low), float(high)
+
+
+def _observed(records: Sequence[PredictionRecord], statistic: Statistic | Decomposed) -> Mapping[str, object]:
+    if not records:
+        return {}
+    return statistic.evaluate(records) if isinstance(statistic, Decomposed) else statistic(list(records))
 
 
 def bootstrap_ci(
     records: Sequence[PredictionRecord],
-    statistic: Statistic,
+    statistic: Statistic | Decomposed,
     keys: Sequence[str],
     *,
     n_resamples: int = 1000,
     seed: int = 0,
     level: float = 0.95,
 ) -> dict[str, Interval]:
-    """Percentile intervals of ``statistic(records)[key]`` for each key, resampling samples."""
-    replicates: dict[str, list[float]] = {k: [] for k in keys}
-    strata = _clusters(records)
-    if n_resamples > 0 and _enough(strata):
-        rng = np.random.default_rng(seed)
-        for _ in range(n_resamples):
-            values = statistic([records[i] for i in _draws(strata, rng)])
-            for key in keys:
-                number = _number(values.get(key))
-                if number is not None:
-                    replicates[key].append(number)
-    result: dict[str, Interval] = {}
+    """Percentile intervals of the statistic's ``key`` values, resampling samples within scenarios."""
+    groups, strata = _groups(records)
+    if n_resamples <= 0 or len(groups) < MIN_SAMPLES:
+        return {k: Interval(None, None, 0) for k in keys}
+    replicates = _replicates(records, statistic, keys, groups, resample_weights(strata, n_resamples, seed))
+    result = {}
     for key in keys:
         low, high = _interval(replicates[key], level)
-        result[key] = Interval(low, high, len(replicates[key]))
+        result[key] = Interval(low, high, int(np.sum(~np.isnan(replicates[key]))))
     return result
 
 
@@ -120,7 +168,7 @@ def pair_records(
 def paired_bootstrap(
     a: Sequence[PredictionRecord],
     b: Sequence[PredictionRecord],
-    statistic: Statistic,
+    statistic: Statistic | Decomposed,
     keys: Sequence[str],
     *,
     n_resamples: int = 1000,
@@ -133,31 +181,23 @@ def paired_bootstrap(
     far side of zero, with the +1 correction so that it is never exactly 0.
     """
     left, right = pair_records(a, b)
-    observed_a = statistic(left) if left else {}
-    observed_b = statistic(right) if right else {}
-    diffs: dict[str, list[float]] = {k: [] for k in keys}
-    strata = _clusters(left)
-    if n_resamples > 0 and _enough(strata):
-        rng = np.random.default_rng(seed)
-        for _ in range(n_resamples):
-            draw = _draws(strata, rng)
-            values_a = statistic([left[i] for i in draw])
-            values_b = statistic([right[i] for i in draw])
-            for key in keys:
-                x, y = _number(values_a.get(key)), _number(values_b.get(key))
-                if x is not None and y is not None:
-                    diffs[key].append(x - y)
+    observed_a, observed_b = _observed(left, statistic), _observed(right, statistic)
+    groups, strata = _groups(left)
+    diffs = {k: np.asarray([], dtype=float) for k in keys}
+    if n_resamples > 0 and len(groups) >= MIN_SAMPLES:
+        weights = resample_weights(strata, n_resamples, seed)
+        values_a = _replicates(left, statistic, keys, groups, weights)
+        values_b = _replicates(right, statistic, keys, groups, weights)
+        diffs = {k: values_a[k] - values_b[k] for k in keys}
     results: dict[str, PairedResult] = {}
     for key in keys:
         x, y = _number(observed_a.get(key)), _number(observed_b.get(key))
-        values = diffs[key]
+        values = diffs[key][~np.isnan(diffs[key])]
         low, high = _interval(values, level)
         p_value: float | None = None
-        if values:
-            array = np.asarray(values)
-            below = int(np.sum(array <= 0.0))
-            above = int(np.sum(array >= 0.0))
-            p_value = min(1.0, 2.0 * (min(below, above) + 1) / (len(values) + 1))
+        if values.size:
+            extreme = min(int(np.sum(values <= 0.0)), int(np.sum(values >= 0.0)))
+            p_value = min(1.0, 2.0 * (extreme + 1) / (values.size + 1))
         diff = None if x is None or y is None else x - y
-        results[key] = PairedResult(key, x, y, diff, low, high, p_value, len(left), len(values))
+        results[key] = PairedResult(key, x, y, diff, low, high, p_value, len(left), int(values.size))
     return results

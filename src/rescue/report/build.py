@@ -14,7 +14,15 @@ from rescue.data.models import Sample
 from rescue.report import analyses, figures
 from rescue.report.comparisons import compare_systems, comparisons_csv, comparisons_markdown
 from rescue.report.html import Figure, HtmlTable, comparison_table, leaderboard_tables, render_html
-from rescue.report.leaderboard import build_leaderboard, mark_significance, scopes_of, to_csv, to_latex, to_markdown
+from rescue.report.leaderboard import (
+    Cell,
+    build_leaderboard,
+    mark_significance,
+    scopes_of,
+    to_csv,
+    to_latex,
+    to_markdown,
+)
 from rescue.report.runs import ReportError, System, load_systems
 from rescue.report.scoring import registry_aggregates
 from rescue.tasks.base import TASK_NAMES
@@ -109,14 +117,14 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
     lengths = analyses.sample_lengths(samples)
     unknown = {r.sample_id for s in systems for r in s.records} - set(lengths)
     if unknown:
-        result.notes.append(f"{len(unknown)} sample(s) of the runs are not in {data_name} (e.g. {sorted(unknown)[0]}): "
+        result.notes.append(f"{len(unknown)} sample(s) of the runs are not in {data_name} (e.g. {min(unknown)}): "
                             "they are left out of position analyses and have no transcript.")
 
     figs: list[Figure] = []
     tables: list[HtmlTable] = []
-    if any(c.task for c in board.columns):
-        headers = [h for h in ("ITP F1", "RPP Acc", "STP R@1", "SSP R@1", "ER judge", "VP judge")
-                   if any(c.header == h for c in board.columns)]
+    headline = ("ITP F1", "RPP Acc", "STP R@1", "SSP R@1", "ER judge", "VP judge", "ER BERTScore", "VP BERTScore")
+    headers = [h for h in headline if any((r.cells.get(h) or Cell(None)).value is not None for r in board.scope_rows("all"))]
+    if headers:
         figs.append(Figure("scores", "Pooled scores", figures.metric_bars(board, headers),
                            "Error bars: bootstrap CIs over conversations."))
 
@@ -140,7 +148,11 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
                                "Row-normalised % of consecutive labelled rows; self-transitions excluded."))
         per_label = analyses.per_label_accuracy(systems, "rpp")
         write("analyses/rpp_per_label_accuracy.csv", per_label.to_csv(index=False))
-        tables.append(_frame_table("RPP accuracy per gold label", per_label))
+        wide = per_label.pivot_table(index=["scenario", "label"], columns="system", values="accuracy", sort=False)
+        support = per_label.drop_duplicates(["scenario", "label"]).set_index(["scenario", "label"])["instances"]
+        wide.insert(0, "instances", support.reindex(wide.index))
+        tables.append(_frame_table("RPP accuracy per gold label", wide.reset_index(),
+                                   "Accuracy = share of the label's instances predicted top-1 (its recall)."))
 
     distributions = analyses.gold_distributions(systems)
     write("analyses/gold_distributions.csv", distributions.to_csv(index=False))

@@ -12,7 +12,7 @@ from itertools import combinations
 from rescue.report.bootstrap import paired_bootstrap
 from rescue.report.columns import COMPARED, MCNEMAR_HEADERS, Column, columns_for
 from rescue.report.runs import System
-from rescue.report.scoring import Aggregates, column_statistic, in_scope
+from rescue.report.scoring import Aggregates, best_statistic, in_scope
 from rescue.report.significance import mcnemar_records
 from rescue.tasks.base import TASK_NAMES
 
@@ -60,7 +60,7 @@ def compare_systems(
                 if not left or not right:
                     continue
                 paired = paired_bootstrap(
-                    left, right, column_statistic(aggregate, columns), [c.header for c in columns],
+                    left, right, best_statistic(task, aggregate, columns, left, right), [c.header for c in columns],
                     n_resamples=n_resamples, seed=seed, level=level,
                 )
                 mcnemar = mcnemar_records(left, right)

@@ -9,12 +9,12 @@ import matplotlib
 
 matplotlib.use("Agg")  # reports are built headless; never open a window
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
-from rescue.report.leaderboard import Leaderboard  # noqa: E402
+from rescue.report.leaderboard import Leaderboard
 
 DPI = 110
 

@@ -56,16 +56,16 @@ def leaderboard_tables(board: Leaderboard) -> list[HtmlTable]:
 
 
 def comparison_table(comparisons: Sequence[Comparison], alpha: float) -> HtmlTable:
-    def p(value: float | None) -> str:
+    def p(value: float | None, prefix: str = "") -> str:
         if value is None:
             return ""
-        text = "<0.001" if value < 0.001 else f"{value:.3f}"
+        text = f"{prefix}< 0.001" if value < 0.001 else f"{prefix}= {value:.3f}" if prefix else f"{value:.3f}"
         return text + (MARKER if value < alpha else "")
 
     rows = []
     for c in comparisons:
         diff = f"{c.column.format(c.diff)} [{c.column.format(c.low)}, {c.column.format(c.high)}]"
-        mcnemar = "" if c.p_mcnemar is None else f"{c.mcnemar_only_a}/{c.mcnemar_only_b}, p={p(c.p_mcnemar)}"
+        mcnemar = "" if c.p_mcnemar is None else f"{c.mcnemar_only_a}/{c.mcnemar_only_b}, {p(c.p_mcnemar, 'p ')}"
         rows.append([c.a, c.b, c.scope, c.metric, str(c.instances), c.column.format(c.value_a),
                      c.column.format(c.value_b), diff, p(c.p_bootstrap), mcnemar])
     headers = ["A", "B", "Scope", "Metric", "Shared instances", "A", "B", "A−B [CI]", "p (paired bootstrap)",

@@ -19,7 +19,7 @@ from rich.table import Table
 from rescue.report.bootstrap import Interval, bootstrap_ci
 from rescue.report.columns import COLUMNS, Column, columns_for
 from rescue.report.runs import System
-from rescue.report.scoring import Aggregates, column_statistic, in_scope
+from rescue.report.scoring import Aggregates, best_statistic, in_scope
 from rescue.tasks.base import TASK_NAMES
 
 MARKER = "†"
@@ -107,7 +107,7 @@ def build_leaderboard(
                 if records and aggregate is not None:
                     intervals = bootstrap_ci(
                         records,
-                        column_statistic(aggregate, task_columns),
+                        best_statistic(task, aggregate, task_columns, records),
                         [c.header for c in task_columns],
                         n_resamples=n_resamples,
                         seed=seed,
@@ -217,13 +217,11 @@ def to_latex(board: Leaderboard) -> str:
             if any(intervals):
                 lines.append(" & & " + " & ".join(intervals) + r" \\")
     level = round(board.level * 100)
-    lines += [
-        r"\bottomrule",
-        r"\end{tabular}",
+    caption = (
         f"\\caption{{Brackets: {level}\\% bootstrap CI over conversations. $^\\dagger$: differs from "
-        f"{latex_escape(board.reference)} (paired bootstrap, $p<{board.alpha}$).}}",
-        r"\end{table*}",
-    ]
+        f"{latex_escape(board.reference)} (paired bootstrap, $p<{board.alpha}$).}}"
+    )
+    lines += [r"\bottomrule", r"\end{tabular}", caption, r"\end{table*}"]
     return "\n".join(lines) + "\n"
 
 

@@ -26,7 +26,9 @@ def _load(name: str) -> Task | None:
         return None
     task = getattr(module, "TASK", None)
     if task is None:  # tolerate a module that names its object differently
-        task = next((v for v in vars(module).values() if isinstance(v, Task) and getattr(v, "name", None) == name), None)
+        task = next(
+            (v for v in vars(module).values() if isinstance(v, Task) and getattr(v, "name", None) == name), None
+        )
     return task
 
 
@@ -42,7 +44,9 @@ def get_task(name: str) -> Task:
     return task
 
 
-def task_counts(samples: list[Sample], *, tasks: list[str] | None = None, **options: Any) -> dict[str, dict[str, dict[str, int]]]:
+def task_counts(
+    samples: list[Sample], *, tasks: list[str] | None = None, **options: Any
+) -> dict[str, dict[str, dict[str, int]]]:
     """Instances and samples covered per task and scenario:
     ``{"itp": {"couple": {"instances": N, "samples": M}, "family": {...}}, ...}``.
 

@@ -80,7 +80,8 @@ class EmotionRecognition:
         instances: list[Instance] = []
         for sample in samples:
             skip = gen.early_cutoff(len(sample.rows), self.early_fraction)
-            late = [(row, gold) for row, gold in emotion_rows(sample, min_dialogue_words=min_words) if row.row_index > skip]
+            candidates = emotion_rows(sample, min_dialogue_words=min_words)
+            late = [(row, gold) for row, gold in candidates if row.row_index > skip]
             for row, gold in gen.pick_evenly(late, limit, key=lambda pair: pair[0].row_index):
                 instances.append(gen.make_instance(self.name, sample, row, gold))
         return instances
@@ -90,14 +91,17 @@ class EmotionRecognition:
         group = batch[0].sample.scenario if batch else "couple"
         lines = [
             f"You are assessing emotion recognition in a {group} therapy session.",
-            "For each checkpoint, predict the internal emotion of the CURRENT speaker (the current_turn's "
-            "primary_speaker) at the moment they speak this turn, and how intense it is.",
-            "Describe only that speaker's emotion: never the partner's, another family member's, the therapist's "
-            "or the group's.",
+            (
+                "For each checkpoint, predict the internal emotion of the CURRENT speaker (the current_turn's "
+                "primary_speaker) at the moment they speak this turn, and how intense it is."
+            ),
+            (
+                "Describe only that speaker's emotion: never the partner's, another family member's, the "
+                "therapist's or the group's."
+            ),
             "Use only what is shown: there are no later rows and no outside information.",
             gen.context_sentence(k, "the current turn is the main evidence."),
-            'emotion: a short, concrete phrase, for example "feels dismissed and frustrated" or '
-            '"ashamed and cornered".',
+            'emotion: a short, concrete phrase, e.g. "feels dismissed and frustrated" or "ashamed and cornered".',
             "intensity: an integer from 0 (no emotion) to 10 (overwhelming).",
         ]
         schema = {

@@ -15,7 +15,14 @@ from typing import Any, TypeVar
 
 from rescue.data.models import NON_PERSON_LABELS, Row, Sample
 from rescue.tasks.base import Instance, Prediction, PredictionRecord, RenderOptions
-from rescue.tasks.parsing import AnswerParseError, extract_json, item_id, local_id, match_items, resolve_local_id
+from rescue.tasks.parsing import (
+    AnswerParseError,
+    extract_json,
+    item_id,
+    local_id,
+    match_items,
+    resolve_local_id,
+)
 from rescue.tasks.render import MODE_EVIDENCE, context_rows, dumps, render_row
 
 T = TypeVar("T")
@@ -76,8 +83,8 @@ def gold_intensity(value: Any) -> int | None:
     if isinstance(value, bool) or value is None:
         return None
     try:
-        number = int(round(float(value)))
-    except (TypeError, ValueError):
+        number = round(float(value))
+    except (TypeError, ValueError, OverflowError):  # not a number, NaN, infinity
         return None
     return number if 0 <= number <= 10 else None
 
@@ -95,7 +102,7 @@ def answer_intensity(value: Any) -> int:
         number = float(match.group())
     if not math.isfinite(number):
         raise ValueError(f"intensity {value!r} is not a finite number")
-    rounded = int(round(number))
+    rounded = round(number)
     if not 0 <= rounded <= 10:
         raise ValueError(f"intensity {value!r} is outside 0-10")
     return rounded
@@ -153,7 +160,9 @@ def checkpoint_records(
     return records
 
 
-def user_prompt(lines: Iterable[str], batch: list[Instance], mode: str, schema: dict[str, Any], records: list[dict]) -> list[dict[str, str]]:
+def user_prompt(
+    lines: Iterable[str], batch: list[Instance], mode: str, schema: dict[str, Any], records: list[dict[str, Any]]
+) -> list[dict[str, str]]:
     """The single user message every ER/VP request sends (the authors send no system message)."""
     if not batch:
         raise ValueError("cannot render an empty batch")
@@ -163,8 +172,10 @@ def user_prompt(lines: Iterable[str], batch: list[Instance], mode: str, schema: 
     body = [
         *lines,
         f"Mode: {mode}. {MODE_EVIDENCE[mode]}",
-        "Answer with one JSON object only, no markdown, in exactly this shape, one item per checkpoint, "
-        "echoing each checkpoint_id:",
+        (
+            "Answer with one JSON object only, no markdown, in exactly this shape, one item per checkpoint, "
+            "echoing each checkpoint_id:"
+        ),
         dumps(schema),
         f"Sample: {batch[0].sample_id}",
         f"Checkpoints: {dumps(records)}",
@@ -278,7 +289,7 @@ def aggregate_scores(records: list[PredictionRecord], floors: dict[str, float]) 
         result[key] = sum(values) / len(values) if values else None
         if unscored:
             result[f"{key}_unscored"] = unscored
-    if any(r.judge for r in records):
+    if any((r.judge or {}).get("judges") for r in records):  # a judge was asked (not a "no judge" note)
         result.update(_judge_counts(records))
     return result
 

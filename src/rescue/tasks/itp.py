@@ -3,6 +3,7 @@ Instances are balanced yes/no within each sample by evenly spaced selection (pro
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from typing import Any, ClassVar, TypeVar
@@ -36,8 +37,9 @@ def decision_rows(sample: Sample) -> tuple[list[int], list[int]]:
     """Positive and negative decision rows t (1-based row_index): the therapist enters at t+1 after a
     non-therapist row t, or neither t nor t+1 is the therapist."""
     rows = sample.rows
-    positives, negatives = [], []
-    for current, following in zip(rows, rows[1:]):
+    positives: list[int] = []
+    negatives: list[int] = []
+    for current, following in itertools.pairwise(rows):
         if current.is_therapist:
             continue
         (positives if following.is_therapist else negatives).append(current.row_index)
@@ -78,7 +80,7 @@ class InterventionTimingTask:
 
     def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, str]]:
         sample = prompts.batch_sample(batch)
-        k = self.default_context_size if options.context_size is None else options.context_size
+        k = prompts.context_size(options.context_size, self.default_context_size)
         items = [
             {
                 "id": local_id(instance),
@@ -90,17 +92,23 @@ class InterventionTimingTask:
         clients = prompts.CLIENTS[sample.scenario]
         member = "a partner" if sample.scenario == "couple" else "a family member"
         sections = [
-            f"Task: you judge therapist intervention timing in {prompts.SETTING[sample.scenario]}. For each item the "
-            "conversation has just reached the end of decision_row. Decide whether the therapist should take the "
-            "very next turn.",
+            (
+                f"Task: you judge therapist intervention timing in {prompts.SETTING[sample.scenario]}. For each item the "
+                "conversation has just reached the end of decision_row. Decide whether the therapist should take the "
+                "very next turn."
+            ),
             prompts.participants_line(sample),
-            "Labels:\n"
-            "- yes: an intervention now (a question, reflection, validation, containment, reframe or process "
-            "comment) is timely and clinically helpful.\n"
-            f"- no: the therapist should keep listening and let {clients} continue.",
-            f"Clinical standard: lean yes when the process has crystallised enough that an intervention would help "
-            f"now; lean no when {member} is still unfolding a thought, vulnerable material is still emerging, or "
-            "the exchange is still developing productively.",
+            (
+                "Labels:\n"
+                "- yes: an intervention now (a question, reflection, validation, containment, reframe or process "
+                "comment) is timely and clinically helpful.\n"
+                f"- no: the therapist should keep listening and let {clients} continue."
+            ),
+            (
+                f"Clinical standard: lean yes when the process has crystallised enough that an intervention would help "
+                f"now; lean no when {member} is still unfolding a thought, vulnerable material is still emerging, or "
+                "the exchange is still developing productively."
+            ),
             prompts.context_sentence(k, anchor="decision_row") + " decision_row itself is always given.",
             prompts.mode_line(options.mode),
             "Judge only from what is shown; you cannot see the next turn.",

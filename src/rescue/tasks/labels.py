@@ -81,8 +81,17 @@ STRATEGY_SYNONYMS: dict[str, str] = {
 
 _GROUP_SYNONYMS: dict[str, tuple[str, ...]] = {
     "couple": ("both", "both partners", "the couple", "partners", "the partners", "both of them", "the two of them"),
-    "family": ("the family", "whole family", "the whole family", "everyone", "all", "all members",
-               "family system", "the family system", "whole group"),
+    "family": (
+        "the family",
+        "whole family",
+        "the whole family",
+        "everyone",
+        "all",
+        "all members",
+        "family system",
+        "the family system",
+        "whole group",
+    ),
 }
 
 

@@ -198,6 +198,18 @@ def first_present(item: dict[str, Any], keys: Sequence[str]) -> Any:
     raise LabelError(f"the answer item has no {keys[0]!r} field")
 
 
+def _keyed_items(payload: dict[str, Any], local_ids: list[str], value_key: str) -> dict[str, dict[str, Any]]:
+    """Answers keyed by id instead of listed: ``{"row1": [...], "row2": [...]}``, also under ``predictions``.
+    A dict value is the item itself; anything else is the value of ``value_key``."""
+    mapping = payload.get("predictions") if isinstance(payload.get("predictions"), dict) else payload
+    matched: dict[str, dict[str, Any]] = {}
+    for key, value in mapping.items():
+        local = resolve_local_id(str(key), local_ids)
+        if local is not None and local not in matched:
+            matched[local] = value if isinstance(value, dict) else {value_key: value}
+    return matched
+
+
 def parse_batch(
     raw: str | None,
     batch: list[Instance],
@@ -214,12 +226,13 @@ def parse_batch(
         payload = extract_json(raw)  # type: ignore[arg-type]
     except AnswerParseError as exc:
         return {i.instance_id: Prediction(i.instance_id, "parse_error", raw=raw, error=str(exc)) for i in batch}
+    local_ids = [local_id(i) for i in batch]
     items: list[dict[str, Any]] = []
     for key in value_keys:
         items = answer_items(payload, key)
         if items:
             break
-    matched = match_items(items, [local_id(i) for i in batch])
+    matched = match_items(items, local_ids) or _keyed_items(payload, local_ids, value_keys[0])
     predictions = {}
     for instance in batch:
         item = matched.get(local_id(instance))

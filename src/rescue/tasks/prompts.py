@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rescue.data.errors import RescueError
 from rescue.data.models import Sample
 from rescue.data.taxonomy import Label
 from rescue.tasks.render import MODE_EVIDENCE, dumps
@@ -30,12 +31,22 @@ def label_block(labels: Sequence[Label]) -> str:
     return "\n".join(lines)
 
 
+def context_size(options_k: int | None, default: int) -> int:
+    """The context size to use: the task's default when None; -1 (all prior rows), 0 or a positive count."""
+    k = default if options_k is None else options_k
+    if k < -1:
+        raise RescueError(f"context size {k} is invalid: use -1 (all prior rows), 0 (none) or a positive number")
+    return k
+
+
 def context_sentence(k: int, *, anchor: str) -> str:
     """What ``prior_context`` holds for context size ``k``; ``anchor`` names the row it stops before."""
     if k == 0:
         return "prior_context is empty: no earlier rows are given."
     if k < 0:
         return f"prior_context holds every earlier row of the session, up to (not including) {anchor}."
+    if k == 1:
+        return f"prior_context holds at most the one row just before {anchor}."
     return f"prior_context holds at most the {k} rows just before {anchor}."
 
 

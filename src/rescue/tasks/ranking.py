@@ -57,7 +57,7 @@ class RankingTask:
 
     def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, str]]:
         sample = prompts.batch_sample(batch)
-        k = self.default_context_size if options.context_size is None else options.context_size
+        k = prompts.context_size(options.context_size, self.default_context_size)
         items = []
         for instance in batch:
             record: dict[str, Any] = {"id": local_id(instance)}
@@ -66,7 +66,9 @@ class RankingTask:
                 render_row(row, options.mode) for row in context_rows(sample, instance.row_index, k)
             ]
             items.append(record)
-        example = [{"id": "<item id>", self.answer_key: ["<most likely>", "<second>", "<third>"], "reason": "<short reason>"}]
+        example = [
+            {"id": "<item id>", self.answer_key: ["<most likely>", "<second>", "<third>"], "reason": "<short reason>"}
+        ]
         sections = [
             *self.instructions(sample),
             prompts.participants_line(sample),
@@ -74,8 +76,10 @@ class RankingTask:
             prompts.context_sentence(k, anchor="the target row"),
             prompts.mode_line(options.mode),
             *self.rules(sample),
-            f"Rank the {TOP_K} most likely labels, most likely first, all distinct and from the closed set. "
-            "Use only the evidence shown; rows after the target row are not available.",
+            (
+                f"Rank the {TOP_K} most likely labels, most likely first, all distinct and from the closed set. "
+                "Use only the evidence shown; rows after the target row are not available."
+            ),
             prompts.schema_block(example),
         ]
         return prompts.user_message(sections, items)
@@ -88,15 +92,15 @@ class RankingTask:
 
     def format_answer(self, batch: list[Instance], values: dict[str, Any]) -> str:
         items = [
-            {"id": local_id(i), self.answer_key: list(values[i.instance_id])}
-            for i in batch
-            if i.instance_id in values
+            {"id": local_id(i), self.answer_key: list(values[i.instance_id])} for i in batch if i.instance_id in values
         ]
         return json.dumps({"predictions": items}, ensure_ascii=False)
 
     def instance_scores(self, record: PredictionRecord) -> dict[str, float | None]:
         ranking = record.prediction if record.ok else None
-        scores: dict[str, float | None] = {f"recall_at_{k}": hit_at_k(record.gold, ranking, k) for k in range(1, TOP_K + 1)}
+        scores: dict[str, float | None] = {
+            f"recall_at_{k}": hit_at_k(record.gold, ranking, k) for k in range(1, TOP_K + 1)
+        }
         scores["mrr"] = reciprocal_rank(record.gold, ranking)
         scores["rank"] = float(gold_rank(record.gold, ranking))
         return scores

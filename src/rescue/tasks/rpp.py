@@ -76,22 +76,32 @@ class RelationPatternTask(RankingTask):
         return list(relation_taxonomy(instance.sample.scenario).labels)
 
     def instructions(self, sample: Sample) -> list[str]:
-        unit = "dyadic pattern between the partners" if sample.scenario == "couple" else "systemic pattern among the family members"
+        unit = (
+            "dyadic pattern between the partners"
+            if sample.scenario == "couple"
+            else "systemic pattern among the family members"
+        )
         return [
-            f"Task: predict the relation pattern that organises the interaction in {prompts.SETTING[sample.scenario]} "
-            f"at a target row: the {unit}, not one person's inner emotion.",
-            "The target row's content is hidden. Each item gives its id, the speaker of the target row "
-            "(target_speaker) and the rows before it (prior_context).",
+            (
+                f"Task: predict the relation pattern that organises the interaction in {prompts.SETTING[sample.scenario]} "
+                f"at a target row: the {unit}, not one person's inner emotion."
+            ),
+            (
+                "The target row's content is hidden. Each item gives its id, the speaker of the target row "
+                "(target_speaker) and the rows before it (prior_context)."
+            ),
         ]
 
     def rules(self, sample: Sample) -> list[str]:
         stable = "constructive_alignment" if sample.scenario == "couple" else "cooperative_family_alliance"
         return [
-            "Rules: judge the dominant relational organisation, not a single utterance. Use repair_softening only "
-            "when blame or rigidity clearly loosens through vulnerability, apology, validation or re-engagement. "
-            f"Use {stable} only for a sustained shared, cooperative stance, not a pause in conflict. Use "
-            "mixed_transition only when several strong patterns are salient at once or the shift itself dominates; "
-            "it is not a fallback for uncertainty."
+            (
+                "Rules: judge the dominant relational organisation, not a single utterance. Use repair_softening only "
+                "when blame or rigidity clearly loosens through vulnerability, apology, validation or re-engagement. "
+                f"Use {stable} only for a sustained shared, cooperative stance, not a pause in conflict. Use "
+                "mixed_transition only when several strong patterns are salient at once or the shift itself dominates; "
+                "it is not a fallback for uncertainty."
+            )
         ]
 
     def extra_fields(self, instance: Instance) -> dict[str, Any]:

@@ -52,17 +52,23 @@ class SupportStrategyTask(RankingTask):
 
     def instructions(self, sample: Sample) -> list[str]:
         return [
-            f"Task: in {prompts.SETTING[sample.scenario]}, predict the support strategy of the therapist's NEXT "
-            "move (the target row, a therapist turn whose content is hidden).",
-            "Each item gives its id, whom that move will address (support_target; use it to condition your "
-            "answer) and the rows before the therapist turn (prior_context).",
+            (
+                f"Task: in {prompts.SETTING[sample.scenario]}, predict the support strategy of the therapist's NEXT "
+                "move (the target row, a therapist turn whose content is hidden)."
+            ),
+            (
+                "Each item gives its id, whom that move will address (support_target; use it to condition your "
+                "answer) and the rows before the therapist turn (prior_context)."
+            ),
         ]
 
     def rules(self, sample: Sample) -> list[str]:
         return [
-            "Rules: predict the MAIN function of the move, not every plausible one. Prefer the most specific "
-            "justified label: track is the broadest and wins only when nothing more specific fits. Use the "
-            "support target to break ties between overlapping labels."
+            (
+                "Rules: predict the MAIN function of the move, not every plausible one. Prefer the most specific "
+                "justified label: track is the broadest and wins only when nothing more specific fits. Use the "
+                "support target to break ties between overlapping labels."
+            )
         ]
 
 

@@ -54,9 +54,14 @@ class SupportTargetTask(RankingTask):
 
     def label_defs(self, instance: Instance) -> list[Label]:
         sample = instance.sample
-        whole = "both partners together" if sample.scenario == "couple" else "the family as a whole or several members at once"
+        whole = (
+            "both partners together"
+            if sample.scenario == "couple"
+            else "the family as a whole or several members at once"
+        )
         return [
-            Label(name, f"the move is mainly directed at {name}.") if name != sample.group_label
+            Label(name, f"the move is mainly directed at {name}.")
+            if name != sample.group_label
             else Label(name, f"the move addresses {whole}, a pattern they share or a shared task.")
             for name in instance.labels
         ]
@@ -66,19 +71,25 @@ class SupportTargetTask(RankingTask):
 
     def instructions(self, sample: Sample) -> list[str]:
         return [
-            f"Task: in {prompts.SETTING[sample.scenario]}, predict whom the therapist's NEXT supportive move "
-            "(the target row, a therapist turn whose content is hidden) will mainly be directed at.",
-            "Each item gives its id and the rows before the therapist turn (prior_context); do not assume "
-            "anything about the upcoming utterance.",
+            (
+                f"Task: in {prompts.SETTING[sample.scenario]}, predict whom the therapist's NEXT supportive move "
+                "(the target row, a therapist turn whose content is hidden) will mainly be directed at."
+            ),
+            (
+                "Each item gives its id and the rows before the therapist turn (prior_context); do not assume "
+                "anything about the upcoming utterance."
+            ),
         ]
 
     def rules(self, sample: Sample) -> list[str]:
         return [
-            f"Rules: choose {sample.group_label} when the move addresses the whole group, a shared pattern or a "
-            "shared task; prefer an individual when the move mainly invites, protects, challenges, reassures or "
-            "redirects one person. Consider the relational flow, who is emotionally activated, pursuit and "
-            "withdrawal, who holds the floor and the therapist's ongoing focus; if the move would restore balance "
-            "or protect someone, rank that person high."
+            (
+                f"Rules: choose {sample.group_label} when the move addresses the whole group, a shared pattern or a "
+                "shared task; prefer an individual when the move mainly invites, protects, challenges, reassures or "
+                "redirects one person. Consider the relational flow, who is emotionally activated, pursuit and "
+                "withdrawal, who holds the floor and the therapist's ongoing focus; if the move would restore balance "
+                "or protect someone, rank that person high."
+            )
         ]
 
 

@@ -36,7 +36,12 @@ SCORE_FLOORS: dict[str, float] = {
 def viewpoint_gold(row: Row) -> list[dict[str, str]]:
     """Every viewpoint of the row held by its speaker that names a target and a view."""
     return [
-        {"source": v.source.strip(), "target": v.target.strip(), "viewpoint": v.viewpoint.strip(), "attitude": v.attitude.strip()}
+        {
+            "source": v.source.strip(),
+            "target": v.target.strip(),
+            "viewpoint": v.viewpoint.strip(),
+            "attitude": v.attitude.strip(),
+        }
         for v in row.viewpoints_attitudes
         if v.source.strip() == row.speaker and v.target.strip() and v.viewpoint.strip()
     ]
@@ -96,9 +101,11 @@ class ViewpointPrediction:
         group = sample.group_label if sample else "Couple"
         lines = [
             f"You are assessing viewpoint understanding in a {group.lower()} therapy session.",
-            "For each checkpoint, state the viewpoints the CURRENT speaker (the current_turn's primary_speaker) "
-            "expresses in this turn about other people: who holds the view (source, normally the current "
-            "speaker), whom it is about (target) and what the view is.",
+            (
+                "For each checkpoint, state the viewpoints the CURRENT speaker (the current_turn's primary_speaker) "
+                "expresses in this turn about other people: who holds the view (source, normally the current "
+                "speaker), whom it is about (target) and what the view is."
+            ),
             f"A target is a name from participants, or {group} for the {group.lower()} as a whole.",
             "If the speaker expresses distinct views about different people, give each one; give at least one.",
             "Use only what is shown: there are no later rows and no outside information.",
@@ -167,7 +174,8 @@ def _normalise(item: dict[str, Any], instance: Instance) -> list[dict[str, str]]
     if isinstance(views, dict):
         views = [views]
     if not isinstance(views, list):
-        raise ValueError(f"no viewpoint list (expected {VIEWPOINT_LIST_KEYS[0]!r})")
+        raise ValueError(  # noqa: TRY004 -- parse_answer turns ValueError into a recorded parse_error
+            f"no viewpoint list (expected {VIEWPOINT_LIST_KEYS[0]!r})")
     speaker = instance.extra["speaker"]
     result = []
     for view in views:
@@ -177,7 +185,8 @@ def _normalise(item: dict[str, Any], instance: Instance) -> list[dict[str, str]]
         text = gen.first_text(view, VIEWPOINT_TEXT_KEYS)
         if target and text:
             # A missing source means the current speaker, as the authors read it.
-            result.append({"source": gen.first_text(view, ("source", "holder")) or speaker, "target": target, "viewpoint": text})
+            source = gen.first_text(view, ("source", "holder")) or speaker
+            result.append({"source": source, "target": target, "viewpoint": text})
     if not result:
         raise ValueError("no viewpoint with both a target and a viewpoint")
     return result

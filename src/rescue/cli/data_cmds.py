@@ -1,0 +1,139 @@
+"""``rescue validate``, ``rescue stats`` and ``rescue data fetch``: checking, describing and getting the data."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+from rich.table import Table
+
+from rescue.cli.app import DataOption, app, console, data_app, err_console
+from rescue.data import fetch as release
+from rescue.data import stats as dataset_stats
+from rescue.data.encoding import fix_path
+from rescue.data.loading import load_samples
+from rescue.data.validation import validate_path
+
+DATA_ERROR_EXIT = 2
+
+
+@app.command("validate")
+def validate_command(
+    data: DataOption = None,
+    fix: Annotated[
+        bool,
+        typer.Option("--fix", help="Write a copy with mis-encoded text repaired (ftfy); the input is never changed."),
+    ] = False,
+    out: Annotated[
+        Optional[Path],
+        typer.Option("--out", help="Where --fix writes (default: next to the input, NAME.fixed.jsonl or DIR.fixed)."),
+    ] = None,
+) -> None:
+    """Check every sample and report each problem as FILE:LINE: SAMPLE row N: FIELD: PROBLEM.
+
+    Errors exit with status 2; warnings (such as mis-encoded text) are printed and do not fail.
+    """
+    report = validate_path(data)
+    for issue in report.issues:
+        target = err_console if issue.severity == "error" else console
+        target.print(escape(str(issue)), highlight=False, soft_wrap=True)
+    source = str(data) if data else "the demo dataset"
+    console.print(
+        f"{source}: {report.records} sample(s) read, {len(report.samples)} valid, "
+        f"{len(report.errors)} error(s), {len(report.warnings)} warning(s)",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if fix:
+        if data is None:
+            raise typer.BadParameter("--fix needs --data PATH (the demo dataset is already clean)")
+        dest, changed = fix_path(data, out)
+        console.print(f"wrote {dest} ({changed} record(s) repaired)", highlight=False, soft_wrap=True)
+    if report.errors:
+        raise typer.Exit(DATA_ERROR_EXIT)
+
+
+class StatsFormat(str, Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    latex = "latex"
+
+
+@app.command("stats")
+def stats_command(
+    data: DataOption = None,
+    output_format: Annotated[
+        StatsFormat, typer.Option("--format", help="table for people; json, markdown or latex for papers and scripts.")
+    ] = StatsFormat.table,
+) -> None:
+    """Dataset statistics as in the paper's Table 3 (per scenario and overall), then label distributions."""
+    stats = dataset_stats.compute(load_samples(data))
+    if output_format is StatsFormat.json:
+        typer.echo(dataset_stats.render_json(stats), nl=False)
+    elif output_format is StatsFormat.markdown:
+        typer.echo(dataset_stats.render_markdown(stats), nl=False)
+    elif output_format is StatsFormat.latex:
+        typer.echo(dataset_stats.render_latex(stats), nl=False)
+    else:
+        _print_tables(stats)
+
+
+def _print_tables(stats: dataset_stats.DatasetStats) -> None:
+    table = Table(title="Dataset statistics (paper Table 3)")
+    table.add_column("Scenario")
+    for _, title, _ in dataset_stats.TABLE3_COLUMNS:
+        table.add_column(title, justify="right")
+    for cells in dataset_stats.table3_cells(stats):
+        table.add_row(*cells)
+    console.print(table)
+    for scenario, dists in stats.distributions.items():
+        for name, counts in dists.items():
+            if not counts:
+                continue
+            dist = Table(title=f"{scenario}: {name.replace('_', ' ')}", title_justify="left")
+            dist.add_column("Label")
+            dist.add_column("Count", justify="right")
+            total = sum(counts.values()) or 1
+            dist.add_column("Share", justify="right")
+            for label, count in counts.items():
+                dist.add_row(label, str(count), f"{count / total:.1%}")
+            console.print(dist)
+
+
+@data_app.command("fetch")
+def fetch_command(
+    dest: Annotated[Path, typer.Option("--dest", help="Folder to download into.")] = release.DEFAULT_DEST,
+    url: Annotated[
+        str, typer.Option("--url", help="Download from here instead (a mirror or a local copy served over HTTP).")
+    ] = release.RELEASE_URL,
+    sha256: Annotated[
+        Optional[str], typer.Option("--sha256", help="Fail unless the download has this SHA-256.")
+    ] = None,
+) -> None:
+    """Download the official release (benchmark_191.jsonl) from the authors' GitHub repository, pinned to a commit."""
+    official = url == release.RELEASE_URL
+    with Progress(
+        TextColumn("[bold]downloading[/]"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), console=err_console
+    ) as progress:
+        task = progress.add_task("download", total=None)
+        result = release.fetch_release(
+            dest,
+            url=url,
+            expected_sha256=sha256,
+            expected_samples=release.RELEASE_SAMPLES if official else None,
+            progress=lambda done, total: progress.update(task, completed=done, total=total),
+        )
+    console.print(f"saved {result.path} ({result.size:,} bytes)", highlight=False, soft_wrap=True)
+    console.print(f"sha256 {result.sha256}", highlight=False, soft_wrap=True)
+    console.print(
+        f"{len(result.report.samples)} samples valid, {len(result.report.warnings)} warning(s) "
+        f"(see `rescue validate --data {result.path}`)",
+        highlight=False,
+        soft_wrap=True,
+    )
+

@@ -1,0 +1,120 @@
+"""The OpenAI-compatible client against real HTTP (the scripted test server): how each fault is classified."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from rescue.engine.client import FatalError, GenerationSettings, OpenAIModel, TransientError
+from rescue.engine.providers import Endpoint
+from rescue.engine.types import ChatRequest
+from rescue.testing.openai_server import Reply, serve
+
+KEY = "sk-secret-key-for-tests-123"
+REQUEST = ChatRequest(messages=[{"role": "user", "content": "Answer in JSON."}], max_tokens=50)
+
+
+def _model(server, **settings) -> OpenAIModel:
+    endpoint = Endpoint("test/model", "test-model", server.base_url, "OPENAI_API_KEY", KEY)
+    return OpenAIModel(endpoint, GenerationSettings(**settings))
+
+
+def _complete(model: OpenAIModel, request: ChatRequest = REQUEST):
+    async def go():
+        try:
+            return await model.complete(request)
+        finally:
+            await model.aclose()
+
+    return asyncio.run(go())
+
+
+def test_answer_usage_and_request_body():
+    with serve(Reply.json({"ok": True}), api_key=KEY) as server:
+        answer = _complete(_model(server, extra_body={"enable_thinking": False}))
+        body = server.bodies[0]
+    assert answer.status == "ok" and answer.text == '{"ok": true}'
+    assert answer.usage.input_tokens > 0 and answer.usage.output_tokens > 0
+    assert body["temperature"] == 0.0 and body["max_tokens"] == 50
+    assert body["response_format"] == {"type": "json_object"}
+    assert body["enable_thinking"] is False  # provider extras go to the top level of the body
+
+
+def test_rate_limit_carries_retry_after():
+    with serve(Reply.rate_limited(2.5)) as server:
+        with pytest.raises(TransientError) as caught:
+            _complete(_model(server))
+    assert caught.value.kind == "rate_limit" and caught.value.retry_after == pytest.approx(2.5)
+
+
+@pytest.mark.parametrize("reply", [Reply.server_error(500), Reply.server_error(503),
+                                   Reply.raw_body(502, "<html>Bad gateway</html>")])
+def test_server_errors_are_transient(reply):
+    with serve(reply) as server:
+        with pytest.raises(TransientError) as caught:
+            _complete(_model(server))
+    assert caught.value.kind == "server_error"
+
+
+def test_timeout_is_transient():
+    with serve(Reply.hang()) as server:
+        with pytest.raises(TransientError) as caught:
+            _complete(_model(server, timeout=0.3))
+    assert caught.value.kind == "timeout"
+
+
+@pytest.mark.parametrize("reply", [Reply.content_filter(), Reply.data_inspection_failed(), Reply.filtered("partial")])
+def test_content_filter_is_a_refusal(reply):
+    with serve(reply) as server:
+        answer = _complete(_model(server))
+    assert answer.status == "refused"
+    assert "refused" in answer.error
+
+
+def test_bad_key_is_fatal_and_never_echoes_the_key():
+    with serve(Reply.json({}), api_key="the-right-key") as server:
+        with pytest.raises(FatalError) as caught:
+            _complete(_model(server))
+    assert caught.value.kind == "http_401"
+    assert KEY not in str(caught.value)
+
+
+def test_endpoint_without_json_mode_is_asked_again_without_it():
+    def script(body):
+        if "response_format" in body:
+            return Reply.error(400, "response_format is not supported by this model", type="invalid_request_error")
+        return Reply.json({"ok": 1})
+
+    with serve(script) as server:
+        model = _model(server)
+
+        async def go():
+            with pytest.raises(TransientError):
+                await model.complete(REQUEST)
+            answer = await model.complete(REQUEST)
+            await model.aclose()
+            return answer
+
+        answer = asyncio.run(go())
+    assert answer.status == "ok"
+
+
+def test_truncated_answer_is_returned_with_its_finish_reason():
+    with serve(Reply.truncated('{"predictions": [{"id": "row1"}]}')) as server:
+        answer = _complete(_model(server))
+    assert answer.status == "ok" and answer.meta["finish_reason"] == "length"
+
+
+def test_cut_off_response_body_is_transient():
+    with serve(Reply.raw_body(200, '{"id": "x", "choices": [{"message": {"content": "{\\"a', content_type="application/json")) as server:
+        with pytest.raises(TransientError) as caught:
+            _complete(_model(server))
+    assert caught.value.kind == "bad_response"
+
+
+def test_deepseek_style_cache_usage_is_read():
+    usage = {"prompt_tokens": 100, "completion_tokens": 10, "prompt_cache_hit_tokens": 60}
+    with serve(Reply(content="{}", usage=usage)) as server:
+        answer = _complete(_model(server))
+    assert (answer.usage.input_tokens, answer.usage.output_tokens, answer.usage.cached_input_tokens) == (100, 10, 60)

@@ -1,0 +1,150 @@
+"""The cache/retry/limiter layer over real HTTP: every fault ends in an answer or a recorded failure, nothing lost."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+from rescue.engine.cache import ResponseCache
+from rescue.engine.client import GenerationSettings, OpenAIModel
+from rescue.engine.limiter import AdaptiveLimiter
+from rescue.engine.progress import RunLog
+from rescue.engine.providers import Endpoint
+from rescue.engine.reliable import ReliableModel
+from rescue.engine.types import ChatRequest
+from rescue.testing.openai_server import Reply, fail_first, serve
+
+
+def _request(n: int = 0) -> ChatRequest:
+    return ChatRequest(messages=[{"role": "user", "content": f"question {n}"}], max_tokens=20)
+
+
+def _reliable(server, tmp_path, **options) -> ReliableModel:
+    endpoint = Endpoint("test/model", "test-model", server.base_url, None)
+    inner = OpenAIModel(endpoint, GenerationSettings(timeout=options.pop("timeout", 5.0)))
+    options.setdefault("cache", ResponseCache(tmp_path / "cache.sqlite"))
+    options.setdefault("limiter", AdaptiveLimiter(options.pop("concurrency", 4)))
+    options.setdefault("backoff_base", 0.01)
+    options.setdefault("log", RunLog(tmp_path / "run.log"))
+    return ReliableModel(inner, **options)
+
+
+def _run(model: ReliableModel, requests: list[ChatRequest]):
+    async def go():
+        try:
+            return await asyncio.gather(*(model.complete(r) for r in requests))
+        finally:
+            await model.aclose()
+
+    return asyncio.run(go())
+
+
+def _log(tmp_path) -> list[dict]:
+    return [json.loads(line) for line in (tmp_path / "run.log").read_text().splitlines()]
+
+
+def test_server_errors_are_retried_and_logged(tmp_path):
+    with serve(fail_first(2, Reply.server_error(500), Reply.json({"ok": 1}))) as server:
+        model = _reliable(server, tmp_path)
+        [answer] = _run(model, [_request()])
+        assert server.request_count == 3
+    assert answer.status == "ok" and answer.meta["attempts"] == 3
+    retries = [e for e in _log(tmp_path) if e["event"] == "retry"]
+    assert [e["error_class"] for e in retries] == ["server_error", "server_error"]
+    assert all(e["model"] == "test/model" for e in retries)
+    assert model.stats_for("predict", "-").retries == 2
+
+
+def test_retry_after_is_honoured(tmp_path):
+    with serve(fail_first(1, Reply.rate_limited(1.0), Reply.json({"ok": 1}))) as server:
+        model = _reliable(server, tmp_path)
+        start = time.monotonic()
+        [answer] = _run(model, [_request()])
+        elapsed = time.monotonic() - start
+        times = [r.received_at for r in server.requests]
+    assert answer.status == "ok"
+    assert times[1] - times[0] >= 0.95
+    assert elapsed >= 0.95
+    assert model.limiter.limit < model.limiter.maximum  # shrank on the 429
+
+
+def test_timeouts_are_retried(tmp_path):
+    with serve(fail_first(1, Reply.hang(), Reply.json({"ok": 1}))) as server:
+        [answer] = _run(_reliable(server, tmp_path, timeout=0.3), [_request()])
+    assert answer.status == "ok"
+
+
+def test_cache_answers_without_a_request(tmp_path):
+    with serve(Reply.json({"ok": 1})) as server:
+        _run(_reliable(server, tmp_path), [_request(1), _request(2)])
+        assert server.request_count == 2
+        again = _reliable(server, tmp_path)
+        answers = _run(again, [_request(1), _request(2), _request(3)])
+        assert server.request_count == 3  # only the new question
+    assert [a.meta.get("cached", False) for a in answers] == [True, True, False]
+    assert again.stats_for("predict", "-").cache_hits == 2
+
+
+def test_failure_after_retries_is_recorded_and_not_asked_again_unless_retry_errors(tmp_path):
+    with serve(Reply.server_error(500)) as server:
+        [answer] = _run(_reliable(server, tmp_path, max_retries=2), [_request()])
+        assert answer.status == "request_error" and "gave up after 3 attempts" in answer.error
+        assert server.request_count == 3
+        [again] = _run(_reliable(server, tmp_path, max_retries=2), [_request()])
+        assert again.status == "request_error" and "--retry-errors" in again.error
+        assert server.request_count == 3  # resumed: the recorded failure is not asked again
+        server.script = Reply.json({"ok": 1})
+        [fixed] = _run(_reliable(server, tmp_path, retry_errors=True), [_request()])
+        assert fixed.status == "ok" and server.request_count == 4
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    assert cache.counts() == {"answers": 1, "failures": 0}
+
+
+def test_refusal_is_recorded_as_such(tmp_path):
+    with serve(Reply.content_filter()) as server:
+        [answer] = _run(_reliable(server, tmp_path), [_request()])
+        assert server.request_count == 1  # a refusal is not retried
+    assert answer.status == "refused"
+    assert ResponseCache(tmp_path / "cache.sqlite").counts() == {"answers": 0, "failures": 1}
+
+
+def test_fatal_error_stops_asking(tmp_path):
+    with serve(Reply.json({}), api_key="right") as server:
+        endpoint = Endpoint("test/model", "test-model", server.base_url, None, "wrong")
+        model = ReliableModel(OpenAIModel(endpoint), cache=ResponseCache(tmp_path / "c.sqlite"),
+                              limiter=AdaptiveLimiter(1))
+        answers = _run(model, [_request(i) for i in range(5)])
+        assert server.request_count == 1
+    assert all(a.status == "request_error" for a in answers)
+    assert model.fatal is not None and "http_401" in model.fatal
+
+
+def test_concurrency_is_used_and_capped(tmp_path):
+    with serve(Reply.json({"ok": 1}), latency=0.2) as server:
+        start = time.monotonic()
+        answers = _run(_reliable(server, tmp_path, concurrency=8), [_request(i) for i in range(32)])
+        elapsed = time.monotonic() - start
+        assert server.max_in_flight == 8
+    assert all(a.status == "ok" for a in answers)
+    assert elapsed < 0.2 * 32 / 8 + 1.0  # about four rounds of 0.2 s, not 32 sequential requests
+
+
+def test_limiter_halves_on_rate_limit_and_grows_back():
+    async def go():
+        limiter = AdaptiveLimiter(16, cooldown=0.05)
+        limiter.on_rate_limit(None)
+        assert limiter.limit == 8
+        limiter.on_rate_limit(None)  # a burst of 429s within the cooldown counts once
+        assert limiter.limit == 8
+        await asyncio.sleep(0.06)
+        for _ in range(3):
+            limiter.on_success()
+        assert limiter.limit == 11
+        limiter.on_rate_limit(0.2)
+        start = time.monotonic()
+        async with limiter:
+            waited = time.monotonic() - start
+        assert waited >= 0.19  # Retry-After pauses new requests
+
+    asyncio.run(go())

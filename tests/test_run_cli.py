@@ -1,0 +1,103 @@
+"""The ``rescue run`` / ``rescue rescore`` commands, the lean start-up, and a kill -9 in the middle of a run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from _engine_support import itp_instances, oracle_answers, oracle_script, read_jsonl
+from typer.testing import CliRunner
+
+from rescue.cli import app
+from rescue.engine.runner import RunConfig, run
+from rescue.testing.openai_server import request_key, serve
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_default_command_runs_the_baselines_on_the_demo_data(tmp_path):
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["run", "--out", str(out), "--no-bertscore", "--limit-samples", "2"])
+    assert result.exit_code == 0, result.output
+    assert "baseline/majority" in result.output  # the leaderboard
+    results = json.loads((out / "results.json").read_text())
+    assert "baseline/majority" in results["models"]
+    assert results["models"]["baseline/majority"]["itp"]["all"]["instances"] > 0
+    assert results["config"]["data"] is None  # the bundled demo data
+    records = read_jsonl(out / "predictions.jsonl")
+    assert {r["model"] for r in records} >= {"baseline/majority", "baseline/uniform"}
+    assert (out / "run.log").is_file()
+
+    rescored = CliRunner().invoke(app, ["rescore", str(out), "--quiet"])
+    assert rescored.exit_code == 0, rescored.output
+    again = json.loads((out / "results.json").read_text())
+    assert again["models"]["baseline/majority"]["itp"] == results["models"]["baseline/majority"]["itp"]
+
+
+def test_bad_options_are_clear_errors(tmp_path):
+    result = CliRunner().invoke(app, ["run", "--out", str(tmp_path), "--tasks", "itp,xyz", "--quiet"])
+    assert result.exit_code != 0
+    assert "xyz" in str(result.exception) or "xyz" in result.output
+
+
+def test_cli_start_up_imports_no_heavy_module():
+    code = ("import sys, rescue.cli; heavy = [m for m in ('torch', 'pandas', 'matplotlib', 'transformers', 'openai') "
+            "if m in sys.modules]; print(heavy); sys.exit(1 if heavy else 0)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _answers_in(path: Path) -> int:
+    if not path.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as db:
+            return db.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+
+
+@pytest.mark.slow
+def test_kill_9_mid_run_loses_only_requests_in_flight(tmp_path):
+    instances = itp_instances()
+    out = tmp_path / "run"
+    concurrency = 4
+    with serve(oracle_script(oracle_answers("itp", instances)), latency=0.2) as server:
+        command = [sys.executable, "-m", "rescue", "run", "--model", "test-model", "--base-url", server.base_url,
+                   "--tasks", "itp", "--out", str(out), "--quiet", "--no-bertscore",
+                   "--concurrency", str(concurrency)]
+        process = subprocess.Popen(command, cwd=tmp_path, env={**os.environ, "OPENAI_API_KEY": "test"},
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while _answers_in(out / "cache.sqlite") < 12:
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        killed_after = server.request_count
+        assert not (out / "results.json").exists()  # nothing half-written
+        with sqlite3.connect(out / "cache.sqlite") as db:
+            assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            stored = db.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+        assert 12 <= stored < len(instances)
+
+        outcome = run(RunConfig(out=str(out), models=["test-model"], tasks=["itp"], base_url=server.base_url,
+                                quiet=True, bertscore=False, concurrency=concurrency))
+        keys = Counter(request_key(b) for b in server.bodies)
+    # Asked twice: only requests that were in flight when the process died.
+    repeated = sum(n - 1 for n in keys.values())
+    assert repeated <= concurrency
+    assert len(keys) == len(instances)
+    assert server.request_count - killed_after == len(instances) - stored
+    records = read_jsonl(out / "predictions.jsonl")
+    assert len(records) == len(instances) == len({r["instance_id"] for r in records})
+    assert outcome.results["models"]["test-model"]["itp"]["all"]["f1"] == 1.0

@@ -1,0 +1,96 @@
+"""The task registry, instance counts per task and scenario, and `rescue tasks`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from rescue.cli import app
+from rescue.cli.tasks_cmds import RppGoldChoice
+from rescue.data.errors import RescueError
+from rescue.tasks import TASKS, get_task, task_counts
+from rescue.tasks.base import TASK_NAMES, Task
+from rescue.tasks.rpp import RPP_GOLD_CHOICES
+
+
+def test_registry_holds_every_task_under_its_name():
+    for name in ("itp", "rpp", "stp", "ssp"):
+        assert TASKS[name].name == name and isinstance(TASKS[name], Task)
+    assert list(TASKS) == [n for n in TASK_NAMES if n in TASKS]
+    assert get_task(" RPP ") is TASKS["rpp"]
+
+
+def test_unknown_task_is_a_clear_error():
+    with pytest.raises(RescueError, match="unknown task 'itq'; known tasks: itp, rpp"):
+        get_task("itq")
+
+
+def test_task_counts_shape(demo_samples):
+    counts = task_counts(demo_samples)
+    assert list(counts) == list(TASKS)
+    for per_scenario in counts.values():
+        assert set(per_scenario) == {"couple", "family"}
+        for cell in per_scenario.values():
+            assert set(cell) == {"instances", "samples"} and cell["instances"] >= cell["samples"] >= 0
+    assert task_counts(demo_samples, tasks=["stp"]) == {"stp": counts["stp"]}
+
+
+def test_cli_choices_match_the_library():
+    assert [c.value for c in RppGoldChoice] == list(RPP_GOLD_CHOICES)
+
+
+def test_rescue_tasks_json_on_demo(demo_samples):
+    result = CliRunner().invoke(app, ["tasks", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == task_counts(demo_samples)
+
+
+def test_rescue_tasks_table_and_rpp_gold_on_real_data(real_data_path):
+    runner = CliRunner()
+    result = runner.invoke(
+        app, ["tasks", "--data", str(real_data_path), "--format", "json", "--rpp-gold", "relation_cycle_state"]
+    )
+    assert result.exit_code == 0, result.output
+    counts = json.loads(result.output)
+    assert counts["rpp"]["family"] == {"instances": 431, "samples": 15}
+    assert counts["itp"]["family"] == {"instances": 284, "samples": 16}
+    table = runner.invoke(app, ["tasks", "--data", str(real_data_path)])
+    assert table.exit_code == 0 and "525 (17)" in table.output and "2722 (168)" in table.output
+    bad = runner.invoke(app, ["tasks", "--rpp-gold", "pattern"])
+    assert bad.exit_code != 0
+
+
+GOLD_FIELDS = {
+    "internal_emotion",
+    "viewpoints_attitudes",
+    "support_strategy",
+    "relation_pattern",
+    "relation_cycle_state",
+    "relation_pattern_reason",
+    "relation_cycle_reason",
+    "utterance_type",
+}
+
+
+def _keys(value):
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield key
+            yield from _keys(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _keys(inner)
+
+
+@pytest.mark.parametrize("name", ["itp", "rpp", "stp", "ssp"])
+def test_no_gold_field_reaches_a_prompt_on_real_data(name, real_samples):
+    from rescue.tasks.base import RenderOptions
+
+    task = get_task(name)
+    for instance in task.build(real_samples):
+        content = task.render([instance], RenderOptions(mode="audiovisual", context_size=3))[0]["content"]
+        items = json.loads(content.split("Items:\n", 1)[1])
+        assert not GOLD_FIELDS & set(_keys(items))
+        assert items[0]["id"] == instance.instance_id.rsplit("#", 1)[1]
