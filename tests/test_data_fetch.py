@@ -21,7 +21,7 @@ from rescue.data.loading import demo_path
 class _TruncatingHandler(http.server.BaseHTTPRequestHandler):
     """Promises 10,000 bytes and sends 10, as a dropped connection would."""
 
-    def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+    def do_GET(self) -> None:
         self.send_response(200)
         self.send_header("Content-Length", "10000")
         self.end_headers()
@@ -98,7 +98,7 @@ def test_progress_is_reported_in_bytes(served, tmp_path):
     )
     size = (root / "demo.jsonl").stat().st_size
     assert result.size == size and seen[-1] == (size, size)
-    assert [s.sample_id for s in result.report.samples][0] == "demo_couple_riley_and_sam/001_session"
+    assert result.report.samples[0].sample_id == "demo_couple_riley_and_sam/001_session"
 
 
 def test_the_official_url_must_hold_191_samples(served, tmp_path):

@@ -14,7 +14,7 @@ from rescue.data.taxonomy import relation_taxonomy, strategy_taxonomy
 
 def test_real_family_samples_reproduce_the_paper_exactly(real_samples):
     """All 17 family samples of the release are present, so the paper's family column must come out exactly."""
-    cells = dict((row[0], row[1:]) for row in table3_cells(compute(real_samples)))
+    cells = {row[0]: row[1:] for row in table3_cells(compute(real_samples))}
     # Paper Table 3, family: 17 / 239.9 / 1,204 / 14.11 / 70.82 / 4.06 / 47.1%
     assert cells["family"] == ["17", "239.9", "1,204", "14.11", "70.82", "4.06", "47.1%"]
     # Only 18 of the 174 couple samples are here; their speaker count already matches the paper's 3.00.

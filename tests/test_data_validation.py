@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -62,8 +61,10 @@ ERROR_CASES = [
     (
         "decreasing start",
         _set("rows.2.start_time", 1.0),
-        f"{SID} row 3: start_time: start_time 1.0 is earlier than the previous row's start_time "
-        f"{couple_record()['rows'][1]['start_time']}",
+        (
+            f"{SID} row 3: start_time: start_time 1.0 is earlier than the previous row's start_time "
+            f"{couple_record()['rows'][1]['start_time']}"
+        ),
     ),
     (
         "intensity above 10",
@@ -88,8 +89,10 @@ ERROR_CASES = [
     (
         "strategy target not a participant",
         _set("rows.2.support_strategy.0.target", ["Riley's mother"]),
-        f"{SID} row 3: support_strategy[0].target[0]: \"Riley's mother\" is not one of participants Riley, Sam, "
-        "Therapist or Couple",
+        (
+            f"{SID} row 3: support_strategy[0].target[0]: \"Riley's mother\" is not one of participants Riley, Sam, "
+            "Therapist or Couple"
+        ),
     ),
     (
         "viewpoint target not a participant",
@@ -251,8 +254,10 @@ def test_evidence_row_zero_and_stray_cue_person_are_warnings(tmp_path):
     report = validate_path(write_jsonl(tmp_path / "w.jsonl", [record]))
     assert report.errors == [] and len(report.samples) == 1
     assert [str(w).split(": ", 1)[1] for w in report.warnings] == [
-        f"{SID} row 1: body_posture[0].person: 'Waiter' is not one of participants Riley, Sam, Therapist or Couple "
-        "(warning)",
+        (
+            f"{SID} row 1: body_posture[0].person: 'Waiter' is not one of participants Riley, Sam, Therapist or "
+            "Couple (warning)"
+        ),
         f"{SID} row 2: relation_pattern_evidence_rows[0]: row 0 does not exist (rows are numbered from 1) (warning)",
     ]
 
@@ -302,7 +307,7 @@ def test_demo_data_is_clean(capsys, monkeypatch):
 
 
 def test_real_samples_have_warnings_but_no_errors(real_data_path, capsys, monkeypatch):
-    code, out, err = run_cli(["validate", "--data", str(real_data_path)], capsys, monkeypatch)
+    code, _, err = run_cli(["validate", "--data", str(real_data_path)], capsys, monkeypatch)
     assert code == 0 and err == ""
     report = validate_path(real_data_path)
     assert len(report.samples) == 35 and report.errors == []

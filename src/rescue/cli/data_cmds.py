@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -29,7 +29,7 @@ def validate_command(
         typer.Option("--fix", help="Write a copy with mis-encoded text repaired (ftfy); the input is never changed."),
     ] = False,
     out: Annotated[
-        Optional[Path],
+        Path | None,
         typer.Option("--out", help="Where --fix writes (default: next to the input, NAME.fixed.jsonl or DIR.fixed)."),
     ] = None,
 ) -> None:
@@ -112,7 +112,7 @@ def fetch_command(
         str, typer.Option("--url", help="Download from here instead (a mirror or a local copy served over HTTP).")
     ] = release.RELEASE_URL,
     sha256: Annotated[
-        Optional[str], typer.Option("--sha256", help="Fail unless the download has this SHA-256.")
+        str | None, typer.Option("--sha256", help="Fail unless the download has this SHA-256.")
     ] = None,
 ) -> None:
     """Download the official release (benchmark_191.jsonl) from the authors' GitHub repository, pinned to a commit."""

@@ -9,7 +9,6 @@ rewrite correct text.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 

@@ -110,7 +110,7 @@ def distributions(samples: list[Sample]) -> dict[str, dict[str, dict[str, int]]]
             ),
             "emotion_intensity": _count(
                 (
-                    str(int(round(e.intensity)))
+                    str(round(e.intensity))
                     for r in rows
                     for e in r.internal_emotion
                     if e.intensity is not None and e.person == r.speaker

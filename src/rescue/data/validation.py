@@ -59,8 +59,8 @@ _TYPE_NAMES = {
 def _schema_issues(record: RawRecord, exc: ValidationError) -> list[DataIssue]:
     data = record.data if isinstance(record.data, dict) else {}
     sample_id = str(data.get("sample_id", ""))
-    rows = data.get("rows") if isinstance(data.get("rows"), list) else []
-    found: dict[tuple[int | None, str], list[dict[str, Any]]] = {}
+    rows: list[Any] = data["rows"] if isinstance(data.get("rows"), list) else []
+    found: dict[tuple[int | None, str], list[Any]] = {}
     for err in exc.errors():
         loc = [part for part in err["loc"] if not (isinstance(part, str) and part in _UNION_TAGS)]
         row = None
@@ -78,7 +78,7 @@ def _schema_issues(record: RawRecord, exc: ValidationError) -> list[DataIssue]:
     return issues
 
 
-def _schema_message(errs: list[dict[str, Any]]) -> str:
+def _schema_message(errs: list[Any]) -> str:
     first = errs[0]
     if first["type"] == "missing":
         return "missing"
@@ -220,31 +220,29 @@ def _check_encoding(record: RawRecord, out: _Collector) -> None:
     if record.ascii_only:  # the common case: nothing non-ASCII anywhere in the record, so no mojibake
         return
     rows = record.data.get("rows") if isinstance(record.data.get("rows"), list) else []
-    for path, text in sorted(non_ascii_strings(record.data), key=_row_order):
+    for path, text in non_ascii_strings(record.data):
         fixed = fix_text(text)
         if fixed == text:
             continue
-        row = None
-        field_name = path
+        row, field_name = None, path
         if path.startswith("rows["):
             position = int(path[5 : path.index("]")])
-            raw_row = rows[position]
-            row = raw_row.get("row_index", position + 1) if isinstance(raw_row, dict) else position + 1
+            raw_index = rows[position].get("row_index") if isinstance(rows[position], dict) else None
+            row = raw_index if type(raw_index) is int else position + 1
             field_name = path[path.index("]") + 2 :]
         bad = next((i for i, (a, b) in enumerate(zip(text, fixed)) if a != b), 0)
-        snippet = text[max(0, bad - 12) : bad + 12]
         out.add(
-            f"mis-encoded text {snippet!r}, probably {fixed[max(0, bad - 12) : bad + 10]!r}; "
-            "`rescue validate --fix` writes a repaired copy",
+            f"mis-encoded text {text[max(0, bad - 12) : bad + 12]!r}, probably "
+            f"{fixed[max(0, bad - 12) : bad + 10]!r}; `rescue validate --fix` writes a repaired copy",
             field_name,
             row,
             "warning",
         )
 
 
-def _row_order(item: tuple[str, str]) -> tuple[int, str]:
-    path = item[0]
-    return (int(path[5 : path.index("]")]), path) if path.startswith("rows[") else (-1, path)
+def _in_row_order(issues: list[DataIssue]) -> list[DataIssue]:
+    """As a reader walks the file: sample-level issues first, then row by row (stable within a row)."""
+    return sorted(issues, key=lambda issue: -1 if issue.row is None else issue.row)
 
 
 SAMPLE_CHECKS = (_check_row_numbers, _check_times, _check_names, _check_values, _check_evidence, _check_scenario)
@@ -257,44 +255,47 @@ def check_sample(sample: Sample, record: RawRecord) -> list[DataIssue]:
         out.add("must not be empty", "sample_id")
     for check in SAMPLE_CHECKS:
         check(sample, out)
-    # Reported in row order, as a reader walks the file; sample-level issues first.
-    return sorted(out.issues, key=lambda issue: -1 if issue.row is None else issue.row)
+    return out.issues
+
+
+def _validate_record(record: RawRecord, first_seen: dict[str, str]) -> tuple[Sample | None, list[DataIssue]]:
+    if record.parse_error:
+        return None, [DataIssue(record.file, record.line, record.parse_error)]
+    if not isinstance(record.data, dict):
+        got = json.dumps(record.data)[:40]
+        return None, [DataIssue(record.file, record.line, f"a sample must be a JSON object (got {got})")]
+    encoding = _Collector(record, str(record.data.get("sample_id", "")))
+    _check_encoding(record, encoding)
+    try:
+        sample = Sample.model_validate(record.data, strict=True)
+    except ValidationError as exc:
+        return None, _in_row_order(encoding.issues + _schema_issues(record, exc))
+    issues = encoding.issues + check_sample(sample, record)
+    if sample.sample_id in first_seen:
+        issues.append(
+            DataIssue(
+                record.file, record.line, f"duplicate (first seen at {first_seen[sample.sample_id]})", "sample_id",
+                sample.sample_id,
+            )
+        )
+    else:
+        first_seen[sample.sample_id] = f"{record.file}:{record.line}"
+    if any(issue.severity == "error" for issue in issues):
+        return None, _in_row_order(issues)
+    sample.origin_file, sample.origin_line = record.file, record.line
+    return sample, _in_row_order(issues)
 
 
 def validate_records(records: Iterable[RawRecord]) -> ValidationReport:
+    """Validate every record; valid samples (warnings allowed) are kept, every issue is reported."""
     report = ValidationReport()
-    first_seen: dict[str, str] = {}
+    first_seen: dict[str, str] = {}  # sample_id -> FILE:LINE, for duplicate messages
     for record in records:
         report.records += 1
-        if record.parse_error:
-            report.issues.append(DataIssue(record.file, record.line, record.parse_error))
-            continue
-        if not isinstance(record.data, dict):
-            got = json.dumps(record.data)[:40]
-            report.issues.append(DataIssue(record.file, record.line, f"a sample must be a JSON object (got {got})"))
-            continue
-        encoding = _Collector(record, str(record.data.get("sample_id", "")))
-        _check_encoding(record, encoding)
-        report.issues.extend(encoding.issues)
-        try:
-            sample = Sample.model_validate(record.data, strict=True)
-        except ValidationError as exc:
-            report.issues.extend(_schema_issues(record, exc))
-            continue
-        issues = check_sample(sample, record)
-        where = f"{record.file}:{record.line}"
-        if sample.sample_id in first_seen:
-            issues.append(
-                DataIssue(record.file, record.line, f"duplicate (first seen at {first_seen[sample.sample_id]})",
-                          "sample_id", sample.sample_id)
-            )
-        else:
-            first_seen[sample.sample_id] = where
+        sample, issues = _validate_record(record, first_seen)
         report.issues.extend(issues)
-        if any(issue.severity == "error" for issue in issues):
-            continue
-        sample.origin_file, sample.origin_line = record.file, record.line
-        report.samples.append(sample)
+        if sample is not None:
+            report.samples.append(sample)
     return report
 
 
