@@ -1,8 +1,9 @@
 """(b) Building every instance of a release-sized dataset for 6 tasks x 4 modes. Target: < 1 s.
 
-The real samples (or the demo data) are repeated to the release's 191 samples. "Building" is what a run
-does before its first request: every task's ``build`` and the prompt of every batch, in each of the four
-modes. Loading the data is timed apart. Run: ``python benchmarks/bench_build.py``.
+The real samples (or the demo data) are repeated to the release's 191 samples. Two figures: every task's
+``build`` (the instances, which do not depend on the mode), and everything a run does before its first
+request — ``build`` plus the prompt of every batch (the authors' batch sizes) in each of the four modes.
+Loading the data is timed apart. Run: ``python benchmarks/bench_build.py``.
 """
 
 from __future__ import annotations
@@ -68,6 +69,9 @@ def main() -> None:
     build_seconds = min(build_only(samples, task_names) for _ in range(args.repeat))
     runs = [build_all(samples, task_names) for _ in range(args.repeat)]
     seconds, instances, prompts, per_task = min(runs, key=lambda r: r[0])
+    def verdict(value: float) -> str:
+        return f"< {TARGET_SECONDS:.1f} s: {'met' if value < TARGET_SECONDS else 'MISSED'} ({value / TARGET_SECONDS:.0%} of the budget)"
+
     rows = [
         ("source", f"{source.name} scaled to {len(samples)} samples"),
         ("tasks x modes", f"{len(task_names)} x {len(MODES)} ({', '.join(task_names)})"),
@@ -77,8 +81,8 @@ def main() -> None:
         ("build instances only, 6 tasks", f"{build_seconds:.3f} s"),
         *((f"  {name}: build + render 4 modes", f"{value:.3f} s") for name, value in per_task.items()),
         ("build + render, best of " + str(args.repeat), f"{seconds:.3f} s"),
-        ("target", f"< {TARGET_SECONDS:.1f} s: {'met' if seconds < TARGET_SECONDS else 'MISSED'} "
-                   f"({seconds / TARGET_SECONDS:.0%} of the budget)"),
+        ("target, instances (mode-independent)", verdict(build_seconds)),
+        ("target, instances + prompts", verdict(seconds)),
     ]
     print_table("bench_build: every instance, 6 tasks x 4 modes, release-sized data", rows)
 

@@ -12,7 +12,16 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from _support import RELEASE_SAMPLES, default_source, fresh_dir, oracle_server, print_table, rescue_command, run_child, write_scaled
+from _support import (
+    RELEASE_SAMPLES,
+    default_source,
+    fresh_dir,
+    oracle_server,
+    print_table,
+    rescue_command,
+    run_child,
+    write_scaled,
+)
 
 from rescue.tasks.base import TASK_NAMES
 
@@ -46,6 +55,8 @@ def main() -> None:
             requests = server.stats()["requests"]
         predictions = sum(1 for _ in (out / "predictions.jsonl").open(encoding="utf-8"))
 
+    verdict = (f"< {TARGET_MB:.0f} MB: {'met' if full.peak_rss_mb < TARGET_MB else 'MISSED'} "
+               f"({full.peak_rss_mb / TARGET_MB:.0%} of the budget)")
     print_table(
         f"bench_memory: {source.name} scaled to {args.samples} samples, tasks {args.tasks}, "
         f"batch size {args.batch_size}, BERTScore {'on' if args.bertscore else 'off'}",
@@ -54,8 +65,7 @@ def main() -> None:
             ("peak memory, full run", f"{full.peak_rss_mb:.0f} MB"),
             ("peak memory, rescue --help", f"{baseline.peak_rss_mb:.0f} MB (interpreter + imports)"),
             ("full run / start-up", f"{full.peak_rss_mb / baseline.peak_rss_mb:.1f}x"),
-            ("target", f"< {TARGET_MB:.0f} MB: {'met' if full.peak_rss_mb < TARGET_MB else 'MISSED'} "
-                       f"({full.peak_rss_mb / TARGET_MB:.0%} of the budget)"),
+            ("target", verdict),
         ],
     )
 

@@ -12,7 +12,16 @@ import json
 import tempfile
 from pathlib import Path
 
-from _support import RELEASE_SAMPLES, default_source, fresh_dir, oracle_server, print_table, rescue_command, run_child, write_scaled
+from _support import (
+    RELEASE_SAMPLES,
+    default_source,
+    fresh_dir,
+    oracle_server,
+    print_table,
+    rescue_command,
+    run_child,
+    write_scaled,
+)
 
 from rescue.tasks.base import TASK_NAMES
 

@@ -21,7 +21,15 @@ import tempfile
 from pathlib import Path
 
 from _support import (
-    CLOSED_TASKS, ChildRun, default_source, fresh_dir, oracle_server, print_table, rescue_command, run_child, write_scaled,
+    CLOSED_TASKS,
+    ChildRun,
+    default_source,
+    fresh_dir,
+    oracle_server,
+    print_table,
+    rescue_command,
+    run_child,
+    write_scaled,
 )
 
 TARGET = 0.85
@@ -73,7 +81,9 @@ def main() -> None:
         results = json.loads((out / "results.json").read_text(encoding="utf-8"))
 
     n = rescue_stats["requests"]
-    rate = lambda run, count: count / run.seconds  # noqa: E731 - requests per second, start-up included
+    def rate(run: ChildRun, count: int) -> float:
+        return count / run.seconds  # requests per second, start-up included
+
     rescue_rate = rate(rescue, n)
     lean_rate = rate(lean, lean_stats["requests"])
     sequential_rate = rate(sequential, sequential_stats["requests"])

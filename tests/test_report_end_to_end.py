@@ -166,3 +166,17 @@ def test_report_with_bertscore_for_er_and_vp(tmp_path):
         row = rows[("all", f"{task.upper()} BERTScore")]
         assert float(row["value"]) == pytest.approx(results[task]["all"]["bertscore_f1"])
         assert row["ci_low"] and row["ci_high"]
+
+
+def test_report_without_bootstrap_and_on_a_missing_run(runs, tmp_path):
+    from rescue.report.runs import ReportError
+
+    out = tmp_path / "plain"
+    result = CliRunner().invoke(app, ["report", str(runs[0]), "--out", str(out), "--bootstrap", "0", "--no-html"])
+    assert result.exit_code == 0, result.output
+    rows = _read_csv(out / "leaderboard.csv")
+    assert rows and all(r["ci_low"] == "" for r in rows)
+    assert not (out / "report.html").exists() and not (out / "comparisons.csv").exists()  # one system: no pairs
+    missing = CliRunner().invoke(app, ["report", str(tmp_path / "nope"), "--out", str(out)])
+    assert isinstance(missing.exception, ReportError)
+    assert "nope/results.json: missing" in str(missing.exception)

@@ -9,7 +9,7 @@ import pytest
 from _engine_support import itp_instances, oracle_answers, oracle_script, read_jsonl
 
 from rescue.engine.runner import RunConfig, make_batches, rescore, run
-from rescue.testing.openai_server import Reply, message_text, request_key, serve
+from rescue.testing.openai_server import Reply, request_key, serve
 
 PREDICTION_KEYS = {"model", "task", "instance_id", "sample_id", "scenario", "gold", "prediction", "raw", "status"}
 

@@ -12,7 +12,7 @@ from rescue.cli.app import app, console
 
 @app.command("report")
 def report(
-    run_dirs: Annotated[list[Path], typer.Argument(help="Run directories written by `rescue run --out`.", show_default=False)],
+    run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR",help="Run directories written by `rescue run --out`.", show_default=False)],
     out: Annotated[Path, typer.Option("--out", help="Folder for the tables, analyses, figures and report.html.")],
     data: Annotated[
         Path | None,

@@ -187,7 +187,7 @@ class OpenAIModel:
         if status == 400 and "response_format" in message and not self._json_mode_rejected:
             # An endpoint without JSON mode: ask again without it (the prompt already demands JSON).
             self._json_mode_rejected = True
-            raise TransientError("bad_request", f"HTTP 400: response_format not supported, retrying without it")
+            raise TransientError("bad_request", "HTTP 400: response_format not supported, retrying without it")
         if status in (401, 403, 404):
             raise FatalError(f"http_{status}", f"HTTP {status}: {message}")
         return ChatAnswer(None, "request_error", f"HTTP {status}: {message}")

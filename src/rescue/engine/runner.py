@@ -28,8 +28,8 @@ from rescue.engine.client import GenerationSettings
 from rescue.engine.cost import PriceTable
 from rescue.engine.limiter import AdaptiveLimiter
 from rescue.engine.progress import ProgressDisplay, RunLog, TaskProgress
-from rescue.engine.reliable import Budget, CallStats, ReliableModel
-from rescue.engine.types import ChatAnswer, ChatRequest, Model
+from rescue.engine.reliable import Budget, ReliableModel
+from rescue.engine.types import ChatAnswer, ChatRequest, Model, Usage
 from rescue.tasks.base import MODES, TASK_NAMES, Instance, Prediction, PredictionRecord, RenderOptions, Task
 
 RESULTS = "results.json"
@@ -86,6 +86,7 @@ class RunConfig:
     quiet: bool = False
 
     def __post_init__(self) -> None:
+        self.models = list(dict.fromkeys(self.models))  # a model named twice is run once
         unknown = [t for t in self.tasks if t not in TASK_NAMES]
         if unknown:
             raise RunError(f"--tasks: unknown task(s) {', '.join(unknown)}; choose from {', '.join(TASK_NAMES)}")
@@ -331,8 +332,6 @@ def _usage_block(model: ReliableModel | None, judge_usage: dict[str, list[dict[s
         judge_cost: float | None = 0.0
         for entries in judge_usage.values():
             for entry in entries:
-                from rescue.engine.types import Usage
-
                 spent = prices.cost(entry["judge"], Usage(entry["input_tokens"], entry["output_tokens"],
                                                           entry["cached_input_tokens"]))
                 judge_cost = None if judge_cost is None or spent is None else judge_cost + spent
@@ -380,6 +379,9 @@ class Runner:
 
         config = self.config
         started = time.monotonic()
+        # Credentials first: a missing key fails before any data is read or any folder is made.
+        raw_models = {spec: self._resolve(spec) for spec in config.model_specs}
+        raw_judges = [self._resolve(spec, judge=True) for spec in config.judges]
         self.out.mkdir(parents=True, exist_ok=True)
         samples = load_samples(config.data)
         if config.limit_samples:
@@ -406,9 +408,9 @@ class Runner:
                         trackers[(spec, request.task.name)].retry()
 
                 for spec in config.model_specs:
-                    models[spec] = self._wrap(self._resolve(spec), cache, budget, log,
+                    models[spec] = self._wrap(raw_models[spec], cache, budget, log,
                                               on_retry=lambda r, s=spec: on_retry(r, s))
-                judges = [self._wrap(self._resolve(spec, judge=True), cache, budget, log) for spec in config.judges]
+                judges = [self._wrap(raw, cache, budget, log) for raw in raw_judges]
                 # A baseline that does not apply to a task (persist has no RPP answer ...) sits that task out.
                 todo = [(spec, name) for spec in config.model_specs for name in config.tasks
                         if getattr(models[spec].inner, "applies_to", lambda _: True)(name)]

@@ -27,7 +27,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI, Request
@@ -133,8 +133,8 @@ class Reply:
         return cls(content=None, status=status, body=text, raw=True, headers={"content-type": content_type}, delay=delay)
 
 
-ScriptResult = Union[Reply, str, dict[str, Any]]
-Script = Callable[[dict[str, Any]], Union[ScriptResult, Awaitable[ScriptResult]]]
+ScriptResult = Reply | str | dict[str, Any]
+Script = Callable[[dict[str, Any]], ScriptResult | Awaitable[ScriptResult]]
 
 
 def _as_reply(result: ScriptResult) -> Reply:
