@@ -113,12 +113,14 @@ def test_unusable_answers_are_failures_that_count(tmp_path, fault):
 
 
 def test_transient_faults_lose_nothing(tmp_path):
-    """429 with Retry-After, 500s and timeouts on a third of the requests: every instance still gets its answer."""
+    """429 with Retry-After, 500s, timeouts and cut-off bodies on half the requests: every instance still gets
+    its answer, each asked until it succeeds."""
     instances = itp_instances(limit_samples=2)
     answers = oracle_answers("itp", instances)
     seen: dict[str, int] = {}
     lock = threading.Lock()
-    faults = [Reply.rate_limited(0.2), Reply.server_error(500), Reply.hang()]
+    faults = [Reply.rate_limited(0.2), Reply.server_error(500), Reply.hang(),
+              Reply.raw_body(200, '{"choices": [{"message": {"content": "{\\"pre', content_type="application/json")]
 
     def script(body):
         key = request_key(body)
@@ -126,18 +128,19 @@ def test_transient_faults_lose_nothing(tmp_path):
             seen[key] = seen.get(key, 0) + 1
             attempt = seen[key]
         index = sorted(answers).index(key)
-        if attempt == 1 and index % 3 == 0:
-            return faults[index % 9 // 3]
+        if attempt == 1 and index % 2 == 0:
+            return faults[index // 2 % len(faults)]
         return Reply.text(answers[key])
 
     with serve(script) as server:
         outcome = run(_config(tmp_path, server, limit_samples=2, timeout=0.5, concurrency=8))
     scores = outcome.results["models"]["test-model"]["itp"]["all"]
     assert scores["failures"] == 0 and scores["f1"] == 1.0
-    assert outcome.results["models"]["test-model"]["usage"]["itp"]["retries"] >= len(instances) // 3
+    assert outcome.results["models"]["test-model"]["usage"]["itp"]["retries"] == sum(1 for n in seen.values() if n > 1)
+    assert sum(seen.values()) == len(answers) + (len(answers) + 1) // 2
     log = [json.loads(line) for line in (tmp_path / "run" / "run.log").read_text().splitlines()]
     classes = {e["error_class"] for e in log if e["event"] == "retry"}
-    assert classes == {"rate_limit", "server_error", "timeout"}
+    assert classes == {"rate_limit", "server_error", "timeout", "bad_response"}
     assert all(e["instances"] for e in log if e["event"] == "retry")
 
 
