@@ -89,3 +89,23 @@ def test_er_intensity_score_is_exported_by_hand():
     from rescue.metrics import intensity_score
 
     assert [intensity_score(6, p) for p in (6, 4, 9, 0)] == [5.0, 3.0, 2.0, 1.0]  # 5 - |diff|, floor 1
+
+
+def test_per_label_counts_equal_scikit_learn():
+    # The counts are hand-written for start-up speed; scikit-learn is the reference they must equal.
+    from sklearn.metrics import precision_recall_fscore_support
+
+    from rescue.metrics.classification import FAILED, per_label_scores
+
+    gold = ["a", "b", "a", "c", "b", "a", "c", "c", "b", "a"]
+    pred = ["a", None, "b", "c", "b", "a", "a", None, "b", "c"]
+    labels = ["a", "b", "c", "d"]
+    ours = per_label_scores(gold, pred, labels=labels)
+    ref = precision_recall_fscore_support(
+        gold, [FAILED if p is None else p for p in pred], labels=labels, average=None, zero_division=0
+    )
+    for i, label in enumerate(labels):
+        assert ours[label]["precision"] == pytest.approx(ref[0][i])
+        assert ours[label]["recall"] == pytest.approx(ref[1][i])
+        assert ours[label]["f1"] == pytest.approx(ref[2][i])
+        assert ours[label]["support"] == ref[3][i]

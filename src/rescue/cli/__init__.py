@@ -13,11 +13,7 @@ from rescue.data.errors import RescueError
 # Each module registers its commands on `app` when imported.
 _COMMAND_MODULES = ("data_cmds", "tasks_cmds", "run_cmds", "judge_cmds", "report_cmds")
 for _name in _COMMAND_MODULES:
-    try:
-        importlib.import_module(f"rescue.cli.{_name}")
-    except ModuleNotFoundError as exc:  # a command module not written yet
-        if exc.name != f"rescue.cli.{_name}":
-            raise
+    importlib.import_module(f"rescue.cli.{_name}")
 
 
 def main() -> None:

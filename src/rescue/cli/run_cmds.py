@@ -49,30 +49,12 @@ def _read_model_settings(path: Path | None) -> dict[str, dict[str, Any]]:
     return data
 
 
-_SHORT = {"accuracy": "acc", "recall_at_1": "R@1", "s_er": "S_ER", "intensity": "S_int", "bertscore_f1": "BS-F1",
-          "pair_recall": "pairR", "failures": "fail", "cost $": "$"}
-
-
 def _print_leaderboard(results: dict[str, Any], out: Path) -> None:
-    from rich import box
-    from rich.table import Table
+    from rescue.report.leaderboard import terminal_leaderboard
 
-    from rescue.engine.runner import leaderboard_rows
-
-    header, rows = leaderboard_rows(results)
-    # A light box: nine columns must fit an 80-column terminal without cutting numbers.
-    table = Table(title=f"RESCUE-Bench, {results['config']['mode']} mode: {out}", box=box.SIMPLE_HEAD,
-                  pad_edge=False)
-    for name in header:
-        if name == "model":
-            table.add_column(name, no_wrap=True)
-        else:  # task:metric headers wrap at the colon, keeping narrow terminals readable
-            task, _, metric = name.partition(":")
-            label = f"{task}\n{_SHORT.get(metric, metric)}" if metric else _SHORT.get(task, task)
-            table.add_column(label, justify="right", no_wrap=True, min_width=5)
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
+    title = f"RESCUE-Bench, {results['config']['mode']} mode, pooled (%; ER/VP judge 1-5, BERTScore 0-1): {out}"
+    console.print(terminal_leaderboard(results, title=title))
+    console.print(f"Full tables, confidence intervals and the HTML report: rescue report {out} --out {out}/report")
 
 
 def _finish(outcome: Any, quiet: bool) -> None:

@@ -36,12 +36,6 @@ RESULTS = "results.json"
 PREDICTIONS = "predictions.jsonl"
 CACHE = "cache.sqlite"
 LOG = "run.log"
-# The number a leaderboard shows per task (the paper's headline metric); aggregate() holds the rest.
-# Without a judge ER and VP fall back to the judge-free scores that are there.
-HEADLINE: dict[str, tuple[str, ...]] = {
-    "itp": ("f1",), "rpp": ("accuracy",), "stp": ("recall_at_1",), "ssp": ("recall_at_1",),
-    "er": ("s_er", "bertscore_f1", "intensity"), "vp": ("judge", "bertscore_f1", "pair_recall"),
-}
 SCOPES = ("couple", "family")
 
 
@@ -503,30 +497,3 @@ def rescore(run_dir: str | Path, *, data: str | None = None) -> RunOutcome:
     return asyncio.run(Runner(config, offline=True).run())
 
 
-def leaderboard_rows(results: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    """A header and one row per model: each task's headline metric over all instances, failures and cost.
-
-    A header cell is ``task:metric``, the metric being the first of the task's headline metrics present.
-    """
-    tasks = results["config"]["tasks"]
-    models = results["models"]
-    chosen: dict[str, str] = {}
-    for task in tasks:
-        for metric in HEADLINE.get(task, ()):
-            if any(((m.get(task) or {}).get("all") or {}).get(metric) is not None for m in models.values()):
-                chosen[task] = metric
-                break
-    header = ["model", *[f"{t}:{chosen.get(t, '-')}" for t in tasks], "failures", "cost $"]
-    rows = []
-    for model, entry in models.items():
-        cells = [model]
-        failures = 0
-        for task in tasks:
-            scope = (entry.get(task) or {}).get("all") or {}
-            value = scope.get(chosen.get(task, ""))
-            cells.append("-" if value is None else f"{value:.3f}")
-            failures += int(scope.get("failures") or 0)
-        cost = entry.get("cost", {}).get("total")
-        cells += [str(failures), "-" if cost is None else f"{cost:.2f}"]
-        rows.append(cells)
-    return header, rows

@@ -176,8 +176,11 @@ def _scorer(config: BertScoreConfig) -> Any:
     """One loaded scorer per config for the whole process (ER and VP share it)."""
     try:
         from bert_score import BERTScorer  # type: ignore[import-untyped]
+        from transformers.utils import logging as transformers_logging
     except ImportError as exc:
         raise BertScoreError(f"BERTScore needs bert-score and torch: pip install bert-score torch ({exc})") from None
+    # transformers draws its own weight-loading bar on stderr, which garbles rescue's progress display.
+    transformers_logging.disable_progress_bar()
     path = config.model_path or (str(packaged_model_dir()) if config.source.startswith("package") else config.model)
     layers = config.resolved_layers()
     try:

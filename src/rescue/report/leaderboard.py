@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich import box
 from rich.table import Table
 
 from rescue.report.bootstrap import Interval, bootstrap_ci
@@ -240,19 +241,40 @@ def to_csv(board: Leaderboard) -> str:
     return out.getvalue()
 
 
-def terminal_leaderboard(results: dict[str, Any]) -> Table:
-    """The short pooled leaderboard ``rescue run`` prints at its end, from a results.json dict."""
+def _present(column: Column, models: Mapping[str, Any]) -> bool:
+    return any(column.pick((m.get(column.task) or {}).get("all")) is not None for m in models.values())
+
+
+def terminal_leaderboard(results: dict[str, Any], *, title: str | None = None) -> Table:
+    """The short pooled leaderboard ``rescue run`` prints at its end, from a results.json dict.
+
+    One headline number per task, so it fits an 80-column terminal: ITP F1, RPP accuracy, STP and SSP R@1,
+    and for ER / VP the judge score when a judge ran, else BERTScore. ``rescue report`` has everything else.
+    """
     models: dict[str, Any] = results.get("models") or {}
-    columns = [c for c in COLUMNS if any(c.pick((m.get(c.task) or {}).get("all")) is not None for m in models.values())]
-    table = Table(title="RESCUE-Bench (pooled; % except ER/VP)", title_justify="left")
-    table.add_column("Model", style="bold")
+    by_header = {c.header: c for c in COLUMNS}
+    columns = [by_header[h] for h in ("ITP F1", "RPP Acc", "STP R@1", "SSP R@1") if _present(by_header[h], models)]
+    for task in ("ER", "VP"):
+        judged, bert = by_header[f"{task} judge"], by_header[f"{task} BERTScore"]
+        columns += [judged] if _present(judged, models) else [bert] if _present(bert, models) else []
+    table = Table(title=title or "RESCUE-Bench, pooled (%; ER/VP judge 1-5, BERTScore 0-1)", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("model", no_wrap=True)
     for column in columns:
-        table.add_column(column.header, justify="right")
-    table.add_column("Failures", justify="right")
+        header = column.header.replace(" ", "\n", 1).replace("BERTScore", "BERT")
+        table.add_column(header, justify="right", no_wrap=True)
+    table.add_column("fail", justify="right", no_wrap=True)
+    costs = {name: (metrics.get("cost") or {}).get("total") for name, metrics in models.items()}
+    show_cost = any(cost for cost in costs.values())  # offline baselines cost nothing: no column for them
+    if show_cost:
+        table.add_column("cost $", justify="right", no_wrap=True)
     for name, metrics in models.items():
         scopes = [(metrics.get(t) or {}).get("all") or {} for t in TASK_NAMES]
         failures = sum(int(s.get("failures", 0) or 0) for s in scopes)
         instances = sum(int(s.get("instances", 0) or 0) for s in scopes)
         cells = [c.format(c.pick((metrics.get(c.task) or {}).get("all"))) for c in columns]
-        table.add_row(name, *cells, f"{failures}/{instances}")
+        cells.append(f"{failures}/{instances}")
+        if show_cost:
+            cells.append("—" if costs[name] is None else f"{costs[name]:.2f}")
+        table.add_row(name, *cells)
     return table
