@@ -108,7 +108,7 @@ def test_terminal_leaderboard_of_a_real_run(runs):
     results = json.loads((runs[0] / "results.json").read_text())
     table = terminal_leaderboard(results)
     headers = [c.header for c in table.columns]
-    assert "ITP\nF1" in headers and "RPP\nAcc" in headers and "VP\nBERT" in headers
+    assert "ITP\nF1" in headers and "RPP\nAcc" in headers and "SSP\nR@1" in headers
     f1 = next(iter(table.columns[headers.index("ITP\nF1")].cells))
     assert f1 == f"{results['models']['baseline/majority']['itp']['all']['f1'] * 100:.2f}"
 
