@@ -3,7 +3,8 @@
 A full run (release-sized data, all six tasks, the authors' batch sizes) against the scripted server, as
 a fresh process; its peak resident memory comes from the kernel (``wait4``'s ru_maxrss). Side by side,
 the peak of ``rescue --help`` — what the interpreter and rescue's imports cost before any work.
-Run: ``python benchmarks/bench_memory.py`` (add ``--bertscore`` to include BERTScore's model).
+BERTScore is on, as in ``rescue run``; ``--no-bertscore`` leaves its model out.
+Run: ``python benchmarks/bench_memory.py``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def main() -> None:
     parser.add_argument("--tasks", default=",".join(TASK_NAMES))
     parser.add_argument("--batch-size", default="authors")
     parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--bertscore", action="store_true", help="also compute BERTScore for ER/VP")
+    parser.add_argument("--bertscore", action=argparse.BooleanOptionalAction, default=True,
+                        help="BERTScore for ER/VP, on by default as in rescue run")
     args = parser.parse_args()
 
     source = args.data or default_source()

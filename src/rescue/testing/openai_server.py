@@ -479,7 +479,7 @@ def serve(
 
 
 def main() -> None:
-    """``python -m rescue.testing.openai_server [PORT]``: serve the default script until interrupted."""
+    """``python -m rescue.testing [PORT]``: serve the default script until interrupted."""
     import sys
 
     port = int(sys.argv[1]) if len(sys.argv) > 1 else 8765
@@ -490,7 +490,3 @@ def main() -> None:
                 time.sleep(3600)
         except KeyboardInterrupt:
             pass
-
-
-if __name__ == "__main__":
-    main()
