@@ -94,3 +94,21 @@ def test_no_gold_field_reaches_a_prompt_on_real_data(name, real_samples):
         items = json.loads(content.split("Items:\n", 1)[1])
         assert not GOLD_FIELDS & set(_keys(items))
         assert items[0]["id"] == instance.instance_id.rsplit("#", 1)[1]
+
+
+def test_spliced_row_json_equals_plain_encoding(demo_samples):
+    # Prompts splice rows encoded once per sample; the text must equal encoding the whole structure at once.
+    import json
+
+    from rescue.tasks.render import context_json, context_rows, dumps, render_row, row_json
+
+    sample = demo_samples[0]
+    for mode in ("dialogue", "audiovisual"):
+        for k in (-1, 0, 3):
+            spliced = dumps({"id": "row9", "prior_context": context_json(sample, 9, k, mode), "row": row_json(sample, 9, mode)})
+            plain = json.dumps(
+                {"id": "row9", "prior_context": [render_row(r, mode) for r in context_rows(sample, 9, k)],
+                 "row": render_row(sample.row(9), mode)},
+                ensure_ascii=False, separators=(",", ":"),
+            )
+            assert spliced == plain

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 Scenario = Literal["couple", "family"]
 THERAPIST = "Therapist"
@@ -107,6 +107,10 @@ class Sample(_Open):
     # Where the sample was read from, for error messages; never serialised.
     origin_file: str = Field(default="", exclude=True)
     origin_line: int = Field(default=0, exclude=True)
+
+    # Each row's prompt JSON per mode, filled by rescue.tasks.render: with all prior rows as context a row
+    # appears in every later instance's prompt, and re-encoding it dominated prompt building.
+    _rendered_rows: dict[str, list[str]] = PrivateAttr(default_factory=dict)
 
     @property
     def group_label(self) -> str:

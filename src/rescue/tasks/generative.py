@@ -23,7 +23,7 @@ from rescue.tasks.parsing import (
     match_items,
     resolve_local_id,
 )
-from rescue.tasks.render import MODE_EVIDENCE, context_rows, dumps, render_row
+from rescue.tasks.render import MODE_EVIDENCE, context_json, dumps, render_row
 
 T = TypeVar("T")
 
@@ -154,7 +154,7 @@ def checkpoint_records(
             {
                 "checkpoint_id": local_id(instance),
                 "current_turn": render_row(row, mode, participants=participants),
-                "prior_context": [render_row(r, mode) for r in context_rows(sample, row.row_index, k)],
+                "prior_context": context_json(sample, row.row_index, k, mode),
             }
         )
     return records

@@ -14,7 +14,7 @@ from rescue.tasks import prompts
 from rescue.tasks.base import Instance, Prediction, PredictionRecord, RenderOptions
 from rescue.tasks.labels import ITP_LABELS, ITP_SYNONYMS
 from rescue.tasks.parsing import LabelError, local_id, normalize_label, parse_batch
-from rescue.tasks.render import context_rows, render_row
+from rescue.tasks.render import context_json, row_json
 
 T = TypeVar("T")
 
@@ -84,8 +84,8 @@ class InterventionTimingTask:
         items = [
             {
                 "id": local_id(instance),
-                "prior_context": [render_row(r, options.mode) for r in context_rows(sample, instance.row_index, k)],
-                "decision_row": render_row(sample.row(instance.row_index), options.mode),
+                "prior_context": context_json(sample, instance.row_index, k, options.mode),
+                "decision_row": row_json(sample, instance.row_index, options.mode),
             }
             for instance in batch
         ]

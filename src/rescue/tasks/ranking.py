@@ -12,7 +12,7 @@ from rescue.metrics.ranking import gold_rank, hit_at_k, ranking_scores, reciproc
 from rescue.tasks import prompts
 from rescue.tasks.base import Instance, Prediction, PredictionRecord, RenderOptions
 from rescue.tasks.parsing import local_id, normalize_ranking, parse_batch
-from rescue.tasks.render import context_rows, render_row
+from rescue.tasks.render import context_json
 
 TOP_K = 3
 
@@ -62,9 +62,7 @@ class RankingTask:
         for instance in batch:
             record: dict[str, Any] = {"id": local_id(instance)}
             record.update(self.extra_fields(instance))
-            record["prior_context"] = [
-                render_row(row, options.mode) for row in context_rows(sample, instance.row_index, k)
-            ]
+            record["prior_context"] = context_json(sample, instance.row_index, k, options.mode)
             items.append(record)
         example = [
             {"id": "<item id>", self.answer_key: ["<most likely>", "<second>", "<third>"], "reason": "<short reason>"}

@@ -7,6 +7,7 @@ fields (internal emotion, viewpoints, strategy, relation labels, utterance type)
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from rescue.data.models import Row, Sample
@@ -44,13 +45,66 @@ def render_row(row: Row, mode: str, *, participants: list[str] | None = None) ->
     return record
 
 
+class RawJSON:
+    """Text that is already JSON; :func:`dumps` inserts it verbatim."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _encoded_rows(sample: Sample, mode: str) -> list[str]:
+    encoded = sample._rendered_rows.get(mode)
+    if encoded is None:
+        encoded = sample._rendered_rows[mode] = [dumps(render_row(row, mode)) for row in sample.rows]
+    return encoded
+
+
+def row_json(sample: Sample, index: int, mode: str) -> RawJSON:
+    """``render_row`` of the row with 1-based ``index``, encoded once per sample and mode."""
+    return RawJSON(_encoded_rows(sample, mode)[index - 1])
+
+
+def context_json(sample: Sample, current: int, k: int, mode: str) -> RawJSON:
+    """The JSON list of :func:`context_rows`, spliced from rows encoded once per sample and mode."""
+    return RawJSON("[" + ",".join(_encoded_rows(sample, mode)[_window(current, k)]) + "]")
+
+
+def _window(current: int, k: int) -> slice:
+    """0-based slice of the rows strictly before 1-based row ``current``: none for k=0, all for k=-1, else the last k."""
+    if k == 0 or current <= 1:
+        return slice(0, 0)
+    start = 1 if k < 0 else max(1, current - k)
+    return slice(start - 1, current - 1)
+
+
 def context_rows(sample: Sample, current: int, k: int) -> list[Row]:
     """Rows strictly before 1-based row ``current``: none for k=0, all for k=-1, else the last k."""
-    if k == 0 or current <= 1:
-        return []
-    start = 1 if k < 0 else max(1, current - k)
-    return sample.rows[start - 1 : current - 1]
+    return sample.rows[_window(current, k)]
+
+
+# A private-use character marks where a RawJSON fragment goes; it never occurs in the transcripts.
+_MARK = "\ue000"
+_SLOT = re.compile(f'"{_MARK}(\\d+){_MARK}"')
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """Compact JSON with non-ASCII kept, splicing in :class:`RawJSON` fragments as they are.
+
+    The standard (C) encoder does the work; each fragment is encoded as a numbered placeholder string
+    and swapped in afterwards, so the rows inside a prompt are encoded once, not once per prompt.
+    """
+    fragments: list[str] = []
+
+    def placeholder(obj: Any) -> str:
+        if isinstance(obj, RawJSON):
+            fragments.append(obj.text)
+            return f"{_MARK}{len(fragments) - 1}{_MARK}"
+        raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=placeholder)
+    return _SLOT.sub(lambda match: fragments[int(match.group(1))], text) if fragments else text
