@@ -251,7 +251,15 @@ async def run_pair(model: Model, task: Task, instances: list[Instance], config: 
     options = RenderOptions(mode=config.mode, context_size=config.context_size)  # type: ignore[arg-type]
     model.prepare(task, instances)
     batches = make_batches(instances, _batch_size(config, task))
-    answered = await asyncio.gather(*(_run_batch(model, task, b, options, progress) for b in batches))
+    # A batch renders its prompt as soon as it starts; without a gate every prompt of the run would sit in
+    # memory at once while waiting for the limiter. Twice the concurrency keeps the limiter fed.
+    gate = asyncio.Semaphore(max(2 * config.concurrency, 8))
+
+    async def gated(batch: list[Instance]) -> dict[str, Prediction]:
+        async with gate:
+            return await _run_batch(model, task, batch, options, progress)
+
+    answered = await asyncio.gather(*(gated(b) for b in batches))
     predictions: dict[str, Prediction] = {}
     for part in answered:
         predictions.update(part)
