@@ -101,3 +101,17 @@ def test_kill_9_mid_run_loses_only_requests_in_flight(tmp_path):
     records = read_jsonl(out / "predictions.jsonl")
     assert len(records) == len(instances) == len({r["instance_id"] for r in records})
     assert outcome.results["models"]["test-model"]["itp"]["all"]["f1"] == 1.0
+
+
+def test_seed_option_reseeds_the_uniform_baseline(tmp_path):
+    def predictions(seed: str, name: str) -> list:
+        out = tmp_path / name
+        args = ["run", "--out", str(out), "--model", "baseline/uniform", "--tasks", "ssp", "--quiet", "--seed", seed]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+        assert json.loads((out / "results.json").read_text())["config"]["seed"] == int(seed)
+        return [r["prediction"] for r in read_jsonl(out / "predictions.jsonl")]
+
+    first, again, other = predictions("1", "a"), predictions("1", "b"), predictions("2", "c")
+    assert first == again
+    assert first != other

@@ -86,6 +86,8 @@ def run_command(
     api_key_env: Annotated[Optional[str], typer.Option(
         "--api-key-env", help="The environment variable that holds the key (default: the preset's, or OPENAI_API_KEY).")] = None,
     temperature: Annotated[float, typer.Option("--temperature")] = 0.0,
+    seed: Annotated[Optional[int], typer.Option(
+        "--seed", help="Sent as the request's seed where the API supports it; seeds baseline/uniform (default 0).")] = None,
     max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", help="Answer budget (default: each task's).")] = None,
     json_mode: Annotated[bool, typer.Option("--json-mode/--no-json-mode", help="Ask for a JSON object response.")] = True,
     extra: Annotated[Optional[list[str]], typer.Option(
@@ -109,7 +111,13 @@ def run_command(
     judge_api_key_env: Annotated[Optional[str], typer.Option("--judge-api-key-env")] = None,
     judge_scale: Annotated[str, typer.Option("--judge-scale", help="likert (1-5) or authors (VP).")] = "likert",
     bertscore: Annotated[bool, typer.Option("--bertscore/--no-bertscore", help="BERTScore for ER/VP.")] = True,
-    bertscore_model: Annotated[Optional[str], typer.Option("--bertscore-model")] = None,
+    bertscore_model: Annotated[Optional[str], typer.Option(
+        "--bertscore-model", help="BERTScore backbone: a Hugging Face name or a local folder "
+        "(default: the packaged all-MiniLM-L6-v2, works offline).")] = None,
+    bertscore_layers: Annotated[Optional[int], typer.Option(
+        "--bertscore-layers", help="The backbone layer BERTScore reads (required for a local folder).")] = None,
+    bertscore_rescale: Annotated[bool, typer.Option(
+        "--bertscore-rescale", help="Rescale with bert-score's baseline (only for backbones it has one for).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display or table (CI).")] = False,
 ) -> None:
     """Evaluate models on the tasks and write the run directory, then print a leaderboard."""
@@ -119,7 +127,7 @@ def run_command(
         out=str(out),
         models=list(model or []),
         tasks=[t.strip() for t in tasks.split(",") if t.strip()],
-        data=None if data is None else str(data.resolve()),
+        data=None if data is None else str(data),
         mode=mode,
         context_size=context_size,
         limit_samples=limit_samples,
@@ -128,6 +136,7 @@ def run_command(
         base_url=base_url,
         api_key_env=api_key_env,
         temperature=temperature,
+        seed=seed,
         max_tokens=max_tokens,
         json_mode=json_mode,
         extra_body=_parse_extras(list(extra or [])),
@@ -146,6 +155,8 @@ def run_command(
         judge_scale=judge_scale,
         bertscore=bertscore,
         bertscore_model=bertscore_model,
+        bertscore_layers=bertscore_layers,
+        bertscore_rescale=bertscore_rescale,
         quiet=quiet,
     )
     _finish(run(config), quiet)

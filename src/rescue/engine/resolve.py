@@ -22,6 +22,10 @@ from rescue.tasks.base import Instance, Task
 class LocalModel:
     """``local/NAME``: llama.cpp's OpenAI-compatible server on 127.0.0.1, started lazily, one per process."""
 
+    # The server answers one request at a time: more in flight would only queue there and use up the
+    # request timeout while waiting.
+    max_concurrency = 1
+
     def __init__(self, name: str, settings: GenerationSettings):
         self.name = f"local/{name}"
         self.local_name = name
@@ -82,7 +86,7 @@ def resolve_model(
     if prefix == "baseline":
         from rescue.engine.baselines import make_baseline
 
-        return make_baseline(spec)
+        return make_baseline(spec, seed=base.seed or 0)
     if prefix == "local":
         return LocalModel(rest or "smollm2", base)
     endpoint = resolve_endpoint(spec, base_url=base_url, api_key_env=api_key_env, need_key=need_key)

@@ -59,6 +59,7 @@ class RunConfig:
     base_url: str | None = None
     api_key_env: str | None = None
     temperature: float = 0.0
+    seed: int | None = None  # sent to the API where supported; seeds baseline/uniform
     max_tokens: int | None = None
     json_mode: bool = True
     extra_body: dict[str, Any] = field(default_factory=dict)
@@ -77,6 +78,8 @@ class RunConfig:
     judge_scale: str = "likert"
     bertscore: bool = True
     bertscore_model: str | None = None
+    bertscore_layers: int | None = None  # None: the backbone's default layer
+    bertscore_rescale: bool = False
     quiet: bool = False
 
     def __post_init__(self) -> None:
@@ -106,7 +109,7 @@ class RunConfig:
         return list(BASELINE_NAMES)
 
     def settings_for(self, spec: str) -> GenerationSettings:
-        base = {"temperature": self.temperature, "max_tokens": self.max_tokens, "json_mode": self.json_mode,
+        base = {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens, "json_mode": self.json_mode,
                 "extra_body": dict(self.extra_body), "timeout": self.timeout}
         own = self.model_settings.get(spec, {})
         merged = {**base, **{k: v for k, v in own.items() if k != "extra_body"}}
@@ -293,7 +296,8 @@ def _bertscore(pairs: list[PairResult], config: RunConfig) -> dict[str, Any] | N
         return None
     from rescue.metrics.bertscore import BertScoreConfig, score_bertscore
 
-    bert = BertScoreConfig.from_option(config.bertscore_model)
+    bert = BertScoreConfig.from_option(config.bertscore_model, num_layers=config.bertscore_layers,
+                                       rescale=config.bertscore_rescale)
     for pair in generative:
         score_bertscore(pair.records, bert, task_name=pair.task)
     return bert.describe()  # type: ignore[no-any-return]
@@ -361,7 +365,8 @@ class Runner:
     def _wrap(self, raw: Model, cache: ResponseCache, budget: Budget, log: RunLog,
               on_retry: Any = None) -> ReliableModel:
         return ReliableModel(
-            raw, cache=cache, limiter=AdaptiveLimiter(self.config.concurrency),
+            raw, cache=cache, limiter=AdaptiveLimiter(min(self.config.concurrency,
+                                                          getattr(raw, "max_concurrency", self.config.concurrency))),
             max_retries=self.config.max_retries, retry_errors=self.config.retry_errors and not self.offline,
             max_failures=self.config.max_failures, budget=budget, log=log, on_retry=on_retry,
             offline=self.offline,
