@@ -73,7 +73,9 @@ def _rate_column() -> Any:
 
         def render(self, task: Any) -> Text:
             speed = task.finished_speed or task.speed
-            return Text("  -.-/s" if speed is None else f"{speed:6.1f}/s", style="cyan")
+            if speed is None:
+                return Text("   -/s", style="cyan")
+            return Text(f"{speed:4.1f}/s" if speed < 100 else f"{speed:4.0f}/s", style="cyan")
 
     return RateColumn()
 
@@ -89,19 +91,16 @@ class ProgressDisplay:
                 BarColumn,
                 MofNCompleteColumn,
                 Progress,
-                TaskProgressColumn,
                 TextColumn,
-                TimeElapsedColumn,
                 TimeRemainingColumn,
             )
 
             self.progress = Progress(
                 TextColumn("{task.description}"),
-                BarColumn(),
+                # Narrow enough for an 80-column terminal: the count says what a percentage would.
+                BarColumn(bar_width=12),
                 MofNCompleteColumn(),
-                TaskProgressColumn(),
                 _rate_column(),
-                TimeElapsedColumn(),
                 TimeRemainingColumn(),
                 TextColumn("[red]fail {task.fields[failures]}[/] [yellow]retry {task.fields[retries]}[/]"),
                 console=Console(stderr=True),

@@ -464,7 +464,9 @@ class Runner:
         config_json["rescue_version"] = __version__
         block: dict[str, Any] = {}
         total: float | None = 0.0
-        for spec in self.config.model_specs:
+        ran = {pair.model for pair in pairs}
+        # A baseline none of whose tasks were asked for (nearest with --tasks itp) has nothing to report.
+        for spec in [s for s in self.config.model_specs if s in ran or self.config.models]:
             entry: dict[str, Any] = {}
             judge_usage: dict[str, list[dict[str, Any]]] = {}
             for pair in pairs:
