@@ -273,15 +273,23 @@ def test_family_label_in_a_couple_sample_warns_about_the_scenario(tmp_path):
 # --- other commands fail fast with the same messages ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", [["stats"], ["stats", "--format", "json"]])
+@pytest.mark.parametrize(
+    "command",
+    [["stats"], ["stats", "--format", "json"], ["tasks"], ["run", "--quiet", "--out", "RUN"], ["report", "RUN", "--out", "R"]],
+)
 def test_other_commands_fail_fast_with_the_same_messages(tmp_path, capsys, monkeypatch, command):
     record = couple_record()
     record["rows"][0]["internal_emotion"][0]["intensity"] = 11
     data = write_jsonl(tmp_path / "bad.jsonl", [demo_records()[1], record])
+    if command[0] == "report":  # a good run, reported against bad data
+        run_cli(["run", "--quiet", "--no-bertscore", "--tasks", "itp", "--out", str(tmp_path / "RUN")], capsys, monkeypatch)
+    command = [str(tmp_path / part) if part in ("RUN", "R") else part for part in command]
 
     code, out, err = run_cli([*command, "--data", str(data)], capsys, monkeypatch)
 
     assert code == 2 and out == ""
+    if command[0] == "run":
+        assert not (tmp_path / "RUN").exists()  # nothing is written for bad data
     assert f"{data}:2: {SID} row 1: internal_emotion[0].intensity: 11 is outside 0-10" in err
     assert "Run `rescue validate --data PATH` for the full list." in err
 

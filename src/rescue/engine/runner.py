@@ -389,8 +389,8 @@ class Runner:
         # Credentials first: a missing key fails before any data is read or any folder is made.
         raw_models = {spec: self._resolve(spec) for spec in config.model_specs}
         raw_judges = [self._resolve(spec, judge=True) for spec in config.judges]
+        samples = load_samples(config.data)  # bad data stops the run before any folder is made
         self.out.mkdir(parents=True, exist_ok=True)
-        samples = load_samples(config.data)
         if config.limit_samples:
             samples = samples[: config.limit_samples]
         tasks = {name: load_task(name) for name in config.tasks}
