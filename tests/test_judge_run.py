@@ -42,3 +42,20 @@ def test_run_with_two_judges_writes_judge_metrics(tmp_path):
     assert judge_requests and all(len(b["messages"]) == 1 and b["messages"][0]["role"] == "user" for b in judge_requests)
     records = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
     assert all(set(r["judge"]["judges"]) == {"judge-a", "judge-b"} for r in records)
+
+
+def test_report_shows_the_judge_columns_of_a_judged_run(tmp_path):
+    from rescue.engine.runner import RunConfig, run
+    from rescue.report.build import ReportOptions, build_report
+
+    with serve(_script) as server:
+        run(RunConfig(out=str(tmp_path / "run"), models=["model-x"], tasks=["er", "vp"], base_url=server.base_url,
+                      judges=["judge-a"], bertscore=False, limit_samples=2, quiet=True))
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    build_report([tmp_path / "run"], tmp_path / "report", options=ReportOptions(n_resamples=50, html=False))
+    board = (tmp_path / "report" / "leaderboard.md").read_text()
+    header, _, first = board.splitlines()[:3]
+    cells = dict(zip([c.strip() for c in header.split("|")], [c.strip() for c in first.split("|")]))
+    s_er = results["models"]["model-x"]["er"]["all"]["s_er"]
+    assert cells["ER judge"].startswith(f"{s_er:.2f}")
+    assert cells["VP judge"].startswith("3.00")  # judge-a gives 3 to every viewpoint
