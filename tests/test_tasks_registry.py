@@ -100,12 +100,13 @@ def test_spliced_row_json_equals_plain_encoding(demo_samples):
     # Prompts splice rows encoded once per sample; the text must equal encoding the whole structure at once.
     import json
 
-    from rescue.tasks.render import context_json, context_rows, dumps, render_row, row_json
+    from rescue.tasks.render import EncodedRows, context_rows, dumps, render_row
 
     sample = demo_samples[0]
     for mode in ("dialogue", "audiovisual"):
         for k in (-1, 0, 3):
-            spliced = dumps({"id": "row9", "prior_context": context_json(sample, 9, k, mode), "row": row_json(sample, 9, mode)})
+            rows = EncodedRows(sample, mode)
+            spliced = dumps({"id": "row9", "prior_context": rows.context(9, k), "row": rows.row(9)})
             plain = json.dumps(
                 {"id": "row9", "prior_context": [render_row(r, mode) for r in context_rows(sample, 9, k)],
                  "row": render_row(sample.row(9), mode)},

@@ -23,7 +23,7 @@ from rescue.tasks.parsing import (
     match_items,
     resolve_local_id,
 )
-from rescue.tasks.render import MODE_EVIDENCE, context_json, dumps, render_row
+from rescue.tasks.render import MODE_EVIDENCE, EncodedRows, dumps, render_row
 
 T = TypeVar("T")
 
@@ -146,7 +146,10 @@ def checkpoint_records(
     batch: list[Instance], mode: str, k: int, participants: list[str] | None = None
 ) -> list[dict[str, Any]]:
     """One JSON record per checkpoint: its id, the current turn rendered by mode, and its prior rows."""
+    if not batch:
+        return []
     records = []
+    encoded = EncodedRows(batch[0].sample, mode)  # a batch holds one sample
     for instance in batch:
         sample = instance.sample
         row = sample.row(instance.row_index)
@@ -154,7 +157,7 @@ def checkpoint_records(
             {
                 "checkpoint_id": local_id(instance),
                 "current_turn": render_row(row, mode, participants=participants),
-                "prior_context": context_json(sample, row.row_index, k, mode),
+                "prior_context": encoded.context(row.row_index, k),
             }
         )
     return records

@@ -14,7 +14,7 @@ from rescue.tasks import prompts
 from rescue.tasks.base import Instance, Prediction, PredictionRecord, RenderOptions
 from rescue.tasks.labels import ITP_LABELS, ITP_SYNONYMS
 from rescue.tasks.parsing import LabelError, local_id, normalize_label, parse_batch
-from rescue.tasks.render import context_json, row_json
+from rescue.tasks.render import EncodedRows
 
 T = TypeVar("T")
 
@@ -81,11 +81,12 @@ class InterventionTimingTask:
     def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, str]]:
         sample = prompts.batch_sample(batch)
         k = prompts.context_size(options.context_size, self.default_context_size)
+        rows = EncodedRows(sample, options.mode)
         items = [
             {
                 "id": local_id(instance),
-                "prior_context": context_json(sample, instance.row_index, k, options.mode),
-                "decision_row": row_json(sample, instance.row_index, options.mode),
+                "prior_context": rows.context(instance.row_index, k),
+                "decision_row": rows.row(instance.row_index),
             }
             for instance in batch
         ]

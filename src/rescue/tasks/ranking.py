@@ -12,7 +12,7 @@ from rescue.metrics.ranking import gold_rank, hit_at_k, ranking_scores, reciproc
 from rescue.tasks import prompts
 from rescue.tasks.base import Instance, Prediction, PredictionRecord, RenderOptions
 from rescue.tasks.parsing import local_id, normalize_ranking, parse_batch
-from rescue.tasks.render import context_json
+from rescue.tasks.render import EncodedRows
 
 TOP_K = 3
 
@@ -58,11 +58,12 @@ class RankingTask:
     def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, str]]:
         sample = prompts.batch_sample(batch)
         k = prompts.context_size(options.context_size, self.default_context_size)
+        rows = EncodedRows(sample, options.mode)
         items = []
         for instance in batch:
             record: dict[str, Any] = {"id": local_id(instance)}
             record.update(self.extra_fields(instance))
-            record["prior_context"] = context_json(sample, instance.row_index, k, options.mode)
+            record["prior_context"] = rows.context(instance.row_index, k)
             items.append(record)
         example = [
             {"id": "<item id>", self.answer_key: ["<most likely>", "<second>", "<third>"], "reason": "<short reason>"}

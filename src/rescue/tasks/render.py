@@ -57,21 +57,22 @@ class RawJSON:
         return self.text
 
 
-def _encoded_rows(sample: Sample, mode: str) -> list[str]:
-    encoded = sample._rendered_rows.get(mode)
-    if encoded is None:
-        encoded = sample._rendered_rows[mode] = [dumps(render_row(row, mode)) for row in sample.rows]
-    return encoded
+class EncodedRows:
+    """A sample's rows as prompt JSON for one mode, encoded once per sample and mode and then spliced."""
 
+    def __init__(self, sample: Sample, mode: str):
+        cache = sample._rendered_rows
+        if mode not in cache:
+            cache[mode] = [dumps(render_row(row, mode)) for row in sample.rows]
+        self._rows = cache[mode]
 
-def row_json(sample: Sample, index: int, mode: str) -> RawJSON:
-    """``render_row`` of the row with 1-based ``index``, encoded once per sample and mode."""
-    return RawJSON(_encoded_rows(sample, mode)[index - 1])
+    def row(self, index: int) -> RawJSON:
+        """``render_row`` of the row with 1-based ``index``."""
+        return RawJSON(self._rows[index - 1])
 
-
-def context_json(sample: Sample, current: int, k: int, mode: str) -> RawJSON:
-    """The JSON list of :func:`context_rows`, spliced from rows encoded once per sample and mode."""
-    return RawJSON("[" + ",".join(_encoded_rows(sample, mode)[_window(current, k)]) + "]")
+    def context(self, current: int, k: int) -> RawJSON:
+        """The JSON list of :func:`context_rows`."""
+        return RawJSON("[" + ",".join(self._rows[_window(current, k)]) + "]")
 
 
 def _window(current: int, k: int) -> slice:
