@@ -108,7 +108,9 @@ def run_command(
     judge: Annotated[Optional[list[str]], typer.Option("--judge", help="A judge model for ER/VP; repeatable.")] = None,
     judge_base_url: Annotated[Optional[str], typer.Option(
         "--judge-base-url", help="An OpenAI-compatible endpoint for the judges (default: as --base-url).")] = None,
-    judge_api_key_env: Annotated[Optional[str], typer.Option("--judge-api-key-env")] = None,
+    judge_api_key_env: Annotated[Optional[str], typer.Option(
+        "--judge-api-key-env", help="The environment variable that holds the judges' key, with --judge-base-url "
+        "(default: the judge preset's, or OPENAI_API_KEY).")] = None,
     judge_scale: Annotated[str, typer.Option("--judge-scale", help="likert (1-5) or authors (VP).")] = "likert",
     bertscore: Annotated[bool, typer.Option("--bertscore/--no-bertscore", help="BERTScore for ER/VP.")] = True,
     bertscore_model: Annotated[Optional[str], typer.Option(
@@ -166,10 +168,10 @@ def run_command(
 def rescore_command(
     run_dir: Annotated[Path, typer.Argument(help="A run directory written by `rescue run --out`.")],
     data: DataOption = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print the leaderboard.")] = False,
 ) -> None:
     """Recompute predictions and metrics of a run from its cached answers; no model is asked."""
     from rescue.engine.runner import rescore
 
-    outcome = rescore(run_dir, data=None if data is None else str(data.resolve()))
+    outcome = rescore(run_dir, data=None if data is None else str(data))
     _finish(outcome, quiet)

@@ -124,6 +124,3 @@ class Sample(_Open):
     def row(self, index: int) -> Row:
         """The row with 1-based ``row_index`` ``index`` (rows are stored in order)."""
         return self.rows[index - 1]
-
-    def to_release_dict(self) -> dict:
-        return self.model_dump(mode="json", exclude_unset=True, by_alias=True)

@@ -16,13 +16,12 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from rescue.data.models import GROUP_LABELS, THERAPIST, Sample
 from rescue.data.taxonomy import UTTERANCE_TYPES, relation_taxonomy, strategy_taxonomy
 
 SCOPES = ("couple", "family", "all")
-Format = Literal["table", "json", "markdown", "latex"]
 
 # (key, column heading, how the paper prints it)
 TABLE3_COLUMNS: tuple[tuple[str, str, str], ...] = (

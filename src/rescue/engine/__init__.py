@@ -1,6 +1,6 @@
 """Models and how they are called: endpoints, cache, retries, concurrency, cost, the run itself.
 
-``resolve_model`` is exported lazily so that importing :mod:`rescue.engine.types` stays cheap.
+``resolve_model`` and ``ReliableModel`` are exported lazily so that importing :mod:`rescue.engine.types` stays cheap.
 """
 
 from __future__ import annotations

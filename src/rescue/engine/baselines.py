@@ -31,7 +31,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer  # type: ignore[impo
 from sklearn.metrics.pairwise import linear_kernel  # type: ignore[import-untyped]
 
 from rescue.data.errors import RescueError
-from rescue.data.models import GROUP_LABELS, THERAPIST, Row, Sample
+from rescue.data.models import GROUP_LABELS, THERAPIST
 from rescue.engine.types import ChatAnswer, ChatRequest
 from rescue.tasks.base import Instance, Task
 
@@ -285,9 +285,7 @@ class _Pool:
     """Gold-annotated client turns of every evaluated sample, for retrieval."""
 
     sample_ids: list[str]
-    rows: list[Row]
     golds: list[Any]
-    samples: list[Sample]
     vectorizer: TfidfVectorizer
     matrix: Any
 
@@ -306,19 +304,18 @@ class NearestBaseline(Baseline):
             raise BaselineError(
                 f"{self.name} retrieves from other samples: it needs at least two samples, got {len(samples)}"
             )
-        sample_ids, rows, golds, owners = [], [], [], []
+        sample_ids, rows, golds = [], [], []
         for sample in samples:
             for row, gold in rows_of(sample):
                 sample_ids.append(sample.sample_id)
                 rows.append(row)
                 golds.append(gold)
-                owners.append(sample)
         vectorizer = TfidfVectorizer(sublinear_tf=True)
         try:
             matrix = vectorizer.fit_transform([row.dialogue_cleaned for row in rows])
         except ValueError as exc:  # every pooled turn is empty
             raise BaselineError(f"{self.name}: no dialogue to retrieve from ({exc})") from exc
-        state.extra["pool"] = _Pool(sample_ids, rows, golds, owners, vectorizer, matrix)
+        state.extra["pool"] = _Pool(sample_ids, golds, vectorizer, matrix)
 
     def answer(self, state: _TaskState, instance: Instance) -> Any:
         pool: _Pool = state.extra["pool"]
@@ -332,10 +329,10 @@ class NearestBaseline(Baseline):
         gold = pool.golds[best]
         if state.task.name == "er":
             return {"emotion": gold["emotion"], "intensity": gold["intensity"]}
-        return _transfer_viewpoints(gold, pool.samples[best], instance)
+        return _transfer_viewpoints(gold, instance)
 
 
-def _transfer_viewpoints(gold: list[dict[str, Any]], source_sample: Sample, instance: Instance) -> list[dict[str, str]]:
+def _transfer_viewpoints(gold: list[dict[str, Any]], instance: Instance) -> list[dict[str, str]]:
     """Retrieved viewpoints name another sample's people: re-address them to this turn. The source becomes
     the current speaker; the therapist and the group stay; each other person maps, in order, to the people
     this turn addresses, then to the other participants."""
@@ -365,10 +362,6 @@ BASELINES: dict[str, type[Baseline]] = {
     PREFIX + cls.kind: cls for cls in (MajorityBaseline, UniformBaseline, PersistBaseline, NearestBaseline)
 }
 BASELINE_NAMES: tuple[str, ...] = tuple(BASELINES)
-
-
-def is_baseline(name: str) -> bool:
-    return name.startswith(PREFIX)
 
 
 def make_baseline(name: str, *, seed: int = 0) -> Baseline:

@@ -168,14 +168,14 @@ class OpenAIModel:
         except openai.APIConnectionError as exc:
             raise TransientError("connection", self._clean(f"{type(exc).__name__}: {exc}")) from None
         except openai.APIStatusError as exc:
-            return self._status_error(exc, request)
+            return self._status_error(exc)
         try:
             data = json.loads(response.content)
         except ValueError:  # a 200 whose body was cut off or is not JSON
             raise TransientError("bad_response", self._clean(f"unreadable body: {response.text[:200]!r}")) from None
         return self._answer(data)
 
-    def _status_error(self, exc: Any, request: ChatRequest) -> ChatAnswer:
+    def _status_error(self, exc: Any) -> ChatAnswer:
         status = exc.status_code
         message = self._clean(str(exc))
         if status >= 500 or status in (408, 409):

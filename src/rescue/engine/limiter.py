@@ -20,7 +20,6 @@ class AdaptiveLimiter:
         self.limit = maximum
         self.cooldown = cooldown
         self.in_flight = 0
-        self.peak = 0
         self._paused_until = 0.0
         self._last_shrink = float("-inf")
         self._changed = asyncio.Condition()
@@ -39,7 +38,6 @@ class AdaptiveLimiter:
                     break
                 await self._changed.wait()
             self.in_flight += 1
-            self.peak = max(self.peak, self.in_flight)
 
     async def release(self) -> None:
         async with self._changed:

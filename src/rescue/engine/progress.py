@@ -45,7 +45,6 @@ class TaskProgress:
         self.model = model
         self.task = task
         self.total = total
-        self.done = 0
         self.failures = 0
         self.retries = 0
         self._id: Any = None
@@ -53,7 +52,6 @@ class TaskProgress:
             self._id = display.progress.add_task(f"{model} · {task}", total=total, failures=0, retries=0)
 
     def advance(self, instances: int, failures: int = 0) -> None:
-        self.done += instances
         self.failures += failures
         if self._id is not None:
             self.display.progress.update(self._id, advance=instances, failures=self.failures)

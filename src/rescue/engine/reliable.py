@@ -40,7 +40,6 @@ class CallStats:
     retries: int = 0
     failures: int = 0  # final failures: request_error or refused
     usage: Usage = field(default_factory=Usage)  # tokens of every answer used, cached ones included
-    new_usage: Usage = field(default_factory=Usage)  # tokens paid for in this process
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -159,7 +158,6 @@ class ReliableModel:
             stats.requests += 1
         if answer.status == "ok":
             add_usage(stats.usage, answer.usage)
-            add_usage(stats.new_usage, answer.usage)
             if self.budget is not None:
                 self.budget.charge(self.name, answer.usage)
             if key is not None:
@@ -171,7 +169,6 @@ class ReliableModel:
         if answer.meta.get("not_requested"):
             return answer
         add_usage(stats.usage, answer.usage)
-        add_usage(stats.new_usage, answer.usage)
         if key is not None:
             assert self.cache is not None
             self.cache.put_failure(key, model=self.name, status=answer.status, error=answer.error)

@@ -95,6 +95,8 @@ class RunConfig:
                     raise ValueError
             except ValueError:
                 raise RunError(f"--batch-size {self.batch_size!r}: a positive number or 'authors'") from None
+        if self.context_size is not None and self.context_size < -1:
+            raise RunError(f"--context-size {self.context_size}: use -1 (all prior rows), 0 (none) or a positive count")
         if self.concurrency < 1:
             raise RunError("--concurrency must be at least 1")
         if self.limit_samples is not None and self.limit_samples < 1:
@@ -163,13 +165,9 @@ class RunOutcome:
 
 
 def load_task(name: str) -> Task:
-    try:
-        from rescue.tasks import get_task  # type: ignore[attr-defined]
-    except ImportError:  # the registry is not there yet: the module's TASK object
-        import importlib
+    from rescue.tasks import get_task
 
-        return importlib.import_module(f"rescue.tasks.{name}").TASK  # type: ignore[no-any-return]
-    return get_task(name)  # type: ignore[no-any-return]
+    return get_task(name)
 
 
 def make_batches(instances: list[Instance], size: int) -> list[list[Instance]]:
@@ -190,7 +188,7 @@ def _batch_size(config: RunConfig, task: Task) -> int:
     return int(task.default_batch_size) if config.batch_size == "authors" else int(config.batch_size)
 
 
-def _build_options(config: RunConfig, task: Task) -> dict[str, Any]:
+def _build_options(config: RunConfig) -> dict[str, Any]:
     # Every task's build ignores the options it does not use.
     return {"rpp_gold": config.rpp_gold} if config.rpp_gold else {}
 
@@ -394,7 +392,7 @@ class Runner:
         if config.limit_samples:
             samples = samples[: config.limit_samples]
         tasks = {name: load_task(name) for name in config.tasks}
-        instances = {name: task.build(samples, **_build_options(config, task)) for name, task in tasks.items()}
+        instances = {name: task.build(samples, **_build_options(config)) for name, task in tasks.items()}
         log = RunLog(self.out / LOG)
         cache = self._cache()
         budget = Budget(config.max_cost, self.prices)

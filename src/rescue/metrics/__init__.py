@@ -1,4 +1,5 @@
-"""Metrics as plain functions (gold first). This package imports nothing else from rescue, so tasks may use it."""
+"""Metrics as plain functions (gold first). The modules imported here import nothing else from rescue, so tasks
+may use them; the judge, BERTScore and agreement modules are imported on their own."""
 
 from rescue.metrics.classification import (
     FAILED,

@@ -7,7 +7,8 @@ The runner calls, once per evaluated model and task, after predictions are parse
     # pairs: list[tuple[Instance, PredictionRecord]] (the instance gives the judged turn: speaker, dialogue)
     # judge_models: list[Model] from resolve_model(spec) for every --judge (empty list: no judge)
     # scale: "likert" (1-5, the paper's) or "authors" (VP only: 0-2 pairing + 0-4 viewpoint, --judge-scale)
-    # stats: {judge name: JudgeStats}; put [s.to_dict() for s in stats.values()] under results["judge_usage"]
+    # stats: {judge name: JudgeStats}; the runner reports [s.to_dict() for s in stats.values()] in results.json
+    # under models.MODEL.usage.judge.TASK
 
 It fills, in place, ``record.scores`` and ``record.judge``:
 
@@ -37,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -76,12 +76,14 @@ def intensity_match(predicted: Any, gold: Any) -> float | None:
     """S_int = max(1, 5 - |pred - gold|) (:func:`rescue.metrics.intensity.intensity_score`) on intensities read
     as the authors do (``int(round(float(x)))`` within 0-10); 1 when the prediction has none, ``None`` when
     the gold has none (nothing to compare against)."""
+    # read_intensity: the rule ER reads gold intensities with, applied to both sides.
     from rescue.metrics.intensity import INTENSITY_SCORE_FLOOR, intensity_score
+    from rescue.tasks.generative import gold_intensity as read_intensity
 
-    gold_value = _as_intensity(gold)
+    gold_value = read_intensity(gold)
     if gold_value is None:
         return None
-    pred_value = _as_intensity(predicted)
+    pred_value = read_intensity(predicted)
     if pred_value is None:
         return INTENSITY_SCORE_FLOOR
     return intensity_score(gold_value, pred_value)
@@ -97,20 +99,6 @@ def s_er(emotion: float | None, intensity: float | None) -> float | None:
 def authors_to_likert(source_target: int, viewpoint: int) -> float:
     """The authors' VP total (0-6) on the paper's 1-5 scale: 1 + 4 * total / 6 (0 -> 1, 3 -> 3, 6 -> 5)."""
     return 1 + 4 * (source_target + viewpoint) / 6
-
-
-def _as_intensity(value: Any) -> int | None:
-    # Same rule as the authors: int(round(float(x))) within 0..10, anything else is no intensity.
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    if not math.isfinite(number):
-        return None
-    rounded = round(number)
-    return rounded if 0 <= rounded <= 10 else None
 
 
 # ---------------------------------------------------------------------------------------------------------

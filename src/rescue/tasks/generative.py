@@ -23,7 +23,8 @@ from rescue.tasks.parsing import (
     match_items,
     resolve_local_id,
 )
-from rescue.tasks.render import MODE_EVIDENCE, EncodedRows, dumps, render_row
+from rescue.tasks.prompts import mode_line
+from rescue.tasks.render import EncodedRows, dumps, render_row
 
 T = TypeVar("T")
 
@@ -174,7 +175,7 @@ def user_prompt(
         raise ValueError(f"a batch holds instances of one sample, got {sorted(sample_ids)}")
     body = [
         *lines,
-        f"Mode: {mode}. {MODE_EVIDENCE[mode]}",
+        mode_line(mode),
         (
             "Answer with one JSON object only, no markdown, in exactly this shape, one item per checkpoint, "
             "echoing each checkpoint_id:"

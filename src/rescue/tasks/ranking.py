@@ -19,7 +19,7 @@ TOP_K = 3
 
 class RankingTask:
     """Base of RPP, STP and SSP. Subclasses set the ClassVars and implement ``build``, ``label_defs``,
-    ``instructions`` and (optionally) ``extra_fields``."""
+    ``instructions`` and (optionally) ``rules``, ``extra_fields`` and ``instance_synonyms``."""
 
     name: ClassVar[str]
     title: ClassVar[str]
