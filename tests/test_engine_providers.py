@@ -102,3 +102,14 @@ def test_settings_are_part_of_the_cache_identity():
     a = resolve_model("m", base_url="http://127.0.0.1:1/v1", settings=GenerationSettings(temperature=0.0))
     b = resolve_model("m", base_url="http://127.0.0.1:1/v1", settings=GenerationSettings(temperature=0.7))
     assert a.cache_settings() != b.cache_settings()
+
+
+def test_a_preset_judge_goes_to_its_provider_not_to_the_models_base_url():
+    from rescue.engine.runner import RunConfig, Runner
+
+    config = RunConfig(out="unused", models=["Qwen/Qwen3-8B"], base_url="http://127.0.0.1:8000/v1",
+                       judges=["openai/gpt-5.4", "my-judge"])
+    runner = Runner(config, offline=True)  # offline: resolves without reading keys
+    assert runner._resolve("Qwen/Qwen3-8B").endpoint.base_url == "http://127.0.0.1:8000/v1"
+    assert runner._resolve("openai/gpt-5.4", judge=True).endpoint.base_url == "https://api.openai.com/v1"
+    assert runner._resolve("my-judge", judge=True).endpoint.base_url == "http://127.0.0.1:8000/v1"

@@ -107,9 +107,10 @@ def run_command(
     prices: Annotated[Optional[Path], typer.Option("--prices", help="A price table (TOML) consulted first.")] = None,
     judge: Annotated[Optional[list[str]], typer.Option("--judge", help="A judge model for ER/VP; repeatable.")] = None,
     judge_base_url: Annotated[Optional[str], typer.Option(
-        "--judge-base-url", help="An OpenAI-compatible endpoint for the judges (default: as --base-url).")] = None,
+        "--judge-base-url", help="An OpenAI-compatible endpoint for the judges (default: a preset judge such as "
+        "openai/... goes to its provider, any other judge to --base-url).")] = None,
     judge_api_key_env: Annotated[Optional[str], typer.Option(
-        "--judge-api-key-env", help="The environment variable that holds the judges' key, with --judge-base-url "
+        "--judge-api-key-env", help="The environment variable that holds the judges' key "
         "(default: the judge preset's, or OPENAI_API_KEY).")] = None,
     judge_scale: Annotated[str, typer.Option("--judge-scale", help="likert (1-5) or authors (VP).")] = "likert",
     bertscore: Annotated[bool, typer.Option("--bertscore/--no-bertscore", help="BERTScore for ER/VP.")] = True,

@@ -188,6 +188,13 @@ def _batch_size(config: RunConfig, task: Task) -> int:
     return int(task.default_batch_size) if config.batch_size == "authors" else int(config.batch_size)
 
 
+def _names_preset(spec: str) -> bool:
+    from rescue.engine.providers import PRESETS
+
+    prefix, _, rest = spec.partition("/")
+    return bool(rest) and prefix in PRESETS
+
+
 def _build_options(config: RunConfig) -> dict[str, Any]:
     # Every task's build ignores the options it does not use.
     return {"rpp_gold": config.rpp_gold} if config.rpp_gold else {}
@@ -376,6 +383,9 @@ class Runner:
         base_url, key_env = self.config.base_url, self.config.api_key_env
         if judge and self.config.judge_base_url:
             base_url, key_env = self.config.judge_base_url, self.config.judge_api_key_env
+        elif judge and _names_preset(spec):
+            # `--model X --base-url <vLLM> --judge openai/gpt-5.4`: the judge goes to its provider, not to vLLM.
+            base_url, key_env = None, self.config.judge_api_key_env
         return resolve_model(spec, base_url=base_url, api_key_env=key_env, settings=self.config.settings_for(spec),
                              need_key=not self.offline)
 
