@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rescue.data.models import Sample
-from rescue.tasks.base import Instance, Prediction, PredictionRecord
+from rescue.tasks.base import Instance, Prediction, PredictionRecord, make_record
 
 
 def make_sample(
@@ -38,25 +38,7 @@ def strategy(kind: str, *target: str) -> dict[str, Any]:
 
 def to_records(task: Any, instances: list[Instance], predictions: dict[str, Prediction]) -> list[PredictionRecord]:
     """Prediction records as the runner writes them, with per-instance scores."""
-    records = []
-    for instance in instances:
-        p = predictions[instance.instance_id]
-        record = PredictionRecord(
-            model="test",
-            task=task.name,
-            instance_id=instance.instance_id,
-            sample_id=instance.sample_id,
-            scenario=instance.scenario,
-            row_index=instance.row_index,
-            gold=instance.gold,
-            prediction=p.value,
-            raw=p.raw,
-            status=p.status,
-            error=p.error,
-        )
-        record.scores = task.instance_scores(record)
-        records.append(record)
-    return records
+    return [make_record(task, "test", i, predictions[i.instance_id]) for i in instances]
 
 
 def batches(instances: list[Instance], size: int) -> list[list[Instance]]:

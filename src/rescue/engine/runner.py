@@ -30,7 +30,7 @@ from rescue.engine.limiter import AdaptiveLimiter
 from rescue.engine.progress import ProgressDisplay, RunLog, TaskProgress
 from rescue.engine.reliable import Budget, ReliableModel
 from rescue.engine.types import ChatAnswer, ChatRequest, Model, Usage
-from rescue.tasks.base import MODES, TASK_NAMES, Instance, Prediction, PredictionRecord, RenderOptions, Task
+from rescue.tasks.base import MODES, TASK_NAMES, Instance, Prediction, PredictionRecord, RenderOptions, Task, make_record
 
 RESULTS = "results.json"
 PREDICTIONS = "predictions.jsonl"
@@ -200,24 +200,6 @@ def _build_options(config: RunConfig) -> dict[str, Any]:
     return {"rpp_gold": config.rpp_gold} if config.rpp_gold else {}
 
 
-def _record(model: str, instance: Instance, prediction: Prediction, task: Task) -> PredictionRecord:
-    record = PredictionRecord(
-        model=model,
-        task=task.name,
-        instance_id=instance.instance_id,
-        sample_id=instance.sample_id,
-        scenario=instance.scenario,
-        row_index=instance.row_index,
-        gold=instance.gold,
-        prediction=prediction.value if prediction.status == "ok" else None,
-        raw=prediction.raw,
-        status=prediction.status,
-        error=prediction.error,
-    )
-    record.scores = task.instance_scores(record)
-    return record
-
-
 def _from_answer(task: Task, answer: ChatAnswer, batch: list[Instance]) -> dict[str, Prediction]:
     if answer.status != "ok":
         return {i.instance_id: Prediction(i.instance_id, answer.status, raw=answer.text, error=answer.error)
@@ -271,7 +253,7 @@ async def run_pair(model: Model, task: Task, instances: list[Instance], config: 
     predictions: dict[str, Prediction] = {}
     for part in answered:
         predictions.update(part)
-    return [_record(model.name, i, predictions[i.instance_id], task) for i in instances]
+    return [make_record(task, model.name, i, predictions[i.instance_id]) for i in instances]
 
 
 def aggregate_scopes(task: Task, records: list[PredictionRecord]) -> dict[str, Any]:

@@ -114,3 +114,22 @@ class Task(Protocol):
     def instance_scores(self, record: PredictionRecord) -> dict[str, float | None]: ...
 
     def aggregate(self, records: list[PredictionRecord]) -> dict[str, float | int | None]: ...
+
+
+def make_record(task: Task, model: str, instance: Instance, prediction: Prediction) -> PredictionRecord:
+    """The record stored for one instance: what was asked, what came back, and the task's per-instance scores."""
+    record = PredictionRecord(
+        model=model,
+        task=task.name,
+        instance_id=instance.instance_id,
+        sample_id=instance.sample_id,
+        scenario=instance.scenario,
+        row_index=instance.row_index,
+        gold=instance.gold,
+        prediction=prediction.value if prediction.status == "ok" else None,
+        raw=prediction.raw,
+        status=prediction.status,
+        error=prediction.error,
+    )
+    record.scores = task.instance_scores(record)
+    return record
