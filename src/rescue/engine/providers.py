@@ -124,6 +124,7 @@ def resolve_endpoint(
     if not spec:
         raise CredentialError("--model: empty model name")
     prefix, _, rest = spec.partition("/")
+    key_env: str | None
     if base_url:
         url = normalize_base_url(base_url)
         # An explicit endpoint takes the spec as the model id verbatim, unless it names a preset, whose

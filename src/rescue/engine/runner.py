@@ -111,8 +111,8 @@ class RunConfig:
         return list(BASELINE_NAMES)
 
     def settings_for(self, spec: str) -> GenerationSettings:
-        base = {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens, "json_mode": self.json_mode,
-                "extra_body": dict(self.extra_body), "timeout": self.timeout}
+        base: dict[str, Any] = {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens,
+                                "json_mode": self.json_mode, "extra_body": dict(self.extra_body), "timeout": self.timeout}
         own = self.model_settings.get(spec, {})
         merged = {**base, **{k: v for k, v in own.items() if k != "extra_body"}}
         merged["extra_body"] = {**base["extra_body"], **own.get("extra_body", {})}

@@ -201,7 +201,8 @@ def first_present(item: dict[str, Any], keys: Sequence[str]) -> Any:
 def _keyed_items(payload: dict[str, Any], local_ids: list[str], value_key: str) -> dict[str, dict[str, Any]]:
     """Answers keyed by id instead of listed: ``{"row1": [...], "row2": [...]}``, also under ``predictions``.
     A dict value is the item itself; anything else is the value of ``value_key``."""
-    mapping = payload.get("predictions") if isinstance(payload.get("predictions"), dict) else payload
+    nested = payload.get("predictions")
+    mapping: dict[str, Any] = nested if isinstance(nested, dict) else payload
     matched: dict[str, dict[str, Any]] = {}
     for key, value in mapping.items():
         local = resolve_local_id(str(key), local_ids)
