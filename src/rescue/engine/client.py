@@ -125,7 +125,7 @@ class OpenAIModel:
                 api_key=self.endpoint.api_key,
                 max_retries=0,
                 timeout=self.settings.timeout,
-                # openai 3.x is typed for httpx2 but accepts an httpx client too (the tests run through both).
+                # openai 3.x is typed for httpx2 but also accepts an httpx client (the engine tests run through it).
                 http_client=httpx.AsyncClient(limits=limits, timeout=self.settings.timeout),  # type: ignore[arg-type]
             )
         return self._client
