@@ -3,6 +3,8 @@ timing of child processes (wall clock and peak memory, start-up included)."""
 
 from __future__ import annotations
 
+import argparse
+
 import json
 import os
 import shutil
@@ -20,6 +22,17 @@ REPO = Path(__file__).resolve().parents[1]
 REAL_DATA = REPO.parent / "shared" / "data" / "rescue" / "rescue_subset.jsonl"
 RELEASE_SAMPLES = 191  # the full RESCUE-Bench release: 174 couple + 17 family samples
 CLOSED_TASKS = ("itp", "rpp", "stp", "ssp")
+
+
+def run_arguments(description: str, *, samples: int, tasks: str, batch_size: str) -> argparse.ArgumentParser:
+    """The options every run benchmark shares; each adds its own."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--data", type=Path, default=None, help="release-format .jsonl (default: the real samples)")
+    parser.add_argument("--samples", type=int, default=samples, help="scale the data to this many samples (0: as is)")
+    parser.add_argument("--tasks", default=tasks)
+    parser.add_argument("--batch-size", default=batch_size, help="rescue's --batch-size")
+    parser.add_argument("--concurrency", type=int, default=32)
+    return parser
 
 
 def default_source() -> Path:

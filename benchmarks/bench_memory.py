@@ -20,6 +20,7 @@ from _support import (
     oracle_server,
     print_table,
     rescue_command,
+    run_arguments,
     run_child,
     write_scaled,
 )
@@ -30,12 +31,8 @@ TARGET_MB = 500.0
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=None, help="release-format .jsonl to scale (default: the real samples)")
-    parser.add_argument("--samples", type=int, default=RELEASE_SAMPLES)
-    parser.add_argument("--tasks", default=",".join(TASK_NAMES))
-    parser.add_argument("--batch-size", default="authors")
-    parser.add_argument("--concurrency", type=int, default=32)
+    parser = run_arguments(__doc__.splitlines()[0], samples=RELEASE_SAMPLES, tasks=",".join(TASK_NAMES),
+                           batch_size="authors")
     parser.add_argument("--bertscore", action=argparse.BooleanOptionalAction, default=True,
                         help="BERTScore for ER/VP, on by default as in rescue run")
     args = parser.parse_args()

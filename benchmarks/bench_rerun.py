@@ -7,7 +7,6 @@ timed as fresh processes, side by side. Run: ``python benchmarks/bench_rerun.py`
 
 from __future__ import annotations
 
-import argparse
 import json
 import tempfile
 from pathlib import Path
@@ -19,6 +18,7 @@ from _support import (
     oracle_server,
     print_table,
     rescue_command,
+    run_arguments,
     run_child,
     write_scaled,
 )
@@ -29,13 +29,9 @@ TARGET_SECONDS = 5.0
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=None, help="release-format .jsonl to scale (default: the real samples)")
-    parser.add_argument("--samples", type=int, default=RELEASE_SAMPLES)
-    parser.add_argument("--tasks", default=",".join(TASK_NAMES))
-    parser.add_argument("--batch-size", default="authors")
+    parser = run_arguments(__doc__.splitlines()[0], samples=RELEASE_SAMPLES, tasks=",".join(TASK_NAMES),
+                           batch_size="authors")
     parser.add_argument("--latency", type=float, default=0.0, help="server latency of the first run")
-    parser.add_argument("--concurrency", type=int, default=32)
     args = parser.parse_args()
 
     source = args.data or default_source()

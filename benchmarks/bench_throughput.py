@@ -14,7 +14,6 @@ Target: rescue reaches >= 85% of the lean client's throughput. Run: ``python ben
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from _support import (
     oracle_server,
     print_table,
     rescue_command,
+    run_arguments,
     run_child,
     write_scaled,
 )
@@ -37,13 +37,8 @@ CLIENTS = str(Path(__file__).with_name("_clients.py"))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=None, help="release-format .jsonl (default: the real samples)")
-    parser.add_argument("--samples", type=int, default=0, help="scale the data to this many samples (0: as is)")
-    parser.add_argument("--tasks", default=",".join(CLOSED_TASKS))
+    parser = run_arguments(__doc__.splitlines()[0], samples=0, tasks=",".join(CLOSED_TASKS), batch_size="1")
     parser.add_argument("--latency", type=float, default=0.2)
-    parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--batch-size", default="1", help="rescue's --batch-size (the server pre-renders the same)")
     parser.add_argument("--sequential-requests", type=int, default=150)
     parser.add_argument("--keep", type=Path, default=None, help="keep the run directory here")
     args = parser.parse_args()
