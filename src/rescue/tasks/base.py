@@ -43,6 +43,13 @@ class Instance:
     labels: list[str] = field(default_factory=list)  # the closed candidate set, empty for open tasks
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def at_row(cls, task: str, sample: Sample, row_index: int, gold: Any, *, local_id: str | None = None,
+               labels: list[str] | None = None, extra: dict[str, Any] | None = None) -> Instance:
+        """An instance about one row, with the id contract ``"{sample_id}#{local_id}"`` (default ``row<k>``)."""
+        return cls(task, f"{sample.sample_id}#{local_id or f'row{row_index}'}", sample, row_index, gold,
+                   list(labels or []), dict(extra or {}))
+
     @property
     def sample_id(self) -> str:
         return self.sample.sample_id

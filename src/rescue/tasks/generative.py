@@ -110,14 +110,7 @@ def answer_intensity(value: Any) -> int:
 
 
 def make_instance(task: str, sample: Sample, row: Row, gold: Any, **extra: Any) -> Instance:
-    return Instance(
-        task=task,
-        instance_id=f"{sample.sample_id}#row{row.row_index}",
-        sample=sample,
-        row_index=row.row_index,
-        gold=gold,
-        extra={"speaker": row.speaker, **extra},
-    )
+    return Instance.at_row(task, sample, row.row_index, gold, extra={"speaker": row.speaker, **extra})
 
 
 # --- prompts --------------------------------------------------------------------------------------

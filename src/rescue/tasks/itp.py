@@ -67,14 +67,7 @@ class InterventionTimingTask:
             chosen = [(t, "yes") for t in even_sample(positives, n)] + [(t, "no") for t in even_sample(negatives, n)]
             for t, gold in sorted(chosen):
                 instances.append(
-                    Instance(
-                        task=self.name,
-                        instance_id=f"{sample.sample_id}#after_row{t}",
-                        sample=sample,
-                        row_index=t,
-                        gold=gold,
-                        labels=list(ITP_LABELS),
-                    )
+                    Instance.at_row(self.name, sample, t, gold, local_id=f"after_row{t}", labels=list(ITP_LABELS))
                 )
         return instances
 

@@ -60,15 +60,8 @@ class RelationPatternTask(RankingTask):
                 label = (getattr(row, field) or "").strip()
                 if label and label in taxonomy:
                     instances.append(
-                        Instance(
-                            task=self.name,
-                            instance_id=f"{sample.sample_id}#row{row.row_index}",
-                            sample=sample,
-                            row_index=row.row_index,
-                            gold=label,
-                            labels=taxonomy.names,
-                            extra={"gold_field": field},
-                        )
+                        Instance.at_row(self.name, sample, row.row_index, label, labels=taxonomy.names,
+                                        extra={"gold_field": field})
                     )
         return instances
 

@@ -32,15 +32,8 @@ class SupportStrategyTask(RankingTask):
                 strategy = row.support_strategy[0].strategy_type.strip()
                 if strategy in taxonomy:
                     instances.append(
-                        Instance(
-                            task=self.name,
-                            instance_id=f"{sample.sample_id}#row{row.row_index}",
-                            sample=sample,
-                            row_index=row.row_index,
-                            gold=strategy,
-                            labels=taxonomy.names,
-                            extra={"support_target": target, "target_source": source},
-                        )
+                        Instance.at_row(self.name, sample, row.row_index, strategy, labels=taxonomy.names,
+                                        extra={"support_target": target, "target_source": source})
                     )
         return instances
 

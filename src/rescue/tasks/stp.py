@@ -40,15 +40,8 @@ class SupportTargetTask(RankingTask):
             candidates = target_candidates(sample)
             for row, target, source in support_rows(sample):
                 instances.append(
-                    Instance(
-                        task=self.name,
-                        instance_id=f"{sample.sample_id}#row{row.row_index}",
-                        sample=sample,
-                        row_index=row.row_index,
-                        gold=target,
-                        labels=candidates,
-                        extra={"gold_source": source},
-                    )
+                    Instance.at_row(self.name, sample, row.row_index, target, labels=candidates,
+                                    extra={"gold_source": source})
                 )
         return instances
 
