@@ -56,12 +56,22 @@ def test_cap_per_class():
 def test_prompt_hides_the_gold_and_the_next_turn():
     sample = speakers_sample("Ann", "Ben", T, "Ann", "Ann", T, "Ben")
     instances = ITP.build([sample])
+    # Row numbers of the data itself, not of the instance: a decision row shifted onto the therapist's turn
+    # (and the context with it) would still be consistent with instance.row_index.
+    expected = {"after_row1": (1, []), "after_row2": (2, [1]), "after_row4": (4, [1, 2, 3]), "after_row5": (5, [2, 3, 4])}
+    assert [(i.instance_id.split("#")[1], i.row_index) for i in instances] == [(k, v[0]) for k, v in expected.items()]
     for instance in instances:
         text = ITP.render([instance], RenderOptions())[0]["content"]
         for leak in ("pos", "neg", "candidate_type", "boundary", "therapist_entry", "continue_listening"):
             assert leak not in text.lower().replace("position", "")
-        assert f"row {instance.row_index + 1} says" not in text  # the next turn is never shown
-        assert f"row {instance.row_index} says" in text  # the decision row is
+        [item] = json.loads(text.split("Items:\n", 1)[1])
+        row, context = expected[item["id"]]
+        decision = item["decision_row"]
+        assert (decision["row_index"], decision["dialogue_cleaned"]) == (row, f"row {row} says something")
+        assert decision["primary_speaker"] != T
+        assert [c["row_index"] for c in item["prior_context"]] == context
+        assert [c["dialogue_cleaned"] for c in item["prior_context"]] == [f"row {c} says something" for c in context]
+        assert f"row {row + 1} says" not in text  # the next turn is never shown
     message = ITP.render(instances, RenderOptions(mode="dialogue", context_size=0))
     assert len(message) == 1 and message[0]["role"] == "user"
     items = json.loads(message[0]["content"].split("Items:\n", 1)[1])
@@ -175,9 +185,20 @@ def test_demo_data_round_trip(demo_samples):
     assert {i.scenario for i in instances} == {"couple", "family"}
     records = []
     for batch in batches(instances, ITP.default_batch_size):
-        ITP.render(batch, RenderOptions(mode="audiovisual"))
-        answer = ITP.format_answer(batch, {i.instance_id: i.gold for i in batch})
-        records += to_records(ITP, batch, ITP.parse(answer, batch))
+        # Answer as a perfect reader of the prompt would: from each item's decision row as rendered, look up in
+        # the data whether the therapist speaks next, and answer under the item's id from the prompt.
+        [message] = ITP.render(batch, RenderOptions(mode="audiovisual"))
+        items = json.loads(message["content"].split("Items:\n", 1)[1])
+        rows = batch[0].sample.rows
+        assert [item["id"] for item in items] == [i.instance_id.split("#")[1] for i in batch]
+        answers = []
+        for item in items:
+            shown = item["decision_row"]["row_index"]
+            assert item["decision_row"]["dialogue_cleaned"] == rows[shown - 1].dialogue_cleaned
+            assert "tone_of_voice" in item["decision_row"]  # the audiovisual cues are there
+            answers.append({"id": item["id"], "should_speak": "yes" if rows[shown].is_therapist else "no"})
+        records += to_records(ITP, batch, ITP.parse(json.dumps({"predictions": answers}), batch))
+    assert len(records) == len(instances)
     assert ITP.aggregate(records)["accuracy"] == 1.0
 
 
