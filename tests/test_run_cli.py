@@ -29,11 +29,35 @@ def test_default_command_runs_the_baselines_on_the_demo_data(tmp_path):
     assert result.exit_code == 0, result.output
     assert "baseline/majority" in result.output  # the leaderboard
     results = json.loads((out / "results.json").read_text())
-    assert "baseline/majority" in results["models"]
-    assert results["models"]["baseline/majority"]["itp"]["all"]["instances"] > 0
     assert results["config"]["data"] is None  # the bundled demo data
+    models = results["models"]
+    # The first two demo sessions (both couples): instances per task, and which baseline answers which task.
+    instances = {"itp": 28, "rpp": 15, "stp": 15, "ssp": 15, "er": 10, "vp": 10}
+    tasks = {"baseline/majority": list(instances), "baseline/uniform": list(instances),
+             "baseline/persist": ["rpp"], "baseline/nearest": ["er", "vp"]}
+    assert {m: [t for t in v if t in instances] for m, v in models.items()} == tasks
     records = read_jsonl(out / "predictions.jsonl")
-    assert {r["model"] for r in records} >= {"baseline/majority", "baseline/uniform"}
+    per_pair = Counter((r["model"], r["task"]) for r in records)
+    assert per_pair == {(m, t): instances[t] for m, names in tasks.items() for t in names}
+    for model, names in tasks.items():
+        for task in names:
+            scope = models[model][task]
+            assert (scope["all"]["instances"], scope["all"]["failures"]) == (instances[task], 0), (model, task)
+            assert scope["couple"] == scope["all"] and "family" not in scope
+            assert len(scope["samples"]) == 2
+    majority, persist = models["baseline/majority"], models["baseline/persist"]
+    # Majority says "yes" everywhere on ITP's balanced instances: half right, recall 1, F1 2/3.
+    assert {k: majority["itp"]["all"][k] for k in ("precision", "recall", "accuracy", "balanced_accuracy")} == {
+        "precision": 0.5, "recall": 1.0, "accuracy": 0.5, "balanced_accuracy": 0.5}
+    assert majority["itp"]["all"]["f1"] == pytest.approx(2 / 3)
+    assert majority["rpp"]["all"]["accuracy"] == pytest.approx(8 / 15)
+    assert majority["stp"]["all"]["recall_at_1"] == pytest.approx(8 / 15)
+    assert majority["ssp"]["all"]["recall_at_1"] == pytest.approx(2 / 15)
+    assert majority["er"]["all"]["intensity"] == pytest.approx(4.4)
+    assert persist["rpp"]["all"]["accuracy"] == pytest.approx(8 / 15)
+    assert persist["rpp"]["all"]["mrr"] == pytest.approx(0.6556, abs=1e-4)
+    hits = [r["scores"]["correct"] for r in records if (r["model"], r["task"]) == ("baseline/majority", "itp")]
+    assert sum(hits) / len(hits) == majority["itp"]["all"]["accuracy"]  # the records carry the same scores
     assert (out / "run.log").is_file()
 
     rescored = CliRunner().invoke(app, ["rescore", str(out), "--quiet"])
