@@ -182,11 +182,18 @@ def test_er_judge_hook_scores_through_the_cached_judge(tmp_path):
         assert server.request_count == asked  # judge answers come from the cache on the rerun
     er = outcome.results["models"]["baseline/majority"]["er"]["all"]
     assert er["judged"] == er["instances"] - er["failures"] > 0
-    assert er["s_er"] is not None
     judge_usage = outcome.results["models"]["baseline/majority"]["usage"]["judge"]["er"]
     assert judge_usage[0]["judge"] == "judge-model" and judge_usage[0]["input_tokens"] > 0
     records = read_jsonl(tmp_path / "run" / "predictions.jsonl")
-    assert all(r["scores"].get("judge_emotion") == 4.0 for r in records if r["status"] == "ok")
+    assert len(records) == er["instances"] and all(r["status"] == "ok" for r in records)
+    assert all(r["scores"].get("judge_emotion") == 4.0 for r in records)
+    # S_ER = (S_emo + S_int) / 2 per instance, S_int = max(1, 5 - |predicted - gold intensity|), averaged.
+    s_int = [max(1, 5 - abs(r["prediction"]["intensity"] - r["gold"]["intensity"])) for r in records]
+    assert len(set(s_int)) > 1  # the intensities vary, so a wrong combination cannot hit the value by chance
+    assert er["judge_emotion"] == 4.0
+    assert er["intensity"] == pytest.approx(sum(s_int) / len(s_int))
+    assert er["s_er"] == pytest.approx(sum((4.0 + s) / 2 for s in s_int) / len(s_int))
+    assert all(r["scores"]["s_er"] == pytest.approx((4.0 + s) / 2) for r, s in zip(records, s_int, strict=True))
 
 
 @pytest.mark.slow
