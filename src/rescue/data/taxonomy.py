@@ -209,3 +209,22 @@ def relation_taxonomy(scenario: Scenario) -> Taxonomy:
 
 def strategy_taxonomy(scenario: Scenario) -> Taxonomy:
     return _STRATEGY[scenario]
+
+
+# "X wins over Y" when both fit a therapist turn (paper App. D.3 and the pre-annotation prompts), in the
+# order the prompts list them. Used by prompts that explain the labels; never by scoring.
+_STRATEGY_PRECEDENCE: dict[str, tuple[tuple[str, str], ...]] = {
+    "couple": (
+        ("safeguard", "counterbalance"), ("counterbalance", "track"), ("repair", "join"), ("enact", "evoke"),
+        ("goal_align", "track"), ("detach", "track"), ("reframe", "track"),
+    ),
+    "family": (
+        ("safeguard", "counterbalance"), ("boundary", "track"), ("reframe", "track"), ("join", "track"),
+        ("counterbalance", "track"), ("repair", "join"), ("enact", "track"),
+    ),
+}
+
+
+def strategy_precedence(scenario: Scenario) -> tuple[tuple[str, str], ...]:
+    """``(winner, loser)`` pairs: when both labels fit one therapist turn, the winner is used."""
+    return _STRATEGY_PRECEDENCE[scenario]

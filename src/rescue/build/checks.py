@@ -1,0 +1,329 @@
+"""Checks of a model's draft against the paper's rules (§7.2-7.3).
+
+:func:`check_rows` reads one answer and returns the rows as the release holds them plus every problem.
+Nothing is dropped and nothing is corrected in silence: a value the release format cannot hold (an
+unknown label or name, a reversed time) is kept verbatim in the row's ``draft_invalid`` and in a problem,
+and the field gets the release's empty value (or the named stand-in) so the draft still loads. All other
+problems leave the value as the model gave it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from rescue.build.manifest import Problem
+from rescue.build.prompts import RELATION_KEYS, ROW_KEYS
+from rescue.data.models import GROUP_LABELS, THERAPIST, Row, Scenario
+from rescue.data.taxonomy import UTTERANCE_TYPE_NAMES, relation_taxonomy, strategy_taxonomy
+from rescue.media import Cue
+
+# Models round times to hundredths; subtitle times are exact to the millisecond.
+TIME_TOLERANCE = 0.05
+INTENSITY = (0, 10)
+_WORD = re.compile(r"[\w']+")
+_EMPTY: dict[str, Any] = {key: [] for key in ROW_KEYS}
+_EMPTY.update(start_time=0.0, end_time=0.0, primary_speaker="", dialogue_cleaned="", utterance_type="",
+              tone_of_voice="")
+_ADAPTERS = {key: TypeAdapter(Row.model_fields[key].annotation) for key in ROW_KEYS}
+_PERSON_LISTS = ("body_posture", "facial_expressions", "self_directed_behavior")
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.lower().replace("’", "'"))
+
+
+def _is_subsequence(needle: list[str], haystack: list[str]) -> bool:
+    it = iter(haystack)
+    return all(any(word == other for other in it) for word in needle)
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
+
+
+def parse_answer(text: str | None) -> tuple[Any, list[Problem]]:
+    """The JSON value of an answer (``None`` when there is none) and what breaks the output rules."""
+    if not text or not text.strip():
+        return None, [Problem(message="the answer is empty")]
+    body = text.strip()
+    problems = []
+    fenced = _FENCE.match(body)
+    if fenced:
+        body = fenced.group(1)
+        problems.append(Problem(message="the JSON is wrapped in a code fence"))
+    try:
+        return json.loads(body), problems
+    except json.JSONDecodeError as exc:
+        first, last = body.find("{"), body.rfind("}")
+        if 0 <= first < last:
+            try:
+                value = json.loads(body[first : last + 1])
+                return value, [*problems, Problem(message="text around the JSON object")]
+            except json.JSONDecodeError:
+                pass
+        return None, [*problems, Problem(message=f"the answer is not valid JSON ({exc.msg} at char {exc.pos})")]
+
+
+class _Row:
+    """One answer row being checked: the release row built from it, its problems, what was set aside."""
+
+    def __init__(self, position: int, raw: dict[str, Any], problems: list[Problem]):
+        self.position = position
+        self.raw = raw
+        self.problems = problems
+        self.out: dict[str, Any] = {}
+        self.invalid: dict[str, Any] = {}
+
+    def problem(self, field: str | None, message: str) -> None:
+        self.problems.append(Problem(row_index=self.position, field=field, message=message))
+
+    def set_aside(self, field: str, message: str, replacement: Any) -> None:
+        self.invalid.setdefault(field, self.out.get(field, self.raw.get(field)))
+        self.problem(field, message)
+        self.out[field] = replacement
+
+
+def _check_schema(row: _Row) -> None:
+    for key in ROW_KEYS:
+        if key not in row.raw:
+            row.problem(key, "missing key")
+            row.out[key] = _EMPTY[key] if not isinstance(_EMPTY[key], list) else []
+            continue
+        value = row.raw[key]
+        if value is None:
+            row.set_aside(key, "null is not allowed (use [] or \"\")", _empty(key))
+            continue
+        try:
+            _ADAPTERS[key].validate_python(value, strict=True)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            row.set_aside(key, f"not the schema's type{f' at {where}' if where else ''}: {first['msg']}", _empty(key))
+            continue
+        row.out[key] = value
+    for key in row.raw:
+        if key not in ROW_KEYS:
+            row.invalid[key] = row.raw[key]
+            row.problem(key, "unknown key (not one of the 15 row keys)")
+
+
+def _empty(key: str) -> Any:
+    value = _EMPTY[key]
+    return [] if isinstance(value, list) else value
+
+
+def _check_names(row: _Row, scenario: Scenario, participants: Sequence[str], fallback_speaker: str) -> None:
+    group = GROUP_LABELS[scenario]
+    people = set(participants) | {THERAPIST}
+    entities = people | {group}
+    closed = f"not one of {', '.join([*participants, THERAPIST, group])}"
+    speaker = row.out["primary_speaker"]
+    if speaker not in people:
+        row.set_aside("primary_speaker", f"{speaker!r} is {closed if speaker not in entities else 'a group label'}; "
+                      f"shown as {fallback_speaker!r} until reviewed", fallback_speaker)
+        speaker = fallback_speaker
+    target = row.out["target"]
+    if not target:
+        row.problem("target", "empty target")
+    unknown = [n for n in target if n not in entities]
+    if unknown:
+        row.set_aside("target", f"{', '.join(map(repr, unknown))} {closed}", [n for n in target if n in entities])
+    if speaker in row.out["target"]:
+        row.problem("target", f"self-target: {speaker} is the speaker and a target")
+    for i, said in enumerate(row.out["background_dialogue"]):
+        names = [said.get("speaker"), *said.get("target", [])]
+        if any(n not in entities for n in names) or not said.get("target"):
+            row.set_aside("background_dialogue", f"[{i}]: a speaker or target {closed}, or no target",
+                          [s for s in row.out["background_dialogue"]
+                           if s.get("speaker") in entities and s.get("target")
+                           and all(n in entities for n in s["target"])])
+            break
+    for field in _PERSON_LISTS:
+        for i, cue in enumerate(row.out[field]):
+            if cue.get("person") not in people:
+                row.problem(f"{field}[{i}].person", f"{cue.get('person')!r} {closed}")
+    for i, act in enumerate(row.out["interaction_behavior"]):
+        if act.get("initiator") not in people or any(n not in entities for n in act.get("target", [])):
+            row.problem(f"interaction_behavior[{i}]", f"an initiator or target {closed}")
+        if not act.get("target"):
+            row.problem(f"interaction_behavior[{i}].target", "empty target")
+        if act.get("initiator") in act.get("target", []):
+            row.problem(f"interaction_behavior[{i}].target", f"self-target: {act.get('initiator')}")
+    emotions = row.out["internal_emotion"]
+    low, high = INTENSITY
+    if any(e.get("person") not in people for e in emotions) or any(
+        e.get("intensity") is not None and not low <= e["intensity"] <= high for e in emotions
+    ):
+        row.set_aside("internal_emotion", f"a person {closed} or an intensity outside {low}-{high}",
+                      [e for e in emotions if e.get("person") in people
+                       and (e.get("intensity") is None or low <= e["intensity"] <= high)])
+    views = row.out["viewpoints_attitudes"]
+    if any(v.get("source") not in entities or v.get("target") not in entities for v in views):
+        row.set_aside("viewpoints_attitudes", f"a source or target {closed}",
+                      [v for v in views if v.get("source") in entities and v.get("target") in entities])
+    for i, view in enumerate(row.out["viewpoints_attitudes"]):
+        if view.get("source") == view.get("target"):
+            row.problem(f"viewpoints_attitudes[{i}].target", f"self-target: {view.get('source')}")
+
+
+def _check_labels(row: _Row, scenario: Scenario) -> None:
+    speaker = row.out["primary_speaker"]
+    utterance = row.out["utterance_type"]
+    if speaker == THERAPIST and utterance:
+        row.problem("utterance_type", f"must be \"\" on a {THERAPIST} row (got {utterance!r})")
+    if utterance and utterance not in UTTERANCE_TYPE_NAMES:
+        row.set_aside("utterance_type", f"{utterance!r} is not an utterance type", "")
+    elif speaker != THERAPIST and not utterance:
+        row.problem("utterance_type", "empty on a client row")
+    moves = row.out["support_strategy"]
+    if moves and speaker != THERAPIST:
+        row.problem("support_strategy", f"only {THERAPIST} rows carry a support strategy")
+    labels = strategy_taxonomy(scenario)
+    group = GROUP_LABELS[scenario]
+    if any(m.get("strategy_type") not in labels.names for m in moves):
+        bad = [m.get("strategy_type") for m in moves if m.get("strategy_type") not in labels.names]
+        row.set_aside("support_strategy", f"{', '.join(map(repr, bad))} not a {scenario} support strategy",
+                      [m for m in moves if m.get("strategy_type") in labels.names])
+    for i, move in enumerate(row.out["support_strategy"]):
+        target = move.get("target", [])
+        if move.get("provider", THERAPIST) != THERAPIST:
+            row.problem(f"support_strategy[{i}].provider", f"must be {THERAPIST}")
+        if not target:
+            row.problem(f"support_strategy[{i}].target", "empty target")
+        if THERAPIST in target:
+            row.problem(f"support_strategy[{i}].target", f"self-target: {THERAPIST}")
+        if scenario == "couple" and group in target and len(target) > 1:
+            row.problem(f"support_strategy[{i}].target", f"{group} must be the only target item")
+
+
+def _covering_cue(cues: Sequence[Cue], time: float) -> Cue | None:
+    return next((c for c in cues if c.start - TIME_TOLERANCE <= time <= c.end + TIME_TOLERANCE), None)
+
+
+def _check_times(row: _Row, cues: Sequence[Cue], clip_duration: float) -> None:
+    start, end = row.out["start_time"], row.out["end_time"]
+    if end <= start:
+        if end < start:
+            row.set_aside("end_time", f"end_time {end} is before start_time {start}; shown as {start}", start)
+        else:
+            row.problem("end_time", f"end_time {end} is not after start_time {start}")
+    if start < 0:
+        row.set_aside("start_time", f"negative time {start}", 0.0)
+    if end > clip_duration + TIME_TOLERANCE:
+        row.problem("end_time", f"{end} is past the clip's end ({clip_duration:.2f} s)")
+    for name, value in (("start_time", start), ("end_time", end)):
+        if cues and _covering_cue(cues, value) is None and value <= clip_duration + TIME_TOLERANCE:
+            row.problem(name, f"{value} lies outside every subtitle line (rows stay inside their lines)")
+
+
+def check_rows(value: Any, cues: Sequence[Cue], *, scenario: Scenario, participants: Sequence[str],
+               clip_duration: float) -> tuple[list[dict[str, Any]], list[Problem]]:
+    """Rows (release form, in time order, numbered from 1) and the problems of one parsed answer."""
+    problems: list[Problem] = []
+    if isinstance(value, dict) and isinstance(value.get("rows"), list):
+        raw_rows = value["rows"]
+        extra = sorted(set(value) - {"rows"})
+        if extra:
+            problems.append(Problem(message=f"unknown top-level key(s) {', '.join(extra)}: only rows is allowed"))
+    else:
+        problems.append(Problem(message='the answer is not a JSON object {"rows": [...]}'))
+        raw_rows = value if isinstance(value, list) else []
+    rows: list[dict[str, Any]] = []
+    for position, raw in enumerate(raw_rows, start=1):
+        if not isinstance(raw, dict):
+            problems.append(Problem(row_index=position, message="a row must be a JSON object"))
+            continue
+        row = _Row(position, raw, problems)
+        _check_schema(row)
+        start_cue = _covering_cue(cues, row.out["start_time"]) if isinstance(row.out["start_time"], float | int) else None
+        fallback = start_cue.speakers[0] if start_cue and len(start_cue.speakers) == 1 else THERAPIST
+        _check_names(row, scenario, participants, fallback)
+        _check_labels(row, scenario)
+        _check_times(row, cues, clip_duration)
+        if row.invalid:
+            row.out["draft_invalid"] = row.invalid
+        rows.append(row.out)
+    if not rows:
+        problems.append(Problem(message="no rows"))
+    problems += _coverage(rows, cues)
+    order = sorted(range(len(rows)), key=lambda i: rows[i]["start_time"])
+    if order != list(range(len(rows))):
+        problems.append(Problem(field="start_time", message="rows were not in time order; listed by start_time"))
+    renumber = {old + 1: new for new, old in enumerate(order, start=1)}
+    for problem in problems:
+        if problem.row_index is not None:
+            problem.row_index = renumber.get(problem.row_index, problem.row_index)
+    ordered = [rows[i] for i in order]
+    for index, row in enumerate(ordered, start=1):
+        row["row_index"] = index
+    return ordered, problems
+
+
+def _coverage(rows: Sequence[dict[str, Any]], cues: Sequence[Cue]) -> list[Problem]:
+    problems = []
+    for cue in cues:
+        near = [r for r in rows if r["start_time"] < cue.end + TIME_TOLERANCE and r["end_time"] > cue.start - TIME_TOLERANCE]
+        said = [w for r in near for w in words(r["dialogue_cleaned"])]
+        needed = words(cue.text)
+        if needed and not _is_subsequence(needed, said):
+            problems.append(Problem(field="dialogue_cleaned", message=(
+                f"subtitle line [{cue.index}] ({cue.start:.2f}-{cue.end:.2f}) {cue.text!r} is not quoted in full "
+                "by the rows spanning it")))
+    return problems
+
+
+def check_relations(value: Any, rows: list[dict[str, Any]], scenario: Scenario) -> tuple[dict[int, dict[str, Any]], list[Problem]]:
+    """Relation-pattern fields per row_index from a parsed answer, and their problems."""
+    problems: list[Problem] = []
+    items = value.get("relation_patterns") if isinstance(value, dict) else None
+    if not isinstance(items, list):
+        return {}, [Problem(field="relation_pattern", message='the answer is not {"relation_patterns": [...]}')]
+    labels = relation_taxonomy(scenario)
+    count = len(rows)
+    found: dict[int, dict[str, Any]] = {}
+    for item in items:
+        index = item.get("row_index") if isinstance(item, dict) else None
+        if type(index) is not int or not 1 <= index <= count:
+            problems.append(Problem(field="relation_pattern", message=f"an item names no existing row: {item!r}"[:300]))
+            continue
+        fields: dict[str, Any] = {}
+        invalid: dict[str, Any] = {}
+        label = item.get("relation_pattern")
+        if label not in labels.names:
+            invalid["relation_pattern"] = label
+            problems.append(Problem(row_index=index, field="relation_pattern",
+                                    message=f"{label!r} is not a {scenario} relation pattern"))
+            label = None
+        reason = item.get("relation_pattern_reason")
+        if not isinstance(reason, str) or not reason.strip():
+            problems.append(Problem(row_index=index, field="relation_pattern_reason", message="empty reason"))
+            reason = reason if isinstance(reason, str) else None
+        evidence = item.get("relation_pattern_evidence_rows")
+        if not isinstance(evidence, list) or not all(type(r) is int for r in evidence):
+            invalid["relation_pattern_evidence_rows"] = evidence
+            problems.append(Problem(row_index=index, field="relation_pattern_evidence_rows",
+                                    message="must be a list of row numbers"))
+            evidence = []
+        outside = [r for r in evidence if not 1 <= r <= index]
+        if outside:
+            invalid["relation_pattern_evidence_rows"] = evidence
+            problems.append(Problem(row_index=index, field="relation_pattern_evidence_rows",
+                                    message=f"row(s) {outside} are not this row or earlier ones"))
+            evidence = [r for r in evidence if 1 <= r <= index]
+        fields.update(relation_pattern=label, relation_pattern_reason=reason, relation_pattern_evidence_rows=evidence)
+        if invalid:
+            fields["draft_invalid"] = invalid
+        found[index] = fields
+        extra = set(item) - set(RELATION_KEYS)
+        if extra:
+            problems.append(Problem(row_index=index, field="relation_pattern",
+                                    message=f"unknown key(s) {', '.join(sorted(extra))}"))
+    for row in rows:
+        if row["primary_speaker"] == THERAPIST and row["row_index"] not in found:
+            problems.append(Problem(row_index=row["row_index"], field="relation_pattern",
+                                    message=f"no relation pattern for this {THERAPIST} row"))
+    return found, problems

@@ -1,0 +1,205 @@
+"""What ``rescue build`` reads: one session (video, subtitles, scenario, cast, group, optional segments
+file) or a CSV of many, checked before anything is written.
+
+Every problem of every session is collected, then raised together as one :class:`BuildInputError`
+naming the file and the cue (or CSV line), so a user fixes them in one pass.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from rescue.data.errors import RescueError
+from rescue.data.models import GROUP_LABELS, NON_PERSON_LABELS, THERAPIST, Scenario
+from rescue.media import Cue, MediaError, MediaInfo, SubtitleError, load_cues, probe
+
+# Subtitle and container clocks disagree by a frame or two at the very end.
+END_TOLERANCE = 0.1
+MANIFEST_COLUMNS = ("video", "subtitles", "scenario", "participants", "group")
+_GROUP_NAME = re.compile(r"^[\w][\w.\-]*$")
+
+
+class BuildInputError(RescueError):
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        head = "\n".join(problems[:30])
+        more = f"\n... and {len(problems) - 30} more" if len(problems) > 30 else ""
+        super().__init__(f"{len(problems)} input problem(s), nothing was written:\n{head}{more}")
+
+
+@dataclass(frozen=True)
+class SessionSpec:
+    """One video to build from, as the command line or a manifest CSV line gives it."""
+
+    video: Path
+    subtitles: Path
+    scenario: Scenario
+    participants: tuple[str, ...]
+    group: str
+    segments: Path | None = None
+    origin: str = ""  # "sessions.csv:3" for a CSV line, for messages
+
+
+@dataclass(frozen=True)
+class Session:
+    """A checked session: the video probed and the cues read and within the rules."""
+
+    spec: SessionSpec
+    media: MediaInfo
+    cues: list[Cue]
+
+    @property
+    def stem(self) -> str:
+        return self.spec.video.stem
+
+
+def _cue_name(path: Path, cue: Cue) -> str:
+    return f"{path}: cue {cue.index} ({clock(cue.start)} --> {clock(cue.end)})"
+
+
+def clock(seconds: float) -> str:
+    minutes, secs = divmod(seconds, 60)
+    hours, minutes = divmod(int(minutes), 60)
+    return f"{hours:02d}:{minutes:02d}:{secs:06.3f}"
+
+
+def parse_participants(text: str, where: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in re.split(r"[;,]", text) if n.strip())
+    problems = []
+    if not names:
+        problems.append(f"{where}: participants: give at least one name, e.g. \"Alan,Evelyn\"")
+    for name in names:
+        if name in NON_PERSON_LABELS:
+            problems.append(f"{where}: participants: {name!r} is a reserved label, not a participant")
+    if len(set(names)) != len(names):
+        problems.append(f"{where}: participants: a name is listed twice ({', '.join(names)})")
+    if problems:
+        raise BuildInputError(problems)
+    return names
+
+
+def default_group(participants: tuple[str, ...]) -> str:
+    """``alan_and_evelyn``, as the release names couple groups."""
+    return "_and_".join(re.sub(r"\W+", "_", n.lower()).strip("_") for n in participants)
+
+
+def check_cues(path: Path, cues: list[Cue], duration: float, participants: tuple[str, ...]) -> list[str]:
+    """The timing and speaker rules of the paper (§7.2): every problem, each naming file and cue."""
+    allowed = set(participants) | {THERAPIST}
+    problems = []
+    previous: Cue | None = None
+    for cue in cues:
+        name = _cue_name(path, cue)
+        if cue.end <= cue.start:
+            problems.append(f"{name}: ends before it starts (reversed or empty cue)")
+        if cue.start >= duration or cue.end > duration + END_TOLERANCE:
+            problems.append(f"{name}: runs past the video's end ({clock(duration)})")
+        if previous is not None and cue.start < previous.end:
+            what = "starts before the previous cue" if cue.start < previous.start else "overlaps the previous cue"
+            problems.append(f"{name}: {what} (cue {previous.index} ends at {clock(previous.end)})")
+        for speaker in cue.speakers:
+            if speaker not in allowed:
+                problems.append(f"{name}: speaker {speaker!r} is not one of {', '.join(sorted(allowed))}")
+        previous = cue
+    return problems
+
+
+def load_session(spec: SessionSpec) -> Session:
+    """Probe the video and read the subtitles; :class:`BuildInputError` with every problem found."""
+    problems: list[str] = []
+    media: MediaInfo | None = None
+    cues: list[Cue] = []
+    try:
+        media = probe(spec.video)
+        if not media.has_video:
+            problems.append(f"{spec.video}: has no video stream")
+    except MediaError as exc:
+        problems.append(str(exc))
+    try:
+        cues = load_cues(spec.subtitles)
+    except SubtitleError as exc:
+        problems.append(str(exc))
+    if media is not None and cues:
+        problems += check_cues(spec.subtitles, cues, media.duration, spec.participants)
+    if spec.segments is not None and not spec.segments.is_file():
+        problems.append(f"{spec.segments}: no such segments file")
+    if problems or media is None:
+        raise BuildInputError(problems)
+    return Session(spec, media, cues)
+
+
+def load_sessions(specs: list[SessionSpec]) -> list[Session]:
+    problems: list[str] = []
+    sessions = []
+    ids: dict[tuple[str, str], str] = {}
+    for spec in specs:
+        key = (spec.group, spec.video.stem)
+        if key in ids:
+            problems.append(f"{spec.origin or spec.video}: {spec.group}/{spec.video.stem} is already built from "
+                            f"{ids[key]} (video names must differ within a group)")
+            continue
+        ids[key] = spec.origin or str(spec.video)
+        try:
+            sessions.append(load_session(spec))
+        except BuildInputError as exc:
+            problems += exc.problems
+    if problems:
+        raise BuildInputError(problems)
+    return sessions
+
+
+def check_scenario(value: str, where: str) -> Scenario:
+    if value not in GROUP_LABELS:
+        raise BuildInputError([f"{where}: scenario: {value!r} is not couple or family"])
+    return value  # type: ignore[return-value]
+
+
+def check_group(value: str, where: str) -> str:
+    if not _GROUP_NAME.match(value):
+        raise BuildInputError([f"{where}: group: {value!r} must be letters, digits, '_', '-' or '.'"])
+    return value
+
+
+def read_sessions_csv(path: Path) -> list[SessionSpec]:
+    """``--manifest sessions.csv``: a header ``video,subtitles,scenario,participants,group[,segments]``,
+    one line per video; paths relative to the CSV's folder; participants separated by ``;`` (or ``,``
+    inside quotes)."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise BuildInputError([f"{path}: no such file"]) from None
+    reader = csv.DictReader(text.splitlines())
+    header = [h.strip() for h in reader.fieldnames or []]
+    missing = [c for c in MANIFEST_COLUMNS if c not in header]
+    if missing:
+        raise BuildInputError([f"{path}:1: missing column(s) {', '.join(missing)} "
+                               f"(expected {','.join(MANIFEST_COLUMNS)}[,segments])"])
+    base = path.parent
+    specs, problems = [], []
+    for line, raw in enumerate(reader, start=2):
+        row = {k.strip(): (v or "").strip() for k, v in raw.items() if k is not None}
+        if not any(row.values()):
+            continue
+        where = f"{path}:{line}"
+        try:
+            empty = [c for c in ("video", "subtitles") if not row.get(c)]
+            if empty:
+                raise BuildInputError([f"{where}: {c}: empty" for c in empty])
+            participants = parse_participants(row["participants"], where)
+            segments = row.get("segments") or ""
+            specs.append(SessionSpec(
+                video=base / row["video"], subtitles=base / row["subtitles"],
+                scenario=check_scenario(row["scenario"], where), participants=participants,
+                group=check_group(row["group"] or default_group(participants), where),
+                segments=base / segments if segments else None, origin=where,
+            ))
+        except BuildInputError as exc:
+            problems += exc.problems
+    if problems:
+        raise BuildInputError(problems)
+    if not specs:
+        raise BuildInputError([f"{path}: lists no videos"])
+    return specs

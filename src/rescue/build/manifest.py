@@ -1,0 +1,97 @@
+"""``DIR/manifest.json``: what ``rescue build`` made of each segment, read by the review tool and the
+video mode. Paths are relative to DIR; row times are relative to the clip, as in the release rows.
+
+    {"version": 1, "segments": [{"sample_id", "scenario", "participants", "source_video", "start", "end",
+      "clip", "subtitles", "rows": [{"row_index", "start_time", "end_time", "text", "speakers"}],
+      "problems": [{"row_index", "field", "message"}], "provenance": {...}}], "dropped": [...]}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rescue.data.models import Scenario
+
+MANIFEST_VERSION = 1
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ManifestRow(_Model):
+    row_index: int
+    start_time: float
+    end_time: float
+    text: str
+    speakers: list[str] = Field(default_factory=list)
+
+
+class Problem(_Model):
+    """An open problem of a draft for the reviewer: what the checks found and the model did not fix."""
+
+    row_index: int | None = None
+    field: str | None = None
+    message: str
+
+    def __str__(self) -> str:
+        where = "segment" if self.row_index is None else f"row {self.row_index}"
+        return f"{where}{f' {self.field}' if self.field else ''}: {self.message}"
+
+
+class ManifestSegment(_Model):
+    sample_id: str
+    scenario: Scenario
+    participants: list[str]
+    source_video: str
+    start: float
+    end: float
+    clip: str
+    subtitles: str
+    rows: list[ManifestRow] = Field(default_factory=list)
+    problems: list[Problem] = Field(default_factory=list)
+    provenance: dict[str, Any] = Field(default_factory=dict)
+    row_clips: list[str] = Field(default_factory=list)
+
+
+class DroppedSegment(_Model):
+    sample_id: str
+    source_video: str
+    start: float
+    end: float
+    reason: str
+
+
+class Manifest(_Model):
+    version: int = MANIFEST_VERSION
+    segments: list[ManifestSegment] = Field(default_factory=list)
+    dropped: list[DroppedSegment] = Field(default_factory=list)
+
+    def segment(self, sample_id: str) -> ManifestSegment:
+        return next(s for s in self.segments if s.sample_id == sample_id)
+
+
+def read_manifest(path: str | Path) -> Manifest:
+    return Manifest.model_validate_json(Path(path).read_text(encoding="utf-8"))
+
+
+def write_json_atomic(path: Path, value: Any) -> None:
+    """Write JSON through a temporary file and a rename: a reader never sees half a file."""
+    tmp = path.with_name(f".{path.name}.partial")
+    tmp.write_text(json.dumps(value, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.partial")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_manifest(path: Path, manifest: Manifest) -> None:
+    write_json_atomic(path, manifest.model_dump(mode="json"))

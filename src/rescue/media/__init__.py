@@ -1,0 +1,23 @@
+"""Media steps shared by ``rescue build`` and the video mode, all through one ffmpeg
+(the system's, else imageio-ffmpeg's static binary).
+
+- :func:`probe`: duration and streams; :func:`cut_clip`: a seekable H.264/AAC MP4 of a window;
+- :func:`grab_frames`: JPEG frames inside a span; :func:`scene_cuts`: scene-change times;
+- :func:`load_cues` / :func:`write_webvtt`: subtitles in (SRT, WebVTT, ASS) and re-timed WebVTT out.
+
+Each step is registered by name in :data:`STEPS` (one input, one output; outputs appear atomically).
+"""
+
+from rescue.media.cut import clip_bytes, cut_clip
+from rescue.media.ffmpeg import MediaError, ffmpeg_exe
+from rescue.media.frames import Frame, frame_times, grab_frames
+from rescue.media.probe import MediaInfo, probe
+from rescue.media.scenes import scene_cuts
+from rescue.media.steps import STEPS, get_step, produce
+from rescue.media.subtitles import Cue, SubtitleError, cues_in, load_cues, parse_timestamp, webvtt, write_webvtt
+
+__all__ = [
+    "STEPS", "Cue", "Frame", "MediaError", "MediaInfo", "SubtitleError", "clip_bytes", "cues_in", "cut_clip",
+    "ffmpeg_exe", "frame_times", "get_step", "grab_frames", "load_cues", "parse_timestamp", "probe", "produce",
+    "scene_cuts", "webvtt", "write_webvtt",
+]

@@ -1,0 +1,63 @@
+"""Frames sampled inside a span of a video, as JPEG bytes: at most ``rate`` per second and ``cap`` per
+span, spread evenly, resized to ``width`` pixels wide. One ffmpeg call per span."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rescue.media.ffmpeg import run_ffmpeg
+from rescue.media.steps import media_step
+
+_JPEG_END = b"\xff\xd9"
+
+
+@dataclass(frozen=True)
+class Frame:
+    time: float  # seconds in the source
+    jpeg: bytes
+    mime: str = "image/jpeg"
+
+
+def frame_times(start: float, end: float, rate: float, cap: int) -> list[float]:
+    """The sampling times: the middles of ``min(cap, span*rate)`` equal slices of the span."""
+    span = max(0.0, end - start)
+    if span == 0 or rate <= 0 or cap <= 0:
+        return []
+    count = max(1, min(cap, int(span * rate)))
+    step = span / count
+    return [round(start + step * (i + 0.5), 3) for i in range(count)]
+
+
+def frame_args(source: str | Path, times: list[float], width: int) -> list[str]:
+    """ffmpeg arguments writing one JPEG per (evenly spaced) time in ``times`` to stdout."""
+    step = times[1] - times[0] if len(times) > 1 else 1.0
+    # Seeking to the first time and sampling at 1/step gives the frames nearest each time in one decode.
+    return [
+        "-ss", f"{times[0]:.3f}", "-i", str(source), "-an", "-sn",
+        "-vf", f"fps=1/{step:.6f},scale={width}:-2", "-frames:v", str(len(times)),
+        "-q:v", "4", "-f", "image2pipe", "-c:v", "mjpeg", "-",
+    ]
+
+
+def split_jpegs(stream: bytes) -> list[bytes]:
+    """Split concatenated JPEGs (ffmpeg's mjpeg pipe: no embedded thumbnails, so each ends at FFD9)."""
+    images, begin = [], 0
+    while begin < len(stream):
+        end = stream.find(_JPEG_END, begin)
+        if end < 0:
+            break
+        images.append(stream[begin : end + 2])
+        begin = end + 2
+    return images
+
+
+@media_step("frames", "JPEG frames sampled inside a span")
+def grab_frames(source: str | Path, start: float, end: float, *, rate: float = 1.0, cap: int = 8,
+                width: int = 512) -> list[Frame]:
+    times = frame_times(start, end, rate, cap)
+    if not times:
+        return []
+    data = run_ffmpeg(frame_args(source, times, width), step="frames", subject=source, capture=True)
+    images = split_jpegs(data)
+    return [Frame(time, jpeg) for time, jpeg in zip(times, images)]

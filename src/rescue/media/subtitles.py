@@ -1,0 +1,145 @@
+"""Subtitle cues: reading SRT, WebVTT and ASS through pysubs2, speakers from the cue text, and writing
+re-timed WebVTT for a clip.
+
+Times are kept exactly as the file states them: pysubs2 holds integer milliseconds, so
+``00:01:40,000`` becomes ``100.0`` seconds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from rescue.data.errors import RescueError
+from rescue.media.steps import media_step, produce
+
+SUBTITLE_FORMATS = {".srt": "srt", ".vtt": "vtt", ".ass": "ass", ".ssa": "ssa"}
+
+# WebVTT voice spans (<v Alan>...) which pysubs2 strips: turned into "Alan: " prefixes first.
+_VOICE = re.compile(r"<v(?:\.[^ \t>]*)?[ \t]+([^>]+)>")
+# "Alan: text", "- Alan: text", "[Alan] text", "ALAN: text": a name of at most four words.
+_PREFIX = re.compile(r"^\s*-?\s*(?:\[([^\]\n]{1,40})\]|([A-Z][\w.'\- ]{0,38}?)\s*:)\s+")
+
+
+class SubtitleError(RescueError):
+    """A subtitle file cannot be read or breaks the timing rules."""
+
+
+@dataclass(frozen=True)
+class Cue:
+    index: int  # 1-based position in the file
+    start: float  # seconds
+    end: float
+    text: str  # speaker prefixes removed, lines joined by a space
+    speakers: tuple[str, ...] = field(default_factory=tuple)
+
+    def shifted(self, offset: float) -> Cue:
+        return replace(self, start=round(self.start - offset, 3), end=round(self.end - offset, 3))
+
+
+def parse_timestamp(text: str) -> float:
+    """``HH:MM:SS,mmm`` / ``HH:MM:SS.mmm`` / ``MM:SS.mmm`` / plain seconds → seconds.
+
+    ``00:01:40,000`` is 100.0: every field counts, so minutes are never read as seconds.
+    """
+    raw = text.strip().replace(",", ".")
+    if not raw:
+        raise ValueError("empty time")
+    parts = raw.split(":")
+    if len(parts) > 3 or any(not p or not re.fullmatch(r"\d+(\.\d+)?", p) for p in parts):
+        raise ValueError(f"{text!r} is not a time (seconds or HH:MM:SS.mmm)")
+    if any("." in p for p in parts[:-1]) or any(int(p) >= 60 for p in parts[1:-1]) or (
+        len(parts) > 1 and float(parts[-1]) >= 60
+    ):
+        raise ValueError(f"{text!r} is not a time (seconds or HH:MM:SS.mmm)")
+    seconds = 0.0
+    for part in parts:
+        seconds = seconds * 60 + float(part)
+    return round(seconds, 3)
+
+
+def _split_speakers(text: str) -> tuple[str, tuple[str, ...]]:
+    speakers: list[str] = []
+    lines = []
+    for line in text.splitlines():
+        match = _PREFIX.match(line)
+        if match:
+            name = (match.group(1) or match.group(2)).strip()
+            if name not in speakers:
+                speakers.append(name)
+            line = line[match.end():]
+        line = line.strip()
+        if line:
+            lines.append(line)
+    return " ".join(lines), tuple(speakers)
+
+
+def load_cues(path: str | Path) -> list[Cue]:
+    """Every non-empty cue of ``path`` in file order (SRT, WebVTT, ASS/SSA)."""
+    import pysubs2
+
+    path = Path(path)
+    fmt = SUBTITLE_FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise SubtitleError(f"{path}: unknown subtitle format {path.suffix!r} (use .srt, .vtt or .ass)")
+    try:
+        raw = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise SubtitleError(f"{path}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise SubtitleError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if fmt == "vtt":
+        raw = _VOICE.sub(lambda m: f"{m.group(1).strip()}: ", raw).replace("</v>", "")
+    try:
+        events = pysubs2.SSAFile.from_string(raw, format_=fmt)
+    except Exception as exc:  # pysubs2 raises several unrelated types for malformed files
+        raise SubtitleError(f"{path}: not a readable {fmt.upper()} file ({exc})") from None
+    cues: list[Cue] = []
+    for event in events:
+        if event.is_comment:
+            continue
+        text, speakers = _split_speakers(event.plaintext)
+        if event.name.strip() and not speakers:  # ASS carries the speaker in the Name field
+            speakers = (event.name.strip(),)
+        if not text:
+            continue
+        cues.append(Cue(len(cues) + 1, event.start / 1000.0, event.end / 1000.0, text, speakers))
+    if not cues:
+        raise SubtitleError(f"{path}: holds no subtitle cues")
+    return cues
+
+
+def _vtt_time(seconds: float) -> str:
+    millis = max(0, round(seconds * 1000))
+    hours, rest = divmod(millis, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    secs, millis = divmod(rest, 1000)
+    return f"{hours:02d}:{minutes:02d}:{secs:02d}.{millis:03d}"
+
+
+def webvtt(cues: Iterable[Cue]) -> str:
+    """Cues as a WebVTT document, speakers as voice spans (``<v Alan>``), which browsers show."""
+    blocks = ["WEBVTT", ""]
+    for cue in cues:
+        text = cue.text.replace("-->", "->")
+        if len(cue.speakers) == 1:
+            text = f"<v {cue.speakers[0]}>{text}"
+        elif cue.speakers:
+            text = f"<v {' & '.join(cue.speakers)}>{text}"
+        blocks += [str(cue.index), f"{_vtt_time(cue.start)} --> {_vtt_time(cue.end)}", text, ""]
+    return "\n".join(blocks)
+
+
+def cues_in(cues: Iterable[Cue], start: float, end: float) -> list[Cue]:
+    """The cues that start inside ``[start, end)``, renumbered from 1 and re-timed to a clip at ``start``."""
+    inside = [cue for cue in cues if start <= cue.start < end]
+    return [replace(cue.shifted(start), index=i) for i, cue in enumerate(inside, start=1)]
+
+
+@media_step("retime", "a clip's cues as WebVTT, re-timed to the clip")
+def write_webvtt(cues: list[Cue], out: str | Path) -> bool:
+    """Write ``cues`` (already re-timed) to ``out``; False when it exists."""
+    document = webvtt(cues)
+    return produce(out, lambda tmp: tmp.write_text(document, encoding="utf-8"))

@@ -1,0 +1,136 @@
+"""The media steps against real files made by ffmpeg: probe, cut, frames, scenes, subtitles."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from media_helpers import make_video, write_ass, write_srt, write_vtt
+from rescue.media import (
+    STEPS,
+    Cue,
+    MediaError,
+    SubtitleError,
+    cues_in,
+    cut_clip,
+    ffmpeg_exe,
+    frame_times,
+    grab_frames,
+    load_cues,
+    parse_timestamp,
+    probe,
+    scene_cuts,
+    webvtt,
+)
+from rescue.media.probe import parse_info
+
+
+@pytest.fixture(scope="module")
+def video(tmp_path_factory):
+    return make_video(tmp_path_factory.mktemp("media") / "session.mp4", 12.0, scene_at=6.0)
+
+
+def test_steps_are_registered_once_by_name():
+    assert {"cut", "frames", "retime", "scenes"} <= set(STEPS)
+
+
+def test_probe_reads_duration_and_streams(video):
+    info = probe(video)
+    assert info.duration == pytest.approx(12.0, abs=0.1)
+    assert info.has_video and info.has_audio and (info.width, info.height) == (160, 120)
+
+
+def test_probe_names_unreadable_and_missing_files(tmp_path):
+    junk = tmp_path / "junk.mp4"
+    junk.write_bytes(b"not a video at all")
+    with pytest.raises(MediaError, match="junk.mp4: not a readable video"):
+        probe(junk)
+    with pytest.raises(MediaError, match="no such file"):
+        probe(tmp_path / "absent.mp4")
+
+
+def test_parse_info_without_video_stream():
+    text = "Input #0, wav, from 'a.wav':\n  Duration: 00:01:40.00, bitrate: 256 kb/s\n  Stream #0:0: Audio: pcm_s16le, 16000 Hz, mono\n"
+    info = parse_info(text, "a.wav")
+    assert info.duration == 100.0 and not info.has_video and info.sample_rate == 16000
+
+
+def _keyframe_times(path) -> list[float]:
+    command = [ffmpeg_exe(), "-hide_banner", "-skip_frame", "nokey", "-i", str(path), "-vf", "showinfo", "-an",
+               "-f", "null", "-"]
+    text = subprocess.run(command, capture_output=True, text=True).stderr
+    return [float(part.split("pts_time:")[1].split()[0]) for part in text.splitlines() if "pts_time:" in part]
+
+
+def test_cut_is_accurate_seekable_and_resumable(video, tmp_path):
+    out = tmp_path / "clips" / "a.mp4"
+    assert cut_clip(video, 2.5, 8.5, out) is True
+    info = probe(out)
+    assert info.video_codec == "h264" and info.audio_codec == "aac"
+    assert info.duration == pytest.approx(6.0, abs=0.1)
+    keys = _keyframe_times(out)
+    assert len(keys) >= 6 and max(b - a for a, b in zip(keys, keys[1:])) <= 1.01
+    head = out.read_bytes()[:4096]
+    assert head.find(b"moov") < head.find(b"mdat") or b"mdat" not in head  # +faststart: index first
+    stamp = out.stat().st_mtime_ns
+    assert cut_clip(video, 2.5, 8.5, out) is False and out.stat().st_mtime_ns == stamp
+    assert not list(out.parent.glob(".*partial*"))
+
+
+def test_cut_failure_leaves_nothing(tmp_path):
+    junk = tmp_path / "junk.mp4"
+    junk.write_bytes(b"nope")
+    with pytest.raises(MediaError, match="cut failed"):
+        cut_clip(junk, 0, 1, tmp_path / "out.mp4")
+    assert list(tmp_path.iterdir()) == [junk]
+
+
+def test_frames_inside_span_rate_cap_and_size(video):
+    assert frame_times(2.0, 6.0, 1.0, 8) == [2.5, 3.5, 4.5, 5.5]
+    assert len(frame_times(0, 100, 2.0, 5)) == 5
+    frames = grab_frames(video, 2.0, 6.0, rate=1.0, cap=3, width=64)
+    assert [f.time for f in frames] == frame_times(2.0, 6.0, 1.0, 3)
+    assert all(f.jpeg.startswith(b"\xff\xd8") and f.jpeg.endswith(b"\xff\xd9") for f in frames)
+    assert b"\x00\x40" in frames[0].jpeg[:400]  # SOF0 width 64
+
+
+def test_scene_cut_found(video):
+    cuts = scene_cuts(video)
+    assert any(abs(t - 6.0) < 0.25 for t in cuts)
+
+
+def test_timestamps_follow_the_paper_rule():
+    assert parse_timestamp("00:01:40,000") == 100.0
+    assert parse_timestamp("01:02:03.500") == 3723.5
+    assert parse_timestamp("95.25") == 95.25
+    for bad in ("1:75:00", "abc", "", "1:2:3:4"):
+        with pytest.raises(ValueError):
+            parse_timestamp(bad)
+
+
+LINES = [(1.0, 2.5, "Alan", "I just wanna be better."), (100.0, 103.25, "Therapist", "Why now?")]
+
+
+@pytest.mark.parametrize("writer", [write_srt, write_vtt, write_ass])
+def test_subtitle_formats_give_seconds_and_speakers(tmp_path, writer):
+    path = writer(tmp_path / f"s.{writer.__name__[6:]}", LINES)
+    cues = load_cues(path)
+    assert [(c.start, c.end, c.speakers, c.text) for c in cues] == [
+        (1.0, 2.5, ("Alan",), "I just wanna be better."), (100.0, 103.25, ("Therapist",), "Why now?")]
+
+
+def test_subtitle_errors_name_the_file(tmp_path):
+    with pytest.raises(SubtitleError, match="unknown subtitle format"):
+        load_cues(tmp_path / "s.txt")
+    empty = tmp_path / "e.srt"
+    empty.write_text("", encoding="utf-8")
+    with pytest.raises(SubtitleError, match="e.srt: holds no subtitle cues"):
+        load_cues(empty)
+
+
+def test_retimed_webvtt():
+    cues = [Cue(1, 10.0, 12.0, "a", ("Alan",)), Cue(2, 130.5, 131.0, "b", ("Evelyn",)), Cue(3, 200.0, 201.0, "c")]
+    inside = cues_in(cues, 120.0, 180.0)
+    assert [(c.index, c.start, c.end) for c in inside] == [(1, 10.5, 11.0)]
+    assert "00:00:10.500 --> 00:00:11.000\n<v Evelyn>b" in webvtt(inside)
