@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from rescue.metrics.agreement import (
+from rescue.scoring.agreement import (
     RatingsError,
     alpha,
     inter_judge_alpha,
@@ -17,7 +17,7 @@ from rescue.metrics.agreement import (
     pair_statistics,
     read_ratings,
 )
-from rescue.metrics.judge import judge_records
+from rescue.scoring.judge import judge_records
 from rescue.tasks import er
 from rescue.tasks.base import PredictionRecord
 from rescue.testing.openai_server import Reply, serve

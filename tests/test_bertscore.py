@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from rescue.metrics.bertscore import (
+from rescue.scoring.bertscore import (
     AUTHORS_MODEL,
     PACKAGED_MODEL,
     BertScoreConfig,
@@ -122,7 +122,7 @@ def test_a_local_folder_needs_its_layer(tmp_path):
 def test_an_unreachable_hub_model_fails_with_advice():
     # A fresh process: the hub's offline switch is read when huggingface_hub is first imported.
     code = (
-        "from rescue.metrics.bertscore import *\n"
+        "from rescue.scoring.bertscore import *\n"
         "try:\n    bertscore_f1(['a'], ['b'], BertScoreConfig.from_option('distilbert-base-uncased'))\n"
         "except BertScoreError as e:\n    print('ERROR', e)\n"
     )
@@ -133,6 +133,6 @@ def test_an_unreachable_hub_model_fails_with_advice():
 
 
 def test_importing_the_module_does_not_import_torch():
-    code = "import sys, rescue.metrics.bertscore, rescue.metrics.judge, rescue.metrics.agreement; print('torch' in sys.modules)"
+    code = "import sys, rescue.scoring.bertscore, rescue.scoring.judge, rescue.scoring.agreement; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert result.stdout.strip() == "False", result.stderr

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rescue.metrics.judge import (
+from rescue.scoring.judge import (
     NO_JUDGE_NOTE,
     JudgeAnswerError,
     JudgeConfigError,

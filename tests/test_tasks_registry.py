@@ -113,3 +113,60 @@ def test_spliced_row_json_equals_plain_encoding(demo_samples):
                 ensure_ascii=False, separators=(",", ":"),
             )
             assert spliced == plain
+
+
+# --- declarations: build options -----------------------------------------------------------------------
+
+
+def test_unknown_build_options_are_an_error_naming_task_and_known_options(demo_samples):
+    from rescue.tasks.spec import TaskOptionError
+
+    with pytest.raises(TaskOptionError, match=r"task rpp: rpp_gld: unknown option \(known options: rpp_gold\)"):
+        get_task("rpp").build(demo_samples, rpp_gld="relation_pattern")
+    with pytest.raises(TaskOptionError, match="checkpoint_per_sample: unknown option"):
+        get_task("er").build(demo_samples, checkpoint_per_sample=3)
+    with pytest.raises(TaskOptionError, match="itp_max_per_class"):
+        get_task("itp").build(demo_samples, itp_max_per_class=-1)
+    with pytest.raises(TaskOptionError, match="task stp: .*known options: none"):
+        get_task("stp").build(demo_samples, rpp_gold="auto")
+
+
+def test_every_task_declares_its_options_metrics_and_answer_shape():
+    for name, task in TASKS.items():
+        declared = task.declaration
+        assert declared.options.model_config.get("extra") == "forbid", name
+        assert declared.metrics and any(m.headline for m in declared.metrics), name
+        assert declared.outcome in ("right_wrong", "graded")
+        if declared.outcome == "right_wrong":
+            assert any(m.right_wrong for m in declared.metrics), name
+        assert set(declared.paper_counts) == {"couple", "family"}, name
+
+
+def test_task_options_parse_from_the_command_line_form():
+    from rescue.tasks import parse_task_options
+    from rescue.tasks.spec import TaskOptionError
+
+    assert parse_task_options(["RPP.rpp_gold=relation_cycle_state", "er.checkpoints_per_sample=3"]) == {
+        "rpp": {"rpp_gold": "relation_cycle_state"}, "er": {"checkpoints_per_sample": 3}}
+    with pytest.raises(TaskOptionError, match="TASK.OPTION=VALUE"):
+        parse_task_options(["rpp_gold=auto"])
+    with pytest.raises(TaskOptionError, match="rpp_gld: unknown option"):
+        parse_task_options(["rpp.rpp_gld=auto"])
+    with pytest.raises(RescueError, match="unknown task 'rp'"):
+        parse_task_options(["rp.rpp_gold=auto"])
+
+
+def test_rescue_run_reaches_every_build_option(tmp_path):
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["run", "--out", str(out), "--tasks", "er,itp", "--model", "baseline/majority",
+                                      "--no-bertscore", "-q", "--task-option", "er.checkpoints_per_sample=1",
+                                      "--task-option", "itp.itp_max_per_class=1"])
+    assert result.exit_code == 0, result.output
+    results = json.loads((out / "results.json").read_text())
+    assert results["config"]["task_options"] == {"er": {"checkpoints_per_sample": 1}, "itp": {"itp_max_per_class": 1}}
+    records = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    er_samples = [r["sample_id"] for r in records if r["task"] == "er"]
+    assert len(er_samples) == len(set(er_samples)) > 1  # one checkpoint per sample
+    assert results["models"]["baseline/majority"]["er"]["all"]["instances"] == len(er_samples)
+    bad = CliRunner().invoke(app, ["run", "--out", str(tmp_path / "bad"), "--task-option", "rpp.rpp_gld=auto", "-q"])
+    assert "rpp_gld: unknown option" in str(bad.exception) and not (tmp_path / "bad").exists()

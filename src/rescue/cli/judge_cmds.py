@@ -11,11 +11,10 @@ import typer
 from rich.table import Table
 
 from rescue.cli.app import app, console
+from rescue.tasks import judged_tasks
 
-
-class JudgedTask(str, Enum):
-    er = "er"
-    vp = "vp"
+# The choices come from the task registry: every task that declares a judge rubric.
+JudgedTask = Enum("JudgedTask", {name: name for name in judged_tasks()}, type=str)  # type: ignore[misc]
 
 
 class AgreementFormat(str, Enum):
@@ -48,14 +47,14 @@ def judge_agreement_command(
         typer.Option("--ratings", help="CSV of human ratings: instance_id,rater,score (optional columns model, task), "
                      "scores on the judge's 1-5 scale."),
     ],
-    task: Annotated[JudgedTask | None, typer.Option("--task", help="Only this task (default: er and vp).")] = None,
+    task: Annotated[JudgedTask | None, typer.Option("--task", help="Only this task (default: every judged task).")] = None,
     model: Annotated[str | None, typer.Option("--model", help="Only this evaluated model of the run.")] = None,
     output_format: Annotated[AgreementFormat, typer.Option("--format", help="table for people, json for scripts.")] = AgreementFormat.table,
     out: Annotated[Path | None, typer.Option("--out", help="Also write the JSON report to this file.")] = None,
 ) -> None:
     """Compare human ratings with the judge scores of a run: exact agreement, MAE, Spearman, Pearson,
     quadratic-weighted Cohen's κ and Krippendorff's α, per task and judge."""
-    from rescue.metrics.agreement import judge_agreement, read_ratings
+    from rescue.scoring.agreement import judge_agreement, read_ratings
     from rescue.report.runs import read_predictions
 
     records = read_predictions(run_dir / "predictions.jsonl")

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from rescue.cli.app import DataOption, app, console, err_console
+from rescue.tasks.base import TASK_NAMES
 
 
 def _parse_extras(values: list[str]) -> dict[str, Any]:
@@ -72,7 +73,7 @@ def run_command(
         "--model", help="A model to evaluate; repeat for several. PRESET/ID (openai/, deepseek/, dashscope/, "
         "kimi/, openrouter/, ollama/ ...), any id with --base-url, baseline/NAME or local/NAME. "
         "Default: the offline baselines.")] = None,
-    tasks: Annotated[str, typer.Option("--tasks", help="Comma-separated tasks.")] = "itp,rpp,stp,ssp,er,vp",
+    tasks: Annotated[str, typer.Option("--tasks", help="Comma-separated tasks.")] = ",".join(TASK_NAMES),
     data: DataOption = None,
     mode: Annotated[str, typer.Option("--mode", help="dialogue, audio, visual or audiovisual evidence.")] = "dialogue",
     context_size: Annotated[Optional[int], typer.Option(
@@ -81,6 +82,9 @@ def run_command(
     batch_size: Annotated[str, typer.Option(
         "--batch-size", help="Instances per request (of one sample), or 'authors' for each task's own.")] = "1",
     rpp_gold: Annotated[Optional[str], typer.Option("--rpp-gold", help="RPP gold label source (see docs/tasks).")] = None,
+    task_option: Annotated[Optional[list[str]], typer.Option(
+        "--task-option", help="A task's build option, TASK.OPTION=VALUE (repeatable), e.g. er.checkpoints_per_sample=3 "
+        "or itp.itp_max_per_class=10; `rescue tasks --help` and docs/tasks.md list them.")] = None,
     base_url: Annotated[Optional[str], typer.Option(
         "--base-url", help="An OpenAI-compatible endpoint for every --model (vLLM, SGLang, llama.cpp, a gateway).")] = None,
     api_key_env: Annotated[Optional[str], typer.Option(
@@ -125,6 +129,7 @@ def run_command(
 ) -> None:
     """Evaluate models on the tasks and write the run directory, then print a leaderboard."""
     from rescue.engine.runner import RunConfig, run
+    from rescue.tasks import parse_task_options
 
     config = RunConfig(
         out=str(out),
@@ -136,6 +141,7 @@ def run_command(
         limit_samples=limit_samples,
         batch_size=batch_size,
         rpp_gold=rpp_gold,
+        task_options=parse_task_options(task_option or []),
         base_url=base_url,
         api_key_env=api_key_env,
         temperature=temperature,

@@ -11,18 +11,8 @@ from rich.table import Table
 
 from rescue.cli.app import DataOption, app, console
 from rescue.data.loading import load_samples
-from rescue.tasks import SCENARIOS, task_counts
+from rescue.tasks import SCENARIOS, TASKS, parse_task_options, task_counts
 from rescue.tasks.rpp import DEFAULT_RPP_GOLD
-
-# The paper's Table 6 on the full release (191 samples): (instances, samples) per scenario.
-PAPER_TABLE_6: dict[str, dict[str, tuple[int, int]]] = {
-    "itp": {"couple": (2722, 168), "family": (284, 16)},
-    "rpp": {"couple": (1608, 172), "family": (525, 17)},
-    "stp": {"couple": (1290, 172), "family": (347, 17)},
-    "ssp": {"couple": (1290, 172), "family": (347, 17)},
-    "er": {"couple": (844, 174), "family": (82, 17)},
-    "vp": {"couple": (775, 170), "family": (80, 17)},
-}
 
 
 class OutputFormat(str, Enum):
@@ -53,10 +43,17 @@ def tasks_command(
             "relation_cycle_state), relation_pattern, or relation_cycle_state.",
         ),
     ] = DEFAULT_RPP_GOLD_CHOICE,
+    task_option: Annotated[
+        list[str] | None,
+        typer.Option("--task-option", help="A task's build option, TASK.OPTION=VALUE (repeatable), e.g. "
+                     "er.checkpoints_per_sample=3; see docs/tasks.md."),
+    ] = None,
 ) -> None:
     """Count the instances and samples each task builds, per scenario (compare with the paper's Table 6)."""
     samples = load_samples(data)
-    counts = task_counts(samples, rpp_gold=rpp_gold.value)
+    options = parse_task_options(task_option or [])
+    options.setdefault("rpp", {}).setdefault("rpp_gold", rpp_gold.value)
+    counts = task_counts(samples, options=options)
     if output_format is OutputFormat.json:
         typer.echo(json.dumps(counts, indent=2))
         return
@@ -67,7 +64,7 @@ def tasks_command(
     for scenario in SCENARIOS:
         table.add_column(f"paper {scenario}", justify="right", style="dim")
     for name, per_scenario in counts.items():
-        paper = PAPER_TABLE_6.get(name, {})
+        paper = TASKS[name].declaration.paper_counts  # the paper's Table 6, on the full release
         table.add_row(
             name,
             *(f"{per_scenario[s]['instances']} ({per_scenario[s]['samples']})" for s in SCENARIOS),

@@ -37,10 +37,8 @@ from rescue.tasks.base import Instance, Task
 
 PREFIX = "baseline/"
 TOP_K = 3
-LABEL_TASKS = frozenset({"itp"})
-RANKING_TASKS = frozenset({"rpp", "stp", "ssp"})
-GENERATIVE_TASKS = frozenset({"er", "vp"})
-ALL_TASKS = LABEL_TASKS | RANKING_TASKS | GENERATIVE_TASKS
+# What a baseline answers is decided by the shape of the task's answers (its declaration), not its name.
+GENERATIVE_ANSWERS = frozenset({"emotion", "viewpoints"})
 
 
 class BaselineError(RescueError):
@@ -104,6 +102,16 @@ def _vp_gold_phrases(gold: list[dict[str, Any]]) -> list[str]:
     return [str(v["viewpoint"]) for v in gold]
 
 
+def _gold_phrases(task: Task, gold: Any) -> list[str]:
+    return [_er_gold_phrase(gold)] if task.declaration.answer == "emotion" else _vp_gold_phrases(gold)
+
+
+def _task(name: str) -> Task | None:
+    from rescue.tasks import TASKS
+
+    return TASKS.get(name)
+
+
 @dataclass
 class _TaskState:
     """What a baseline learned in ``prepare`` for one task."""
@@ -126,20 +134,27 @@ class Baseline:
     instance at a time in :meth:`answer`."""
 
     kind: ClassVar[str]
-    tasks: ClassVar[frozenset[str]]
 
     def __init__(self, *, seed: int = 0) -> None:
         self.name = PREFIX + self.kind
         self.seed = seed
         self._states: dict[str, _TaskState] = {}
 
+    def applies(self, task: Task) -> bool:
+        """Whether this baseline has an answer for ``task`` (from what the task declares)."""
+        return True
+
     def applies_to(self, task_name: str) -> bool:
-        return task_name in self.tasks
+        task = _task(task_name)
+        return task is not None and self.applies(task)
 
     def prepare(self, task: Task, instances: list[Instance]) -> None:
-        if not self.applies_to(task.name):
+        if not self.applies(task):
+            from rescue.tasks import TASKS
+
+            usable = [name for name, t in TASKS.items() if self.applies(t)]
             raise BaselineError(
-                f"{self.name} does not apply to task {task.name!r}; it applies to: {', '.join(sorted(self.tasks))}"
+                f"{self.name} does not apply to task {task.name!r}; it applies to: {', '.join(sorted(usable))}"
             )
         state = _TaskState(task, list(instances), _label_counts(instances))
         self.learn(state)
@@ -172,22 +187,21 @@ class Baseline:
 
 class MajorityBaseline(Baseline):
     kind = "majority"
-    tasks = ALL_TASKS
 
     def learn(self, state: _TaskState) -> None:
-        name = state.task.name
+        answer = state.task.declaration.answer
         by_scenario: dict[str, list[Instance]] = defaultdict(list)
         for instance in state.instances:
             by_scenario[instance.scenario].append(instance)
-        if name == "er":
-            state.extra["er"] = {
+        if answer == "emotion":
+            state.extra["emotion"] = {
                 scenario: {
                     "emotion": _typical_phrase([_er_gold_phrase(i.gold) for i in group]),
                     "intensity": int(statistics.median_low(int(i.gold["intensity"]) for i in group)),
                 }
                 for scenario, group in by_scenario.items()
             }
-        elif name == "vp":
+        elif answer == "viewpoints":
             state.extra["phrase"] = {
                 scenario: _typical_phrase([p for i in group for p in _vp_gold_phrases(i.gold)])
                 for scenario, group in by_scenario.items()
@@ -201,13 +215,13 @@ class MajorityBaseline(Baseline):
             state.extra["targets"] = targets
 
     def answer(self, state: _TaskState, instance: Instance) -> Any:
-        name = state.task.name
-        if name in LABEL_TASKS:
+        answer = state.task.declaration.answer
+        if answer == "label":
             return self.majority_ranking(state, instance)[0]
-        if name in RANKING_TASKS:
+        if answer == "ranking":
             return self.majority_ranking(state, instance)[:TOP_K]
-        if name == "er":
-            return dict(state.extra["er"][instance.scenario])
+        if answer == "emotion":
+            return dict(state.extra["emotion"][instance.scenario])
         speaker = _speaker(instance)
         targets = state.extra["targets"]
         counts = targets.get((instance.sample_id, speaker)) or Counter(
@@ -219,13 +233,12 @@ class MajorityBaseline(Baseline):
 
 class UniformBaseline(Baseline):
     kind = "uniform"
-    tasks = ALL_TASKS
 
     def learn(self, state: _TaskState) -> None:
-        if state.task.name in GENERATIVE_TASKS:
+        if state.task.declaration.answer in GENERATIVE_ANSWERS:
             phrases: dict[str, list[tuple[str, str]]] = defaultdict(list)  # scenario -> (sample_id, phrase)
             for instance in state.instances:
-                gold = [_er_gold_phrase(instance.gold)] if state.task.name == "er" else _vp_gold_phrases(instance.gold)
+                gold = _gold_phrases(state.task, instance.gold)
                 phrases[instance.scenario].extend((instance.sample_id, p) for p in gold)
             state.extra["phrases"] = phrases
             if len({i.sample_id for i in state.instances}) < 2:
@@ -246,13 +259,13 @@ class UniformBaseline(Baseline):
 
     def answer(self, state: _TaskState, instance: Instance) -> Any:
         rng = self._rng(state, instance)
-        name = state.task.name
+        answer = state.task.declaration.answer
         candidates = _candidates(instance, state.counts.get(instance.scenario, Counter()))
-        if name in LABEL_TASKS:
+        if answer == "label":
             return rng.choice(candidates)
-        if name in RANKING_TASKS:
+        if answer == "ranking":
             return rng.sample(candidates, min(TOP_K, len(candidates)))
-        if name == "er":
+        if answer == "emotion":
             return {"emotion": self._phrase(state, instance, rng), "intensity": rng.randint(0, 10)}
         targets = _people(instance) + [instance.sample.group_label]
         target = rng.choice(targets)
@@ -261,7 +274,9 @@ class UniformBaseline(Baseline):
 
 class PersistBaseline(Baseline):
     kind = "persist"
-    tasks = frozenset({"rpp"})
+
+    def applies(self, task: Task) -> bool:
+        return task.declaration.answer == "ranking" and task.declaration.gold_persists
 
     def learn(self, state: _TaskState) -> None:
         history: dict[str, list[tuple[int, str]]] = defaultdict(list)
@@ -292,13 +307,13 @@ class _Pool:
 
 class NearestBaseline(Baseline):
     kind = "nearest"
-    tasks = GENERATIVE_TASKS
+
+    def applies(self, task: Task) -> bool:
+        return task.declaration.answer in GENERATIVE_ANSWERS and task.declaration.gold_rows is not None
 
     def learn(self, state: _TaskState) -> None:
-        from rescue.tasks.er import emotion_rows
-        from rescue.tasks.vp import viewpoint_rows
-
-        rows_of = emotion_rows if state.task.name == "er" else viewpoint_rows
+        rows_of = state.task.declaration.gold_rows
+        assert rows_of is not None
         samples = list({i.sample_id: i.sample for i in state.instances}.values())
         if len(samples) < 2:
             raise BaselineError(
@@ -327,7 +342,7 @@ class NearestBaseline(Baseline):
             raise BaselineError(f"{self.name}: no turn of another sample to retrieve for {instance.instance_id}")
         best = max(allowed, key=lambda n: (similarity[n], -n))  # ties: the earliest pooled turn
         gold = pool.golds[best]
-        if state.task.name == "er":
+        if state.task.declaration.answer == "emotion":
             return {"emotion": gold["emotion"], "intensity": gold["intensity"]}
         return _transfer_viewpoints(gold, instance)
 

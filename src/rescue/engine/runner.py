@@ -55,7 +55,8 @@ class RunConfig:
     context_size: int | None = None  # None: each task's default
     limit_samples: int | None = None
     batch_size: str = "1"  # "1", a number, or "authors" (each task's authors' batch size)
-    rpp_gold: str | None = None
+    rpp_gold: str | None = None  # shorthand for task_options["rpp"]["rpp_gold"]
+    task_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # per task: its build options
     base_url: str | None = None
     api_key_env: str | None = None
     temperature: float = 0.0
@@ -101,6 +102,7 @@ class RunConfig:
             raise RunError("--concurrency must be at least 1")
         if self.limit_samples is not None and self.limit_samples < 1:
             raise RunError("--limit-samples must be at least 1")
+        self.task_options = _checked_task_options(self.task_options, self.rpp_gold)
 
     @property
     def model_specs(self) -> list[str]:
@@ -195,9 +197,24 @@ def _names_preset(spec: str) -> bool:
     return bool(rest) and prefix in PRESETS
 
 
-def _build_options(config: RunConfig) -> dict[str, Any]:
-    # Every task's build ignores the options it does not use.
-    return {"rpp_gold": config.rpp_gold} if config.rpp_gold else {}
+def _checked_task_options(options: dict[str, dict[str, Any]], rpp_gold: str | None) -> dict[str, dict[str, Any]]:
+    """Per-task build options, each checked against its task's options model before any work."""
+    from rescue.tasks import get_task
+    from rescue.tasks.spec import validate_options
+
+    checked: dict[str, dict[str, Any]] = {}
+    for name, values in options.items():
+        task = get_task(name)
+        checked[task.name] = dict(values)
+    if rpp_gold:
+        checked.setdefault("rpp", {}).setdefault("rpp_gold", rpp_gold)
+    for name, values in checked.items():
+        validate_options(name, get_task(name).declaration.options, values)
+    return checked
+
+
+def _build_options(config: RunConfig, task: Task) -> dict[str, Any]:
+    return dict(config.task_options.get(task.name, {}))
 
 
 def _from_answer(task: Task, answer: ChatAnswer, batch: list[Instance]) -> dict[str, Prediction]:
@@ -268,7 +285,7 @@ def aggregate_scopes(task: Task, records: list[PredictionRecord]) -> dict[str, A
 
 
 async def _judge(pair: PairResult, instances: list[Instance], judges: list[Model], config: RunConfig) -> None:
-    from rescue.metrics.judge import judge_records
+    from rescue.scoring.judge import judge_records
 
     by_id = {i.instance_id: i for i in instances}
     pairs = [(by_id[r.instance_id], r) for r in pair.records]
@@ -278,10 +295,10 @@ async def _judge(pair: PairResult, instances: list[Instance], judges: list[Model
 
 
 def _bertscore(pairs: list[PairResult], config: RunConfig) -> dict[str, Any] | None:
-    generative = [p for p in pairs if p.task in ("er", "vp")]
+    generative = [p for p in pairs if load_task(p.task).declaration.bertscore is not None]
     if not config.bertscore or not generative:
         return None
-    from rescue.metrics.bertscore import BertScoreConfig, score_bertscore
+    from rescue.scoring.bertscore import BertScoreConfig, score_bertscore
 
     bert = BertScoreConfig.from_option(config.bertscore_model, num_layers=config.bertscore_layers,
                                        rescale=config.bertscore_rescale)
@@ -384,7 +401,7 @@ class Runner:
         if config.limit_samples:
             samples = samples[: config.limit_samples]
         tasks = {name: load_task(name) for name in config.tasks}
-        instances = {name: task.build(samples, **_build_options(config)) for name, task in tasks.items()}
+        instances = {name: task.build(samples, **_build_options(config, task)) for name, task in tasks.items()}
         log = RunLog(self.out / LOG)
         cache = self._cache()
         budget = Budget(config.max_cost, self.prices)
@@ -417,7 +434,7 @@ class Runner:
                 async def one(spec: str, name: str) -> PairResult:
                     records = await run_pair(models[spec], tasks[name], instances[name], config, trackers[(spec, name)])
                     pair = PairResult(spec, name, records)
-                    if name in ("er", "vp"):
+                    if tasks[name].declaration.judge is not None:
                         await _judge(pair, instances[name], list(judges), config)
                     tracker = trackers[(spec, name)]
                     log.event("task_done", model=spec, task=name, instances=len(records), failures=tracker.failures,

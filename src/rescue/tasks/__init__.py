@@ -7,12 +7,15 @@ names to them in the paper's order; ``get_task`` looks one up with a clear error
 from __future__ import annotations
 
 import importlib
+import json
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rescue.data.errors import RescueError
 from rescue.data.models import Sample
 from rescue.tasks.base import TASK_NAMES, PredictionRecord, Task
+from rescue.tasks.spec import Metric, TaskOptionError, validate_options
 
 SCENARIOS = ("couple", "family")
 
@@ -44,17 +47,47 @@ def get_task(name: str) -> Task:
     return task
 
 
+def task_metrics(tasks: Iterable[str] | None = None) -> list[tuple[str, Metric]]:
+    """Every (task, metric) the tasks declare, in the registry's order."""
+    names = list(TASKS) if tasks is None else [n for n in TASKS if n in set(tasks)]
+    return [(name, metric) for name in names for metric in TASKS[name].declaration.metrics]
+
+
+def judged_tasks() -> list[str]:
+    """Tasks that declare a judge rubric."""
+    return [name for name, task in TASKS.items() if task.declaration.judge is not None]
+
+
+def parse_task_options(items: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """``["rpp.rpp_gold=relation_cycle_state", "er.checkpoints_per_sample=3"]`` as per-task options,
+    each checked against the task's options model (a value is read as JSON when it is JSON, else as text)."""
+    options: dict[str, dict[str, Any]] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        name, dot, field = key.strip().partition(".")
+        if not sep or not dot or not field:
+            raise TaskOptionError(f"task option {item!r}: write TASK.OPTION=VALUE, e.g. rpp.rpp_gold=relation_pattern")
+        try:
+            value: Any = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        options.setdefault(get_task(name).name, {})[field.strip()] = value
+    for name, values in options.items():
+        validate_options(name, TASKS[name].declaration.options, values)
+    return options
+
+
 def task_counts(
-    samples: list[Sample], *, tasks: list[str] | None = None, **options: Any
+    samples: list[Sample], *, tasks: list[str] | None = None, options: Mapping[str, Mapping[str, Any]] | None = None
 ) -> dict[str, dict[str, dict[str, int]]]:
     """Instances and samples covered per task and scenario:
     ``{"itp": {"couple": {"instances": N, "samples": M}, "family": {...}}, ...}``.
 
-    ``options`` go to every task's ``build`` (each ignores what it does not use, e.g. ``rpp_gold``).
+    ``options`` are per task (``{"rpp": {"rpp_gold": "relation_pattern"}}``), checked by each task's build.
     """
     counts: dict[str, dict[str, dict[str, int]]] = {}
     for name in tasks or list(TASKS):
-        instances = get_task(name).build(samples, **options)
+        instances = get_task(name).build(samples, **(options or {}).get(name, {}))
         per_scenario: dict[str, list[Any]] = defaultdict(list)
         for instance in instances:
             per_scenario[instance.scenario].append(instance)
@@ -83,4 +116,5 @@ def scoped_aggregates(task: Task, records: list[PredictionRecord]) -> dict[str, 
     return scopes
 
 
-__all__ = ["SCENARIOS", "TASKS", "get_task", "scoped_aggregates", "task_counts"]
+__all__ = ["SCENARIOS", "TASKS", "get_task", "judged_tasks", "parse_task_options", "scoped_aggregates",
+           "task_counts", "task_metrics"]

@@ -9,7 +9,9 @@ A task is one module (``rescue.tasks.itp`` ...) exposing one object that satisfi
   schema (used by offline baselines and by scripted test servers, so both go through ``parse``);
 - ``instance_scores(record)``: per-instance scores (decomposable metrics) stored with each prediction;
 - ``aggregate(records)``: the task's metrics over a set of prediction records (one scope: all, a
-  scenario or a sample), always including ``instances`` and ``failures``.
+  scenario or a sample), always including ``instances`` and ``failures``;
+- ``declaration``: its build options, metrics, outcome kind, answer shape and scorers
+  (:class:`rescue.tasks.spec.Declaration`), read by every layer above instead of the task's name.
 
 Failures are never silently dropped and never scored as right: a record whose ``status`` is not "ok"
 counts in the denominator and scores as wrong.
@@ -23,6 +25,7 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, Field
 
 from rescue.data.models import Sample
+from rescue.tasks.spec import Declaration
 
 MODES = ("dialogue", "audio", "visual", "audiovisual")
 Mode = Literal["dialogue", "audio", "visual", "audiovisual"]
@@ -109,6 +112,7 @@ class Task(Protocol):
     default_context_size: ClassVar[int]
     default_batch_size: ClassVar[int]  # the authors' batch size (0 = the whole sample)
     max_tokens: ClassVar[int]
+    declaration: ClassVar[Declaration]
 
     def build(self, samples: list[Sample], **options: Any) -> list[Instance]: ...
 

@@ -13,11 +13,15 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from pydantic import Field
+
 from rescue.data.models import Row, Sample
 from rescue.metrics.intensity import INTENSITY_SCORE_FLOOR, intensity_score
 from rescue.tasks import generative as gen
 from rescue.tasks.base import Instance, Prediction, PredictionRecord, RenderOptions
 from rescue.tasks.render import dumps
+from rescue.tasks.rubric import Grade, WholeNumber
+from rescue.tasks.spec import Declaration, JudgeRubric, Metric, TaskOptions, TextScorer, validate_options
 
 EMOTION_KEYS = ("emotion", "predicted_internal_emotion", "internal_emotion", "emotion_description", "predicted_emotion")
 INTENSITY_KEYS = ("intensity", "predicted_intensity_score", "intensity_score", "predicted_intensity")
@@ -57,26 +61,124 @@ def emotion_rows(sample: Sample, *, min_dialogue_words: int = 5) -> list[tuple[R
     return rows
 
 
+# --- reading values, formulas and the judge rubric ---------------------------------------------------------
+
+
+def emotion_text(value: Any) -> str:
+    """The emotion phrase of an ER prediction or gold: ``{"emotion"}`` or ``{"emotion_description"}``."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, dict):
+        for key in ("emotion", "emotion_description", "predicted_internal_emotion"):
+            text = value.get(key)
+            if isinstance(text, str) and text.strip():
+                return text.strip()
+    return ""
+
+
+def emotion_intensity(value: Any) -> Any:
+    if isinstance(value, dict):
+        for key in ("intensity", "predicted_intensity_score", "gold_intensity_score"):
+            if key in value:
+                return value[key]
+    return None
+
+
+def intensity_match(predicted: Any, gold: Any) -> float | None:
+    """S_int = max(1, 5 - |pred - gold|) (:func:`rescue.metrics.intensity.intensity_score`) on intensities read
+    as the authors do (``int(round(float(x)))`` within 0-10); 1 when the prediction has none, ``None`` when
+    the gold has none (nothing to compare against)."""
+    gold_value = gen.gold_intensity(gold)
+    if gold_value is None:
+        return None
+    pred_value = gen.gold_intensity(predicted)
+    if pred_value is None:
+        return INTENSITY_SCORE_FLOOR
+    return intensity_score(gold_value, pred_value)
+
+
+def s_er(emotion: float | None, intensity: float | None) -> float | None:
+    """The paper's ER score (S_emo + S_int) / 2, absent when either part is absent."""
+    if emotion is None or intensity is None:
+        return None
+    return (emotion + intensity) / 2
+
+
+ANSWER_RULE = "Return only the JSON object, no markdown, no text before or after it."
+
+JUDGE_PROMPT = """You are grading one prediction for a therapy user-understanding task.
+The target is the internal emotion of the CURRENT speaker at the moment they begin speaking in this turn.
+Compare the predicted emotion with the gold annotation. Be lenient with paraphrases and near-synonyms: grade the
+meaning, not the wording.
+Rubric, emotion_score (integer 1-5): 1 = wrong or contradictory; 2 = weakly related; 3 = partial match;
+4 = close; 5 = almost exact.
+Do not grade intensity: it is scored separately by formula.
+Schema: {"emotion_score": 4, "verdict": "strong|pass|borderline|fail", "notes": "one short sentence"}
+""" + ANSWER_RULE
+
+
+class EmotionGrade(Grade):
+    emotion_score: WholeNumber = Field(ge=1, le=5)
+
+    def scores(self) -> dict[str, float]:
+        return {"judge_emotion": float(self.emotion_score)}
+
+
+def _judge_data(prediction: Any, gold: Any) -> dict[str, Any]:
+    return {"predicted_emotion": emotion_text(prediction), "gold_emotion": emotion_text(gold)}
+
+
+def _finish_judged(record: PredictionRecord) -> None:
+    """S_int by formula, never by the judge, and S_ER from it and the judges' S_emo."""
+    intensity = (
+        intensity_match(emotion_intensity(record.prediction), emotion_intensity(record.gold)) if record.ok else 1.0
+    )
+    record.scores["intensity"] = intensity
+    record.scores["s_er"] = s_er(record.scores.get("judge_emotion"), intensity)
+
+
+# The authors' ER rubric is the 1-5 one, so both scales grade the same way.
+JUDGE = JudgeRubric(
+    prompts={"likert": JUDGE_PROMPT, "authors": JUDGE_PROMPT},
+    grades={"likert": EmotionGrade, "authors": EmotionGrade},
+    data=_judge_data,
+    minimum={"likert": {"judge_emotion": 1.0}, "authors": {"judge_emotion": 1.0}},
+    human_key="judge_emotion",
+    finish=_finish_judged,
+    formula_keys=("intensity", "s_er"),
+)
+
+
+class ErOptions(TaskOptions):
+    checkpoints_per_sample: int = Field(5, ge=0, description="evenly spaced checkpoints per sample (0: all)")
+    min_dialogue_words: int = Field(5, ge=0, description="a checkpoint's turn has at least this many words")
+
+
 class EmotionRecognition:
     name: ClassVar[str] = "er"
     title: ClassVar[str] = "Emotion Recognition"
     default_context_size: ClassVar[int] = 3
     default_batch_size: ClassVar[int] = 5
     max_tokens: ClassVar[int] = 1800
-    checkpoints_per_sample: ClassVar[int] = 5
-    min_dialogue_words: ClassVar[int] = 5
     early_fraction: ClassVar[float] = 0.3  # the first 30% of rows never hold a checkpoint
+    declaration: ClassVar[Declaration] = Declaration(
+        options=ErOptions,
+        metrics=(
+            # The paper's S_ER = (judge emotion score + intensity score) / 2.
+            Metric("s_er", "judge", headline=True, percent=False, digits=2, needs_judge=True),
+            Metric("bertscore_f1", "BERTScore", headline=True, percent=False, digits=4),
+        ),
+        outcome="graded",
+        answer="emotion",
+        judge=JUDGE,
+        bertscore=TextScorer(lambda value: [emotion_text(value)]),
+        gold_rows=emotion_rows,
+        paper_counts={"couple": (844, 174), "family": (82, 17)},
+    )
 
-    def build(
-        self,
-        samples: list[Sample],
-        *,
-        checkpoints_per_sample: int | None = None,
-        min_dialogue_words: int | None = None,
-        **_other_tasks_options: Any,
-    ) -> list[Instance]:
-        limit = self.checkpoints_per_sample if checkpoints_per_sample is None else checkpoints_per_sample
-        min_words = self.min_dialogue_words if min_dialogue_words is None else min_dialogue_words
+    def build(self, samples: list[Sample], **options: Any) -> list[Instance]:
+        chosen = validate_options(self.name, ErOptions, options)
+        limit, min_words = chosen.checkpoints_per_sample, chosen.min_dialogue_words
         instances: list[Instance] = []
         for sample in samples:
             skip = gen.early_cutoff(len(sample.rows), self.early_fraction)
@@ -133,7 +235,7 @@ class EmotionRecognition:
         return {"intensity": intensity_score(record.gold["intensity"], record.prediction["intensity"])}
 
     def aggregate(self, records: list[PredictionRecord]) -> dict[str, float | int | None]:
-        result = gen.aggregate_scores(records, SCORE_FLOORS)
+        result = gen.aggregate_scores(records, SCORE_FLOORS, JUDGE.human_key)
         # Recomputed from gold and prediction so that it never depends on stored scores being present.
         per_instance = [self.instance_scores(r)["intensity"] or INTENSITY_SCORE_FLOOR for r in records]
         result["intensity"] = sum(per_instance) / len(per_instance) if per_instance else None

@@ -25,6 +25,7 @@ from rescue.tasks.parsing import (
 )
 from rescue.tasks.prompts import mode_line
 from rescue.tasks.render import EncodedRows, dumps, render_row
+from rescue.tasks.rubric import inter_judge_alpha, judge_failure_count, judge_request_failures
 
 T = TypeVar("T")
 
@@ -259,7 +260,9 @@ def first_text(item: dict[str, Any], keys: tuple[str, ...]) -> str:
 # --- aggregation ----------------------------------------------------------------------------------
 
 
-def aggregate_scores(records: list[PredictionRecord], floors: dict[str, float]) -> dict[str, float | int | None]:
+def aggregate_scores(
+    records: list[PredictionRecord], floors: dict[str, float], judge_key: str
+) -> dict[str, float | int | None]:
     """``instances``, ``failures`` and the mean of every per-instance score key that any record carries.
 
     A failed record scores the key's floor (``floors``), whether or not a score was stored for it, so a
@@ -287,20 +290,16 @@ def aggregate_scores(records: list[PredictionRecord], floors: dict[str, float]) 
         if unscored:
             result[f"{key}_unscored"] = unscored
     if any((r.judge or {}).get("judges") for r in records):  # a judge was asked (not a "no judge" note)
-        result.update(_judge_counts(records))
+        result.update(_judge_counts(records, judge_key))
     return result
 
 
-def _judge_counts(records: list[PredictionRecord]) -> dict[str, float | int]:
-    """How the judge fared in this scope, as the judge module counts it (imported late: it pulls scipy)."""
-    from rescue.metrics.agreement import inter_judge_alpha
-    from rescue.metrics.judge import judge_failure_count, judge_request_failures
-
+def _judge_counts(records: list[PredictionRecord], main_key: str) -> dict[str, float | int]:
+    """How the judge fared in this scope; ``main_key`` is the score the rubric's judges give."""
     counts: dict[str, float | int] = {
         "judge_failures": judge_failure_count(records),
         "judge_request_failures": judge_request_failures(records),
     }
-    main_key = "judge_emotion" if records[0].task == "er" else "judge"
     counts["judged"] = sum(1 for r in records if r.scores.get(main_key) is not None)
     alpha = inter_judge_alpha(records, main_key)
     if alpha is not None:

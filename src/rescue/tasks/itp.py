@@ -8,6 +8,8 @@ import json
 from collections.abc import Sequence
 from typing import Any, ClassVar, TypeVar
 
+from pydantic import Field
+
 from rescue.data.models import Sample
 from rescue.metrics.classification import binary_scores
 from rescue.tasks import prompts
@@ -15,6 +17,7 @@ from rescue.tasks.base import Instance, Prediction, PredictionRecord, RenderOpti
 from rescue.tasks.labels import ITP_LABELS, ITP_SYNONYMS
 from rescue.tasks.parsing import LabelError, local_id, normalize_label, parse_batch
 from rescue.tasks.render import EncodedRows
+from rescue.tasks.spec import Declaration, Metric, TaskOptions, validate_options
 
 T = TypeVar("T")
 
@@ -46,6 +49,10 @@ def decision_rows(sample: Sample) -> tuple[list[int], list[int]]:
     return positives, negatives
 
 
+class ItpOptions(TaskOptions):
+    itp_max_per_class: int = Field(0, ge=0, description="cap each class per sample before balancing (0: no cap)")
+
+
 class InterventionTimingTask:
     name: ClassVar[str] = "itp"
     title: ClassVar[str] = "Intervention timing prediction"
@@ -53,10 +60,23 @@ class InterventionTimingTask:
     default_batch_size: ClassVar[int] = 4
     max_tokens: ClassVar[int] = 1600
     answer_key: ClassVar[str] = "should_speak"
+    declaration: ClassVar[Declaration] = Declaration(
+        options=ItpOptions,
+        metrics=(
+            Metric("precision", "P"),
+            Metric("recall", "R"),
+            Metric("f1", "F1", headline=True),
+            Metric("accuracy", "Acc", column=False, right_wrong=True),
+        ),
+        outcome="right_wrong",
+        answer="label",
+        paper_counts={"couple": (2722, 168), "family": (284, 16)},
+    )
 
-    def build(self, samples: list[Sample], *, itp_max_per_class: int = 0, **_: Any) -> list[Instance]:
+    def build(self, samples: list[Sample], **options: Any) -> list[Instance]:
         """Per sample: n = min(#yes, #no) of each class by even sampling (after an optional cap per class),
         in row order; a sample without both classes yields nothing."""
+        itp_max_per_class = validate_options(self.name, ItpOptions, options).itp_max_per_class
         instances = []
         for sample in samples:
             positives, negatives = decision_rows(sample)

@@ -13,8 +13,14 @@ from rescue.tasks import prompts
 from rescue.tasks.base import Instance, Prediction, PredictionRecord, RenderOptions
 from rescue.tasks.parsing import local_id, normalize_ranking, parse_batch
 from rescue.tasks.render import EncodedRows
+from rescue.tasks.spec import Declaration, Metric
 
 TOP_K = 3
+# What every ranking task reports; R@1 is its right/wrong accuracy.
+RANKING_METRICS: tuple[Metric, ...] = (
+    Metric("recall_at_1", "R@1", headline=True, right_wrong=True),
+    Metric("mrr", "MRR"),
+)
 
 
 class RankingTask:
@@ -28,6 +34,7 @@ class RankingTask:
     max_tokens: ClassVar[int]
     answer_key: ClassVar[str]  # e.g. "relation_top3"; "top3" and "ranking" are accepted too
     synonyms: ClassVar[dict[str, str]] = {}
+    declaration: ClassVar[Declaration]
 
     # --- subclass hooks ---------------------------------------------------------------------------------
 

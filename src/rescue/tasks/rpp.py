@@ -12,7 +12,8 @@ from rescue.metrics.classification import confusion_matrix, macro_scores, per_la
 from rescue.tasks import prompts
 from rescue.tasks.base import Instance, PredictionRecord
 from rescue.tasks.labels import RELATION_SYNONYMS
-from rescue.tasks.ranking import RankingTask, _gold_and_rankings
+from rescue.tasks.ranking import RANKING_METRICS, RankingTask, _gold_and_rankings
+from rescue.tasks.spec import Declaration, Metric, TaskOptions, validate_options
 
 RppGold = Literal["auto", "relation_pattern", "relation_cycle_state"]
 RPP_GOLD_CHOICES: tuple[str, ...] = ("auto", "relation_pattern", "relation_cycle_state")
@@ -41,6 +42,10 @@ def macro_labels(scenarios: set[str]) -> list[str]:
     return names
 
 
+class RppOptions(TaskOptions):
+    rpp_gold: RppGold = DEFAULT_RPP_GOLD
+
+
 class RelationPatternTask(RankingTask):
     name: ClassVar[str] = "rpp"
     title: ClassVar[str] = "Relation pattern prediction"
@@ -49,9 +54,21 @@ class RelationPatternTask(RankingTask):
     max_tokens: ClassVar[int] = 1800
     answer_key: ClassVar[str] = "relation_top3"
     synonyms: ClassVar[dict[str, str]] = RELATION_SYNONYMS
+    declaration: ClassVar[Declaration] = Declaration(
+        options=RppOptions,
+        metrics=(
+            Metric("accuracy", "Acc", headline=True, right_wrong=True),
+            *(Metric(m.key, m.label, column=False, compared=False) for m in RANKING_METRICS),
+            Metric("macro_f1", "macro F1", column=False, compared=False),
+        ),
+        answer="ranking",
+        gold_persists=True,
+        paper_counts={"couple": (1608, 172), "family": (525, 17)},
+    )
 
-    def build(self, samples: list[Sample], *, rpp_gold: str = DEFAULT_RPP_GOLD, **_: Any) -> list[Instance]:
+    def build(self, samples: list[Sample], **options: Any) -> list[Instance]:
         """Every row whose gold field holds a label of the scenario's taxonomy (all speakers, as the paper)."""
+        rpp_gold = validate_options(self.name, RppOptions, options).rpp_gold
         instances = []
         for sample in samples:
             field = gold_field(sample, rpp_gold)

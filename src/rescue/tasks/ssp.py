@@ -10,7 +10,8 @@ from rescue.data.taxonomy import Label, strategy_taxonomy
 from rescue.tasks import prompts
 from rescue.tasks.base import Instance
 from rescue.tasks.labels import STRATEGY_SYNONYMS
-from rescue.tasks.ranking import RankingTask
+from rescue.tasks.ranking import RANKING_METRICS, RankingTask
+from rescue.tasks.spec import Declaration, NoOptions, validate_options
 from rescue.tasks.stp import support_rows
 
 
@@ -23,8 +24,13 @@ class SupportStrategyTask(RankingTask):
     answer_key: ClassVar[str] = "strategy_top3"
     synonyms: ClassVar[dict[str, str]] = STRATEGY_SYNONYMS
 
-    def build(self, samples: list[Sample], **_: Any) -> list[Instance]:
+    declaration: ClassVar[Declaration] = Declaration(
+        options=NoOptions, metrics=RANKING_METRICS, answer="ranking", paper_counts={"couple": (1290, 172), "family": (347, 17)},
+    )
+
+    def build(self, samples: list[Sample], **options: Any) -> list[Instance]:
         """STP's rows whose first strategy type is (exactly) a label of the scenario's taxonomy."""
+        validate_options(self.name, NoOptions, options)
         instances = []
         for sample in samples:
             taxonomy = strategy_taxonomy(sample.scenario)

@@ -11,7 +11,8 @@ from rescue.data.taxonomy import Label
 from rescue.tasks import prompts
 from rescue.tasks.base import Instance
 from rescue.tasks.labels import group_synonyms, support_target, target_candidates
-from rescue.tasks.ranking import RankingTask
+from rescue.tasks.ranking import RANKING_METRICS, RankingTask
+from rescue.tasks.spec import Declaration, NoOptions, validate_options
 
 
 def support_rows(sample: Sample) -> Iterator[tuple[Row, str, str]]:
@@ -34,7 +35,12 @@ class SupportTargetTask(RankingTask):
     max_tokens: ClassVar[int] = 1800
     answer_key: ClassVar[str] = "target_top3"
 
-    def build(self, samples: list[Sample], **_: Any) -> list[Instance]:
+    declaration: ClassVar[Declaration] = Declaration(
+        options=NoOptions, metrics=RANKING_METRICS, answer="ranking", paper_counts={"couple": (1290, 172), "family": (347, 17)},
+    )
+
+    def build(self, samples: list[Sample], **options: Any) -> list[Instance]:
+        validate_options(self.name, NoOptions, options)
         instances = []
         for sample in samples:
             candidates = target_candidates(sample)

@@ -14,10 +14,15 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from pydantic import Field
+
 from rescue.data.models import GROUP_LABELS, Row, Sample
 from rescue.tasks import generative as gen
 from rescue.tasks.base import Instance, Prediction, PredictionRecord, RenderOptions
+from rescue.tasks.er import ANSWER_RULE
 from rescue.tasks.render import dumps
+from rescue.tasks.rubric import Grade, WholeNumber
+from rescue.tasks.spec import Declaration, JudgeRubric, Metric, TaskOptions, TextScorer, validate_options
 
 VIEWPOINT_LIST_KEYS = ("viewpoints", "predicted_viewpoints", "viewpoints_attitudes")
 VIEWPOINT_TEXT_KEYS = ("viewpoint", "view", "predicted_viewpoint", "description")
@@ -25,7 +30,7 @@ VIEWPOINT_TEXT_KEYS = ("viewpoint", "view", "predicted_viewpoint", "description"
 SCORE_FLOORS: dict[str, float] = {
     "pair_recall": 0.0,
     "judge": 1.0,  # judge rubric 1-5, as the paper reports VP
-    # The authors' VP rubric (rescue.metrics.judge, scale "authors"): pairing 0-2 + viewpoint 0-4 = total 0-6.
+    # The authors' VP rubric (JUDGE below, scale "authors"): pairing 0-2 + viewpoint 0-4 = total 0-6.
     "judge_source_target": 0.0,
     "judge_viewpoint": 0.0,
     "judge_total": 0.0,
@@ -76,18 +81,131 @@ def participants(sample: Sample) -> list[str]:
     return names
 
 
+# --- reading values and the judge rubric ---------------------------------------------------------------
+
+
+def viewpoint_items(value: Any, *, with_attitude: bool = False) -> list[dict[str, str]]:
+    """VP viewpoints as ``{source, target, viewpoint}`` (+ ``attitude`` for gold), skipping empty ones."""
+    if isinstance(value, dict):
+        value = value.get("viewpoints") or value.get("predicted_viewpoints") or [value]
+    items: list[dict[str, str]] = []
+    for item in value or []:
+        if not isinstance(item, dict):
+            continue
+        viewpoint = str(item.get("viewpoint") or "").strip()
+        if not viewpoint:
+            continue
+        clean = {
+            "source": str(item.get("source") or "").strip(),
+            "target": str(item.get("target") or "").strip(),
+            "viewpoint": viewpoint,
+        }
+        if with_attitude and str(item.get("attitude") or "").strip():
+            clean["attitude"] = str(item["attitude"]).strip()
+        items.append(clean)
+    return items
+
+
+def viewpoint_texts(value: Any) -> list[str]:
+    return [v["viewpoint"] for v in viewpoint_items(value)]
+
+
+def authors_to_likert(source_target: int, viewpoint: int) -> float:
+    """The authors' VP total (0-6) on the paper's 1-5 scale: 1 + 4 * total / 6 (0 -> 1, 3 -> 3, 6 -> 5)."""
+    return 1 + 4 * (source_target + viewpoint) / 6
+
+
+LIKERT_PROMPT = """You are grading one prediction for a therapy viewpoint-understanding task: who holds what view
+of whom in the CURRENT turn.
+Compare the predicted viewpoints with the gold viewpoints. Consider both whether the source -> target pairings are
+recovered and whether each viewpoint means the same as its gold counterpart. Be lenient with paraphrase.
+Rubric, score (integer 1-5): 1 = pairings and viewpoints wrong or missing; 2 = weakly related (some pairing right,
+views only loosely related); 3 = partially recovered (some pairings and views right, others missing or off);
+4 = close (the pairings right and the views close in meaning); 5 = almost exact (every gold pairing and view
+recovered, nothing contradictory added).
+Schema: {"score": 4, "verdict": "strong|pass|borderline|fail", "notes": "one short sentence"}
+""" + ANSWER_RULE
+
+AUTHORS_PROMPT = """You are grading one prediction for a therapy viewpoint-understanding task: who holds what view
+of whom in the CURRENT turn.
+Compare the predicted viewpoints with the gold viewpoints. Be lenient with paraphrase.
+Rubric:
+- source_target_score (integer 0-2): 0 = source/target pairings mostly wrong or missing; 1 = partially recovered;
+  2 = all gold pairings essentially recovered.
+- viewpoint_score (integer 0-4): 0 = wrong; 1 = weakly related; 2 = close; 3 = essentially the same;
+  4 = almost exact.
+Schema: {"source_target_score": 2, "viewpoint_score": 3, "verdict": "strong|pass|borderline|fail",
+"notes": "one short sentence"}
+""" + ANSWER_RULE
+
+
+class ViewpointLikertGrade(Grade):
+    score: WholeNumber = Field(ge=1, le=5)
+
+    def scores(self) -> dict[str, float]:
+        return {"judge": float(self.score)}
+
+
+class ViewpointAuthorsGrade(Grade):
+    source_target_score: WholeNumber = Field(ge=0, le=2)
+    viewpoint_score: WholeNumber = Field(ge=0, le=4)
+
+    def scores(self) -> dict[str, float]:
+        # The judge's own total, if it sends one, is ignored: the sum is recomputed here.
+        total = self.source_target_score + self.viewpoint_score
+        return {
+            "judge": authors_to_likert(self.source_target_score, self.viewpoint_score),
+            "judge_source_target": float(self.source_target_score),
+            "judge_viewpoint": float(self.viewpoint_score),
+            "judge_total": float(total),
+        }
+
+
+def _judge_data(prediction: Any, gold: Any) -> dict[str, Any]:
+    return {
+        "predicted_viewpoints": viewpoint_items(prediction),
+        "gold_viewpoints": viewpoint_items(gold, with_attitude=True),
+    }
+
+
+JUDGE = JudgeRubric(
+    prompts={"likert": LIKERT_PROMPT, "authors": AUTHORS_PROMPT},
+    grades={"likert": ViewpointLikertGrade, "authors": ViewpointAuthorsGrade},
+    data=_judge_data,
+    minimum={
+        "likert": {"judge": 1.0},
+        "authors": {"judge": 1.0, "judge_source_target": 0.0, "judge_viewpoint": 0.0, "judge_total": 0.0},
+    },
+    human_key="judge",
+)
+
+
+class VpOptions(TaskOptions):
+    checkpoints_per_sample: int = Field(5, ge=0, description="evenly spaced checkpoints per sample (0: all)")
+
+
 class ViewpointPrediction:
     name: ClassVar[str] = "vp"
     title: ClassVar[str] = "Viewpoint Prediction"
     default_context_size: ClassVar[int] = 3
     default_batch_size: ClassVar[int] = 0  # the authors send a whole sample per request
     max_tokens: ClassVar[int] = 2200
-    checkpoints_per_sample: ClassVar[int] = 5
+    declaration: ClassVar[Declaration] = Declaration(
+        options=VpOptions,
+        metrics=(
+            Metric("judge", "judge", headline=True, percent=False, digits=2, needs_judge=True),
+            Metric("bertscore_f1", "BERTScore", headline=True, percent=False, digits=4),
+        ),
+        outcome="graded",
+        answer="viewpoints",
+        judge=JUDGE,
+        bertscore=TextScorer(viewpoint_texts, matching="one_to_one"),
+        gold_rows=viewpoint_rows,
+        paper_counts={"couple": (775, 170), "family": (80, 17)},
+    )
 
-    def build(
-        self, samples: list[Sample], *, checkpoints_per_sample: int | None = None, **_other_tasks_options: Any
-    ) -> list[Instance]:
-        limit = self.checkpoints_per_sample if checkpoints_per_sample is None else checkpoints_per_sample
+    def build(self, samples: list[Sample], **options: Any) -> list[Instance]:
+        limit = validate_options(self.name, VpOptions, options).checkpoints_per_sample
         instances: list[Instance] = []
         for sample in samples:
             people = participants(sample)
@@ -148,7 +266,7 @@ class ViewpointPrediction:
         return {"pair_recall": pair_recall(record.gold, record.prediction)}
 
     def aggregate(self, records: list[PredictionRecord]) -> dict[str, float | int | None]:
-        result = gen.aggregate_scores(records, SCORE_FLOORS)
+        result = gen.aggregate_scores(records, SCORE_FLOORS, JUDGE.human_key)
         per_instance = [self.instance_scores(r)["pair_recall"] or 0.0 for r in records]
         result["pair_recall"] = sum(per_instance) / len(per_instance) if per_instance else None
         result.pop("pair_recall_unscored", None)

@@ -33,13 +33,10 @@ def batches_by_sample(instances: list[Instance], batch_size: int) -> list[list[I
     return batches
 
 
-RANKING_TASKS = frozenset({"rpp", "stp", "ssp"})
-
-
 def gold_value(task: Task, instance: Instance) -> Any:
     """The gold as a prediction value: ranking tasks answer a list with the gold label first; for the
-    others (ITP yes/no, ER and VP) the gold already has the prediction's shape."""
-    if task.name in RANKING_TASKS:
+    others (a label, an emotion, viewpoints) the gold already has the prediction's shape."""
+    if task.declaration.answer == "ranking":
         gold = instance.gold
         return list(gold) if isinstance(gold, (list, tuple)) else [gold]
     return instance.gold

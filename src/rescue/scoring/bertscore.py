@@ -1,13 +1,13 @@
-"""BERTScore F1 for the generative tasks ER and VP, with the backbone recorded next to every number.
+"""BERTScore F1 for the tasks that declare a text scorer (ER, VP), with the backbone recorded next to every number.
 
 The runner calls, once per evaluated model and task (after :func:`rescue.metrics.judge.judge_records`)::
 
-    from rescue.metrics.bertscore import BertScoreConfig, score_bertscore
+    from rescue.scoring.bertscore import BertScoreConfig, score_bertscore
     config = BertScoreConfig.from_option(bertscore_model)  # --bertscore-model; None: the packaged MiniLM
     score_bertscore(records, config, task_name="er")         # fills record.scores["bertscore_f1"]
     results["config"]["bertscore"] = config.describe()       # model, layer, rescaling, versions
 
-What is compared:
+What is compared is the task's declaration (``declaration.bertscore``: its texts and their matching):
 
 - ER: the predicted emotion phrase (candidate) with the gold ``emotion_description`` (reference).
 - VP: predicted with gold viewpoint phrases, one to one. Every predicted phrase is scored against every gold
@@ -244,23 +244,21 @@ def match_viewpoints(f1: Sequence[Sequence[float]]) -> float:
 
 
 def score_bertscore(records: Sequence[PredictionRecord], config: BertScoreConfig, *, task_name: str) -> None:
-    """Fill ``record.scores["bertscore_f1"]`` for ER or VP records (all pairs scored in one batch)."""
-    from rescue.metrics.judge import emotion_text, viewpoint_items
+    """Fill ``record.scores["bertscore_f1"]`` for records of a task with a text scorer (all pairs in one batch)."""
+    from rescue.tasks import TASKS
 
-    if task_name not in ("er", "vp"):
-        raise ValueError(f"BERTScore is computed for er and vp, not {task_name!r}")
+    task = TASKS.get(task_name)
+    scorer = task.declaration.bertscore if task is not None else None
+    if scorer is None:
+        scored = [name for name, t in TASKS.items() if t.declaration.bertscore is not None]
+        raise ValueError(f"BERTScore is computed for {' and '.join(scored)}, not {task_name!r}")
     candidates: list[str] = []
     references: list[str] = []
     # For each record, the positions of its pairs in the flat lists (ER: one; VP: a #pred x #gold grid).
     layout: list[tuple[PredictionRecord, list[list[int]]]] = []
     for record in records:
-        if task_name == "er":
-            predicted = [emotion_text(record.prediction)] if record.ok else []
-            gold = [emotion_text(record.gold)]
-        else:
-            predicted = [v["viewpoint"] for v in viewpoint_items(record.prediction)] if record.ok else []
-            gold = [v["viewpoint"] for v in viewpoint_items(record.gold)]
-        predicted = [p for p in predicted if p]
+        predicted = [p for p in scorer.texts(record.prediction) if p] if record.ok else []
+        gold = scorer.texts(record.gold)
         grid: list[list[int]] = []
         for p in predicted:
             row = []
@@ -274,7 +272,7 @@ def score_bertscore(records: Sequence[PredictionRecord], config: BertScoreConfig
     for record, grid in layout:
         if not grid or not grid[0]:
             record.scores["bertscore_f1"] = 0.0
-        elif task_name == "er":
+        elif scorer.matching == "single":
             record.scores["bertscore_f1"] = f1[grid[0][0]]
         else:
             record.scores["bertscore_f1"] = match_viewpoints([[f1[i] for i in row] for row in grid])

@@ -1,0 +1,302 @@
+"""LLM-as-judge scoring for the generative tasks ER and VP.
+
+The runner calls, once per evaluated model and task, after predictions are parsed::
+
+    from rescue.scoring.judge import judge_records
+    stats = await judge_records(pairs, judges=judge_models, task_name="er", scale="likert")
+    # pairs: list[tuple[Instance, PredictionRecord]] (the instance gives the judged turn: speaker, dialogue)
+    # judge_models: list[Model] from resolve_model(spec) for every --judge (empty list: no judge)
+    # scale: "likert" (1-5, the paper's) or "authors" (VP only: 0-2 pairing + 0-4 viewpoint, --judge-scale)
+    # stats: {judge name: JudgeStats}; the runner reports [s.to_dict() for s in stats.values()] in results.json
+    # under models.MODEL.usage.judge.TASK
+
+It fills, in place, ``record.scores`` and ``record.judge``:
+
+- ER: ``judge_emotion`` (S_emo, 1-5, mean over judges), ``intensity`` (S_int = max(1, 5 - |pred - gold|),
+  by formula, never by the judge) and ``s_er`` = (S_emo + S_int) / 2, the paper's ER score.
+- VP: ``judge`` (1-5). With ``scale="authors"`` also ``judge_source_target`` (0-2), ``judge_viewpoint`` (0-4) and
+  ``judge_total`` (0-6, recomputed from the parts); ``judge`` is then 1 + 4 * total / 6 (a linear map that keeps
+  both ends; the authors never published theirs).
+- ``record.judge``: ``{"scale", "judges": {name: {"status", "scores", "verdict", "notes", "attempts", "error"}},
+  "failures", "note"}``.
+
+Rules that make the scores checkable: the judge sees only the turn (speaker, dialogue), the prediction and the
+gold (never the evaluated model's name, its reasoning, gold intensity or internal fields); one request per
+instance (a cached rating then does not depend on which other predictions shared a batch); answers must be JSON
+that validates against the rubric, with integer scores inside the scale; totals and S_ER are recomputed here.
+An answer that does not validate is asked again, with the validation error, up to ``max_attempts``; after that
+the instance counts as a judge failure for that judge (scores ``None``, never a made-up number). A prediction
+that failed (``status`` not "ok") is not sent to the judge: it scores the scale minimum, as every failure
+scores as wrong. Without a judge the judge keys are ``None`` and ``record.judge["note"]`` says why.
+
+What is task-specific (rubric text per scale, grade models, what the judge sees, S_int and S_ER) is the
+task's own declaration (:class:`rescue.tasks.spec.JudgeRubric`, in ``rescue.tasks.er`` / ``rescue.tasks.vp``);
+this module runs any declared rubric. Aggregation (means per scope, failures at the scale's floor) is
+:func:`rescue.tasks.generative.aggregate_scores`, which reads the judge counts back with
+:mod:`rescue.tasks.rubric`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import ValidationError
+
+from rescue.tasks import TASKS, judged_tasks
+from rescue.tasks.base import Instance, PredictionRecord
+from rescue.tasks.er import intensity_match, s_er
+from rescue.tasks.vp import authors_to_likert
+from rescue.tasks.parsing import AnswerParseError, extract_json
+from rescue.tasks.rubric import Grade, judge_failure_count, judge_request_failures
+from rescue.tasks.spec import JudgeRubric
+
+if TYPE_CHECKING:
+    from rescue.engine.types import Model
+
+Scale = Literal["likert", "authors"]
+SCALES: tuple[str, ...] = ("likert", "authors")
+
+NO_JUDGE_NOTE = "no judge configured (offline run): judge scores are absent, not zero; pass --judge MODEL"
+FAILED_PREDICTION_NOTE = "prediction status {status}: scored the scale minimum without asking the judge"
+
+__all__ = [
+    "FAILED_PREDICTION_NOTE", "NO_JUDGE_NOTE", "SCALES", "JudgeAnswerError", "JudgeConfigError", "JudgeStats",
+    "Turn", "authors_to_likert", "intensity_match", "judge_failure_count", "judge_prompt", "judge_records",
+    "judge_request_failures", "parse_grade", "rubric_for", "s_er",
+]
+
+
+class JudgeConfigError(ValueError):
+    """The judge was asked for something it cannot do (unknown task or scale)."""
+
+
+def rubric_for(task_name: str) -> JudgeRubric:
+    """The judge rubric ``task_name`` declares; JudgeConfigError for a task without one."""
+    task = TASKS.get(task_name)
+    rubric = task.declaration.judge if task is not None else None
+    if rubric is None:
+        raise JudgeConfigError(f"no judge for task {task_name!r}; judged tasks: {', '.join(judged_tasks())}")
+    return rubric
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Prompts: one user message (the protocol sends no system message), data as JSON at the end
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What the judge sees of the judged turn."""
+
+    speaker: str
+    dialogue: str
+
+    @classmethod
+    def of(cls, instance: Instance) -> Turn:
+        row = instance.sample.row(instance.row_index)
+        return cls(speaker=row.speaker, dialogue=row.dialogue_cleaned)
+
+
+_RETRY_PROMPT = "Your answer could not be used: {error}. Answer again with only the JSON object in the schema."
+
+
+def judge_prompt(task_name: str, scale: Scale, turn: Turn, prediction: Any, gold: Any) -> str:
+    """The judge's user message for one instance."""
+    rubric = rubric_for(task_name)
+    data: dict[str, Any] = {"turn": {"speaker": turn.speaker, "dialogue": turn.dialogue}}
+    data.update(rubric.data(prediction, gold))
+    return rubric.prompts[scale] + "\n\nInstance:\n" + json.dumps(data, ensure_ascii=False, indent=1)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Answer validation
+
+
+class JudgeAnswerError(ValueError):
+    """A judge answer that is not a valid grade."""
+
+
+def parse_grade(raw: str | None, task_name: str, scale: Scale) -> Grade:
+    """Validate one judge answer: a JSON object with integer scores inside the rubric's range."""
+    rubric = rubric_for(task_name)
+    try:
+        payload = extract_json(raw or "")
+    except AnswerParseError as exc:
+        raise JudgeAnswerError(str(exc)) from None
+    # A judge that wraps its grade ({"graded": [{...}]}, {"predictions": [{...}]}) still answered one instance.
+    for key in ("graded", "predictions"):
+        inner = payload.get(key)
+        if isinstance(inner, list) and len(inner) == 1 and isinstance(inner[0], dict):
+            payload = inner[0]
+    try:
+        grade: Grade = rubric.grades[scale].model_validate(payload)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'answer'}: {err['msg']}" for err in exc.errors()
+        )
+        raise JudgeAnswerError(problems) from None
+    return grade
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Running the judges
+
+
+@dataclass
+class JudgeStats:
+    """What one judge model did in one call of :func:`judge_records` (reported apart from the evaluated model)."""
+
+    judge: str
+    task: str
+    scale: str
+    instances: int = 0  # instances sent to this judge
+    requests: int = 0  # including re-asks
+    retries: int = 0  # re-asks after an invalid answer
+    failures: int = 0  # instances without a valid grade after all attempts
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    errors: list[str] = field(default_factory=list)  # first few failure reasons, for the log
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+async def _grade_one(
+    judge: Model,
+    prompt: str,
+    task_name: str,
+    scale: Scale,
+    max_attempts: int,
+    max_tokens: int,
+    stats: JudgeStats,
+) -> dict[str, Any]:
+    from rescue.engine.types import ChatRequest
+
+    messages: list[dict[str, str]] = [{"role": "user", "content": prompt}]
+    error = ""
+    for attempt in range(1, max_attempts + 1):
+        answer = await judge.complete(ChatRequest(messages=list(messages), max_tokens=max_tokens, purpose="judge"))
+        stats.requests += 1
+        stats.input_tokens += answer.usage.input_tokens
+        stats.output_tokens += answer.usage.output_tokens
+        stats.cached_input_tokens += answer.usage.cached_input_tokens
+        if answer.status != "ok":
+            # The engine has already retried transport errors; a refusal will not change on asking again.
+            return {"status": "failed", "attempts": attempt, "error": f"{answer.status}: {answer.error}"}
+        try:
+            grade = parse_grade(answer.text, task_name, scale)
+        except JudgeAnswerError as exc:
+            error = f"invalid answer: {exc}"
+            if attempt < max_attempts:
+                stats.retries += 1
+                # Asking again with the error changes the request, so a caching judge does not replay the
+                # same invalid answer.
+                messages += [
+                    {"role": "assistant", "content": answer.text or ""},
+                    {"role": "user", "content": _RETRY_PROMPT.format(error=exc)},
+                ]
+            continue
+        return {
+            "status": "ok",
+            "attempts": attempt,
+            "scores": grade.scores(),
+            "verdict": grade.verdict,
+            "notes": grade.notes,
+        }
+    return {"status": "failed", "attempts": max_attempts, "error": error}
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.fmean(present) if present else None
+
+
+def _combine(record: PredictionRecord, rubric: JudgeRubric, scale: Scale, per_judge: dict[str, dict[str, Any]]) -> None:
+    """Mean over the judges that gave a valid grade; then the rubric's formula scores (ER: S_int, S_ER)."""
+    for key in rubric.judged_keys(scale):
+        record.scores[key] = _mean(
+            entry["scores"].get(key) for entry in per_judge.values() if entry.get("status") in ("ok", "minimum")
+        )
+    if rubric.finish is not None:
+        rubric.finish(record)
+
+
+async def judge_records(
+    pairs: Sequence[tuple[Instance, PredictionRecord]],
+    *,
+    judges: Sequence[Model],
+    task_name: str,
+    scale: Scale = "likert",
+    max_attempts: int = 3,
+    max_tokens: int = 1800,
+    concurrency: int = 8,
+) -> dict[str, JudgeStats]:
+    """Grade every (instance, record) pair with every judge; fills ``record.scores`` and ``record.judge``.
+
+    Args:
+        pairs: the instance (for the turn the judge sees) and its prediction record, for one task.
+        judges: judge models (engine ``Model``s, with their own cache and retries); empty: no judge, the
+            judge keys are set to ``None`` with a note, and ER's ``intensity`` is still computed.
+        task_name: a task that declares a judge rubric (ER, VP).
+        scale: "likert" (1-5) or, for VP, "authors" (0-2 + 0-4, mapped to ``judge`` by :func:`authors_to_likert`).
+        max_attempts: requests per instance and judge before it counts as a judge failure.
+        max_tokens: the judge's answer budget (the authors' 1800: reasoning models spend tokens before answering).
+        concurrency: judge requests in flight at once, over all judges.
+
+    Returns:
+        Per judge name, its request, retry, failure and token counts.
+    """
+    rubric = rubric_for(task_name)
+    if scale not in SCALES:
+        raise JudgeConfigError(f"unknown judge scale {scale!r}; choose one of: {', '.join(SCALES)}")
+    if max_attempts < 1:
+        raise JudgeConfigError("max_attempts must be at least 1")
+    names = [judge.name for judge in judges]
+    if len(set(names)) != len(names):
+        raise JudgeConfigError(f"the same judge is given twice: {names}")
+    stats = {judge.name: JudgeStats(judge=judge.name, task=task_name, scale=scale) for judge in judges}
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def run(judge: Model, prompt: str) -> dict[str, Any]:
+        async with gate:
+            return await _grade_one(judge, prompt, task_name, scale, max_attempts, max_tokens, stats[judge.name])
+
+    jobs: list[tuple[int, str, asyncio.Task[dict[str, Any]]]] = []
+    async with asyncio.TaskGroup() as group:
+        for index, (instance, record) in enumerate(pairs):
+            if not record.ok or not judges:
+                continue
+            prompt = judge_prompt(task_name, scale, Turn.of(instance), record.prediction, record.gold)
+            for judge in judges:
+                stats[judge.name].instances += 1
+                jobs.append((index, judge.name, group.create_task(run(judge, prompt))))
+
+    results: dict[int, dict[str, dict[str, Any]]] = {}
+    for index, name, job in jobs:
+        entry = job.result()
+        results.setdefault(index, {})[name] = entry
+        if entry["status"] == "failed":
+            stats[name].failures += 1
+            if len(stats[name].errors) < 5:
+                stats[name].errors.append(f"{pairs[index][1].instance_id}: {entry['error']}")
+
+    for index, (_, record) in enumerate(pairs):
+        note = ""
+        if not judges:
+            per_judge: dict[str, dict[str, Any]] = {}
+            note = NO_JUDGE_NOTE
+        elif not record.ok:
+            minimum = {"status": "minimum", "scores": dict(rubric.minimum[scale])}
+            per_judge = {name: dict(minimum) for name in names}
+            note = FAILED_PREDICTION_NOTE.format(status=record.status)
+        else:
+            per_judge = results.get(index, {})
+        _combine(record, rubric, scale, per_judge)
+        failures = sum(1 for entry in per_judge.values() if entry.get("status") == "failed")
+        record.judge = {"scale": scale, "judges": per_judge, "failures": failures, "note": note}
+    return stats

@@ -1,0 +1,126 @@
+"""What a task declares about itself, once, for the layers above it to read.
+
+A task module states as data: its build options (a pydantic model that rejects unknown names), its
+metrics and which of them are leaderboard columns, headline numbers or right/wrong accuracies for
+McNemar, its outcome kind, the shape of its answers (which the offline baselines and the test oracle
+work from), its scorers (judge rubric, BERTScore texts) and the paper's instance counts. The engine,
+report, baselines, CLI and test oracle iterate over the registry instead of naming tasks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from rescue.data.errors import RescueError
+
+Outcome = Literal["right_wrong", "graded"]
+# The shape of a prediction value: one label, a ranked list of labels, or free text graded by scorers.
+AnswerKind = Literal["label", "ranking", "emotion", "viewpoints"]
+
+
+class TaskOptionError(RescueError):
+    """A build option a task does not have, or a value it does not accept."""
+
+
+class TaskOptions(BaseModel):
+    """Base of every task's build options: unknown names are an error, never silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NoOptions(TaskOptions):
+    pass
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One key of a task's ``aggregate`` output as the report shows it.
+
+    ``column``: a leaderboard column (the paper's Table 5); ``headline``: the task's one number in short
+    boards and the pooled figure; ``compared``: tested between systems; ``right_wrong``: a mean of per-instance
+    right/wrong outcomes (McNemar applies). ``percent`` values are shown x100.
+    """
+
+    key: str
+    label: str
+    column: bool = True
+    headline: bool = False
+    compared: bool = True
+    right_wrong: bool = False
+    percent: bool = True
+    digits: int = 2
+    # Shown only when a key it depends on is there (e.g. judge metrics need a judge run).
+    needs_judge: bool = False
+
+
+@dataclass(frozen=True)
+class TextScorer:
+    """What BERTScore compares for a task: the phrases of a prediction or gold value, and how several are
+    matched (``single``: one phrase each; ``one_to_one``: an optimal assignment)."""
+
+    texts: Callable[[Any], list[str]]
+    matching: Literal["single", "one_to_one"] = "single"
+
+
+@dataclass(frozen=True)
+class JudgeRubric:
+    """How an LLM judge grades one instance of a task, per scale.
+
+    ``prompts[scale]``: the rubric text; ``grades[scale]``: the pydantic model a valid answer must satisfy
+    (its ``scores()`` gives ``record.scores`` entries); ``data(prediction, gold)``: what the judge sees
+    besides the turn; ``minimum[scale]``: what a failed prediction scores without being judged;
+    ``human_key``: the score human ratings are compared with; ``finish(record)``: scores computed by formula
+    after judging (ER: S_int and S_ER).
+    """
+
+    prompts: Mapping[str, str]
+    grades: Mapping[str, type[Any]]
+    data: Callable[[Any, Any], dict[str, Any]]
+    minimum: Mapping[str, Mapping[str, float]]
+    human_key: str
+    finish: Callable[[Any], None] | None = None
+    formula_keys: tuple[str, ...] = ()
+
+    def judged_keys(self, scale: str) -> tuple[str, ...]:
+        """The record.scores keys the judges' grades fill on ``scale``."""
+        return tuple(self.minimum[scale])
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """Everything about a task that is not building, rendering or parsing."""
+
+    options: type[TaskOptions] = NoOptions
+    metrics: tuple[Metric, ...] = ()
+    outcome: Outcome = "right_wrong"
+    answer: AnswerKind = "label"
+    judge: JudgeRubric | None = None
+    bertscore: TextScorer | None = None
+    # A baseline that carries the latest earlier gold of the same sample forward makes sense (RPP).
+    gold_persists: bool = False
+    # Every row of a sample that could be an instance, with its gold (retrieval baselines draw from it).
+    gold_rows: Callable[[Any], list[tuple[Any, Any]]] | None = None
+    # The paper's Table 6 on the full release: scenario -> (instances, samples).
+    paper_counts: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+
+
+O = TypeVar("O", bound=TaskOptions)
+
+
+def validate_options(name: str, options_model: type[O], values: Mapping[str, Any]) -> O:
+    """``values`` as the task's options model; TaskOptionError naming the task and the known options."""
+    # None means "the task's default", as the CLI and run config pass an option they were not given.
+    try:
+        return options_model.model_validate({k: v for k, v in values.items() if v is not None})
+    except ValidationError as exc:
+        known = ", ".join(options_model.model_fields) or "none"
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'options'}: "
+            + ("unknown option" if err["type"] == "extra_forbidden" else err["msg"])
+            for err in exc.errors()
+        )
+        raise TaskOptionError(f"task {name}: {problems} (known options: {known})") from None
