@@ -1,6 +1,6 @@
 """BERTScore F1 for the tasks that declare a text scorer (ER, VP), with the backbone recorded next to every number.
 
-The runner calls, once per evaluated model and task (after :func:`rescue.metrics.judge.judge_records`)::
+The runner calls, once per evaluated model and task (after :func:`rescue.scoring.judge.judge_records`)::
 
     from rescue.scoring.bertscore import BertScoreConfig, score_bertscore
     config = BertScoreConfig.from_option(bertscore_model)  # --bertscore-model; None: the packaged MiniLM
