@@ -75,7 +75,18 @@ def run_command(
         "Default: the offline baselines.")] = None,
     tasks: Annotated[str, typer.Option("--tasks", help="Comma-separated tasks.")] = ",".join(TASK_NAMES),
     data: DataOption = None,
-    mode: Annotated[str, typer.Option("--mode", help="dialogue, audio, visual or audiovisual evidence.")] = "dialogue",
+    mode: Annotated[str, typer.Option("--mode", help="dialogue, audio, visual or audiovisual evidence; video or "
+                                      "video+cues send each instance's media too (needs --media-root).")] = "dialogue",
+    media_root: Annotated[Optional[Path], typer.Option(
+        "--media-root", help="Video modes: the folder of the samples' videos, or a `rescue build --out` folder.")] = None,
+    media_match: Annotated[str, typer.Option(
+        "--media-match", help="How a sample finds its video: source_file, id, or auto (manifest, source_file, id).")] = "auto",
+    video_input: Annotated[str, typer.Option(
+        "--video-input", help="frames (images sampled inside the context rows) or clip (the window as video_url).")] = "frames",
+    frame_rate: Annotated[float, typer.Option("--frame-rate", help="Frames per second of context sent.")] = 1.0,
+    max_frames: Annotated[int, typer.Option("--max-frames", help="Most frames per request (thinned evenly).")] = 16,
+    frame_size: Annotated[int, typer.Option(
+        "--frame-size", help="Longest side in pixels of a frame or the cut clip.")] = 448,
     context_size: Annotated[Optional[int], typer.Option(
         "--context-size", help="Prior rows shown (-1: all; default: each task's own).")] = None,
     limit_samples: Annotated[Optional[int], typer.Option("--limit-samples", help="Only the first N samples.")] = None,
@@ -137,6 +148,9 @@ def run_command(
         tasks=[t.strip() for t in tasks.split(",") if t.strip()],
         data=None if data is None else str(data),
         mode=mode,
+        video=None if media_root is None else {
+            "media_root": str(media_root.resolve()), "media_match": media_match, "video_input": video_input,
+            "frame_rate": frame_rate, "max_frames": max_frames, "frame_size": frame_size},
         context_size=context_size,
         limit_samples=limit_samples,
         batch_size=batch_size,

@@ -30,7 +30,17 @@ from rescue.engine.limiter import AdaptiveLimiter
 from rescue.engine.progress import ProgressDisplay, RunLog, TaskProgress
 from rescue.engine.reliable import Budget, ReliableModel
 from rescue.engine.types import ChatAnswer, ChatRequest, Model, Usage
-from rescue.tasks.base import MODES, TASK_NAMES, Instance, Prediction, PredictionRecord, RenderOptions, Task, make_record
+from rescue.tasks.base import (
+    MODES,
+    TASK_NAMES,
+    VIDEO_MODES,
+    Instance,
+    Prediction,
+    PredictionRecord,
+    RenderOptions,
+    Task,
+    make_record,
+)
 
 RESULTS = "results.json"
 PREDICTIONS = "predictions.jsonl"
@@ -52,6 +62,7 @@ class RunConfig:
     tasks: list[str] = field(default_factory=lambda: list(TASK_NAMES))
     data: str | None = None  # None: the bundled demo dataset
     mode: str = "dialogue"
+    video: Any = None  # video modes: rescue.video.VideoOptions (media root, frames or clip ...); stored as a dict
     context_size: int | None = None  # None: each task's default
     limit_samples: int | None = None
     batch_size: str = "1"  # "1", a number, or "authors" (each task's authors' batch size)
@@ -90,6 +101,12 @@ class RunConfig:
             raise RunError(f"--tasks: unknown task(s) {', '.join(unknown)}; choose from {', '.join(TASK_NAMES)}")
         if self.mode not in MODES:
             raise RunError(f"--mode {self.mode!r}: choose one of {', '.join(MODES)}")
+        if self.mode in VIDEO_MODES:
+            from rescue.video import check_video_config
+
+            self.video = check_video_config(self.video, self.batch_size)
+        elif self.video is not None:
+            raise RunError(f"--media-root and the video options need --mode {' or '.join(VIDEO_MODES)}")
         if self.batch_size != "authors":
             try:
                 if int(self.batch_size) < 1:
@@ -362,9 +379,18 @@ class Runner:
         self.out = Path(config.out)
         self.prices = PriceTable.load(config.prices)
 
+    def _cache_folder(self) -> Path:
+        return Path(self.config.cache_dir) if self.config.cache_dir else self.out
+
     def _cache(self) -> ResponseCache:
-        folder = Path(self.config.cache_dir) if self.config.cache_dir else self.out
-        return ResponseCache(folder / CACHE)
+        return ResponseCache(self._cache_folder() / CACHE)
+
+    def _locate_media(self, samples: list[Any]) -> Any:
+        if self.config.mode not in VIDEO_MODES:
+            return None
+        from rescue.video import VideoContext
+
+        return VideoContext.locate(self.config.video, samples, self._cache_folder() / "media")
 
     def _wrap(self, raw: Model, cache: ResponseCache, budget: Budget, log: RunLog,
               on_retry: Any = None) -> ReliableModel:
@@ -397,13 +423,16 @@ class Runner:
         raw_models = {spec: self._resolve(spec) for spec in config.model_specs}
         raw_judges = [self._resolve(spec, judge=True) for spec in config.judges]
         samples = load_samples(config.data)  # bad data stops the run before any folder is made
-        self.out.mkdir(parents=True, exist_ok=True)
         if config.limit_samples:
             samples = samples[: config.limit_samples]
-        tasks = {name: load_task(name) for name in config.tasks}
+        video = self._locate_media(samples)  # as does a sample without media
+        self.out.mkdir(parents=True, exist_ok=True)
+        tasks: dict[str, Task] = {name: load_task(name) for name in config.tasks}
         instances = {name: task.build(samples, **_build_options(config, task)) for name, task in tasks.items()}
         log = RunLog(self.out / LOG)
         cache = self._cache()
+        if video is not None:  # every frame or clip is made (or found) before the first request
+            tasks = video.wrap_tasks(tasks, instances, config.context_size, log)
         budget = Budget(config.max_cost, self.prices)
         log.event("start", offline=self.offline, models=config.model_specs, tasks=config.tasks,
                   instances={n: len(v) for n, v in instances.items()}, cache=str(cache.path))

@@ -27,8 +27,10 @@ from pydantic import BaseModel, Field
 from rescue.data.models import Sample
 from rescue.tasks.spec import Declaration
 
-MODES = ("dialogue", "audio", "visual", "audiovisual")
-Mode = Literal["dialogue", "audio", "visual", "audiovisual"]
+MODES = ("dialogue", "audio", "visual", "audiovisual", "video", "video+cues")
+Mode = Literal["dialogue", "audio", "visual", "audiovisual", "video", "video+cues"]
+# Modes that send the media of each instance's context (rescue.video) besides the transcript.
+VIDEO_MODES = ("video", "video+cues")
 TASK_NAMES = ("itp", "rpp", "stp", "ssp", "er", "vp")
 
 Status = Literal["ok", "parse_error", "missing", "request_error", "refused"]

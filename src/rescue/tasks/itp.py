@@ -61,6 +61,7 @@ class InterventionTimingTask:
     max_tokens: ClassVar[int] = 1600
     answer_key: ClassVar[str] = "should_speak"
     declaration: ClassVar[Declaration] = Declaration(
+        shows_row=True,
         options=ItpOptions,
         metrics=(
             Metric("precision", "P"),

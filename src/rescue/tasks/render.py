@@ -18,7 +18,14 @@ MODE_EVIDENCE: dict[str, str] = {
     "visual": "Use the dialogue fields plus body posture, facial expressions, self-directed and interaction "
     "behaviour; no audio evidence is available.",
     "audiovisual": "Use the dialogue fields plus tone of voice and all visual cues.",
+    "video": "Use the attached video of the shown rows (frames or a clip, in time order; it ends where the shown "
+    "rows end) together with speakers, targets, timestamps, dialogue and background dialogue.",
+    "video+cues": "Use the attached video of the shown rows (frames or a clip, in time order; it ends where the "
+    "shown rows end) together with the dialogue fields, tone of voice and all annotated visual cues.",
 }
+# The annotated cues each mode adds to a row's dialogue fields.
+_AUDIO_CUES = ("audio", "audiovisual", "video+cues")
+_VISUAL_CUES = ("visual", "audiovisual", "video+cues")
 
 
 def render_row(row: Row, mode: str, *, participants: list[str] | None = None) -> dict[str, Any]:
@@ -33,9 +40,9 @@ def render_row(row: Row, mode: str, *, participants: list[str] | None = None) ->
         if b.speaker and b.target and b.content
     ]
     record["timestamp"] = f"{row.start_time:.3f}-{row.end_time:.3f}"
-    if mode in ("audio", "audiovisual"):
+    if mode in _AUDIO_CUES:
         record["tone_of_voice"] = row.tone_of_voice
-    if mode in ("visual", "audiovisual"):
+    if mode in _VISUAL_CUES:
         for name in ("body_posture", "facial_expressions", "self_directed_behavior"):
             record[name] = [{"person": c.person, "description": c.description} for c in getattr(row, name)]
         record["interaction_behavior"] = [

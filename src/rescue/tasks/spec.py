@@ -106,6 +106,9 @@ class Declaration:
     gold_rows: Callable[[Any], list[tuple[Any, Any]]] | None = None
     # The paper's Table 6 on the full release: scenario -> (instances, samples).
     paper_counts: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    # Whether the prompt shows the instance's own row (ITP's decision row, ER/VP's current turn) or hides it
+    # (RPP/STP/SSP predict it). Video mode's media runs up to the first hidden row, never into it.
+    shows_row: bool = False
 
 
 O = TypeVar("O", bound=TaskOptions)

@@ -191,6 +191,7 @@ class ViewpointPrediction:
     default_batch_size: ClassVar[int] = 0  # the authors send a whole sample per request
     max_tokens: ClassVar[int] = 2200
     declaration: ClassVar[Declaration] = Declaration(
+        shows_row=True,
         options=VpOptions,
         metrics=(
             Metric("judge", "judge", headline=True, percent=False, digits=2, needs_judge=True),

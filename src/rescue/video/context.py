@@ -1,0 +1,228 @@
+"""Video mode for a run: find every sample's media, plan and make each instance's frames or clip before
+any request, then put them into the instance's prompt.
+
+A request in video mode holds one instance (windows differ per instance, and a batch sharing media would
+show an earlier item the rows hidden from it). Its single user message becomes: a note on what the media
+is, the media (each frame labelled with its time and row), then the task's own text prompt, rendered with
+the dialogue fields (``video``) or with the annotated cues as well (``video+cues``).
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rescue.data.errors import RescueError
+from rescue.data.models import Sample
+from rescue.tasks.base import Instance, RenderOptions, Task
+from rescue.video.locate import find_media
+from rescue.video.options import VideoError, VideoOptions
+from rescue.video.plan import MediaPlan, clip_plan, frame_plan
+from rescue.video.store import MediaStore, SourceInfo
+from rescue.video.window import MediaWindow, media_window
+
+# A row may end a little after the video does (subtitle timing); more than this means the wrong video.
+DURATION_SLACK = 1.0
+
+
+@dataclass
+class PreparedMedia:
+    """Counts for the run log and the dry run."""
+
+    requests: int = 0
+    frames: int = 0  # frames sent, over all requests
+    clip_seconds: float = 0.0
+    unique_files: int = 0
+    made: int = 0
+    reused: int = 0
+    per_task: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+class VideoContext:
+    """The media of every instance of a run, made once, keyed by content (see :mod:`rescue.video.store`)."""
+
+    def __init__(self, options: VideoOptions, sources: Mapping[str, Path], store: MediaStore,
+                 infos: Mapping[str, SourceInfo]):
+        self.options = options
+        self.sources = dict(sources)
+        self.store = store
+        self.infos = dict(infos)
+        self._plans: dict[tuple[str, str], MediaPlan] = {}
+        self._lock = threading.Lock()
+
+    # -- set-up --------------------------------------------------------------------------------------------
+
+    @classmethod
+    def locate(cls, options: VideoOptions, samples: Sequence[Sample], cache_folder: str | Path) -> VideoContext:
+        """Find and probe every sample's media; raises :class:`VideoError` (before anything is written but the
+        media store's hash index) when a sample has none, a file is unreadable or too short for its rows."""
+        sources = find_media(samples, options.media_root, options.media_match)
+        store = MediaStore(Path(cache_folder), options)
+        infos: dict[str, SourceInfo] = {}
+        problems = []
+        with ThreadPoolExecutor(options.workers) as pool:
+            probed = dict(zip(sources, pool.map(lambda p: _try(store.source, p), sources.values())))
+        for sample in samples:
+            result = probed[sample.sample_id]
+            if isinstance(result, Exception):
+                problems.append(f"{sample.sample_id}: {result}")
+                continue
+            last = max((row.start_time for row in sample.rows), default=0.0)
+            if last > result.duration + DURATION_SLACK:
+                problems.append(f"{sample.sample_id}: a row starts at {last:.2f} s but {sources[sample.sample_id]} "
+                                f"lasts {result.duration:.2f} s (is it the right video?)")
+            infos[sample.sample_id] = result
+        if problems:
+            raise VideoError("unusable media:\n  " + "\n  ".join(problems))
+        return cls(options, sources, store, infos)
+
+    def window(self, task: Task, instance: Instance, context_size: int | None) -> MediaWindow:
+        return media_window(task, instance, context_size)
+
+    def plan(self, task: Task, instance: Instance, context_size: int | None) -> MediaPlan:
+        key = (task.name, instance.instance_id)
+        with self._lock:
+            known = self._plans.get(key)
+        if known is not None:
+            return known
+        window = media_window(task, instance, context_size)
+        info = self.infos[instance.sample_id]
+        if self.options.video_input == "clip":
+            plan = clip_plan(window, info)
+        else:
+            plan = frame_plan(window, info, self.options.frame_rate, self.options.max_frames)
+        with self._lock:
+            self._plans[key] = plan
+        return plan
+
+    def prepare(self, work: Mapping[str, tuple[Task, Sequence[Instance]]], context_size: int | None,
+                on_file: Callable[[], None] | None = None) -> PreparedMedia:
+        """Plan every instance and make every frame or clip not yet in the store (``options.workers`` at once)."""
+        summary = PreparedMedia()
+        jobs: dict[Path, Callable[[], Path]] = {}
+        for name, (task, instances) in work.items():
+            counts = summary.per_task.setdefault(name, {"requests": 0, "frames": 0, "clip_seconds": 0.0})
+            for instance in instances:
+                plan = self.plan(task, instance, context_size)
+                sample_id = instance.sample_id
+                source, info = self.sources[sample_id], self.infos[sample_id]
+                counts["requests"] += 1
+                counts["frames"] += len(plan.frames)
+                counts["clip_seconds"] += (plan.clip_stop - plan.clip_first) / info.fps
+                for pick in plan.frames:
+                    jobs.setdefault(self.store.frame_path(info, pick.index),
+                                    _bind(self.store.make_frame, source, info, pick.index))
+                if plan.clip_stop > plan.clip_first:
+                    jobs.setdefault(self.store.clip_path(info, plan.clip_first, plan.clip_stop),
+                                    _bind(self.store.make_clip, source, info, plan.clip_first, plan.clip_stop))
+        for counts in summary.per_task.values():
+            summary.requests += int(counts["requests"])
+            summary.frames += int(counts["frames"])
+            summary.clip_seconds += counts["clip_seconds"]
+        summary.unique_files = len(jobs)
+        self.store.flush()
+        before_made, before_reused = self.store.made, self.store.reused
+
+        def run(job: Callable[[], Path]) -> None:
+            job()
+            if on_file is not None:
+                on_file()
+
+        with ThreadPoolExecutor(self.options.workers) as pool:
+            list(pool.map(run, jobs.values()))
+        summary.made = self.store.made - before_made
+        summary.reused = self.store.reused - before_reused
+        return summary
+
+    def wrap_tasks(self, tasks: Mapping[str, Task], instances: Mapping[str, Sequence[Instance]],
+                   context_size: int | None, log: Any = None) -> dict[str, Task]:
+        """Make every instance's media, then the tasks whose prompts carry it (what the runner asks with)."""
+        summary = self.prepare({name: (task, instances[name]) for name, task in tasks.items()}, context_size)
+        if log is not None:
+            log.event("media", video_input=self.options.video_input, samples=len(self.sources),
+                      requests=summary.requests, frames=summary.frames, clip_seconds=round(summary.clip_seconds, 3),
+                      files=summary.unique_files, made=summary.made, reused=summary.reused,
+                      store=str(self.store.folder))
+        return {name: VideoTask(task, self) for name, task in tasks.items()}  # type: ignore[misc]
+
+    # -- requests ------------------------------------------------------------------------------------------
+
+    def media_parts(self, task: Task, instance: Instance, context_size: int | None) -> list[dict[str, Any]]:
+        """The OpenAI-style content parts of one instance's media, with the note that introduces them."""
+        plan = self.plan(task, instance, context_size)
+        info = self.infos[instance.sample_id]
+        if plan.empty:
+            return [_text("No video is attached: the prompt shows no row before the one to predict.")]
+        if plan.frames:
+            step = 1 / self.options.frame_rate
+            parts = [_text(
+                f"Video frames of the shown rows, in time order (about one every {step:g} s inside each row's "
+                f"timestamp span, at most {self.options.max_frames}); each is labelled with its time in seconds "
+                "and its row_index. No frame comes from after the shown rows."
+            )]
+            for pick in plan.frames:
+                data = self.store.frame_path(info, pick.index).read_bytes()
+                parts.append(_text(f"[frame at {pick.time:.2f} s, row {pick.row_index}]"))
+                parts.append({"type": "image_url", "image_url": {"url": _data_url("image/jpeg", data)}})
+            return parts
+        start, end = plan.clip_first / info.fps, plan.clip_stop / info.fps
+        data = self.store.clip_path(info, plan.clip_first, plan.clip_stop).read_bytes()
+        sound = "with its sound" if info.has_audio else "without sound"
+        return [
+            _text(f"A video clip of the session {sound}, from {start:.2f} s to {end:.2f} s of the transcript's "
+                  "timeline: the shown rows and the pauses between them, ending before anything hidden."),
+            {"type": "video_url", "video_url": {"url": _data_url("video/mp4", data)}},
+        ]
+
+    def render(self, task: Task, batch: list[Instance], options: RenderOptions) -> list[dict[str, Any]]:
+        if len(batch) != 1:
+            raise VideoError(f"video mode sends one instance per request, got a batch of {len(batch)}")
+        messages: list[dict[str, Any]] = task.render(batch, options)
+        last = dict(messages[-1])
+        text = last["content"]
+        media = self.media_parts(task, batch[0], options.context_size)
+        last["content"] = [*media, _text(text if isinstance(text, str) else str(text))]
+        return [*messages[:-1], last]
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _data_url(mime: str, data: bytes) -> str:
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def _bind(function: Callable[..., Path], *args: Any) -> Callable[[], Path]:
+    return lambda: function(*args)
+
+
+def _try(function: Callable[[Path], SourceInfo], path: Path) -> SourceInfo | Exception:
+    try:
+        return function(path)
+    except (RescueError, OSError) as exc:  # every unreadable file is listed in one error
+        return exc
+
+
+class VideoTask:
+    """A task whose prompts carry the instance's media: what the runner sees in video mode.
+
+    Everything but ``render`` (and the batch size: one instance per request) is the task's own.
+    """
+
+    default_batch_size = 1
+
+    def __init__(self, task: Task, context: VideoContext):
+        self.task = task
+        self.context = context
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.task, name)
+
+    def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, Any]]:
+        return self.context.render(self.task, batch, options)

@@ -1,0 +1,66 @@
+"""The settings of video mode: where the media is, how a sample finds its clip, what is sent per instance."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from rescue.data.errors import RescueError
+
+VIDEO_INPUTS = ("frames", "clip")
+MEDIA_MATCHES = ("auto", "source_file", "id")
+
+
+class VideoError(RescueError):
+    """Media that cannot be found or read; the message names the samples, files and options involved."""
+
+
+@dataclass
+class VideoOptions:
+    """``--media-root`` and friends. Every field but ``media_root`` and ``workers`` decides what a model sees,
+    so those are recorded in results.json and are part of every media cache key."""
+
+    media_root: str = ""
+    media_match: str = "auto"  # auto: a `rescue build` manifest if there is one, else source_file, else id
+    video_input: str = "frames"
+    frame_rate: float = 1.0  # frames per second of context, on a grid anchored at the clip's start
+    max_frames: int = 16  # per request; more are thinned evenly over the window
+    frame_size: int = 448  # longest side in pixels of a frame or of the cut clip
+    jpeg_quality: int = 4  # ffmpeg's -q:v for frames, 2 (best) to 31
+    workers: int = 2  # ffmpeg processes at once while preparing media
+
+    def __post_init__(self) -> None:
+        if self.media_match not in MEDIA_MATCHES:
+            raise VideoError(f"--media-match {self.media_match!r}: choose one of {', '.join(MEDIA_MATCHES)}")
+        if self.video_input not in VIDEO_INPUTS:
+            raise VideoError(f"--video-input {self.video_input!r}: choose one of {', '.join(VIDEO_INPUTS)}")
+        if not self.frame_rate > 0:
+            raise VideoError(f"--frame-rate {self.frame_rate}: must be a positive number of frames per second")
+        if self.max_frames < 1:
+            raise VideoError(f"--max-frames {self.max_frames}: must be at least 1")
+        if not 16 <= self.frame_size <= 4096:
+            raise VideoError(f"--frame-size {self.frame_size}: use 16 to 4096 pixels (the longest side)")
+        if not 2 <= self.jpeg_quality <= 31:
+            raise VideoError(f"jpeg_quality {self.jpeg_quality}: use 2 (best) to 31")
+        if self.workers < 1:
+            raise VideoError("media workers must be at least 1")
+
+    def settings_key(self) -> dict[str, Any]:
+        """What decides the bytes of a frame or clip (not where the media lives or how fast it is made)."""
+        return {"video_input": self.video_input, "frame_rate": self.frame_rate, "max_frames": self.max_frames,
+                "frame_size": self.frame_size, "jpeg_quality": self.jpeg_quality}
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | VideoOptions | None, origin: str = "video options") -> VideoOptions:
+        if isinstance(data, VideoOptions):
+            return data
+        if not isinstance(data, dict):
+            raise VideoError(f"{origin}: expected an object of video options")
+        known = set(cls.__dataclass_fields__)
+        unknown = set(data) - known
+        if unknown:
+            raise VideoError(f"{origin}: unknown video option(s) {', '.join(sorted(unknown))}")
+        return cls(**data)

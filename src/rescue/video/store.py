@@ -1,0 +1,167 @@
+"""The on-disk media cache of video mode: every frame and clip a request sends is made once and reused
+by every task, model and run that shares the cache folder.
+
+Files are keyed by the SHA-256 of the source video's *content* (never its path), the frame index or the
+cut window, and the settings that decide their bytes, so a moved or renamed media folder finds its frames
+again, and the requests built from them keep their response-cache keys. Hashing a large video once is the
+price; the digest is remembered per (path, size, mtime) in ``hashes.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from rescue.video.options import VideoError, VideoOptions
+
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """What the cache needs to know of one source video."""
+
+    digest: str
+    duration: float
+    fps: float
+    width: int
+    height: int
+    has_audio: bool
+
+    @property
+    def frames(self) -> int:
+        """Frames whose display starts before the end."""
+        return max(1, math.ceil(self.duration * self.fps - 1e-6))
+
+
+def file_digest(path: Path) -> str:
+    sha = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            sha.update(chunk)
+    return sha.hexdigest()
+
+
+def scaled_size(width: int, height: int, longest: int) -> tuple[int, int]:
+    """``width`` x ``height`` shrunk (never enlarged) so the longest side is at most ``longest``; even sides."""
+    scale = min(1.0, longest / max(width, height))
+    return max(2, int(width * scale) // 2 * 2), max(2, int(height * scale) // 2 * 2)
+
+
+class MediaStore:
+    def __init__(self, folder: str | Path, options: VideoOptions):
+        self.folder = Path(folder)
+        self.options = options
+        self.made = 0  # files made by ffmpeg in this process
+        self.reused = 0  # files found already made
+        self._lock = threading.Lock()
+        self._index_path = self.folder / "hashes.json"
+        self._index: dict[str, dict[str, object]] = self._read_index()
+        self._dirty = False
+
+    def _read_index(self) -> dict[str, dict[str, object]]:
+        try:
+            data = json.loads(self._index_path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, json.JSONDecodeError):
+            return {}  # a lost or damaged index only costs re-hashing
+        return data if isinstance(data, dict) else {}
+
+    def _write_index(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        temporary = self._index_path.with_name(f".hashes.{os.getpid()}.{threading.get_ident()}.tmp")
+        temporary.write_text(json.dumps(self._index, indent=1, sort_keys=True), encoding="utf-8")
+        os.replace(temporary, self._index_path)
+
+    def source(self, path: Path) -> SourceInfo:
+        """The content digest and stream facts of ``path``, from the index when the file is unchanged."""
+        from rescue.media import probe
+
+        stat = path.stat()
+        key = str(path.resolve())
+        stamp = [stat.st_size, stat.st_mtime_ns]
+        with self._lock:
+            known = self._index.get(key)
+        if known is not None and known.get("stamp") == stamp:
+            return SourceInfo(**known["info"])  # type: ignore[arg-type]
+        info = probe(path)
+        if not info.has_video or not info.width or not info.height:
+            raise VideoError(f"{path}: has no video stream that ffmpeg can read")
+        result = SourceInfo(file_digest(path), info.duration, info.fps or 25.0, info.width, info.height,
+                            info.has_audio)
+        with self._lock:
+            self._index[key] = {"stamp": stamp, "info": asdict(result)}
+            self._dirty = True
+        return result
+
+    def flush(self) -> None:
+        """Write the digest index (deferred so that a run that stops on bad media writes nothing)."""
+        with self._lock:
+            if self._dirty:
+                self._write_index()
+                self._dirty = False
+
+    # -- frames --------------------------------------------------------------------------------------------
+
+    def frame_path(self, source: SourceInfo, index: int) -> Path:
+        o = self.options
+        return (self.folder / "frames" / source.digest[:2] / source.digest / f"s{o.frame_size}q{o.jpeg_quality}"
+                / f"{index:07d}.jpg")
+
+    def make_frame(self, path: Path, source: SourceInfo, index: int) -> Path:
+        """Frame ``index`` (the one shown from ``index / fps`` on) as a JPEG, made once."""
+        from rescue.media.ffmpeg import run_ffmpeg
+        from rescue.media.steps import produce
+
+        out = self.frame_path(source, index)
+        width, height = scaled_size(source.width, source.height, self.options.frame_size)
+        # With -ss before -i ffmpeg decodes from the previous key frame and outputs the first frame whose
+        # timestamp is at or after the seek time; a quarter frame early lands on frame `index` itself.
+        seek = max(0.0, (index - 0.25) / source.fps)
+
+        def make(tmp: Path) -> None:
+            run_ffmpeg(["-y", "-ss", f"{seek:.6f}", "-i", str(path), "-an", "-sn", "-frames:v", "1",
+                        "-vf", f"scale={width}:{height}", "-q:v", str(self.options.jpeg_quality),
+                        "-f", "image2", "-c:v", "mjpeg", str(tmp)], step="frame", subject=path)
+
+        self._count(produce(out, make))
+        return out
+
+    # -- clips ---------------------------------------------------------------------------------------------
+
+    def clip_path(self, source: SourceInfo, first: int, stop: int) -> Path:
+        return (self.folder / "clips" / source.digest[:2] / source.digest / f"s{self.options.frame_size}"
+                / f"{first:07d}-{stop:07d}.mp4")
+
+    def make_clip(self, path: Path, source: SourceInfo, first: int, stop: int) -> Path:
+        """Frames ``first`` to ``stop - 1`` (and their audio) as an H.264/AAC MP4, made once."""
+        from rescue.media.ffmpeg import run_ffmpeg
+        from rescue.media.steps import produce
+
+        out = self.clip_path(source, first, stop)
+        width, height = scaled_size(source.width, source.height, self.options.frame_size)
+        start = first / source.fps
+        duration = (stop - first) / source.fps
+
+        def make(tmp: Path) -> None:
+            # Re-encoding after an input seek makes the cut frame-accurate: the clip holds the frames whose
+            # timestamps lie in [start, start + duration) and the audio of exactly that stretch.
+            run_ffmpeg(["-y", "-ss", f"{max(0.0, start - 0.25 / source.fps):.6f}", "-i", str(path),
+                        "-t", f"{duration:.6f}", "-map", "0:v:0", "-map", "0:a:0?", "-sn", "-dn",
+                        "-map_metadata", "-1", "-vf", f"scale={width}:{height}", "-c:v", "libx264",
+                        "-preset", "veryfast", "-crf", "28", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "64k",
+                        "-movflags", "+faststart", "-f", "mp4", str(tmp)], step="clip", subject=path)
+
+        self._count(produce(out, make))
+        return out
+
+    def _count(self, made: bool) -> None:
+        with self._lock:
+            if made:
+                self.made += 1
+            else:
+                self.reused += 1

@@ -1,0 +1,70 @@
+"""Which stretch of a sample's video an instance may see: the spans of the rows its prompt shows, cut where
+the first hidden row starts.
+
+The prompt of every task shows the rows of its context window (``rescue.tasks.render.context_rows``) and,
+for ITP, ER and VP, the instance's own row; RPP, STP and SSP hide their row. The first hidden row is
+therefore row t+1 or row t (``Declaration.shows_row``); the media ends at the earliest start of that row or any
+later one, so no frame shown from that moment on, and no audio from it, is ever sent.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from rescue.data.models import Sample
+from rescue.tasks.base import Instance, Task
+from rescue.tasks.render import context_rows
+
+
+@dataclass(frozen=True)
+class Span:
+    row_index: int
+    start: float  # seconds in the clip
+    end: float  # exclusive; already cut at the window's limit
+
+
+@dataclass(frozen=True)
+class MediaWindow:
+    """The visible spans of one instance (in row order) and the time nothing may reach."""
+
+    sample_id: str
+    spans: tuple[Span, ...]
+    limit: float  # start of the first hidden row; math.inf when every later row is visible (none left)
+
+    @property
+    def empty(self) -> bool:
+        return not self.spans
+
+    @property
+    def start(self) -> float:
+        return min(s.start for s in self.spans) if self.spans else 0.0
+
+    @property
+    def end(self) -> float:
+        return max(s.end for s in self.spans) if self.spans else 0.0
+
+
+def context_size(task: Task, k: int | None) -> int:
+    return task.default_context_size if k is None else k
+
+
+def hidden_limit(sample: Sample, first_hidden: int) -> float:
+    """The earliest start time of row ``first_hidden`` (1-based) or any later row; inf when there is none."""
+    starts = [row.start_time for row in sample.rows[first_hidden - 1:]]
+    return min(starts) if starts else math.inf
+
+
+def media_window(task: Task, instance: Instance, k: int | None) -> MediaWindow:
+    sample = instance.sample
+    rows = list(context_rows(sample, instance.row_index, context_size(task, k)))
+    if task.declaration.shows_row:
+        rows.append(sample.row(instance.row_index))
+    first_hidden = instance.row_index + 1 if task.declaration.shows_row else instance.row_index
+    limit = hidden_limit(sample, first_hidden)
+    spans = []
+    for row in rows:
+        end = min(row.end_time, limit)
+        if end > row.start_time:
+            spans.append(Span(row.row_index, row.start_time, end))
+    return MediaWindow(sample.sample_id, tuple(spans), limit)

@@ -1,0 +1,241 @@
+"""``rescue run --mode video`` on synthetic media through the scripted server: every request's media is
+read back (each frame's colour encodes its frame index) and checked against the instance's hidden row."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+from video_media import FPS, clip_indices, data_url_bytes, jpeg_index, make_indexed_video
+
+from rescue.data.loading import load_samples
+from rescue.engine.runner import RunConfig, run
+from rescue.tasks import get_task
+from rescue.tasks.base import RenderOptions
+from rescue.testing.openai_server import Reply, serve
+from rescue.video import VideoError, VideoOptions, find_media, media_window
+
+TASKS = ("itp", "rpp", "stp", "ssp", "er", "vp")
+# Which row each task shows last: the instance's own (ITP's decision row, ER/VP's current turn) or the one before.
+SHOWS_OWN_ROW = {"itp": True, "er": True, "vp": True, "rpp": False, "stp": False, "ssp": False}
+
+
+@pytest.fixture(scope="module")
+def samples():
+    return load_samples(None)[:2]
+
+
+@pytest.fixture(scope="module")
+def media_root(tmp_path_factory, samples):
+    """One indexed video per demo sample, where its source_file says (``<group>/<stem>.mp4``)."""
+    root = tmp_path_factory.mktemp("media")
+    for sample in samples:
+        stem = Path(sample.source_file).with_suffix(".mp4")
+        make_indexed_video(root / stem.parent.name / stem.name, sample.rows[-1].end_time + 2)
+    return root
+
+
+def _limit(sample, task: str, row_index: int) -> float:
+    """Independent of rescue.video: the start of the first row the task hides (inf when none)."""
+    first_hidden = row_index + 1 if SHOWS_OWN_ROW[task] else row_index
+    later = [r.start_time for r in sample.rows if r.row_index >= first_hidden]
+    return min(later) if later else float("inf")
+
+
+def _prompt_key(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class Recorder:
+    """A perfect model that also records, per request, the instance asked about and the media it carried."""
+
+    def __init__(self, samples, tasks, mode: str):
+        self.answers: dict[str, tuple[str, object, str]] = {}
+        self.seen: list[tuple[str, object, list[dict]]] = []
+        self.lock = threading.Lock()
+        for name in tasks:
+            task = get_task(name)
+            for instance in task.build(samples):
+                text = task.render([instance], RenderOptions(mode=mode))[0]["content"]
+                answer = task.format_answer([instance], {instance.instance_id: _gold(task, instance)})
+                self.answers[_prompt_key(text)] = (name, instance, answer)
+
+    def __call__(self, body):
+        content = body["messages"][-1]["content"]
+        assert isinstance(content, list), "a video-mode request carries content parts"
+        name, instance, answer = self.answers[_prompt_key(content[-1]["text"])]
+        with self.lock:
+            self.seen.append((name, instance, content[:-1]))
+        return Reply.text(answer)
+
+
+def _gold(task, instance):
+    return [instance.gold] if task.name in ("rpp", "stp", "ssp") else instance.gold
+
+
+def _config(tmp_path, server, media_root, **overrides) -> RunConfig:
+    video = {"media_root": str(media_root), "frame_rate": 0.5, "max_frames": 6}
+    video.update(overrides.pop("video", {}))
+    options = dict(out=str(tmp_path / "run"), models=["vlm"], tasks=list(TASKS), base_url=server.base_url,
+                   quiet=True, bertscore=False, max_retries=1, timeout=20.0, mode="video", video=video,
+                   limit_samples=2, concurrency=4)
+    options.update(overrides)
+    return RunConfig(**options)
+
+
+def _check_frames(seen, samples_by_id):
+    checked = 0
+    for name, instance, parts in seen:
+        limit = _limit(instance.sample, name, instance.row_index)
+        images = [data_url_bytes(p["image_url"]["url"]) for p in parts if p["type"] == "image_url"]
+        shown = {r.row_index for r in instance.sample.rows}
+        for mime, data in images:
+            assert mime == "image/jpeg"
+            index = jpeg_index(data)
+            # The frame's whole display interval lies before the first hidden row starts.
+            assert (index + 1) / FPS <= limit + 1e-9, (name, instance.instance_id, index, limit)
+            assert shown
+            checked += 1
+    return checked
+
+
+def test_every_frame_of_every_request_ends_before_the_hidden_row(tmp_path, samples, media_root):
+    recorder = Recorder(samples, TASKS, "video")
+    with serve(recorder) as server:
+        outcome = run(_config(tmp_path, server, media_root))
+    expected = sum(len(get_task(t).build(samples)) for t in TASKS)
+    assert len(recorder.seen) == expected  # one instance per request
+    assert _check_frames(recorder.seen, {s.sample_id: s for s in samples}) > 0
+    # Every request with earlier rows shown carries frames; all tasks are scored from real answers.
+    assert all(any(p["type"] == "image_url" for p in parts) for name, i, parts in recorder.seen
+               if name != "rpp" or i.row_index > 1)
+    results = outcome.results
+    assert results["config"]["mode"] == "video" and results["config"]["video"]["video_input"] == "frames"
+    for task in ("itp", "rpp", "stp", "ssp"):
+        metrics = results["models"]["vlm"][task]["all"]
+        assert metrics["failures"] == 0 and metrics["instances"] > 0
+    assert results["models"]["vlm"]["itp"]["all"]["accuracy"] == 1.0
+
+
+def test_frames_come_from_the_shown_rows_only(tmp_path, samples, media_root):
+    recorder = Recorder(samples[:1], ("itp", "stp"), "video")
+    with serve(recorder) as server:
+        run(_config(tmp_path, server, media_root, tasks=["itp", "stp"], limit_samples=1,
+                    video={"frame_rate": 1, "max_frames": 40}))
+    for name, instance, parts in recorder.seen:
+        task = get_task(name)
+        k = task.default_context_size
+        first = max(1, instance.row_index - k)
+        last = instance.row_index if SHOWS_OWN_ROW[name] else instance.row_index - 1
+        spans = [(r.start_time, r.end_time) for r in instance.sample.rows if first <= r.row_index <= last]
+        for part in parts:
+            if part["type"] == "image_url":
+                index = jpeg_index(data_url_bytes(part["image_url"]["url"])[1])
+                start = index / FPS
+                assert any(a - 1e-9 <= start and start + 1 / FPS <= b + 1e-9 for a, b in spans), (name, index)
+
+
+def test_clip_input_cuts_the_window_and_nothing_after_it(tmp_path, samples, media_root):
+    recorder = Recorder(samples[:1], ("itp", "ssp"), "video")
+    with serve(recorder) as server:
+        run(_config(tmp_path, server, media_root, tasks=["itp", "ssp"], limit_samples=1, video={"video_input": "clip"}))
+    clips = 0
+    for name, instance, parts in recorder.seen:
+        videos = [p for p in parts if p["type"] == "video_url"]
+        assert not any(p["type"] == "image_url" for p in parts)
+        for part in videos:
+            mime, data = data_url_bytes(part["video_url"]["url"])
+            assert mime == "video/mp4"
+            indices = clip_indices(data)
+            limit = _limit(instance.sample, name, instance.row_index)
+            assert indices and (max(indices) + 1) / FPS <= limit + 1e-9
+            assert indices == sorted(indices)
+            clips += 1
+    assert clips > 0
+
+
+def test_moving_the_media_folder_keeps_both_caches(tmp_path, samples, media_root):
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(media_root, moved)
+    recorder = Recorder(samples, ("itp",), "video")
+    with serve(recorder) as server:
+        run(_config(tmp_path, server, moved, tasks=["itp"]))
+        first = len(recorder.seen)
+        shutil.move(str(moved), str(tmp_path / "renamed"))
+        outcome = run(_config(tmp_path, server, tmp_path / "renamed", tasks=["itp"]))
+        assert len(recorder.seen) == first  # every answer came from the response cache
+    assert outcome.results["models"]["vlm"]["itp"]["all"]["accuracy"] == 1.0
+    log = [json.loads(line) for line in (tmp_path / "run" / "run.log").read_text().splitlines()]
+    media = [e for e in log if e.get("event") == "media"]
+    assert media[0]["made"] > 0 and media[-1]["made"] == 0 and media[-1]["reused"] == media[0]["files"]
+
+
+def test_video_cues_variant_adds_the_annotated_cues(samples):
+    itp = get_task("itp")
+    instance = itp.build(samples)[3]
+    plain = itp.render([instance], RenderOptions(mode="video"))[0]["content"]
+    cues = itp.render([instance], RenderOptions(mode="video+cues"))[0]["content"]
+    assert "tone_of_voice" not in plain and "facial_expressions" not in plain
+    assert "tone_of_voice" in cues and "facial_expressions" in cues
+    assert "Mode: video." in plain and "Mode: video+cues." in cues
+
+
+@pytest.mark.parametrize("task_name", TASKS)
+def test_windows_stop_at_the_first_hidden_row(demo_samples, task_name):
+    task = get_task(task_name)
+    for instance in task.build(demo_samples):
+        for k in (None, 0, 1, -1):
+            window = media_window(task, instance, k)
+            limit = _limit(instance.sample, task_name, instance.row_index)
+            assert window.limit == limit
+            assert all(span.end <= limit and span.start < span.end for span in window.spans)
+
+
+def test_media_found_by_source_file_id_and_build_manifest(tmp_path, samples, media_root):
+    by_source = find_media(samples, media_root, "source_file")
+    assert all(path.is_file() for path in by_source.values()) and len(by_source) == 2
+    ids = tmp_path / "ids"
+    for sample in samples:
+        (ids / sample.sample_id).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(by_source[sample.sample_id], ids / f"{sample.sample_id}.mkv")
+    assert set(find_media(samples, ids, "id")) == {s.sample_id for s in samples}
+    built = tmp_path / "built"
+    (built / "clips").mkdir(parents=True)
+    segments = []
+    for n, sample in enumerate(samples):
+        shutil.copy(by_source[sample.sample_id], built / "clips" / f"seg{n}.mp4")
+        segments.append({"sample_id": sample.sample_id, "clip": f"clips/seg{n}.mp4", "rows": []})
+    (built / "manifest.json").write_text(json.dumps({"version": 1, "segments": segments}))
+    found = find_media(samples, built)
+    assert found[samples[1].sample_id] == built / "clips" / "seg1.mp4"
+
+
+def test_samples_without_media_are_listed_before_anything_is_written(tmp_path, samples, media_root):
+    partial = tmp_path / "partial"
+    shutil.copytree(media_root, partial)
+    missing = Path(samples[1].source_file).with_suffix(".mp4")
+    (partial / missing.parent.name / missing.name).unlink()
+    with pytest.raises(VideoError) as error:
+        find_media(samples, partial, "source_file")
+    assert samples[1].sample_id in str(error.value) and samples[0].sample_id not in str(error.value)
+    assert "1 of 2" in str(error.value)
+    with serve(Reply.text("{}")) as server:
+        with pytest.raises(VideoError):
+            run(_config(tmp_path, server, partial))
+        assert server.request_count == 0
+    assert not (tmp_path / "run").exists()
+
+
+def test_bad_video_options_are_rejected(tmp_path):
+    with pytest.raises(VideoError, match="--media-root"):
+        RunConfig(out=str(tmp_path), mode="video")
+    with pytest.raises(VideoError, match="one instance per request"):
+        RunConfig(out=str(tmp_path), mode="video", video={"media_root": str(tmp_path)}, batch_size="4")
+    with pytest.raises(VideoError, match="--video-input"):
+        VideoOptions(media_root=str(tmp_path), video_input="gif")
+    with pytest.raises(VideoError, match="--frame-rate"):
+        VideoOptions(media_root=str(tmp_path), frame_rate=0)
