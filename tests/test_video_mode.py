@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -13,6 +16,7 @@ import pytest
 from video_media import FPS, clip_indices, data_url_bytes, jpeg_index, make_indexed_video
 
 from rescue.data.loading import load_samples
+from rescue.engine.dryrun import estimate_run
 from rescue.engine.runner import RunConfig, run
 from rescue.tasks import get_task
 from rescue.tasks.base import RenderOptions
@@ -87,29 +91,37 @@ def _config(tmp_path, server, media_root, **overrides) -> RunConfig:
     return RunConfig(**options)
 
 
-def _check_frames(seen, samples_by_id):
+def _check_frames(seen):
     checked = 0
     for name, instance, parts in seen:
         limit = _limit(instance.sample, name, instance.row_index)
         images = [data_url_bytes(p["image_url"]["url"]) for p in parts if p["type"] == "image_url"]
-        shown = {r.row_index for r in instance.sample.rows}
+        indices = []
         for mime, data in images:
             assert mime == "image/jpeg"
-            index = jpeg_index(data)
-            # The frame's whole display interval lies before the first hidden row starts.
-            assert (index + 1) / FPS <= limit + 1e-9, (name, instance.instance_id, index, limit)
-            assert shown
-            checked += 1
+            indices.append(jpeg_index(data))
+        # Each frame's whole display interval lies before the first hidden row starts; frames in time order.
+        assert all((index + 1) / FPS <= limit + 1e-9 for index in indices), (name, instance.instance_id, limit)
+        assert indices == sorted(indices) and len(indices) <= 6
+        checked += len(indices)
     return checked
 
 
 def test_every_frame_of_every_request_ends_before_the_hidden_row(tmp_path, samples, media_root):
     recorder = Recorder(samples, TASKS, "video")
     with serve(recorder) as server:
-        outcome = run(_config(tmp_path, server, media_root))
+        config = _config(tmp_path, server, media_root)
+        outcome = run(config)
     expected = sum(len(get_task(t).build(samples)) for t in TASKS)
     assert len(recorder.seen) == expected  # one instance per request
-    assert _check_frames(recorder.seen, {s.sample_id: s for s in samples}) > 0
+    assert _check_frames(recorder.seen) > 0
+    # The dry run counts exactly the requests and images the run sent.
+    estimate = {t.task: t for t in estimate_run(config).models[0].tasks}
+    for task in TASKS:
+        sent = [parts for name, _, parts in recorder.seen if name == task]
+        assert estimate[task].requests == len(sent)
+        assert estimate[task].images == sum(p["type"] == "image_url" for parts in sent for p in parts)
+        assert estimate[task].media_tokens > 0
     # Every request with earlier rows shown carries frames; all tasks are scored from real answers.
     assert all(any(p["type"] == "image_url" for p in parts) for name, i, parts in recorder.seen
                if name != "rpp" or i.row_index > 1)
@@ -121,6 +133,7 @@ def test_every_frame_of_every_request_ends_before_the_hidden_row(tmp_path, sampl
     assert results["models"]["vlm"]["itp"]["all"]["accuracy"] == 1.0
 
 
+@pytest.mark.slow
 def test_frames_come_from_the_shown_rows_only(tmp_path, samples, media_root):
     recorder = Recorder(samples[:1], ("itp", "stp"), "video")
     with serve(recorder) as server:
@@ -139,6 +152,7 @@ def test_frames_come_from_the_shown_rows_only(tmp_path, samples, media_root):
                 assert any(a - 1e-9 <= start and start + 1 / FPS <= b + 1e-9 for a, b in spans), (name, index)
 
 
+@pytest.mark.slow
 def test_clip_input_cuts_the_window_and_nothing_after_it(tmp_path, samples, media_root):
     recorder = Recorder(samples[:1], ("itp", "ssp"), "video")
     with serve(recorder) as server:
@@ -239,3 +253,25 @@ def test_bad_video_options_are_rejected(tmp_path):
         VideoOptions(media_root=str(tmp_path), video_input="gif")
     with pytest.raises(VideoError, match="--frame-rate"):
         VideoOptions(media_root=str(tmp_path), frame_rate=0)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "OPENAI_API_KEY": "sk-test"}
+    return subprocess.run([sys.executable, "-m", "rescue", *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.mark.slow
+def test_cli_dry_run_and_missing_media(tmp_path, samples, media_root):
+    out = tmp_path / "run"
+    common = ["run", "--out", str(out), "--model", "openai/gpt-4o-mini", "--mode", "video", "--limit-samples", "2",
+              "--tasks", "itp,rpp"]
+    result = _cli(*common, "--media-root", str(media_root), "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert "Dry run, video mode, 2 samples" in result.stdout and "images" in result.stdout
+    assert not out.exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = _cli(*common, "--media-root", str(empty), "--media-match", "id")
+    assert result.returncode == 2
+    assert "no media for 2 of 2 sample(s)" in result.stderr and samples[0].sample_id in result.stderr
+    assert "Traceback" not in result.stderr and not out.exists()

@@ -26,7 +26,8 @@ def make_indexed_video(path: Path, seconds: float, *, fps: int = FPS, audio: boo
     command = [_ffmpeg(), "-v", "error", "-y", "-f", "lavfi",
                "-i", f"nullsrc=s={SIZE}:r={fps}:d={seconds},format=rgb24,geq={colour}"]
     if audio:
-        command += ["-f", "lavfi", "-i", f"sine=f=440:d={seconds}", "-c:a", "aac", "-shortest"]
+        command += ["-f", "lavfi", "-i", f"sine=f=440:sample_rate=8000:d={seconds}", "-c:a", "aac", "-b:a", "16k",
+                    "-shortest"]
     command += ["-c:v", "libx264", "-preset", "ultrafast", "-qp", "0", "-pix_fmt", "yuv444p", "-g", "8", str(path)]
     subprocess.run(command, check=True)
     return path

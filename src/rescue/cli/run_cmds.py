@@ -137,6 +137,9 @@ def run_command(
     bertscore_rescale: Annotated[bool, typer.Option(
         "--bertscore-rescale", help="Rescale with bert-score's baseline (only for backbones it has one for).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display or table (CI).")] = False,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Print the requests, images and estimated tokens and cost per model and task; send "
+        "and write nothing.")] = False,
 ) -> None:
     """Evaluate models on the tasks and write the run directory, then print a leaderboard."""
     from rescue.engine.runner import RunConfig, run
@@ -182,7 +185,32 @@ def run_command(
         bertscore_rescale=bertscore_rescale,
         quiet=quiet,
     )
+    if dry_run:
+        _print_estimate(config)
+        return
     _finish(run(config), quiet)
+
+
+def _print_estimate(config: Any) -> None:
+    from rich.table import Table
+
+    from rescue.engine.dryrun import estimate_run
+
+    estimate = estimate_run(config)
+    media = {"frames": ("images", lambda t: str(t.images)), "clip": ("clip s", lambda t: f"{t.clip_seconds:.0f}")}
+    shown = media.get(estimate.video_input or "")
+    table = Table(title=f"Dry run, {estimate.mode} mode, {estimate.samples} samples: nothing is sent", title_justify="left")
+    for header in ("model", "task", "requests", *((shown[0], "media tok ~") if shown else ()), "in tok ~", "out max"):
+        table.add_column(header, justify="left" if header in ("model", "task") else "right", no_wrap=True)
+    for model in estimate.models:
+        for n, t in enumerate(model.tasks):
+            cells = (shown[1](t), f"{t.media_tokens:,}") if shown else ()
+            table.add_row(model.model if n == 0 else "", t.task, str(t.requests), *cells, f"{t.input_tokens:,}",
+                          f"{t.max_output_tokens:,}")
+    console.print(table)
+    for model in estimate.models:
+        cost = "no price in the table" if model.cost_at_most is None else f"at most ${model.cost_at_most:.2f}"
+        console.print(f"{model.model}: {cost}", highlight=False)
 
 
 @app.command("rescore")

@@ -23,7 +23,8 @@ from rescue.tasks.base import Instance, RenderOptions, Task
 from rescue.video.locate import find_media
 from rescue.video.options import VideoError, VideoOptions
 from rescue.video.plan import MediaPlan, clip_plan, frame_plan
-from rescue.video.store import MediaStore, SourceInfo
+from rescue.video.store import MediaStore, SourceInfo, scaled_size
+from rescue.video.tokens import clip_tokens, frames_tokens
 from rescue.video.window import MediaWindow, media_window
 
 # A row may end a little after the video does (subtitle timing); more than this means the wrong video.
@@ -58,11 +59,12 @@ class VideoContext:
     # -- set-up --------------------------------------------------------------------------------------------
 
     @classmethod
-    def locate(cls, options: VideoOptions, samples: Sequence[Sample], cache_folder: str | Path) -> VideoContext:
-        """Find and probe every sample's media; raises :class:`VideoError` (before anything is written but the
-        media store's hash index) when a sample has none, a file is unreadable or too short for its rows."""
+    def locate(cls, options: VideoOptions, samples: Sequence[Sample], cache_folder: str | Path | None) -> VideoContext:
+        """Find and probe every sample's media; raises :class:`VideoError` before anything is written when a
+        sample has none, a file is unreadable or too short for its rows. ``cache_folder`` None: probe only
+        (a dry run: nothing can be made)."""
         sources = find_media(samples, options.media_root, options.media_match)
-        store = MediaStore(Path(cache_folder), options)
+        store = MediaStore(cache_folder, options)
         infos: dict[str, SourceInfo] = {}
         problems = []
         with ThreadPoolExecutor(options.workers) as pool:
@@ -149,6 +151,14 @@ class VideoContext:
                       files=summary.unique_files, made=summary.made, reused=summary.reused,
                       store=str(self.store.folder))
         return {name: VideoTask(task, self) for name, task in tasks.items()}  # type: ignore[misc]
+
+    def media_count(self, task: Task, instance: Instance, context_size: int | None) -> tuple[int, float, int]:
+        """Images, clip seconds and estimated media tokens of one instance's request (for ``--dry-run``)."""
+        plan = self.plan(task, instance, context_size)
+        info = self.infos[instance.sample_id]
+        size = scaled_size(info.width, info.height, self.options.frame_size)
+        seconds = (plan.clip_stop - plan.clip_first) / info.fps
+        return len(plan.frames), seconds, frames_tokens(len(plan.frames), *size) + clip_tokens(seconds, *size)
 
     # -- requests ------------------------------------------------------------------------------------------
 

@@ -54,14 +54,16 @@ def scaled_size(width: int, height: int, longest: int) -> tuple[int, int]:
 
 
 class MediaStore:
-    def __init__(self, folder: str | Path, options: VideoOptions):
-        self.folder = Path(folder)
+    def __init__(self, folder: str | Path | None, options: VideoOptions):
+        """``folder`` None: a store that only probes (a dry run), never hashes or makes anything."""
+        self.folder = Path(folder) if folder is not None else Path()
+        self.probe_only = folder is None
         self.options = options
         self.made = 0  # files made by ffmpeg in this process
         self.reused = 0  # files found already made
         self._lock = threading.Lock()
         self._index_path = self.folder / "hashes.json"
-        self._index: dict[str, dict[str, object]] = self._read_index()
+        self._index: dict[str, dict[str, object]] = {} if self.probe_only else self._read_index()
         self._dirty = False
 
     def _read_index(self) -> dict[str, dict[str, object]]:
@@ -91,7 +93,7 @@ class MediaStore:
         info = probe(path)
         if not info.has_video or not info.width or not info.height:
             raise VideoError(f"{path}: has no video stream that ffmpeg can read")
-        result = SourceInfo(file_digest(path), info.duration, info.fps or 25.0, info.width, info.height,
+        result = SourceInfo("" if self.probe_only else file_digest(path), info.duration, info.fps or 25.0, info.width, info.height,
                             info.has_audio)
         with self._lock:
             self._index[key] = {"stamp": stamp, "info": asdict(result)}
@@ -101,7 +103,7 @@ class MediaStore:
     def flush(self) -> None:
         """Write the digest index (deferred so that a run that stops on bad media writes nothing)."""
         with self._lock:
-            if self._dirty:
+            if self._dirty and not self.probe_only:
                 self._write_index()
                 self._dirty = False
 

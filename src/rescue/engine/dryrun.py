@@ -1,0 +1,106 @@
+"""``rescue run --dry-run``: what a run would send, counted before anything is sent or written.
+
+Per model and task: requests, the images (video mode, frames) or clip seconds (clip) they carry, estimated
+input tokens (text at ~4 characters a token; media by :mod:`rescue.video.tokens`), the output token budget, and
+the cost at most (input estimate + full output budget) from the price table. Estimates, not bills: the
+providers' own image and video tokens, which the run records from each answer's usage, are the truth.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from rescue.engine.cost import PriceTable
+from rescue.engine.types import Usage
+from rescue.tasks.base import VIDEO_MODES, RenderOptions
+
+CHARS_PER_TOKEN = 4
+
+
+def text_tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+@dataclass
+class TaskEstimate:
+    task: str
+    requests: int = 0
+    instances: int = 0
+    images: int = 0
+    clip_seconds: float = 0.0
+    text_tokens: int = 0
+    media_tokens: int = 0
+    max_output_tokens: int = 0
+
+    @property
+    def input_tokens(self) -> int:
+        return self.text_tokens + self.media_tokens
+
+
+@dataclass
+class ModelEstimate:
+    model: str
+    tasks: list[TaskEstimate] = field(default_factory=list)
+    cost_at_most: float | None = None  # None: no price for the model
+
+
+@dataclass
+class RunEstimate:
+    mode: str
+    samples: int
+    models: list[ModelEstimate]
+    video_input: str | None = None  # video modes: frames or clip
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _content_text(messages: list[dict[str, Any]]) -> str:
+    out = []
+    for message in messages:
+        content = message["content"]
+        out.append(content if isinstance(content, str) else "".join(p.get("text", "") for p in content))
+    return "\n".join(out)
+
+
+def estimate_run(config: Any) -> RunEstimate:
+    """Count what ``rescue run`` with ``config`` would send; reads the data (and probes the media), writes nothing."""
+    from rescue.data.loading import load_samples
+    from rescue.engine.runner import _batch_size, _build_options, load_task, make_batches
+
+    samples = load_samples(config.data)
+    if config.limit_samples:
+        samples = samples[: config.limit_samples]
+    video = None
+    if config.mode in VIDEO_MODES:
+        from rescue.video import VideoContext
+
+        video = VideoContext.locate(config.video, samples, None)  # probe only: no hashing, no store
+    options = RenderOptions(mode=config.mode, context_size=config.context_size)
+    per_task: list[TaskEstimate] = []
+    for name in config.tasks:
+        task = load_task(name)
+        instances = task.build(samples, **_build_options(config, task))
+        size = 1 if video is not None else _batch_size(config, task)
+        estimate = TaskEstimate(name, instances=len(instances))
+        for batch in make_batches(instances, size):
+            estimate.requests += 1
+            estimate.text_tokens += text_tokens(_content_text(task.render(batch, options)))
+            estimate.max_output_tokens += int(config.max_tokens or task.max_tokens)
+            if video is not None:
+                images, seconds, tokens = video.media_count(task, batch[0], config.context_size)
+                estimate.images += images
+                estimate.clip_seconds += seconds
+                estimate.media_tokens += tokens
+        estimate.clip_seconds = round(estimate.clip_seconds, 3)
+        per_task.append(estimate)
+    prices = PriceTable.load(config.prices)
+    models = []
+    for spec in config.model_specs:
+        model = ModelEstimate(spec, [TaskEstimate(**asdict(t)) for t in per_task])
+        costs = [prices.cost(spec, Usage(t.input_tokens, t.max_output_tokens)) for t in model.tasks]
+        model.cost_at_most = None if any(c is None for c in costs) else round(sum(c or 0.0 for c in costs), 4)
+        models.append(model)
+    return RunEstimate(config.mode, len(samples), models, video.options.video_input if video else None)

@@ -1,0 +1,26 @@
+"""Estimated media tokens, for ``rescue run --dry-run`` only: what a request records is the provider's own
+count from the answer's usage (``image_tokens`` / ``video_tokens``)."""
+
+from __future__ import annotations
+
+import math
+
+# Servers that take video_url sample it themselves; Qwen-VL's default is 2 frames a second, with two
+# consecutive frames merged into one set of tokens.
+VIDEO_SAMPLE_FPS = 2.0
+VIDEO_TEMPORAL_MERGE = 2
+# The text label rescue puts before each frame ("[frame at 12.00 s, row 5]").
+FRAME_LABEL_TOKENS = 12
+
+
+def image_tokens(width: int, height: int) -> int:
+    """Tokens of one image by the 28-pixel patches of Qwen2-VL-style encoders (GPT-4o's tiles land close)."""
+    return max(1, math.ceil(width / 28)) * max(1, math.ceil(height / 28))
+
+
+def frames_tokens(count: int, width: int, height: int) -> int:
+    return count * (image_tokens(width, height) + FRAME_LABEL_TOKENS)
+
+
+def clip_tokens(seconds: float, width: int, height: int) -> int:
+    return math.ceil(seconds * VIDEO_SAMPLE_FPS / VIDEO_TEMPORAL_MERGE) * image_tokens(width, height) if seconds else 0
