@@ -9,20 +9,20 @@ import pytest
 
 from rescue.data.models import Row, Sample
 from rescue.engine.baselines import BASELINE_NAMES, BaselineError, make_baseline
-from rescue.engine.types import ChatRequest, Model
+from rescue.engine.types import ChatRequest, TaskModel, TaskRequest
 from rescue.tasks import TASKS
 from rescue.tasks.base import Instance, Prediction, RenderOptions, Task
 from rescue.tasks.er import TASK as ER
 
 
-def answer(model: Model, task: Task, batch: list[Instance]) -> dict[str, Prediction]:
-    request = ChatRequest(task.render(batch, RenderOptions()), task.max_tokens, task=task, batch=batch)
-    reply = asyncio.run(model.complete(request))
+def answer(model: TaskModel, task: Task, batch: list[Instance]) -> dict[str, Prediction]:
+    request = ChatRequest(task.render(batch, RenderOptions()), task.max_tokens)
+    reply = asyncio.run(model.solve(TaskRequest(request, task, batch)))
     assert reply.status == "ok"
     return task.parse(reply.text, batch)
 
 
-def answer_all(model: Model, task: Task, instances: list[Instance], batch_size: int = 3) -> dict[str, Prediction]:
+def answer_all(model: TaskModel, task: Task, instances: list[Instance], batch_size: int = 3) -> dict[str, Prediction]:
     model.prepare(task, instances)
     groups: dict[str, list[Instance]] = {}
     for instance in instances:
@@ -43,16 +43,14 @@ def test_names_and_errors():
     with pytest.raises(BaselineError, match="does not apply"):
         persist.prepare(TASKS["itp"], [])
     with pytest.raises(BaselineError, match="prepare"):
-        asyncio.run(make_baseline("baseline/majority").complete(ChatRequest([], 10, task=ER, batch=[])))
-    judged = asyncio.run(make_baseline("baseline/majority").complete(ChatRequest([], 10, purpose="judge")))
-    assert judged.status == "refused"
+        asyncio.run(make_baseline("baseline/majority").solve(TaskRequest(ChatRequest([], 10), ER, [])))
 
 
 @pytest.mark.parametrize("name", BASELINE_NAMES)
 def test_every_applicable_pair_answers_through_parse(name, demo_samples):
     for task in TASKS.values():
         model = make_baseline(name, seed=3)
-        assert isinstance(model, Model)
+        assert isinstance(model, TaskModel)
         if not model.applies_to(task.name):
             continue
         instances = task.build(demo_samples)

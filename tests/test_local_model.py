@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from rescue.engine import local
-from rescue.engine.local import LocalModelError, LocalModelSpec, find_gguf, local_server
+from rescue.llm import local
+from rescue.llm.local import LocalModelError, LocalModelSpec, find_gguf, local_server
 
 
 def test_unknown_local_model_is_named():
@@ -42,7 +42,7 @@ def test_missing_llama_server_says_how_to_install(monkeypatch):
 
 def test_server_command_binds_loopback_and_asks_for_context():
     command = local.server_command(Path("m.gguf"), 4321, alias="smollm2", n_ctx=8192)
-    assert command[:3] == [sys.executable, "-m", "rescue.engine.llama_server"]
+    assert command[:3] == [sys.executable, "-m", "rescue.llm.llama_server"]
     joined = " ".join(command)
     assert "--host 127.0.0.1" in joined and "--port 4321" in joined and "--n_ctx 8192" in joined
     assert "--model_alias smollm2" in joined

@@ -1,4 +1,6 @@
-"""Models and how they are called: endpoints, cache, retries, concurrency, cost, the run itself.
+"""The evaluation run: tasks asked of models, through the task-free model layer :mod:`rescue.llm` (endpoints,
+cache, retries, concurrency, cost). ``rescue.engine.cache``, ``client``, ``cost``, ``limiter``, ``local``,
+``providers`` and ``reliable`` are aliases of the :mod:`rescue.llm` modules they moved to.
 
 ``resolve_model`` and ``ReliableModel`` are exported lazily so that importing :mod:`rescue.engine.types` stays cheap.
 """
@@ -14,7 +16,7 @@ def __getattr__(name: str) -> Any:
 
         return resolve_model
     if name == "ReliableModel":
-        from rescue.engine.reliable import ReliableModel
+        from rescue.llm.reliable import ReliableModel
 
         return ReliableModel
     raise AttributeError(f"module 'rescue.engine' has no attribute {name!r}")

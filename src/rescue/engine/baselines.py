@@ -1,8 +1,8 @@
 """Offline baselines: reference points that need no network and no model.
 
-Each baseline is a :class:`rescue.engine.types.Model`. ``prepare(task, instances)`` learns what it needs
-from the evaluated instances; ``complete(request)`` answers with ``task.format_answer``, so its answer goes
-through the same ``parse`` and scoring as a real model's.
+Each baseline is a :class:`rescue.engine.types.TaskModel`. ``prepare(task, instances)`` learns what it needs
+from the evaluated instances; ``solve(ask)`` answers the asked batch with ``task.format_answer``, so its answer
+goes through the same ``parse`` and scoring as a real model's.
 
 - ``baseline/majority`` (all tasks) PEEKS AT THE GOLD LABEL FREQUENCIES of the evaluated data: the most
   frequent label (ITP), the labels ranked by gold frequency (RPP, STP, SSP), the most frequent / most
@@ -32,7 +32,7 @@ from sklearn.metrics.pairwise import linear_kernel  # type: ignore[import-untype
 
 from rescue.data.errors import RescueError
 from rescue.data.models import GROUP_LABELS, THERAPIST
-from rescue.engine.types import ChatAnswer, ChatRequest
+from rescue.engine.types import ChatAnswer, TaskRequest
 from rescue.tasks.base import Instance, Task
 
 PREFIX = "baseline/"
@@ -130,7 +130,7 @@ def _label_counts(instances: list[Instance]) -> dict[str, Counter[str]]:
 
 
 class Baseline:
-    """The Model contract for offline baselines; subclasses say which tasks they apply to and answer one
+    """The TaskModel contract for offline baselines; subclasses say which tasks they apply to and answer one
     instance at a time in :meth:`answer`."""
 
     kind: ClassVar[str]
@@ -163,15 +163,16 @@ class Baseline:
     def learn(self, state: _TaskState) -> None:
         """Subclass hook: precompute from the evaluated instances."""
 
-    async def complete(self, request: ChatRequest) -> ChatAnswer:
-        task = request.task
-        if task is None:
-            return ChatAnswer(None, status="refused", error=f"{self.name} answers tasks only; it cannot judge")
+    async def solve(self, ask: TaskRequest) -> ChatAnswer:
+        task = ask.task
         state = self._states.get(task.name)
         if state is None:
             raise BaselineError(f"{self.name}: prepare() was not called for task {task.name!r}")
-        values = {i.instance_id: self.answer(state, i) for i in request.batch}
-        return ChatAnswer(task.format_answer(request.batch, values), meta={"baseline": self.name, "seed": self.seed})
+        values = {i.instance_id: self.answer(state, i) for i in ask.batch}
+        return ChatAnswer(task.format_answer(ask.batch, values), meta={"baseline": self.name, "seed": self.seed})
+
+    async def aclose(self) -> None:
+        return None
 
     def answer(self, state: _TaskState, instance: Instance) -> Any:
         raise NotImplementedError

@@ -1,7 +1,8 @@
 """``rescue run``: build every task's instances, ask every model, parse, score, aggregate, write the run directory.
 
-Per model and task: ``task.build`` → batches (instances of one sample) → ``task.render`` → the model through
-:class:`ReliableModel` (cache, retries, limiter, budget) → ``task.parse`` → instances a batch answer left out
+Per model and task: ``task.build`` → batches (instances of one sample) → ``task.render`` → a task-free
+:class:`~rescue.llm.ChatRequest` to the model through a :class:`rescue.llm.Session` (cache, retries, limiter,
+budget; offline baselines answer from the task instead) → ``task.parse`` → instances a batch answer left out
 (or could not be parsed, or were refused) are asked again one by one → :class:`PredictionRecord` with
 ``task.instance_scores`` → ER/VP judge and BERTScore hooks → ``task.aggregate`` over all instances, each
 scenario and each sample. All batches of all models and tasks are in flight together; each model's limiter
@@ -23,13 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from rescue.data.errors import RescueError
-from rescue.engine.cache import ResponseCache
-from rescue.engine.client import GenerationSettings
-from rescue.engine.cost import PriceTable
-from rescue.engine.limiter import AdaptiveLimiter
 from rescue.engine.progress import ProgressDisplay, RunLog, TaskProgress
-from rescue.engine.reliable import Budget, ReliableModel
-from rescue.engine.types import ChatAnswer, ChatRequest, Model, Usage
+from rescue.engine.types import TaskModel, TaskRequest, as_task_model
+from rescue.llm.cache import ResponseCache
+from rescue.llm.client import GenerationSettings
+from rescue.llm.cost import PriceTable
+from rescue.llm.reliable import Budget, ReliableModel
+from rescue.llm.session import Session, stderr_notice
+from rescue.llm.types import ChatAnswer, ChatRequest, Model, Usage
 from rescue.tasks.base import (
     MODES,
     TASK_NAMES,
@@ -250,13 +252,14 @@ def _from_answer(task: Task, answer: ChatAnswer, batch: list[Instance]) -> dict[
     return predictions
 
 
-async def _ask(model: Model, task: Task, batch: list[Instance], options: RenderOptions) -> ChatAnswer:
-    request = ChatRequest(messages=task.render(batch, options), max_tokens=int(task.max_tokens), task=task,
-                          batch=batch)
-    return await model.complete(request)
+async def _ask(model: TaskModel, task: Task, batch: list[Instance], options: RenderOptions) -> ChatAnswer:
+    # The request itself is task-free; the tag and ids only group accounting and name the instances in logs.
+    request = ChatRequest(messages=task.render(batch, options), max_tokens=int(task.max_tokens), tag=task.name,
+                          ids=tuple(i.instance_id for i in batch))
+    return await model.solve(TaskRequest(request, task, batch))
 
 
-async def _run_batch(model: Model, task: Task, batch: list[Instance], options: RenderOptions,
+async def _run_batch(model: TaskModel, task: Task, batch: list[Instance], options: RenderOptions,
                      progress: TaskProgress) -> dict[str, Prediction]:
     answer = await _ask(model, task, batch, options)
     predictions = _from_answer(task, answer, batch)
@@ -270,7 +273,7 @@ async def _run_batch(model: Model, task: Task, batch: list[Instance], options: R
     return predictions
 
 
-async def run_pair(model: Model, task: Task, instances: list[Instance], config: RunConfig,
+async def run_pair(model: TaskModel, task: Task, instances: list[Instance], config: RunConfig,
                    progress: TaskProgress) -> list[PredictionRecord]:
     options = RenderOptions(mode=config.mode, context_size=config.context_size)  # type: ignore[arg-type]
     model.prepare(task, instances)
@@ -373,11 +376,18 @@ def _usage_block(model: ReliableModel | None, judge_usage: dict[str, list[dict[s
 
 
 class Runner:
-    def __init__(self, config: RunConfig, *, offline: bool = False):
+    """One run. ``models`` adds model objects of your own (any :class:`~rescue.llm.types.Model`, e.g. an HF
+    pipeline behind ``complete``, or a :class:`~rescue.engine.types.TaskModel`) to the specs in the config;
+    they are evaluated under their ``name`` like any other."""
+
+    def __init__(self, config: RunConfig, *, offline: bool = False, models: Iterable[Model | TaskModel] = ()):
         self.config = config
         self.offline = offline  # rescore: answers come from the cache only, nothing is requested
         self.out = Path(config.out)
         self.prices = PriceTable.load(config.prices)
+        self.given: dict[str, Model | TaskModel] = {m.name: m for m in models}
+        if self.given:
+            config.models = list(dict.fromkeys([*config.models, *self.given]))
 
     def _cache_folder(self) -> Path:
         return Path(self.config.cache_dir) if self.config.cache_dir else self.out
@@ -392,27 +402,28 @@ class Runner:
 
         return VideoContext.locate(self.config.video, samples, self._cache_folder() / "media")
 
-    def _wrap(self, raw: Model, cache: ResponseCache, budget: Budget, log: RunLog,
-              on_retry: Any = None) -> ReliableModel:
-        return ReliableModel(
-            raw, cache=cache, limiter=AdaptiveLimiter(min(self.config.concurrency,
-                                                          getattr(raw, "max_concurrency", self.config.concurrency))),
-            max_retries=self.config.max_retries, retry_errors=self.config.retry_errors and not self.offline,
-            max_failures=self.config.max_failures, budget=budget, log=log, on_retry=on_retry,
-            offline=self.offline,
-        )
+    def _session(self, cache: ResponseCache, budget: Budget, log: RunLog) -> Session:
+        config = self.config
+        return Session(cache=cache, concurrency=config.concurrency, max_retries=config.max_retries,
+                       retry_errors=config.retry_errors, max_failures=config.max_failures, prices=self.prices,
+                       budget=budget, log=log, offline=self.offline, notice=None if config.quiet else stderr_notice)
 
-    def _resolve(self, spec: str, *, judge: bool = False) -> Model:
+    def _resolve(self, spec: str, *, judge: bool = False) -> Model | TaskModel:
         from rescue.engine.resolve import resolve_model
 
+        if spec in self.given and not judge:
+            return self.given[spec]
         base_url, key_env = self.config.base_url, self.config.api_key_env
         if judge and self.config.judge_base_url:
             base_url, key_env = self.config.judge_base_url, self.config.judge_api_key_env
         elif judge and _names_preset(spec):
             # `--model X --base-url <vLLM> --judge openai/gpt-5.4`: the judge goes to its provider, not to vLLM.
             base_url, key_env = None, self.config.judge_api_key_env
-        return resolve_model(spec, base_url=base_url, api_key_env=key_env, settings=self.config.settings_for(spec),
-                             need_key=not self.offline)
+        model = resolve_model(spec, base_url=base_url, api_key_env=key_env, settings=self.config.settings_for(spec),
+                              need_key=not self.offline)
+        if judge and not callable(getattr(model, "complete", None)):
+            raise RunError(f"--judge {spec!r}: a judge must be a model that reads messages, not an offline baseline")
+        return model
 
     async def run(self) -> RunOutcome:
         from rescue.data.loading import load_samples
@@ -421,7 +432,7 @@ class Runner:
         started = time.monotonic()
         # Credentials first: a missing key fails before any data is read or any folder is made.
         raw_models = {spec: self._resolve(spec) for spec in config.model_specs}
-        raw_judges = [self._resolve(spec, judge=True) for spec in config.judges]
+        raw_judges: list[Model] = [self._resolve(spec, judge=True) for spec in config.judges]  # type: ignore[misc]
         samples = load_samples(config.data)  # bad data stops the run before any folder is made
         if config.limit_samples:
             samples = samples[: config.limit_samples]
@@ -439,7 +450,9 @@ class Runner:
         for spec in config.model_specs:
             if config.max_cost is not None and self.prices.price(spec) is None:
                 log.event("warning", model=spec, message="no price for this model: --max-cost cannot count its cost")
-        models: dict[str, ReliableModel] = {}
+        session = self._session(cache, budget, log)
+        models: dict[str, TaskModel] = {}
+        reliable: dict[str, ReliableModel] = {}  # the models that go through the session (not the baselines)
         judges: list[ReliableModel] = []
         pairs: list[PairResult] = []
         try:
@@ -447,16 +460,20 @@ class Runner:
                 trackers: dict[tuple[str, str], TaskProgress] = {}
 
                 def on_retry(request: ChatRequest, spec: str) -> None:
-                    if request.task is not None and (spec, request.task.name) in trackers:
-                        trackers[(spec, request.task.name)].retry()
+                    if (spec, request.tag) in trackers:
+                        trackers[(spec, request.tag)].retry()
 
                 for spec in config.model_specs:
-                    models[spec] = self._wrap(raw_models[spec], cache, budget, log,
-                                              on_retry=lambda r, s=spec: on_retry(r, s))
-                judges = [self._wrap(raw, cache, budget, log) for raw in raw_judges]
+                    raw = raw_models[spec]
+                    if callable(getattr(raw, "solve", None)):
+                        models[spec] = as_task_model(raw)
+                    else:
+                        reliable[spec] = session.wrap(raw, on_retry=lambda r, s=spec: on_retry(r, s))  # type: ignore[arg-type]
+                        models[spec] = as_task_model(reliable[spec])
+                judges = [session.wrap(raw) for raw in raw_judges]
                 # A baseline that does not apply to a task (persist has no RPP answer ...) sits that task out.
                 todo = [(spec, name) for spec in config.model_specs for name in config.tasks
-                        if getattr(models[spec].inner, "applies_to", lambda _: True)(name)]
+                        if models[spec].applies_to(name)]
                 for spec, name in todo:
                     trackers[(spec, name)] = display.task(spec, name, len(instances[name]))
 
@@ -473,16 +490,18 @@ class Runner:
                 pairs = list(await asyncio.gather(*(one(s, n) for s, n in todo)))
             bertscore = _bertscore(pairs, config)
         finally:
-            for wrapped in [*models.values(), *judges]:
-                await wrapped.aclose()
+            for spec, model in models.items():
+                if spec not in reliable:
+                    await model.aclose()
+            await session.aclose()
             cache.close()
         stopped = None
         if budget.exhausted:
             stopped = f"--max-cost {config.max_cost} reached"
-        fatal = {s: m.fatal for s, m in models.items() if m.fatal}
+        fatal = {s: m.fatal for s, m in reliable.items() if m.fatal}
         if fatal:
             stopped = (stopped + "; " if stopped else "") + "; ".join(f"{s}: {f}" for s, f in fatal.items())
-        results = self._results(pairs, models, bertscore, budget, stopped, time.monotonic() - started)
+        results = self._results(pairs, reliable, bertscore, budget, stopped, time.monotonic() - started)
         records = [r for p in pairs for r in p.records]
         write_predictions(self.out / PREDICTIONS, records)
         write_atomic(self.out / RESULTS, json.dumps(results, indent=2, ensure_ascii=False) + "\n")
@@ -525,8 +544,9 @@ class Runner:
         }
 
 
-def run(config: RunConfig) -> RunOutcome:
-    return asyncio.run(Runner(config).run())
+def run(config: RunConfig, *, models: Iterable[Model | TaskModel] = ()) -> RunOutcome:
+    """Run ``config``; ``models`` adds model objects of your own (see :class:`Runner`)."""
+    return asyncio.run(Runner(config, models=models).run())
 
 
 def rescore(run_dir: str | Path, *, data: str | None = None) -> RunOutcome:

@@ -1,48 +1,75 @@
-"""What the engine sends to a model and gets back. Every model — an HTTP endpoint, the local llama.cpp
-server, an offline baseline — implements :class:`Model`, so all answers go through the same parse path."""
+"""What the evaluation runner asks: a :class:`TaskRequest` (the model layer's task-free
+:class:`~rescue.llm.types.ChatRequest` plus the task and batch it was rendered from) answered by a
+:class:`TaskModel`.
+
+Models of the model layer see only the messages: :func:`as_task_model` adapts any
+:class:`~rescue.llm.types.Model` (an endpoint, the local model, your own Python model) by sending the
+request and ignoring the task. Offline baselines answer from the task and instances instead, so they
+implement :class:`TaskModel` themselves. Either way every answer goes through the task's ``parse``.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
+from rescue.llm.types import AnswerStatus, ChatAnswer, ChatRequest, Model, Usage
 from rescue.tasks.base import Instance, Task
 
-AnswerStatus = Literal["ok", "request_error", "refused"]
+__all__ = ["AnswerStatus", "ChatAnswer", "ChatRequest", "Model", "ModelAdapter", "TaskModel", "TaskRequest",
+           "Usage", "as_task_model"]
 
 
 @dataclass
-class ChatRequest:
-    messages: list[dict[str, str]]
-    max_tokens: int
-    # What the messages ask about: offline baselines answer from these, HTTP models ignore them.
-    # A judge request has no task.
-    task: Task | None = None
-    batch: list[Instance] = field(default_factory=list)
-    purpose: str = "predict"  # "predict" or "judge": kept apart in logs, cache statistics and costs
-
-
-@dataclass
-class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_input_tokens: int = 0
-
-
-@dataclass
-class ChatAnswer:
-    text: str | None
-    status: AnswerStatus = "ok"
-    error: str = ""  # error class and message for failures; never contains credentials
-    usage: Usage = field(default_factory=Usage)
-    meta: dict[str, Any] = field(default_factory=dict)
+class TaskRequest:
+    request: ChatRequest
+    task: Task
+    batch: list[Instance]
 
 
 @runtime_checkable
-class Model(Protocol):
+class TaskModel(Protocol):
     name: str
+
+    def applies_to(self, task_name: str) -> bool:
+        """Whether it answers this task at all (a baseline may not: persist has no ITP answer)."""
 
     def prepare(self, task: Task, instances: list[Instance]) -> None:
         """Called once per task before any request (baselines learn label frequencies here)."""
 
-    async def complete(self, request: ChatRequest) -> ChatAnswer: ...
+    async def solve(self, ask: TaskRequest) -> ChatAnswer: ...
+
+    async def aclose(self) -> None: ...
+
+
+class ModelAdapter:
+    """A model-layer :class:`~rescue.llm.types.Model` as a :class:`TaskModel`: it gets the messages only."""
+
+    def __init__(self, model: Model):
+        self.model = model
+        self.name = model.name
+
+    def applies_to(self, task_name: str) -> bool:
+        return True
+
+    def prepare(self, task: Task, instances: list[Instance]) -> None:
+        return None
+
+    async def solve(self, ask: TaskRequest) -> ChatAnswer:
+        return await self.model.complete(ask.request)
+
+    async def aclose(self) -> None:
+        await self.model.aclose()
+
+
+def is_task_model(value: Any) -> bool:
+    return callable(getattr(value, "solve", None)) and callable(getattr(value, "prepare", None))
+
+
+def as_task_model(value: Model | TaskModel) -> TaskModel:
+    """``value`` itself when it already answers tasks, else the model wrapped in a :class:`ModelAdapter`."""
+    if is_task_model(value):
+        return value  # type: ignore[return-value]
+    if not callable(getattr(value, "complete", None)):
+        raise TypeError(f"{value!r} is neither a Model (async complete(request)) nor a TaskModel (async solve(ask))")
+    return ModelAdapter(value)  # type: ignore[arg-type]

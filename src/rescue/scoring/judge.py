@@ -56,7 +56,7 @@ from rescue.tasks.rubric import Grade, judge_failure_count, judge_request_failur
 from rescue.tasks.spec import JudgeRubric
 
 if TYPE_CHECKING:
-    from rescue.engine.types import Model
+    from rescue.llm.types import Model
 
 Scale = Literal["likert", "authors"]
 SCALES: tuple[str, ...] = ("likert", "authors")
@@ -175,7 +175,7 @@ async def _grade_one(
     max_tokens: int,
     stats: JudgeStats,
 ) -> dict[str, Any]:
-    from rescue.engine.types import ChatRequest
+    from rescue.llm.types import ChatRequest
 
     messages: list[dict[str, str]] = [{"role": "user", "content": prompt}]
     error = ""

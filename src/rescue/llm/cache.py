@@ -1,0 +1,103 @@
+"""Every request and answer, stored durably in SQLite (WAL mode) so that runs resume and rescore offline.
+
+Keyed by the SHA-256 of the canonical JSON of (endpoint, model id, messages, generation settings); media parts
+enter the key as the SHA-256 of their bytes, so the same image at another path is the same request. Each answer
+is committed on its own as it arrives: with WAL and ``synchronous=NORMAL`` a commit survives a kill -9 of the
+process, so an interrupted run loses only the requests that were in flight.
+
+Errors and empty answers are never served as answers. Failures (``request_error``, ``refused``) are kept in a separate table so
+that a plain rerun does not ask them again (``--retry-errors`` does); a later success removes them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from rescue.llm.types import ChatAnswer, MessageLike, Usage, key_messages
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS answers (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    endpoint TEXT NOT NULL,
+    purpose TEXT NOT NULL,
+    request TEXT NOT NULL,
+    text TEXT,
+    usage TEXT NOT NULL,
+    meta TEXT NOT NULL,
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS failures (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    status TEXT NOT NULL,
+    error TEXT NOT NULL,
+    created REAL NOT NULL
+);
+"""
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def request_key(endpoint: str, settings: dict[str, Any], messages: list[MessageLike]) -> str:
+    """The key of a request: endpoint, settings and messages, media by content hash (never by path)."""
+    payload = canonical_json({"endpoint": endpoint, "settings": settings, "messages": key_messages(messages)})
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Autocommit: each INSERT is its own transaction, committed before the answer is used.
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA busy_timeout=30000")
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def get(self, key: str) -> ChatAnswer | None:
+        row = self._db.execute("SELECT text, usage, meta FROM answers WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        usage = Usage(**json.loads(row[1]))
+        meta = {**json.loads(row[2]), "cached": True}
+        return ChatAnswer(row[0], "ok", "", usage, meta)
+
+    def put(self, key: str, *, model: str, endpoint: str, purpose: str, request: dict[str, Any], answer: ChatAnswer) -> None:
+        if answer.status != "ok":
+            raise ValueError("only answers are cached, never errors")
+        if not answer.text:
+            raise ValueError("an answer without content is never cached")
+        usage = answer.usage.as_dict()
+        meta = {k: v for k, v in answer.meta.items() if k != "cached"}
+        self._db.execute(
+            "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (key, model, endpoint, purpose, canonical_json(request), answer.text, canonical_json(usage),
+             canonical_json(meta), time.time()),
+        )
+        self._db.execute("DELETE FROM failures WHERE key = ?", (key,))
+
+    def get_failure(self, key: str) -> tuple[str, str] | None:
+        row = self._db.execute("SELECT status, error FROM failures WHERE key = ?", (key,)).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def put_failure(self, key: str, *, model: str, status: str, error: str) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO failures VALUES (?, ?, ?, ?, ?)", (key, model, status, error, time.time())
+        )
+
+    def counts(self) -> dict[str, int]:
+        answers = self._db.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+        failures = self._db.execute("SELECT COUNT(*) FROM failures").fetchone()[0]
+        return {"answers": answers, "failures": failures}

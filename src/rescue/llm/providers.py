@@ -1,0 +1,172 @@
+"""Where a model lives and how to authenticate: provider presets, ``--base-url`` endpoints and credentials.
+
+A model spec is what the user types after ``--model``:
+
+- ``deepseek/deepseek-chat``: a preset (``deepseek``) that knows its base URL and key variable, then the
+  provider's own model id (which may itself contain slashes: ``openrouter/meta-llama/llama-3.1-8b-instruct``);
+- any id together with ``--base-url URL``: an OpenAI-compatible endpoint (vLLM, SGLang, llama.cpp, a gateway),
+  keyed by ``OPENAI_API_KEY`` or the variable named by ``--api-key-env``.
+
+Keys come from the environment or a ``.env`` file in the working directory (never overriding a variable
+that is already set). A key is never part of a message, a log line or a result: errors name the variable.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlparse
+
+from rescue.data.errors import RescueError
+from rescue.llm import secrets
+
+
+class CredentialError(RescueError):
+    """A model cannot be reached: unknown preset, no base URL, or no API key in the environment."""
+
+
+@dataclass(frozen=True)
+class Provider:
+    name: str
+    base_url: str
+    key_env: str | None  # None: the endpoint needs no key (a local server)
+    # Sent with every request to this provider unless the model's own settings say otherwise.
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    json_mode: bool = True  # whether response_format={"type": "json_object"} is accepted
+
+
+PRESETS: dict[str, Provider] = {
+    p.name: p
+    for p in (
+        Provider("openai", "https://api.openai.com/v1", "OPENAI_API_KEY"),
+        Provider("deepseek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
+        # DashScope's Qwen3 models think by default, which non-streaming calls reject; the paper's runs
+        # disable it too (protocol 1.2, --disable-thinking).
+        Provider(
+            "dashscope",
+            "https://dashscope.aliyuncs.com/compatible-mode/v1",
+            "DASHSCOPE_API_KEY",
+            extra_body={"enable_thinking": False},
+        ),
+        Provider("dashscope-intl", "https://dashscope-intl.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY",
+                 extra_body={"enable_thinking": False}),
+        Provider("kimi", "https://api.moonshot.ai/v1", "MOONSHOT_API_KEY"),
+        Provider("openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
+        Provider("together", "https://api.together.xyz/v1", "TOGETHER_API_KEY"),
+        Provider("groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY"),
+        Provider("ollama", "http://127.0.0.1:11434/v1", None),
+        Provider("vllm", "http://127.0.0.1:8000/v1", None),
+        Provider("sglang", "http://127.0.0.1:30000/v1", None),
+        Provider("llamacpp", "http://127.0.0.1:8080/v1", None),
+    )
+}
+
+# Local servers accept any key; the SDK insists on a non-empty one.
+PLACEHOLDER_KEY = "EMPTY"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A resolved model: what to call and with which key. ``repr`` never shows the key."""
+
+    spec: str  # as the user typed it; the model's name in results
+    model_id: str  # what is sent as "model"
+    base_url: str
+    key_env: str | None
+    api_key: str = field(repr=False, default=PLACEHOLDER_KEY)
+    provider: str = ""
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    json_mode: bool = True
+
+
+def load_dotenv_once() -> None:
+    """Fill unset variables from ``./.env`` (the working directory), once per process."""
+    global _DOTENV_LOADED
+    if _DOTENV_LOADED:
+        return
+    _DOTENV_LOADED = True
+    from dotenv import find_dotenv, load_dotenv
+
+    path = find_dotenv(usecwd=True)
+    if path:
+        load_dotenv(path, override=False)
+
+
+_DOTENV_LOADED = False
+
+
+def normalize_base_url(url: str) -> str:
+    """Trim whitespace and trailing slashes; an empty or scheme-less URL is an error naming the value."""
+    cleaned = url.strip().rstrip("/")
+    parsed = urlparse(cleaned)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise CredentialError(f"--base-url {url!r}: expected an http(s) URL such as http://127.0.0.1:8000/v1")
+    return cleaned
+
+
+def _is_local(url: str) -> bool:
+    host = urlparse(url).hostname or ""
+    return host in ("127.0.0.1", "localhost", "::1", "0.0.0.0")
+
+
+def resolve_endpoint(
+    spec: str,
+    *,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    need_key: bool = True,
+) -> Endpoint:
+    """Turn a ``--model`` spec into an :class:`Endpoint`.
+
+    ``need_key=False`` resolves without reading a key (``rescue rescore`` answers from the cache only).
+    """
+    spec = spec.strip()
+    if not spec:
+        raise CredentialError("--model: empty model name")
+    prefix, _, rest = spec.partition("/")
+    key_env: str | None
+    if base_url:
+        url = normalize_base_url(base_url)
+        # An explicit endpoint takes the spec as the model id verbatim, unless it names a preset, whose
+        # prefix is then dropped (``--model openai/gpt-4o --base-url <proxy>``).
+        preset = PRESETS.get(prefix) if rest else None
+        model_id = rest if preset else spec
+        key_env = api_key_env or (preset.key_env if preset else None) or "OPENAI_API_KEY"
+        provider = preset.name if preset else ""
+        extra = dict(preset.extra_body) if preset else {}
+        json_mode = preset.json_mode if preset else True
+        key_optional = _is_local(url)
+    else:
+        preset = PRESETS.get(prefix)
+        if preset is None or not rest:
+            known = ", ".join(f"{name}/MODEL" for name in PRESETS)
+            raise CredentialError(
+                f"--model {spec!r}: give --base-url URL for an OpenAI-compatible endpoint, or use a provider "
+                f"preset ({known}), 'baseline/NAME' or 'local/NAME'"
+            )
+        url = preset.base_url
+        model_id = rest
+        key_env = api_key_env or preset.key_env
+        provider = preset.name
+        extra = dict(preset.extra_body)
+        json_mode = preset.json_mode
+        key_optional = preset.key_env is None or _is_local(url)
+    api_key = PLACEHOLDER_KEY
+    if need_key and key_env:
+        load_dotenv_once()
+        value = os.environ.get(key_env, "").strip()
+        if value:
+            api_key = value
+        elif not key_optional:
+            raise CredentialError(
+                f"--model {spec!r}: no API key: set {key_env} in the environment or in ./.env"
+                + ("" if api_key_env else " (or name another variable with --api-key-env)")
+            )
+    secrets.register(api_key)
+    return Endpoint(spec, model_id, url, key_env, api_key, provider, extra, json_mode)
+
+
+def redact(text: str, keys: list[str]) -> str:
+    """``text`` with ``keys`` (and every key configured in this process) masked: :func:`rescue.llm.secrets.scrub`."""
+    return secrets.scrub(text, keys)

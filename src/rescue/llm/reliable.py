@@ -1,0 +1,316 @@
+"""The layer every model is called through: cache, resume, retries, adaptive concurrency, failure and cost budgets.
+
+:class:`ReliableModel` itself implements :class:`~rescue.llm.types.Model`, so the evaluation runner, the judge
+and pre-annotation use one wrapper (usually made by :meth:`rescue.llm.session.Session.wrap`). Per request it:
+
+1. answers from the cache when the same request (endpoint, model, messages, settings) was answered before;
+2. returns a failure recorded by an earlier run without asking again, unless ``retry_errors``;
+3. otherwise asks, inside the model's :class:`AdaptiveLimiter`, retrying transient failures (429, 5xx,
+   timeouts, empty answers) with exponential backoff and jitter, never shorter than the endpoint's
+   Retry-After and never longer than ``retry_after_cap``; every retry is logged with model, request ids and
+   error class;
+4. masks every configured key in the answer and error text (:func:`rescue.llm.secrets.scrub`), then stores
+   the answer (or the final failure) before returning it, so a killed run loses only requests in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from rescue.llm import secrets
+from rescue.llm.cache import ResponseCache, request_key
+from rescue.llm.client import FatalError, TransientError
+from rescue.llm.cost import PriceTable
+from rescue.llm.limiter import AdaptiveLimiter
+from rescue.llm.types import ChatAnswer, ChatRequest, Model, Usage, key_messages
+
+NOT_CACHED = "not in the cache (rescore asks no model)"
+NOT_REQUESTED_BUDGET = "not requested: --max-cost reached (rerun to continue)"
+DEFAULT_RETRY_AFTER_CAP = 300.0
+# A Retry-After above the cap this many times for one request: the request fails instead of waiting again.
+CAPPED_WAITS_BEFORE_GIVING_UP = 2
+
+
+class EventLog(Protocol):
+    """Where the layer writes retries, failures and notices: ``event(name, **fields)`` (``run.log`` is one)."""
+
+    def event(self, event: str, **fields: Any) -> None: ...
+
+
+class NullLog:
+    def event(self, event: str, **fields: Any) -> None:
+        return None
+
+
+@dataclass
+class CallStats:
+    """What one model did for one (purpose, tag): requests made, answers reused, tokens, retries."""
+
+    requests: int = 0  # new requests that got an answer or a final failure (not counting retries)
+    cache_hits: int = 0
+    retries: int = 0
+    failures: int = 0  # final failures: request_error or refused
+    usage: Usage = field(default_factory=Usage)  # tokens of every answer used, cached ones included
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "cache_hits": self.cache_hits,
+            "retries": self.retries,
+            "failures": self.failures,
+            "input_tokens": self.usage.input_tokens,
+            "output_tokens": self.usage.output_tokens,
+            "cached_input_tokens": self.usage.cached_input_tokens,
+        }
+
+
+class Budget:
+    """``--max-cost``: dollars this process may spend across all models; None: no limit."""
+
+    def __init__(self, max_cost: float | None, prices: PriceTable):
+        self.max_cost = max_cost
+        self.prices = prices
+        self.spent = 0.0
+
+    def charge(self, model: str, usage: Usage) -> None:
+        cost = self.prices.cost(model, usage)
+        if cost is not None:
+            self.spent += cost
+
+    @property
+    def exhausted(self) -> bool:
+        return self.max_cost is not None and self.spent >= self.max_cost
+
+
+def _not_requested(reason: str) -> ChatAnswer:
+    return ChatAnswer(None, "request_error", f"not requested: {reason}", meta={"not_requested": True})
+
+
+def _scrubbed(answer: ChatAnswer) -> ChatAnswer:
+    if answer.text:
+        answer.text = secrets.scrub(answer.text)
+    if answer.error:
+        answer.error = secrets.scrub(answer.error)
+    return answer
+
+
+class ReliableModel:
+    def __init__(
+        self,
+        inner: Model,
+        *,
+        cache: ResponseCache | None = None,
+        limiter: AdaptiveLimiter | None = None,
+        max_retries: int = 5,
+        retry_errors: bool = False,
+        max_failures: int | None = None,
+        budget: Budget | None = None,
+        log: EventLog | None = None,
+        on_retry: Callable[[ChatRequest], None] | None = None,
+        notice: Callable[[str], None] | None = None,
+        backoff_base: float = 1.0,
+        backoff_max: float = 60.0,
+        retry_after_cap: float = DEFAULT_RETRY_AFTER_CAP,
+        offline: bool = False,
+    ):
+        self.inner = inner
+        self.name = inner.name
+        self.cache = cache
+        self.limiter = limiter
+        self.max_retries = max_retries
+        self.retry_errors = retry_errors
+        self.max_failures = max_failures
+        self.budget = budget
+        self.log: EventLog = log or NullLog()
+        self.on_retry = on_retry
+        self.notice = notice
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.retry_after_cap = retry_after_cap
+        self.offline = offline  # answer from the cache only (rescore): a miss is a failure, nothing is sent
+        self.fatal: str | None = None  # set once the endpoint cannot answer at all; later requests are not sent
+        self.stats: dict[tuple[str, str], CallStats] = {}
+        self._total_failures = 0
+        self._capped_noticed = False
+
+    # The Model protocol, passed through: a wrapped model is still the same model.
+    @property
+    def cache_identity(self) -> str | None:
+        return getattr(self.inner, "cache_identity", None)
+
+    @property
+    def max_concurrency(self) -> int | None:
+        return getattr(self.inner, "max_concurrency", None)
+
+    def cache_settings(self) -> dict[str, Any]:
+        settings = getattr(self.inner, "cache_settings", None)
+        return dict(settings()) if settings is not None else {}
+
+    def stats_for(self, purpose: str, tag: str) -> CallStats:
+        key = (purpose, tag)
+        if key not in self.stats:
+            self.stats[key] = CallStats()
+        return self.stats[key]
+
+    def _settings(self, request: ChatRequest) -> dict[str, Any]:
+        return {**self.cache_settings(), **request.overrides(), "request_max_tokens": request.max_tokens}
+
+    def key(self, request: ChatRequest) -> str | None:
+        """The request's cache key, or None when this model is not cached."""
+        identity = self.cache_identity
+        if self.cache is None or identity is None:
+            return None
+        return request_key(identity, self._settings(request), request.messages)
+
+    async def complete(self, request: ChatRequest) -> ChatAnswer:
+        stats = self.stats_for(request.purpose, request.tag)
+        key = self.key(request)
+        if key is not None:
+            assert self.cache is not None
+            cached = self.cache.get(key)
+            if cached is not None:
+                stats.cache_hits += 1
+                stats.usage.add(cached.usage)
+                return cached
+            recorded = None if self.retry_errors else self.cache.get_failure(key)
+            if recorded is not None:
+                stats.failures += 1
+                status, error = recorded
+                return ChatAnswer(None, status, f"{error} [recorded earlier; --retry-errors asks again]",  # type: ignore[arg-type]
+                                  meta={"recorded": True})
+        if self.offline and key is not None:
+            stats.failures += 1
+            return ChatAnswer(None, "request_error", NOT_CACHED, meta={"not_requested": True})
+        if self.fatal is not None:
+            stats.failures += 1
+            return _not_requested(self.fatal)
+        if self.budget is not None and self.budget.exhausted:
+            stats.failures += 1
+            return ChatAnswer(None, "request_error", NOT_REQUESTED_BUDGET, meta={"not_requested": True})
+        answer = _scrubbed(await self._ask(request, stats))
+        if not answer.meta.get("not_requested"):
+            stats.requests += 1
+        if answer.status == "ok":
+            stats.usage.add(answer.usage)
+            if self.budget is not None:
+                self.budget.charge(self.name, answer.usage)
+            if key is not None:
+                assert self.cache is not None
+                self.cache.put(key, model=self.name, endpoint=str(self.cache_identity), purpose=request.purpose,
+                               request=self._request_record(request), answer=answer)
+            return answer
+        stats.failures += 1
+        if answer.meta.get("not_requested"):
+            return answer
+        stats.usage.add(answer.usage)
+        if self.budget is not None:
+            self.budget.charge(self.name, answer.usage)
+        if key is not None:
+            assert self.cache is not None
+            self.cache.put_failure(key, model=self.name, status=answer.status, error=answer.error)
+        self.log.event("failure", model=self.name, purpose=request.purpose, status=answer.status,
+                       error_class=answer.meta.get("error_class") or answer.error.split(":", 1)[0],
+                       instances=list(request.ids), error=answer.error)
+        if answer.status == "request_error":
+            self._total_failures += 1
+            if self.max_failures is not None and self._total_failures > self.max_failures and self.fatal is None:
+                self.fatal = f"more than {self.max_failures} failed requests (--max-failures)"
+                self.log.event("fail_fast", model=self.name, reason=self.fatal)
+        return answer
+
+    def _request_record(self, request: ChatRequest) -> dict[str, Any]:
+        return {"messages": key_messages(request.messages), "max_tokens": request.max_tokens,
+                "settings": {**self.cache_settings(), **request.overrides()}}
+
+    def backoff(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait before retry ``attempt`` (0-based): exponential backoff with jitter, never shorter
+        than the endpoint's Retry-After (capped at ``retry_after_cap``). A Retry-After of 0 still backs off."""
+        delay = min(self.backoff_max, self.backoff_base * 2**attempt) * (0.5 + random.random())
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, self.retry_after_cap))
+        return delay
+
+    def _say(self, message: str) -> None:
+        self.log.event("notice", model=self.name, message=message)
+        if self.notice is not None:
+            self.notice(message)
+
+    async def _call(self, request: ChatRequest) -> ChatAnswer:
+        answer = await self.inner.complete(request)
+        if answer.status == "ok" and not (answer.text or "").strip():
+            # Any model's empty answer is a fault of the model, not an answer to parse: ask again.
+            raise TransientError("empty_answer", "the answer has no content")
+        return answer
+
+    async def _ask(self, request: ChatRequest, stats: CallStats) -> ChatAnswer:
+        last: TransientError | None = None
+        capped = 0
+        for attempt in range(self.max_retries + 1):
+            if self.fatal is not None:
+                return _not_requested(self.fatal)
+            try:
+                if self.limiter is None:
+                    answer = await self._call(request)
+                else:
+                    async with self.limiter:
+                        # Requests that waited for a slot must not go out once the endpoint is known dead
+                        # or the budget is spent.
+                        if self.fatal is not None:
+                            return _not_requested(self.fatal)
+                        if self.budget is not None and self.budget.exhausted:
+                            return ChatAnswer(None, "request_error", NOT_REQUESTED_BUDGET,
+                                              meta={"not_requested": True})
+                        answer = await self._call(request)
+            except TransientError as exc:
+                last = exc
+                wait = exc.retry_after
+                if wait is not None and wait > self.retry_after_cap:
+                    capped += 1
+                    message = (f"{self.name}: the endpoint asked to wait {wait:g} s (Retry-After); waiting at most "
+                               f"{self.retry_after_cap:g} s (--retry-after-cap)")
+                    if capped >= CAPPED_WAITS_BEFORE_GIVING_UP:
+                        self._say(message + f"; gave up on this request after {capped} such answers")
+                        return ChatAnswer(None, "request_error",
+                                          secrets.scrub(f"{exc.kind}: Retry-After {wait:g} s is over the cap of "
+                                                        f"{self.retry_after_cap:g} s, {capped} times: {exc}"),
+                                          meta={"error_class": "retry_after_cap"})
+                    if not self._capped_noticed:
+                        self._capped_noticed = True
+                        self._say(message)
+                    wait = self.retry_after_cap
+                if self.limiter is not None and exc.kind == "rate_limit":
+                    self.limiter.on_rate_limit(wait)
+                if attempt == self.max_retries:
+                    break
+                delay = self.backoff(attempt, wait)
+                stats.retries += 1
+                self.log.event("retry", model=self.name, purpose=request.purpose, instances=list(request.ids),
+                               error_class=exc.kind, error=secrets.scrub(str(exc)), attempt=attempt + 1,
+                               wait_s=round(delay, 3))
+                if self.on_retry is not None:
+                    self.on_retry(request)
+                await asyncio.sleep(delay)
+                continue
+            except FatalError as exc:
+                reason = secrets.scrub(f"{exc.kind}: {exc}")
+                if self.fatal is None:
+                    self.fatal = reason
+                    self.log.event("fatal", model=self.name, error_class=exc.kind, error=reason)
+                return ChatAnswer(None, "request_error", reason, meta={"error_class": exc.kind})
+            if self.limiter is not None and answer.status == "ok":
+                self.limiter.on_success()
+            answer.meta["attempts"] = attempt + 1
+            return answer
+        assert last is not None
+        return ChatAnswer(None, "request_error",
+                          f"{last.kind}: {last} (gave up after {self.max_retries + 1} attempts)",
+                          meta={"error_class": last.kind})
+
+    async def aclose(self) -> None:
+        closer = getattr(self.inner, "aclose", None)
+        if closer is not None:
+            await closer()

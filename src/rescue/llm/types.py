@@ -1,0 +1,248 @@
+"""What any caller sends to a model and gets back: messages made of content parts, a request, an answer,
+and the :class:`Model` protocol every model implements.
+
+Nothing here knows about tasks or batches: a request is messages plus settings. Media parts hold their
+bytes, so a cache key hashes what was sent, never a file path.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import mimetypes
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal, Protocol, Union, runtime_checkable
+
+AnswerStatus = Literal["ok", "request_error", "refused"]
+
+
+@dataclass(frozen=True)
+class TextPart:
+    text: str
+
+    def wire(self) -> dict[str, Any]:
+        return {"type": "text", "text": self.text}
+
+    def key(self) -> dict[str, Any]:
+        return self.wire()
+
+
+def _mime_of(path: Path, fallback: str) -> str:
+    guessed, _ = mimetypes.guess_type(path.name)
+    return guessed or fallback
+
+
+@dataclass(frozen=True)
+class _MediaPart:
+    data: bytes = field(repr=False)
+    mime: str
+
+    @cached_property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+    def data_url(self) -> str:
+        return f"data:{self.mime};base64,{base64.b64encode(self.data).decode('ascii')}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(mime={self.mime!r}, bytes={len(self.data)}, sha256={self.sha256[:12]}…)"
+
+
+@dataclass(frozen=True, repr=False)
+class ImagePart(_MediaPart):
+    """An image, sent as a ``data:`` URL in an ``image_url`` part. ``detail`` is OpenAI's low/high/auto."""
+
+    mime: str = "image/png"
+    detail: str | None = None
+
+    @classmethod
+    def from_file(cls, path: str | Path, *, mime: str | None = None, detail: str | None = None) -> ImagePart:
+        file = Path(path)
+        return cls(file.read_bytes(), mime or _mime_of(file, "image/png"), detail)
+
+    def wire(self) -> dict[str, Any]:
+        url: dict[str, Any] = {"url": self.data_url()}
+        if self.detail is not None:
+            url["detail"] = self.detail
+        return {"type": "image_url", "image_url": url}
+
+    def key(self) -> dict[str, Any]:
+        return {"type": "image", "sha256": self.sha256, "mime": self.mime, "detail": self.detail}
+
+
+@dataclass(frozen=True, repr=False)
+class VideoPart(_MediaPart):
+    """A video clip, sent as a ``data:`` URL in a ``video_url`` part (vLLM, SGLang and DashScope's Qwen-VL
+    accept it; OpenAI's API does not)."""
+
+    mime: str = "video/mp4"
+
+    @classmethod
+    def from_file(cls, path: str | Path, *, mime: str | None = None) -> VideoPart:
+        file = Path(path)
+        return cls(file.read_bytes(), mime or _mime_of(file, "video/mp4"))
+
+    def wire(self) -> dict[str, Any]:
+        return {"type": "video_url", "video_url": {"url": self.data_url()}}
+
+    def key(self) -> dict[str, Any]:
+        return {"type": "video", "sha256": self.sha256, "mime": self.mime}
+
+
+Part = Union[TextPart, ImagePart, VideoPart]
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message. ``content`` is plain text or a list of parts (text, images, video)."""
+
+    role: str
+    content: str | Sequence[Part]
+
+    def wire(self) -> dict[str, Any]:
+        if isinstance(self.content, str):
+            return {"role": self.role, "content": self.content}
+        return {"role": self.role, "content": [part.wire() for part in self.content]}
+
+    def key(self) -> dict[str, Any]:
+        # Plain text keys exactly as the wire form, so text requests keep the cache keys they always had.
+        if isinstance(self.content, str):
+            return {"role": self.role, "content": self.content}
+        return {"role": self.role, "content": [part.key() for part in self.content]}
+
+
+# Callers may also pass messages in the API's own dict form ({"role", "content"}), as the task prompts do.
+MessageLike = Union[Message, dict[str, Any]]
+
+
+def wire_messages(messages: Sequence[MessageLike]) -> list[dict[str, Any]]:
+    """The messages as the chat API takes them (media as data URLs)."""
+    return [m.wire() if isinstance(m, Message) else m for m in messages]
+
+
+def key_messages(messages: Sequence[MessageLike]) -> list[dict[str, Any]]:
+    """The messages as the cache key sees them: media by content hash, never by bytes or path."""
+    return [m.key() if isinstance(m, Message) else m for m in messages]
+
+
+def text_of(messages: Sequence[MessageLike]) -> str:
+    """Every text part of the messages joined (media left out), for logs and simple scripted models."""
+    out: list[str] = []
+    for message in messages:
+        content = message.content if isinstance(message, Message) else message.get("content")
+        if isinstance(content, str):
+            out.append(content)
+        elif isinstance(content, (list, tuple)):
+            for part in content:
+                if isinstance(part, TextPart):
+                    out.append(part.text)
+                elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                    out.append(part["text"])
+    return "\n".join(out)
+
+
+@dataclass
+class ChatRequest:
+    """A request: messages and settings, nothing about what they are for.
+
+    ``temperature``, ``seed`` and ``json_mode`` override the model's own settings for this request when set
+    (they are then part of the cache key). ``purpose`` and ``tag`` only group accounting and logs (the
+    evaluation runner tags requests with the task name, the judge with ``purpose="judge"``); ``ids`` names
+    what the request is about in log lines. None of the three is part of the cache key.
+    """
+
+    messages: list[MessageLike]
+    max_tokens: int
+    temperature: float | None = None
+    seed: int | None = None
+    json_mode: bool | None = None
+    purpose: str = "predict"
+    tag: str = "-"
+    ids: tuple[str, ...] = ()
+
+    def overrides(self) -> dict[str, Any]:
+        return {k: v for k, v in (("temperature", self.temperature), ("seed", self.seed),
+                                  ("json_mode", self.json_mode)) if v is not None}
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    # Parts of input_tokens where the provider reports them (Qwen-VL, some vLLM builds).
+    image_tokens: int = 0
+    video_tokens: int = 0
+
+    def add(self, more: Usage) -> None:
+        self.input_tokens += more.input_tokens
+        self.output_tokens += more.output_tokens
+        self.cached_input_tokens += more.cached_input_tokens
+        self.image_tokens += more.image_tokens
+        self.video_tokens += more.video_tokens
+
+    def as_dict(self) -> dict[str, int]:
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "cached_input_tokens": self.cached_input_tokens, "image_tokens": self.image_tokens,
+                "video_tokens": self.video_tokens}
+
+
+@dataclass
+class ChatAnswer:
+    text: str | None
+    status: AnswerStatus = "ok"
+    error: str = ""  # error class and message for failures; never contains credentials
+    usage: Usage = field(default_factory=Usage)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Everything a caller (the session, the evaluation runner, the judge, pre-annotation) uses of a model.
+
+    - ``name``: how results and logs name it.
+    - ``cache_identity``: where the model lives (an endpoint URL, ``local/smollm2``, a name of your own), or
+      ``None`` for a model whose answers must not be cached. Part of every cache key.
+    - ``cache_settings()``: the settings that change its answers (model id, temperature ...), also keyed.
+    - ``max_concurrency``: the most requests it takes at once (``None``: whatever the caller allows).
+    - ``complete(request)``: one answer; failures are answers with a failure ``status``, or
+      :class:`~rescue.llm.client.TransientError` / :class:`~rescue.llm.client.FatalError` for the retry layer.
+    - ``aclose()``: release connections or servers.
+
+    :class:`ModelBase` gives the defaults, so a model of your own (an HF pipeline, offline vLLM) only writes
+    ``complete``.
+    """
+
+    name: str
+
+    @property
+    def cache_identity(self) -> str | None: ...
+
+    @property
+    def max_concurrency(self) -> int | None: ...
+
+    def cache_settings(self) -> dict[str, Any]: ...
+
+    async def complete(self, request: ChatRequest) -> ChatAnswer: ...
+
+    async def aclose(self) -> None: ...
+
+
+class ModelBase:
+    """Defaults for :class:`Model`: not cached, no concurrency limit of its own, nothing to close."""
+
+    name: str = "model"
+    cache_identity: str | None = None
+    max_concurrency: int | None = None
+
+    def cache_settings(self) -> dict[str, Any]:
+        return {}
+
+    async def complete(self, request: ChatRequest) -> ChatAnswer:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        return None
