@@ -210,7 +210,7 @@ def _batch_size(config: RunConfig, task: Task) -> int:
 
 
 def _names_preset(spec: str) -> bool:
-    from rescue.engine.providers import PRESETS
+    from rescue.llm.providers import PRESETS
 
     prefix, _, rest = spec.partition("/")
     return bool(rest) and prefix in PRESETS
