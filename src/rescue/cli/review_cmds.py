@@ -1,0 +1,112 @@
+"""``rescue review``: serve the verification tool, manage accounts and assignment, export the verified data.
+
+Thin commands over :mod:`rescue.review`; FastAPI and SQLAlchemy are imported only when a review command runs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from rescue.cli.app import app, console
+
+review_app = typer.Typer(help="Verify drafts in the browser: serve, accounts, assignment, export.", no_args_is_help=True)
+user_app = typer.Typer(help="Accounts of the review tool.", no_args_is_help=True)
+review_app.add_typer(user_app, name="user")
+app.add_typer(review_app, name="review")
+
+DirArgument = Annotated[Path, typer.Argument(metavar="DIR", help="What `rescue build` wrote, or a folder holding a release-format draft.jsonl.", show_default=False)]
+DbOption = Annotated[Optional[str], typer.Option("--db", help="SQLAlchemy database URL (e.g. postgresql+psycopg://...). Default: sqlite DIR/review.db in WAL mode.")]
+
+
+def _db(directory: Path, db: str | None):  # type: ignore[no-untyped-def]
+    from rescue.review.db import default_url, make_engine, session_factory
+    from rescue.review.project import load_project
+
+    project = load_project(directory)
+    engine = make_engine(db or default_url(project.root))
+    return project, session_factory(engine)()
+
+
+@review_app.command("serve")
+def serve(
+    directory: DirArgument,
+    host: Annotated[str, typer.Option("--host", help="Interface to bind; anything but 127.0.0.1 exposes the tool on the network.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 8000,
+    db: DbOption = None,
+) -> None:
+    """Serve the review tool (log in with an account made by `rescue review user add`)."""
+    import uvicorn
+
+    from rescue.review.app import create_app
+
+    application = create_app(directory, db)
+    with application.state.sessions() as session:
+        from sqlalchemy import select
+
+        from rescue.review.models import User
+
+        if session.scalar(select(User.id).limit(1)) is None:
+            console.print(f"[yellow]note:[/] no accounts yet; add one with `rescue review user add {directory} NAME "
+                          "--role admin --password-stdin`", highlight=False)
+    console.print(f"Serving {len(application.state.project.segments)} segments on http://{host}:{port}/", highlight=False)
+    uvicorn.run(application, host=host, port=port, log_level="warning")
+
+
+@user_app.command("add")
+def user_add(
+    directory: DirArgument,
+    name: Annotated[str, typer.Argument(help="Login name.", show_default=False)],
+    role: Annotated[str, typer.Option("--role", help="annotator, adjudicator or admin.")] = "annotator",
+    password_stdin: Annotated[bool, typer.Option("--password-stdin", help="Read the password from the first line of standard input.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Add an account (the password is stored hashed with argon2)."""
+    from rescue.review import crud
+
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
+    _, session = _db(directory, db)
+    with session:
+        user = crud.create_user(session, "cli", name, role, password)
+    console.print(f"Added {user.name} ({user.role})", highlight=False)
+
+
+@review_app.command("assign")
+def assign(
+    directory: DirArgument,
+    k: Annotated[int, typer.Option("--k", min=1, help="Annotators per segment (overlap).")] = 1,
+    annotators: Annotated[Optional[list[str]], typer.Option("--annotator", help="Who to assign (repeat); default: every annotator account.")] = None,
+    db: DbOption = None,
+) -> None:
+    """Give every segment to k annotators, spreading the load evenly; replaces any earlier assignment."""
+    from rescue.review import crud
+
+    project, session = _db(directory, db)
+    with session:
+        plan = crud.assign(session, "cli", project, k, annotators)
+    load: dict[str, int] = {}
+    for names in plan.values():
+        for name in names:
+            load[name] = load.get(name, 0) + 1
+    console.print(f"Assigned {len(plan)} segments with overlap {k}: "
+                  + ", ".join(f"{n} {c}" for n, c in sorted(load.items())), highlight=False)
+
+
+@review_app.command("export")
+def export(
+    directory: DirArgument,
+    out: Annotated[Path, typer.Option("--out", help="The verified JSONL to write (release format).")],
+    db: DbOption = None,
+) -> None:
+    """Write the verified, non-discarded segments (release format) and OUT's .provenance.json sidecar."""
+    from rescue.review.export import write_export
+
+    project, session = _db(directory, db)
+    with session:
+        count, sidecar = write_export(session, project, out)
+    console.print(f"Wrote {count} verified segment(s) to {out} and provenance to {sidecar}", highlight=False)

@@ -1,0 +1,151 @@
+"""Dependencies every route declares: the database session, the project, the logged-in user, role and
+CSRF checks, and which copy of a segment a request may read or write."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Annotated
+from urllib.parse import quote
+
+from fastapi import Depends, HTTPException, Request
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from rescue.review import security
+from rescue.review.crud import assignments
+from rescue.review.models import FINAL, ROLES, Assignment, LoginSession, User
+from rescue.review.project import Project, Segment
+
+
+@dataclass(frozen=True)
+class Actor:
+    id: int
+    name: str
+    role: str
+    csrf: str
+    token: str
+
+    def at_least(self, role: str) -> bool:
+        return ROLES.index(self.role) >= ROLES.index(role)
+
+
+class LoginRequired(Exception):
+    """Raised by page dependencies: the app answers with a redirect to the login page."""
+
+    def __init__(self, next_url: str):
+        self.next_url = next_url
+
+
+def get_db(request: Request) -> Iterator[Session]:
+    db = request.app.state.sessions()
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+def get_project(request: Request) -> Project:
+    return request.app.state.project  # type: ignore[no-any-return]
+
+
+Db = Annotated[Session, Depends(get_db)]
+ProjectDep = Annotated[Project, Depends(get_project)]
+
+
+def _actor(request: Request, db: Session) -> Actor | None:
+    token = request.cookies.get(security.SESSION_COOKIE)
+    if not token:
+        return None
+    found = db.execute(
+        select(LoginSession, User).join(User, User.id == LoginSession.user_id)
+        .where(LoginSession.token_hash == security.token_hash(token))
+    ).first()
+    if found is None:
+        return None
+    session, user = found
+    if security.expired(session.expires_at):
+        return None
+    return Actor(user.id, user.name, user.role, session.csrf, token)
+
+
+def current_user(request: Request, db: Db) -> Actor:
+    actor = _actor(request, db)
+    if actor is None:
+        raise HTTPException(401, "log in first (POST /api/login)")
+    if request.method not in ("GET", "HEAD", "OPTIONS"):
+        sent = request.headers.get(security.CSRF_HEADER, "")
+        if not sent or not security.same(sent, actor.csrf):
+            raise HTTPException(403, f"missing or wrong {security.CSRF_HEADER} header")
+    return actor
+
+
+def page_user(request: Request, db: Db) -> Actor:
+    actor = _actor(request, db)
+    if actor is None:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        raise LoginRequired("/login?next=" + quote(target, safe=""))
+    return actor
+
+
+CurrentUser = Annotated[Actor, Depends(current_user)]
+PageUser = Annotated[Actor, Depends(page_user)]
+
+
+def require(role: str):  # type: ignore[no-untyped-def]
+    def check(actor: CurrentUser) -> Actor:
+        if not actor.at_least(role):
+            raise HTTPException(403, f"needs the {role} role")
+        return actor
+
+    return check
+
+
+Adjudicator = Annotated[Actor, Depends(require("adjudicator"))]
+Admin = Annotated[Actor, Depends(require("admin"))]
+
+
+def get_segment(project: Project, segment_id: str) -> Segment:
+    segment = project.segment(segment_id)
+    if segment is None:
+        raise HTTPException(404, f"no segment {segment_id!r}")
+    return segment
+
+
+def segment_assignees(db: Session, segment_id: str) -> list[str]:
+    rows = db.execute(select(User.name).join(Assignment, Assignment.user_id == User.id)
+                      .where(Assignment.segment_id == segment_id))
+    return sorted(name for (name,) in rows)
+
+
+def has_assignments(db: Session) -> bool:
+    return db.scalar(select(Assignment.id).limit(1)) is not None
+
+
+def may_annotate(db: Session, actor: Actor, segment_id: str) -> bool:
+    """Annotators work on their queue; with no assignment made yet, everybody may work on everything."""
+    if actor.at_least("adjudicator"):
+        return True
+    if not has_assignments(db):
+        return True
+    return actor.name in segment_assignees(db, segment_id)
+
+
+def resolve_copy(db: Session, actor: Actor, segment_id: str, requested: str | None, write: bool) -> str:
+    """The copy a request works on: ``mine`` (the default), ``final`` (adjudicators), or for reading only,
+    another annotator's name (adjudicators)."""
+    if requested in (None, "", "mine", actor.name):
+        if not may_annotate(db, actor, segment_id):
+            raise HTTPException(403, "this segment is not in your queue")
+        return actor.name
+    if requested == FINAL:
+        if not actor.at_least("adjudicator"):
+            raise HTTPException(403, "the final copy needs the adjudicator role")
+        return FINAL
+    if write:
+        raise HTTPException(403, "you may only write your own copy or, as adjudicator, the final one")
+    if not actor.at_least("adjudicator"):
+        raise HTTPException(403, "reading another annotator's copy needs the adjudicator role")
+    if requested not in (assignments(db).get(segment_id) or []) and db.scalar(select(User.id).where(User.name == requested)) is None:
+        raise HTTPException(404, f"no user {requested!r}")
+    return requested  # type: ignore[return-value]

@@ -1,0 +1,22 @@
+"""GET /api/agreement (JSON, or CSV with ?format=csv)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import PlainTextResponse
+
+from rescue.review.agreement import agreement_csv, compute_agreement
+from rescue.review.api.deps import Adjudicator, Db, ProjectDep
+
+router = APIRouter(prefix="/api", tags=["agreement"])
+
+
+@router.get("/agreement", response_model=None)
+def agreement(actor: Adjudicator, db: Db, project: ProjectDep, format: str = "json") -> dict[str, Any] | PlainTextResponse:
+    result = compute_agreement(db, project)
+    if format == "csv":
+        return PlainTextResponse(agreement_csv(result), media_type="text/csv",
+                                 headers={"Content-Disposition": 'attachment; filename="agreement.csv"'})
+    return result

@@ -1,0 +1,42 @@
+"""POST /api/login, POST /api/logout, GET /api/me."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException, Request, Response
+from pydantic import BaseModel, ConfigDict
+
+from rescue.review import crud, security
+from rescue.review.api.deps import CurrentUser, Db
+
+router = APIRouter(prefix="/api", tags=["login"])
+
+
+class LoginBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    password: str
+
+
+@router.post("/login")
+def login(body: LoginBody, request: Request, response: Response, db: Db) -> dict[str, str]:
+    found = crud.login(db, body.name, body.password)
+    if found is None:
+        raise HTTPException(401, "wrong name or password")
+    user, token, csrf = found
+    response.set_cookie(
+        security.SESSION_COOKIE, token, max_age=security.SESSION_HOURS * 3600, httponly=True, samesite="strict",
+        secure=request.url.scheme == "https", path="/",
+    )
+    return {"csrf": csrf, "name": user.name, "role": user.role}
+
+
+@router.post("/logout")
+def logout(actor: CurrentUser, response: Response, db: Db) -> dict[str, bool]:
+    crud.logout(db, actor.token)
+    response.delete_cookie(security.SESSION_COOKIE, path="/")
+    return {"ok": True}
+
+
+@router.get("/me")
+def me(actor: CurrentUser) -> dict[str, str]:
+    return {"name": actor.name, "role": actor.role, "csrf": actor.csrf}

@@ -1,0 +1,178 @@
+"""Segments: the queue, one segment with its rows, verify, discard, reopen, comments, audit, versions.
+
+Sample ids contain '/'; clients percent-encode them, Starlette decodes them, and the ``:path`` converter
+takes everything up to the action suffix, so both spellings reach the same route."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, HTTPException
+from pydantic import BaseModel, ConfigDict, Field
+
+from rescue.review import crud
+from rescue.review.api.deps import Adjudicator, CurrentUser, Db, ProjectDep, get_segment, has_assignments, \
+    resolve_copy, segment_assignees
+from rescue.review.fields import DISCARD_REASONS, FieldError, field_schema, label_sets
+from rescue.review.models import FINAL
+from rescue.review.progress import project_progress
+from rescue.review.project import Project, Segment
+
+router = APIRouter(prefix="/api", tags=["segments"])
+
+
+class DiscardBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str
+    comment: str = ""
+
+
+class CommentBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str = Field(min_length=1, max_length=10_000)
+    row_index: int | None = None
+
+
+def media_url(path: str | None) -> str | None:
+    return "/media/" + quote(path) if path else None
+
+
+def segment_payload(db: Db, project: Project, segment: Segment, copy: str) -> dict[str, Any]:
+    assigned = segment_assignees(db, segment.sample_id)
+    rows = crud.copy_rows(db, segment, copy, assigned)
+    problems: dict[int | None, list[dict[str, Any]]] = {}
+    for problem in segment.problems:
+        problems.setdefault(problem.row_index, []).append(problem.as_dict())
+    state = crud.segment_state(db, segment.sample_id, copy)
+    out_rows = []
+    for row, draft in zip(rows, segment.rows):
+        values = row["values"]
+        out_rows.append({
+            "row_index": row["row_index"],
+            "start_time": values.get("start_time"),
+            "end_time": values.get("end_time"),
+            "version": row["version"],
+            "values": values,
+            "draft": draft,
+            "accepted": row["accepted"],
+            "problems": problems.get(row["row_index"], []),
+            "updated_by": row["updated_by"],
+            "updated_at": row["updated_at"],
+        })
+    return {
+        "sample_id": segment.sample_id,
+        "scenario": segment.scenario,
+        "participants": segment.participants,
+        "entities": segment.entities,
+        "copy": copy,
+        "status": {"status": state.status, "reason": state.reason, "comment": state.comment,
+                   "by": state.updated_by, "at": state.updated_at} if state else {"status": "open"},
+        "assigned": assigned,
+        "media": {"clip": media_url(segment.clip), "subtitles": media_url(segment.subtitles)},
+        "source_video": segment.source_video,
+        "problems": problems.get(None, []),
+        "rows": out_rows,
+        "comments": crud.comments(db, segment.sample_id),
+        "labels": label_sets(segment.scenario),
+        "fields": field_schema(),
+        "discard_reasons": DISCARD_REASONS,
+    }
+
+
+@router.get("/segments")
+def list_segments(actor: CurrentUser, db: Db, project: ProjectDep, mine: bool = False) -> list[dict[str, Any]]:
+    """The caller's queue once segments are assigned; adjudicators see every segment unless ``?mine=true``."""
+    progress = project_progress(db, project)
+    queue_only = has_assignments(db) and (mine or not actor.at_least("adjudicator"))
+    out = []
+    for sample_id, segment in project.segments.items():
+        p = progress[sample_id]
+        if queue_only and actor.name not in p.assigned:
+            continue
+        out.append({
+            "sample_id": sample_id,
+            "scenario": segment.scenario,
+            "rows": len(segment.rows),
+            "duration": max((float(r.get("end_time") or 0) for r in segment.rows), default=0.0),
+            "has_media": segment.clip is not None,
+            "problems": len(segment.problems),
+            "comments": p.comments,
+            "assigned": p.assigned,
+            "status": p.status,
+            "my_status": p.states.get(actor.name, {}).get("status", "open"),
+            "my_reviewed_rows": p.reviewed.get(actor.name, 0),
+            "final_status": p.states.get(FINAL, {}).get("status"),
+        })
+    return out
+
+
+@router.get("/segments/{segment_id:path}/audit")
+def segment_audit(segment_id: str, actor: CurrentUser, db: Db, project: ProjectDep, row: int | None = None) -> list[dict[str, Any]]:
+    get_segment(project, segment_id)
+    return crud.audit_log(db, segment_id, row)
+
+
+@router.get("/segments/{segment_id:path}/versions")
+def segment_versions(segment_id: str, actor: Adjudicator, db: Db, project: ProjectDep) -> dict[str, Any]:
+    """Every annotator's copy and the final one, for the adjudication view."""
+    segment = get_segment(project, segment_id)
+    assigned = segment_assignees(db, segment_id)
+    names = crud.annotator_copies(db, segment_id, assigned)
+    copies = {name: [r["values"] for r in crud.copy_rows(db, segment, name)] for name in names}
+    states = {name: (s.status if (s := crud.segment_state(db, segment_id, name)) else "open") for name in names}
+    final = segment_payload(db, project, segment, FINAL)
+    return {"annotators": names, "states": states, "copies": copies, "final": final}
+
+
+@router.post("/segments/{segment_id:path}/verify")
+def verify(segment_id: str, actor: CurrentUser, db: Db, project: ProjectDep, copy: str | None = None) -> dict[str, str]:
+    segment = get_segment(project, segment_id)
+    target = resolve_copy(db, actor, segment_id, copy, write=True)
+    try:
+        crud.verify(db, actor.name, segment, target, segment_assignees(db, segment_id))
+    except FieldError as exc:
+        raise HTTPException(422, {"message": "fix these before verifying", "problems": exc.problems}) from None
+    return {"status": "verified", "copy": target}
+
+
+@router.post("/segments/{segment_id:path}/discard")
+def discard(segment_id: str, body: DiscardBody, actor: CurrentUser, db: Db, project: ProjectDep,
+            copy: str | None = None) -> dict[str, str]:
+    get_segment(project, segment_id)
+    target = resolve_copy(db, actor, segment_id, copy, write=True)
+    if body.reason not in DISCARD_REASONS:
+        raise HTTPException(422, {"message": "unknown reason", "problems": [
+            {"field": "reason", "message": f"{body.reason!r} is not one of {', '.join(DISCARD_REASONS)}"}]})
+    if body.reason == "other" and not body.comment.strip():
+        raise HTTPException(422, {"message": "say why", "problems": [
+            {"field": "comment", "message": "reason 'other' needs a comment"}]})
+    crud.discard(db, actor.name, segment_id, target, body.reason, body.comment)
+    return {"status": "discarded", "copy": target}
+
+
+@router.post("/segments/{segment_id:path}/reopen")
+def reopen(segment_id: str, actor: CurrentUser, db: Db, project: ProjectDep, copy: str | None = None) -> dict[str, str]:
+    get_segment(project, segment_id)
+    target = resolve_copy(db, actor, segment_id, copy, write=True)
+    crud.reopen(db, actor.name, segment_id, target)
+    return {"status": "open", "copy": target}
+
+
+@router.post("/segments/{segment_id:path}/comments", status_code=201)
+def comment(segment_id: str, body: CommentBody, actor: CurrentUser, db: Db, project: ProjectDep) -> dict[str, Any]:
+    segment = get_segment(project, segment_id)
+    if body.row_index is not None and not 1 <= body.row_index <= len(segment.rows):
+        raise HTTPException(422, {"message": "no such row", "problems": [
+            {"field": "row_index", "message": f"row {body.row_index} does not exist (1-{len(segment.rows)})"}]})
+    resolve_copy(db, actor, segment_id, None, write=False)
+    entry = crud.add_comment(db, actor.name, segment_id, body.row_index, body.text)
+    return {"id": entry.id, "row_index": entry.row_index, "author": entry.author, "text": entry.text,
+            "created_at": entry.created_at}
+
+
+@router.get("/segments/{segment_id:path}")
+def get_one(segment_id: str, actor: CurrentUser, db: Db, project: ProjectDep, copy: str | None = None) -> dict[str, Any]:
+    segment = get_segment(project, segment_id)
+    target = resolve_copy(db, actor, segment_id, copy, write=False)
+    return segment_payload(db, project, segment, target)

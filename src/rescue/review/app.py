@@ -1,0 +1,61 @@
+"""The FastAPI application of ``rescue review serve``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from rescue.review.api.deps import LoginRequired
+from rescue.review.api.routes import agreement, export, login, media, pages, rows, segments, users
+from rescue.review.db import default_url, make_engine, session_factory
+from rescue.review.project import Project, load_project
+
+HERE = Path(__file__).parent
+
+SECURITY_HEADERS = {
+    # Everything the pages use comes from the app itself: no CDN, no inline script or style.
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; media-src 'self'; object-src 'none'; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY",
+}
+
+
+def create_app(project_dir: str | Path | Project, db_url: str | None = None) -> FastAPI:
+    project = project_dir if isinstance(project_dir, Project) else load_project(project_dir)
+    engine = make_engine(db_url or default_url(project.root))
+    app = FastAPI(title="rescue review", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json")
+    app.state.project = project
+    app.state.engine = engine
+    app.state.sessions = session_factory(engine)
+    app.state.templates = Jinja2Templates(directory=str(HERE / "templates"))
+    app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+    for module in (login, users, rows, segments, media, agreement, export, pages):
+        app.include_router(module.router)
+
+    @app.exception_handler(LoginRequired)
+    async def to_login(request: Request, exc: LoginRequired) -> Response:
+        return RedirectResponse(exc.next_url, status_code=303)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> Response:
+        detail = exc.detail
+        body = {"detail": detail["message"], **{k: v for k, v in detail.items() if k != "message"}} \
+            if isinstance(detail, dict) else {"detail": detail}
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+    @app.middleware("http")
+    async def security_headers(request: Request, call_next):  # type: ignore[no-untyped-def]
+        response = await call_next(request)
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+        if request.url.path.startswith("/api/"):
+            response.headers.setdefault("Cache-Control", "no-store")
+        return response
+
+    return app

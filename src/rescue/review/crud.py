@@ -1,0 +1,344 @@
+"""Every write of the review tool goes through this module, and every write lands in the audit log here.
+
+Rows are versioned per copy: a save names the version it started from and is refused with
+:class:`Conflict` when the stored version moved on, so two people never silently overwrite each other.
+The version check is the ``WHERE version = :seen`` of the UPDATE itself; the process-wide lock only keeps
+SQLite writers from queueing in its busy handler's sleeps.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from rescue.data.errors import RescueError
+from rescue.review import security
+from rescue.review.fields import FIELD_NAMES, FieldError, check_edit, sample_issues
+from rescue.review.models import (
+    FINAL,
+    ROLES,
+    Assignment,
+    AuditEntry,
+    Comment,
+    LoginSession,
+    RowCopy,
+    SegmentState,
+    User,
+    now,
+)
+from rescue.review.project import Project, Segment
+
+STATUSES = ("open", "verified", "discarded")
+_write_lock = threading.Lock()
+
+
+class Conflict(Exception):
+    """A save over a newer version; ``current`` is the row as it now stands."""
+
+    def __init__(self, current: dict[str, Any]):
+        super().__init__("the row changed since it was loaded")
+        self.current = current
+
+
+class ReviewError(RescueError, ValueError):
+    """A write that makes no sense (unknown user, bad role...); the message says why."""
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+@contextmanager
+def _writing(db: Session) -> Iterator[None]:
+    db.rollback()  # never write on top of a read transaction's old snapshot
+    with _write_lock:
+        try:
+            yield
+            db.commit()
+        except BaseException:
+            db.rollback()
+            raise
+
+
+def _audit(db: Session, user: str, action: str, segment_id: str = "", copy: str = "", row_index: int | None = None,
+           field: str = "", old: Any = None, new: Any = None) -> None:
+    db.add(AuditEntry(at=now(), user=user, action=action, segment_id=segment_id, copy=copy, row_index=row_index,
+                      field=field, old_json=_dump(old), new_json=_dump(new)))
+
+
+# --- users and sessions --------------------------------------------------------------------------------------
+
+
+def create_user(db: Session, actor: str, name: str, role: str, password: str) -> User:
+    if not security.NAME_PATTERN.match(name) or name == FINAL:
+        raise ReviewError(f"user name {name!r}: use 1-64 letters, digits, '.', '_' or '-' (and not {FINAL!r})")
+    if role not in ROLES:
+        raise ReviewError(f"role {role!r}: choose one of {', '.join(ROLES)}")
+    if len(password) < 8:
+        raise ReviewError("password: at least 8 characters")
+    password_hash = security.hash_password(password)
+    with _writing(db):
+        if db.scalar(select(User).where(User.name == name)) is not None:
+            raise ReviewError(f"user {name!r} already exists")
+        user = User(name=name, role=role, password_hash=password_hash, created_at=now())
+        db.add(user)
+        _audit(db, actor, "user.add", field="role", new={"name": name, "role": role})
+    return user
+
+
+def login(db: Session, name: str, password: str) -> tuple[User, str, str] | None:
+    user = db.scalar(select(User).where(User.name == name))
+    if user is None:
+        security.burn_time(password)
+        return None
+    if not security.verify_password(user.password_hash, password):
+        return None
+    token, csrf = security.new_token(), security.new_token()
+    with _writing(db):
+        db.add(LoginSession(token_hash=security.token_hash(token), user_id=user.id, csrf=csrf, created_at=now(),
+                            expires_at=security.expiry()))
+        _audit(db, name, "login")
+    return user, token, csrf
+
+
+def logout(db: Session, token: str) -> None:
+    with _writing(db):
+        db.execute(delete(LoginSession).where(LoginSession.token_hash == security.token_hash(token)))
+
+
+# --- assignment ------------------------------------------------------------------------------------------------
+
+
+def assign(db: Session, actor: str, project: Project, k: int, annotators: Iterable[str] | None = None) -> dict[str, list[str]]:
+    """Give every segment to ``k`` annotators, spreading the load evenly (round robin over segments)."""
+    users = list(db.scalars(select(User).order_by(User.name)))
+    by_name = {u.name: u for u in users}
+    names = list(annotators) if annotators else [u.name for u in users if u.role == "annotator"]
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise ReviewError(f"unknown user(s): {', '.join(unknown)}")
+    if not 1 <= k <= len(names):
+        raise ReviewError(f"overlap k={k}: needs between 1 and {len(names)} annotators ({', '.join(names) or 'none'})")
+    plan: dict[str, list[str]] = {}
+    with _writing(db):
+        db.execute(delete(Assignment))
+        for i, sample_id in enumerate(sorted(project.segments)):
+            chosen = [names[(i * k + j) % len(names)] for j in range(k)]
+            plan[sample_id] = chosen
+            for name in chosen:
+                db.add(Assignment(segment_id=sample_id, user_id=by_name[name].id))
+        _audit(db, actor, "assign", field="k", new={"k": k, "annotators": names})
+    return plan
+
+
+def assignments(db: Session) -> dict[str, list[str]]:
+    rows = db.execute(select(Assignment.segment_id, User.name).join(User, User.id == Assignment.user_id))
+    plan: dict[str, list[str]] = {}
+    for segment_id, name in rows:
+        plan.setdefault(segment_id, []).append(name)
+    return {k: sorted(v) for k, v in plan.items()}
+
+
+# --- rows --------------------------------------------------------------------------------------------------------
+
+
+def stored_rows(db: Session, segment_id: str, copy: str) -> dict[int, RowCopy]:
+    found = db.scalars(select(RowCopy).where(RowCopy.segment_id == segment_id, RowCopy.copy == copy))
+    return {r.row_index: r for r in found}
+
+
+def annotator_copies(db: Session, segment_id: str, assigned: list[str] | None) -> list[str]:
+    """The annotators whose versions count for a segment: the assigned ones, else whoever worked on it."""
+    if assigned:
+        return list(assigned)
+    touched = set(db.scalars(select(RowCopy.copy).where(RowCopy.segment_id == segment_id).distinct()))
+    touched |= set(db.scalars(select(SegmentState.copy).where(SegmentState.segment_id == segment_id)))
+    touched.discard(FINAL)
+    return sorted(touched)
+
+
+def copy_values(db: Session, segment: Segment, copy: str) -> list[dict[str, Any]]:
+    return [row["values"] for row in copy_rows(db, segment, copy)]
+
+
+def _base_rows(db: Session, segment: Segment, copy: str, assigned: list[str] | None = None) -> list[dict[str, Any]]:
+    """What a copy starts from: the draft, and for the final copy the annotators' value wherever they all agree."""
+    rows = [dict(r) for r in segment.rows]
+    if copy != FINAL:
+        return rows
+    others = [stored_rows(db, segment.sample_id, name) for name in annotator_copies(db, segment.sample_id, assigned)]
+    if not others:
+        return rows
+    for index, row in enumerate(rows, start=1):
+        versions = [json.loads(o[index].values_json) if index in o else segment.rows[index - 1] for o in others]
+        for name in FIELD_NAMES:
+            values = [v.get(name) for v in versions]
+            if all(_dump(v) == _dump(values[0]) for v in values):
+                if name in row or values[0] is not None:
+                    row[name] = values[0]
+    return rows
+
+
+def copy_rows(db: Session, segment: Segment, copy: str, assigned: list[str] | None = None) -> list[dict[str, Any]]:
+    """Every row of one copy: ``values`` (the full release-format row), ``version`` (0 = never saved) and
+    ``accepted`` (the fields someone accepted or edited)."""
+    stored = stored_rows(db, segment.sample_id, copy)
+    base = _base_rows(db, segment, copy, assigned) if len(stored) < len(segment.rows) else []
+    out = []
+    for index in range(1, len(segment.rows) + 1):
+        record = stored.get(index)
+        if record is None:
+            out.append({"row_index": index, "version": 0, "values": base[index - 1], "accepted": [],
+                        "updated_by": None, "updated_at": None})
+        else:
+            out.append({"row_index": index, "version": record.version, "values": json.loads(record.values_json),
+                        "accepted": json.loads(record.accepted_json), "updated_by": record.updated_by,
+                        "updated_at": record.updated_at})
+    return out
+
+
+def save_row(
+    db: Session,
+    actor: str,
+    segment: Segment,
+    copy: str,
+    row_index: int,
+    version: int,
+    fields: dict[str, Any],
+    accepted: list[str] | None = None,
+    assigned: list[str] | None = None,
+) -> int:
+    """Apply ``fields`` to one row of a copy if its stored version is still ``version``; returns the new version.
+
+    Raises Conflict (someone saved first), FieldError (a value the benchmark would reject) or ReviewError.
+    """
+    if not 1 <= row_index <= len(segment.rows):
+        raise ReviewError(f"row {row_index} does not exist (1-{len(segment.rows)})")
+    bad = [name for name in accepted or [] if name not in FIELD_NAMES]
+    if bad:
+        raise FieldError([{"field": name, "message": "not an editable field"} for name in bad])
+    with _writing(db):
+        rows = copy_rows(db, segment, copy, assigned)
+        current = rows[row_index - 1]
+        if current["version"] != version:
+            raise Conflict(current)
+        values = [r["values"] for r in rows]
+        updated = check_edit(segment, values, row_index, dict(fields))
+        old_accepted = list(current["accepted"])
+        new_accepted = sorted(set(old_accepted) | set(fields) | set(accepted or []))
+        stamp = now()
+        if version == 0:
+            db.add(RowCopy(segment_id=segment.sample_id, copy=copy, row_index=row_index, version=1,
+                           values_json=_dump(updated), accepted_json=_dump(new_accepted), updated_by=actor,
+                           updated_at=stamp))
+            try:
+                db.flush()
+            except IntegrityError:
+                raise Conflict(copy_rows(db, segment, copy, assigned)[row_index - 1]) from None
+        else:
+            result = db.execute(
+                update(RowCopy)
+                .where(RowCopy.segment_id == segment.sample_id, RowCopy.copy == copy, RowCopy.row_index == row_index,
+                       RowCopy.version == version)
+                .values(version=version + 1, values_json=_dump(updated), accepted_json=_dump(new_accepted),
+                        updated_by=actor, updated_at=stamp)
+            )
+            if result.rowcount != 1:  # type: ignore[attr-defined]
+                raise Conflict(copy_rows(db, segment, copy, assigned)[row_index - 1])
+        old_values = current["values"]
+        for name, value in fields.items():
+            if _dump(old_values.get(name)) != _dump(updated.get(name)):
+                _audit(db, actor, "row.edit", segment.sample_id, copy, row_index, name, old_values.get(name), updated.get(name))
+        if new_accepted != sorted(old_accepted):
+            _audit(db, actor, "row.accept", segment.sample_id, copy, row_index, "accepted", sorted(old_accepted), new_accepted)
+        _reopen(db, actor, segment.sample_id, copy)
+    return version + 1
+
+
+# --- segments ------------------------------------------------------------------------------------------------------
+
+
+def segment_state(db: Session, segment_id: str, copy: str) -> SegmentState | None:
+    return db.scalar(select(SegmentState).where(SegmentState.segment_id == segment_id, SegmentState.copy == copy))
+
+
+def _set_state(db: Session, actor: str, segment_id: str, copy: str, status: str, reason: str = "", comment: str = "") -> None:
+    state = segment_state(db, segment_id, copy)
+    old = {"status": state.status, "reason": state.reason, "comment": state.comment} if state else {"status": "open"}
+    if state is None:
+        state = SegmentState(segment_id=segment_id, copy=copy, status=status, updated_by=actor)
+        db.add(state)
+    state.status, state.reason, state.comment, state.updated_by, state.updated_at = status, reason, comment, actor, now()
+    _audit(db, actor, f"segment.{status}", segment_id, copy, None, "status", old,
+           {"status": status, "reason": reason, "comment": comment})
+
+
+def _reopen(db: Session, actor: str, segment_id: str, copy: str) -> None:
+    """An edit after verification means the copy needs verifying again."""
+    state = segment_state(db, segment_id, copy)
+    if state is not None and state.status == "verified":
+        _set_state(db, actor, segment_id, copy, "open")
+
+
+def verify(db: Session, actor: str, segment: Segment, copy: str, assigned: list[str] | None = None) -> None:
+    """Accept the copy as it stands: every row counts as reviewed. Refused while it has validation errors."""
+    with _writing(db):
+        rows = copy_rows(db, segment, copy, assigned)
+        issues = sample_issues(segment, [r["values"] for r in rows])
+        if issues:
+            raise FieldError([{"field": i.field or "rows", "row_index": i.row, "message": i.message} for i in issues])
+        stored = stored_rows(db, segment.sample_id, copy)
+        everything = sorted(FIELD_NAMES)
+        for row in rows:
+            index = row["row_index"]
+            if sorted(row["accepted"]) == everything:
+                continue
+            if index in stored:
+                stored[index].accepted_json = _dump(everything)
+                stored[index].version += 1
+            else:
+                db.add(RowCopy(segment_id=segment.sample_id, copy=copy, row_index=index, version=1,
+                               values_json=_dump(row["values"]), accepted_json=_dump(everything), updated_by=actor,
+                               updated_at=now()))
+        _set_state(db, actor, segment.sample_id, copy, "verified")
+
+
+def discard(db: Session, actor: str, segment_id: str, copy: str, reason: str, comment: str) -> None:
+    with _writing(db):
+        _set_state(db, actor, segment_id, copy, "discarded", reason, comment)
+
+
+def reopen(db: Session, actor: str, segment_id: str, copy: str) -> None:
+    with _writing(db):
+        _set_state(db, actor, segment_id, copy, "open")
+
+
+def add_comment(db: Session, actor: str, segment_id: str, row_index: int | None, text: str) -> Comment:
+    with _writing(db):
+        entry = Comment(segment_id=segment_id, row_index=row_index, author=actor, text=text, created_at=now())
+        db.add(entry)
+        _audit(db, actor, "comment", segment_id, "", row_index, "comment", None, text)
+    return entry
+
+
+def comments(db: Session, segment_id: str) -> list[dict[str, Any]]:
+    found = db.scalars(select(Comment).where(Comment.segment_id == segment_id).order_by(Comment.id))
+    return [{"id": c.id, "row_index": c.row_index, "author": c.author, "text": c.text, "created_at": c.created_at} for c in found]
+
+
+def audit_log(db: Session, segment_id: str, row_index: int | None = None) -> list[dict[str, Any]]:
+    query = select(AuditEntry).where(AuditEntry.segment_id == segment_id)
+    if row_index is not None:
+        query = query.where(AuditEntry.row_index == row_index)
+    return [
+        {"at": a.at, "user": a.user, "action": a.action, "copy": a.copy, "row_index": a.row_index, "field": a.field,
+         "old": json.loads(a.old_json), "new": json.loads(a.new_json)}
+        for a in db.scalars(query.order_by(AuditEntry.id))
+    ]

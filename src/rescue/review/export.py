@@ -1,0 +1,97 @@
+"""Export: the verified, non-discarded segments in the release format, plus a provenance sidecar saying
+who verified what and what changed from the model's draft."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from rescue.data.errors import DataError
+from rescue.data.validation import validate_records
+from rescue.review.crud import copy_values
+from rescue.review.fields import FIELD_NAMES
+from rescue.review.models import FINAL, now
+from rescue.review.progress import project_progress
+from rescue.review.project import Project, raw_record
+
+
+def _changes(draft: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for before, after in zip(draft, rows):
+        for name in FIELD_NAMES:
+            if json.dumps(before.get(name), sort_keys=True) != json.dumps(after.get(name), sort_keys=True):
+                out.append({"row_index": after.get("row_index"), "field": name, "draft": before.get(name),
+                            "verified": after.get(name)})
+    return out
+
+
+def build_export(db: Session, project: Project) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The verified samples (release format) and their provenance. Raises DataError if one would not validate."""
+    samples: list[dict[str, Any]] = []
+    segments: list[dict[str, Any]] = []
+    left_out: list[dict[str, Any]] = []
+    for sample_id, p in sorted(project_progress(db, project).items()):
+        segment = project.segments[sample_id]
+        if p.status != "verified" or p.source is None:
+            entry: dict[str, Any] = {"sample_id": sample_id, "status": p.status}
+            if p.status == "discarded":
+                entry["discarded"] = {c: s for c, s in p.states.items() if s.get("status") == "discarded"}
+            left_out.append(entry)
+            continue
+        rows = copy_values(db, segment, p.source)
+        sample = {**segment.data, "rows": rows}
+        samples.append(sample)
+        segments.append({
+            "sample_id": sample_id,
+            "source": "adjudicated" if p.source == FINAL else "annotators agreed",
+            "verified_by": sorted(c for c, s in p.states.items() if s.get("status") == "verified" and c != FINAL),
+            "adjudicated_by": p.states[FINAL]["by"] if p.source == FINAL else None,
+            "verified_at": p.states[p.source]["at"],
+            "changes_from_draft": _changes(segment.rows, rows),
+            "build": segment.provenance,
+        })
+    report = validate_records([raw_record(s, "export", i) for i, s in enumerate(samples, start=1)])
+    if report.errors:
+        raise DataError(report.errors)
+    provenance = {
+        "version": 1,
+        "exported_at": now(),
+        "project": str(project.root),
+        "segments": segments,
+        "not_exported": left_out,
+    }
+    return samples, provenance
+
+
+def to_jsonl(samples: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in samples)
+
+
+def sidecar_path(out: Path) -> Path:
+    return out.with_name(out.stem + ".provenance.json")
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_export(db: Session, project: Project, out: Path) -> tuple[int, Path]:
+    """Write OUT (JSONL) and OUT's provenance sidecar; nothing is written if a sample would not validate."""
+    samples, provenance = build_export(db, project)
+    side = sidecar_path(out)
+    _atomic_write(out, to_jsonl(samples))
+    _atomic_write(side, json.dumps(provenance, ensure_ascii=False, indent=2) + "\n")
+    return len(samples), side

@@ -1,0 +1,156 @@
+"""The editable fields of a row, their controls, and the check a save goes through.
+
+The kinds tell the browser which control to draw; the check reuses the benchmark's own validation
+(schema, taxonomy, closed entity set) on the sample as it would stand after the save, and reports only
+the problems in the fields being changed, so a bad label left in the model's draft elsewhere in the
+row never blocks an unrelated correction.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from rescue.data.errors import DataIssue
+from rescue.data.taxonomy import UTTERANCE_TYPES, Label, relation_taxonomy, strategy_taxonomy
+from rescue.data.validation import validate_records
+from rescue.review.project import Segment, raw_record
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    name: str
+    title: str
+    kind: str  # entity | entities | label | text | longtext | rows | list
+    dimension: str
+    labels: str = ""  # which label set: relation | strategy | utterance
+    item: tuple[tuple[str, str], ...] = ()  # for lists: (key, kind) of each entry's parts
+
+
+_PERSON_CUE = (("person", "entity"), ("description", "text"))
+
+FIELDS: tuple[FieldSpec, ...] = (
+    FieldSpec("primary_speaker", "Speaker", "entity", "Speaker and target"),
+    FieldSpec("target", "Target", "entities", "Speaker and target"),
+    FieldSpec("dialogue_cleaned", "Dialogue", "longtext", "Dialogue"),
+    FieldSpec("utterance_type", "Utterance type", "label", "Dialogue", labels="utterance"),
+    FieldSpec(
+        "background_dialogue", "Background dialogue", "list", "Dialogue",
+        item=(("speaker", "entity"), ("target", "entities"), ("content", "text")),
+    ),
+    FieldSpec("tone_of_voice", "Tone of voice", "text", "Multimodal cues"),
+    FieldSpec("body_posture", "Body posture", "list", "Multimodal cues", item=_PERSON_CUE),
+    FieldSpec("facial_expressions", "Facial expressions", "list", "Multimodal cues", item=_PERSON_CUE),
+    FieldSpec("self_directed_behavior", "Self-directed behaviour", "list", "Multimodal cues", item=_PERSON_CUE),
+    FieldSpec(
+        "interaction_behavior", "Interaction behaviour", "list", "Multimodal cues",
+        item=(("initiator", "entity"), ("target", "entities"), ("description", "text")),
+    ),
+    FieldSpec(
+        "internal_emotion", "Emotions", "list", "Emotion",
+        item=(("person", "entity"), ("emotion_description", "text"), ("intensity", "intensity")),
+    ),
+    FieldSpec(
+        "viewpoints_attitudes", "Viewpoints", "list", "Viewpoints",
+        item=(("source", "entity"), ("target", "entity"), ("viewpoint", "text"), ("attitude", "text")),
+    ),
+    FieldSpec(
+        "support_strategy", "Support strategies", "list", "Support strategy",
+        item=(("provider", "entity"), ("strategy_type", "strategy"), ("target", "entities"), ("strategy_content", "text")),
+    ),
+    FieldSpec("relation_pattern", "Relation pattern", "label", "Relation pattern", labels="relation"),
+    FieldSpec("relation_pattern_reason", "Pattern reason", "longtext", "Relation pattern"),
+    FieldSpec("relation_pattern_evidence_rows", "Pattern evidence rows", "rows", "Relation pattern"),
+    FieldSpec("relation_cycle_state", "Cycle state", "label", "Relation pattern", labels="relation"),
+    FieldSpec("relation_cycle_reason", "Cycle reason", "longtext", "Relation pattern"),
+    FieldSpec("relation_cycle_evidence_rows", "Cycle evidence rows", "rows", "Relation pattern"),
+)
+FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in FIELDS)
+SPECS = {f.name: f for f in FIELDS}
+# Nullable in the release: an empty label means "no dominant pattern", which the release writes as null.
+NULLABLE = frozenset(
+    {"relation_pattern", "relation_pattern_reason", "relation_pattern_evidence_rows", "relation_cycle_state",
+     "relation_cycle_reason", "relation_cycle_evidence_rows"}
+)
+
+DISCARD_REASONS: dict[str, str] = {
+    "subtitle_errors": "Severe subtitle errors",
+    "speaker_mismatch": "Unresolved speaker mismatch",
+    "video_evidence": "Missing or ambiguous video evidence",
+    "incomplete_context": "Incomplete context",
+    "relational_information": "Insufficient relational information",
+    "other": "Other (explain in the comment)",
+}
+
+
+def _labels(labels: tuple[Label, ...]) -> list[dict[str, str]]:
+    return [{"name": label.name, "definition": label.definition} for label in labels]
+
+
+def label_sets(scenario: str) -> dict[str, list[dict[str, str]]]:
+    """The label sets of a scenario, with their definitions, for the browser."""
+    sc: Any = scenario if scenario in ("couple", "family") else "couple"
+    return {
+        "relation": _labels(relation_taxonomy(sc).labels),
+        "strategy": _labels(strategy_taxonomy(sc).labels),
+        "utterance": _labels(UTTERANCE_TYPES),
+    }
+
+
+def field_schema() -> list[dict[str, Any]]:
+    return [
+        {"name": f.name, "title": f.title, "kind": f.kind, "dimension": f.dimension, "labels": f.labels,
+         "item": [{"key": k, "kind": kind} for k, kind in f.item], "nullable": f.name in NULLABLE}
+        for f in FIELDS
+    ]
+
+
+class FieldError(ValueError):
+    """Edits that cannot be saved; ``problems`` are ``{"field", "message"}`` with the full field path."""
+
+    def __init__(self, problems: list[dict[str, Any]]):
+        super().__init__("; ".join(f"{p['field']}: {p['message']}" for p in problems))
+        self.problems = problems
+
+
+def _root(field_path: str) -> str:
+    for i, ch in enumerate(field_path):
+        if ch in ".[":
+            return field_path[:i]
+    return field_path
+
+
+def sample_with(segment: Segment, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    data = copy.copy(segment.data)
+    data["rows"] = rows
+    return data
+
+
+def sample_issues(segment: Segment, rows: list[dict[str, Any]]) -> list[DataIssue]:
+    """Errors the benchmark's validation finds in the segment with these rows."""
+    report = validate_records([raw_record(sample_with(segment, rows), "segment", 1)])
+    return [issue for issue in report.issues if issue.severity == "error"]
+
+
+def check_edit(segment: Segment, rows: list[dict[str, Any]], row_index: int, fields: dict[str, Any]) -> dict[str, Any]:
+    """The row after applying ``fields`` to ``rows[row_index-1]``; raises FieldError naming each bad field."""
+    unknown = [name for name in fields if name not in SPECS]
+    if unknown:
+        raise FieldError([{"field": name, "message": "not an editable field"} for name in unknown])
+    problems: list[dict[str, Any]] = []
+    for emotion in enumerate(fields.get("internal_emotion") or []):
+        # Validation accepts any number; the control offers whole points 0-10 as the paper's scale does.
+        value = emotion.get("intensity") if isinstance(emotion, dict) else None
+        if isinstance(value, float) and value.is_integer():
+            emotion["intensity"] = int(value)
+    updated = {**rows[row_index - 1], **fields}
+    candidate = [*rows[: row_index - 1], updated, *rows[row_index:]]
+    for issue in sample_issues(segment, candidate):
+        if issue.row == row_index and _root(issue.field) in fields:
+            problems.append({"field": issue.field, "message": issue.message})
+        elif issue.row is None and issue.field in ("rows", "") and fields:
+            problems.append({"field": issue.field or "rows", "message": issue.message})
+    if problems:
+        raise FieldError(problems)
+    return updated

@@ -1,0 +1,189 @@
+"""A review project: the folder ``rescue build`` wrote (draft.jsonl, manifest.json, clips) or any folder
+holding a release-format ``draft.jsonl`` without media.
+
+The draft is read leniently: a model draft may hold labels outside the taxonomy or names outside the cast,
+which is exactly what reviewers are there to fix, so validation issues become problems shown on their rows
+instead of reasons to refuse the sample. Only a line that is not a sample at all stops the server.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from rescue.data.errors import DataError, DataIssue
+from rescue.data.loading import RawRecord, infer_participants, infer_scenario, iter_records
+from rescue.data.models import GROUP_LABELS, THERAPIST
+from rescue.data.validation import validate_records
+
+DRAFT_FILE = "draft.jsonl"
+MANIFEST_FILE = "manifest.json"
+
+
+@dataclass(frozen=True)
+class Problem:
+    row_index: int | None
+    field: str | None
+    message: str
+    source: str  # "build" (from the manifest) or "validation" (found when the draft was read)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"row_index": self.row_index, "field": self.field, "message": self.message, "source": self.source}
+
+
+@dataclass
+class Segment:
+    """One sample of the draft with what the manifest says about its media."""
+
+    sample_id: str
+    data: dict[str, Any]  # the draft sample exactly as read (release format)
+    line: int
+    clip: str | None = None  # relative to the project folder
+    subtitles: str | None = None
+    source_video: str = ""
+    start: float | None = None
+    end: float | None = None
+    problems: list[Problem] = field(default_factory=list)
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def scenario(self) -> str:
+        return str(self.data.get("scenario", "couple"))
+
+    @property
+    def participants(self) -> list[str]:
+        return [str(p) for p in self.data.get("participants") or []]
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return list(self.data.get("rows") or [])
+
+    @property
+    def entities(self) -> list[str]:
+        """The closed set a speaker or target is chosen from: the cast, the therapist and the group label."""
+        return [*self.participants, THERAPIST, GROUP_LABELS.get(self.scenario, "Couple")]
+
+    def draft_row(self, row_index: int) -> dict[str, Any] | None:
+        rows = self.rows
+        return rows[row_index - 1] if 1 <= row_index <= len(rows) else None
+
+
+class ProjectError(DataError):
+    pass
+
+
+def _issue(path: Path, line: int, message: str, field_name: str = "") -> ProjectError:
+    return ProjectError([DataIssue(str(path), line, message, field_name)])
+
+
+@dataclass
+class Project:
+    root: Path
+    segments: dict[str, Segment]
+    has_manifest: bool
+
+    @property
+    def media_files(self) -> set[str]:
+        """Every media path the manifest names: the only files the server hands out."""
+        return {p for s in self.segments.values() for p in (s.clip, s.subtitles) if p}
+
+    def segment(self, sample_id: str) -> Segment | None:
+        return self.segments.get(sample_id)
+
+    def files(self) -> dict[str, Any]:
+        clips = [s.clip for s in self.segments.values() if s.clip]
+        return {
+            "draft": DRAFT_FILE,
+            "manifest": MANIFEST_FILE if self.has_manifest else None,
+            "clips": len(clips),
+            "clips_present": sum(1 for c in clips if (self.root / c).is_file()),
+            "subtitles": sum(1 for s in self.segments.values() if s.subtitles),
+        }
+
+
+def _normalise(data: dict[str, Any]) -> None:
+    rows = data.get("rows") if isinstance(data.get("rows"), list) else []
+    sample_id = str(data.get("sample_id", ""))
+    data.setdefault("scenario", infer_scenario(sample_id, rows))
+    data.setdefault("participants", infer_participants(rows))
+
+
+def _relative_media(root: Path, manifest: Path, value: Any, where: str) -> str | None:
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str):
+        raise _issue(manifest, 0, f"{where}: expected a relative path (got {value!r:.60})")
+    pure = PurePosixPath(value)
+    if pure.is_absolute() or ".." in pure.parts or "\\" in value:
+        raise _issue(manifest, 0, f"{where}: {value!r} must be a path inside the project folder")
+    return pure.as_posix()
+
+
+def load_project(root: str | Path) -> Project:
+    """Read DIR/draft.jsonl and, when present, DIR/manifest.json. Raises ProjectError naming file and line."""
+    root = Path(root)
+    draft = root / DRAFT_FILE
+    if not root.is_dir():
+        raise _issue(root, 0, "no such project folder")
+    if not draft.is_file():
+        raise _issue(draft, 0, "missing: a review project needs the draft.jsonl that `rescue build` writes")
+    records = list(iter_records(draft))
+    segments: dict[str, Segment] = {}
+    for record in records:
+        if record.parse_error:
+            raise _issue(draft, record.line, record.parse_error)
+        data = record.data
+        if not isinstance(data, dict) or not isinstance(data.get("rows"), list) or not data.get("sample_id"):
+            raise _issue(draft, record.line, "not a sample (needs a sample_id and a list of rows)")
+        if not all(isinstance(r, dict) for r in data["rows"]):
+            raise _issue(draft, record.line, "every row must be a JSON object", "rows")
+        _normalise(data)
+        sample_id = str(data["sample_id"])
+        if sample_id in segments:
+            raise _issue(draft, record.line, f"duplicate (first seen at line {segments[sample_id].line})", "sample_id")
+        segments[sample_id] = Segment(sample_id, data, record.line)
+    if not segments:
+        raise _issue(draft, 0, "holds no samples")
+    for issue in validate_records(records).issues:
+        if issue.sample_id in segments and issue.severity == "error":
+            segments[issue.sample_id].problems.append(Problem(issue.row, issue.field or None, issue.message, "validation"))
+
+    manifest_path = root / MANIFEST_FILE
+    has_manifest = manifest_path.is_file()
+    if has_manifest:
+        _read_manifest(root, manifest_path, segments)
+    return Project(root.resolve(), segments, has_manifest)
+
+
+def _read_manifest(root: Path, path: Path, segments: dict[str, Segment]) -> None:
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _issue(path, getattr(exc, "lineno", 0), f"not a JSON manifest: {exc}") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("segments"), list):
+        raise _issue(path, 1, "expected {\"version\": 1, \"segments\": [...]}", "segments")
+    for i, entry in enumerate(manifest["segments"]):
+        where = f"segments[{i}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("sample_id"), str):
+            raise _issue(path, 0, f"{where}.sample_id: missing")
+        segment = segments.get(entry["sample_id"])
+        if segment is None:
+            continue  # a segment the build listed but could not draft: nothing to review
+        segment.clip = _relative_media(root, path, entry.get("clip"), f"{where}.clip")
+        segment.subtitles = _relative_media(root, path, entry.get("subtitles"), f"{where}.subtitles")
+        segment.source_video = str(entry.get("source_video") or "")
+        segment.start = entry.get("start") if isinstance(entry.get("start"), (int, float)) else None
+        segment.end = entry.get("end") if isinstance(entry.get("end"), (int, float)) else None
+        segment.provenance = entry.get("provenance") if isinstance(entry.get("provenance"), dict) else {}
+        for problem in entry.get("problems") or []:
+            if isinstance(problem, dict) and problem.get("message"):
+                row = problem.get("row_index")
+                segment.problems.append(
+                    Problem(row if isinstance(row, int) else None, problem.get("field") or None, str(problem["message"]), "build")
+                )
+
+
+def raw_record(data: dict[str, Any], file: str = DRAFT_FILE, line: int = 1) -> RawRecord:
+    return RawRecord(file, line, data)

@@ -1,0 +1,63 @@
+"""Shared by the review tool's tests: a project folder with clips, accounts, and logged-in clients."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from fastapi.testclient import TestClient
+
+from rescue.review import crud, security
+from rescue.review.app import create_app
+
+PASSWORD = "correct horse battery"
+USERS = {"ann": "annotator", "bob": "annotator", "cat": "annotator", "ada": "adjudicator", "root": "admin"}
+FIRST = "demo_couple_riley_and_sam/001_session"
+
+# Accounts are made by the dozen here; the server's default argon2 cost would dominate the run time.
+security.set_hash_cost(1, 1024)
+
+
+def make_app(project_dir: Path, db_path: Path, users: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    app = create_app(project_dir, f"sqlite:///{db_path}")
+    with app.state.sessions() as db:
+        for name, role in (users or USERS).items():
+            crud.create_user(db, "test", name, role, PASSWORD)
+    return app
+
+
+class Client:
+    """A TestClient logged in as one user, sending the CSRF header on writes."""
+
+    def __init__(self, app: Any, name: str):
+        self.http = TestClient(app)
+        answer = self.http.post("/api/login", json={"name": name, "password": PASSWORD})
+        assert answer.status_code == 200, answer.text
+        self.csrf = answer.json()["csrf"]
+        self.name = name
+
+    def get(self, url: str, **kw: Any):  # type: ignore[no-untyped-def]
+        return self.http.get(url, **kw)
+
+    def write(self, method: str, url: str, body: Any = None, **kw: Any):  # type: ignore[no-untyped-def]
+        return self.http.request(method, url, json=body, headers={"X-CSRF-Token": self.csrf}, **kw)
+
+    def segment(self, sample_id: str = FIRST, copy: str | None = None) -> dict[str, Any]:
+        answer = self.get(seg_url(sample_id) + (f"?copy={copy}" if copy else ""))
+        assert answer.status_code == 200, answer.text
+        return answer.json()  # type: ignore[no-any-return]
+
+    def save(self, row: int, fields: dict[str, Any], version: int | None = None, sample_id: str = FIRST,
+             copy: str | None = None, accepted: list[str] | None = None):  # type: ignore[no-untyped-def]
+        if version is None:
+            version = self.segment(sample_id, copy)["rows"][row - 1]["version"]
+        url = seg_url(sample_id) + f"/rows/{row}" + (f"?copy={copy}" if copy else "")
+        return self.write("PUT", url, {"version": version, "fields": fields, "accepted": accepted or []})
+
+    def verify(self, sample_id: str = FIRST, copy: str | None = None):  # type: ignore[no-untyped-def]
+        return self.write("POST", seg_url(sample_id) + "/verify" + (f"?copy={copy}" if copy else ""))
+
+
+def seg_url(sample_id: str) -> str:
+    return "/api/segments/" + quote(sample_id, safe="")
