@@ -1,0 +1,528 @@
+// The segment view: the clip beside the rows, an editor for the chosen row, edits kept in localStorage
+// until the server confirms them, and the conflict dialog when someone saved first.
+"use strict";
+(() => {
+  const { api, el, boot, segmentUrl } = Review;
+  const B = boot();
+  const app = document.getElementById("app");
+  const storeKey = `rescue-review:${B.me}:${B.copy}:${B.segment}`;
+  const SPEEDS = [0.5, 0.75, 1, 1.25, 1.5, 2];
+  let seg = null;          // the segment as the server last sent it
+  let selected = 0;        // position of the chosen row
+  let loop = false;
+  let pending = load();    // row_index -> {base, fields, accepted}
+  let video = null;
+  let readOnly = false;
+  const copyParam = B.copy && B.copy !== "mine" ? `?copy=${encodeURIComponent(B.copy)}` : "";
+
+  function load() {
+    try { return JSON.parse(localStorage.getItem(storeKey) || "{}"); } catch (e) { return {}; }
+  }
+  function persist() {
+    for (const [k, v] of Object.entries(pending)) {
+      if (!Object.keys(v.fields).length && !v.accepted.length) delete pending[k];
+    }
+    if (Object.keys(pending).length) localStorage.setItem(storeKey, JSON.stringify(pending));
+    else localStorage.removeItem(storeKey);
+  }
+
+  const row = (i = selected) => seg.rows[i];
+  const same = (a, b) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+  function working(r) {
+    const p = pending[r.row_index];
+    return p ? { ...r.values, ...p.fields } : r.values;
+  }
+  function pendingFor(r) {
+    if (!pending[r.row_index]) pending[r.row_index] = { base: r.version, fields: {}, accepted: [] };
+    return pending[r.row_index];
+  }
+  function setField(r, name, value) {
+    const p = pendingFor(r);
+    if (same(value, r.values[name])) delete p.fields[name]; else p.fields[name] = value;
+    persist();
+    refreshRowItem(r);
+    status(Object.keys(pending).length ? "Unsaved edits (kept in this browser)" : "");
+  }
+  function fmtTime(t) {
+    if (t === null || t === undefined) return "";
+    const m = Math.floor(t / 60), s = (t - m * 60).toFixed(1).padStart(4, "0");
+    return `${m}:${s}`;
+  }
+  function show(value) {
+    if (value === null || value === undefined || value === "") return "—";
+    if (Array.isArray(value)) {
+      if (!value.length) return "(none)";
+      return value.map((v) => (typeof v === "object" ? Object.values(v).map((x) => Array.isArray(x) ? x.join("+") : x).join(" · ") : v)).join("; ");
+    }
+    return String(value);
+  }
+  function status(text, kind) {
+    const node = document.getElementById("save-status");
+    if (node) { node.textContent = text; node.className = "save-status " + (kind || ""); }
+  }
+
+  // --- loading ---------------------------------------------------------------------------------------
+  async function fetchSegment() {
+    const answer = await api("GET", segmentUrl(B.segment) + copyParam);
+    if (!answer.ok) {
+      app.replaceChildren(el("p.error", { text: answer.data && answer.data.detail || "Could not load the segment" }));
+      return;
+    }
+    seg = answer.data;
+    readOnly = seg.copy !== B.me && seg.copy !== "final";
+    render();
+  }
+
+  // --- layout ----------------------------------------------------------------------------------------
+  function render() {
+    const head = el("div.seg-head",
+      {},
+      el("div", {},
+        el("h1", { text: seg.sample_id }),
+        el("span.muted", { text: `${seg.scenario} · ${seg.participants.join(", ")} · ${seg.rows.length} rows · copy: ${seg.copy}` }),
+        " ",
+        el("span.badge." + seg.status.status, { id: "seg-status", text: seg.status.status + (seg.status.reason ? ` (${seg.status.reason})` : "") })),
+      el("div.actions", {},
+        B.previous ? el("a.button", { href: "/segments/" + encodeURIComponent(B.previous), text: "← Previous" }) : null,
+        B.next ? el("a.button", { href: "/segments/" + encodeURIComponent(B.next), text: "Next →" }) : null,
+        copySwitch(),
+        el("button.primary", { id: "verify", type: "button", onclick: verify, disabled: readOnly, text: "Verify segment" }),
+        el("button.danger", { id: "discard", type: "button", onclick: discardDialog, disabled: readOnly, text: "Discard…" })));
+
+    const left = el("section.left", {}, mediaBlock(), rowList(), segmentNotes());
+    const right = el("section.right", { id: "editor" });
+    app.replaceChildren(head, el("div.seg-body", {}, left, right), el("div#dialog-host"), helpBox());
+    renderEditor();
+    selectRow(Math.min(selected, seg.rows.length - 1), false);
+  }
+
+  function copySwitch() {
+    if (B.role === "annotator") return null;
+    const select = el("select", { id: "copy", "aria-label": "Which copy",
+      onchange: (e) => { location.href = location.pathname + (e.target.value === "mine" ? "" : "?copy=" + encodeURIComponent(e.target.value)); } },
+    el("option", { value: "mine", text: "My copy" }), el("option", { value: "final", text: "Final (adjudicated)" }),
+    ...seg.assigned.filter((n) => n !== B.me).map((n) => el("option", { value: n, text: `${n} (read only)` })));
+    select.value = B.copy === B.me ? "mine" : B.copy;
+    return el("label.inline", {}, "Copy ", select,
+      el("a.button", { href: location.pathname + "/adjudicate", text: "Adjudicate" }));
+  }
+
+  function mediaBlock() {
+    if (!seg.media.clip) return el("div.media.none", {}, el("p.muted", { text: "No clip for this segment (draft only): review against the transcript." }));
+    video = el("video", { id: "video", controls: true, preload: "auto", src: seg.media.clip });
+    if (seg.media.subtitles) video.append(el("track", { kind: "subtitles", src: seg.media.subtitles, srclang: "en", label: "Subtitles", default: true }));
+    const speed = el("select", { id: "speed", "aria-label": "Playback speed", onchange: (e) => { video.playbackRate = Number(e.target.value); } },
+      ...SPEEDS.map((s) => el("option", { value: String(s), text: `${s}×`, selected: s === 1 })));
+    const loopBox = el("input", { type: "checkbox", id: "loop", onchange: (e) => { loop = e.target.checked; } });
+    video.addEventListener("timeupdate", onTime);
+    video.addEventListener("play", () => requestAnimationFrame(tick));
+    return el("div.media", {}, video,
+      el("div.controls", {},
+        el("button", { type: "button", onclick: togglePlay, title: "Play / pause (space)", text: "Play/Pause" }),
+        el("button", { type: "button", onclick: () => seekRow(true), title: "Replay the row (r)", text: "Replay row" }),
+        el("label.inline", {}, loopBox, " Loop row (l)"),
+        el("label.inline", {}, "Speed ", speed),
+        el("span.muted", { id: "clock" })),
+      el("p.cue", { id: "cue", "aria-live": "off" }));
+  }
+
+  function tick() {
+    if (!video || video.paused) return;
+    keepInLoop();
+    requestAnimationFrame(tick);
+  }
+  function keepInLoop() {
+    const r = row();
+    if (loop && r && (video.currentTime >= r.end_time || video.currentTime < r.start_time - 0.25)) {
+      video.currentTime = r.start_time;
+    }
+  }
+  function onTime() {
+    keepInLoop();
+    const t = video.currentTime;
+    document.getElementById("clock").textContent = fmtTime(t);
+    let playing = null;
+    seg.rows.forEach((r, i) => {
+      const on = t >= r.start_time && t < r.end_time;
+      const item = document.getElementById("row-" + r.row_index);
+      if (item) item.classList.toggle("playing", on);
+      if (on && playing === null) playing = i;
+    });
+    const cue = document.getElementById("cue");
+    if (playing === null) { cue.textContent = ""; return; }
+    const w = working(seg.rows[playing]);
+    cue.replaceChildren(el("b", { text: w.primary_speaker + ": " }), w.dialogue_cleaned || "");
+  }
+  function togglePlay() { if (video) (video.paused ? video.play() : video.pause()); }
+  function seekRow(play) {
+    if (!video) return;
+    video.currentTime = row().start_time;
+    if (play) video.play();
+  }
+
+  function rowList() {
+    const body = el("tbody");
+    seg.rows.forEach((r, i) => body.append(rowItem(r, i)));
+    return el("div.rows", {}, el("table.grid.rowlist", {},
+      el("thead", {}, el("tr", {}, ...["#", "Time", "Speaker", "Target", "Dur.", "Review", "Edit", ""].map((h) => el("th", { text: h })))),
+      body));
+  }
+  function reviewState(r) {
+    const n = seg.fields.length, done = new Set([...r.accepted, ...(pending[r.row_index] || { accepted: [] }).accepted]).size;
+    return done >= n ? "reviewed" : done ? `${done}/${n}` : "—";
+  }
+  function editState(r) {
+    const p = pending[r.row_index];
+    if (p && (Object.keys(p.fields).length || p.accepted.length)) return "unsaved";
+    return seg.fields.some((f) => !same(r.values[f.name], r.draft[f.name])) ? "edited" : "draft";
+  }
+  function rowItem(r, i) {
+    const w = working(r);
+    const tr = el("tr", { id: "row-" + r.row_index, tabindex: "0", "data-index": String(i),
+      onclick: () => selectRow(i, true), onkeydown: (e) => { if (e.key === "Enter") { selectRow(i, true); focusEditor(); } } },
+    el("td", { text: String(r.row_index) }),
+    el("td.num", { text: fmtTime(r.start_time) }),
+    el("td", { text: w.primary_speaker }),
+    el("td", { text: (w.target || []).join(", ") }),
+    el("td.num", { text: (r.end_time - r.start_time).toFixed(1) + "s" }),
+    el("td", {}, el("span.badge." + reviewState(r).replace(/[^a-z]/g, "") || "none", { text: reviewState(r) })),
+    el("td", {}, el("span.badge." + editState(r), { text: editState(r) })),
+    el("td", { title: r.problems.map((p) => p.message).join("\n") }, r.problems.length ? el("span.warn", { text: "⚠ " + r.problems.length }) : ""));
+    if (i === selected) tr.classList.add("selected");
+    return tr;
+  }
+  function refreshRowItem(r) {
+    const old = document.getElementById("row-" + r.row_index);
+    const i = seg.rows.indexOf(r);
+    if (old) old.replaceWith(rowItem(r, i));
+  }
+
+  function selectRow(i, seek) {
+    if (i < 0 || i >= seg.rows.length) return;
+    const previous = selected;
+    selected = i;
+    document.querySelectorAll(".rowlist tr.selected").forEach((n) => n.classList.remove("selected"));
+    const item = document.getElementById("row-" + row().row_index);
+    if (item) { item.classList.add("selected"); item.scrollIntoView({ block: "nearest" }); }
+    if (previous !== i || !document.getElementById("field-primary_speaker")) renderEditor();
+    if (seek) seekRow(false);
+  }
+  function focusEditor() {
+    const first = document.querySelector("#editor select, #editor input, #editor textarea");
+    if (first) first.focus();
+  }
+
+  // --- the editor ------------------------------------------------------------------------------------
+  function renderEditor() {
+    const r = row();
+    const editor = document.getElementById("editor");
+    if (!editor || !r) return;
+    const w = working(r);
+    const rowComments = seg.comments.filter((c) => c.row_index === r.row_index);
+    const groups = new Map();
+    for (const f of seg.fields) {
+      if (!groups.has(f.dimension)) groups.set(f.dimension, []);
+      groups.get(f.dimension).push(fieldBlock(r, f, w));
+    }
+    editor.replaceChildren(...[
+      el("div.editor-head", {},
+        el("h2", { text: `Row ${r.row_index}` }),
+        el("span.muted", { text: `${fmtTime(r.start_time)}–${fmtTime(r.end_time)} · version ${r.version}` + (r.updated_by ? ` · last saved by ${r.updated_by}` : "") }),
+        el("div.actions", {},
+          el("button.primary", { id: "save", type: "button", onclick: () => save(r), disabled: readOnly, title: "Save (Ctrl+S)", text: "Save row" }),
+          el("button", { id: "accept-row", type: "button", onclick: () => acceptRow(r), disabled: readOnly, title: "Accept every field and save (a)", text: "Accept row" }),
+          el("button", { id: "history", type: "button", onclick: () => history(r), text: "History" })),
+        el("p", { id: "save-status", class: "save-status" })),
+      r.problems.length ? el("ul.problems", {}, ...r.problems.map((p) => el("li", { text: `${p.field ? p.field + ": " : ""}${p.message} (${p.source})` }))) : null,
+      el("div#conflict"),
+      ...[...groups].map(([name, blocks]) => el("fieldset.dimension", {}, el("legend", { text: name }), ...blocks)),
+      el("div.comments", {}, el("h3", { text: "Row comments" }),
+        el("ul", {}, ...rowComments.map((c) => el("li", {}, el("b", { text: c.author }), " ", c.text))),
+        commentForm(r.row_index)),
+      el("div#audit")].filter(Boolean));
+    if (Object.keys(pending[r.row_index]?.fields || {}).length) status("Unsaved edits (kept in this browser)");
+  }
+
+  function fieldBlock(r, f, w) {
+    const value = w[f.name];
+    const draft = r.draft[f.name];
+    const acceptedOnServer = r.accepted.includes(f.name);
+    const p = pending[r.row_index];
+    const accept = el("input", { type: "checkbox", id: "accept-" + f.name, checked: acceptedOnServer || (p && p.accepted.includes(f.name)),
+      disabled: readOnly || acceptedOnServer, onchange: (e) => {
+        const q = pendingFor(r);
+        q.accepted = e.target.checked ? [...new Set([...q.accepted, f.name])] : q.accepted.filter((n) => n !== f.name);
+        persist(); refreshRowItem(r);
+      } });
+    const draftBox = el("div.draft", { id: "draft-" + f.name });
+    const holder = el("div.control", { id: "field-" + f.name });
+    const block = el("div.field", {}, el("div.field-head", {},
+      el("label", { for: "input-" + f.name, text: f.title }),
+      el("label.accept", { title: "Accept this field as it stands" }, accept, " accept")), holder, draftBox);
+    const update = (v) => { setField(r, f.name, v); drawDraft(); };
+    function drawDraft() {
+      const current = working(r)[f.name];
+      if (same(current, draft)) { draftBox.replaceChildren(el("span.muted", { text: "= model draft" })); return; }
+      draftBox.replaceChildren(el("span.muted", { text: "Draft: " }), el("span.draft-value", { text: show(draft) }), " ",
+        readOnly ? "" : el("button.link", { type: "button", text: "use draft", onclick: () => { setField(r, f.name, draft); renderEditor(); } }));
+    }
+    holder.append(control(f, value, update, r));
+    const problems = r.problems.filter((p) => p.field && (p.field === f.name || p.field.startsWith(f.name + "[") || p.field.startsWith(f.name + ".")));
+    if (problems.length) { block.classList.add("has-problem"); block.append(el("p.warn", { text: problems.map((x) => x.message).join("; ") })); }
+    block.append(el("p.error", { id: "error-" + f.name }));
+    drawDraft();
+    return block;
+  }
+
+  function entitySelect(value, onchange, id) {
+    const options = [...seg.entities];
+    if (value && !options.includes(value)) options.push(value);
+    const s = el("select", { id, disabled: readOnly, onchange: (e) => onchange(e.target.value) },
+      el("option", { value: "", text: "—" }),
+      ...options.map((n) => el("option", { value: n, text: seg.entities.includes(n) ? n : `${n} (not in cast)`, selected: n === value })));
+    return s;
+  }
+  function entityChecks(values, onchange, id) {
+    const chosen = new Set(values || []);
+    const all = [...seg.entities, ...[...chosen].filter((n) => !seg.entities.includes(n))];
+    return el("div.checks", { id, role: "group" }, ...all.map((n) => el("label.inline", {},
+      el("input", { type: "checkbox", value: n, checked: chosen.has(n), disabled: readOnly, onchange: (e) => {
+        if (e.target.checked) chosen.add(n); else chosen.delete(n);
+        onchange(all.filter((x) => chosen.has(x)));
+      } }), " " + n)));
+  }
+  function labelSelect(set, value, onchange, id, nullable) {
+    const labels = seg.labels[set];
+    const definition = el("p.definition");
+    const describe = (v) => { const l = labels.find((x) => x.name === v); definition.textContent = l ? l.definition : (v ? "Not a label of this taxonomy" : ""); };
+    const names = labels.map((l) => l.name);
+    const s = el("select", { id, disabled: readOnly, onchange: (e) => { const v = e.target.value || (nullable ? null : ""); describe(v); onchange(v); } },
+      el("option", { value: "", text: "(none)" }),
+      ...labels.map((l) => el("option", { value: l.name, title: l.definition, text: l.name, selected: l.name === value })),
+      ...(value && !names.includes(value) ? [el("option", { value, text: `${value} (not in taxonomy)`, selected: true })] : []));
+    describe(value);
+    return el("div", {}, s, definition);
+  }
+
+  function control(f, value, update, r) {
+    const id = "input-" + f.name;
+    switch (f.kind) {
+      case "entity": return entitySelect(value, update, id);
+      case "entities": return entityChecks(value, update, id);
+      case "label": return labelSelect(f.labels, value, update, id, f.nullable);
+      case "text": return el("input", { id, type: "text", value: value ?? "", disabled: readOnly, oninput: (e) => update(e.target.value) });
+      case "longtext": return el("textarea", { id, rows: "2", disabled: readOnly, text: value ?? "", oninput: (e) => update(e.target.value || (f.nullable && value === null ? null : e.target.value)) });
+      case "rows": return el("input", { id, type: "text", inputmode: "numeric", placeholder: "row numbers, e.g. 3, 5", disabled: readOnly,
+        value: (value || []).join(", "),
+        oninput: (e) => update(e.target.value.split(/[\s,]+/).filter(Boolean).map(Number).filter((n) => Number.isInteger(n))) });
+      case "list": return listControl(f, value || [], update, r);
+      default: return el("span", { text: show(value) });
+    }
+  }
+
+  function listControl(f, entries, update, r) {
+    const items = entries.map((e) => ({ ...e }));
+    const box = el("div.list", { id: "input-" + f.name });
+    const commit = () => update(items.map((e) => ({ ...e })));
+    function draw() {
+      box.replaceChildren(...items.map((entry, i) => el("div.entry", {},
+        ...f.item.map((part) => partControl(f, part, entry, i, commit)),
+        readOnly ? "" : el("button.link.remove", { type: "button", title: "Remove this entry", text: "remove",
+          onclick: () => { items.splice(i, 1); commit(); draw(); } }))),
+      readOnly ? "" : el("button.add", { type: "button", text: "+ add", onclick: () => {
+        const fresh = {};
+        for (const part of f.item) fresh[part.key] = part.kind === "entities" ? [] : part.kind === "intensity" ? 5 : part.key === "provider" ? "Therapist" : "";
+        items.push(fresh); commit(); draw();
+        const inputs = box.querySelectorAll(".entry:last-of-type select, .entry:last-of-type input");
+        if (inputs.length) inputs[0].focus();
+      } }));
+    }
+    draw();
+    return box;
+  }
+  function partControl(f, part, entry, i, commit) {
+    const id = `input-${f.name}-${i}-${part.key}`;
+    const set = (v) => { entry[part.key] = v; commit(); };
+    let node;
+    if (part.kind === "entity") node = entitySelect(entry[part.key], set, id);
+    else if (part.kind === "entities") node = entityChecks(entry[part.key], set, id);
+    else if (part.kind === "strategy") node = labelSelect("strategy", entry[part.key], set, id, false);
+    else if (part.kind === "intensity") {
+      const out = el("output", { text: String(entry[part.key] ?? "—") });
+      node = el("span.intensity", {}, el("input", { id, type: "range", min: "0", max: "10", step: "1", value: String(entry[part.key] ?? 5), disabled: readOnly,
+        oninput: (e) => { out.textContent = e.target.value; set(Number(e.target.value)); } }), out);
+    } else node = el("input", { id, type: "text", value: entry[part.key] ?? "", disabled: readOnly, oninput: (e) => set(e.target.value) });
+    return el("label.part", {}, el("span.part-name", { text: part.key.replace(/_/g, " ") }), node);
+  }
+
+  // --- saving ----------------------------------------------------------------------------------------
+  async function save(r) {
+    const p = pending[r.row_index];
+    if (!p || (!Object.keys(p.fields).length && !p.accepted.length)) { status("Nothing to save"); return true; }
+    status("Saving…");
+    document.querySelectorAll("#editor p.error").forEach((n) => { n.textContent = ""; });
+    let answer;
+    try {
+      answer = await api("PUT", `${segmentUrl(B.segment)}/rows/${r.row_index}${copyParam}`, { version: p.base, fields: p.fields, accepted: p.accepted });
+    } catch (e) {
+      status("Not saved: no connection. Your edits are kept in this browser; save again when back online.", "bad");
+      return false;
+    }
+    if (answer.status === 200) {
+      r.values = { ...r.values, ...p.fields };
+      r.accepted = [...new Set([...r.accepted, ...Object.keys(p.fields), ...p.accepted])];
+      r.version = answer.data.version;
+      r.updated_by = B.me;
+      delete pending[r.row_index];
+      persist();
+      refreshRowItem(r);
+      if (r === row()) renderEditor();
+      status(`Saved (version ${r.version})`, "good");
+      seg.status.status = seg.status.status === "verified" ? "open" : seg.status.status;
+      return true;
+    }
+    if (answer.status === 409) { conflict(r, answer.data); return false; }
+    if (answer.status === 422) {
+      for (const problem of answer.data.problems || []) {
+        const root = (problem.field || "").split(/[.[]/)[0];
+        const node = document.getElementById("error-" + root);
+        if (node) node.textContent = `${problem.field}: ${problem.message}`;
+      }
+      status("Not saved: " + (answer.data.problems || []).map((x) => `${x.field}: ${x.message}`).join("; "), "bad");
+      return false;
+    }
+    status("Not saved: " + (answer.data && answer.data.detail || answer.status), "bad");
+    return false;
+  }
+
+  function conflict(r, data) {
+    const p = pending[r.row_index];
+    const theirs = data.current;
+    const box = document.getElementById("conflict");
+    const choice = {};
+    const names = Object.keys(p.fields);
+    box.replaceChildren(el("div.conflict", { role: "alertdialog", "aria-label": "Conflict" },
+      el("h3", { text: "Someone saved this row first" }),
+      el("p", { text: `${data.detail}. Your edits are safe in this browser. Choose, per field, which version to keep:` }),
+      el("table.grid", {}, el("thead", {}, el("tr", {}, el("th", { text: "Field" }), el("th", { text: `Theirs (v${theirs.version}, ${theirs.updated_by || "?"})` }), el("th", { text: "Yours" }))),
+        el("tbody", {}, ...names.map((name) => {
+          choice[name] = "mine";
+          const group = "pick-" + name;
+          return el("tr", {}, el("td", { text: name }),
+            el("td", {}, el("label.inline", {}, el("input", { type: "radio", name: group, value: "theirs", onchange: () => { choice[name] = "theirs"; } }), " ", el("span.theirs", { text: show(theirs.values[name]) }))),
+            el("td", {}, el("label.inline", {}, el("input", { type: "radio", name: group, value: "mine", checked: true, onchange: () => { choice[name] = "mine"; } }), " ", el("span.mine", { text: show(p.fields[name]) }))));
+        }))),
+      el("div.actions", {}, el("button.primary", { id: "resolve", type: "button", text: "Keep these and save", onclick: async () => {
+        r.values = theirs.values; r.version = theirs.version; r.accepted = theirs.accepted; r.updated_by = theirs.updated_by;
+        p.base = theirs.version;
+        for (const name of names) if (choice[name] === "theirs") delete p.fields[name];
+        persist();
+        box.replaceChildren();
+        renderEditor();
+        await save(r);
+      } }))));
+    status("Conflict: choose which version to keep", "bad");
+  }
+
+  async function acceptRow(r) {
+    const p = pendingFor(r);
+    p.accepted = seg.fields.map((f) => f.name);
+    persist();
+    await save(r);
+  }
+  async function saveAll() {
+    for (const r of seg.rows) if (pending[r.row_index]) { if (!(await save(r))) return false; }
+    return true;
+  }
+
+  async function verify() {
+    if (!(await saveAll())) { status("Save or resolve the open edits before verifying", "bad"); return; }
+    const answer = await api("POST", `${segmentUrl(B.segment)}/verify${copyParam}`);
+    if (answer.ok) { await fetchSegment(); status("Segment verified", "good"); }
+    else status("Not verified: " + (answer.data.problems || []).map((x) => `row ${x.row_index ?? "-"} ${x.field}: ${x.message}`).join("; "), "bad");
+  }
+
+  function discardDialog() {
+    const host = document.getElementById("dialog-host");
+    const reason = el("select", { id: "discard-reason" }, ...Object.entries(seg.discard_reasons).map(([k, v]) => el("option", { value: k, text: v })));
+    const comment = el("textarea", { id: "discard-comment", rows: "2", placeholder: "What is wrong (required for Other)" });
+    const error = el("p.error");
+    const dialog = el("div.dialog", { role: "dialog", "aria-modal": "true", "aria-label": "Discard segment" },
+      el("h3", { text: "Discard this segment" }),
+      el("label", {}, "Reason ", reason), el("label", {}, "Comment ", comment), error,
+      el("div.actions", {},
+        el("button.danger", { id: "discard-confirm", type: "button", text: "Discard", onclick: async () => {
+          const answer = await api("POST", `${segmentUrl(B.segment)}/discard${copyParam}`, { reason: reason.value, comment: comment.value });
+          if (answer.ok) { host.replaceChildren(); await fetchSegment(); status("Segment discarded", "good"); }
+          else error.textContent = (answer.data.problems || []).map((x) => x.message).join("; ") || answer.data.detail;
+        } }),
+        el("button", { type: "button", text: "Cancel", onclick: () => host.replaceChildren() })));
+    host.replaceChildren(dialog);
+    reason.focus();
+  }
+
+  function commentForm(rowIndex) {
+    const text = el("textarea", { rows: "2", id: rowIndex === null ? "segment-comment" : "row-comment", placeholder: "Add a comment" });
+    return el("div.comment-form", {}, text, el("button", { type: "button", text: "Comment", onclick: async () => {
+      if (!text.value.trim()) return;
+      const answer = await api("POST", `${segmentUrl(B.segment)}/comments`, { text: text.value, row_index: rowIndex });
+      if (answer.ok) { seg.comments.push(answer.data); text.value = ""; rowIndex === null ? render() : renderEditor(); }
+    } }));
+  }
+  function segmentNotes() {
+    const general = seg.comments.filter((c) => c.row_index === null);
+    return el("div.notes", {},
+      seg.problems.length ? el("div", {}, el("h3", { text: "Build problems" }), el("ul.problems", {}, ...seg.problems.map((p) => el("li", { text: p.message })))) : null,
+      el("h3", { text: "Segment comments" }),
+      el("ul", {}, ...general.map((c) => el("li", {}, el("b", { text: c.author }), " ", c.text))),
+      commentForm(null));
+  }
+
+  async function history(r) {
+    const box = document.getElementById("audit");
+    if (box.childElementCount) { box.replaceChildren(); return; }
+    const answer = await api("GET", `${segmentUrl(B.segment)}/rows/${r.row_index}/audit`);
+    box.replaceChildren(el("h3", { text: "History" }), el("table.grid.audit", {},
+      el("thead", {}, el("tr", {}, ...["When", "Who", "Copy", "Field", "Old", "New"].map((h) => el("th", { text: h })))),
+      el("tbody", {}, ...answer.data.map((a) => el("tr", {}, el("td", { text: a.at.replace("T", " ").slice(0, 19) }), el("td", { text: a.user }),
+        el("td", { text: a.copy }), el("td", { text: a.field }), el("td", { text: show(a.old) }), el("td", { text: show(a.new) }))))));
+  }
+
+  function helpBox() {
+    return el("details.help", {}, el("summary", { text: "Keyboard shortcuts" }), el("dl", {},
+      ...[["j / ↓", "next row"], ["k / ↑", "previous row"], ["space", "play / pause"], ["r", "replay the row"], ["l", "loop the row"],
+        ["[ / ]", "slower / faster"], ["a", "accept the row and save"], ["Ctrl+S", "save the row"], ["Enter", "edit the chosen row"], ["Esc", "back to the rows"]]
+        .flatMap(([k, v]) => [el("dt", {}, el("kbd", { text: k })), el("dd", { text: v })])));
+  }
+
+  // --- keyboard --------------------------------------------------------------------------------------
+  document.addEventListener("keydown", (e) => {
+    if (!seg) return;
+    if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === "s") { e.preventDefault(); if (!readOnly) save(row()); return; }
+    const typing = e.target.closest && e.target.closest("input, textarea, select");
+    if (e.key === "Escape") { const item = document.getElementById("row-" + row().row_index); if (item) item.focus(); return; }
+    if (typing || e.altKey || e.ctrlKey || e.metaKey) return;
+    const keys = {
+      j: () => selectRow(selected + 1, true), ArrowDown: () => selectRow(selected + 1, true),
+      k: () => selectRow(selected - 1, true), ArrowUp: () => selectRow(selected - 1, true),
+      " ": togglePlay, r: () => seekRow(true),
+      l: () => { loop = !loop; const box = document.getElementById("loop"); if (box) box.checked = loop; },
+      "[": () => changeSpeed(-1), "]": () => changeSpeed(1),
+      a: () => { if (!readOnly) acceptRow(row()); },
+    };
+    if (keys[e.key]) {
+      e.preventDefault(); keys[e.key]();
+      const item = document.getElementById("row-" + row().row_index);
+      if (item && (e.key === "j" || e.key === "k" || e.key.startsWith("Arrow"))) item.focus();
+    }
+  });
+  function changeSpeed(step) {
+    if (!video) return;
+    const i = Math.max(0, Math.min(SPEEDS.length - 1, SPEEDS.indexOf(video.playbackRate) + step));
+    video.playbackRate = SPEEDS[i];
+    document.getElementById("speed").value = String(SPEEDS[i]);
+  }
+
+  window.reviewState = () => ({ selected, loop, pending, rows: seg && seg.rows.map((r) => ({ row_index: r.row_index, version: r.version, start: r.start_time, end: r.end_time })) });
+  fetchSegment();
+})();
