@@ -275,3 +275,35 @@ def test_cli_dry_run_and_missing_media(tmp_path, samples, media_root):
     assert result.returncode == 2
     assert "no media for 2 of 2 sample(s)" in result.stderr and samples[0].sample_id in result.stderr
     assert "Traceback" not in result.stderr and not out.exists()
+
+
+def test_report_pairs_a_models_video_and_dialogue_runs(tmp_path, samples, media_root):
+    from rescue.report.build import ReportOptions, build_report
+
+    recorder = Recorder(samples, ("itp",), "video")
+    with serve(recorder) as server:
+        run(_config(tmp_path, server, media_root, tasks=["itp"], out=str(tmp_path / "video")))
+    # The same model without the video always answers "no": half of the balanced ITP instances are wrong.
+    no = get_task("itp")
+    with serve(lambda body: Reply.text(_all_no(no, body))) as server:
+        run(RunConfig(out=str(tmp_path / "dialogue"), models=["vlm"], tasks=["itp"], base_url=server.base_url,
+                      quiet=True, bertscore=False, limit_samples=2, max_retries=1))
+    report = build_report([tmp_path / "video", tmp_path / "dialogue"], tmp_path / "report",
+                          options=ReportOptions(n_resamples=200, html=False))
+    assert tmp_path / "report" / "video_vs_text.md" in report.files
+    lines = (tmp_path / "report" / "video_vs_text.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    rows = [dict(zip(header, line.split(","))) for line in lines[1:]]
+    accuracy = next(r for r in rows if r["scope"] == "all" and r["metric"] == "ITP Acc")
+    assert accuracy["video"] == "vlm [video]" and accuracy["text"] == "vlm [dialogue]"
+    assert float(accuracy["video_value"]) == 1.0 and float(accuracy["text_value"]) == 0.5
+    assert float(accuracy["gain"]) == 0.5 and int(accuracy["instances"]) == len(no.build(samples))
+    assert int(accuracy["mcnemar_video_only"]) > 0 and int(accuracy["mcnemar_text_only"]) == 0
+    assert "vlm [video]" in (tmp_path / "report" / "leaderboard.md").read_text()
+
+
+def _all_no(task, body) -> str:
+    import re
+
+    ids = re.findall(r'"id":"([^"]+)"', body["messages"][-1]["content"].split("Items:")[-1])
+    return json.dumps({"predictions": [{"id": i, "should_speak": "no"} for i in ids]})

@@ -25,6 +25,7 @@ from rescue.report.leaderboard import (
 )
 from rescue.report.runs import ReportError, System, load_systems
 from rescue.report.scoring import registry_aggregates
+from rescue.report.video_gain import gains_csv, gains_markdown, gains_table, video_gains
 from rescue.tasks.base import TASK_NAMES
 
 DEMO_MARKERS = ("", "demo", "<demo>")
@@ -112,6 +113,11 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
     if comparisons:
         write("comparisons.md", comparisons_markdown(comparisons, options.alpha))
         write("comparisons.csv", comparisons_csv(comparisons))
+    gains = video_gains(systems, aggregates, scopes_of(systems), n_resamples=options.n_resamples, seed=options.seed,
+                        level=options.level)
+    if gains:
+        write("video_vs_text.md", gains_markdown(gains, options.alpha))
+        write("video_vs_text.csv", gains_csv(gains))
 
     samples, data_name = resolve_samples(systems, data)
     lengths = analyses.sample_lengths(samples)
@@ -186,7 +192,8 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
             systems=systems,
             samples=samples,
             leaderboard=leaderboard_tables(board),
-            comparisons=[comparison_table(comparisons, options.alpha)] if comparisons else [],
+            comparisons=([comparison_table(comparisons, options.alpha)] if comparisons else [])
+            + ([gains_table(gains, options.alpha)] if gains else []),
             analyses=tables,
             figures=figs,
             notes=[f"Data: {data_name}.", *result.notes],

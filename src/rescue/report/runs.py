@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from rescue.data.errors import RescueError
-from rescue.tasks.base import TASK_NAMES, PredictionRecord
+from rescue.tasks.base import TASK_NAMES, VIDEO_MODES, PredictionRecord
 
 
 class ReportError(RescueError):
@@ -104,7 +104,8 @@ def load_systems(run_dirs: list[str | Path]) -> list[System]:
         raise ReportError("no systems: the run directories hold no models")
     counts = Counter(s.label for s in systems)
     for s in systems:
-        if counts[s.label] > 1 and s.mode:
+        # A video run is always labelled with its mode: what it saw is part of what the score means.
+        if (counts[s.label] > 1 or s.mode in VIDEO_MODES) and s.mode:
             s.label = f"{s.model} [{s.mode}]"
     counts = Counter(s.label for s in systems)
     for s in systems:
