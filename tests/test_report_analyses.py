@@ -40,7 +40,7 @@ def test_position_bin_uses_normalised_row_position(row, n_rows, expected):
 
 def test_rpp_accuracy_by_position_counts_each_bin():
     records = [rec("rpp", "s", 1, "a", ["a"]), rec("rpp", "s", 11, "a", ["b"]), rec("rpp", "s", 10, "a", ["a"])]
-    frame = analyses.rpp_accuracy_by_position([system("m", records)], {"s": 11})
+    frame = analyses.accuracy_by_position([system("m", records)], {"s": 11}, "rpp")
     first = frame[frame["bin"] == 0].iloc[0]
     last = frame[frame["bin"] == 9].iloc[0]
     assert (first["instances"], first["accuracy"]) == (1, 1.0)
@@ -60,7 +60,7 @@ def test_transition_matrix_is_row_normalised_without_self_transitions():
 def test_rpp_transitions_follow_row_order_and_skip_failures():
     records = [rec("rpp", "s", 3, "repair_softening", ["attack_attack"]), rec("rpp", "s", 1, "pursue_withdraw", ["pursue_withdraw"]),
                rec("rpp", "s", 2, "attack_attack", None, status="parse_error")]
-    matrices = analyses.rpp_transitions([system("m", records)])
+    matrices = analyses.transitions([system("m", records)], "rpp")
     gold = matrices[("gold", "couple")]
     assert gold.loc["pursue_withdraw", "attack_attack"] == 1.0 and gold.loc["attack_attack", "repair_softening"] == 1.0
     predicted = matrices[("m", "couple")]
@@ -81,7 +81,7 @@ def test_confusion_matrix_has_a_failure_column_and_stp_uses_roles():
 
 def test_per_label_accuracy_and_gold_distribution():
     records = [rec("rpp", "s", 1, "a", ["a"]), rec("rpp", "s", 2, "a", ["b"]), rec("rpp", "f", 1, "b", ["b"], scenario="family")]
-    per_label = analyses.per_label_accuracy([system("m", records)])
+    per_label = analyses.per_label_accuracy([system("m", records)], "rpp")
     row = per_label[(per_label["label"] == "a")].iloc[0]
     assert (row["instances"], row["correct"], row["accuracy"]) == (2, 1, 0.5)
     distribution = analyses.gold_distributions([system("m", records), system("n", records)])
@@ -100,7 +100,7 @@ def test_outcomes():
 def test_strategy_preferences_per_system_and_scenario():
     records = [rec("ssp", "s", k, gold, [pred]) for k, (gold, pred) in
                enumerate([("track", "join"), ("evoke", "join"), ("join", "track"), ("reframe", "join")], start=1)]
-    frame = analyses.strategy_preferences([system("m", records)])
+    frame = analyses.preferences([system("m", records)], "ssp")
     strengths = frame.set_index("label")["strength"]
     assert strengths["join"] == strengths.max()
     assert frame["bias"].nunique() == 1 and frame["bias"].iloc[0] > 0
@@ -108,8 +108,8 @@ def test_strategy_preferences_per_system_and_scenario():
 
 def _board() -> Leaderboard:
     columns = [c for c in COLUMNS if c.task in ("itp", "rpp")]
-    row = LeaderRow("m_1", "all", {c.header: Cell(0.5, 0.4, 0.6) for c in columns}, {"itp": (10, 1), "rpp": (5, 0)})
-    row.cells["RPP Acc"].significant = True
+    row = LeaderRow("m_1", "all", {c.id: Cell(0.5, 0.4, 0.6) for c in columns}, {"itp": (10, 1), "rpp": (5, 0)})
+    row.cells["rpp.accuracy"].significant = True
     return Leaderboard(columns, [row], "ref", 0.95, 0.05, 100)
 
 

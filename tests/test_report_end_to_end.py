@@ -58,7 +58,7 @@ def _records(run: Path, task: str) -> list[PredictionRecord]:
 def test_report_writes_every_artifact(report_dir):
     for name in ("leaderboard.md", "leaderboard.tex", "leaderboard.csv", "comparisons.md", "comparisons.csv", "report.html",
                  "analyses/rpp_accuracy_by_position.csv", "analyses/rpp_gold_by_position.csv", "analyses/gold_distributions.csv",
-                 "analyses/transitions_gold_couple.csv", "analyses/rpp_per_label_accuracy.csv", "analyses/ssp_preference.csv",
+                 "analyses/rpp_transitions_gold_couple.csv", "analyses/rpp_per_label_accuracy.csv", "analyses/ssp_preference.csv",
                  "analyses/confusion_baseline_majority_rpp_couple.csv", "figures/rpp_position.png", "figures/scores.png"):
         assert (report_dir / name).is_file(), name
     assert (report_dir / "figures/rpp_position.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -50,7 +50,7 @@ def _task(records: list[PredictionRecord], task: str, scope: str) -> list[Predic
 def _statistics(task: str, records: list[PredictionRecord]):
     columns = columns_for(task)
     slow = column_statistic(get_task(task).aggregate, columns)
-    return best_statistic(task, get_task(task).aggregate, columns, records), slow, [c.header for c in columns]
+    return best_statistic(task, get_task(task).aggregate, columns, records), slow, [c.id for c in columns]
 
 
 @pytest.mark.parametrize("task", CLOSED)
@@ -112,4 +112,4 @@ def test_fast_path_values_by_hand():
     records = [rec(0, ["b", "a"]), rec(1, ["c", "a", "b"]), rec(2, ["b", "c"]), rec(3, None)]
     fast, slow, _ = _statistics("stp", records)
     assert isinstance(fast, Decomposed)
-    assert fast.evaluate(records) == {"STP R@1": 0.0, "STP MRR": 0.25} == slow(records)
+    assert fast.evaluate(records) == {"stp.recall_at_1": 0.0, "stp.mrr": 0.25} == slow(records)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 # Stands in for a failed prediction, so that labels are all strings.
-FAILED = "<failed>"
+FAILED = "(failed)"
 
 
 def _labels(values: Sequence[Any]) -> list[str]:
@@ -122,7 +122,7 @@ def macro_scores(gold: Sequence[Any], pred: Sequence[Any], *, labels: Sequence[s
 
 
 def confusion_matrix(gold: Sequence[Any], pred: Sequence[Any], *, labels: Sequence[str]) -> dict[str, dict[str, int]]:
-    """Counts ``matrix[gold][pred]`` over ``labels`` plus a ``"<failed>"`` column for failed predictions.
+    """Counts ``matrix[gold][pred]`` over ``labels`` plus a ``"(failed)"`` column for failed predictions.
 
     Gold or predicted values outside ``labels`` get their own row or column, so no count is lost.
     """

@@ -14,15 +14,15 @@ from itertools import pairwise
 import pandas as pd
 
 from rescue.data.models import GROUP_LABELS, Sample
-from rescue.data.taxonomy import relation_taxonomy, strategy_taxonomy
-from rescue.report.outcomes import FAILED_LABEL, gold_label, is_correct, predicted_label, top1
+from rescue.metrics.classification import confusion_matrix as confusion_counts
+from rescue.report.outcomes import FAILED_LABEL, gold_label, is_correct, is_right_wrong, predicted_label, top1
 from rescue.report.preference import preference_bias
 from rescue.report.runs import System
-from rescue.tasks.base import PredictionRecord
+from rescue.tasks import TASKS
+from rescue.tasks.base import TASK_NAMES, PredictionRecord
 
 BINS = 10
 NO_LABEL = "(none)"
-GROUP_NAMES = frozenset(GROUP_LABELS.values())
 
 
 def position_bin(row_index: int, n_rows: int, bins: int = BINS) -> int:
@@ -50,44 +50,47 @@ def unique_instances(systems: Sequence[System], task: str) -> list[PredictionRec
     return list(seen.values())
 
 
+def closed_tasks() -> list[str]:
+    """The tasks with right/wrong outcomes, in the registry's order."""
+    return [t for t in TASK_NAMES if is_right_wrong(t)]
+
+
+def tasks_with(analysis: str) -> list[str]:
+    """The tasks that declare the paper analysis ``analysis`` ("position", "per_label", "preference")."""
+    return [name for name, task in TASKS.items() if analysis in task.declaration.analyses]
+
+
 def _label_order(task: str, scenario: str, found: Iterable[str]) -> list[str]:
-    if task == "rpp" and scenario in GROUP_LABELS:
-        known = relation_taxonomy(scenario).names  # type: ignore[arg-type]
-    elif task == "ssp" and scenario in GROUP_LABELS:
-        known = strategy_taxonomy(scenario).names  # type: ignore[arg-type]
-    elif task == "itp":
-        known = ["yes", "no"]
-    elif task == "stp":
-        known = ["individual", "group"]
-    else:
-        known = []
+    """The task's closed set in its declared order (shown labels), then any other label found, sorted."""
+    order = TASKS[task].declaration.label_order if task in TASKS else None
+    known = list(order(scenario)) if order is not None and scenario in GROUP_LABELS else []
     extra = sorted(set(found) - set(known) - {FAILED_LABEL})
     return [*known, *extra]
 
 
+def shown(task: str, label: str | None) -> str | None:
+    """A label as analyses show it: the task's declared view of it (STP: a person as the role "individual")."""
+    view = TASKS[task].declaration.shown_label if task in TASKS else None
+    if view is None or label is None or label == FAILED_LABEL:
+        return label
+    return view(label)
+
+
 def _shown_gold(record: PredictionRecord) -> str:
-    if record.task == "stp":
-        return stp_role(gold_label(record))
-    return gold_label(record) or NO_LABEL
+    return shown(record.task, gold_label(record) or None) or NO_LABEL
 
 
-def stp_role(label: str | None) -> str:
-    """STP labels are people's names, which differ per sample: analyses compare roles instead."""
-    if label is None or label == FAILED_LABEL:
-        return FAILED_LABEL
-    return "group" if label in GROUP_NAMES else "individual"
+# --- over dialogue position (Fig. 4, Fig. 5: RPP) -----------------------------------------------------
 
 
-# --- RPP over dialogue position (Fig. 4, Fig. 5) ------------------------------------------------------
-
-
-def rpp_accuracy_by_position(systems: Sequence[System], lengths: dict[str, int], bins: int = BINS) -> pd.DataFrame:
-    """RPP accuracy per position bin, per system and pooled over systems, with the binomial standard error."""
+def accuracy_by_position(systems: Sequence[System], lengths: dict[str, int], task: str,
+                         bins: int = BINS) -> pd.DataFrame:
+    """A task's accuracy per position bin, per system and pooled over systems, with the binomial standard error."""
     rows = []
     pooled: dict[int, list[int]] = {b: [0, 0] for b in range(bins)}
     for system in systems:
         counts: dict[int, list[int]] = {b: [0, 0] for b in range(bins)}
-        for record in system.task_records("rpp"):
+        for record in system.task_records(task):
             n_rows = lengths.get(record.sample_id)
             if n_rows is None:
                 continue
@@ -111,10 +114,10 @@ def _bin_rows(label: str, counts: dict[int, list[int]], bins: int) -> list[list[
     return rows
 
 
-def rpp_gold_by_position(systems: Sequence[System], lengths: dict[str, int], bins: int = BINS) -> pd.DataFrame:
-    """Share of each gold relation pattern within each position bin, per scenario (label sets differ)."""
+def gold_by_position(systems: Sequence[System], lengths: dict[str, int], task: str, bins: int = BINS) -> pd.DataFrame:
+    """Share of each gold label of a task within each position bin, per scenario (label sets differ)."""
     rows = []
-    for record in unique_instances(systems, "rpp"):
+    for record in unique_instances(systems, task):
         n_rows = lengths.get(record.sample_id)
         if n_rows is not None:
             rows.append((record.scenario, position_bin(record.row_index, n_rows, bins), gold_label(record) or NO_LABEL))
@@ -153,16 +156,16 @@ def label_sequences(records: Iterable[PredictionRecord], *, predicted: bool) -> 
     return {sid: [label for _, label in sorted(items)] for sid, items in by_sample.items()}
 
 
-def rpp_transitions(systems: Sequence[System]) -> dict[tuple[str, str], pd.DataFrame]:
-    """(source, scenario) -> transition matrix; source is "gold" or a system label."""
+def transitions(systems: Sequence[System], task: str) -> dict[tuple[str, str], pd.DataFrame]:
+    """(source, scenario) -> transition matrix of a task's labels; source is "gold" or a system label."""
     result: dict[tuple[str, str], pd.DataFrame] = {}
-    gold_records = unique_instances(systems, "rpp")
+    gold_records = unique_instances(systems, task)
     for scenario in sorted({r.scenario for r in gold_records}):
-        labels = _label_order("rpp", scenario, (gold_label(r) for r in gold_records if r.scenario == scenario))
+        labels = _label_order(task, scenario, (gold_label(r) for r in gold_records if r.scenario == scenario))
         gold = [r for r in gold_records if r.scenario == scenario]
         result[("gold", scenario)] = transition_matrix(label_sequences(gold, predicted=False).values(), labels)
         for system in systems:
-            records = [r for r in system.task_records("rpp") if r.scenario == scenario]
+            records = [r for r in system.task_records(task) if r.scenario == scenario]
             if records:
                 sequences = label_sequences(records, predicted=True).values()
                 result[(system.label, scenario)] = transition_matrix(sequences, labels)
@@ -175,7 +178,7 @@ def rpp_transitions(systems: Sequence[System]) -> dict[tuple[str, str], pd.DataF
 def gold_distributions(systems: Sequence[System]) -> pd.DataFrame:
     """Gold label counts and shares per task and scenario (STP as individual vs group target)."""
     rows = []
-    for task in ("itp", "rpp", "stp", "ssp"):
+    for task in closed_tasks():
         for record in unique_instances(systems, task):
             rows.append((task, record.scenario, _shown_gold(record)))
     frame = pd.DataFrame(rows, columns=["task", "scenario", "label"])
@@ -188,17 +191,13 @@ def gold_distributions(systems: Sequence[System]) -> pd.DataFrame:
 
 def confusion_matrix(records: Sequence[PredictionRecord], task: str, scenario: str) -> pd.DataFrame:
     """Gold (rows) by top-1 prediction (columns) counts; failures get their own column."""
-    pairs = []
-    for record in records:
-        pred = predicted_label(record)
-        if task == "stp":
-            pred = stp_role(pred) if pred != FAILED_LABEL else FAILED_LABEL
-        pairs.append((_shown_gold(record), pred))
-    labels = _label_order(task, scenario, [g for g, _ in pairs] + [p for _, p in pairs])
-    columns = labels + ([FAILED_LABEL] if any(p == FAILED_LABEL for _, p in pairs) else [])
-    matrix = pd.DataFrame(0, index=labels, columns=columns)
-    for gold, pred in pairs:
-        matrix.loc[gold, pred] += 1
+    golds = [_shown_gold(r) for r in records]
+    preds = [shown(task, predicted_label(r)) or FAILED_LABEL for r in records]
+    labels = _label_order(task, scenario, golds + preds)
+    counts = confusion_counts(golds, [None if p == FAILED_LABEL else p for p in preds], labels=labels)
+    matrix = pd.DataFrame.from_dict(counts, orient="index")
+    if not matrix[FAILED_LABEL].any():
+        matrix = matrix.drop(columns=FAILED_LABEL)
     matrix.index.name = "gold"
     matrix.columns.name = "predicted"
     return matrix
@@ -208,7 +207,7 @@ def confusion_matrices(systems: Sequence[System]) -> dict[tuple[str, str, str], 
     """(system, task, scenario) -> confusion matrix for the closed tasks."""
     result = {}
     for system in systems:
-        for task in ("itp", "rpp", "stp", "ssp"):
+        for task in closed_tasks():
             records = system.task_records(task)
             for scenario in sorted({r.scenario for r in records}):
                 scoped = [r for r in records if r.scenario == scenario]
@@ -216,7 +215,7 @@ def confusion_matrices(systems: Sequence[System]) -> dict[tuple[str, str, str], 
     return result
 
 
-def per_label_accuracy(systems: Sequence[System], task: str = "rpp") -> pd.DataFrame:
+def per_label_accuracy(systems: Sequence[System], task: str) -> pd.DataFrame:
     """Accuracy (recall of the gold label) per gold label, system and scenario."""
     rows = []
     for system in systems:
@@ -231,14 +230,14 @@ def per_label_accuracy(systems: Sequence[System], task: str = "rpp") -> pd.DataF
     return grouped
 
 
-def strategy_preferences(systems: Sequence[System]) -> pd.DataFrame:
-    """Bradley-Terry strategy strengths and preference bias per system and scenario (see preference.py)."""
+def preferences(systems: Sequence[System], task: str) -> pd.DataFrame:
+    """Bradley-Terry label strengths and preference bias per system and scenario (see preference.py)."""
     rows = []
     for system in systems:
-        records = system.task_records("ssp")
+        records = system.task_records(task)
         for scenario in sorted({r.scenario for r in records}):
             scoped = [r for r in records if r.scenario == scenario]
-            labels = _label_order("ssp", scenario, (gold_label(r) for r in scoped))
+            labels = _label_order(task, scenario, (gold_label(r) for r in scoped))
             result = preference_bias(
                 labels,
                 [gold_label(r) for r in scoped],

@@ -12,6 +12,7 @@ import pandas as pd
 from rescue.data.loading import load_samples
 from rescue.data.models import Sample
 from rescue.report import analyses, figures
+from rescue.report.columns import HEADLINE
 from rescue.report.comparisons import compare_systems, comparisons_csv, comparisons_markdown
 from rescue.report.html import Figure, HtmlTable, comparison_table, leaderboard_tables, render_html
 from rescue.report.leaderboard import (
@@ -128,36 +129,40 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
 
     figs: list[Figure] = []
     tables: list[HtmlTable] = []
-    headline = ("ITP F1", "RPP Acc", "STP R@1", "SSP R@1", "ER judge", "VP judge", "ER BERTScore", "VP BERTScore")
+    headline = [c.id for c in HEADLINE]
     headers = [h for h in headline if any((r.cells.get(h) or Cell(None)).value is not None for r in board.scope_rows("all"))]
     if headers:
         figs.append(Figure("scores", "Pooled scores", figures.metric_bars(board, headers),
                            "Error bars: bootstrap CIs over conversations."))
 
-    if any(s.task_records("rpp") for s in systems):
-        by_position = analyses.rpp_accuracy_by_position(systems, lengths)
-        write("analyses/rpp_accuracy_by_position.csv", by_position.to_csv(index=False))
+    # The paper's analyses, for every task that declares them (RPP: position and per label; SSP: preference).
+    for task in [t for t in analyses.tasks_with("position") if any(s.task_records(t) for s in systems)]:
+        name = task.upper()
+        by_position = analyses.accuracy_by_position(systems, lengths, task)
+        write(f"analyses/{task}_accuracy_by_position.csv", by_position.to_csv(index=False))
         if by_position["instances"].sum():
-            figs.append(Figure("rpp_position", "RPP accuracy across dialogue position", figures.position_curve(by_position),
+            figs.append(Figure(f"{task}_position", f"{name} accuracy across dialogue position",
+                               figures.position_curve(by_position, f"{name} accuracy by dialogue position"),
                                "Position of an instance = (row_index - 1) / (rows - 1) of its sample, in ten bins; "
                                "band: ±1 binomial standard error; 'all systems' pools every system's instances."))
-        gold_bins = analyses.rpp_gold_by_position(systems, lengths)
-        write("analyses/rpp_gold_by_position.csv", gold_bins.to_csv(index=False))
+        gold_bins = analyses.gold_by_position(systems, lengths, task)
+        write(f"analyses/{task}_gold_by_position.csv", gold_bins.to_csv(index=False))
         for scenario, part in gold_bins.groupby("scenario"):
-            figs.append(Figure(f"rpp_gold_position_{scenario}", f"Gold relation patterns by position ({scenario})",
-                               figures.stacked_shares(part, f"Gold relation patterns by position ({scenario})")))
-        for (source, scenario), matrix in analyses.rpp_transitions(systems).items():
-            key = f"transitions_{_slug(source)}_{scenario}"
+            figs.append(Figure(f"{task}_gold_position_{scenario}", f"{name} gold labels by position ({scenario})",
+                               figures.stacked_shares(part, f"{name} gold labels by position ({scenario})")))
+        for (source, scenario), matrix in analyses.transitions(systems, task).items():
+            key = f"{task}_transitions_{_slug(source)}_{scenario}"
             write(f"analyses/{key}.csv", matrix.to_csv())
-            title = f"Relation-pattern transitions, {source} ({scenario})"
+            title = f"{name} label transitions, {source} ({scenario})"
             figs.append(Figure(key, title, figures.heatmap(matrix, title, percent=True),
                                "Row-normalised % of consecutive labelled rows; self-transitions excluded."))
-        per_label = analyses.per_label_accuracy(systems, "rpp")
-        write("analyses/rpp_per_label_accuracy.csv", per_label.to_csv(index=False))
+    for task in [t for t in analyses.tasks_with("per_label") if any(s.task_records(t) for s in systems)]:
+        per_label = analyses.per_label_accuracy(systems, task)
+        write(f"analyses/{task}_per_label_accuracy.csv", per_label.to_csv(index=False))
         wide = per_label.pivot_table(index=["scenario", "label"], columns="system", values="accuracy", sort=False)
         support = per_label.drop_duplicates(["scenario", "label"]).set_index(["scenario", "label"])["instances"]
         wide.insert(0, "instances", support.reindex(wide.index))
-        tables.append(_frame_table("RPP accuracy per gold label", wide.reset_index(),
+        tables.append(_frame_table(f"{task.upper()} accuracy per gold label", wide.reset_index(),
                                    "Accuracy = share of the label's instances predicted top-1 (its recall)."))
 
     distributions = analyses.gold_distributions(systems)
@@ -171,16 +176,19 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
         title = f"{task.upper()} confusion, {label} ({scenario})"
         figs.append(Figure(key, title, figures.heatmap(matrix, title), "Rows: gold; columns: top-1 prediction."))
 
-    preferences = analyses.strategy_preferences(systems)
-    if not preferences.empty:
-        write("analyses/ssp_preference.csv", preferences.to_csv(index=False))
+    for task in analyses.tasks_with("preference"):
+        preferences = analyses.preferences(systems, task)
+        if preferences.empty:
+            continue
+        name = task.upper()
+        write(f"analyses/{task}_preference.csv", preferences.to_csv(index=False))
         summary = preferences.drop_duplicates(["system", "scenario"])[["system", "scenario", "bias", "log_spread", "converged"]]
-        tables.append(_frame_table("SSP preference bias (Bradley–Terry)", summary,
-                                   "bias: std of strengths normalised to sum to the number of strategies "
+        tables.append(_frame_table(f"{name} preference bias (Bradley–Terry)", summary,
+                                   "bias: std of strengths normalised to sum to the number of labels "
                                    "(Kang et al. 2024); log_spread: std of log strengths. 0 = no preference."))
         for scenario, part in preferences.groupby("scenario"):
-            figs.append(Figure(f"ssp_preference_{scenario}", f"SSP strategy preference ({scenario})",
-                               figures.preference_bars(part, f"SSP strategy preference ({scenario})"),
+            figs.append(Figure(f"{task}_preference_{scenario}", f"{name} label preference ({scenario})",
+                               figures.preference_bars(part, f"{name} label preference ({scenario})"),
                                "Bradley–Terry strengths from 'predicted i when gold j'; dashed line: no preference."))
 
     for fig in figs:

@@ -1,6 +1,8 @@
 """The leaderboard's columns (the paper's Table 5 / Table 11) and where each value comes from.
 
-Each column names its task and the key of that task's ``aggregate`` output it reads.
+Each column is one metric a task declares (``rescue.tasks.spec.Metric``): it names its task and the key
+of that task's ``aggregate`` output it reads, and is identified by ``(task, key)`` (``Column.id``); the
+header ("ITP F1") is for display only.
 """
 
 from __future__ import annotations
@@ -8,6 +10,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from rescue.tasks import task_metrics
+from rescue.tasks.spec import Metric
 
 
 @dataclass(frozen=True)
@@ -17,6 +22,18 @@ class Column:
     header: str
     scale: float = 100.0  # percentages are shown x100, as in the paper
     digits: int = 2
+    headline: bool = False  # the task's one number in short boards and the pooled figure
+    right_wrong: bool = False  # a mean of right/wrong outcomes: McNemar applies
+
+    @property
+    def id(self) -> str:
+        """``task.key``: what cells, statistics and comparisons are keyed by."""
+        return f"{self.task}.{self.key}"
+
+    @classmethod
+    def of(cls, task: str, metric: Metric) -> Column:
+        return cls(task, metric.key, f"{task.upper()} {metric.label}", 100.0 if metric.percent else 1.0,
+                   metric.digits, metric.headline, metric.right_wrong)
 
     def pick(self, metrics: Mapping[str, object] | None) -> float | None:
         value = (metrics or {}).get(self.key)
@@ -28,26 +45,11 @@ class Column:
         return "—" if value is None else f"{value * self.scale:.{self.digits}f}"
 
 
-# ER's judge column is the paper's S_ER = (judge emotion score + intensity score) / 2; VP's the judge's 1-5 score.
-COLUMNS: tuple[Column, ...] = (
-    Column("itp", "precision", "ITP P"),
-    Column("itp", "recall", "ITP R"),
-    Column("itp", "f1", "ITP F1"),
-    Column("rpp", "accuracy", "RPP Acc"),
-    Column("stp", "recall_at_1", "STP R@1"),
-    Column("stp", "mrr", "STP MRR"),
-    Column("ssp", "recall_at_1", "SSP R@1"),
-    Column("ssp", "mrr", "SSP MRR"),
-    Column("er", "s_er", "ER judge", scale=1.0, digits=2),
-    Column("er", "bertscore_f1", "ER BERTScore", scale=1.0, digits=4),
-    Column("vp", "judge", "VP judge", scale=1.0, digits=2),
-    Column("vp", "bertscore_f1", "VP BERTScore", scale=1.0, digits=4),
-)
-
-# Compared between systems but not a leaderboard column: McNemar needs a right/wrong accuracy.
-ITP_ACCURACY = Column("itp", "accuracy", "ITP Acc")
-COMPARED: tuple[Column, ...] = (*COLUMNS[:3], ITP_ACCURACY, *COLUMNS[3:])
-MCNEMAR_HEADERS = frozenset({"ITP Acc", "RPP Acc"})
+_DECLARED = task_metrics()
+COLUMNS: tuple[Column, ...] = tuple(Column.of(task, m) for task, m in _DECLARED if m.column)
+# Compared between systems (a right/wrong accuracy such as ITP's is compared without being a column).
+COMPARED: tuple[Column, ...] = tuple(Column.of(task, m) for task, m in _DECLARED if m.compared)
+HEADLINE: tuple[Column, ...] = tuple(Column.of(task, m) for task, m in _DECLARED if m.headline)
 
 
 def columns_for(task: str, columns: tuple[Column, ...] = COMPARED) -> list[Column]:

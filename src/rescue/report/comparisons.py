@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from rescue.report.bootstrap import paired_bootstrap
-from rescue.report.columns import COMPARED, MCNEMAR_HEADERS, Column, columns_for
+from rescue.report.columns import COMPARED, Column, columns_for
 from rescue.report.runs import System
 from rescue.report.scoring import Aggregates, best_statistic, in_scope
 from rescue.report.significance import mcnemar_records
@@ -60,15 +60,15 @@ def compare_systems(
                 if not left or not right:
                     continue
                 paired = paired_bootstrap(
-                    left, right, best_statistic(task, aggregate, columns, left, right), [c.header for c in columns],
+                    left, right, best_statistic(task, aggregate, columns, left, right), [c.id for c in columns],
                     n_resamples=n_resamples, seed=seed, level=level,
                 )
                 mcnemar = mcnemar_records(left, right)
                 for column in columns:
-                    p = paired[column.header]
+                    p = paired[column.id]
                     if p.instances == 0 or (p.a is None and p.b is None):
                         continue
-                    exact = column.header in MCNEMAR_HEADERS
+                    exact = column.right_wrong
                     results.append(Comparison(
                         first.label, second.label, task, scope, column.header, column, p.instances,
                         p.a, p.b, p.diff, p.low, p.high, p.p_value,

@@ -47,7 +47,7 @@ def heatmap(matrix: pd.DataFrame, title: str, *, percent: bool = False) -> bytes
     return _png(figure)
 
 
-def position_curve(frame: pd.DataFrame, title: str = "RPP accuracy by dialogue position") -> bytes:
+def position_curve(frame: pd.DataFrame, title: str = "Accuracy by dialogue position") -> bytes:
     """Accuracy per position bin with a ±1 standard-error band, one line per system."""
     figure, axes = plt.subplots(figsize=(7.5, 3.8))
     for system, part in frame.groupby("system", sort=False):
@@ -87,14 +87,14 @@ def stacked_shares(frame: pd.DataFrame, title: str) -> bytes:
 
 def metric_bars(board: Leaderboard, headers: Sequence[str], scope: str = "all") -> bytes:
     """One panel per metric: a bar per system with its bootstrap CI as error bars."""
-    columns = [c for c in board.columns if c.header in headers]
+    columns = [c for c in board.columns if c.id in headers]
     rows = board.scope_rows(scope)
     count = max(len(columns), 1)
     figure, axes_list = plt.subplots(1, count, figsize=(2.6 * count, 3.2), squeeze=False)
     for axes, column in zip(axes_list[0], columns):
         names, values, lows, highs = [], [], [], []
         for row in rows:
-            cell = row.cells.get(column.header)
+            cell = row.cells.get(column.id)
             if cell is None or cell.value is None:
                 continue
             value = cell.value * column.scale

@@ -47,7 +47,7 @@ def leaderboard_tables(board: Leaderboard) -> list[HtmlTable]:
     tables = []
     for scope in dict.fromkeys(r.scope for r in board.rows):
         rows = [
-            [r.system, *(_cell_text(r.cells.get(c.header), c) for c in board.columns), _counts_text(r, tasks)]
+            [r.system, *(_cell_text(r.cells.get(c.id), c) for c in board.columns), _counts_text(r, tasks)]
             for r in board.scope_rows(scope)
         ]
         title = "Pooled (both scenarios)" if scope == "all" else f"Scenario: {scope}"

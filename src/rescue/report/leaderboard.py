@@ -18,7 +18,7 @@ from rich import box
 from rich.table import Table
 
 from rescue.report.bootstrap import Interval, bootstrap_ci
-from rescue.report.columns import COLUMNS, Column, columns_for
+from rescue.report.columns import COLUMNS, HEADLINE, Column, columns_for
 from rescue.report.runs import System
 from rescue.report.scoring import Aggregates, best_statistic, in_scope
 from rescue.tasks.base import TASK_NAMES
@@ -109,14 +109,14 @@ def build_leaderboard(
                     intervals = bootstrap_ci(
                         records,
                         best_statistic(task, aggregate, task_columns, records),
-                        [c.header for c in task_columns],
+                        [c.id for c in task_columns],
                         n_resamples=n_resamples,
                         seed=seed,
                         level=level,
                     )
                 for column in task_columns:
-                    interval = intervals.get(column.header)
-                    row.cells[column.header] = Cell(
+                    interval = intervals.get(column.id)
+                    row.cells[column.id] = Cell(
                         _point(system, column, scope, aggregates),
                         interval.low if interval else None,
                         interval.high if interval else None,
@@ -173,7 +173,7 @@ def to_markdown(board: Leaderboard) -> str:
     tasks = sorted({c.task for c in board.columns}, key=TASK_NAMES.index)
     headers = ["System", "Scenario", *(c.header for c in board.columns), "Instances/failures"]
     body = [
-        [r.system, r.scope, *(_cell_text(r.cells.get(c.header), c) for c in board.columns), _counts_text(r, tasks)]
+        [r.system, r.scope, *(_cell_text(r.cells.get(c.id), c) for c in board.columns), _counts_text(r, tasks)]
         for r in board.rows
     ]
     return _markdown(headers, body) + "\n" + _legend(board) + "\n"
@@ -205,7 +205,7 @@ def to_latex(board: Leaderboard) -> str:
         for row in board.scope_rows(scope):
             values, intervals = [], []
             for column in columns:
-                cell = row.cells.get(column.header)
+                cell = row.cells.get(column.id)
                 if cell is None or cell.value is None:
                     values.append("--")
                     intervals.append("")
@@ -234,7 +234,7 @@ def to_csv(board: Leaderboard) -> str:
                      "significant", "instances", "failures"])
     for row in board.rows:
         for column in board.columns:
-            cell = row.cells.get(column.header) or Cell(None)
+            cell = row.cells.get(column.id) or Cell(None)
             instances, failures = row.counts.get(column.task, (0, 0))
             writer.writerow([row.system, row.scope, column.task, column.header, cell.value, cell.low, cell.high,
                              cell.p_value, cell.significant, instances, failures])
@@ -252,11 +252,10 @@ def terminal_leaderboard(results: dict[str, Any], *, title: str | None = None) -
     and for ER / VP the judge score when a judge ran, else BERTScore. ``rescue report`` has everything else.
     """
     models: dict[str, Any] = results.get("models") or {}
-    by_header = {c.header: c for c in COLUMNS}
-    columns = [by_header[h] for h in ("ITP F1", "RPP Acc", "STP R@1", "SSP R@1") if _present(by_header[h], models)]
-    for task in ("ER", "VP"):
-        judged, bert = by_header[f"{task} judge"], by_header[f"{task} BERTScore"]
-        columns += [judged] if _present(judged, models) else [bert] if _present(bert, models) else []
+    columns: list[Column] = []
+    for task in TASK_NAMES:  # per task its first headline metric that has a value (ER/VP: judge, else BERTScore)
+        present = [c for c in HEADLINE if c.task == task and _present(c, models)]
+        columns += present[:1]
     table = Table(title=title or "RESCUE-Bench, pooled (%; ER/VP judge 1-5, BERTScore 0-1)", title_justify="left",
                   box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("model", no_wrap=True)

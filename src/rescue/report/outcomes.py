@@ -1,19 +1,18 @@
 """Per-instance outcomes read off prediction records: top-1 label and correctness.
 
-Failures (any status but "ok") are wrong, as everywhere in rescue. ER and VP have no right/wrong
-answer (they are graded), so their outcome is "open".
+Failures (any status but "ok") are wrong, as everywhere in rescue. Tasks whose declared outcome is
+"graded" (ER, VP) have no right/wrong answer, so their outcome is "open".
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
+from rescue.metrics.classification import FAILED
 from rescue.tasks.base import PredictionRecord
 
-CLOSED_TASKS = ("itp", "rpp", "stp", "ssp")
-RANKING_TASKS = ("rpp", "stp", "ssp")
 Outcome = Literal["correct", "wrong", "failed", "open"]
-FAILED_LABEL = "(failed)"
+FAILED_LABEL = FAILED  # one marker for a failed prediction, in metrics and report alike
 
 
 def top1(value: Any) -> str | None:
@@ -36,6 +35,13 @@ def gold_label(record: PredictionRecord) -> str:
     return top1(record.gold) or ""
 
 
+def is_right_wrong(task: str) -> bool:
+    """Whether the task declares right/wrong outcomes (a task the registry does not know: no)."""
+    from rescue.tasks import TASKS
+
+    return task in TASKS and TASKS[task].declaration.outcome == "right_wrong"
+
+
 def is_correct(record: PredictionRecord) -> bool:
     return record.ok and top1(record.prediction) is not None and top1(record.prediction) == gold_label(record)
 
@@ -43,6 +49,6 @@ def is_correct(record: PredictionRecord) -> bool:
 def outcome(record: PredictionRecord) -> Outcome:
     if not record.ok:
         return "failed"
-    if record.task not in CLOSED_TASKS:
+    if not is_right_wrong(record.task):
         return "open"
     return "correct" if is_correct(record) else "wrong"

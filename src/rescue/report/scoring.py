@@ -41,7 +41,7 @@ def column_statistic(aggregate: Aggregate, columns: Sequence[Column]) -> Statist
 
     def statistic(records: list[PredictionRecord]) -> dict[str, object]:
         metrics = aggregate(records)
-        return {c.header: c.pick(metrics) for c in columns}
+        return {c.id: c.pick(metrics) for c in columns}
 
     return statistic
 
@@ -59,17 +59,20 @@ def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
         return np.where(denominator > 0, numerator / np.where(denominator > 0, denominator, 1), 0.0)
 
 
-def _itp_components(record: PredictionRecord) -> tuple[float, float, float, float, float]:
-    said_yes = record.ok and record.prediction == "yes"
-    gold_yes = record.gold == "yes"
-    return (float(said_yes and gold_yes), float(said_yes and not gold_yes), float(gold_yes and not said_yes),
-            float(is_correct(record)), 1.0)
+def _binary(task: str, positive: str) -> Decomposed:
+    """Precision, recall and F1 of the positive label, and accuracy, from per-instance counts."""
 
+    def components(record: PredictionRecord) -> tuple[float, float, float, float, float]:
+        said = record.ok and record.prediction == positive
+        gold = record.gold == positive
+        return float(said and gold), float(said and not gold), float(gold and not said), float(is_correct(record)), 1.0
 
-def _itp_finish(totals: np.ndarray) -> dict[str, np.ndarray]:
-    tp, fp, fn, correct, n = totals.T
-    return {"ITP P": _ratio(tp, tp + fp), "ITP R": _ratio(tp, tp + fn), "ITP F1": _ratio(2 * tp, 2 * tp + fp + fn),
-            "ITP Acc": _ratio(correct, n)}
+    def finish(totals: np.ndarray) -> dict[str, np.ndarray]:
+        tp, fp, fn, correct, n = totals.T
+        return {f"{task}.precision": _ratio(tp, tp + fp), f"{task}.recall": _ratio(tp, tp + fn),
+                f"{task}.f1": _ratio(2 * tp, 2 * tp + fp + fn), f"{task}.accuracy": _ratio(correct, n)}
+
+    return Decomposed(components, finish)
 
 
 def _reciprocal_rank(record: PredictionRecord) -> float:
@@ -78,20 +81,28 @@ def _reciprocal_rank(record: PredictionRecord) -> float:
     return 1.0 / (record.prediction.index(record.gold) + 1)
 
 
-def _ranking(prefix: str, accuracy: str) -> Decomposed:
+def _ranking(task: str, accuracy: str) -> Decomposed:
     def finish(totals: np.ndarray) -> dict[str, np.ndarray]:
         hits, reciprocal, n = totals.T
-        return {f"{prefix} {accuracy}": _ratio(hits, n), f"{prefix} MRR": _ratio(reciprocal, n)}
+        return {f"{task}.{accuracy}": _ratio(hits, n), f"{task}.mrr": _ratio(reciprocal, n)}
 
     return Decomposed(lambda r: (float(is_correct(r)), _reciprocal_rank(r), 1.0), finish)
 
 
-DECOMPOSED: dict[str, Decomposed] = {
-    "itp": Decomposed(_itp_components, _itp_finish),
-    "rpp": _ranking("RPP", "Acc"),
-    "stp": _ranking("STP", "R@1"),
-    "ssp": _ranking("SSP", "R@1"),
-}
+def decomposed(task: str) -> Decomposed | None:
+    """The vectorised form of a right/wrong task's metrics, from the shape of its answers; None for others.
+    It is only a candidate: :func:`best_statistic` uses it after it reproduces the task's ``aggregate``."""
+    from rescue.tasks import TASKS
+
+    declared = TASKS[task].declaration if task in TASKS else None
+    if declared is None or declared.outcome != "right_wrong":
+        return None
+    if declared.answer == "label" and declared.positive is not None:
+        return _binary(task, declared.positive)
+    accuracy = next((m.key for m in declared.metrics if m.right_wrong), None)
+    if declared.answer == "ranking" and accuracy is not None:
+        return _ranking(task, accuracy)
+    return None
 
 
 def _agrees(left: Mapping[str, object], right: Mapping[str, object], keys: Sequence[str]) -> bool:
@@ -109,8 +120,8 @@ def best_statistic(task: str, aggregate: Aggregate, columns: Sequence[Column],
                    *record_sets: Sequence[PredictionRecord]) -> Statistic | Decomposed:
     """The vectorised statistic when it reproduces ``aggregate`` on every record set, else ``aggregate`` itself."""
     slow = column_statistic(aggregate, columns)
-    fast = DECOMPOSED.get(task)
-    keys = [c.header for c in columns]
+    fast = decomposed(task)
+    keys = [c.id for c in columns]
     if fast is None:
         return slow
     for records in record_sets:

@@ -71,6 +71,8 @@ class InterventionTimingTask:
         ),
         outcome="right_wrong",
         answer="label",
+        positive="yes",
+        label_order=lambda scenario: list(ITP_LABELS),
         paper_counts={"couple": (2722, 168), "family": (284, 16)},
     )
 

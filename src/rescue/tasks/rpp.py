@@ -63,6 +63,8 @@ class RelationPatternTask(RankingTask):
         ),
         answer="ranking",
         gold_persists=True,
+        label_order=lambda scenario: list(relation_taxonomy(scenario).names),
+        analyses=("position", "per_label"),
         paper_counts={"couple": (1608, 172), "family": (525, 17)},
     )
 
@@ -133,7 +135,7 @@ class RelationPatternTask(RankingTask):
         return per_label_scores(gold, top1, labels=macro_labels({r.scenario for r in records}))
 
     def confusion(self, records: list[PredictionRecord]) -> dict[str, dict[str, int]]:
-        """Gold label x top-1 prediction counts, with a ``<failed>`` column."""
+        """Gold label x top-1 prediction counts, with a ``(failed)`` column."""
         gold, top1 = self._top1(records)
         return confusion_matrix(gold, top1, labels=macro_labels({r.scenario for r in records}))
 

@@ -98,12 +98,21 @@ class Declaration:
     metrics: tuple[Metric, ...] = ()
     outcome: Outcome = "right_wrong"
     answer: AnswerKind = "label"
+    # A label task's positive class: the one its precision, recall and F1 are of (ITP: "yes").
+    positive: str | None = None
     judge: JudgeRubric | None = None
     bertscore: TextScorer | None = None
     # A baseline that carries the latest earlier gold of the same sample forward makes sense (RPP).
     gold_persists: bool = False
     # Every row of a sample that could be an instance, with its gold (retrieval baselines draw from it).
     gold_rows: Callable[[Any], list[tuple[Any, Any]]] | None = None
+    # Analyses: the closed set in the order tables show it, per scenario, and how a gold or predicted label
+    # is shown there (STP shows people's names, which differ per sample, as the role "individual"/"group").
+    label_order: Callable[[str], list[str]] | None = None
+    shown_label: Callable[[str], str] | None = None
+    # Paper analyses that apply: "position" (accuracy and gold labels across the dialogue), "per_label"
+    # (accuracy per gold label), "preference" (Bradley-Terry preference bias over the label set).
+    analyses: tuple[str, ...] = ()
     # The paper's Table 6 on the full release: scenario -> (instances, samples).
     paper_counts: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     # Whether the prompt shows the instance's own row (ITP's decision row, ER/VP's current turn) or hides it

@@ -25,7 +25,8 @@ class SupportStrategyTask(RankingTask):
     synonyms: ClassVar[dict[str, str]] = STRATEGY_SYNONYMS
 
     declaration: ClassVar[Declaration] = Declaration(
-        options=NoOptions, metrics=RANKING_METRICS, answer="ranking", paper_counts={"couple": (1290, 172), "family": (347, 17)},
+        options=NoOptions, metrics=RANKING_METRICS, answer="ranking", analyses=("preference",),
+        label_order=lambda scenario: list(strategy_taxonomy(scenario).names), paper_counts={"couple": (1290, 172), "family": (347, 17)},
     )
 
     def build(self, samples: list[Sample], **options: Any) -> list[Instance]:

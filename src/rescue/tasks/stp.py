@@ -6,13 +6,21 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from rescue.data.models import Row, Sample
+from rescue.data.models import GROUP_LABELS, Row, Sample
 from rescue.data.taxonomy import Label
 from rescue.tasks import prompts
 from rescue.tasks.base import Instance
 from rescue.tasks.labels import group_synonyms, support_target, target_candidates
 from rescue.tasks.ranking import RANKING_METRICS, RankingTask
 from rescue.tasks.spec import Declaration, NoOptions, validate_options
+
+
+ROLES = ("individual", "group")
+
+
+def target_role(label: str) -> str:
+    """A support target as a role: the group label (Couple, Family) or one person."""
+    return "group" if label in GROUP_LABELS.values() else "individual"
 
 
 def support_rows(sample: Sample) -> Iterator[tuple[Row, str, str]]:
@@ -36,7 +44,8 @@ class SupportTargetTask(RankingTask):
     answer_key: ClassVar[str] = "target_top3"
 
     declaration: ClassVar[Declaration] = Declaration(
-        options=NoOptions, metrics=RANKING_METRICS, answer="ranking", paper_counts={"couple": (1290, 172), "family": (347, 17)},
+        options=NoOptions, metrics=RANKING_METRICS, answer="ranking", label_order=lambda scenario: list(ROLES),
+        shown_label=target_role, paper_counts={"couple": (1290, 172), "family": (347, 17)},
     )
 
     def build(self, samples: list[Sample], **options: Any) -> list[Instance]:
