@@ -38,6 +38,7 @@ class Segment:
 @dataclass(frozen=True)
 class Dropped:
     sample_id: str
+    source_video: str
     start: float
     end: float
     reason: str
@@ -134,16 +135,16 @@ def write_segments_csv(path: Path, segments: list[Segment]) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def keep_long_enough(group: str, stem: str, segments: list[Segment], cues: list[Cue],
+def keep_long_enough(group: str, video: Path, segments: list[Segment], cues: list[Cue],
                      min_duration: float) -> tuple[list[Segment], list[Dropped]]:
     kept, dropped = [], []
     for segment in segments:
-        sid = sample_id(group, stem, segment.number)
+        sid = sample_id(group, video.stem, segment.number)
         if segment.duration < min_duration:
-            dropped.append(Dropped(sid, segment.start, segment.end,
+            dropped.append(Dropped(sid, str(video), segment.start, segment.end,
                                    f"shorter than --min-duration {min_duration:g} s ({segment.duration:g} s)"))
         elif not any(segment.start <= cue.start < segment.end for cue in cues):
-            dropped.append(Dropped(sid, segment.start, segment.end, "holds no subtitle cue"))
+            dropped.append(Dropped(sid, str(video), segment.start, segment.end, "holds no subtitle cue"))
         else:
             kept.append(segment)
     return kept, dropped

@@ -11,7 +11,7 @@ from rescue.cli.app import app, err_console
 from rescue.data.errors import RescueError
 
 # Each module registers its commands on `app` when imported.
-_COMMAND_MODULES = ("data_cmds", "tasks_cmds", "run_cmds", "judge_cmds", "report_cmds", "review_cmds")
+_COMMAND_MODULES = ("data_cmds", "tasks_cmds", "run_cmds", "judge_cmds", "report_cmds", "review_cmds", "build_cmds")
 for _name in _COMMAND_MODULES:
     importlib.import_module(f"rescue.cli.{_name}")
 

@@ -1,0 +1,357 @@
+"""Pre-annotation of one segment through :mod:`rescue.llm`: windows of cues, visual evidence, checks,
+one re-ask with the list of violations, merging, then the relation-pattern pass.
+
+Requests are planned first (:func:`plan_segment`) so ``--dry-run`` counts exactly what a real run sends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from rescue.build.checks import TIME_TOLERANCE, _coverage, check_relations, check_rows, parse_answer
+from rescue.build.manifest import Problem
+from rescue.build.prompts import (
+    ROW_KEYS,
+    annotation_system_prompt,
+    annotation_user_prompt,
+    relation_system_prompt,
+    relation_user_prompt,
+    retry_prompt,
+)
+from rescue.data.models import THERAPIST, Scenario
+from rescue.media import Cue, cut_clip, frame_times, grab_frames
+
+if TYPE_CHECKING:
+    from rescue.llm import ChatAnswer, Message, Model
+
+VideoInput = Literal["clip", "frames", "none"]
+VIDEO_INPUTS: tuple[str, ...] = ("clip", "frames", "none")
+# Rough token sizes for --dry-run estimates: a ~512 px image, a second of video (Gemini's rates).
+IMAGE_TOKENS = 260
+VIDEO_TOKENS_PER_SECOND = 300
+OUTPUT_TOKENS_PER_CUE = 350
+RELATION_OUTPUT_TOKENS_PER_ROW = 80
+
+
+@dataclass(frozen=True)
+class AnnotateSettings:
+    video_input: VideoInput = "frames"
+    frame_rate: float = 0.5  # frames per second of speech
+    frames_per_cue: int = 2
+    max_images: int = 24  # per request, spread over its cues
+    frame_width: int = 448
+    window_cues: int = 40
+    window_overlap: int = 6
+    max_tokens: int = 12000
+    relation_max_tokens: int = 4000
+    temperature: float | None = None
+
+
+@dataclass(frozen=True)
+class SegmentJob:
+    sample_id: str
+    scenario: Scenario
+    participants: tuple[str, ...]
+    cues: tuple[Cue, ...]  # re-timed to the clip, numbered from 1
+    clip: Path
+    clip_duration: float
+    work: Path  # a folder for this segment's scratch media (window clips)
+
+
+@dataclass(frozen=True)
+class Window:
+    number: int
+    cues: tuple[Cue, ...]
+    owned: tuple[int, int]  # cue indices (inclusive) whose rows this window's answer provides
+    image_times: tuple[tuple[int, float], ...] = ()  # (cue index, time in clip)
+
+    @property
+    def span(self) -> tuple[float, float]:
+        return self.cues[0].start, self.cues[-1].end
+
+
+def make_windows(cues: Sequence[Cue], size: int, overlap: int) -> list[tuple[tuple[Cue, ...], tuple[int, int]]]:
+    """Windows of ``size`` cues, neighbours sharing ``overlap``; each owns the cues up to the middle of
+    its overlaps, so every cue is owned by exactly one window."""
+    if len(cues) <= size:
+        return [(tuple(cues), (cues[0].index, cues[-1].index))]
+    overlap = max(0, min(overlap, size - 1))
+    step = size - overlap
+    starts = list(range(0, max(1, len(cues) - overlap), step))
+    out = []
+    for n, begin in enumerate(starts):
+        chunk = tuple(cues[begin : begin + size])
+        first = chunk[0].index + (overlap // 2 if n > 0 else 0)
+        last = chunk[-1].index - (overlap - overlap // 2 if n < len(starts) - 1 else 0)
+        out.append((chunk, (first, last)))
+    return out
+
+
+def _image_times(cues: Sequence[Cue], settings: AnnotateSettings) -> tuple[tuple[int, float], ...]:
+    per_cue = [(c.index, t) for c in cues for t in frame_times(c.start, c.end, settings.frame_rate,
+                                                                 settings.frames_per_cue)]
+    if len(per_cue) <= settings.max_images:
+        return tuple(per_cue)
+    step = len(per_cue) / settings.max_images
+    return tuple(per_cue[int(i * step)] for i in range(settings.max_images))
+
+
+def plan_segment(job: SegmentJob, settings: AnnotateSettings) -> list[Window]:
+    windows = []
+    for n, (chunk, owned) in enumerate(make_windows(job.cues, settings.window_cues, settings.window_overlap), 1):
+        times = _image_times(chunk, settings) if settings.video_input == "frames" else ()
+        windows.append(Window(n, chunk, owned, times))
+    return windows
+
+
+@dataclass
+class Estimate:
+    requests: int = 0
+    images: int = 0
+    video_seconds: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def add(self, other: Estimate) -> None:
+        for name in ("requests", "images", "video_seconds", "input_tokens", "output_tokens"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+def estimate_segment(job: SegmentJob, settings: AnnotateSettings) -> Estimate:
+    """What pre-annotating ``job`` sends, without re-asks: annotation windows plus the relation pass."""
+    system = annotation_system_prompt(job.scenario, job.participants)
+    est = Estimate()
+    for window in plan_segment(job, settings):
+        text = system + annotation_user_prompt(window.cues, job.clip_duration, window=(1, 1))
+        est.requests += 1
+        est.images += len(window.image_times)
+        est.input_tokens += len(text) // 4 + len(window.image_times) * IMAGE_TOKENS
+        if settings.video_input == "clip":
+            seconds = window.span[1] - window.span[0]
+            est.video_seconds += seconds
+            est.input_tokens += int(seconds * VIDEO_TOKENS_PER_SECOND)
+        est.output_tokens += OUTPUT_TOKENS_PER_CUE * len(window.cues)
+    rows = len(job.cues)
+    est.requests += 1
+    est.input_tokens += (len(relation_system_prompt(job.scenario, job.participants)) + 300 * rows) // 4
+    est.output_tokens += RELATION_OUTPUT_TOKENS_PER_ROW * rows
+    return est
+
+
+@dataclass
+class SegmentDraft:
+    rows: list[dict[str, Any]]
+    problems: list[Problem]
+    requests: int = 0
+    reasked: int = 0
+    failed: list[str] = field(default_factory=list)  # request errors: the draft is not final, a rerun asks again
+
+    @property
+    def complete(self) -> bool:
+        return not self.failed
+
+
+def skeleton_rows(cues: Sequence[Cue]) -> tuple[list[dict[str, Any]], list[Problem]]:
+    """One row per cue, for a segment built without a model (or whose requests failed): times, speaker and
+    words from the subtitles, every other field empty."""
+    rows, problems = [], []
+    for cue in cues:
+        speaker = cue.speakers[0] if len(cue.speakers) == 1 else THERAPIST
+        row: dict[str, Any] = {key: [] for key in ROW_KEYS}
+        row.update(start_time=cue.start, end_time=cue.end, primary_speaker=speaker, dialogue_cleaned=cue.text,
+                   utterance_type="", tone_of_voice="")
+        rows.append(row)
+        if len(cue.speakers) != 1:
+            problems.append(Problem(row_index=len(rows), field="primary_speaker",
+                                    message=f"the subtitle line names {'no' if not cue.speakers else 'several'} "
+                                            f"speaker(s); shown as {THERAPIST} until reviewed"))
+    for index, row in enumerate(rows, start=1):
+        row["row_index"] = index
+    return rows, problems
+
+
+async def _window_messages(job: SegmentJob, window: Window, settings: AnnotateSettings, total: int) -> list[Message]:
+    from rescue.llm import ImagePart, Message, TextPart, VideoPart
+
+    system = Message("system", annotation_system_prompt(job.scenario, job.participants))
+    span = (window.cues[0].index, window.cues[-1].index) if total > 1 else None
+    if settings.video_input == "none":
+        return [system, Message("user", annotation_user_prompt(window.cues, job.clip_duration, window=span))]
+    if settings.video_input == "clip":
+        if total == 1:
+            clip = job.clip
+        else:
+            clip = job.work / f"window{window.number:02d}.mp4"
+            await asyncio.to_thread(cut_clip, job.clip, *window.span, clip)
+        evidence = ("The video of these lines is attached." if total == 1 else
+                    f"The attached video starts at {window.span[0]:.2f} s of the clip; the times below are clip times.")
+        text = annotation_user_prompt(window.cues, job.clip_duration, window=span, evidence=evidence)
+        data = await asyncio.to_thread(clip.read_bytes)
+        return [system, Message("user", [VideoPart(data, "video/mp4"), TextPart(text)])]
+    parts: list[Any] = []
+    by_cue: dict[int, list[float]] = {}
+    for index, time in window.image_times:
+        by_cue.setdefault(index, []).append(time)
+    for index, times in by_cue.items():
+        cue = next(c for c in window.cues if c.index == index)
+        frames = await asyncio.to_thread(grab_frames, job.clip, cue.start, cue.end, rate=settings.frame_rate,
+                                         cap=settings.frames_per_cue, width=settings.frame_width)
+        for frame in frames:
+            if any(abs(frame.time - t) < 1e-6 for t in times):
+                parts += [TextPart(f"Frame at {frame.time:.2f} s (line [{index}]):"), ImagePart(frame.jpeg, frame.mime)]
+    evidence = "Frames sampled inside the lines come first, each labelled with its time." if parts else ""
+    parts.append(TextPart(annotation_user_prompt(window.cues, job.clip_duration, window=span, evidence=evidence)))
+    return [system, Message("user", parts)]
+
+
+def _describe(problems: Sequence[Problem], rows: Sequence[dict[str, Any]]) -> list[str]:
+    out = []
+    for p in problems:
+        if p.row_index is not None and 1 <= p.row_index <= len(rows):
+            row = rows[p.row_index - 1]
+            out.append(f"row starting at {row['start_time']} s ({p.field or 'row'}): {p.message}")
+        else:
+            out.append(f"{p.field + ': ' if p.field else ''}{p.message}")
+    return out
+
+
+async def _ask(model: Model, messages: list[Message], max_tokens: int, settings: AnnotateSettings,
+               tag: str, ids: tuple[str, ...]) -> ChatAnswer:
+    from rescue.llm import ChatRequest
+
+    return await model.complete(ChatRequest(list(messages), max_tokens=max_tokens, temperature=settings.temperature,
+                                            json_mode=True, purpose="annotate", tag=tag, ids=ids))
+
+
+async def _annotate_window(model: Model, job: SegmentJob, window: Window, settings: AnnotateSettings,
+                           total: int, draft: SegmentDraft) -> tuple[list[dict[str, Any]], list[Problem]]:
+    from rescue.llm import Message
+
+    messages = await _window_messages(job, window, settings, total)
+    ids = (f"{job.sample_id}#window{window.number}",)
+
+    def check(answer_text: str | None) -> tuple[list[dict[str, Any]], list[Problem]]:
+        value, problems = parse_answer(answer_text)
+        if value is None:
+            return [], problems
+        rows, more = check_rows(value, window.cues, scenario=job.scenario, participants=job.participants,
+                                clip_duration=job.clip_duration)
+        return rows, problems + more
+
+    answer = await _ask(model, messages, settings.max_tokens, settings, "rows", ids)
+    draft.requests += 1
+    if answer.status != "ok":
+        draft.failed.append(f"window {window.number}: {answer.error}")
+        return [], [Problem(message=f"window {window.number}: request failed: {answer.error}")]
+    rows, problems = check(answer.text)
+    if problems:
+        draft.reasked += 1
+        retry = [*messages, Message("assistant", answer.text or ""), Message("user", retry_prompt(_describe(problems, rows)))]
+        second = await _ask(model, retry, settings.max_tokens, settings, "rows-reask", ids)
+        draft.requests += 1
+        if second.status == "ok":
+            rows2, problems2 = check(second.text)
+            if rows2 or not rows:
+                rows, problems = rows2, problems2
+        else:
+            problems.append(Problem(message=f"window {window.number}: the re-ask failed: {second.error}"))
+    return rows, problems
+
+
+def _owner(row: dict[str, Any], cues: Sequence[Cue]) -> int:
+    """The index of the cue a row belongs to: the one holding its start, else the nearest."""
+    start = row["start_time"] if isinstance(row.get("start_time"), int | float) else 0.0
+    for cue in cues:
+        if cue.start - TIME_TOLERANCE <= start <= cue.end + TIME_TOLERANCE:
+            return cue.index
+    return min(cues, key=lambda c: abs(c.start - start)).index
+
+
+def merge_windows(job: SegmentJob, results: Sequence[tuple[Window, list[dict[str, Any]], list[Problem]]]
+                  ) -> tuple[list[dict[str, Any]], list[Problem]]:
+    """The rows each window owns, in time order and renumbered; row problems follow their rows, the
+    coverage check is redone on the merged rows."""
+    tagged: list[tuple[dict[str, Any], list[Problem]]] = []
+    segment_problems: list[Problem] = []
+    single = len(results) == 1
+    for window, rows, problems in results:
+        first, last = window.owned
+        keep = {i for i, row in enumerate(rows, start=1) if first <= _owner(row, job.cues) <= last}
+        for i, row in enumerate(rows, start=1):
+            if i in keep:
+                tagged.append((row, [p for p in problems if p.row_index == i]))
+        for p in problems:
+            if p.row_index is None and not p.message.startswith("subtitle line ["):
+                segment_problems.append(p if single else Problem(field=p.field, message=f"window {window.number}: {p.message}"))
+    tagged.sort(key=lambda item: item[0]["start_time"])
+    rows_out, problems_out = [], []
+    for index, (row, row_problems) in enumerate(tagged, start=1):
+        row["row_index"] = index
+        rows_out.append(row)
+        problems_out += [Problem(row_index=index, field=p.field, message=p.message) for p in row_problems]
+    return rows_out, segment_problems + _coverage(rows_out, job.cues) + problems_out
+
+
+async def _relations(model: Model, job: SegmentJob, rows: list[dict[str, Any]], settings: AnnotateSettings,
+                     draft: SegmentDraft) -> list[Problem]:
+    from rescue.llm import Message
+
+    for row in rows:
+        row.update(relation_pattern=None, relation_pattern_reason=None, relation_pattern_evidence_rows=[])
+    if not rows:
+        return []
+    messages = [Message("system", relation_system_prompt(job.scenario, job.participants)),
+                Message("user", relation_user_prompt(rows))]
+    ids = (f"{job.sample_id}#relations",)
+    answer = await _ask(model, messages, settings.relation_max_tokens, settings, "relations", ids)
+    draft.requests += 1
+    if answer.status != "ok":
+        draft.failed.append(f"relations: {answer.error}")
+        return [Problem(field="relation_pattern", message=f"request failed: {answer.error}")]
+
+    def check(text: str | None) -> tuple[dict[int, dict[str, Any]], list[Problem]]:
+        value, problems = parse_answer(text)
+        if value is None:
+            return {}, [Problem(field="relation_pattern", message=p.message) for p in problems]
+        found, more = check_relations(value, rows, job.scenario)
+        return found, problems + more
+
+    found, problems = check(answer.text)
+    if problems:
+        draft.reasked += 1
+        retry = [*messages, Message("assistant", answer.text or ""),
+                 Message("user", retry_prompt([str(p) for p in problems]))]
+        second = await _ask(model, retry, settings.relation_max_tokens, settings, "relations-reask", ids)
+        draft.requests += 1
+        if second.status == "ok":
+            found2, problems2 = check(second.text)
+            if found2 or not found:
+                found, problems = found2, problems2
+    for index, fields in found.items():
+        row = rows[index - 1]
+        invalid = fields.pop("draft_invalid", None)
+        row.update(fields)
+        if invalid:
+            row.setdefault("draft_invalid", {}).update(invalid)
+    return problems
+
+
+async def annotate_segment(model: Model, job: SegmentJob, settings: AnnotateSettings) -> SegmentDraft:
+    draft = SegmentDraft([], [])
+    windows = plan_segment(job, settings)
+    job.work.mkdir(parents=True, exist_ok=True)
+    answers = await asyncio.gather(*(_annotate_window(model, job, w, settings, len(windows), draft) for w in windows))
+    results = [(w, rows, problems) for w, (rows, problems) in zip(windows, answers)]
+    if draft.failed:
+        # Keep what failed visible and reviewable: the subtitles as rows, the failure as a problem.
+        rows, problems = skeleton_rows(job.cues)
+        draft.rows = rows
+        draft.problems = problems + [p for _, _, ps in results for p in ps if p.row_index is None]
+        return draft
+    draft.rows, draft.problems = merge_windows(job, results)
+    draft.problems += await _relations(model, job, draft.rows, settings, draft)
+    return draft

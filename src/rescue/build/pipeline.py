@@ -1,0 +1,355 @@
+"""``rescue build``: from session videos and subtitles to a draft release and the media for review.
+
+    sessions -> checked inputs -> segments (given or proposed) -> clips + re-timed subtitles
+             -> pre-annotation (checked, re-asked once) -> DIR/draft.jsonl + DIR/manifest.json
+
+Every input is checked before anything is written. Every output appears atomically and is reused by a
+rerun: clips are not cut again, a finished segment's draft is read back from ``DIR/work``, and requests go
+through the model layer's cache (``DIR/cache.sqlite``), so nothing is sent twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import platform
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rescue.build.annotate import (
+    AnnotateSettings,
+    Estimate,
+    SegmentDraft,
+    SegmentJob,
+    annotate_segment,
+    estimate_segment,
+    skeleton_rows,
+)
+from rescue.build.inputs import BuildInputError, Session, SessionSpec, load_sessions
+from rescue.build.log import BuildLog
+from rescue.build.manifest import (
+    DroppedSegment,
+    Manifest,
+    ManifestRow,
+    ManifestSegment,
+    Problem,
+    write_json_atomic,
+    write_manifest,
+    write_text_atomic,
+)
+from rescue.build.prompts import annotation_system_prompt, relation_system_prompt
+from rescue.build.segments import (
+    Dropped,
+    Segment,
+    keep_long_enough,
+    propose_segments,
+    read_segments_csv,
+    sample_id,
+    write_segments_csv,
+)
+from rescue.media import Cue, cues_in, cut_clip, ffmpeg_exe, scene_cuts, write_webvtt
+
+if TYPE_CHECKING:
+    from rescue.llm import Model
+
+# Bumped when the prompts or checks change what a finished segment holds, so old drafts are redone.
+DRAFT_FORMAT = 1
+
+
+@dataclass
+class BuildConfig:
+    out: Path
+    sessions: list[SessionSpec]
+    min_duration: float = 120.0
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    annotate: AnnotateSettings = field(default_factory=AnnotateSettings)
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    timeout: float = 600.0
+    concurrency: int = 4
+    max_retries: int = 5
+    max_failures: int | None = 50
+    max_cost: float | None = None
+    retry_errors: bool = False
+    prices: str | None = None
+    row_clips: bool = False
+    dry_run: bool = False
+    propose_only: bool = False
+    keyframe_interval: float = 1.0
+    scene_threshold: float = 0.3
+
+
+@dataclass
+class Planned:
+    """A segment to build: where it comes from and where its outputs go (relative to DIR)."""
+
+    session: Session
+    segment: Segment
+    sample_id: str
+    cues: tuple[Cue, ...]  # re-timed to the clip
+    segments_from: str
+
+    @property
+    def stem(self) -> str:
+        return self.sample_id  # "<group>/<video stem>_segmentNN" is a safe relative path
+
+    @property
+    def clip(self) -> str:
+        return f"clips/{self.stem}.mp4"
+
+    @property
+    def subtitles(self) -> str:
+        return f"subtitles/{self.stem}.vtt"
+
+    @property
+    def work(self) -> str:
+        return f"work/{self.stem}"
+
+
+@dataclass
+class BuildOutcome:
+    out: Path
+    segments: list[str] = field(default_factory=list)
+    dropped: list[Dropped] = field(default_factory=list)
+    proposals: list[Path] = field(default_factory=list)
+    problems: int = 0
+    failed: list[str] = field(default_factory=list)
+    estimate: Estimate | None = None
+    cost: float | None = None
+    requests: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return not self.failed
+
+
+def _plan(config: BuildConfig) -> tuple[list[Planned], list[Dropped], list[tuple[Path, list[Segment]]]]:
+    """Check every input and choose segments; raises :class:`BuildInputError` before anything is written."""
+    sessions = load_sessions(config.sessions)
+    planned: list[Planned] = []
+    dropped: list[Dropped] = []
+    proposals: list[tuple[Path, list[Segment]]] = []
+    problems: list[str] = []
+    for session in sessions:
+        spec = session.spec
+        if spec.segments is not None:
+            try:
+                segments = read_segments_csv(spec.segments, session)
+            except BuildInputError as exc:
+                problems += exc.problems
+                continue
+            source = str(spec.segments)
+        else:
+            cuts = scene_cuts(spec.video, threshold=config.scene_threshold)
+            segments = propose_segments(session.cues, session.media.duration, cuts)
+            source = f"segments/{spec.group}/{session.stem}.csv"
+            proposals.append((config.out / source, segments))
+        kept, gone = keep_long_enough(spec.group, spec.video, segments, session.cues, config.min_duration)
+        dropped += gone
+        for segment in kept:
+            cues = tuple(cues_in(session.cues, segment.start, segment.end))
+            planned.append(Planned(session, segment, sample_id(spec.group, session.stem, segment.number), cues,
+                                   source))
+    if problems:
+        raise BuildInputError(problems)
+    return planned, dropped, proposals
+
+
+def _job(config: BuildConfig, item: Planned) -> SegmentJob:
+    spec = item.session.spec
+    return SegmentJob(item.sample_id, spec.scenario, spec.participants, item.cues, config.out / item.clip,
+                      item.segment.duration, config.out / item.work)
+
+
+def _draft_key(config: BuildConfig, item: Planned) -> str:
+    """What a finished segment's draft depends on; a change means it is annotated again."""
+    spec = item.session.spec
+    parts = {
+        "format": DRAFT_FORMAT, "model": config.model, "base_url": config.base_url,
+        "settings": asdict(config.annotate), "extra_body": config.extra_body,
+        "prompts": [annotation_system_prompt(spec.scenario, spec.participants),
+                    relation_system_prompt(spec.scenario, spec.participants)],
+        "cues": [asdict(c) for c in item.cues], "duration": item.segment.duration,
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _load_finished(path: Path, key: str) -> SegmentDraft | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    if data.get("key") != key:
+        return None
+    return SegmentDraft(data["rows"], [Problem(**p) for p in data["problems"]], data.get("requests", 0),
+                        data.get("reasked", 0))
+
+
+def _cut_media(config: BuildConfig, item: Planned, log: BuildLog) -> None:
+    spec = item.session.spec
+    done = cut_clip(spec.video, item.segment.start, item.segment.end, config.out / item.clip,
+                    keyframe_interval=config.keyframe_interval)
+    log.step("cut", item.sample_id, done, source=str(spec.video), start=item.segment.start, end=item.segment.end)
+    done = write_webvtt(list(item.cues), config.out / item.subtitles)
+    log.step("retime", item.sample_id, done, cues=len(item.cues))
+
+
+def _row_clips(config: BuildConfig, item: Planned, rows: list[dict[str, Any]], log: BuildLog) -> list[str]:
+    paths = []
+    for row in rows:
+        start, end = row["start_time"], min(row["end_time"], item.segment.duration)
+        if end <= start:
+            continue
+        relative = f"row_clips/{item.stem}/row{row['row_index']:03d}.mp4"
+        done = cut_clip(config.out / item.clip, start, end, config.out / relative,
+                        keyframe_interval=config.keyframe_interval)
+        log.step("row_clip", f"{item.sample_id}#row{row['row_index']}", done)
+        paths.append(relative)
+    return paths
+
+
+def _manifest_rows(rows: list[dict[str, Any]], cues: tuple[Cue, ...]) -> list[ManifestRow]:
+    """Each row's span with the subtitle text and speakers of the cues it spans (the ground truth)."""
+    out = []
+    for row in rows:
+        spanned = [c for c in cues if c.start < row["end_time"] and c.end > row["start_time"]] or [
+            c for c in cues if c.start <= row["start_time"] <= c.end]
+        speakers: list[str] = []
+        for cue in spanned:
+            speakers += [s for s in cue.speakers if s not in speakers]
+        out.append(ManifestRow(row_index=row["row_index"], start_time=row["start_time"], end_time=row["end_time"],
+                               text=" ".join(c.text for c in spanned) or row["dialogue_cleaned"],
+                               speakers=speakers or [row["primary_speaker"]]))
+    return out
+
+
+def _sample(item: Planned, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    spec = item.session.spec
+    for row in rows:
+        row.setdefault("relation_pattern", None)
+        row.setdefault("relation_pattern_reason", None)
+        row.setdefault("relation_pattern_evidence_rows", [])
+    return {"sample_id": item.sample_id, "scenario": spec.scenario, "participants": list(spec.participants),
+            "source_file": item.clip, "rows": rows}
+
+
+def _provenance(config: BuildConfig, item: Planned, draft: SegmentDraft, annotated: bool) -> dict[str, Any]:
+    from rescue import __version__
+
+    spec = item.session.spec
+    stat = spec.video.stat()
+    return {
+        "source_video_bytes": stat.st_size, "subtitles_file": str(spec.subtitles), "segments_from": item.segments_from,
+        "segment_number": item.segment.number, "segment_name": item.segment.name,
+        "group": spec.group, "model": config.model if annotated else None,
+        "base_url": config.base_url if annotated else None, "video_input": config.annotate.video_input,
+        "settings": asdict(config.annotate), "requests": draft.requests, "reasked": draft.reasked,
+        "ffmpeg": ffmpeg_exe(), "rescue_version": __version__, "python": platform.python_version(),
+    }
+
+
+async def _annotate_all(config: BuildConfig, items: list[Planned], log: BuildLog, model: Model | None,
+                        echo: Callable[[str], None]) -> tuple[dict[str, SegmentDraft], float | None]:
+    from rescue.llm import Session, resolve_model
+
+    drafts: dict[str, SegmentDraft] = {}
+    todo = []
+    for item in items:
+        key = _draft_key(config, item)
+        finished = _load_finished(config.out / item.work / "draft.json", key)
+        if finished is not None:
+            drafts[item.sample_id] = finished
+            log.step("annotate", item.sample_id, False)
+        else:
+            todo.append((item, key))
+    if not todo:
+        return drafts, 0.0
+    async with Session(cache=config.out / "cache.sqlite", concurrency=config.concurrency,
+                       max_retries=config.max_retries, retry_errors=config.retry_errors,
+                       max_failures=config.max_failures, max_cost=config.max_cost, prices=config.prices,
+                       log=log, notice=echo) as session:
+        if model is None:
+            assert config.model is not None
+            model = resolve_model(config.model, base_url=config.base_url, api_key_env=config.api_key_env,
+                                  json_mode=True, timeout=config.timeout, extra_body=config.extra_body)
+        wrapped = session.wrap(model)
+
+        async def one(item: Planned, key: str) -> None:
+            draft = await annotate_segment(wrapped, _job(config, item), config.annotate)
+            drafts[item.sample_id] = draft
+            log.step("annotate", item.sample_id, True, requests=draft.requests, reasked=draft.reasked,
+                     problems=len(draft.problems), failed=draft.failed)
+            if draft.complete:
+                write_json_atomic(config.out / item.work / "draft.json", {
+                    "key": key, "rows": draft.rows, "problems": [p.model_dump() for p in draft.problems],
+                    "requests": draft.requests, "reasked": draft.reasked})
+
+        await asyncio.gather(*(one(item, key) for item, key in todo))
+        return drafts, session.spent
+
+
+def build(config: BuildConfig, *, model: Model | None = None,
+          echo: Callable[[str], None] = lambda message: None) -> BuildOutcome:
+    """Run the whole build; ``model`` replaces ``--model`` (a notebook's own :class:`~rescue.llm.Model`)."""
+    planned, dropped, proposals = _plan(config)
+    outcome = BuildOutcome(config.out, dropped=dropped, proposals=[p for p, _ in proposals])
+    annotating = model is not None or config.model is not None
+    if config.dry_run:
+        outcome.estimate = Estimate()
+        if annotating:
+            for item in planned:
+                outcome.estimate.add(estimate_segment(_job(config, item), config.annotate))
+        outcome.segments = [item.sample_id for item in planned]
+        return outcome
+    config.out.mkdir(parents=True, exist_ok=True)
+    log = BuildLog(config.out / "build.log")
+    try:
+        log.event("start", sessions=len(config.sessions), segments=len(planned), dropped=len(dropped),
+                  model=config.model, video_input=config.annotate.video_input)
+        for path, segments in proposals:
+            if not path.exists():  # an edited proposal is the user's: never overwrite it
+                write_segments_csv(path, segments)
+            log.step("propose", str(path.relative_to(config.out)), True, segments=len(segments))
+        for gone in dropped:
+            log.event("dropped", sample_id=gone.sample_id, reason=gone.reason)
+        if config.propose_only:
+            return outcome
+        for item in planned:
+            _cut_media(config, item, log)
+        if annotating:
+            drafts, outcome.cost = asyncio.run(_annotate_all(config, planned, log, model, echo))
+        else:
+            drafts = {}
+            for item in planned:
+                rows, problems = skeleton_rows(item.cues)
+                drafts[item.sample_id] = SegmentDraft(rows, [Problem(message="not pre-annotated (no --model)"),
+                                                             *problems])
+        manifest = Manifest(dropped=[DroppedSegment(sample_id=d.sample_id, source_video=d.source_video,
+                                                    start=d.start, end=d.end, reason=d.reason) for d in dropped])
+        lines = []
+        for item in planned:
+            draft = drafts[item.sample_id]
+            outcome.failed += [f"{item.sample_id}: {f}" for f in draft.failed]
+            outcome.requests += draft.requests
+            outcome.problems += len(draft.problems)
+            row_clips = _row_clips(config, item, draft.rows, log) if config.row_clips else []
+            lines.append(json.dumps(_sample(item, draft.rows), ensure_ascii=False))
+            spec = item.session.spec
+            manifest.segments.append(ManifestSegment(
+                sample_id=item.sample_id, scenario=spec.scenario, participants=list(spec.participants),
+                source_video=os.path.relpath(spec.video.resolve(), config.out.resolve()), start=item.segment.start, end=item.segment.end, clip=item.clip,
+                subtitles=item.subtitles, rows=_manifest_rows(draft.rows, item.cues), problems=draft.problems,
+                provenance=_provenance(config, item, draft, annotating), row_clips=row_clips))
+            outcome.segments.append(item.sample_id)
+        write_text_atomic(config.out / "draft.jsonl", "".join(line + "\n" for line in lines))
+        write_manifest(config.out / "manifest.json", manifest)
+        log.event("finish", segments=len(planned), problems=outcome.problems, failed=outcome.failed,
+                  requests=outcome.requests, cost=outcome.cost)
+        return outcome
+    finally:
+        log.close()

@@ -1,0 +1,130 @@
+"""``rescue build``: a thin wrapper over :func:`rescue.build.build`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from rescue.cli.app import app, console, err_console
+
+
+@app.command("build")
+def build_command(
+    video: Annotated[Optional[Path], typer.Argument(help="A session video (or use --manifest for many).")] = None,
+    out: Annotated[Path, typer.Option("--out", help="Output folder: draft.jsonl, manifest.json, clips/, build.log.")] = Path("build_out"),
+    subs: Annotated[Optional[Path], typer.Option("--subs", help="The video's subtitles: .srt, .vtt or .ass.")] = None,
+    scenario: Annotated[Optional[str], typer.Option("--scenario", help="couple or family.")] = None,
+    participants: Annotated[Optional[str], typer.Option(
+        "--participants", help='The people on screen, e.g. "Alan,Evelyn" (the therapist is always Therapist).')] = None,
+    group: Annotated[Optional[str], typer.Option(
+        "--group", help="The group of the sample ids <group>/<video stem>_segmentNN (default: alan_and_evelyn style).")] = None,
+    segments: Annotated[Optional[Path], typer.Option(
+        "--segments", help="CSV start,end[,name] (seconds or HH:MM:SS.mmm); default: proposed and written to DIR/segments/.")] = None,
+    manifest: Annotated[Optional[Path], typer.Option(
+        "--manifest", help="CSV video,subtitles,scenario,participants,group[,segments]: one line per video.")] = None,
+    min_duration: Annotated[float, typer.Option("--min-duration", help="Drop segments shorter than this (seconds).")] = 120.0,
+    propose_only: Annotated[bool, typer.Option("--propose-only", help="Write proposed segments and stop.")] = False,
+    model: Annotated[Optional[str], typer.Option(
+        "--model", help="The pre-annotation model: PRESET/ID, any id with --base-url, or local/NAME. "
+        "Without it the draft holds the subtitles only.")] = None,
+    base_url: Annotated[Optional[str], typer.Option("--base-url", help="An OpenAI-compatible endpoint for --model.")] = None,
+    api_key_env: Annotated[Optional[str], typer.Option("--api-key-env", help="The environment variable that holds the key.")] = None,
+    video_input: Annotated[str, typer.Option(
+        "--video-input", help="clip (the segment as video_url), frames (JPEG frames inside each line) or none.")] = "frames",
+    frame_rate: Annotated[float, typer.Option("--frame-rate", help="Frames per second inside a line.")] = 0.5,
+    frames_per_line: Annotated[int, typer.Option("--frames-per-line", help="At most this many frames per line.")] = 2,
+    max_images: Annotated[int, typer.Option("--max-images", help="At most this many images per request.")] = 24,
+    frame_width: Annotated[int, typer.Option("--frame-width", help="Frames are resized to this width (pixels).")] = 448,
+    window_lines: Annotated[int, typer.Option("--window-lines", help="Subtitle lines per request; longer segments use overlapping windows.")] = 40,
+    window_overlap: Annotated[int, typer.Option("--window-overlap", help="Lines shared by neighbouring windows.")] = 6,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Answer budget of an annotation request.")] = 12000,
+    temperature: Annotated[Optional[float], typer.Option("--temperature")] = None,
+    extra: Annotated[Optional[list[str]], typer.Option("--extra", help="A provider extra, KEY=JSON; repeatable.")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request attempt.")] = 600.0,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Most requests in flight.")] = 4,
+    max_retries: Annotated[int, typer.Option("--max-retries", help="Retries of a transient failure.")] = 5,
+    max_failures: Annotated[int, typer.Option("--max-failures", help="Stop asking after this many failed requests (0: never).")] = 50,
+    max_cost: Annotated[Optional[float], typer.Option("--max-cost", help="Stop (resumably) once this many dollars are spent.")] = None,
+    retry_errors: Annotated[bool, typer.Option("--retry-errors", help="Ask again what failed in earlier runs.")] = False,
+    prices: Annotated[Optional[Path], typer.Option("--prices", help="A price table (TOML) consulted first.")] = None,
+    row_clips: Annotated[bool, typer.Option("--row-clips", help="Also cut one clip per row.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the requests, images, tokens and cost; send and write nothing.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+) -> None:
+    """Cut session videos into segments and pre-annotate them into a draft release for review."""
+    from rescue.build import AnnotateSettings, BuildConfig, build
+    from rescue.build.annotate import VIDEO_INPUTS
+    from rescue.build.inputs import (
+        BuildInputError,
+        SessionSpec,
+        check_group,
+        check_scenario,
+        default_group,
+        parse_participants,
+        read_sessions_csv,
+    )
+    from rescue.cli.run_cmds import _parse_extras
+
+    if video_input not in VIDEO_INPUTS:
+        raise BuildInputError([f"--video-input {video_input!r}: choose one of {', '.join(VIDEO_INPUTS)}"])
+    if manifest is not None:
+        if video is not None:
+            raise BuildInputError(["give either VIDEO or --manifest, not both"])
+        specs = read_sessions_csv(manifest)
+    else:
+        missing = [name for name, value in (("VIDEO", video), ("--subs", subs), ("--scenario", scenario),
+                                            ("--participants", participants)) if value is None]
+        if missing:
+            raise BuildInputError([f"missing {', '.join(missing)} (or give --manifest sessions.csv)"])
+        assert video is not None and subs is not None and scenario is not None and participants is not None
+        names = parse_participants(participants, "--participants")
+        specs = [SessionSpec(video, subs, check_scenario(scenario, "--scenario"), names,
+                             check_group(group or default_group(names), "--group"), segments)]
+    settings = AnnotateSettings(video_input=video_input, frame_rate=frame_rate,  # type: ignore[arg-type]
+                                frames_per_cue=frames_per_line, max_images=max_images, frame_width=frame_width,
+                                window_cues=window_lines, window_overlap=window_overlap, max_tokens=max_tokens,
+                                temperature=temperature)
+    config = BuildConfig(
+        out=out, sessions=specs, min_duration=min_duration, model=model, base_url=base_url, api_key_env=api_key_env,
+        annotate=settings, extra_body=_parse_extras(list(extra or [])), timeout=timeout, concurrency=concurrency,
+        max_retries=max_retries, max_failures=max_failures or None, max_cost=max_cost, retry_errors=retry_errors,
+        prices=None if prices is None else str(prices), row_clips=row_clips, dry_run=dry_run, propose_only=propose_only,
+    )
+    outcome = build(config, echo=lambda message: err_console.print(message, highlight=False, markup=False))
+    say = (lambda *a, **k: None) if quiet else console.print
+    for gone in outcome.dropped:
+        say(f"dropped {gone.sample_id} ({gone.start:g}-{gone.end:g} s): {gone.reason}", highlight=False)
+    for path in outcome.proposals:
+        say(f"proposed segments: {path} (edit and pass back with --segments)", highlight=False)
+    if outcome.estimate is not None:
+        _print_estimate(config, outcome, say)
+        return
+    if propose_only:
+        return
+    cost = f", ${outcome.cost:.4f}" if outcome.cost else ""
+    say(f"{len(outcome.segments)} segment(s), {outcome.requests} request(s){cost}, {outcome.problems} open problem(s) "
+        f"for review -> {out}/draft.jsonl, {out}/manifest.json", highlight=False)
+    if not outcome.complete:
+        for failure in outcome.failed[:10]:
+            err_console.print(f"[yellow]failed:[/] {failure}", highlight=False)
+        err_console.print("[yellow]incomplete:[/] rerun the same command to continue (add --retry-errors to ask again).")
+        raise typer.Exit(3)
+
+
+def _print_estimate(config, outcome, say) -> None:  # type: ignore[no-untyped-def]
+    from rescue.llm import PriceTable, Usage
+
+    est = outcome.estimate
+    say(f"dry run: {len(outcome.segments)} segment(s); nothing was sent or written", highlight=False)
+    if config.model is None:
+        say("no --model: the draft would hold the subtitles only (0 requests)", highlight=False)
+        return
+    say(f"requests: {est.requests} (plus at most one re-ask each)\nimages: {est.images}\n"
+        f"video: {est.video_seconds:.0f} s\nestimated tokens: {est.input_tokens} in, {est.output_tokens} out",
+        highlight=False)
+    cost = PriceTable.load(config.prices).cost(config.model, Usage(input_tokens=est.input_tokens,
+                                                                   output_tokens=est.output_tokens))
+    say(f"estimated cost: {'$%.4f' % cost if cost is not None else f'unknown (no price for {config.model})'}",
+        highlight=False)
