@@ -1,0 +1,206 @@
+"""The draft checks, rule by rule: each violation is found, named, and kept (never dropped or silently
+fixed); values the release cannot hold are set aside in draft_invalid so the draft still validates."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from rescue.build.checks import check_relations, check_rows, parse_answer
+from rescue.build.prompts import ROW_KEYS, annotation_system_prompt
+from rescue.data.models import Row
+from rescue.data.taxonomy import strategy_precedence, strategy_taxonomy
+from rescue.media import Cue
+
+CUES = [Cue(1, 0.0, 4.0, "I just wanna be better.", ("Alan",)),
+        Cue(2, 5.0, 8.0, "What does better mean to you?", ("Therapist",)),
+        Cue(3, 9.0, 12.0, "He never listens to me.", ("Evelyn",))]
+
+
+def _row(start, end, speaker, target, text, **kw):
+    row = {key: [] for key in ROW_KEYS}
+    row.update(start_time=start, end_time=end, primary_speaker=speaker, target=target, dialogue_cleaned=text,
+               utterance_type="" if speaker == "Therapist" else "disclosure", tone_of_voice="flat")
+    row.update(kw)
+    return row
+
+
+GOOD = [
+    _row(0.0, 4.0, "Alan", ["Therapist"], "I just wanna be better."),
+    _row(5.0, 8.0, "Therapist", ["Alan"], "What does better mean to you?",
+         support_strategy=[{"provider": "Therapist", "target": ["Alan"], "strategy_type": "evoke",
+                            "strategy_content": "invites his hope"}]),
+    _row(9.0, 12.0, "Evelyn", ["Therapist"], "He never listens to me.", utterance_type="accusation"),
+]
+
+
+def check(rows, duration=12.0):
+    return check_rows({"rows": rows}, CUES, scenario="couple", participants=["Alan", "Evelyn"], clip_duration=duration)
+
+
+def messages(problems):
+    return [str(p) for p in problems]
+
+
+def test_row_keys_are_release_fields():
+    assert len(ROW_KEYS) == 15 and set(ROW_KEYS) <= set(Row.model_fields)
+
+
+def test_a_good_draft_has_no_problems():
+    rows, problems = check(copy.deepcopy(GOOD))
+    assert problems == [] and [r["row_index"] for r in rows] == [1, 2, 3]
+
+
+def test_split_line_still_covers_it():
+    rows = copy.deepcopy(GOOD)
+    rows[0:1] = [_row(0.0, 2.0, "Alan", ["Therapist"], "I just wanna"), _row(2.0, 4.0, "Alan", ["Evelyn"], "be better.")]
+    assert check(rows)[1] == []
+
+
+def test_missing_and_unknown_keys():
+    rows = copy.deepcopy(GOOD)
+    del rows[0]["tone_of_voice"]
+    rows[0]["mood"] = "sad"
+    out, problems = check(rows)
+    assert messages(problems) == ["row 1 tone_of_voice: missing key", "row 1 mood: unknown key (not one of the 15 row keys)"]
+    assert out[0]["tone_of_voice"] == "" and out[0]["draft_invalid"] == {"mood": "sad"}
+
+
+def test_wrong_types_and_null_are_set_aside():
+    rows = copy.deepcopy(GOOD)
+    rows[0]["body_posture"] = "slumped"
+    rows[1]["facial_expressions"] = None
+    out, problems = check(rows)
+    assert [p.field for p in problems] == ["body_posture", "facial_expressions"]
+    assert out[0]["body_posture"] == [] and out[0]["draft_invalid"] == {"body_posture": "slumped"}
+
+
+def test_uncovered_subtitle_line():
+    rows = copy.deepcopy(GOOD)
+    del rows[2]
+    assert messages(check(rows)[1]) == [
+        "segment dialogue_cleaned: subtitle line [3] (9.00-12.00) 'He never listens to me.' is not quoted in full by "
+        "the rows spanning it"]
+
+
+def test_paraphrase_does_not_cover():
+    rows = copy.deepcopy(GOOD)
+    rows[2]["dialogue_cleaned"] = "He does not listen."
+    assert "subtitle line [3]" in messages(check(rows)[1])[0]
+
+
+def test_rows_outside_their_cue_and_past_the_clip():
+    rows = copy.deepcopy(GOOD)
+    rows[0]["end_time"] = 4.6  # in the silence after line 1
+    rows[2]["end_time"] = 13.0
+    problems = messages(check(rows, duration=12.0)[1])
+    assert "row 1 end_time: 4.6 lies outside every subtitle line (rows stay inside their lines)" in problems
+    assert "row 3 end_time: 13.0 is past the clip's end (12.00 s)" in problems
+
+
+def test_reversed_row_times_are_kept_aside():
+    rows = copy.deepcopy(GOOD)
+    rows[0]["end_time"] = 0.0
+    rows[0]["start_time"] = 3.0
+    out, problems = check(rows)
+    assert "row 1 end_time: end_time 0.0 is before start_time 3.0; shown as 3.0" in messages(problems)
+    assert out[0]["end_time"] == 3.0 and out[0]["draft_invalid"]["end_time"] == 0.0
+
+
+def test_self_and_empty_targets():
+    rows = copy.deepcopy(GOOD)
+    rows[0]["target"] = ["Alan"]
+    rows[2]["target"] = []
+    rows[1]["support_strategy"][0]["target"] = ["Therapist"]
+    problems = messages(check(rows)[1])
+    assert "row 1 target: self-target: Alan is the speaker and a target" in problems
+    assert "row 3 target: empty target" in problems
+    assert "row 2 support_strategy[0].target: self-target: Therapist" in problems
+
+
+def test_closed_entity_set():
+    rows = copy.deepcopy(GOOD)
+    rows[0]["target"] = ["Dr. Sue"]
+    rows[2]["primary_speaker"] = "Family"
+    out, problems = check(rows)
+    text = messages(problems)
+    assert "row 1 target: 'Dr. Sue' not one of Alan, Evelyn, Therapist, Couple" in text
+    assert "row 3 primary_speaker: 'Family' is not one of Alan, Evelyn, Therapist, Couple; shown as 'Evelyn' until reviewed" in text
+    assert out[2]["primary_speaker"] == "Evelyn" and out[2]["draft_invalid"]["primary_speaker"] == "Family"
+
+
+def test_couple_group_target_stands_alone():
+    rows = copy.deepcopy(GOOD)
+    rows[1]["support_strategy"][0]["target"] = ["Couple", "Alan"]
+    assert "row 2 support_strategy[0].target: Couple must be the only target item" in messages(check(rows)[1])
+
+
+def test_labels_in_the_scenario_taxonomy():
+    rows = copy.deepcopy(GOOD)
+    rows[1]["support_strategy"][0]["strategy_type"] = "boundary"  # a family label
+    rows[2]["utterance_type"] = "complaint"
+    rows[1]["utterance_type"] = "request"
+    out, problems = check(rows)
+    text = messages(problems)
+    assert "row 2 support_strategy: 'boundary' not a couple support strategy" in text
+    assert "row 3 utterance_type: 'complaint' is not an utterance type" in text
+    assert 'row 2 utterance_type: must be "" on a Therapist row (got \'request\')' in text
+    assert out[1]["support_strategy"] == [] and out[1]["draft_invalid"]["support_strategy"][0]["strategy_type"] == "boundary"
+
+
+def test_strategy_on_a_client_row():
+    rows = copy.deepcopy(GOOD)
+    rows[0]["support_strategy"] = copy.deepcopy(GOOD[1]["support_strategy"])
+    assert "row 1 support_strategy: only Therapist rows carry a support strategy" in messages(check(rows)[1])
+
+
+def test_out_of_order_rows_are_listed_in_time_order_with_a_note():
+    rows = copy.deepcopy(GOOD)[::-1]
+    rows[0]["target"] = ["Evelyn"]  # a problem on what becomes row 3
+    out, problems = check(rows)
+    assert [r["start_time"] for r in out] == [0.0, 5.0, 9.0]
+    assert "row 3 target: self-target: Evelyn is the speaker and a target" in messages(problems)
+    assert "segment start_time: rows were not in time order; listed by start_time" in messages(problems)
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("", ["segment: the answer is empty"]),
+    ("rows: nope", ["segment: the answer is not valid JSON (Expecting value at char 0)"]),
+    ('```json\n{"rows": []}\n```', ["segment: the JSON is wrapped in a code fence"]),
+    ('Sure! {"rows": []}', ["segment: text around the JSON object"]),
+])
+def test_output_rules(text, expected):
+    assert messages(parse_answer(text)[1]) == expected
+
+
+def test_relation_checks():
+    rows, _ = check(copy.deepcopy(GOOD))
+    answer = {"relation_patterns": [{"row_index": 2, "relation_pattern": "escalation_conflict",
+                                     "relation_pattern_reason": "", "relation_pattern_evidence_rows": [1, 3]}]}
+    found, problems = check_relations(answer, rows, "couple")
+    assert messages(problems) == [
+        "row 2 relation_pattern: 'escalation_conflict' is not a couple relation pattern",
+        "row 2 relation_pattern_reason: empty reason",
+        "row 2 relation_pattern_evidence_rows: row(s) [3] are not this row or earlier ones",
+    ]
+    assert found[2]["relation_pattern"] is None and found[2]["relation_pattern_evidence_rows"] == [1]
+    assert found[2]["draft_invalid"]["relation_pattern"] == "escalation_conflict"
+    missing, problems = check_relations({"relation_patterns": []}, rows, "couple")
+    assert messages(problems) == ["row 2 relation_pattern: no relation pattern for this Therapist row"]
+
+
+@pytest.mark.parametrize("scenario", ["couple", "family"])
+def test_prompt_takes_labels_and_precedence_from_the_taxonomy(scenario):
+    prompt = annotation_system_prompt(scenario, ["Ann", "Bo"])
+    for label in strategy_taxonomy(scenario).labels:
+        assert f"- {label.name}: {label.definition}" in prompt
+    for winner, loser in strategy_precedence(scenario):
+        assert f"{winner} over {loser}" in prompt
+    assert "The only names allowed anywhere are: Ann, Bo, Therapist, " + ("Couple" if scenario == "couple" else "Family") in prompt
+    assert prompt.rstrip().endswith("its own time span? Are all labels from the lists above?")
+    if scenario == "family":
+        assert "Never use detach, evoke, goal_align: they are not family labels." in prompt
+    for field in ("facial_expressions", "self_directed_behavior", "interaction_behavior", "internal_emotion",
+                  "viewpoints_attitudes", "support_strategy"):
+        assert field in prompt.split("must be considered on every row")[1].split("\n")[0]

@@ -1,0 +1,133 @@
+"""``rescue build`` input checking: every class of bad input is a clear error naming the file and cue (or
+CSV line), exit 2, no traceback, and nothing written."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from build_fixtures import session_files  # noqa: F401 (fixture)
+from media_helpers import make_video, write_srt, write_vtt
+
+from rescue.build import BuildConfig, BuildInputError, SessionSpec, build
+from rescue.build.inputs import parse_participants, read_sessions_csv
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    return subprocess.run([sys.executable, "-m", "rescue", "build", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def short_video(tmp_path_factory) -> Path:
+    return make_video(tmp_path_factory.mktemp("short") / "clip.mp4", 20.0)
+
+
+def _spec(video: Path, subs: Path, **kw) -> SessionSpec:
+    fields = dict(scenario="couple", participants=("Alan", "Evelyn"), group="alan_and_evelyn")
+    fields.update(kw)
+    return SessionSpec(video, subs, **fields)  # type: ignore[arg-type]
+
+
+def _problems(tmp_path: Path, spec: SessionSpec) -> list[str]:
+    out = tmp_path / "out"
+    with pytest.raises(BuildInputError) as caught:
+        build(BuildConfig(out=out, sessions=[spec]))
+    assert not out.exists(), "nothing may be written when the inputs are bad"
+    return caught.value.problems
+
+
+def test_unreadable_video_is_named(tmp_path):
+    video = tmp_path / "broken.mp4"
+    video.write_bytes(b"\x00" * 100)
+    subs = write_srt(tmp_path / "s.srt", [(1, 2, "Alan", "hi")])
+    problems = _problems(tmp_path, _spec(video, subs))
+    assert problems == [f"{video}: not a readable video (Error opening input files: Invalid data found when processing input)"] \
+        or (len(problems) == 1 and problems[0].startswith(f"{video}: not a readable video"))
+
+
+def test_cue_past_the_video_end(tmp_path, short_video):
+    subs = write_srt(tmp_path / "s.srt", [(1, 2, "Alan", "hi"), (19.5, 25, "Evelyn", "too late")])
+    assert _problems(tmp_path, _spec(short_video, subs)) == [
+        f"{subs}: cue 2 (00:00:19.500 --> 00:00:25.000): runs past the video's end (00:00:20.000)"]
+
+
+def test_overlapping_and_reversed_cues(tmp_path, short_video):
+    subs = write_srt(tmp_path / "s.srt", [(1, 5, "Alan", "one"), (4, 6, "Evelyn", "two"), (9, 8, "Alan", "three"),
+                                          (7, 7.5, "Alan", "four")])
+    problems = _problems(tmp_path, _spec(short_video, subs))
+    assert problems == [
+        f"{subs}: cue 2 (00:00:04.000 --> 00:00:06.000): overlaps the previous cue (cue 1 ends at 00:00:05.000)",
+        f"{subs}: cue 3 (00:00:09.000 --> 00:00:08.000): ends before it starts (reversed or empty cue)",
+        f"{subs}: cue 4 (00:00:07.000 --> 00:00:07.500): starts before the previous cue (cue 3 ends at 00:00:08.000)",
+    ]
+
+
+def test_unknown_participant_in_webvtt_voice(tmp_path, short_video):
+    subs = write_vtt(tmp_path / "s.vtt", [(1, 2, "Alan", "hi"), (3, 4, "Bob", "who am I")])
+    problems = _problems(tmp_path, _spec(short_video, subs))
+    assert problems == [f"{subs}: cue 2 (00:00:03.000 --> 00:00:04.000): speaker 'Bob' is not one of Alan, Evelyn, Therapist"]
+
+
+def test_all_problems_of_all_sessions_at_once(tmp_path, short_video):
+    bad_subs = write_srt(tmp_path / "a.srt", [(1, 2, "Zed", "x")])
+    missing = tmp_path / "absent.mp4"
+    with pytest.raises(BuildInputError) as caught:
+        build(BuildConfig(out=tmp_path / "out", sessions=[_spec(short_video, bad_subs),
+                                                           _spec(missing, bad_subs, group="g2")]))
+    text = str(caught.value)
+    assert "speaker 'Zed'" in text and f"{missing}: no such file" in text and "nothing was written" in text
+
+
+def test_participants_are_checked():
+    with pytest.raises(BuildInputError, match="'Therapist' is a reserved label"):
+        parse_participants("Alan,Therapist", "--participants")
+    with pytest.raises(BuildInputError, match="listed twice"):
+        parse_participants("Alan;Alan", "x")
+    assert parse_participants(" Alan ; Evelyn ", "x") == ("Alan", "Evelyn")
+
+
+def test_sessions_csv_errors_name_the_line(tmp_path):
+    path = tmp_path / "sessions.csv"
+    path.write_text("video,subtitles,scenario,participants,group\n"
+                    "a.mp4,a.srt,couple,Alan;Evelyn,alan_and_evelyn\n"
+                    "b.mp4,,trio,Ann,bad group\n", encoding="utf-8")
+    with pytest.raises(BuildInputError) as caught:
+        read_sessions_csv(path)
+    assert caught.value.problems == [f"{path}:3: subtitles: empty"]
+    path.write_text("video,subtitles,scenario,participants,group\nb.mp4,b.srt,trio,Ann,g\n", encoding="utf-8")
+    with pytest.raises(BuildInputError, match=r"sessions.csv:2: scenario: 'trio' is not couple or family"):
+        read_sessions_csv(path)
+    path.write_text("video,subs\n", encoding="utf-8")
+    with pytest.raises(BuildInputError, match=r"sessions.csv:1: missing column\(s\) subtitles, scenario"):
+        read_sessions_csv(path)
+
+
+def test_segments_file_errors(tmp_path, session_files):
+    segments = tmp_path / "segments.csv"
+    # Line 2: a bad time; line 3: past the end; line 4: a boundary inside a subtitle line (cue 1: 0.5-6.5 s).
+    segments.write_text("start,end,name\n00:00:00,1:75:00\n0,00:09:00.000\n3.0,200\n", encoding="utf-8")
+    spec = _spec(session_files.video, session_files.subs, segments=segments)
+    problems = _problems(tmp_path, spec)
+    assert problems[0] == f"{segments}:2: '1:75:00' is not a time (seconds or HH:MM:SS.mmm)"
+    assert problems[1] == f"{segments}:3: end 00:09:00.000 is past the video's end (00:06:40.000)"
+    assert problems[2].startswith(f"{segments}:4: segment boundary 00:00:03.000 falls inside {session_files.subs}: cue 1 ")
+
+
+def test_cli_bad_input_exits_2_without_traceback(tmp_path, short_video):
+    subs = write_srt(tmp_path / "s.srt", [(1, 2, "Bob", "hi")])
+    out = tmp_path / "out"
+    done = cli(str(short_video), "--subs", str(subs), "--scenario", "couple", "--participants", "Alan,Evelyn",
+               "--out", str(out))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "speaker 'Bob'" in done.stderr and "Traceback" not in done.stderr
+    assert not out.exists()
+    done = cli(str(short_video), "--out", str(out))
+    assert done.returncode == 2 and "missing --subs, --scenario, --participants" in done.stderr
+    done = cli(str(short_video), "--subs", str(subs), "--scenario", "couple", "--participants", "Bob",
+               "--video-input", "audio", "--out", str(out))
+    assert done.returncode == 2 and "--video-input 'audio'" in done.stderr

@@ -1,0 +1,315 @@
+"""``rescue build`` end to end on synthetic media against the scripted OpenAI-compatible server: the
+outputs and their contract, broken drafts caught and re-asked, resuming, dry runs, visual evidence."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from build_fixtures import SCENE_AT, prepared, session_files  # noqa: F401 (fixtures)
+from media_helpers import conversation, make_video, write_srt
+
+from rescue.build import AnnotateSettings, BuildConfig, SessionSpec, build, read_manifest
+from rescue.data.validation import validate_path
+from rescue.media import ffmpeg_exe, probe
+from rescue.testing.drafts import BROKEN_KINDS, draft_script
+from rescue.testing.openai_server import serve
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+
+
+@pytest.fixture
+def out(tmp_path, prepared):
+    """An output folder holding the session's clips already: tests pay for annotation, not for cutting."""
+    return prepared.seed(tmp_path / "out")
+
+
+@pytest.fixture
+def segs(prepared):
+    return prepared.segments
+
+
+def spec(files, **kw) -> SessionSpec:
+    fields = dict(scenario="couple", participants=("Alan", "Evelyn"), group="alan_and_evelyn")
+    fields.update(kw)
+    return SessionSpec(files.video, files.subs, **fields)  # type: ignore[arg-type]
+
+
+def config(out: Path, sessions, server=None, **kw) -> BuildConfig:
+    settings = kw.pop("annotate", AnnotateSettings(video_input="none"))
+    if server is not None:
+        kw.setdefault("model", "test-model")
+        kw.setdefault("base_url", server.base_url)
+    return BuildConfig(out=out, sessions=sessions, annotate=settings, max_retries=0, **kw)
+
+
+def read_draft(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "draft.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def test_good_drafts_give_a_valid_release_and_the_manifest(tmp_path, session_files):
+    out = tmp_path / "out"
+    script = draft_script()
+    with serve(script=script) as server:
+        outcome = build(config(out, [spec(session_files)], server))
+    assert outcome.complete and outcome.problems == 0
+    # The proposal: a boundary in the silence at 310 s, the rest (90 s) dropped as too short.
+    assert outcome.segments == ["alan_and_evelyn/s01e01_segment01"]
+    assert [(d.sample_id, d.reason) for d in outcome.dropped] == [
+        ("alan_and_evelyn/s01e01_segment02", "shorter than --min-duration 120 s (90 s)")]
+    report = validate_path(out / "draft.jsonl")
+    assert report.errors == [] and report.warnings == [] and len(report.samples) == 1
+    sample = read_draft(out)[0]
+    assert sample["sample_id"] == "alan_and_evelyn/s01e01_segment01" and sample["participants"] == ["Alan", "Evelyn"]
+    lines = [line for line in session_files.lines if line[1] <= 310]
+    assert [r["dialogue_cleaned"] for r in sample["rows"]] == [text for *_, text in lines]
+    assert sample["rows"][0]["start_time"] == 0.5  # clip time = source time for the first segment
+    therapist = [r for r in sample["rows"] if r["primary_speaker"] == "Therapist"]
+    assert therapist and all(r["relation_pattern"] == "pursue_withdraw" for r in therapist)
+    assert all(r["relation_pattern"] is None for r in sample["rows"] if r["primary_speaker"] != "Therapist")
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["version"] == 1
+    segment = manifest["segments"][0]
+    assert set(segment) >= {"sample_id", "scenario", "participants", "source_video", "start", "end", "clip",
+                            "subtitles", "rows", "problems", "provenance"}
+    assert (segment["start"], segment["end"]) == (0.0, 310.0)
+    assert segment["rows"][0] == {"row_index": 1, "start_time": 0.5, "end_time": 6.5,
+                                  "text": lines[0][3], "speakers": ["Alan"]}
+    assert segment["problems"] == []
+    assert segment["provenance"]["model"] == "test-model" and segment["provenance"]["requests"] == 3  # two windows of lines, relations
+    clip = probe(out / segment["clip"])
+    assert clip.video_codec == "h264" and clip.audio_codec == "aac" and clip.duration == pytest.approx(310, abs=0.2)
+    vtt = (out / segment["subtitles"]).read_text()
+    assert vtt.startswith("WEBVTT") and "00:00:00.500 --> 00:00:06.500\n<v Alan>" in vtt
+    assert (out / "segments/alan_and_evelyn/s01e01.csv").read_text().splitlines()[1:] == [
+        "00:00:00.000,00:05:10.000,", "00:05:10.000,00:06:40.000,"]
+    log = [json.loads(line) for line in (out / "build.log").read_text().splitlines()]
+    assert [e["step"] for e in log if e["event"] == "step"] == ["propose", "cut", "retime", "annotate"]
+    # Media never enters the outputs.
+    assert "base64" not in (out / "draft.jsonl").read_text() and "base64" not in (out / "manifest.json").read_text()
+
+
+@pytest.mark.parametrize("kind", [k for k in BROKEN_KINDS])
+def test_broken_drafts_are_caught_and_reasked(out, segs, session_files, kind):
+    script = draft_script(kind)
+    with serve(script=script) as server:
+        outcome = build(config(out, [spec(session_files, segments=segs)], server))
+        reask = [r for r in server.requests if "Your answer breaks these rules" in json.dumps(r.body)]
+    assert script.seen == {"rows": 2, "rows-reask": 2, "relations": 1}
+    assert outcome.problems == 0
+    listed = reask[0].body["messages"][-1]["content"]
+    expected = {"missing_keys": "(tone_of_voice): missing key", "uncovered_line": "is not quoted in full",
+                "outside_cue": "lies outside every subtitle line", "self_target": "self-target: Alan",
+                "unknown_label": "'hypnotise' not a couple support strategy", "not_json": "not valid JSON"}[kind]
+    assert expected in listed
+
+
+def test_what_the_reask_does_not_fix_is_kept_as_open_problems(out, segs, session_files):
+    with serve(script=draft_script("unknown_label", "self_target", "uncovered_line", fix_on_reask=False)) as server:
+        outcome = build(config(out, [spec(session_files, segments=segs)], server))
+    assert outcome.complete  # answered, with problems for the reviewer
+    segment = read_manifest(out / "manifest.json").segments[0]
+    text = [str(p) for p in segment.problems]
+    assert any("is not quoted in full" in t for t in text)
+    assert "row 1 target: self-target: Alan is the speaker and a target" in text
+    assert "row 1 utterance_type: 'complaint' is not an utterance type" in text
+    rows = read_draft(out)[0]["rows"]
+    assert rows[0]["draft_invalid"]["utterance_type"] == "complaint"  # kept verbatim, not silently fixed
+    assert rows[0]["target"] == ["Alan"]  # a self-target is kept as the model gave it
+    # Only the row each window's answer left out is missing (reported above), nothing was dropped.
+    assert len(rows) == len([line for line in session_files.lines if line[1] <= 310]) - 2
+    assert validate_path(out / "draft.jsonl").errors == []
+
+
+def test_rerun_resumes_without_cutting_or_asking_again(tmp_path, session_files):
+    out = tmp_path / "out"
+    with serve(script=draft_script("self_target")) as server:
+        build(config(out, [spec(session_files)], server))
+        first = server.request_count
+        clip = out / "clips/alan_and_evelyn/s01e01_segment01.mp4"
+        stamp = clip.stat().st_mtime_ns
+        (out / "draft.jsonl").unlink()
+        build(config(out, [spec(session_files)], server))
+        assert server.request_count == first  # no request re-sent
+        # A finished segment draft is reused even when the cache is gone.
+        (out / "cache.sqlite").unlink()
+        build(config(out, [spec(session_files)], server))
+        assert server.request_count == first
+    assert clip.stat().st_mtime_ns == stamp  # not re-cut
+    assert len(read_draft(out)) == 1
+    statuses = [e["status"] for e in map(json.loads, (out / "build.log").read_text().splitlines())
+                if e.get("step") == "cut"]
+    assert statuses == ["done", "skipped", "skipped"]
+
+
+def test_failed_requests_leave_a_reviewable_draft_and_a_rerun_asks_again(out, segs, session_files):
+    from rescue.testing.openai_server import Reply
+
+    with serve(script=Reply.error(400, "bad request")) as server:
+        outcome = build(config(out, [spec(session_files, segments=segs)], server))
+    assert not outcome.complete and "request failed" in str(read_manifest(out / "manifest.json").segments[0].problems)
+    assert validate_path(out / "draft.jsonl").errors == []  # the subtitles as rows, for the reviewer
+    with serve(script=draft_script()) as server:
+        outcome = build(config(out, [spec(session_files, segments=segs)], server, retry_errors=True))
+    assert outcome.complete and outcome.problems == 0
+
+
+def test_dry_run_sends_and_writes_nothing(tmp_path, session_files):
+    out = tmp_path / "out"
+    with serve(script=draft_script()) as server:
+        outcome = build(config(out, [spec(session_files)], server, dry_run=True,  # proposes segments too
+                               annotate=AnnotateSettings(video_input="frames", window_cues=20)))
+        assert server.request_count == 0
+    assert not out.exists()
+    est = outcome.estimate
+    assert est is not None and est.requests == 3 + 1  # 43 lines in windows of 20 (overlap 6), plus relations
+    # Two frames per line, at most 24 per request (windows share lines).
+    assert est.images == 3 * 24 and est.input_tokens > est.images * 200 and est.output_tokens > 0
+
+
+def test_dry_run_cli_prints_the_estimate(tmp_path, session_files, segs):
+    from test_build_inputs import cli
+
+    done = cli(str(session_files.video), "--subs", str(session_files.subs), "--segments", str(segs), "--scenario", "couple",
+               "--participants", "Alan,Evelyn", "--out", str(tmp_path / "o"), "--model", "openai/gpt-4o-mini",
+               "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert "requests: 3" in done.stdout and "images: 42" in done.stdout and "estimated cost: $" in done.stdout
+    assert not (tmp_path / "o").exists()
+
+
+def _parts(body) -> list[str]:
+    content = body["messages"][1]["content"]
+    return ["text"] if isinstance(content, str) else [p["type"] for p in content]
+
+
+@pytest.mark.parametrize("video_input", ["none", "frames", "clip"])
+def test_video_input_modes(out, segs, session_files, video_input):
+    settings = AnnotateSettings(video_input=video_input, window_cues=20, max_images=6)
+    with serve(script=draft_script()) as server:
+        outcome = build(config(out, [spec(session_files, segments=segs)], server, annotate=settings))
+        rows_requests = [r.body for r in server.requests if "relation_patterns" not in json.dumps(r.body["messages"][0])]
+    assert outcome.problems == 0 and len(rows_requests) == 3
+    kinds = [_parts(body) for body in rows_requests]
+    if video_input == "none":
+        assert all(k == ["text"] for k in kinds)
+    elif video_input == "frames":
+        assert all(k.count("image_url") == 6 for k in kinds)
+        url = next(p for p in rows_requests[0]["messages"][1]["content"] if p["type"] == "image_url")["image_url"]["url"]
+        assert url.startswith("data:image/jpeg;base64,/9j/")
+    else:
+        assert all(k == ["video_url", "text"] for k in kinds)
+        windows = sorted((out / "work/alan_and_evelyn/s01e01_segment01").glob("window*.mp4"))
+        assert len(windows) == 3 and probe(windows[0]).duration < 200
+
+
+def test_long_segment_windows_merge_into_one_row_per_line(out, segs, session_files):
+    with serve(script=draft_script()) as server:
+        build(config(out, [spec(session_files, segments=segs)], server, annotate=AnnotateSettings(video_input="none", window_cues=10,
+                                                                                   window_overlap=4)))
+    rows = read_draft(out)[0]["rows"]
+    assert [r["row_index"] for r in rows] == list(range(1, 44))
+    assert [r["start_time"] for r in rows] == [line[0] for line in session_files.lines if line[1] <= 310]
+
+
+def gap_after(lines, time: float) -> float:
+    """The middle of the first silence between subtitle lines after ``time``."""
+    return next((a[1] + b[0]) / 2 for a, b in zip(lines, lines[1:]) if a[1] >= time)
+
+
+@pytest.mark.slow
+def test_segments_file_min_duration_row_clips_and_group(tmp_path, session_files):
+    segments = tmp_path / "segs.csv"
+    one, two = gap_after(session_files.lines, 125), gap_after(session_files.lines, 175)
+    segments.write_text(f"0,{one},intro\n{one},{two}\n{two},399.5\n", encoding="utf-8")
+    out = tmp_path / "out"
+    with serve(script=draft_script()) as server:
+        outcome = build(config(out, [spec(session_files, segments=segments, group="g1")], server, row_clips=True))
+    assert outcome.segments == ["g1/s01e01_segment01", "g1/s01e01_segment03"]
+    assert [(d.sample_id, d.reason) for d in outcome.dropped] == [
+        ("g1/s01e01_segment02", f"shorter than --min-duration 120 s ({two - one:g} s)")]
+    manifest = read_manifest(out / "manifest.json")
+    assert [d.sample_id for d in manifest.dropped] == ["g1/s01e01_segment02"]
+    third = manifest.segment("g1/s01e01_segment03")
+    assert (third.start, third.end) == (two, 399.5)
+    assert third.rows[0].start_time == pytest.approx(next(line[0] for line in session_files.lines if line[0] >= two) - two)
+    assert third.provenance["segments_from"] == str(segments)
+    first = manifest.segment("g1/s01e01_segment01")
+    assert first.provenance["segment_name"] == "intro"
+    assert len(first.row_clips) == len(first.rows)
+    row_clip = probe(out / first.row_clips[0])
+    assert row_clip.duration == pytest.approx(first.rows[0].end_time - first.rows[0].start_time, abs=0.15)
+
+
+@pytest.mark.slow
+def test_manifest_csv_builds_several_videos_and_family(tmp_path, out, segs, session_files):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    lines = conversation(150, speakers=("Mia", "Therapist", "Dad", "Therapist"))
+    make_video(folder / "fam1.mp4", 150)
+    write_srt(folder / "fam1.srt", lines)
+    sessions = folder / "sessions.csv"
+    sessions.write_text("video,subtitles,scenario,participants,group,segments\n"
+                        f"{session_files.video},{session_files.subs},couple,Alan;Evelyn,alan_and_evelyn,{segs}\n"
+                        "fam1.mp4,fam1.srt,family,\"Mia,Dad\",family_therapy,\n", encoding="utf-8")
+    from test_build_inputs import cli
+
+    with serve(script=draft_script()) as server:
+        done = cli("--manifest", str(sessions), "--out", str(out), "--model", "test-model", "--base-url",
+                   server.base_url, "--video-input", "none")
+    assert done.returncode == 0, done.stderr
+    ids = [s["sample_id"] for s in read_draft(out)]
+    assert ids == ["alan_and_evelyn/s01e01_segment01", "family_therapy/fam1_segment01"]
+    family = read_draft(out)[1]
+    assert family["scenario"] == "family"
+    strategies = {m["strategy_type"] for r in family["rows"] for m in r["support_strategy"]}
+    assert strategies == {"safeguard"}  # the family list's first label, read from the family prompt
+    assert validate_path(out / "draft.jsonl").errors == []
+    for command in (["validate", "--data"], ["stats", "--data"], ["tasks", "--data"]):
+        checked = subprocess.run([*cli_base(), *command, str(out / "draft.jsonl")], capture_output=True, text=True)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def cli_base() -> list[str]:
+    import sys
+
+    return [sys.executable, "-m", "rescue"]
+
+
+def test_without_a_model_the_draft_holds_the_subtitles(out, segs, session_files):
+    outcome = build(config(out, [spec(session_files, segments=segs)]))
+    assert outcome.requests == 0
+    rows = read_draft(out)[0]["rows"]
+    assert rows[0]["dialogue_cleaned"] == session_files.lines[0][3] and rows[0]["primary_speaker"] == "Alan"
+    assert [p.message for p in read_manifest(out / "manifest.json").segments[0].problems] == ["not pre-annotated (no --model)"]
+    assert validate_path(out / "draft.jsonl").errors == []
+
+
+def test_proposal_uses_scene_cuts_and_can_be_passed_back(tmp_path, session_files):
+    out = tmp_path / "out"
+    outcome = build(config(out, [spec(session_files)], propose_only=True))
+    proposal = outcome.proposals[0]
+    assert proposal.exists() and not (out / "clips").exists()
+    # Edited by hand: split in a silence near the scene cut and pass back.
+    cut = gap_after(session_files.lines, SCENE_AT)
+    proposal.write_text(f"start,end,name\n0,{cut}\n{cut},400\n", encoding="utf-8")
+    outcome = build(config(tmp_path / "o2", [spec(session_files, segments=proposal)]))
+    assert outcome.segments == ["alan_and_evelyn/s01e01_segment01", "alan_and_evelyn/s01e01_segment02"]
+
+
+def test_scene_cut_inside_a_silence_is_the_boundary():
+    from rescue.build.segments import propose_segments
+    from rescue.media import Cue
+
+    cues = [Cue(i + 1, t, t + 5, "x", ("Alan",)) for i, t in enumerate(range(0, 700, 7))]
+    cuts = [306.5, 450.0]  # 306.5 lies in the silence 306-308 (a line every 7 s lasting 5 s)
+    segments = propose_segments(cues, 700.0, cuts)
+    assert segments[0].end == 306.5
+    assert all(b.start == a.end for a, b in zip(segments, segments[1:]))
+    assert ffmpeg_exe()
