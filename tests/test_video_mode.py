@@ -24,6 +24,7 @@ from rescue.testing.openai_server import Reply, serve
 from rescue.video import VideoError, VideoOptions, find_media, media_window
 
 TASKS = ("itp", "rpp", "stp", "ssp", "er", "vp")
+IMAGE_TOKENS, VIDEO_TOKENS = 70, 900  # what the scripted server reports per image and per clip
 # Which row each task shows last: the instance's own (ITP's decision row, ER/VP's current turn) or the one before.
 SHOWS_OWN_ROW = {"itp": True, "er": True, "vp": True, "rpp": False, "stp": False, "ssp": False}
 
@@ -74,7 +75,12 @@ class Recorder:
         name, instance, answer = self.answers[_prompt_key(content[-1]["text"])]
         with self.lock:
             self.seen.append((name, instance, content[:-1]))
-        return Reply.text(answer)
+        # Usage as a VLM server reports it: media tokens inside prompt_tokens, and broken out in the details.
+        images = sum(p["type"] == "image_url" for p in content)
+        videos = sum(p["type"] == "video_url" for p in content)
+        media = {"image_tokens": IMAGE_TOKENS * images, "video_tokens": VIDEO_TOKENS * videos}
+        return Reply(content=answer, usage={"prompt_tokens": 1000 + sum(media.values()), "completion_tokens": 20,
+                                            "prompt_tokens_details": {"cached_tokens": 0, **media}})
 
 
 def _gold(task, instance):
@@ -109,8 +115,10 @@ def _check_frames(seen):
 
 def test_every_frame_of_every_request_ends_before_the_hidden_row(tmp_path, samples, media_root):
     recorder = Recorder(samples, TASKS, "video")
+    prices = tmp_path / "prices.toml"
+    prices.write_text('[vlm]\ninput = 1.0\noutput = 2.0\n')
     with serve(recorder) as server:
-        config = _config(tmp_path, server, media_root)
+        config = _config(tmp_path, server, media_root, prices=str(prices))
         outcome = run(config)
     expected = sum(len(get_task(t).build(samples)) for t in TASKS)
     assert len(recorder.seen) == expected  # one instance per request
@@ -122,6 +130,15 @@ def test_every_frame_of_every_request_ends_before_the_hidden_row(tmp_path, sampl
         assert estimate[task].requests == len(sent)
         assert estimate[task].images == sum(p["type"] == "image_url" for parts in sent for p in parts)
         assert estimate[task].media_tokens > 0
+        # The image tokens the server reported reach the usage table and the cost.
+        images = sum(p["type"] == "image_url" for parts in sent for p in parts)
+        usage = outcome.results["models"]["vlm"]["usage"][task]
+        assert usage["image_tokens"] == IMAGE_TOKENS * images and usage["video_tokens"] == 0
+        assert usage["input_tokens"] == 1000 * len(sent) + usage["image_tokens"]
+    cost = outcome.results["models"]["vlm"]["cost"]
+    assert cost["total"] == pytest.approx(sum(cost["tasks"].values()))
+    itp_usage = outcome.results["models"]["vlm"]["usage"]["itp"]
+    assert cost["tasks"]["itp"] == pytest.approx((itp_usage["input_tokens"] * 1.0 + itp_usage["output_tokens"] * 2.0) / 1e6)
     # Every request with earlier rows shown carries frames; all tasks are scored from real answers.
     assert all(any(p["type"] == "image_url" for p in parts) for name, i, parts in recorder.seen
                if name != "rpp" or i.row_index > 1)
@@ -156,7 +173,8 @@ def test_frames_come_from_the_shown_rows_only(tmp_path, samples, media_root):
 def test_clip_input_cuts_the_window_and_nothing_after_it(tmp_path, samples, media_root):
     recorder = Recorder(samples[:1], ("itp", "ssp"), "video")
     with serve(recorder) as server:
-        run(_config(tmp_path, server, media_root, tasks=["itp", "ssp"], limit_samples=1, video={"video_input": "clip"}))
+        outcome = run(_config(tmp_path, server, media_root, tasks=["itp", "ssp"], limit_samples=1,
+                              video={"video_input": "clip"}))
     clips = 0
     for name, instance, parts in recorder.seen:
         videos = [p for p in parts if p["type"] == "video_url"]
@@ -170,6 +188,8 @@ def test_clip_input_cuts_the_window_and_nothing_after_it(tmp_path, samples, medi
             assert indices == sorted(indices)
             clips += 1
     assert clips > 0
+    usage = outcome.results["models"]["vlm"]["usage"]
+    assert usage["itp"]["video_tokens"] + usage["ssp"]["video_tokens"] == VIDEO_TOKENS * clips
 
 
 def test_moving_the_media_folder_keeps_both_caches(tmp_path, samples, media_root):

@@ -65,6 +65,9 @@ class CallStats:
             "input_tokens": self.usage.input_tokens,
             "output_tokens": self.usage.output_tokens,
             "cached_input_tokens": self.usage.cached_input_tokens,
+            # Parts of input_tokens, where the provider reports them (video mode's frames and clips).
+            "image_tokens": self.usage.image_tokens,
+            "video_tokens": self.usage.video_tokens,
         }
 
 

@@ -9,7 +9,6 @@ the dialogue fields (``video``) or with the annotated cues as well (``video+cues
 
 from __future__ import annotations
 
-import base64
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -19,6 +18,7 @@ from typing import Any
 
 from rescue.data.errors import RescueError
 from rescue.data.models import Sample
+from rescue.llm import ImagePart, Message, MessageLike, Part, TextPart, VideoPart
 from rescue.tasks.base import Instance, RenderOptions, Task
 from rescue.video.locate import find_media
 from rescue.video.options import VideoError, VideoOptions
@@ -162,50 +162,42 @@ class VideoContext:
 
     # -- requests ------------------------------------------------------------------------------------------
 
-    def media_parts(self, task: Task, instance: Instance, context_size: int | None) -> list[dict[str, Any]]:
-        """The OpenAI-style content parts of one instance's media, with the note that introduces them."""
+    def media_parts(self, task: Task, instance: Instance, context_size: int | None) -> list[Part]:
+        """The content parts of one instance's media, with the note that introduces them."""
         plan = self.plan(task, instance, context_size)
         info = self.infos[instance.sample_id]
         if plan.empty:
-            return [_text("No video is attached: the prompt shows no row before the one to predict.")]
+            return [TextPart("No video is attached: the prompt shows no row before the one to predict.")]
         if plan.frames:
             step = 1 / self.options.frame_rate
-            parts = [_text(
+            parts: list[Part] = [TextPart(
                 f"Video frames of the shown rows, in time order (about one every {step:g} s inside each row's "
                 f"timestamp span, at most {self.options.max_frames}); each is labelled with its time in seconds "
                 "and its row_index. No frame comes from after the shown rows."
             )]
             for pick in plan.frames:
-                data = self.store.frame_path(info, pick.index).read_bytes()
-                parts.append(_text(f"[frame at {pick.time:.2f} s, row {pick.row_index}]"))
-                parts.append({"type": "image_url", "image_url": {"url": _data_url("image/jpeg", data)}})
+                parts.append(TextPart(f"[frame at {pick.time:.2f} s, row {pick.row_index}]"))
+                parts.append(ImagePart.from_file(self.store.frame_path(info, pick.index), mime="image/jpeg"))
             return parts
         start, end = plan.clip_first / info.fps, plan.clip_stop / info.fps
-        data = self.store.clip_path(info, plan.clip_first, plan.clip_stop).read_bytes()
         sound = "with its sound" if info.has_audio else "without sound"
         return [
-            _text(f"A video clip of the session {sound}, from {start:.2f} s to {end:.2f} s of the transcript's "
-                  "timeline: the shown rows and the pauses between them, ending before anything hidden."),
-            {"type": "video_url", "video_url": {"url": _data_url("video/mp4", data)}},
+            TextPart(f"A video clip of the session {sound}, from {start:.2f} s to {end:.2f} s of the transcript's "
+                     "timeline: the shown rows and the pauses between them, ending before anything hidden."),
+            VideoPart.from_file(self.store.clip_path(info, plan.clip_first, plan.clip_stop), mime="video/mp4"),
         ]
 
-    def render(self, task: Task, batch: list[Instance], options: RenderOptions) -> list[dict[str, Any]]:
+    def render(self, task: Task, batch: list[Instance], options: RenderOptions) -> list[MessageLike]:
+        """The task's own messages with the instance's media put before the text of the last one."""
         if len(batch) != 1:
             raise VideoError(f"video mode sends one instance per request, got a batch of {len(batch)}")
-        messages: list[dict[str, Any]] = task.render(batch, options)
-        last = dict(messages[-1])
-        text = last["content"]
+        messages: list[MessageLike] = list(task.render(batch, options))
+        last = messages[-1]
+        role, text = (last.role, last.content) if isinstance(last, Message) else (last["role"], last["content"])
+        if not isinstance(text, str):
+            raise VideoError(f"task {task.name}: expected a text prompt to attach the media to")
         media = self.media_parts(task, batch[0], options.context_size)
-        last["content"] = [*media, _text(text if isinstance(text, str) else str(text))]
-        return [*messages[:-1], last]
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _data_url(mime: str, data: bytes) -> str:
-    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+        return [*messages[:-1], Message(role, [*media, TextPart(text)])]
 
 
 def _bind(function: Callable[..., Path], *args: Any) -> Callable[[], Path]:
@@ -234,5 +226,5 @@ class VideoTask:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.task, name)
 
-    def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, Any]]:
+    def render(self, batch: list[Instance], options: RenderOptions) -> list[MessageLike]:
         return self.context.render(self.task, batch, options)
