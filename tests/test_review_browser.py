@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import socket
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 from urllib.parse import quote
 
@@ -217,24 +217,44 @@ def test_discard_with_a_reason(browser, server):
     context.close()
 
 
-def test_verify_adjudicate_export_and_validate(browser, server, tmp_path):
+def _api_client(server, name: str):  # type: ignore[no-untyped-def]
+    import httpx
+
+    client = httpx.Client(base_url=server.url, timeout=10)
+    client.headers["X-CSRF-Token"] = client.post("/api/login", json={"name": name, "password": PASSWORD}).json()["csrf"]
+    return client
+
+
+def test_two_annotators_disagree_the_adjudicator_picks_exports_and_it_validates(browser, server, tmp_path):
+    url = "/api/segments/" + quote(FIRST, safe="")
+    with closing(_api_client(server, "root")) as root:
+        assert root.post("/api/assignments", json={"k": 2, "annotators": ["ann", "bob"]}).status_code == 200
+    for name, tone in (("ann", "icy"), ("bob", "weary")):
+        with closing(_api_client(server, name)) as client:
+            assert client.put(url + "/rows/1", json={"version": 0, "fields": {"tone_of_voice": tone}}).status_code == 200
     context, page = login(browser, server, "ann")
     open_segment(page, server)
     page.click("#verify")
     page.wait_for_selector("#seg-status.verified")
     context.close()
+    with closing(_api_client(server, "bob")) as client:
+        assert client.post(url + "/verify").status_code == 200
     context, page = login(browser, server, "ada")
+    assert "need adjudication" in page.content()
     page.goto(server.url + "/segments/" + quote(FIRST, safe="") + "/adjudicate")
     page.wait_for_selector("#verify-final")
+    page.click("button:text('use bob')")
+    page.wait_for_selector("td.chosen:has-text('weary')")
     page.click("#verify-final")
-    page.wait_for_selector(".badge.verified")
+    page.wait_for_selector(".badge.verified:has-text('final: verified')")
     page.goto(server.url + "/")
     with page.expect_download() as download:
-        page.click("text=Export")
+        page.click("#export")
     out = tmp_path / "verified.jsonl"
     download.value.save_as(out)
     report = validate_path(out)
     assert not report.errors and [s.sample_id for s in report.samples] == [FIRST]
+    assert report.samples[0].rows[0].tone_of_voice == "weary"
     page.goto(server.url + "/agreement")
     assert page.locator("#agreement tbody tr").count() >= 5
     context.close()
@@ -274,8 +294,11 @@ def test_screenshot_of_the_segment_view(browser, server):
     page.click("#row-4")
     page.fill("#input-tone_of_voice", "softer now, slower")
     page.wait_for_function("document.getElementById('video').readyState >= 2")
-    page.evaluate("(() => { const v = document.getElementById('video'); v.currentTime = window.reviewState().rows[3].start + 0.5; })()")
+    page.evaluate("""new Promise((done) => { const v = document.getElementById('video');
+        v.addEventListener('seeked', () => setTimeout(done, 300), { once: true });
+        v.currentTime = window.reviewState().rows[3].start + 0.5; })""")
     page.wait_for_selector("#row-4.playing")
+    page.wait_for_function("document.getElementById('video').readyState >= 3")
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOT))
     assert SCREENSHOT.stat().st_size > 20_000

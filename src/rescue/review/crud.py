@@ -154,6 +154,12 @@ def stored_rows(db: Session, segment_id: str, copy: str) -> dict[int, RowCopy]:
     return {r.row_index: r for r in found}
 
 
+def segment_assignees(db: Session, segment_id: str) -> list[str]:
+    rows = db.execute(select(User.name).join(Assignment, Assignment.user_id == User.id)
+                      .where(Assignment.segment_id == segment_id))
+    return sorted(name for (name,) in rows)
+
+
 def annotator_copies(db: Session, segment_id: str, assigned: list[str] | None) -> list[str]:
     """The annotators whose versions count for a segment: the assigned ones, else whoever worked on it."""
     if assigned:
@@ -173,6 +179,8 @@ def _base_rows(db: Session, segment: Segment, copy: str, assigned: list[str] | N
     rows = [dict(r) for r in segment.rows]
     if copy != FINAL:
         return rows
+    if assigned is None:
+        assigned = segment_assignees(db, segment.sample_id)
     others = [stored_rows(db, segment.sample_id, name) for name in annotator_copies(db, segment.sample_id, assigned)]
     if not others:
         return rows

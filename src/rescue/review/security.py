@@ -37,9 +37,15 @@ def verify_password(password_hash: str, password: str) -> bool:
         return False
 
 
-# Verified against when the name is unknown, so a login takes as long whether or not the account exists.
+_dummy_hash: str | None = None
+
+
 def burn_time(password: str) -> None:
-    verify_password(hash_password(secrets.token_hex(8)), password)
+    """Verify against a throwaway hash, so a login takes as long whether or not the account exists."""
+    global _dummy_hash
+    if _dummy_hash is None:
+        _dummy_hash = hash_password(secrets.token_hex(8))
+    verify_password(_dummy_hash, password)
 
 
 def new_token() -> str:

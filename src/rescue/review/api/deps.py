@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from rescue.review import security
-from rescue.review.crud import assignments
+from rescue.review.crud import assignments, segment_assignees
 from rescue.review.models import FINAL, ROLES, Assignment, LoginSession, User
 from rescue.review.project import Project, Segment
 
@@ -110,12 +110,6 @@ def get_segment(project: Project, segment_id: str) -> Segment:
     if segment is None:
         raise HTTPException(404, f"no segment {segment_id!r}")
     return segment
-
-
-def segment_assignees(db: Session, segment_id: str) -> list[str]:
-    rows = db.execute(select(User.name).join(Assignment, Assignment.user_id == User.id)
-                      .where(Assignment.segment_id == segment_id))
-    return sorted(name for (name,) in rows)
 
 
 def has_assignments(db: Session) -> bool:

@@ -254,7 +254,7 @@
         q.accepted = e.target.checked ? [...new Set([...q.accepted, f.name])] : q.accepted.filter((n) => n !== f.name);
         persist(); refreshRowItem(r);
       } });
-    const draftBox = el("div.draft", { id: "draft-" + f.name });
+    const draftBox = el("div.draft-box", { id: "draft-" + f.name });
     const holder = el("div.control", { id: "field-" + f.name });
     const block = el("div.field", {}, el("div.field-head", {},
       el("label", { for: "input-" + f.name, text: f.title }),

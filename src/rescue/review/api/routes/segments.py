@@ -12,8 +12,16 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 
 from rescue.review import crud
-from rescue.review.api.deps import Adjudicator, CurrentUser, Db, ProjectDep, get_segment, has_assignments, \
-    resolve_copy, segment_assignees
+from rescue.review.api.deps import (
+    Adjudicator,
+    CurrentUser,
+    Db,
+    ProjectDep,
+    get_segment,
+    has_assignments,
+    resolve_copy,
+    segment_assignees,
+)
 from rescue.review.fields import DISCARD_REASONS, FieldError, field_schema, label_sets
 from rescue.review.models import FINAL
 from rescue.review.progress import project_progress

@@ -1,0 +1,196 @@
+"""(r) The review tool under several annotators saving at once. Targets: 0 lost updates, p95 < 100 ms.
+
+A real ``rescue review serve`` (uvicorn, SQLite in WAL mode) on 127.0.0.1 reviews the real samples (or
+the demo data). Each annotator thread logs in and, for a bounded time, saves rows through the JSON API:
+mostly its own copy (no contention), and every few saves one of a handful of rows of the shared final
+copy that every annotator edits (read-modify-write: it appends its token to the row's tone, and on a
+409 takes the newer version from the answer and tries again). Afterwards every confirmed save is
+checked against the database: an own-copy row must hold the last value its annotator saw confirmed,
+and every confirmed token must still be in the shared rows (a lost update would drop one).
+Run: ``python benchmarks/bench_review.py [--annotators 4] [--seconds 10]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+from _support import default_source, print_table, rescue_command
+
+TARGET_P95_MS = 100.0
+PASSWORD = "benchmark password"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _url(sample_id: str, row: int, copy: str) -> str:
+    return f"/api/segments/{quote(sample_id, safe='')}/rows/{row}?copy={copy}"
+
+
+class Annotator(threading.Thread):
+    def __init__(self, base: str, name: str, segments: dict[str, int], hot: list[tuple[str, int]], deadline: float,
+                 shared_every: int, seed: int):
+        super().__init__(daemon=True)
+        self.base, self.name, self.segments, self.hot, self.deadline = base, name, segments, hot, deadline
+        self.shared_every, self.rng = shared_every, random.Random(seed)
+        self.latencies: list[float] = []
+        self.conflicts = 0
+        self.errors: list[str] = []
+        self.own: dict[tuple[str, int], str] = {}  # last confirmed value per own row
+        self.own_versions: dict[tuple[str, int], int] = {}
+        self.tokens: list[tuple[tuple[str, int], str]] = []  # confirmed shared tokens
+        self.shared: dict[tuple[str, int], tuple[int, str]] = {}  # what this annotator last saw: version, tone
+
+    def put(self, client: httpx.Client, url: str, body: dict) -> httpx.Response:  # type: ignore[type-arg]
+        start = time.perf_counter()
+        answer = client.put(url, json=body)
+        self.latencies.append((time.perf_counter() - start) * 1000)
+        return answer
+
+    def run(self) -> None:
+        with httpx.Client(base_url=self.base, timeout=30) as client:
+            login = client.post("/api/login", json={"name": self.name, "password": PASSWORD})
+            client.headers["X-CSRF-Token"] = login.json()["csrf"]
+            ids = list(self.segments)
+            n = 0
+            while time.monotonic() < self.deadline:
+                n += 1
+                if n % self.shared_every == 0:
+                    self.save_shared(client, self.rng.choice(self.hot), f"{self.name}-{n}")
+                else:
+                    sample_id = self.rng.choice(ids)
+                    key = (sample_id, self.rng.randint(1, self.segments[sample_id]))
+                    value = f"{self.name} save {n}"
+                    version = self.own_versions.get(key, 0)
+                    answer = self.put(client, _url(*key, "mine"), {"version": version, "fields": {"tone_of_voice": value}})
+                    if answer.status_code == 200:
+                        self.own_versions[key] = answer.json()["version"]
+                        self.own[key] = value
+                    else:
+                        self.errors.append(f"own {key}: {answer.status_code} {answer.text[:200]}")
+
+    def save_shared(self, client: httpx.Client, key: tuple[str, int], token: str) -> None:
+        version, tone = self.shared.get(key, (None, None))  # type: ignore[assignment]
+        if version is None:
+            row = client.get(f"/api/segments/{quote(key[0], safe='')}?copy=final").json()["rows"][key[1] - 1]
+            version, tone = row["version"], row["values"].get("tone_of_voice") or ""
+        for _ in range(50):
+            answer = self.put(client, _url(*key, "final"), {"version": version, "fields": {"tone_of_voice": f"{tone};{token}"}})
+            if answer.status_code == 200:
+                self.shared[key] = (answer.json()["version"], f"{tone};{token}")
+                self.tokens.append((key, token))
+                return
+            if answer.status_code != 409:
+                self.errors.append(f"shared {key}: {answer.status_code} {answer.text[:200]}")
+                return
+            self.conflicts += 1
+            current = answer.json()["current"]
+            version, tone = current["version"], current["values"].get("tone_of_voice") or ""
+        self.errors.append(f"shared {key}: gave up after 50 conflicts")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))] if ordered else float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=None, help="release-format .jsonl (default: the real samples)")
+    parser.add_argument("--annotators", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=10.0, help="how long the annotators save (bounded)")
+    parser.add_argument("--shared-every", type=int, default=4, help="every Nth save goes to a shared final row")
+    parser.add_argument("--hot-rows", type=int, default=3, help="shared rows every annotator edits")
+    args = parser.parse_args()
+
+    source = args.data or default_source()
+    work = Path(tempfile.mkdtemp(prefix="bench-review-"))
+    (work / "draft.jsonl").write_bytes(source.read_bytes())
+    samples = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
+    segments = {s["sample_id"]: len(s["rows"]) for s in samples}
+    first = samples[0]["sample_id"]
+    hot = [(first, i) for i in range(1, min(args.hot_rows, segments[first]) + 1)]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    names = [f"a{i}" for i in range(1, args.annotators + 1)]
+    for name in names:  # adjudicators: they may write their own copy and the shared final one
+        subprocess.run([*rescue_command(), "review", "user", "add", str(work), name, "--role", "adjudicator",
+                        "--password-stdin"], input=PASSWORD + "\n", text=True, env=env, check=True, capture_output=True)
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([*rescue_command(), "review", "serve", str(work), "--port", str(port)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        for _ in range(300):
+            try:
+                if httpx.get(base + "/login", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        else:
+            raise SystemExit("the review server did not start: " + (server.stderr.read().decode() if server.stderr else ""))
+        deadline = time.monotonic() + args.seconds
+        workers = [Annotator(base, name, segments, hot, deadline, args.shared_every, seed) for seed, name in enumerate(names)]
+        start = time.perf_counter()
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(args.seconds + 120)
+        elapsed = time.perf_counter() - start
+
+        lost = 0
+        with httpx.Client(base_url=base, timeout=30) as client:
+            for w in workers:
+                client.post("/api/login", json={"name": w.name, "password": PASSWORD})
+                by_segment: dict[str, dict] = {}  # type: ignore[type-arg]
+                for (sample_id, row), value in w.own.items():
+                    if sample_id not in by_segment:
+                        by_segment[sample_id] = client.get(f"/api/segments/{quote(sample_id, safe='')}").json()
+                    lost += by_segment[sample_id]["rows"][row - 1]["values"]["tone_of_voice"] != value
+            final = client.get(f"/api/segments/{quote(first, safe='')}?copy=final").json()["rows"]
+            tokens = [t for w in workers for t in w.tokens]
+            for (_, row), token in tokens:
+                lost += token not in (final[row - 1]["values"].get("tone_of_voice") or "").split(";")
+            audit = client.get(f"/api/segments/{quote(first, safe='')}/audit").json()
+            shared_edits = sum(1 for a in audit if a["copy"] == "final" and a["action"] == "row.edit")
+    finally:
+        server.terminate()
+        server.wait(10)
+
+    latencies = [x for w in workers for x in w.latencies]
+    saves = len(latencies) - sum(w.conflicts for w in workers)
+    errors = [e for w in workers for e in w.errors]
+    p95 = percentile(latencies, 95)
+    print_table(
+        f"rescue review: {args.annotators} annotators saving for {args.seconds:.0f} s on {len(segments)} segments "
+        f"({sum(segments.values())} rows) from {source.name}",
+        [
+            ("confirmed saves", f"{saves} ({saves / elapsed:.0f} saves/s)"),
+            ("409 conflicts (retried)", str(sum(w.conflicts for w in workers))),
+            ("latency p50 / p95 / p99", f"{percentile(latencies, 50):.1f} / {p95:.1f} / {percentile(latencies, 99):.1f} ms"),
+            ("p95 vs target", f"{p95:.1f} ms vs {TARGET_P95_MS:.0f} ms ({p95 / TARGET_P95_MS:.2f}x of the target)"),
+            ("shared-row saves in the audit log", f"{shared_edits} of {len(tokens)} confirmed"),
+            ("lost updates", f"{lost} (target 0)"),
+            ("errors", str(len(errors)) + (f": {errors[0]}" if errors else "")),
+        ],
+    )
+    if lost or errors or shared_edits != len(tokens):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
