@@ -116,7 +116,7 @@ def _board() -> Leaderboard:
 def test_markdown_and_latex_tables_show_cis_and_markers():
     board = _board()
     markdown = to_markdown(board)
-    assert "| m_1 | all | 50.00 [40.00, 60.00] |" in markdown and "50.00 [40.00, 60.00]†" in markdown
+    assert "| m_1 | all | 50.00 [40.00, 60.00] |" in markdown and "50.00† [40.00, 60.00]" in markdown
     assert "ITP 10/1 RPP 5/0" in markdown
     latex = to_latex(board)
     assert r"m\_1 & all & 50.00 & 50.00 & 50.00 & 50.00$^\dagger$ \\" in latex

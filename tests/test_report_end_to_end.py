@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rescue.cli import app
+from rescue.report.html import decode_payload
 from rescue.report.leaderboard import terminal_leaderboard
 from rescue.report.outcomes import is_correct
 from rescue.tasks.base import PredictionRecord
@@ -75,7 +76,7 @@ def test_leaderboard_values_are_the_runs_own_numbers_with_intervals(runs, report
     rpp = rows[("baseline/uniform", "all", "RPP Acc")]
     assert float(rpp["ci_low"]) <= float(rpp["value"]) <= float(rpp["ci_high"])
     markdown = (report_dir / "leaderboard.md").read_text()
-    assert "| baseline/majority | all |" in markdown and "bootstrap CI over conversations" in markdown
+    assert "| baseline/majority | all |" in markdown and "bootstrap CI resampling session groups" in markdown
 
 
 def test_paired_comparison_and_mcnemar_on_shared_instances(runs, report_dir):
@@ -98,8 +99,8 @@ def test_html_is_self_contained(report_dir):
     page = (report_dir / "report.html").read_text(encoding="utf-8")
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
     assert "data:image/png;base64," in page and 'id="report-data"' in page
-    payload = page.split('id="report-data">', 1)[1].split("</script>", 1)[0]
-    data = json.loads(payload)
+    payload = page.split('id="report-data" data-encoding="gzip+base64">', 1)[1].split("</script>", 1)[0]
+    data = decode_payload(payload)
     assert {i["system"] for i in data["instances"]} == {"baseline/majority", "baseline/uniform"}
     assert data["transcripts"]  # the demo conversations, for the drill-down
 

@@ -84,12 +84,14 @@ def stats_command(
 
 
 def _print_tables(stats: dataset_stats.DatasetStats) -> None:
-    table = Table(title="Dataset statistics (paper Table 3)")
-    table.add_column("Scenario")
-    for _, title, _ in dataset_stats.TABLE3_COLUMNS:
-        table.add_column(title, justify="right")
-    for cells in dataset_stats.table3_cells(stats):
-        table.add_row(*cells)
+    # Transposed (one row per statistic, one column per scope): the paper's seven headers do not fit 80 columns.
+    rows = dataset_stats.table3_cells(stats)
+    table = Table(title="Dataset statistics (paper Table 3)", title_justify="left")
+    table.add_column("Statistic", no_wrap=True)
+    for cells in rows:
+        table.add_column(cells[0], justify="right", no_wrap=True)
+    for k, (_, title, _) in enumerate(dataset_stats.TABLE3_COLUMNS, start=1):
+        table.add_row(title, *(cells[k] for cells in rows))
     console.print(table)
     for scenario, dists in stats.distributions.items():
         for name, counts in dists.items():

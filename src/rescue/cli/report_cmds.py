@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from rescue.cli.app import app, console
+from rescue.cli.app import app, console, err_console
 
 
 @app.command("report")
@@ -25,12 +25,29 @@ def report(
     alpha: Annotated[float, typer.Option("--alpha", min=0.0, max=0.5, help="Significance level of the markers.")] = 0.05,
     context_rows: Annotated[int, typer.Option("--context-rows", min=0, help="Rows before an instance shown in the HTML drill-down.")] = 8,
     html: Annotated[bool, typer.Option("--html/--no-html", help="Write report.html.")] = True,
+    cluster: Annotated[str, typer.Option(
+        "--cluster", help="The bootstrap's resampling unit: group (the session group, the sample id's folder: "
+        "one couple or family; clips of one group are not independent) or sample (each clip).")] = "group",
+    allow_mixed: Annotated[bool, typer.Option(
+        "--allow-mixed", help="Show runs that differ in data, task options, judge, BERTScore backbone, gold or "
+        "instance set side by side (cells with their instance counts, marked where the set differs) instead "
+        "of refusing.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
 ) -> None:
     """Leaderboards (Markdown, LaTeX, CSV) with bootstrap CIs, paired comparisons, the paper's analyses,
     figures and a self-contained HTML report, from one or more run directories."""
+    from rescue.report.bootstrap import CLUSTERS
     from rescue.report.build import ReportOptions, build_report
+    from rescue.report.runs import ReportError
 
-    options = ReportOptions(n_resamples=bootstrap, seed=seed, level=level, alpha=alpha, context_rows=context_rows, html=html)
+    if cluster not in CLUSTERS:
+        raise ReportError(f"--cluster {cluster!r}: choose one of {', '.join(CLUSTERS)}")
+
+    def progress(message: str) -> None:
+        err_console.print(f"[dim]{message}[/]", highlight=False)
+
+    options = ReportOptions(n_resamples=bootstrap, seed=seed, level=level, alpha=alpha, context_rows=context_rows,
+                            html=html, cluster=cluster, allow_mixed=allow_mixed, progress=None if quiet else progress)
     result = build_report(run_dirs, out, data=data, options=options)
     for note in result.notes:
         console.print(f"[yellow]note:[/] {note}", highlight=False)

@@ -51,11 +51,9 @@ def _read_model_settings(path: Path | None) -> dict[str, dict[str, Any]]:
 
 
 def _print_leaderboard(results: dict[str, Any], out: Path) -> None:
-    from rescue.report.leaderboard import terminal_leaderboard
+    from rescue.report.leaderboard import print_run_summary
 
-    title = f"RESCUE-Bench, {results['config']['mode']} mode, pooled (%; ER/VP judge 1-5, BERTScore 0-1): {out}"
-    console.print(terminal_leaderboard(results, title=title))
-    console.print(f"Full tables, confidence intervals and the HTML report: rescue report {out} --out {out}/report")
+    print_run_summary(console, results, out)
 
 
 def _finish(outcome: Any, quiet: bool) -> None:

@@ -236,6 +236,26 @@ def _build_options(config: RunConfig, task: Task) -> dict[str, Any]:
     return dict(config.task_options.get(task.name, {}))
 
 
+def values_used(config: RunConfig, tasks: dict[str, Task], instances: dict[str, list[Instance]]) -> dict[str, Any]:
+    """What the run really used where its config says "default" (None): a report compares runs on these."""
+    from rescue.data.fingerprint import data_sha256
+    from rescue.tasks.spec import validate_options
+
+    used: dict[str, Any] = {
+        "data_sha256": data_sha256(config.data),
+        "task_options": {n: validate_options(n, t.declaration.options, _build_options(config, t)).model_dump(mode="json")
+                         for n, t in tasks.items()},
+        "context_size": {n: config.context_size if config.context_size is not None else int(t.default_context_size)
+                         for n, t in tasks.items()},
+        "batch_size": {n: _batch_size(config, t) for n, t in tasks.items()},
+        "parse": getattr(config, "parse", None) or "strict",
+    }
+    if "rpp" in instances:
+        used["rpp_gold"] = used["task_options"]["rpp"].get("rpp_gold")
+        used["rpp_gold_field"] = {i.sample_id: i.extra.get("gold_field") for i in instances["rpp"]}
+    return used
+
+
 def _from_answer(task: Task, answer: ChatAnswer, batch: list[Instance]) -> dict[str, Prediction]:
     if answer.status != "ok":
         return {i.instance_id: Prediction(i.instance_id, answer.status, raw=answer.text, error=answer.error)
@@ -440,6 +460,7 @@ class Runner:
         self.out.mkdir(parents=True, exist_ok=True)
         tasks: dict[str, Task] = {name: load_task(name) for name in config.tasks}
         instances = {name: task.build(samples, **_build_options(config, task)) for name, task in tasks.items()}
+        self.used = values_used(config, tasks, instances)
         log = RunLog(self.out / LOG)
         cache = self._cache()
         if video is not None:  # every frame or clip is made (or found) before the first request
@@ -517,6 +538,7 @@ class Runner:
         from rescue import __version__
 
         config_json["rescue_version"] = __version__
+        config_json["used"] = getattr(self, "used", {})
         block: dict[str, Any] = {}
         total: float | None = 0.0
         ran = {pair.model for pair in pairs}

@@ -1,16 +1,18 @@
-"""Bootstrap confidence intervals that resample whole conversations, not instances.
+"""Bootstrap confidence intervals that resample whole clusters of conversations, not instances.
 
 Instances of one sample share a conversation, speakers and annotator, so they are not independent;
-resampling instances would understate the uncertainty. Every function here draws *samples* (the
-``sample_id`` of each record) with replacement, within each scenario (so a resample keeps the
-number of couple and family conversations of the original), and recomputes a statistic on all
-records of the drawn samples. Intervals are percentile intervals.
+resampling instances would understate the uncertainty. Samples are nested too: the clips of one couple
+or family (the folder of the sample id, ``alan_and_evelyn/004_s03e06_ct09_segment05``) share people and
+often an episode. Every function here draws *clusters* with replacement — by default the session group
+(``cluster="group"``), or single samples (``cluster="sample"``) — within each scenario (so a resample keeps
+the number of couple and family clusters of the original), and recomputes a statistic on all records of
+the drawn clusters. Intervals are percentile intervals.
 
 A statistic is either any function of a record list (the task's ``aggregate``: general, but one
 call per replicate), or a :class:`Decomposed` one — a function of per-sample sums of per-record
 components (counts, hits, reciprocal ranks) — which numpy evaluates for all replicates at once.
 
-With fewer than ``MIN_SAMPLES`` conversations in a scope there is nothing to resample (every replicate
+With fewer than ``MIN_SAMPLES`` clusters in a scope there is nothing to resample (every replicate
 is the observed value), so no interval and no p-value is reported rather than a falsely certain one.
 """
 
@@ -25,6 +27,8 @@ import numpy as np
 from rescue.tasks.base import PredictionRecord
 
 MIN_SAMPLES = 2
+CLUSTERS = ("group", "sample")
+DEFAULT_CLUSTER = "group"
 
 Statistic = Callable[[list[PredictionRecord]], Mapping[str, object]]
 
@@ -69,30 +73,45 @@ def _number(value: object) -> float | None:
     return None if math.isnan(number) else number
 
 
-def _groups(records: Sequence[PredictionRecord]) -> tuple[list[list[int]], list[int]]:
-    """Record positions per sample, and each sample's stratum (scenario) number."""
-    index: dict[str, int] = {}
+def cluster_of(sample_id: str, cluster: str = DEFAULT_CLUSTER) -> str:
+    """The resampling unit of a sample: its session group (the id's folder) or the sample itself."""
+    if cluster not in CLUSTERS:
+        raise ValueError(f"cluster {cluster!r}: choose one of {', '.join(CLUSTERS)}")
+    if cluster == "sample":
+        return sample_id
+    folder, sep, _ = sample_id.rpartition("/")
+    return folder if sep else sample_id
+
+
+def _groups(records: Sequence[PredictionRecord], cluster: str = DEFAULT_CLUSTER) -> tuple[list[list[int]], list[int]]:
+    """Record positions per cluster, and each cluster's stratum (scenario) number."""
+    index: dict[tuple[str, str], int] = {}
     groups: list[list[int]] = []
     strata: list[int] = []
     scenarios: dict[str, int] = {}
     for position, record in enumerate(records):
-        if record.sample_id not in index:
-            index[record.sample_id] = len(groups)
+        key = (record.scenario, cluster_of(record.sample_id, cluster))
+        if key not in index:
+            index[key] = len(groups)
             groups.append([])
             strata.append(scenarios.setdefault(record.scenario, len(scenarios)))
-        groups[index[record.sample_id]].append(position)
+        groups[index[key]].append(position)
     return groups, strata
 
 
+def count_clusters(records: Sequence[PredictionRecord], cluster: str = DEFAULT_CLUSTER) -> int:
+    return len({(r.scenario, cluster_of(r.sample_id, cluster)) for r in records})
+
+
 def resample_weights(strata: Sequence[int], n_resamples: int, seed: int) -> np.ndarray:
-    """(R, G) multiplicity of each sample in each replicate, drawing within strata."""
+    """(R, G) multiplicity of each cluster in each replicate, drawing within strata."""
     rng = np.random.default_rng(seed)
     members = [np.flatnonzero(np.asarray(strata) == s) for s in sorted(set(strata))]
     weights = np.zeros((n_resamples, len(strata)), dtype=np.int64)
-    for r in range(n_resamples):
-        for group in members:
-            picks = group[rng.integers(0, len(group), len(group))]
-            np.add.at(weights[r], picks, 1)
+    rows = np.arange(n_resamples)[:, None]
+    for group in members:
+        picks = group[rng.integers(0, len(group), (n_resamples, len(group)))]
+        np.add.at(weights, (rows, picks), 1)
     return weights
 
 
@@ -143,9 +162,10 @@ def bootstrap_ci(
     n_resamples: int = 1000,
     seed: int = 0,
     level: float = 0.95,
+    cluster: str = DEFAULT_CLUSTER,
 ) -> dict[str, Interval]:
-    """Percentile intervals of the statistic's ``key`` values, resampling samples within scenarios."""
-    groups, strata = _groups(records)
+    """Percentile intervals of the statistic's ``key`` values, resampling clusters within scenarios."""
+    groups, strata = _groups(records, cluster)
     if n_resamples <= 0 or len(groups) < MIN_SAMPLES:
         return {k: Interval(None, None, 0) for k in keys}
     replicates = _replicates(records, statistic, keys, groups, resample_weights(strata, n_resamples, seed))
@@ -159,9 +179,12 @@ def bootstrap_ci(
 def pair_records(
     a: Sequence[PredictionRecord], b: Sequence[PredictionRecord]
 ) -> tuple[list[PredictionRecord], list[PredictionRecord]]:
-    """The records of both systems on the instances they share, in the same order."""
+    """The records of both systems on the instances they share with the same gold, in the same order.
+
+    An instance whose gold differs between the runs (another ``--rpp-gold``) is not the same question.
+    """
     by_id = {r.instance_id: r for r in b}
-    shared = [r for r in a if r.instance_id in by_id]
+    shared = [r for r in a if r.instance_id in by_id and by_id[r.instance_id].gold == r.gold]
     return shared, [by_id[r.instance_id] for r in shared]
 
 
@@ -174,6 +197,7 @@ def paired_bootstrap(
     n_resamples: int = 1000,
     seed: int = 0,
     level: float = 0.95,
+    cluster: str = DEFAULT_CLUSTER,
 ) -> dict[str, PairedResult]:
     """Paired comparison of A and B on their shared instances: both are resampled with the same draw.
 
@@ -182,7 +206,7 @@ def paired_bootstrap(
     """
     left, right = pair_records(a, b)
     observed_a, observed_b = _observed(left, statistic), _observed(right, statistic)
-    groups, strata = _groups(left)
+    groups, strata = _groups(left, cluster)
     diffs = {k: np.asarray([], dtype=float) for k in keys}
     if n_resamples > 0 and len(groups) >= MIN_SAMPLES:
         weights = resample_weights(strata, n_resamples, seed)

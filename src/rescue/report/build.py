@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,9 +13,11 @@ import pandas as pd
 from rescue.data.loading import load_samples
 from rescue.data.models import Sample
 from rescue.report import analyses, figures
-from rescue.report.columns import HEADLINE
+from rescue.report.bootstrap import DEFAULT_CLUSTER
+from rescue.report.columns import COLUMNS, HEADLINE
+from rescue.report.comparability import ComparabilityError, check, refusal
 from rescue.report.comparisons import compare_systems, comparisons_csv, comparisons_markdown
-from rescue.report.html import Figure, HtmlTable, comparison_table, leaderboard_tables, render_html
+from rescue.report.html import Figure, HtmlTable, comparison_tables, leaderboard_tables, render_html, shaded_table
 from rescue.report.leaderboard import (
     Cell,
     build_leaderboard,
@@ -40,6 +43,9 @@ class ReportOptions:
     alpha: float = 0.05
     context_rows: int = 8
     html: bool = True
+    cluster: str = DEFAULT_CLUSTER  # the bootstrap's resampling unit: "group" (session group) or "sample"
+    allow_mixed: bool = False  # show runs that are not comparable side by side instead of refusing
+    progress: Callable[[str], None] | None = None  # told each step as it starts
 
 
 @dataclass
@@ -95,7 +101,20 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
             path.write_text(content, encoding="utf-8")
         result.files.append(path)
 
+    started = time.monotonic()
+
+    def step(message: str) -> None:
+        if options.progress is not None:
+            options.progress(f"[{time.monotonic() - started:5.1f}s] {message}")
+
+    step(f"reading {len(run_dirs)} run director{'y' if len(run_dirs) == 1 else 'ies'}")
     systems = load_systems(list(run_dirs))
+    comparability = check(systems, scopes_of(systems))
+    if not comparability.ok:
+        if not options.allow_mixed:
+            raise ComparabilityError(refusal(comparability))
+        result.notes.append("Runs are not comparable (--allow-mixed): " + "; ".join(comparability.differences) + ".")
+    result.notes.extend(comparability.unchecked)
     tasks = [t for t in TASK_NAMES if any(t in s.tasks for s in systems)]
     aggregates = registry_aggregates(tasks)
     missing = [t for t in tasks if t not in aggregates]
@@ -103,16 +122,19 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
         result.notes.append(f"No confidence intervals or comparisons for {', '.join(missing)}: the task registry "
                             "does not know these tasks.")
 
+    step(f"leaderboard: {len(systems)} system(s), {options.n_resamples} bootstrap resamples by {options.cluster}")
     board = build_leaderboard(systems, aggregates, n_resamples=options.n_resamples, seed=options.seed,
-                              level=options.level, alpha=options.alpha)
+                              level=options.level, alpha=options.alpha, cluster=options.cluster,
+                              comparability=comparability)
+    step(f"paired comparisons: {len(systems) * (len(systems) - 1) // 2} pair(s)")
     comparisons = compare_systems(systems, aggregates, scopes_of(systems), n_resamples=options.n_resamples,
-                                  seed=options.seed, level=options.level)
+                                  seed=options.seed, level=options.level, cluster=options.cluster)
     mark_significance(board, comparisons)
     write("leaderboard.md", to_markdown(board))
     write("leaderboard.tex", to_latex(board))
     write("leaderboard.csv", to_csv(board))
     if comparisons:
-        write("comparisons.md", comparisons_markdown(comparisons, options.alpha))
+        write("comparisons.md", comparisons_markdown(comparisons, options.alpha, cluster=options.cluster))
         write("comparisons.csv", comparisons_csv(comparisons))
     gains = video_gains(systems, aggregates, scopes_of(systems), n_resamples=options.n_resamples, seed=options.seed,
                         level=options.level)
@@ -120,6 +142,7 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
         write("video_vs_text.md", gains_markdown(gains, options.alpha))
         write("video_vs_text.csv", gains_csv(gains))
 
+    step("analyses and figures")
     samples, data_name = resolve_samples(systems, data)
     lengths = analyses.sample_lengths(samples)
     unknown = {r.sample_id for s in systems for r in s.records} - set(lengths)
@@ -129,11 +152,18 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
 
     figs: list[Figure] = []
     tables: list[HtmlTable] = []
-    headline = [c.id for c in HEADLINE]
-    headers = [h for h in headline if any((r.cells.get(h) or Cell(None)).value is not None for r in board.scope_rows("all"))]
-    if headers:
-        figs.append(Figure("scores", "Pooled scores", figures.metric_bars(board, headers),
-                           "Error bars: bootstrap CIs over conversations."))
+    matrices: list[HtmlTable] = []  # confusion and per-system transition matrices: shaded tables, folded
+    unit = "session groups" if options.cluster == "group" else "samples"
+    closed = [c.id for c in HEADLINE if c.scale == 100.0]
+    graded = [c.id for c in COLUMNS if c.task in {h.task for h in HEADLINE if h.scale != 100.0}]
+    for key, title, wanted in (
+        ("scores", "Pooled scores, right/wrong tasks", closed),
+        ("scores_generative", "Pooled scores, graded tasks (ER, VP)", graded),
+    ):
+        headers = [h for h in wanted if any((r.cells.get(h) or Cell(None)).value is not None for r in board.scope_rows("all"))]
+        if headers:
+            figs.append(Figure(key, title, figures.metric_bars(board, headers, title=title),
+                               f"Error bars: {round(options.level * 100)}% bootstrap CIs resampling {unit}."))
 
     # The paper's analyses, for every task that declares them (RPP: position and per label; SSP: preference).
     for task in [t for t in analyses.tasks_with("position") if any(s.task_records(t) for s in systems)]:
@@ -154,8 +184,11 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
             key = f"{task}_transitions_{_slug(source)}_{scenario}"
             write(f"analyses/{key}.csv", matrix.to_csv())
             title = f"{name} label transitions, {source} ({scenario})"
-            figs.append(Figure(key, title, figures.heatmap(matrix, title, percent=True),
-                               "Row-normalised % of consecutive labelled rows; self-transitions excluded."))
+            note = "Row-normalised % of consecutive labelled rows; self-transitions excluded."
+            if source == "gold":  # the paper's Fig. 3; each system's own matrix is a table below
+                figs.append(Figure(key, title, figures.heatmap(matrix, title, percent=True), note))
+            else:
+                matrices.append(shaded_table(title, matrix, note, percent=True))
     for task in [t for t in analyses.tasks_with("per_label") if any(s.task_records(t) for s in systems)]:
         per_label = analyses.per_label_accuracy(systems, task)
         write(f"analyses/{task}_per_label_accuracy.csv", per_label.to_csv(index=False))
@@ -174,7 +207,7 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
         key = f"confusion_{_slug(label)}_{task}_{scenario}"
         write(f"analyses/{key}.csv", matrix.to_csv())
         title = f"{task.upper()} confusion, {label} ({scenario})"
-        figs.append(Figure(key, title, figures.heatmap(matrix, title), "Rows: gold; columns: top-1 prediction."))
+        matrices.append(shaded_table(title, matrix, "Rows: gold; columns: top-1 prediction; cells: instances."))
 
     for task in analyses.tasks_with("preference"):
         preferences = analyses.preferences(systems, task)
@@ -192,20 +225,23 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
                                "Bradley–Terry strengths from 'predicted i when gold j'; dashed line: no preference."))
 
     for fig in figs:
-        write(f"figures/{fig.key}.png", fig.png)
+        for fmt, content in fig.image.files().items():
+            write(f"figures/{fig.key}.{fmt}", content)
 
     if options.html:
+        step("report.html")
         page = render_html(
             title="RESCUE-Bench report",
             systems=systems,
             samples=samples,
             leaderboard=leaderboard_tables(board),
-            comparisons=([comparison_table(comparisons, options.alpha)] if comparisons else [])
+            comparisons=(comparison_tables(comparisons, options.alpha, options.cluster) if comparisons else [])
             + ([gains_table(gains, options.alpha)] if gains else []),
-            analyses=tables,
+            analyses=tables + matrices,
             figures=figs,
             notes=[f"Data: {data_name}.", *result.notes],
             context_rows=options.context_rows,
         )
         write("report.html", page)
+    step(f"done: {len(result.files)} files")
     return result

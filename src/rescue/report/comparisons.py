@@ -1,5 +1,10 @@
-"""Paired comparisons between systems on the instances they share: paired bootstrap for every
-metric, McNemar's exact test for the right/wrong accuracies (ITP, RPP)."""
+"""Paired comparisons between systems on the instances they share (with the same gold): paired
+cluster bootstrap for every metric, McNemar's exact test and its clustered form (Durkalski 2003) for
+the right/wrong accuracies (ITP, RPP).
+
+:func:`informative` keeps the rows a reader needs: no row without a difference or interval, no "all"
+row that only repeats one scenario, and the headline metric of each task first.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
-from rescue.report.bootstrap import paired_bootstrap
+from rescue.report.bootstrap import DEFAULT_CLUSTER, paired_bootstrap
 from rescue.report.columns import COMPARED, Column, columns_for
 from rescue.report.runs import System
 from rescue.report.scoring import Aggregates, best_statistic, in_scope
@@ -35,6 +40,30 @@ class Comparison:
     mcnemar_only_a: int | None = None
     mcnemar_only_b: int | None = None
     p_mcnemar: float | None = None
+    p_mcnemar_cluster: float | None = None
+
+
+
+
+def informative(comparisons: Sequence[Comparison], *, headline_only: bool = False) -> list[Comparison]:
+    """The comparisons that tell something: a difference with an interval, not an "all" row that equals one
+    scenario's row (a one-scenario system), and with ``headline_only`` the headline metrics (and the
+    right/wrong accuracies McNemar tests) only."""
+    by_scope = {(c.a, c.b, c.column.id, c.scope): c for c in comparisons}
+    scopes = {c.scope for c in comparisons}
+    kept = []
+    for c in comparisons:
+        if c.diff is None or c.low is None or c.high is None:
+            continue
+        if headline_only and not (c.column.headline or c.column.right_wrong):
+            continue
+        if c.scope == "all" and any(
+            (other := by_scope.get((c.a, c.b, c.column.id, s))) is not None and other.instances == c.instances
+            for s in scopes - {"all"}
+        ):
+            continue
+        kept.append(c)
+    return kept
 
 
 def compare_systems(
@@ -45,6 +74,7 @@ def compare_systems(
     n_resamples: int = 1000,
     seed: int = 0,
     level: float = 0.95,
+    cluster: str = DEFAULT_CLUSTER,
 ) -> list[Comparison]:
     """Every pair of systems (in the given order), task and scope where both have shared instances."""
     results: list[Comparison] = []
@@ -61,9 +91,9 @@ def compare_systems(
                     continue
                 paired = paired_bootstrap(
                     left, right, best_statistic(task, aggregate, columns, left, right), [c.id for c in columns],
-                    n_resamples=n_resamples, seed=seed, level=level,
+                    n_resamples=n_resamples, seed=seed, level=level, cluster=cluster,
                 )
-                mcnemar = mcnemar_records(left, right)
+                mcnemar = mcnemar_records(left, right, cluster=cluster)
                 for column in columns:
                     p = paired[column.id]
                     if p.instances == 0 or (p.a is None and p.b is None):
@@ -73,7 +103,7 @@ def compare_systems(
                         first.label, second.label, task, scope, column.header, column, p.instances,
                         p.a, p.b, p.diff, p.low, p.high, p.p_value,
                         mcnemar.only_a if exact else None, mcnemar.only_b if exact else None,
-                        mcnemar.p_value if exact else None,
+                        mcnemar.p_value if exact else None, mcnemar.p_cluster if exact else None,
                     ))
     return results
 
@@ -88,27 +118,38 @@ def _p(value: float | None) -> str:
     return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
-def comparisons_markdown(comparisons: Sequence[Comparison], alpha: float = 0.05) -> str:
-    headers = ["A", "B", "Scope", "Metric", "n", "A", "B", "A−B [95% CI]", "p (paired bootstrap)", "McNemar A-only/B-only, p"]
+def comparisons_markdown(comparisons: Sequence[Comparison], alpha: float = 0.05, *, cluster: str = DEFAULT_CLUSTER) -> str:
+    headers = ["A", "B", "Scope", "Metric", "n shared", "A", "B", "A−B [95% CI]", "p (paired bootstrap)",
+               "McNemar A-only/B-only, p exact", "p clustered"]
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    for c in comparisons:
+    for c in informative(comparisons):
         ci = f"{_fmt(c.column, c.diff)} [{_fmt(c.column, c.low)}, {_fmt(c.column, c.high)}]"
         p_boot = _p(c.p_bootstrap) + ("†" if c.p_bootstrap is not None and c.p_bootstrap < alpha else "")
         mcnemar = "" if c.p_mcnemar is None else f"{c.mcnemar_only_a}/{c.mcnemar_only_b}, {_p(c.p_mcnemar)}"
-        if c.p_mcnemar is not None and c.p_mcnemar < alpha:
-            mcnemar += "†"
+        clustered = "" if c.p_mcnemar_cluster is None else _p(c.p_mcnemar_cluster)
+        if c.p_mcnemar_cluster is not None and c.p_mcnemar_cluster < alpha:
+            clustered += "†"
         cells = [c.a, c.b, c.scope, c.metric, str(c.instances), _fmt(c.column, c.value_a), _fmt(c.column, c.value_b),
-                 ci, p_boot, mcnemar]
+                 ci, p_boot, mcnemar, clustered]
         lines.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
-    return "\n".join(lines) + f"\n\n†: p < {alpha}. Differences are A minus B on the instances both systems have.\n"
+    return "\n".join(lines) + "\n\n" + comparisons_note(alpha, cluster) + "\n"
+
+
+def comparisons_note(alpha: float, cluster: str) -> str:
+    unit = "session groups" if cluster == "group" else "samples"
+    return (f"†: p < {alpha}. Differences are A minus B on the instances both systems have with the same gold "
+            f"(n shared). The paired bootstrap resamples {unit} within scenarios. McNemar's exact test assumes "
+            f"independent instances, which instances of one session are not: read it as descriptive; the "
+            f"clustered McNemar (Durkalski 2003) and the bootstrap only assume independent {unit}. Rows without "
+            "an interval, and 'all' rows that repeat a single scenario, are left out (comparisons.csv has every row).")
 
 
 def comparisons_csv(comparisons: Sequence[Comparison]) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["a", "b", "task", "scope", "metric", "instances", "value_a", "value_b", "diff", "ci_low",
-                     "ci_high", "p_bootstrap", "mcnemar_only_a", "mcnemar_only_b", "p_mcnemar"])
+                     "ci_high", "p_bootstrap", "mcnemar_only_a", "mcnemar_only_b", "p_mcnemar", "p_mcnemar_clustered"])
     for c in comparisons:
         writer.writerow([c.a, c.b, c.task, c.scope, c.metric, c.instances, c.value_a, c.value_b, c.diff, c.low,
-                         c.high, c.p_bootstrap, c.mcnemar_only_a, c.mcnemar_only_b, c.p_mcnemar])
+                         c.high, c.p_bootstrap, c.mcnemar_only_a, c.mcnemar_only_b, c.p_mcnemar, c.p_mcnemar_cluster])
     return out.getvalue()

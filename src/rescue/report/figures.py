@@ -1,9 +1,14 @@
-"""matplotlib figures of the report, returned as PNG bytes (written to disk and inlined in the HTML)."""
+"""matplotlib figures of the report: one idea per figure, sized to be read at page width.
+
+Each function returns :class:`Rendered` — PNG (150 dpi, inlined in the HTML), SVG and PDF (for papers),
+all written beside each other under ``figures/``.
+"""
 
 from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import matplotlib
 
@@ -16,111 +21,159 @@ from matplotlib.figure import Figure
 
 from rescue.report.leaderboard import Leaderboard
 
-DPI = 110
+DPI = 150
+FORMATS = ("png", "svg", "pdf")
+plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 9,
+                     "xtick.labelsize": 9, "ytick.labelsize": 9, "svg.hashsalt": "rescue", "pdf.compression": 6})
 
 
-def _png(figure: Figure) -> bytes:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
+@dataclass(frozen=True)
+class Rendered:
+    png: bytes
+    svg: bytes
+    pdf: bytes
+
+    def files(self) -> dict[str, bytes]:
+        return {"png": self.png, "svg": self.svg, "pdf": self.pdf}
+
+
+def _png(figure: Figure) -> Rendered:
+    # Figures are made with the constrained layout: "tight" bounding boxes would draw each one twice per format.
+    out = {}
+    for fmt in FORMATS:
+        buffer = io.BytesIO()
+        # Fixed metadata: the same report twice gives the same files.
+        metadata = {"Date": None} if fmt in ("svg", "pdf") else {}
+        if fmt == "pdf":
+            metadata = {"CreationDate": None, "ModDate": None}
+        figure.savefig(buffer, format=fmt, dpi=DPI, metadata=metadata or None)
+        out[fmt] = buffer.getvalue()
     plt.close(figure)
-    return buffer.getvalue()
+    return Rendered(out["png"], out["svg"], out["pdf"])
 
 
-def heatmap(matrix: pd.DataFrame, title: str, *, percent: bool = False) -> bytes:
-    """A labelled heatmap; cell text is the count, or the percentage for row-normalised matrices."""
-    values = matrix.to_numpy(dtype=float)
+def heatmap(matrix: pd.DataFrame, title: str, *, percent: bool = False) -> Rendered:
+    """A labelled heatmap; cell text is the count, or the percentage for row-normalised matrices, and the
+    colour bar is in the same unit as the cells."""
+    values = matrix.to_numpy(dtype=float) * (100.0 if percent else 1.0)
     rows, cols = values.shape
-    figure, axes = plt.subplots(figsize=(1.0 + 0.75 * cols, 1.0 + 0.55 * rows))
-    image = axes.imshow(values, cmap="Blues", vmin=0, vmax=max(values.max(), 1e-9), aspect="auto")
-    axes.set_xticks(range(cols), [str(c) for c in matrix.columns], rotation=45, ha="right", fontsize=8)
-    axes.set_yticks(range(rows), [str(i) for i in matrix.index], fontsize=8)
+    figure, axes = plt.subplots(figsize=(max(6.0, 1.6 + 0.9 * cols), max(3.5, 1.4 + 0.6 * rows)), layout="constrained")
+    top = 100.0 if percent else max(values.max() if values.size else 0.0, 1e-9)
+    image = axes.imshow(values, cmap="Blues", vmin=0, vmax=top, aspect="auto")
+    axes.set_xticks(range(cols), [str(c) for c in matrix.columns], rotation=35, ha="right")
+    axes.set_yticks(range(rows), [str(i) for i in matrix.index])
     axes.set_xlabel(str(matrix.columns.name or "next"))
     axes.set_ylabel(str(matrix.index.name or "current"))
-    threshold = values.max() / 2 if values.size else 0
+    threshold = top / 2
     for i in range(rows):
         for j in range(cols):
             value = values[i, j]
-            text = f"{value * 100:.0f}" if percent else f"{value:.0f}"
-            axes.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if value > threshold else "black")
-    axes.set_title(title, fontsize=10)
-    figure.colorbar(image, ax=axes, fraction=0.046, pad=0.04)
+            axes.text(j, i, f"{value:.0f}", ha="center", va="center", fontsize=9,
+                      color="white" if value > threshold else "black")
+    axes.set_title(title)
+    bar = figure.colorbar(image, ax=axes, fraction=0.046, pad=0.04)
+    bar.set_label("% of the row" if percent else "instances")
     return _png(figure)
 
 
-def position_curve(frame: pd.DataFrame, title: str = "Accuracy by dialogue position") -> bytes:
-    """Accuracy per position bin with a ±1 standard-error band, one line per system."""
-    figure, axes = plt.subplots(figsize=(7.5, 3.8))
+def position_curve(frame: pd.DataFrame, title: str = "Accuracy by dialogue position") -> Rendered:
+    """Accuracy per position bin with a ±1 standard-error band, one line per system that has predictions for the task;
+    each tick says how many instances fall in its bin."""
+    frame = frame[frame.groupby("system")["instances"].transform("sum") > 0]
+    figure, axes = plt.subplots(figsize=(9.0, 4.2), layout="constrained")
     for system, part in frame.groupby("system", sort=False):
         part = part.sort_values("bin")
         accuracy = part["accuracy"].astype(float).to_numpy() * 100
         se = part["se"].astype(float).to_numpy() * 100
-        style = {"linewidth": 2.5, "color": "black"} if system == "all systems" else {"linewidth": 1.3}
+        style = {"linewidth": 2.5, "color": "black"} if system == "all systems" else {"linewidth": 1.4}
         line = axes.plot(part["bin"], accuracy, marker="o", label=str(system), **style)[0]
         axes.fill_between(part["bin"], accuracy - se, accuracy + se, alpha=0.15, color=line.get_color())
-    bins = sorted(frame["bin"].unique())
-    axes.set_xticks(bins, list(frame.drop_duplicates("bin").sort_values("bin")["position"]), rotation=30, fontsize=8)
+    per_bin = frame.drop_duplicates("bin").sort_values("bin")
+    # Instances per bin: every system is scored on the same instances, so one system's count is the bin's.
+    counts = frame[frame["system"] != "all systems"].groupby("bin")["instances"].max()
+    labels = [f"{p}\nn={int(counts.get(b, 0))}" for b, p in zip(per_bin["bin"], per_bin["position"])]
+    axes.set_xticks(list(per_bin["bin"]), labels, fontsize=8)
+    axes.set_xlabel("position in the session (row index, normalised; n = instances per bin)")
     axes.set_ylabel("accuracy (%)")
     axes.set_ylim(0, 100)
-    axes.set_title(title, fontsize=10)
-    axes.legend(fontsize=7, loc="best")
+    axes.set_title(title)
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1))
     axes.grid(alpha=0.3)
     return _png(figure)
 
 
-def stacked_shares(frame: pd.DataFrame, title: str) -> bytes:
+def stacked_shares(frame: pd.DataFrame, title: str) -> Rendered:
     """Stacked bars of label shares per position bin (one scenario)."""
     table = frame.pivot_table(index="bin", columns="label", values="share", fill_value=0.0).sort_index()
     positions = frame.drop_duplicates("bin").set_index("bin")["position"].reindex(table.index)
-    figure, axes = plt.subplots(figsize=(7.5, 3.8))
+    figure, axes = plt.subplots(figsize=(9.0, 4.2), layout="constrained")
     bottom = np.zeros(len(table))
     colours = plt.get_cmap("tab10")
     for k, label in enumerate(table.columns):
         values = table[label].to_numpy() * 100
         axes.bar(range(len(table)), values, bottom=bottom, label=str(label), color=colours(k % 10))
         bottom += values
-    axes.set_xticks(range(len(table)), list(positions), rotation=30, fontsize=8)
+    axes.set_xticks(range(len(table)), list(positions), rotation=30)
+    axes.set_xlabel("position in the session (row index, normalised)")
     axes.set_ylabel("share of gold labels (%)")
-    axes.set_title(title, fontsize=10)
-    axes.legend(fontsize=7, bbox_to_anchor=(1.01, 1), loc="upper left")
+    axes.set_title(title)
+    axes.legend(bbox_to_anchor=(1.01, 1), loc="upper left")
     return _png(figure)
 
 
-def metric_bars(board: Leaderboard, headers: Sequence[str], scope: str = "all") -> bytes:
-    """One panel per metric: a bar per system with its bootstrap CI as error bars."""
+def metric_bars(board: Leaderboard, headers: Sequence[str], scope: str = "all", title: str = "") -> Rendered:
+    """One panel per metric (two per row): a horizontal bar per system with its bootstrap CI; published
+    reference rows are hatched and carry no interval."""
     columns = [c for c in board.columns if c.id in headers]
     rows = board.scope_rows(scope)
     count = max(len(columns), 1)
-    figure, axes_list = plt.subplots(1, count, figsize=(2.6 * count, 3.2), squeeze=False)
-    for axes, column in zip(axes_list[0], columns):
-        names, values, lows, highs = [], [], [], []
-        for row in rows:
+    ncols = 2 if count > 1 else 1
+    nrows = (count + ncols - 1) // ncols
+    names = [r.system + (" (published)" if r.published else "") for r in rows]
+    height = max(2.2, 0.8 + 0.32 * len(rows))
+    figure, axes_grid = plt.subplots(nrows, ncols, figsize=(10.0, height * nrows), squeeze=False, layout="constrained")
+    for k, axes in enumerate(axes_grid.flat):
+        if k >= len(columns):
+            axes.set_visible(False)
+            continue
+        column = columns[k]
+        for y, row in enumerate(rows):
             cell = row.cells.get(column.id)
             if cell is None or cell.value is None:
                 continue
             value = cell.value * column.scale
-            names.append(row.system)
-            values.append(value)
-            lows.append(value - cell.low * column.scale if cell.low is not None else 0.0)
-            highs.append(cell.high * column.scale - value if cell.high is not None else 0.0)
-        axes.bar(range(len(values)), values, yerr=[lows, highs], capsize=3, color="#4C72B0")
-        axes.set_xticks(range(len(values)), names, rotation=40, ha="right", fontsize=7)
-        axes.set_title(column.header, fontsize=9)
-        axes.grid(axis="y", alpha=0.3)
-    figure.suptitle(f"Pooled scores with {round(board.level * 100)}% bootstrap CIs ({scope})", fontsize=10)
-    figure.tight_layout()
+            error = None
+            if cell.low is not None and cell.high is not None:
+                error = [[value - cell.low * column.scale], [cell.high * column.scale - value]]
+            axes.barh(y, value, xerr=error, capsize=3, color="#c9d3e6" if row.published else "#4C72B0",
+                      hatch="//" if row.published else None, edgecolor="#4C72B0")
+        axes.set_yticks(range(len(rows)), names if k % ncols == 0 else [""] * len(rows))
+        axes.invert_yaxis()
+        axes.set_title(column.header + (" (%)" if column.scale == 100 else ""))
+        axes.grid(axis="x", alpha=0.3)
+        if column.scale == 100:
+            axes.set_xlim(0, 100)
+    figure.suptitle(title or f"Scores with {round(board.level * 100)}% bootstrap CIs ({scope})")
     return _png(figure)
 
 
-def preference_bars(frame: pd.DataFrame, title: str) -> bytes:
-    """Bradley-Terry strategy strengths per system (one scenario); 1.0 is no preference."""
-    table = frame.pivot_table(index="label", columns="system", values="strength", sort=False)
-    figure, axes = plt.subplots(figsize=(7.5, 3.6))
+def preference_bars(frame: pd.DataFrame, title: str) -> Rendered:
+    """Bradley-Terry strategy strengths per system (one scenario); 1.0 is no preference. A fit that did not
+    converge is no estimate: it is left out and named in the legend."""
+    converged = frame.groupby("system", sort=False)["converged"].all()
+    kept = frame[frame["system"].map(converged)]
+    table = kept.pivot_table(index="label", columns="system", values="strength", sort=False)
+    figure, axes = plt.subplots(figsize=(9.0, 4.2), layout="constrained")
     width = 0.8 / max(len(table.columns), 1)
     for k, system in enumerate(table.columns):
         axes.bar(np.arange(len(table)) + k * width, table[system].fillna(0).to_numpy(), width, label=str(system))
+    for system in converged[~converged].index:
+        axes.bar([], [], label=f"{system}: not converged, omitted", color="white", edgecolor="grey")
     axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
-    axes.set_xticks(np.arange(len(table)) + width * (len(table.columns) - 1) / 2, list(table.index), rotation=30, fontsize=8)
-    axes.set_ylabel("strength (sum = K)")
-    axes.set_title(title, fontsize=10)
-    axes.legend(fontsize=7)
+    axes.set_xticks(np.arange(len(table)) + width * (len(table.columns) - 1) / 2, list(table.index), rotation=30,
+                    ha="right")
+    axes.set_xlabel("predicted strategy (top-1) when the gold was another one")
+    axes.set_ylabel("Bradley–Terry strength (1 = none)")
+    axes.set_title(title)
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1))
     return _png(figure)

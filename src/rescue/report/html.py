@@ -1,22 +1,26 @@
 """The self-contained HTML report: tables, inline PNG figures, and a filterable drill-down to every instance.
 
-Everything is inline (figures as base64 PNG, data as JSON, vanilla JS): the file opens offline and
-can be mailed or archived as is.
+Everything is inline (figures as base64 PNG, instances as gzip-compressed JSON, vanilla JS): the file
+opens offline and can be mailed or archived as is. The instances are inflated by the browser after the
+page has rendered and shown a page at a time, so the report stays light however many there are.
 """
 
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup, escape
 
 from rescue.data.models import Sample
-from rescue.report.comparisons import Comparison
-from rescue.report.leaderboard import MARKER, Leaderboard, _cell_text, _counts_text
+from rescue.report.comparisons import Comparison, comparisons_note, informative
+from rescue.report.figures import Rendered
+from rescue.report.leaderboard import MARKER, Cell, Leaderboard, _counts_text, cell_parts, legend
 from rescue.report.outcomes import outcome
 from rescue.report.runs import System
 from rescue.tasks.base import TASK_NAMES
@@ -26,51 +30,91 @@ from rescue.tasks.base import TASK_NAMES
 class Figure:
     key: str  # file stem under figures/
     title: str
-    png: bytes
+    image: Rendered  # PNG (inlined here), SVG and PDF (written beside it)
     caption: str = ""
 
     @property
     def data_uri(self) -> str:
-        return "data:image/png;base64," + base64.b64encode(self.png).decode("ascii")
+        return "data:image/png;base64," + base64.b64encode(self.image.png).decode("ascii")
 
 
 @dataclass
 class HtmlTable:
     title: str
     headers: list[str]
-    rows: list[list[str]]
+    rows: list[list[Any]]  # str, or Markup for cells with their own markup
     note: str = ""
+    collapsed: bool = False  # inside a closed <details>
+
+
+def html_cell(cell: Cell | None, column: Any) -> Markup:
+    """Value (bold when best) with the interval beside it in small type, and the count where mixed."""
+    value, interval, count = cell_parts(cell, column)
+    shown = Markup("<strong>{}</strong>").format(value) if cell is not None and cell.best else escape(value)
+    extra = " ".join(p for p in (interval, count) if p)
+    return shown + (Markup(' <small class="ci">{}</small>').format(extra) if extra else Markup(""))
 
 
 def leaderboard_tables(board: Leaderboard) -> list[HtmlTable]:
     tasks = sorted({c.task for c in board.columns})
     tables = []
     for scope in dict.fromkeys(r.scope for r in board.rows):
-        rows = [
-            [r.system, *(_cell_text(r.cells.get(c.id), c) for c in board.columns), _counts_text(r, tasks)]
-            for r in board.scope_rows(scope)
-        ]
+        rows = []
+        for r in board.scope_rows(scope):
+            name = Markup('{} <small class="published">(published)</small>').format(r.system) if r.published else r.system
+            rows.append([name, *(html_cell(r.cells.get(c.id), c) for c in board.columns),
+                         "" if r.published else _counts_text(r, tasks)])
         title = "Pooled (both scenarios)" if scope == "all" else f"Scenario: {scope}"
         tables.append(HtmlTable(title, ["System", *(c.header for c in board.columns), "Instances/failures"], rows))
+    if tables:
+        tables[-1].note = legend(board)
     return tables
 
 
-def comparison_table(comparisons: Sequence[Comparison], alpha: float) -> HtmlTable:
-    def p(value: float | None, prefix: str = "") -> str:
-        if value is None:
-            return ""
-        text = f"{prefix}< 0.001" if value < 0.001 else f"{prefix}= {value:.3f}" if prefix else f"{value:.3f}"
-        return text + (MARKER if value < alpha else "")
+def _p_text(value: float | None, alpha: float) -> str:
+    if value is None:
+        return ""
+    return ("< 0.001" if value < 0.001 else f"{value:.3f}") + (MARKER if value < alpha else "")
 
-    rows = []
-    for c in comparisons:
-        diff = f"{c.column.format(c.diff)} [{c.column.format(c.low)}, {c.column.format(c.high)}]"
-        mcnemar = "" if c.p_mcnemar is None else f"{c.mcnemar_only_a}/{c.mcnemar_only_b}, {p(c.p_mcnemar, 'p ')}"
-        rows.append([c.a, c.b, c.scope, c.metric, str(c.instances), c.column.format(c.value_a),
-                     c.column.format(c.value_b), diff, p(c.p_bootstrap), mcnemar])
-    headers = ["A", "B", "Scope", "Metric", "Shared instances", "A", "B", "A−B [CI]", "p (paired bootstrap)",
-               "McNemar A-only/B-only"]
-    return HtmlTable("Paired comparisons", headers, rows, f"{MARKER}: p < {alpha}.")
+
+def comparison_tables(comparisons: Sequence[Comparison], alpha: float, cluster: str) -> list[HtmlTable]:
+    """The headline metrics first; every other informative row in a second, collapsed table."""
+    headers = ["A", "B", "Scope", "Metric", "n shared", "A", "B", "A−B [CI]", "p (paired bootstrap)",
+               "McNemar A-only/B-only, p exact", "p clustered"]
+
+    def rows(items: Sequence[Comparison]) -> list[list[Any]]:
+        out = []
+        for c in items:
+            diff = escape(c.column.format(c.diff)) + Markup(' <small class="ci">[{}, {}]</small>').format(
+                c.column.format(c.low), c.column.format(c.high))
+            mcnemar = "" if c.p_mcnemar is None else f"{c.mcnemar_only_a}/{c.mcnemar_only_b}, {_p_text(c.p_mcnemar, alpha)}"
+            out.append([c.a, c.b, c.scope, c.metric, str(c.instances), c.column.format(c.value_a),
+                        c.column.format(c.value_b), diff, _p_text(c.p_bootstrap, alpha), mcnemar,
+                        _p_text(c.p_mcnemar_cluster, alpha)])
+        return out
+
+    headline = informative(comparisons, headline_only=True)
+    rest = [c for c in informative(comparisons) if c not in headline]
+    tables = [HtmlTable("Headline metrics", headers, rows(headline), comparisons_note(alpha, cluster))]
+    if rest:
+        tables.append(HtmlTable(f"Other metrics ({len(rest)} rows)", headers, rows(rest), collapsed=True))
+    return tables
+
+
+def shaded_table(title: str, matrix: Any, note: str = "", *, percent: bool = False) -> HtmlTable:
+    """A matrix (pandas DataFrame) as a folded table whose cells are shaded by value: lighter than a figure."""
+    values = matrix.to_numpy(dtype=float) * (100.0 if percent else 1.0)
+    top = 100.0 if percent else max(float(values.max()) if values.size else 0.0, 1.0)
+    rows: list[list[Any]] = []
+    for label, line in zip(matrix.index, values):
+        cells: list[Any] = [Markup("<strong>{}</strong>").format(label)]
+        for value in line:
+            alpha = 0.08 + 0.8 * value / top if value else 0.0
+            cells.append(Markup('<span style="display:block;text-align:right;background:rgba(44,94,168,{:.2f});'
+                                'color:{}">{:.0f}</span>').format(alpha, "#fff" if alpha > 0.5 else "#1d2330", value))
+        rows.append(cells)
+    corner = f"{matrix.index.name or 'gold'} \\ {matrix.columns.name or 'predicted'}"
+    return HtmlTable(title, [corner, *(str(c) for c in matrix.columns)], rows, note, collapsed=True)
 
 
 def _transcripts(samples: Sequence[Sample], wanted: set[str]) -> dict[str, list[dict[str, Any]]]:
@@ -96,9 +140,18 @@ def _instances(systems: Sequence[System]) -> list[dict[str, Any]]:
     return rows
 
 
-def _inline_json(value: Any) -> str:
-    # "</" would close the <script> element early; "<!--" could open a comment in it.
-    return json.dumps(value, ensure_ascii=False).replace("</", "<\\/").replace("<!--", "<\\!--")
+PAYLOAD_ENCODING = "gzip+base64"
+
+
+def encode_payload(value: Any) -> str:
+    """JSON, gzip-compressed, base64: a tenth of the bytes, and nothing in it can close the <script>."""
+    raw = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
+
+
+def decode_payload(text: str) -> Any:
+    """The inverse of :func:`encode_payload` (tests and scripts read the report's instances with it)."""
+    return json.loads(gzip.decompress(base64.b64decode(text)).decode("utf-8"))
 
 
 def render_html(
@@ -129,7 +182,8 @@ def render_html(
         analyses=analyses,
         figures=figures,
         notes=notes,
-        payload=_inline_json(payload),
+        payload=encode_payload(payload),
+        payload_encoding=PAYLOAD_ENCODING,
         tasks=[t for t in TASK_NAMES if any(i["task"] == t for i in instances)],
         scenarios=sorted({i["scenario"] for i in instances}),
     )

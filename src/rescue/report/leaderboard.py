@@ -3,7 +3,8 @@
 Point values are the run's own numbers from ``results.json``; where a scope is missing there they are
 recomputed with the task's ``aggregate``. Intervals come from :mod:`rescue.report.bootstrap`.
 A marker (``†``) flags a value that differs from the reference system (the first one) by a paired
-bootstrap at level ``alpha``.
+bootstrap at level ``alpha``; with ``--allow-mixed`` a cell computed on another instance set than the
+other systems' carries its count and ``‡``. The best value per column and scope is bold.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
-from rescue.report.bootstrap import Interval, bootstrap_ci
+from rescue.report.bootstrap import DEFAULT_CLUSTER, Interval, bootstrap_ci
 from rescue.report.columns import COLUMNS, HEADLINE, Column, columns_for
+from rescue.report.comparability import MIXED_MARK, Comparability, bertscore_text, judge_text
 from rescue.report.runs import System
 from rescue.report.scoring import Aggregates, best_statistic, in_scope
 from rescue.tasks.base import TASK_NAMES
@@ -34,6 +36,10 @@ class Cell:
     high: float | None = None
     significant: bool = False  # differs from the reference system (paired bootstrap)
     p_value: float | None = None
+    instances: int = 0
+    mixed: bool = False  # computed on another instance set than the other systems' (--allow-mixed)
+    best: bool = False  # the best value of its column and scope
+    paired_on: int | None = None  # shared instances of the paired test behind the marker
 
 
 @dataclass
@@ -42,6 +48,7 @@ class LeaderRow:
     scope: str
     cells: dict[str, Cell] = field(default_factory=dict)
     counts: dict[str, tuple[int, int]] = field(default_factory=dict)  # task -> (instances, failures)
+    published: bool = False  # a reference row from the paper: no interval, never tested
 
 
 @dataclass
@@ -52,6 +59,9 @@ class Leaderboard:
     level: float
     alpha: float
     n_resamples: int
+    cluster: str = DEFAULT_CLUSTER
+    scorers: str = ""  # the judge and BERTScore backbone, in words
+    mixed: bool = False
 
     def scope_rows(self, scope: str) -> list[LeaderRow]:
         return [r for r in self.rows if r.scope == scope]
@@ -91,8 +101,10 @@ def build_leaderboard(
     seed: int = 0,
     level: float = 0.95,
     alpha: float = 0.05,
+    cluster: str = DEFAULT_CLUSTER,
+    comparability: Comparability | None = None,
 ) -> Leaderboard:
-    """Every system in every scope, with sample-level bootstrap intervals where the task's aggregate is known."""
+    """Every system in every scope, with cluster bootstrap intervals where the task's aggregate is known."""
     tasks = [t for t in TASK_NAMES if any(t in s.tasks for s in systems)]
     columns = [c for c in COLUMNS if c.task in tasks]
     rows: list[LeaderRow] = []
@@ -113,17 +125,53 @@ def build_leaderboard(
                         n_resamples=n_resamples,
                         seed=seed,
                         level=level,
+                        cluster=cluster,
                     )
+                mixed = comparability.mixed(task, scope, system.label) if comparability else False
                 for column in task_columns:
                     interval = intervals.get(column.id)
                     row.cells[column.id] = Cell(
                         _point(system, column, scope, aggregates),
                         interval.low if interval else None,
                         interval.high if interval else None,
+                        instances=row.counts[task][0],
+                        mixed=mixed,
                     )
             rows.append(row)
     reference = systems[0].label if systems else ""
-    return Leaderboard(columns, rows, reference, level, alpha, n_resamples)
+    board = Leaderboard(columns, rows, reference, level, alpha, n_resamples, cluster, scorers_text(systems),
+                        bool(comparability and not comparability.ok))
+    mark_best(board)
+    return board
+
+
+def scorers_text(systems: Sequence[System]) -> str:
+    """Which judge and BERTScore backbone produced the ER/VP columns (per system where they differ)."""
+    generative = [s for s in systems if any(t in s.tasks for t in ("er", "vp"))]
+    if not generative:
+        return ""
+    judges = {s.label: judge_text(s) for s in generative}
+    berts = {s.label: bertscore_text(s) or "off" for s in generative}
+
+    def phrase(values: dict[str, str]) -> str:
+        if len(set(values.values())) == 1:
+            return next(iter(values.values()))
+        return "; ".join(f"{k}: {v}" for k, v in values.items())
+
+    return f"ER/VP judge: {phrase(judges)}. BERTScore backbone: {phrase(berts)}."
+
+
+def mark_best(board: Leaderboard) -> None:
+    """Bold the best (highest) measured value per column and scope; published rows do not compete."""
+    for scope in dict.fromkeys(r.scope for r in board.rows):
+        rows = [r for r in board.scope_rows(scope) if not r.published]
+        for column in board.columns:
+            cells = [c for r in rows if (c := r.cells.get(column.id)) is not None and c.value is not None]
+            if len(cells) < 2:
+                continue
+            top = max(round(c.value * column.scale, column.digits) for c in cells)  # type: ignore[operator]
+            for cell in cells:
+                cell.best = round(cell.value * column.scale, column.digits) == top  # type: ignore[operator]
 
 
 def mark_significance(board: Leaderboard, comparisons: Sequence[Any]) -> None:
@@ -133,19 +181,29 @@ def mark_significance(board: Leaderboard, comparisons: Sequence[Any]) -> None:
         if comparison.a != board.reference or comparison.p_bootstrap is None:
             continue
         row = index.get((comparison.b, comparison.scope))
-        cell = row.cells.get(comparison.metric) if row else None
+        cell = row.cells.get(comparison.column.id) if row else None
         if cell is not None:
             cell.p_value = comparison.p_bootstrap
             cell.significant = comparison.p_bootstrap < board.alpha
+            cell.paired_on = comparison.instances
 
 
-def _cell_text(cell: Cell | None, column: Column, *, marker: str = MARKER) -> str:
+def cell_parts(cell: Cell | None, column: Column) -> tuple[str, str, str]:
+    """(value with its marks, interval, instance count where mixed) as plain text; empty parts are ''."""
     if cell is None or cell.value is None:
-        return "—"
-    text = column.format(cell.value)
+        return "—", "", ""
+    value = column.format(cell.value) + (MARKER if cell.significant else "") + (MIXED_MARK if cell.mixed else "")
+    interval = ""
     if cell.low is not None and cell.high is not None:
-        text += f" [{column.format(cell.low)}, {column.format(cell.high)}]"
-    return text + (marker if cell.significant else "")
+        interval = f"[{column.format(cell.low)}, {column.format(cell.high)}]"
+    return value, interval, (f"n={cell.instances}" if cell.mixed else "")
+
+
+def _cell_text(cell: Cell | None, column: Column, *, bold: str = "") -> str:
+    value, interval, count = cell_parts(cell, column)
+    if bold and cell is not None and cell.best:
+        value = f"{bold}{value}{bold}"
+    return " ".join(p for p in (value, interval, count and f"({count})") if p)
 
 
 def _counts_text(row: LeaderRow, tasks: Sequence[str]) -> str:
@@ -159,24 +217,38 @@ def _markdown(headers: Sequence[str], body: Sequence[Sequence[str]]) -> str:
     return "\n".join([line(headers), line(["---"] * len(headers)), *(line(r) for r in body)]) + "\n"
 
 
-def _legend(board: Leaderboard) -> str:
+CLUSTER_WORDS = {"group": "session groups (the sample id's folder: one couple or family)",
+                 "sample": "samples (clips)"}
+
+
+def legend(board: Leaderboard) -> str:
     level = round(board.level * 100)
-    return (
-        f"Values: ITP/RPP/STP/SSP in %, ER/VP judge on the judge's scale, BERTScore F1. "
-        f"[low, high]: {level}% bootstrap CI over conversations ({board.n_resamples} resamples). "
-        f"{MARKER}: differs from {board.reference} (paired bootstrap, p < {board.alpha}). "
-        f"Counts: instances/failures per task (failures score as wrong)."
+    text = (
+        f"Values: ITP/RPP/STP/SSP in %, ER/VP judge on the judge's scale, BERTScore F1. Bold: best per column. "
+        f"[low, high]: {level}% bootstrap CI resampling {CLUSTER_WORDS.get(board.cluster, board.cluster)} "
+        f"within scenarios ({board.n_resamples} resamples). "
+        f"{MARKER}: differs from {board.reference} (paired bootstrap on the shared instances, p < {board.alpha}; "
+        f"n per test in the comparisons). Counts: instances/failures per task (failures score as wrong)."
     )
+    if board.scorers:
+        text += " " + board.scorers
+    if board.mixed:
+        text += (f" {MIXED_MARK} (n=…): computed on another instance set than the other systems' "
+                 "(--allow-mixed); compare such cells with care.")
+    if any(r.published for r in board.rows):
+        text += " Rows marked (published) are the paper's numbers: no interval, never in a significance test."
+    return text
 
 
 def to_markdown(board: Leaderboard) -> str:
     tasks = sorted({c.task for c in board.columns}, key=TASK_NAMES.index)
     headers = ["System", "Scenario", *(c.header for c in board.columns), "Instances/failures"]
     body = [
-        [r.system, r.scope, *(_cell_text(r.cells.get(c.id), c) for c in board.columns), _counts_text(r, tasks)]
+        [r.system, r.scope, *(_cell_text(r.cells.get(c.id), c, bold="**") for c in board.columns),
+         _counts_text(r, tasks)]
         for r in board.rows
     ]
-    return _markdown(headers, body) + "\n" + _legend(board) + "\n"
+    return _markdown(headers, body) + "\n" + legend(board) + "\n"
 
 
 _LATEX_SPECIALS = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
@@ -210,8 +282,9 @@ def to_latex(board: Leaderboard) -> str:
                     values.append("--")
                     intervals.append("")
                     continue
-                mark = r"$^\dagger$" if cell.significant else ""
-                values.append(column.format(cell.value) + mark)
+                mark = (r"$^\dagger$" if cell.significant else "") + (r"$^\ddagger$" if cell.mixed else "")
+                shown = column.format(cell.value)
+                values.append((rf"\textbf{{{shown}}}" if cell.best else shown) + mark)
                 has_ci = cell.low is not None and cell.high is not None
                 intervals.append(f"{{\\scriptsize [{column.format(cell.low)}, {column.format(cell.high)}]}}" if has_ci else "")
             lines.append(f"{latex_escape(row.system)} & {latex_escape(scope)} & " + " & ".join(values) + r" \\")
@@ -219,7 +292,8 @@ def to_latex(board: Leaderboard) -> str:
                 lines.append(" & & " + " & ".join(intervals) + r" \\")
     level = round(board.level * 100)
     caption = (
-        f"\\caption{{Brackets: {level}\\% bootstrap CI over conversations. $^\\dagger$: differs from "
+        f"\\caption{{Bold: best per column. Brackets: {level}\\% bootstrap CI resampling "
+        f"{latex_escape(CLUSTER_WORDS.get(board.cluster, board.cluster))}. $^\\dagger$: differs from "
         f"{latex_escape(board.reference)} (paired bootstrap, $p<{board.alpha}$).}}"
     )
     lines += [r"\bottomrule", r"\end{tabular}", caption, r"\end{table*}"]
@@ -245,6 +319,39 @@ def _present(column: Column, models: Mapping[str, Any]) -> bool:
     return any(column.pick((m.get(column.task) or {}).get("all")) is not None for m in models.values())
 
 
+def terminal_units(results: dict[str, Any]) -> str:
+    """The units of the columns :func:`terminal_leaderboard` shows, and only of those."""
+    headers = [c.header for c in _terminal_columns(results.get("models") or {})]
+    units = []
+    if any(h.split()[0] in ("ITP", "RPP", "STP", "SSP") for h in headers):
+        units.append("%")
+    if any(h.endswith("judge") for h in headers):
+        units.append(f"{'/'.join(h.split()[0] for h in headers if h.endswith('judge'))} judge 1-5")
+    if any(h.endswith("BERTScore") for h in headers):
+        units.append("BERTScore F1 0-1")
+    return "; ".join(units)
+
+
+def print_run_summary(console: Any, results: dict[str, Any], out: Any) -> None:
+    """What ``rescue run`` prints at its end: a one-line title, the table, and the next command on its own line
+    (soft-wrapped: a terminal may fold it, but no line break is ever inserted into it)."""
+    mode = (results.get("config") or {}).get("mode", "dialogue")
+    units = terminal_units(results)
+    console.print(f"[bold]RESCUE-Bench[/], {mode} mode, pooled" + (f" ({units})" if units else "") + f": {out}",
+                  highlight=False, soft_wrap=True)
+    console.print(terminal_leaderboard(results))
+    console.print("Full tables, confidence intervals and the HTML report:", highlight=False)
+    console.print(f"  rescue report {out} --out {out}/report", highlight=False, soft_wrap=True)
+
+
+def _terminal_columns(models: Mapping[str, Any]) -> list[Column]:
+    columns: list[Column] = []
+    for task in TASK_NAMES:  # per task its first headline metric that has a value (ER/VP: judge, else BERTScore)
+        present = [c for c in HEADLINE if c.task == task and _present(c, models)]
+        columns += present[:1]
+    return columns
+
+
 def terminal_leaderboard(results: dict[str, Any], *, title: str | None = None) -> Table:
     """The short pooled leaderboard ``rescue run`` prints at its end, from a results.json dict.
 
@@ -252,12 +359,8 @@ def terminal_leaderboard(results: dict[str, Any], *, title: str | None = None) -
     and for ER / VP the judge score when a judge ran, else BERTScore. ``rescue report`` has everything else.
     """
     models: dict[str, Any] = results.get("models") or {}
-    columns: list[Column] = []
-    for task in TASK_NAMES:  # per task its first headline metric that has a value (ER/VP: judge, else BERTScore)
-        present = [c for c in HEADLINE if c.task == task and _present(c, models)]
-        columns += present[:1]
-    table = Table(title=title or "RESCUE-Bench, pooled (%; ER/VP judge 1-5, BERTScore 0-1)", title_justify="left",
-                  box=box.SIMPLE_HEAD, pad_edge=False)
+    columns = _terminal_columns(models)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("model", no_wrap=True)
     for column in columns:
         header = column.header.replace(" ", "\n", 1).replace("BERTScore", "BERT")

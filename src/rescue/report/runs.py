@@ -31,9 +31,17 @@ class System:
     config: dict[str, Any]
     results: dict[str, Any]  # results.json "models"[model]: task -> scope -> metrics
     records: list[PredictionRecord] = field(default_factory=list, repr=False)
+    _by_task: dict[str, list[PredictionRecord]] | None = field(default=None, init=False, repr=False, compare=False)
+    _indexed: int = field(default=-1, init=False, repr=False, compare=False)
 
     def task_records(self, task: str) -> list[PredictionRecord]:
-        return [r for r in self.records if r.task == task]
+        # Asked for every cell, scope and pair: index the records by task once.
+        if self._by_task is None or self._indexed != len(self.records):
+            self._by_task = {}
+            for record in self.records:
+                self._by_task.setdefault(record.task, []).append(record)
+            self._indexed = len(self.records)
+        return self._by_task.get(task, [])
 
     @property
     def tasks(self) -> list[str]:

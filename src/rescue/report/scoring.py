@@ -2,8 +2,8 @@
 
 Bootstrap replicates and per-scope numbers must be computed exactly as the run computed them, so
 the report never trusts its own re-implementation of a metric: the closed tasks' metrics (ratios of
-counts) also have a vectorised :class:`Decomposed` form for speed, and it is used only after it has
-reproduced the task's ``aggregate`` on the full record set.
+counts) and ER/VP's (means of per-instance scores) also have a vectorised :class:`Decomposed` form for
+speed, and it is used only after it has reproduced the task's ``aggregate`` on every record set.
 """
 
 from __future__ import annotations
@@ -105,6 +105,48 @@ def decomposed(task: str) -> Decomposed | None:
     return None
 
 
+def _score_floors(task: str) -> dict[str, float]:
+    """The floor a failed record scores per key (the task module's SCORE_FLOORS; none when it has none)."""
+    import importlib
+
+    try:
+        floors = getattr(importlib.import_module(f"rescue.tasks.{task}"), "SCORE_FLOORS", {})
+    except ImportError:
+        return {}
+    return dict(floors) if isinstance(floors, dict) else {}
+
+
+def mean_scores(task: str, columns: Sequence[Column]) -> Decomposed:
+    """ER/VP columns as means of per-record scores: (value or the failure floor, defined) per key.
+
+    Only a candidate: :func:`best_statistic` uses it where it reproduces the task's ``aggregate``.
+    """
+    floors = _score_floors(task)
+    keys = [(c.id, c.key) for c in columns]
+
+    def components(record: PredictionRecord) -> list[float]:
+        out: list[float] = []
+        for _, key in keys:
+            value = record.scores.get(key)
+            if not record.ok and key in floors:
+                out += [floors[key], 1.0]
+            elif value is not None:
+                out += [float(value), 1.0]
+            else:
+                out += [0.0, 0.0]
+        return out
+
+    def finish(totals: np.ndarray) -> dict[str, np.ndarray]:
+        result = {}
+        for k, (header, _) in enumerate(keys):
+            total, count = totals[:, 2 * k], totals[:, 2 * k + 1]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                result[header] = np.where(count > 0, total / np.where(count > 0, count, 1), np.nan)
+        return result
+
+    return Decomposed(components, finish)
+
+
 def _agrees(left: Mapping[str, object], right: Mapping[str, object], keys: Sequence[str]) -> bool:
     for key in keys:
         x, y = left.get(key), right.get(key)
@@ -120,10 +162,8 @@ def best_statistic(task: str, aggregate: Aggregate, columns: Sequence[Column],
                    *record_sets: Sequence[PredictionRecord]) -> Statistic | Decomposed:
     """The vectorised statistic when it reproduces ``aggregate`` on every record set, else ``aggregate`` itself."""
     slow = column_statistic(aggregate, columns)
-    fast = decomposed(task)
+    fast = decomposed(task) or mean_scores(task, columns)
     keys = [c.id for c in columns]
-    if fast is None:
-        return slow
     for records in record_sets:
         if not records:
             continue

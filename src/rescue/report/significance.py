@@ -1,13 +1,20 @@
-"""McNemar's exact test for two systems' right/wrong answers on the same instances."""
+"""McNemar's test for two systems' right/wrong answers on the same instances.
+
+The exact test assumes independent instances, which instances of one session are not (they share
+people, context and annotator). Beside it the report gives Durkalski et al.'s (2003) clustered McNemar
+statistic, which only assumes independent clusters (session groups or samples):
+``X² = (Σ_k (b_k − c_k))² / Σ_k (b_k − c_k)²`` over clusters k, with b_k / c_k the instances of cluster k
+only A / only B got right, referred to χ² with one degree of freedom.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy.stats import binomtest
+from scipy.stats import binomtest, chi2
 
-from rescue.report.bootstrap import pair_records
+from rescue.report.bootstrap import DEFAULT_CLUSTER, cluster_of, pair_records
 from rescue.report.outcomes import is_correct
 from rescue.tasks.base import PredictionRecord
 
@@ -19,6 +26,7 @@ class McNemarResult:
     both: int
     neither: int
     p_value: float
+    p_cluster: float | None = None  # clustered McNemar (Durkalski 2003); None when not computed
 
     @property
     def instances(self) -> int:
@@ -42,7 +50,23 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> McNemarResult:
     return McNemarResult(only_a, only_b, both, neither, p_value)
 
 
-def mcnemar_records(a: Sequence[PredictionRecord], b: Sequence[PredictionRecord]) -> McNemarResult:
+def clustered_mcnemar(a: Sequence[bool], b: Sequence[bool], clusters: Sequence[str]) -> float:
+    """Durkalski's clustered McNemar p-value (1.0 when no cluster has a discordant imbalance)."""
+    balance: dict[str, int] = {}
+    for x, y, k in zip(a, b, clusters):
+        balance[k] = balance.get(k, 0) + int(x and not y) - int(y and not x)
+    total = sum(balance.values())
+    spread = sum(v * v for v in balance.values())
+    if spread == 0:
+        return 1.0
+    return float(chi2.sf(total * total / spread, df=1))
+
+
+def mcnemar_records(a: Sequence[PredictionRecord], b: Sequence[PredictionRecord], *,
+                    cluster: str = DEFAULT_CLUSTER) -> McNemarResult:
     """McNemar on top-1 correctness (ITP accuracy, RPP accuracy) over the instances both systems have."""
     left, right = pair_records(a, b)
-    return mcnemar_exact([is_correct(r) for r in left], [is_correct(r) for r in right])
+    x, y = [is_correct(r) for r in left], [is_correct(r) for r in right]
+    exact = mcnemar_exact(x, y)
+    clustered = clustered_mcnemar(x, y, [cluster_of(r.sample_id, cluster) for r in left])
+    return McNemarResult(exact.only_a, exact.only_b, exact.both, exact.neither, exact.p_value, clustered)

@@ -300,7 +300,8 @@ def _judge_counts(records: list[PredictionRecord], main_key: str) -> dict[str, f
         "judge_failures": judge_failure_count(records),
         "judge_request_failures": judge_request_failures(records),
     }
-    counts["judged"] = sum(1 for r in records if r.scores.get(main_key) is not None)
+    # A failed prediction is never sent to the judge (it scores the floor): it is not "judged".
+    counts["judged"] = sum(1 for r in records if r.ok and r.scores.get(main_key) is not None)
     alpha = inter_judge_alpha(records, main_key)
     if alpha is not None:
         counts["inter_judge_alpha"] = alpha

@@ -1,0 +1,177 @@
+"""Whether the systems of one report can be compared, and where they cannot.
+
+Pairing runs by ``instance_id`` alone compares runs whose gold differs, whose judges or BERTScore
+backbones differ, or that cover different instances. Before any table is built, the report checks:
+
+- the data: the sha256 each run recorded (``results.json`` config.used.data_sha256);
+- the task options: RPP gold field, context size per task, parse policy;
+- the scorers, for ER/VP: judge models, judge scale, BERTScore backbone;
+- the gold of every shared instance;
+- the instance set per task (a ``--limit-samples`` run beside a full one).
+
+Every difference refuses the report with a message naming it, unless ``--allow-mixed``: then the
+systems are shown side by side, each cell with its instance count and a mark where it was computed
+on another instance set than the others.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rescue.report.runs import ReportError, System
+
+GENERATIVE = ("er", "vp")
+MIXED_MARK = "‡"
+
+
+class ComparabilityError(ReportError):
+    """The runs of one report differ in data, options, scorers, gold or coverage."""
+
+
+@dataclass
+class Comparability:
+    differences: list[str] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)  # what older results.json files do not record
+    # (task, scope) -> instance ids of each system; where the sets differ cells are marked
+    coverage: dict[tuple[str, str], dict[str, frozenset[str]]] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.differences
+
+    def mixed(self, task: str, scope: str, system: str) -> bool:
+        """Whether ``system``'s cell of ``task`` in ``scope`` is on another instance set than the others'."""
+        sets = self.coverage.get((task, scope)) or {}
+        if system not in sets or len(sets) < 2:
+            return False
+        union = frozenset().union(*sets.values())
+        return sets[system] != union
+
+
+def _used(system: System) -> dict[str, Any]:
+    used = system.config.get("used")
+    return used if isinstance(used, dict) else {}
+
+
+def _judges(system: System) -> str | None:
+    judges = system.config.get("judges") or []
+    return ", ".join(str(j) for j in judges) if judges else None
+
+
+def judge_text(system: System) -> str:
+    judges = _judges(system)
+    if judges is None:
+        return "no judge"
+    return f"{judges} ({system.config.get('judge_scale') or 'likert'} scale)"
+
+
+def bertscore_text(system: System) -> str | None:
+    """The backbone as a short phrase (model, layer, rescaling); None when BERTScore was off."""
+    bert = system.config.get("bertscore")
+    if not isinstance(bert, dict):
+        return None
+    text = str(bert.get("model") or "?")
+    if bert.get("num_layers") is not None:
+        text += f", layer {bert['num_layers']}"
+    if bert.get("rescale_with_baseline"):
+        text += ", rescaled"
+    return text
+
+
+def _has(system: System, tasks: Sequence[str]) -> bool:
+    return any(system.task_records(t) or t in system.results for t in tasks)
+
+
+def _setting_checks() -> list[tuple[str, Sequence[str] | None, Callable[[System], object]]]:
+    """(name, tasks it matters for (None: all), value per system; None = not recorded)."""
+    return [
+        ("data (sha256)", None, lambda s: _used(s).get("data_sha256")),
+        # Before these were recorded, "default" meant auto and the only parse policy was strict.
+        ("RPP gold field", ("rpp",), lambda s: _used(s).get("rpp_gold") or s.config.get("rpp_gold") or "auto"),
+        ("parse policy", ("itp", "rpp", "stp", "ssp"),
+         lambda s: _used(s).get("parse") or s.config.get("parse") or "strict"),
+        ("judge", GENERATIVE, _judges),
+        ("judge scale", GENERATIVE, lambda s: s.config.get("judge_scale") if _judges(s) else None),
+        ("BERTScore backbone", GENERATIVE, bertscore_text),
+    ]
+
+
+def _context_sizes(system: System) -> dict[str, Any]:
+    sizes = _used(system).get("context_size")
+    if isinstance(sizes, dict):
+        return sizes
+    # Older runs record only the option; None meant "each task's default".
+    option = system.config.get("context_size")
+    return {} if option is None else {t: option for t in system.tasks}
+
+
+def _gold_key(value: object) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def check(systems: Sequence[System], scopes: Sequence[str]) -> Comparability:
+    """Every difference between the systems that makes a side-by-side comparison misleading."""
+    result = Comparability()
+    if len(systems) < 2:
+        return result
+    for name, tasks, value in _setting_checks():
+        relevant = [s for s in systems if tasks is None or _has(s, tasks)]
+        values = {s.label: value(s) for s in relevant}
+        known = {k: v for k, v in values.items() if v is not None}
+        if name == "data (sha256)" and len(known) < len(values):
+            missing = [k for k, v in values.items() if v is None]
+            result.unchecked.append(f"data: {', '.join(missing)} record(s) no data sha256 (written by an older rescue)")
+        # A run without a judge (or BERTScore) shows "—" in those columns: nothing is mixed there.
+        if len(set(map(str, known.values()))) > 1:
+            shown = "; ".join(f"{k}: {str(v)[:12] if name.startswith('data') else v}" for k, v in known.items())
+            result.differences.append(f"{name} differs: {shown}")
+    tasks = sorted({t for s in systems for t in s.tasks})
+    for task in tasks:
+        sizes = {s.label: _context_sizes(s).get(task) for s in systems if s.task_records(task)}
+        known = {k: v for k, v in sizes.items() if v is not None}
+        if len(set(known.values())) > 1:
+            shown = "; ".join(f"{k}: {v}" for k, v in known.items())
+            result.differences.append(f"{task.upper()} context size differs: {shown}")
+    for task in tasks:
+        options = {s.label: (_used(s).get("task_options") or {}).get(task) for s in systems if s.task_records(task)}
+        known_options = {k: json.dumps(v, sort_keys=True) for k, v in options.items() if v is not None}
+        if len(set(known_options.values())) > 1:
+            shown = "; ".join(f"{k}: {v}" for k, v in known_options.items())
+            result.differences.append(f"{task.upper()} task options differ: {shown}")
+    for task in tasks:
+        gold: dict[str, tuple[str, str]] = {}
+        clashes: dict[tuple[str, str], list[str]] = {}
+        for system in systems:
+            for record in system.task_records(task):
+                key = _gold_key(record.gold)
+                first = gold.setdefault(record.instance_id, (system.label, key))
+                if first[1] != key:
+                    clashes.setdefault((first[0], system.label), []).append(record.instance_id)
+        for (a, b), ids in clashes.items():
+            result.differences.append(f"{task.upper()} gold differs between {a} and {b} on {len(ids)} shared "
+                                      f"instance(s), e.g. {ids[0]}")
+    for task in tasks:
+        for scope in scopes:
+            sets = {s.label: frozenset(r.instance_id for r in s.task_records(task)
+                                       if scope == "all" or r.scenario == scope)
+                    for s in systems if s.task_records(task)}
+            sets = {k: v for k, v in sets.items() if v}
+            if len(sets) > 1:
+                result.coverage[(task, scope)] = sets
+        sets = result.coverage.get((task, "all"))
+        if sets and len(set(sets.values())) > 1:
+            union = frozenset().union(*sets.values())
+            shown = "; ".join(f"{k}: {len(v)}" for k, v in sets.items())
+            result.differences.append(f"{task.upper()} instance sets differ ({len(union)} in all; {shown})")
+    return result
+
+
+def refusal(result: Comparability) -> str:
+    lines = ["the runs are not comparable:"] + [f"  - {d}" for d in result.differences]
+    lines.append("Rerun them with the same data and options, or pass --allow-mixed to show them side by side "
+                 "(each cell with its instance count; cells on other instance sets marked "
+                 f"{MIXED_MARK}; paired tests on the shared instances with equal gold only).")
+    return "\n".join(lines)
