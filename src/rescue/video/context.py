@@ -102,11 +102,11 @@ class VideoContext:
             self._plans[key] = plan
         return plan
 
-    def prepare(self, work: Mapping[str, tuple[Task, Sequence[Instance]]], context_size: int | None,
-                on_file: Callable[[], None] | None = None) -> PreparedMedia:
+    def prepare(self, work: Mapping[str, tuple[Task, Sequence[Instance]]], context_size: int | None) -> PreparedMedia:
         """Plan every instance and make every frame or clip not yet in the store (``options.workers`` at once)."""
         summary = PreparedMedia()
-        jobs: dict[Path, Callable[[], Path]] = {}
+        frames: dict[str, set[int]] = {}
+        clips: dict[Path, Callable[[], object]] = {}
         for name, (task, instances) in work.items():
             counts = summary.per_task.setdefault(name, {"requests": 0, "frames": 0, "clip_seconds": 0.0})
             for instance in instances:
@@ -116,27 +116,27 @@ class VideoContext:
                 counts["requests"] += 1
                 counts["frames"] += len(plan.frames)
                 counts["clip_seconds"] += (plan.clip_stop - plan.clip_first) / info.fps
-                for pick in plan.frames:
-                    jobs.setdefault(self.store.frame_path(info, pick.index),
-                                    _bind(self.store.make_frame, source, info, pick.index))
+                frames.setdefault(sample_id, set()).update(pick.index for pick in plan.frames)
                 if plan.clip_stop > plan.clip_first:
-                    jobs.setdefault(self.store.clip_path(info, plan.clip_first, plan.clip_stop),
-                                    _bind(self.store.make_clip, source, info, plan.clip_first, plan.clip_stop))
+                    clips.setdefault(self.store.clip_path(info, plan.clip_first, plan.clip_stop),
+                                     _bind(self.store.make_clip, source, info, plan.clip_first, plan.clip_stop))
         for counts in summary.per_task.values():
             summary.requests += int(counts["requests"])
             summary.frames += int(counts["frames"])
             summary.clip_seconds += counts["clip_seconds"]
-        summary.unique_files = len(jobs)
+        # Samples that share a video (two ids, one file) share its frames.
+        by_digest: dict[str, tuple[Path, SourceInfo, set[int]]] = {}
+        for sample_id, indices in frames.items():
+            info = self.infos[sample_id]
+            by_digest.setdefault(info.digest, (self.sources[sample_id], info, set()))[2].update(indices)
+        summary.unique_files = sum(len(v[2]) for v in by_digest.values()) + len(clips)
         self.store.flush()
         before_made, before_reused = self.store.made, self.store.reused
-
-        def run(job: Callable[[], Path]) -> None:
-            job()
-            if on_file is not None:
-                on_file()
-
+        jobs: list[Callable[[], object]] = list(clips.values())
+        for source, info, indices in by_digest.values():
+            jobs += [_bind(self.store.make_chunk, source, info, chunk) for chunk in self.store.frame_chunks(info, indices)]
         with ThreadPoolExecutor(self.options.workers) as pool:
-            list(pool.map(run, jobs.values()))
+            list(pool.map(lambda job: job(), jobs))
         summary.made = self.store.made - before_made
         summary.reused = self.store.reused - before_reused
         return summary
@@ -200,7 +200,7 @@ class VideoContext:
         return [*messages[:-1], Message(role, [*media, TextPart(text)])]
 
 
-def _bind(function: Callable[..., Path], *args: Any) -> Callable[[], Path]:
+def _bind(function: Callable[..., object], *args: Any) -> Callable[[], object]:
     return lambda: function(*args)
 
 

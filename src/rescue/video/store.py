@@ -13,6 +13,8 @@ import hashlib
 import json
 import math
 import os
+import shutil
+import tempfile
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -20,6 +22,9 @@ from pathlib import Path
 from rescue.video.options import VideoError, VideoOptions
 
 _CHUNK = 1 << 20
+# Frames further apart than this are fetched by a new seek rather than by decoding everything between them.
+CHUNK_GAP_SECONDS = 8.0
+CHUNK_FRAMES = 48  # frames per ffmpeg call (the select expression grows with it)
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,17 @@ def file_digest(path: Path) -> str:
         while chunk := handle.read(_CHUNK):
             sha.update(chunk)
     return sha.hexdigest()
+
+
+def frame_chunks(indices: list[int], *, gap: int, size: int = CHUNK_FRAMES) -> list[list[int]]:
+    """Sorted frame indices split where two are more than ``gap`` apart, at most ``size`` per chunk."""
+    chunks: list[list[int]] = []
+    for index in indices:
+        if chunks and index - chunks[-1][-1] <= gap and len(chunks[-1]) < size:
+            chunks[-1].append(index)
+        else:
+            chunks.append([index])
+    return chunks
 
 
 def scaled_size(width: int, height: int, longest: int) -> tuple[int, int]:
@@ -114,24 +130,41 @@ class MediaStore:
         return (self.folder / "frames" / source.digest[:2] / source.digest / f"s{o.frame_size}q{o.jpeg_quality}"
                 / f"{index:07d}.jpg")
 
-    def make_frame(self, path: Path, source: SourceInfo, index: int) -> Path:
-        """Frame ``index`` (the one shown from ``index / fps`` on) as a JPEG, made once."""
+    def frame_chunks(self, source: SourceInfo, indices: set[int]) -> list[list[int]]:
+        """The frames of ``indices`` not yet in the store, in runs that one ffmpeg decode makes each."""
+        wanted = sorted(indices)
+        missing = [i for i in wanted if not self.frame_path(source, i).is_file()]
+        self._count(0, len(wanted) - len(missing))
+        return frame_chunks(missing, gap=int(CHUNK_GAP_SECONDS * source.fps) + 1)
+
+    def make_chunk(self, path: Path, source: SourceInfo, chunk: list[int]) -> None:
+        """Make the frames ``chunk`` (sorted, from :meth:`frame_chunks`) in one ffmpeg decode."""
         from rescue.media.ffmpeg import run_ffmpeg
-        from rescue.media.steps import produce
 
-        out = self.frame_path(source, index)
         width, height = scaled_size(source.width, source.height, self.options.frame_size)
-        # With -ss before -i ffmpeg decodes from the previous key frame and outputs the first frame whose
-        # timestamp is at or after the seek time; a quarter frame early lands on frame `index` itself.
-        seek = max(0.0, (index - 0.25) / source.fps)
-
-        def make(tmp: Path) -> None:
-            run_ffmpeg(["-y", "-ss", f"{seek:.6f}", "-i", str(path), "-an", "-sn", "-frames:v", "1",
-                        "-vf", f"scale={width}:{height}", "-q:v", str(self.options.jpeg_quality),
-                        "-f", "image2", "-c:v", "mjpeg", str(tmp)], step="frame", subject=path)
-
-        self._count(produce(out, make))
-        return out
+        first = chunk[0]
+        # With -ss before -i ffmpeg decodes from the previous key frame and drops every frame before the seek
+        # time, so the select filter's n counts from the first frame at or after it: a quarter frame early
+        # lands n = 0 on frame `first` itself. One decode then yields every frame of the chunk.
+        seek = max(0.0, (first - 0.25) / source.fps)
+        pick = "+".join(f"eq(n\\,{index - first})" for index in chunk)
+        scratch = Path(tempfile.mkdtemp(prefix=".frames-", dir=self.folder))
+        try:
+            run_ffmpeg(["-y", "-ss", f"{seek:.6f}", "-i", str(path), "-an", "-sn", "-dn",
+                        "-vf", f"select='{pick}',scale={width}:{height}", "-fps_mode", "passthrough",
+                        "-frames:v", str(len(chunk)), "-q:v", str(self.options.jpeg_quality), "-f", "image2",
+                        "-start_number", "0", str(scratch / "%07d.jpg")], step="frames", subject=path)
+            made = sorted(scratch.glob("*.jpg"))
+            if len(made) != len(chunk):
+                raise VideoError(f"{path}: asked ffmpeg for {len(chunk)} frames from frame {first}, got {len(made)} "
+                                 f"(the video may end before its rows do)")
+            for index, file in zip(chunk, made):
+                out = self.frame_path(source, index)
+                out.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(file, out)
+            self._count(len(chunk), 0)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
 
     # -- clips ---------------------------------------------------------------------------------------------
 
@@ -158,12 +191,11 @@ class MediaStore:
                         "-preset", "veryfast", "-crf", "28", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "64k",
                         "-movflags", "+faststart", "-f", "mp4", str(tmp)], step="clip", subject=path)
 
-        self._count(produce(out, make))
+        made = produce(out, make)
+        self._count(int(made), int(not made))
         return out
 
-    def _count(self, made: bool) -> None:
+    def _count(self, made: int, reused: int) -> None:
         with self._lock:
-            if made:
-                self.made += 1
-            else:
-                self.reused += 1
+            self.made += made
+            self.reused += reused
