@@ -17,7 +17,7 @@ from video_media import FPS, clip_indices, data_url_bytes, jpeg_index, make_inde
 
 from rescue.data.loading import load_samples
 from rescue.engine.dryrun import estimate_run
-from rescue.engine.runner import RunConfig, run
+from rescue.engine.runner import RunConfig, rescore, run
 from rescue.tasks import get_task
 from rescue.tasks.base import RenderOptions
 from rescue.testing.openai_server import Reply, serve
@@ -206,6 +206,13 @@ def test_moving_the_media_folder_keeps_both_caches(tmp_path, samples, media_root
     log = [json.loads(line) for line in (tmp_path / "run" / "run.log").read_text().splitlines()]
     media = [e for e in log if e.get("event") == "media"]
     assert media[0]["made"] > 0 and media[-1]["made"] == 0 and media[-1]["reused"] == media[0]["files"]
+    # With the server gone, rescore rebuilds every request from the media where it now is.
+    shutil.move(str(tmp_path / "renamed"), str(tmp_path / "third"))
+    with pytest.raises(VideoError, match="no such folder"):
+        rescore(tmp_path / "run")
+    again = rescore(tmp_path / "run", media_root=str(tmp_path / "third"))
+    assert again.results["models"]["vlm"]["itp"] == outcome.results["models"]["vlm"]["itp"]
+    assert again.results["models"]["vlm"]["usage"]["itp"]["cache_hits"] == first
 
 
 def test_video_cues_variant_adds_the_annotated_cues(samples):

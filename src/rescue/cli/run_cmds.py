@@ -215,10 +215,13 @@ def _print_estimate(config: Any) -> None:
 def rescore_command(
     run_dir: Annotated[Path, typer.Argument(help="A run directory written by `rescue run --out`.")],
     data: DataOption = None,
+    media_root: Annotated[Optional[Path], typer.Option(
+        "--media-root", help="Video-mode runs: where the media is now, if it moved since the run.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print the leaderboard.")] = False,
 ) -> None:
     """Recompute predictions and metrics of a run from its cached answers; no model is asked."""
     from rescue.engine.runner import rescore
 
-    outcome = rescore(run_dir, data=None if data is None else str(data))
+    outcome = rescore(run_dir, data=None if data is None else str(data),
+                      media_root=None if media_root is None else str(media_root))
     _finish(outcome, quiet)

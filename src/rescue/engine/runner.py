@@ -571,8 +571,10 @@ def run(config: RunConfig, *, models: Iterable[Model | TaskModel] = ()) -> RunOu
     return asyncio.run(Runner(config, models=models).run())
 
 
-def rescore(run_dir: str | Path, *, data: str | None = None) -> RunOutcome:
-    """Recompute a run directory's records and metrics from its cached answers, asking no model."""
+def rescore(run_dir: str | Path, *, data: str | None = None, media_root: str | None = None) -> RunOutcome:
+    """Recompute a run directory's records and metrics from its cached answers, asking no model.
+
+    A video-mode run needs its media to rebuild the requests; ``media_root`` says where it is now."""
     root = Path(run_dir)
     path = root / RESULTS
     if not path.is_file():
@@ -587,6 +589,10 @@ def rescore(run_dir: str | Path, *, data: str | None = None) -> RunOutcome:
     config.out = str(root)
     if data is not None:
         config.data = data
+    if media_root is not None:
+        if config.mode not in VIDEO_MODES:
+            raise RunError(f"--media-root: {root} is a {config.mode}-mode run, which uses no media")
+        config.video.media_root = str(Path(media_root).resolve())
     return asyncio.run(Runner(config, offline=True).run())
 
 
