@@ -43,7 +43,7 @@ def test_everything_needs_a_login(app, project):
     from fastapi.testclient import TestClient
 
     anon = TestClient(app)
-    for url in ["/api/segments", seg_url(FIRST), "/api/agreement", "/api/export", "/api/me", "/api/users",
+    for url in ["/api/openapi.json", "/api/segments", seg_url(FIRST), "/api/agreement", "/api/export", "/api/me", "/api/users",
                 seg_url(FIRST) + "/audit", "/media/clips/" + FIRST + ".mp4"]:
         assert anon.get(url).status_code == 401, url
     assert anon.put(seg_url(FIRST) + "/rows/1", json={"version": 0, "fields": {}}).status_code == 401
@@ -456,6 +456,52 @@ def test_cli_user_add_assign_and_export(tmp_path):
     assert not report.errors and [s.sample_id for s in report.samples] == [FIRST]
     sidecar = json.loads((out.parent / "verified.provenance.json").read_text())
     assert sidecar["segments"][0]["verified_by"] == ["ann"]
+
+
+def test_cli_serve_binds_to_localhost_and_serves_the_folder(tmp_path):
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    proj = make_review_project(tmp_path / "p", demo_samples()[:1], media=False)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    server = subprocess.Popen([sys.executable, "-m", "rescue", "review", "serve", str(proj), "--port", str(port)],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                answer = httpx.get(f"http://127.0.0.1:{port}/api/segments", timeout=1)
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline and server.poll() is None, "the server did not start"
+                time.sleep(0.2)
+        assert answer.status_code == 401
+        assert _listening_addresses(port) in ([], ["127.0.0.1"])  # [] where /proc/net/tcp is not there
+    finally:
+        server.terminate()
+        output = server.communicate(timeout=10)[0]
+    assert "no accounts yet" in output and f"http://127.0.0.1:{port}/" in output
+
+
+def _listening_addresses(port: int) -> list[str]:
+    """IPv4 addresses listening on ``port``, from Linux's /proc/net/tcp."""
+    table = Path("/proc/net/tcp")
+    if not table.exists():
+        return []
+    found = []
+    for line in table.read_text().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        address, hex_port = local.split(":")
+        if state == "0A" and int(hex_port, 16) == port:
+            found.append(".".join(str(int(address[i : i + 2], 16)) for i in (6, 4, 2, 0)))
+    return found
 
 
 def test_cli_bad_folder_exits_2_without_a_traceback(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -303,3 +304,29 @@ def test_screenshot_of_the_segment_view(browser, server):
     page.screenshot(path=str(SCREENSHOT))
     assert SCREENSHOT.stat().st_size > 20_000
     context.close()
+
+
+def test_every_row_of_a_real_sample_opens_without_a_script_error(browser, real_data_path, tmp_path):
+    proj = tmp_path / "real"
+    proj.mkdir()
+    lines = real_data_path.read_text(encoding="utf-8").splitlines()
+    (proj / "draft.jsonl").write_text("\n".join(lines[:2]) + "\n", encoding="utf-8")
+    running = Server(make_app(proj, tmp_path / "db.sqlite"))
+    try:
+        context, page = login(browser, running, "ann")
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        sample_id = json.loads(lines[0])["sample_id"]
+        open_segment(page, running, sample_id)
+        count = page.locator(".rowlist tbody tr").count()
+        page.locator("#row-1").focus()
+        for _ in range(count - 1):
+            page.keyboard.press("j")
+        page.wait_for_selector(f"#row-{count}.selected")
+        assert page.locator("#editor fieldset.dimension").count() == 6
+        page.click("#accept-row")
+        page.wait_for_selector("#save-status.good")
+        assert not errors, errors
+        context.close()
+    finally:
+        running.stop()

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
-from rescue.review.api.deps import LoginRequired
+from rescue.review.api.deps import CurrentUser, LoginRequired
 from rescue.review.api.routes import agreement, export, login, media, pages, rows, segments, users
 from rescue.review.db import default_url, make_engine, session_factory
 from rescue.review.project import Project, load_project
@@ -29,7 +30,8 @@ SECURITY_HEADERS = {
 def create_app(project_dir: str | Path | Project, db_url: str | None = None) -> FastAPI:
     project = project_dir if isinstance(project_dir, Project) else load_project(project_dir)
     engine = make_engine(db_url or default_url(project.root))
-    app = FastAPI(title="rescue review", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json")
+    # The OpenAPI schema is served behind the login like every other route (below), not by FastAPI itself.
+    app = FastAPI(title="rescue review", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.project = project
     app.state.engine = engine
     app.state.sessions = session_factory(engine)
@@ -37,6 +39,10 @@ def create_app(project_dir: str | Path | Project, db_url: str | None = None) -> 
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
     for module in (login, users, rows, segments, media, agreement, export, pages):
         app.include_router(module.router)
+
+    @app.get("/api/openapi.json", include_in_schema=False)
+    def openapi(actor: CurrentUser) -> dict[str, Any]:
+        return app.openapi()
 
     @app.exception_handler(LoginRequired)
     async def to_login(request: Request, exc: LoginRequired) -> Response:

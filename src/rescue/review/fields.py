@@ -30,41 +30,47 @@ class FieldSpec:
 
 _PERSON_CUE = (("person", "entity"), ("description", "text"))
 
+# Grouped by the six dimensions of the annotation (the paper's §3): who speaks to whom, what was said,
+# individual cues, relational stance, the therapist's support, and the group's relation pattern.
+_SPEAKERS, _SAID, _CUES, _STANCE, _SUPPORT, _PATTERN = (
+    "Speakers and targets", "What was said", "Individual cues", "Relational stance", "Support strategy",
+    "Relation pattern",
+)
 FIELDS: tuple[FieldSpec, ...] = (
-    FieldSpec("primary_speaker", "Speaker", "entity", "Speaker and target"),
-    FieldSpec("target", "Target", "entities", "Speaker and target"),
-    FieldSpec("dialogue_cleaned", "Dialogue", "longtext", "Dialogue"),
-    FieldSpec("utterance_type", "Utterance type", "label", "Dialogue", labels="utterance"),
+    FieldSpec("primary_speaker", "Speaker", "entity", _SPEAKERS),
+    FieldSpec("target", "Target", "entities", _SPEAKERS),
+    FieldSpec("dialogue_cleaned", "Dialogue", "longtext", _SAID),
+    FieldSpec("utterance_type", "Utterance type", "label", _SAID, labels="utterance"),
     FieldSpec(
-        "background_dialogue", "Background dialogue", "list", "Dialogue",
+        "background_dialogue", "Background dialogue", "list", _SAID,
         item=(("speaker", "entity"), ("target", "entities"), ("content", "text")),
     ),
-    FieldSpec("tone_of_voice", "Tone of voice", "text", "Multimodal cues"),
-    FieldSpec("body_posture", "Body posture", "list", "Multimodal cues", item=_PERSON_CUE),
-    FieldSpec("facial_expressions", "Facial expressions", "list", "Multimodal cues", item=_PERSON_CUE),
-    FieldSpec("self_directed_behavior", "Self-directed behaviour", "list", "Multimodal cues", item=_PERSON_CUE),
+    FieldSpec("tone_of_voice", "Tone of voice", "text", _CUES),
+    FieldSpec("body_posture", "Body posture", "list", _CUES, item=_PERSON_CUE),
+    FieldSpec("facial_expressions", "Facial expressions", "list", _CUES, item=_PERSON_CUE),
+    FieldSpec("self_directed_behavior", "Self-directed behaviour", "list", _CUES, item=_PERSON_CUE),
     FieldSpec(
-        "interaction_behavior", "Interaction behaviour", "list", "Multimodal cues",
-        item=(("initiator", "entity"), ("target", "entities"), ("description", "text")),
-    ),
-    FieldSpec(
-        "internal_emotion", "Emotions", "list", "Emotion",
+        "internal_emotion", "Emotions", "list", _CUES,
         item=(("person", "entity"), ("emotion_description", "text"), ("intensity", "intensity")),
     ),
     FieldSpec(
-        "viewpoints_attitudes", "Viewpoints", "list", "Viewpoints",
+        "interaction_behavior", "Interaction behaviour", "list", _STANCE,
+        item=(("initiator", "entity"), ("target", "entities"), ("description", "text")),
+    ),
+    FieldSpec(
+        "viewpoints_attitudes", "Viewpoints", "list", _STANCE,
         item=(("source", "entity"), ("target", "entity"), ("viewpoint", "text"), ("attitude", "text")),
     ),
     FieldSpec(
-        "support_strategy", "Support strategies", "list", "Support strategy",
+        "support_strategy", "Support strategies", "list", _SUPPORT,
         item=(("provider", "entity"), ("strategy_type", "strategy"), ("target", "entities"), ("strategy_content", "text")),
     ),
-    FieldSpec("relation_pattern", "Relation pattern", "label", "Relation pattern", labels="relation"),
-    FieldSpec("relation_pattern_reason", "Pattern reason", "longtext", "Relation pattern"),
-    FieldSpec("relation_pattern_evidence_rows", "Pattern evidence rows", "rows", "Relation pattern"),
-    FieldSpec("relation_cycle_state", "Cycle state", "label", "Relation pattern", labels="relation"),
-    FieldSpec("relation_cycle_reason", "Cycle reason", "longtext", "Relation pattern"),
-    FieldSpec("relation_cycle_evidence_rows", "Cycle evidence rows", "rows", "Relation pattern"),
+    FieldSpec("relation_pattern", "Relation pattern", "label", _PATTERN, labels="relation"),
+    FieldSpec("relation_pattern_reason", "Pattern reason", "longtext", _PATTERN),
+    FieldSpec("relation_pattern_evidence_rows", "Pattern evidence rows", "rows", _PATTERN),
+    FieldSpec("relation_cycle_state", "Cycle state", "label", _PATTERN, labels="relation"),
+    FieldSpec("relation_cycle_reason", "Cycle reason", "longtext", _PATTERN),
+    FieldSpec("relation_cycle_evidence_rows", "Cycle evidence rows", "rows", _PATTERN),
 )
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in FIELDS)
 SPECS = {f.name: f for f in FIELDS}

@@ -87,6 +87,11 @@
         B.next ? el("a.button", { href: "/segments/" + encodeURIComponent(B.next), text: "Next →" }) : null,
         copySwitch(),
         el("button.primary", { id: "verify", type: "button", onclick: verify, disabled: readOnly, text: "Verify segment" }),
+        seg.status.status === "open" ? null : el("button", { id: "reopen", type: "button", disabled: readOnly, text: "Reopen",
+          title: "Back to open: verify or discard again later", onclick: async () => {
+            const answer = await api("POST", `${segmentUrl(B.segment)}/reopen${copyParam}`);
+            if (answer.ok) await fetchSegment();
+          } }),
         el("button.danger", { id: "discard", type: "button", onclick: discardDialog, disabled: readOnly, text: "Discard…" })));
 
     const left = el("section.left", {}, mediaBlock(), rowList(), segmentNotes());
