@@ -39,6 +39,19 @@ def oracle_script(answers: dict[str, str]):
     return script
 
 
+def complete_all(model, requests) -> list:
+    """Send ``requests`` to ``model`` side by side in a fresh event loop, then close the model."""
+    import asyncio
+
+    async def go():
+        try:
+            return await asyncio.gather(*(model.complete(r) for r in requests))
+        finally:
+            await model.aclose()
+
+    return asyncio.run(go())
+
+
 def itp_instances(limit_samples: int | None = None) -> list[Instance]:
     from rescue.data.loading import load_samples
 

@@ -6,6 +6,8 @@ import asyncio
 import json
 import time
 
+from _engine_support import complete_all
+
 from rescue.engine.cache import ResponseCache
 from rescue.engine.client import GenerationSettings, OpenAIModel
 from rescue.engine.limiter import AdaptiveLimiter
@@ -31,13 +33,7 @@ def _reliable(server, tmp_path, **options) -> ReliableModel:
 
 
 def _run(model: ReliableModel, requests: list[ChatRequest]):
-    async def go():
-        try:
-            return await asyncio.gather(*(model.complete(r) for r in requests))
-        finally:
-            await model.aclose()
-
-    return asyncio.run(go())
+    return complete_all(model, requests)
 
 
 def _log(tmp_path) -> list[dict]:

@@ -107,7 +107,13 @@ def run_command(
         "--extra", help="A provider extra for the request body, KEY=JSON (e.g. enable_thinking=false); repeatable.")] = None,
     model_settings: Annotated[Optional[Path], typer.Option(
         "--model-settings", help="TOML: per-model generation settings, one table per model spec.")] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request attempt.")] = 240.0,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", help="Seconds per request attempt, the whole answer included.")] = 240.0,
+    retry_after_cap: Annotated[float, typer.Option(
+        "--retry-after-cap", help="The longest Retry-After wait obeyed, in seconds; a request told to wait "
+        "longer twice fails.")] = 300.0,
+    max_answer_bytes: Annotated[int, typer.Option(
+        "--max-answer-bytes", help="A larger answer is recorded as a request error, not stored.")] = 8 * 1024 * 1024,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Most requests in flight per model.")] = 16,
     max_retries: Annotated[int, typer.Option("--max-retries", help="Retries of a transient failure.")] = 5,
     max_failures: Annotated[int, typer.Option(
@@ -165,6 +171,8 @@ def run_command(
         json_mode=json_mode,
         extra_body=_parse_extras(list(extra or [])),
         timeout=timeout,
+        retry_after_cap=retry_after_cap,
+        max_answer_bytes=max_answer_bytes,
         model_settings=_read_model_settings(model_settings),
         concurrency=concurrency,
         max_retries=max_retries,

@@ -27,9 +27,9 @@ from rescue.data.errors import RescueError
 from rescue.engine.progress import ProgressDisplay, RunLog, TaskProgress
 from rescue.engine.types import TaskModel, TaskRequest, as_task_model
 from rescue.llm.cache import ResponseCache
-from rescue.llm.client import GenerationSettings
+from rescue.llm.client import DEFAULT_MAX_ANSWER_BYTES, GenerationSettings
 from rescue.llm.cost import PriceTable
-from rescue.llm.reliable import Budget, ReliableModel
+from rescue.llm.reliable import DEFAULT_RETRY_AFTER_CAP, Budget, ReliableModel
 from rescue.llm.session import Session, stderr_notice
 from rescue.llm.types import ChatAnswer, ChatRequest, Model, Usage
 from rescue.tasks.base import (
@@ -77,7 +77,9 @@ class RunConfig:
     max_tokens: int | None = None
     json_mode: bool = True
     extra_body: dict[str, Any] = field(default_factory=dict)
-    timeout: float = 240.0
+    timeout: float = 240.0  # seconds for a whole request, the body included
+    retry_after_cap: float = DEFAULT_RETRY_AFTER_CAP  # the longest Retry-After obeyed; asked twice for more: failed
+    max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES  # a larger answer is a request_error, never stored
     model_settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # per model spec: overrides
     concurrency: int = 16
     max_retries: int = 5
@@ -119,6 +121,12 @@ class RunConfig:
             raise RunError(f"--context-size {self.context_size}: use -1 (all prior rows), 0 (none) or a positive count")
         if self.concurrency < 1:
             raise RunError("--concurrency must be at least 1")
+        if not self.timeout > 0:
+            raise RunError(f"--timeout {self.timeout}: a positive number of seconds")
+        if not self.retry_after_cap >= 0:
+            raise RunError(f"--retry-after-cap {self.retry_after_cap}: 0 or more seconds")
+        if self.max_answer_bytes < 1:
+            raise RunError(f"--max-answer-bytes {self.max_answer_bytes}: a positive number of bytes")
         if self.limit_samples is not None and self.limit_samples < 1:
             raise RunError("--limit-samples must be at least 1")
         self.task_options = _checked_task_options(self.task_options, self.rpp_gold)
@@ -133,7 +141,8 @@ class RunConfig:
 
     def settings_for(self, spec: str) -> GenerationSettings:
         base: dict[str, Any] = {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens,
-                                "json_mode": self.json_mode, "extra_body": dict(self.extra_body), "timeout": self.timeout}
+                                "json_mode": self.json_mode, "extra_body": dict(self.extra_body), "timeout": self.timeout,
+                                "max_answer_bytes": self.max_answer_bytes}
         own = self.model_settings.get(spec, {})
         merged = {**base, **{k: v for k, v in own.items() if k != "extra_body"}}
         merged["extra_body"] = {**base["extra_body"], **own.get("extra_body", {})}
@@ -426,7 +435,8 @@ class Runner:
         config = self.config
         return Session(cache=cache, concurrency=config.concurrency, max_retries=config.max_retries,
                        retry_errors=config.retry_errors, max_failures=config.max_failures, prices=self.prices,
-                       budget=budget, log=log, offline=self.offline, notice=None if config.quiet else stderr_notice)
+                       budget=budget, log=log, offline=self.offline, retry_after_cap=config.retry_after_cap,
+                       notice=None if config.quiet else stderr_notice)
 
     def _resolve(self, spec: str, *, judge: bool = False) -> Model | TaskModel:
         from rescue.engine.resolve import resolve_model

@@ -6,7 +6,9 @@ against a provider: retries, rate limits, timeouts and refusals are produced by 
 What it answers is decided per request by a *script*: a function ``(body) -> Reply`` (sync or async),
 or a plain ``str``/``dict`` (its content). :class:`Reply` has constructors for every behaviour a real
 provider shows: latency, 429 with Retry-After, 500, OpenAI/Azure and DashScope content-filter
-rejections, ``finish_reason="content_filter"``, truncated and malformed JSON, and hanging requests.
+rejections, ``finish_reason="content_filter"``, truncated and malformed JSON, hanging requests, bodies that
+trickle in a byte at a time, answers and errors that quote the caller's API key, completions of the wrong
+shape, huge answers and any Retry-After value.
 
     with serve(script=lambda body: Reply.json({"predictions": []}), latency=0.2) as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="test")
@@ -27,11 +29,11 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import uvicorn
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 # A hanging request sleeps this long; the client's timeout fires first and the server cancels it on stop.
 HANG_SECONDS = 3600.0
@@ -53,6 +55,10 @@ class Reply:
     raw: bool = False
     delay: float = 0.0
     usage: dict[str, Any] | None = None  # None: estimated from prompt and content lengths
+    trickle: float = 0.0  # > 0: the body is sent one byte every this many seconds
+    chunked: bool = False  # the body is streamed in chunks without a Content-Length
+    # "{api_key}" in the content or body is replaced by the Bearer key the request came with.
+    echo_key: bool = False
 
     @classmethod
     def text(cls, content: str, *, delay: float = 0.0) -> Reply:
@@ -131,6 +137,54 @@ class Reply:
     def raw_body(cls, status: int, text: str, *, content_type: str = "text/html", delay: float = 0.0) -> Reply:
         """A body that is not an API response at all (a gateway's HTML error page, a cut-off JSON body)."""
         return cls(content=None, status=status, body=text, raw=True, headers={"content-type": content_type}, delay=delay)
+
+    @classmethod
+    def retry_after(cls, value: str, *, status: int = 429) -> Reply:
+        """A 429 (or 503 ...) whose only hint is ``Retry-After: value``, verbatim (``"86400"``, ``"0"``, junk)."""
+        reply = cls.error(status, "Slow down." if status == 429 else "Service unavailable.",
+                          code="rate_limit_exceeded" if status == 429 else None)
+        reply.headers = {"Retry-After": value}
+        return reply
+
+    @classmethod
+    def trickling(cls, content: str, *, seconds_per_byte: float = 0.2) -> Reply:
+        """A normal completion whose body arrives one byte every ``seconds_per_byte``: headers come at once,
+        so only a deadline on the whole request ends it."""
+        return cls(content=content, trickle=seconds_per_byte)
+
+    @classmethod
+    def huge(cls, size: int, *, chunked: bool = False) -> Reply:
+        """A completion whose content is ``size`` bytes; ``chunked``: streamed without a Content-Length."""
+        return cls(content="x" * size, chunked=chunked)
+
+    @classmethod
+    def quoting_key(cls, template: str = "Your key {api_key} was used.", *, status: int = 200) -> Reply:
+        """An answer (or, with an error ``status``, an error message) that quotes the caller's own API key
+        wherever ``template`` says ``{api_key}``."""
+        if status == 200:
+            return cls(content=template, echo_key=True)
+        reply = cls.error(status, template, type="invalid_request_error")
+        reply.echo_key = True
+        return reply
+
+    # Completions of the wrong shape, as some proxies and half-compatible servers send them.
+    MALFORMED_SHAPES: ClassVar[dict[str, Any]] = {
+        "message_string": {"choices": [{"message": "hello", "finish_reason": "stop"}]},
+        "content_number": {"choices": [{"message": {"role": "assistant", "content": 42}, "finish_reason": "stop"}]},
+        "usage_string": {"choices": [{"message": {"role": "assistant", "content": "{}"}, "finish_reason": "stop"}],
+                         "usage": "lots"},
+        "usage_many": {"choices": [{"message": {"role": "assistant", "content": "{}"}, "finish_reason": "stop"}],
+                       "usage": {"prompt_tokens": "many", "completion_tokens": 3}},
+        "choices_string": {"choices": "none"},
+        "choice_list": {"choices": [["not", "an", "object"]]},
+        "body_list": [1, 2, 3],
+        "finish_number": {"choices": [{"message": {"role": "assistant", "content": "{}"}, "finish_reason": 7}]},
+    }
+
+    @classmethod
+    def malformed_completion(cls, shape: str) -> Reply:
+        """A 200 with valid JSON that is not a chat completion: one of :attr:`MALFORMED_SHAPES`."""
+        return cls.raw_body(200, json.dumps(cls.MALFORMED_SHAPES[shape]), content_type="application/json")
 
 
 ScriptResult = Reply | str | dict[str, Any]
@@ -308,6 +362,17 @@ def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
     }
 
 
+async def _stream(state: ServerState, data: bytes, seconds_per_byte: float) -> Any:
+    if seconds_per_byte <= 0:
+        for start in range(0, len(data), 65536):
+            yield data[start : start + 65536]
+        return
+    for start in range(len(data)):
+        yield data[start : start + 1]
+        if not await state.sleep(seconds_per_byte):
+            return
+
+
 def create_app(state: ServerState) -> FastAPI:
     app = FastAPI(title="rescue scripted OpenAI-compatible server")
 
@@ -350,10 +415,19 @@ def create_app(state: ServerState) -> FastAPI:
                 return JSONResponse({"error": {"message": "server shutting down", "type": "server_error",
                                                "code": None, "param": None}}, status_code=503)
             if reply.raw:
-                return Response(str(reply.body), status_code=reply.status, headers=reply.headers)
-            if reply.status != 200:
-                return JSONResponse(reply.body, status_code=reply.status, headers=reply.headers)
-            return JSONResponse(_completion(body, reply), headers=reply.headers)
+                payload = str(reply.body)
+            elif reply.status != 200:
+                payload = json.dumps(reply.body, ensure_ascii=False)
+            else:
+                payload = json.dumps(_completion(body, reply), ensure_ascii=False)
+            if reply.echo_key:
+                given = request.headers.get("authorization", "").removeprefix("Bearer ")
+                payload = payload.replace("{api_key}", given)
+            headers = {"content-type": "application/json", **reply.headers}
+            if reply.trickle > 0 or reply.chunked:
+                return StreamingResponse(_stream(state, payload.encode(), reply.trickle), status_code=reply.status,
+                                         headers=headers)
+            return Response(payload, status_code=reply.status, headers=headers)
         finally:
             state.done()
 
