@@ -138,7 +138,8 @@ def test_every_frame_of_every_request_ends_before_the_hidden_row(tmp_path, sampl
     cost = outcome.results["models"]["vlm"]["cost"]
     assert cost["total"] == pytest.approx(sum(cost["tasks"].values()))
     itp_usage = outcome.results["models"]["vlm"]["usage"]["itp"]
-    assert cost["tasks"]["itp"] == pytest.approx((itp_usage["input_tokens"] * 1.0 + itp_usage["output_tokens"] * 2.0) / 1e6)
+    expected = (itp_usage["input_tokens"] * 1.0 + itp_usage["output_tokens"] * 2.0) / 1e6  # the test's prices: $1 in, $2 out per million
+    assert cost["tasks"]["itp"] == pytest.approx(expected)
     # Every request with earlier rows shown carries frames; all tasks are scored from real answers.
     assert all(any(p["type"] == "image_url" for p in parts) for name, i, parts in recorder.seen
                if name != "rpp" or i.row_index > 1)

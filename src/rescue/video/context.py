@@ -134,7 +134,8 @@ class VideoContext:
         before_made, before_reused = self.store.made, self.store.reused
         jobs: list[Callable[[], object]] = list(clips.values())
         for source, info, indices in by_digest.values():
-            jobs += [_bind(self.store.make_chunk, source, info, chunk) for chunk in self.store.frame_chunks(info, indices)]
+            chunks = self.store.frame_chunks(info, indices)
+            jobs += [_bind(self.store.make_chunk, source, info, chunk) for chunk in chunks]
         with ThreadPoolExecutor(self.options.workers) as pool:
             list(pool.map(lambda job: job(), jobs))
         summary.made = self.store.made - before_made

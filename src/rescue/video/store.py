@@ -109,8 +109,8 @@ class MediaStore:
         info = probe(path)
         if not info.has_video or not info.width or not info.height:
             raise VideoError(f"{path}: has no video stream that ffmpeg can read")
-        result = SourceInfo("" if self.probe_only else file_digest(path), info.duration, info.fps or 25.0, info.width, info.height,
-                            info.has_audio)
+        digest = "" if self.probe_only else file_digest(path)
+        result = SourceInfo(digest, info.duration, info.fps or 25.0, info.width, info.height, info.has_audio)
         with self._lock:
             self._index[key] = {"stamp": stamp, "info": asdict(result)}
             self._dirty = True
