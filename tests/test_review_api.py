@@ -287,6 +287,9 @@ def test_disagreement_goes_to_adjudication_and_the_final_pick_is_exported(app):
     assert exported[0]["rows"][0]["tone_of_voice"] == "weary" and exported[0]["rows"][0]["target"] == ["Sam"]
     provenance = ada.get("/api/export?provenance=true").json()["segments"][0]
     assert provenance["source"] == "adjudicated" and provenance["adjudicated_by"] == "ada"
+    # the final copy took the agreed target without an edit; verifying stored it, and the audit log says so
+    adopted = [(e["field"], e["new"]) for e in ada.get(seg_url(FIRST) + "/rows/1/audit").json() if e["action"] == "row.adopt"]
+    assert adopted == [("target", ["Sam"])]
 
 
 def test_agreement_and_draft_acceptance_per_field(app):

@@ -261,6 +261,8 @@ def save_row(
             if result.rowcount != 1:  # type: ignore[attr-defined]
                 raise Conflict(copy_rows(db, segment, copy, assigned)[row_index - 1])
         old_values = current["values"]
+        if version == 0:
+            _audit_adopted(db, actor, segment, copy, row_index, old_values, fields)
         for name, value in fields.items():
             if _dump(old_values.get(name)) != _dump(updated.get(name)):
                 _audit(db, actor, "row.edit", segment.sample_id, copy, row_index, name, old_values.get(name), updated.get(name))
@@ -268,6 +270,16 @@ def save_row(
             _audit(db, actor, "row.accept", segment.sample_id, copy, row_index, "accepted", sorted(old_accepted), new_accepted)
         _reopen(db, actor, segment.sample_id, copy)
     return version + 1
+
+
+def _audit_adopted(db: Session, actor: str, segment: Segment, copy: str, row_index: int, values: dict[str, Any],
+                   skip: Iterable[str]) -> None:
+    """A final copy starts from the annotators' agreed values; storing its row for the first time makes
+    those departures from the draft permanent, so the audit log shows them like any edit."""
+    draft = segment.rows[row_index - 1]
+    for name in FIELD_NAMES:
+        if name not in skip and _dump(draft.get(name)) != _dump(values.get(name)):
+            _audit(db, actor, "row.adopt", segment.sample_id, copy, row_index, name, draft.get(name), values.get(name))
 
 
 # --- segments ------------------------------------------------------------------------------------------------------
@@ -315,6 +327,7 @@ def verify(db: Session, actor: str, segment: Segment, copy: str, assigned: list[
                 db.add(RowCopy(segment_id=segment.sample_id, copy=copy, row_index=index, version=1,
                                values_json=_dump(row["values"]), accepted_json=_dump(everything), updated_by=actor,
                                updated_at=now()))
+                _audit_adopted(db, actor, segment, copy, index, row["values"], ())
         _set_state(db, actor, segment.sample_id, copy, "verified")
 
 

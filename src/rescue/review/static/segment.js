@@ -319,7 +319,10 @@
       case "longtext": return el("textarea", { id, rows: "2", disabled: readOnly, text: value ?? "", oninput: (e) => update(e.target.value || (f.nullable && value === null ? null : e.target.value)) });
       case "rows": return el("input", { id, type: "text", inputmode: "numeric", placeholder: "row numbers, e.g. 3, 5", disabled: readOnly,
         value: (value || []).join(", "),
-        oninput: (e) => update(e.target.value.split(/[\s,]+/).filter(Boolean).map(Number).filter((n) => Number.isInteger(n))) });
+        oninput: (e) => {
+          const rows = e.target.value.split(/[\s,]+/).filter(Boolean).map(Number).filter((n) => Number.isInteger(n));
+          update(rows.length || value !== null ? rows : null);  // cleared where the draft had none: back to null
+        } });
       case "list": return listControl(f, value || [], update, r);
       default: return el("span", { text: show(value) });
     }

@@ -11,6 +11,7 @@ from sqlalchemy import select
 
 from rescue.review.agreement import compute_agreement
 from rescue.review.api.deps import Db, PageUser, ProjectDep, get_segment, has_assignments
+from rescue.review.crud import assignments
 from rescue.review.models import User
 from rescue.review.progress import dashboard, project_progress
 
@@ -56,9 +57,13 @@ def adjudicate_page(segment_id: str, request: Request, actor: PageUser, project:
 
 
 @router.get("/segments/{segment_id:path}", response_class=HTMLResponse, name="segment_page")
-def segment_page(segment_id: str, request: Request, actor: PageUser, project: ProjectDep, copy: str = "mine") -> HTMLResponse:
+def segment_page(segment_id: str, request: Request, actor: PageUser, db: Db, project: ProjectDep,
+                 copy: str = "mine") -> HTMLResponse:
     get_segment(project, segment_id)
     ids = list(project.segments)
+    if has_assignments(db) and not actor.at_least("adjudicator"):  # previous / next within the queue
+        plan = assignments(db)
+        ids = [sid for sid in ids if actor.name in plan.get(sid, []) or sid == segment_id]
     position = ids.index(segment_id)
     boot = {"segment": segment_id, "copy": copy, "csrf": actor.csrf, "me": actor.name, "role": actor.role,
             "previous": ids[position - 1] if position > 0 else None,
