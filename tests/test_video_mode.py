@@ -277,15 +277,6 @@ def test_bad_video_options_are_rejected(tmp_path):
         RunConfig(out=str(tmp_path), mode="video")
     with pytest.raises(VideoError, match="one instance per request"):
         RunConfig(out=str(tmp_path), mode="video", video={"media_root": str(tmp_path)}, batch_size="4")
-    with pytest.raises(VideoError, match="--video-input"):
-        VideoOptions(media_root=str(tmp_path), video_input="gif")
-    with pytest.raises(VideoError, match="--frame-rate"):
-        VideoOptions(media_root=str(tmp_path), frame_rate=0)
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "OPENAI_API_KEY": "sk-test"}
-    return subprocess.run([sys.executable, "-m", "rescue", *args], capture_output=True, text=True, env=env, timeout=120)
 
 
 @pytest.mark.slow
@@ -335,3 +326,53 @@ def _all_no(task, body) -> str:
 
     ids = re.findall(r'"id":"([^"]+)"', body["messages"][-1]["content"].split("Items:")[-1])
     return json.dumps({"predictions": [{"id": i, "should_speak": "no"} for i in ids]})
+
+
+def test_unreadable_or_too_short_media_is_listed_before_anything_is_written(tmp_path, samples, media_root):
+    bad = tmp_path / "bad"
+    shutil.copytree(media_root, bad)
+    first, second = (bad / Path(s.source_file).parent.name / Path(s.source_file).with_suffix(".mp4").name
+                     for s in samples)
+    first.write_bytes(b"not a video at all")
+    make_indexed_video(second, 10, audio=False)
+    with serve(Reply.text("{}")) as server:
+        with pytest.raises(VideoError) as error:
+            run(_config(tmp_path, server, bad))
+        assert server.request_count == 0
+    message = str(error.value)
+    assert samples[0].sample_id in message and "not a readable video" in message
+    assert samples[1].sample_id in message and "lasts 10.00 s" in message
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("manifest, problem", [
+    ("{not json", "invalid JSON"),
+    ('{"version": 1}', "field segments"),
+    ('{"segments": [{"clip": "a.mp4"}]}', "field sample_id"),
+    ('{"segments": [{"sample_id": "x"}]}', "field clip"),
+])
+def test_a_broken_build_manifest_is_named(tmp_path, samples, manifest, problem):
+    (tmp_path / "manifest.json").write_text(manifest)
+    with pytest.raises(VideoError, match=problem) as error:
+        find_media(samples, tmp_path)
+    assert str(tmp_path / "manifest.json") in str(error.value)
+
+
+@pytest.mark.parametrize("field, value, option", [
+    ("media_match", "path", "--media-match"), ("video_input", "gif", "--video-input"), ("frame_rate", 0, "--frame-rate"),
+    ("max_frames", 0, "--max-frames"), ("frame_size", 8, "--frame-size"), ("workers", 0, "workers"),
+    ("unknown_option", 1, "unknown video option"),
+])
+def test_bad_video_options_name_the_option(tmp_path, field, value, option):
+    with pytest.raises(VideoError, match=option):
+        RunConfig(out=str(tmp_path), mode="video", video={"media_root": str(tmp_path), field: value})
+
+
+def test_video_options_need_a_video_mode_and_rescore_media_root_a_video_run(tmp_path):
+    from rescue.engine.runner import RunError
+
+    with pytest.raises(RunError, match="need --mode video"):
+        RunConfig(out=str(tmp_path), mode="dialogue", video={"media_root": str(tmp_path)})
+    run(RunConfig(out=str(tmp_path / "text"), tasks=["itp"], quiet=True, bertscore=False, limit_samples=1))
+    with pytest.raises(RunError, match="uses no media"):
+        rescore(tmp_path / "text", media_root=str(tmp_path))
