@@ -18,7 +18,7 @@ from _support import RELEASE_SAMPLES, default_source, print_table, write_scaled
 from rescue.data.loading import load_samples
 from rescue.tasks import TASKS, get_task
 from rescue.tasks.base import MODES, RenderOptions
-from rescue.testing.oracle import batches_by_sample
+from rescue.tasks.batching import group_batches
 
 TARGET_SECONDS = 1.0
 
@@ -41,7 +41,7 @@ def build_all(samples, task_names: list[str]) -> tuple[float, int, int, dict[str
         task = get_task(name)
         instances = task.build(samples)
         instances_total += len(instances)
-        batches = batches_by_sample(instances, task.default_batch_size)
+        batches = group_batches(instances, task.default_batch_size)
         for mode in MODES:
             options = RenderOptions(mode=mode)
             for batch in batches:

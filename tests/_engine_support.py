@@ -10,23 +10,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rescue.engine.runner import make_batches
 from rescue.tasks import get_task
 from rescue.tasks.base import Instance, RenderOptions
 from rescue.testing.openai_server import Reply, request_key
+from rescue.testing.oracle import OracleScript
 
 
 def oracle_answers(task_name: str, instances: list[Instance], batch_size: int = 1,
                    options: RenderOptions | None = None) -> dict[str, str]:
-    """request key -> perfect answer, for every batch of ``batch_size`` and every single instance."""
-    task = get_task(task_name)
-    options = options or RenderOptions()
-    answers: dict[str, str] = {}
-    groups = make_batches(instances, batch_size) + [[i] for i in instances]
-    for batch in groups:
-        messages = task.render(batch, options)
-        answers[request_key({"messages": messages})] = task.format_answer(batch, {i.instance_id: i.gold for i in batch})
-    return answers
+    """request key -> perfect answer, for every batch the runner forms at ``batch_size`` and every single
+    instance (the package's oracle, without its fallback answer for unknown requests)."""
+    return OracleScript.for_instances(get_task(task_name), instances, batch_size, options).answers
 
 
 def oracle_script(answers: dict[str, str]):

@@ -8,7 +8,10 @@ import threading
 import pytest
 from _engine_support import itp_instances, oracle_answers, oracle_script, read_jsonl
 
-from rescue.engine.runner import RunConfig, make_batches, rescore, run
+from rescue.engine.runner import RunConfig, rescore, run
+from rescue.tasks import get_task
+from rescue.tasks.base import RenderOptions
+from rescue.testing.oracle import run_batches
 from rescue.testing.openai_server import Reply, request_key, serve
 
 PREDICTION_KEYS = {"model", "task", "instance_id", "sample_id", "scenario", "gold", "prediction", "raw", "status"}
@@ -76,7 +79,7 @@ def test_batches_reask_missing_instances_singly(tmp_path):
     results = json.loads((tmp_path / "run" / "results.json").read_text())
     assert results["models"]["test-model"]["itp"]["all"]["f1"] == 1.0
     assert results["models"]["test-model"]["itp"]["all"]["failures"] == 0
-    batches = make_batches(instances, 4)
+    batches = run_batches(get_task("itp"), instances, 4, RenderOptions())
     multi = [b for b in batches if len(b) > 1]
     assert multi
     # Each batch once, plus one single re-ask of the left-out instance per multi-instance batch; nothing twice.

@@ -6,7 +6,7 @@ import pytest
 
 from rescue.tasks import TASKS
 from rescue.tasks.base import RenderOptions
-from rescue.testing.oracle import OracleScript, batches_by_sample, gold_value
+from rescue.testing.oracle import OracleScript, gold_value, run_batches
 
 
 @pytest.mark.parametrize("name", list(TASKS))
@@ -17,7 +17,7 @@ def test_oracle_answers_parse_back_to_gold(name, demo_samples):
     instances = task.build(demo_samples)
     assert instances, f"the demo data builds no {name} instance"
     # Batches of 3 and single instances (the engine's retry shape) are both known.
-    for batch in [*batches_by_sample(instances, 3)[:5], [instances[-1]]]:
+    for batch in [*run_batches(task, instances, 3, options)[:5], [instances[-1]]]:
         reply = script({"messages": task.render(batch, options)})
         predictions = task.parse(reply.content, batch)
         for instance in batch:

@@ -68,7 +68,7 @@ def _content_text(messages: list[dict[str, Any]]) -> str:
 def estimate_run(config: Any) -> RunEstimate:
     """Count what ``rescue run`` with ``config`` would send; reads the data (and probes the media), writes nothing."""
     from rescue.data.loading import load_samples
-    from rescue.engine.runner import _batch_size, _build_options, load_task, make_batches
+    from rescue.engine.runner import _build_options, batch_plan, load_task
 
     samples = load_samples(config.data)
     if config.limit_samples:
@@ -83,9 +83,9 @@ def estimate_run(config: Any) -> RunEstimate:
     for name in config.tasks:
         task = load_task(name)
         instances = task.build(samples, **_build_options(config, task))
-        size = 1 if video is not None else _batch_size(config, task)
+        batches = [[i] for i in instances] if video is not None else batch_plan(config, task, instances).batches
         estimate = TaskEstimate(name, instances=len(instances))
-        for batch in make_batches(instances, size):
+        for batch in batches:
             estimate.requests += 1
             estimate.text_tokens += text_tokens(_content_text(task.render(batch, options)))
             estimate.max_output_tokens += int(config.max_tokens or task.max_tokens)

@@ -44,6 +44,8 @@ from rescue.tasks.base import (
     make_record,
 )
 
+from rescue.tasks.batching import BatchPlan, plan_batches
+
 RESULTS = "results.json"
 PREDICTIONS = "predictions.jsonl"
 CACHE = "cache.sqlite"
@@ -200,18 +202,12 @@ def load_task(name: str) -> Task:
     return get_task(name)
 
 
-def make_batches(instances: list[Instance], size: int) -> list[list[Instance]]:
-    """Consecutive instances of one sample, at most ``size`` per batch (0: the whole sample)."""
-    batches: list[list[Instance]] = []
-    current: list[Instance] = []
-    for instance in instances:
-        if current and (current[0].sample_id != instance.sample_id or (size > 0 and len(current) >= size)):
-            batches.append(current)
-            current = []
-        current.append(instance)
-    if current:
-        batches.append(current)
-    return batches
+def batch_plan(config: RunConfig, task: Task, instances: list[Instance]) -> BatchPlan:
+    """The run's batches of one task: the requested grouping, split wherever it would leak (tasks.batching)."""
+    from rescue.tasks.prompts import context_size
+
+    return plan_batches(task, instances, _batch_size(config, task),
+                        context_size(config.context_size, int(task.default_context_size)))
 
 
 def _batch_size(config: RunConfig, task: Task) -> int:
@@ -306,7 +302,7 @@ async def run_pair(model: TaskModel, task: Task, instances: list[Instance], conf
                    progress: TaskProgress) -> list[PredictionRecord]:
     options = RenderOptions(mode=config.mode, context_size=config.context_size)  # type: ignore[arg-type]
     model.prepare(task, instances)
-    batches = make_batches(instances, _batch_size(config, task))
+    batches = batch_plan(config, task, instances).batches
     # A batch renders its prompt as soon as it starts; without a gate every prompt of the run would sit in
     # memory at once while waiting for the limiter. Twice the concurrency keeps the limiter fed.
     gate = asyncio.Semaphore(max(2 * config.concurrency, 8))
@@ -414,6 +410,7 @@ class Runner:
         self.offline = offline  # rescore: answers come from the cache only, nothing is requested
         self.out = Path(config.out)
         self.prices = PriceTable.load(config.prices)
+        self.plans: dict[str, BatchPlan] = {}
         self.given: dict[str, Model | TaskModel] = {m.name: m for m in models}
         if self.given:
             config.models = list(dict.fromkeys([*config.models, *self.given]))
@@ -475,6 +472,7 @@ class Runner:
         cache = self._cache()
         if video is not None:  # every frame or clip is made (or found) before the first request
             tasks = video.wrap_tasks(tasks, instances, config.context_size, log)
+        self.plans = {name: batch_plan(config, task, instances[name]) for name, task in tasks.items()}
         budget = Budget(config.max_cost, self.prices)
         log.event("start", offline=self.offline, models=config.model_specs, tasks=config.tasks,
                   instances={n: len(v) for n, v in instances.items()}, cache=str(cache.path))
@@ -573,6 +571,8 @@ class Runner:
                     "offline": self.offline},
             "cost": {"total": None if total is None else round(total, 6), "spent_this_run": round(budget.spent, 6)},
             "models": block,
+            # How each task's requests were formed (the same for every model), batches split against leaks counted.
+            "batching": {name: plan.summary() for name, plan in self.plans.items()},
         }
 
 

@@ -163,6 +163,7 @@ class EmotionRecognition:
     early_fraction: ClassVar[float] = 0.3  # the first 30% of rows never hold a checkpoint
     declaration: ClassVar[Declaration] = Declaration(
         shows_row=True,
+        hidden="none",
         options=ErOptions,
         metrics=(
             # The paper's S_ER = (judge emotion score + intensity score) / 2.

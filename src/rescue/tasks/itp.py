@@ -62,6 +62,7 @@ class InterventionTimingTask:
     answer_key: ClassVar[str] = "should_speak"
     declaration: ClassVar[Declaration] = Declaration(
         shows_row=True,
+        hidden="next_row",
         options=ItpOptions,
         metrics=(
             Metric("precision", "P"),

@@ -79,10 +79,10 @@ class EncodedRows:
 
     def context(self, current: int, k: int) -> RawJSON:
         """The JSON list of :func:`context_rows`."""
-        return RawJSON("[" + ",".join(self._rows[_window(current, k)]) + "]")
+        return RawJSON("[" + ",".join(self._rows[context_window(current, k)]) + "]")
 
 
-def _window(current: int, k: int) -> slice:
+def context_window(current: int, k: int) -> slice:
     """0-based slice of the rows strictly before 1-based row ``current``: none for k=0, all for k=-1, else the last k."""
     if k == 0 or current <= 1:
         return slice(0, 0)
@@ -92,7 +92,7 @@ def _window(current: int, k: int) -> slice:
 
 def context_rows(sample: Sample, current: int, k: int) -> list[Row]:
     """Rows strictly before 1-based row ``current``: none for k=0, all for k=-1, else the last k."""
-    return sample.rows[_window(current, k)]
+    return sample.rows[context_window(current, k)]
 
 
 # A private-use character marks where a RawJSON fragment goes; it never occurs in the transcripts.

@@ -118,6 +118,9 @@ class Declaration:
     # Whether the prompt shows the instance's own row (ITP's decision row, ER/VP's current turn) or hides it
     # (RPP/STP/SSP predict it). Video mode's media runs up to the first hidden row, never into it.
     shows_row: bool = False
+    # What an instance hides that would give its answer away, and so must not appear in another item of its
+    # batch: its own row (RPP, STP, SSP), the row after it (ITP: its speaker is the answer) or nothing (ER, VP).
+    hidden: Literal["row", "next_row", "none"] = "row"
 
 
 O = TypeVar("O", bound=TaskOptions)

@@ -192,6 +192,7 @@ class ViewpointPrediction:
     max_tokens: ClassVar[int] = 2200
     declaration: ClassVar[Declaration] = Declaration(
         shows_row=True,
+        hidden="none",
         options=VpOptions,
         metrics=(
             Metric("judge", "judge", headline=True, percent=False, digits=2, needs_judge=True),

@@ -1,7 +1,7 @@
 """A test-server script that answers like a perfect model: the gold labels, in each task's own answer schema.
 
-Every request the engine can send is rendered ahead with the tasks' own ``render`` — each batch, and each
-instance alone (the shape of a retry) — and keyed by its messages; a request is answered with
+Every request the engine can send is rendered ahead with the tasks' own ``render`` — each batch the runner
+forms (:func:`run_batches`), and each instance alone (the shape of a retry) — and keyed by its messages; a request is answered with
 ``task.format_answer(batch, gold)``. So a run against :func:`rescue.testing.serve` with this script goes
 through request, parse and scoring for real and must score perfectly on closed tasks. A request the table
 does not know (other batching, other options) is answered with an empty prediction list and counted in
@@ -11,26 +11,14 @@ does not know (other batching, other options) is answered with an empty predicti
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from rescue.data.models import Sample
 from rescue.tasks.base import Instance, RenderOptions, Task
+from rescue.tasks.batching import plan_batches
+from rescue.tasks.prompts import context_size
 from rescue.testing.openai_server import Reply, request_key
-
-Batcher = Callable[[list[Instance], int], list[list[Instance]]]
-
-
-def batches_by_sample(instances: list[Instance], batch_size: int) -> list[list[Instance]]:
-    """Consecutive instances of one sample, ``batch_size`` at a time (0: the whole sample)."""
-    groups: dict[str, list[Instance]] = {}
-    for instance in instances:
-        groups.setdefault(instance.sample_id, []).append(instance)
-    batches: list[list[Instance]] = []
-    for group in groups.values():
-        size = batch_size if batch_size > 0 else len(group)
-        batches.extend(group[start : start + size] for start in range(0, len(group), size))
-    return batches
 
 
 def gold_value(task: Task, instance: Instance) -> Any:
@@ -40,6 +28,12 @@ def gold_value(task: Task, instance: Instance) -> Any:
         gold = instance.gold
         return list(gold) if isinstance(gold, (list, tuple)) else [gold]
     return instance.gold
+
+
+def run_batches(task: Task, instances: list[Instance], batch_size: int, options: RenderOptions) -> list[list[Instance]]:
+    """The batches ``rescue run`` sends for these instances (leak-free grouping, rescue.tasks.batching)."""
+    k = context_size(options.context_size, int(task.default_context_size))
+    return plan_batches(task, instances, batch_size, k).batches
 
 
 class OracleScript:
@@ -52,22 +46,36 @@ class OracleScript:
         options: RenderOptions | None = None,
         *,
         batch_size: int | None = None,
-        batcher: Batcher = batches_by_sample,
         build_options: dict[str, Any] | None = None,
     ):
         self.options = options or RenderOptions()
         self._answers: dict[str, str] = {}
         for task in tasks:
             instances = task.build(samples, **(build_options or {}).get(task.name, {}))
-            size = task.default_batch_size if batch_size is None else batch_size
-            singles = [[instance] for instance in instances]
-            for batch in [*batcher(instances, size), *singles]:
-                messages = task.render(batch, self.options)
-                values = {i.instance_id: gold_value(task, i) for i in batch}
-                self._answers[request_key({"messages": messages})] = task.format_answer(batch, values)
+            self.add(task, instances, task.default_batch_size if batch_size is None else batch_size)
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+
+    @classmethod
+    def for_instances(cls, task: Task, instances: list[Instance], batch_size: int = 1,
+                      options: RenderOptions | None = None) -> OracleScript:
+        """An oracle for these instances of one task only."""
+        script = cls([], [], options)
+        script.add(task, instances, batch_size)
+        return script
+
+    def add(self, task: Task, instances: list[Instance], batch_size: int) -> None:
+        """Answer every batch the runner forms at ``batch_size``, and every instance alone (a re-ask)."""
+        for batch in [*run_batches(task, instances, batch_size, self.options), *([i] for i in instances)]:
+            messages = task.render(batch, self.options)
+            values = {i.instance_id: gold_value(task, i) for i in batch}
+            self._answers[request_key({"messages": messages})] = task.format_answer(batch, values)
+
+    @property
+    def answers(self) -> dict[str, str]:
+        """request key -> the perfect answer."""
+        return dict(self._answers)
 
     def __len__(self) -> int:
         return len(self._answers)

@@ -1,0 +1,108 @@
+"""Forming requests: which instances share one prompt.
+
+A batch holds instances of one sample, consecutive, at most ``size`` of them (the authors' grouping; size 0
+is the whole sample). Batching must never show the model what an item hides: an ITP item hides the row
+after its decision row (its speaker is the answer), an RPP, STP or SSP item hides its own target row (its
+text, targets and strategy give the gold away), and the prior context of a later item in the same sample
+can hold exactly those rows. :func:`plan_batches` therefore splits an authors' batch wherever one item
+would show another item's hidden row, and counts the batches it split.
+
+What each task hides and shows is its declaration (``hidden``, ``shows_row``); the rows an item shows are
+those its prompt renders: the context window before its row (``render.context_window``), plus the row itself
+where the task shows it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rescue.tasks.base import Instance, Task
+from rescue.tasks.render import context_window
+
+
+def group_batches(instances: Sequence[Instance], size: int) -> list[list[Instance]]:
+    """Consecutive instances of one sample, at most ``size`` per batch (0: the whole sample)."""
+    batches: list[list[Instance]] = []
+    current: list[Instance] = []
+    for instance in instances:
+        if current and (current[0].sample_id != instance.sample_id or (size > 0 and len(current) >= size)):
+            batches.append(current)
+            current = []
+        current.append(instance)
+    if current:
+        batches.append(current)
+    return batches
+
+
+def hidden_rows(task: Task, instance: Instance) -> set[int]:
+    """The rows whose content would give ``instance``'s answer away."""
+    hidden = task.declaration.hidden
+    if hidden == "row":
+        return {instance.row_index}
+    if hidden == "next_row":
+        return {instance.row_index + 1}
+    return set()
+
+
+def shown_rows(task: Task, instance: Instance, context_size: int) -> set[int]:
+    """The rows ``instance``'s part of a prompt renders for context size ``context_size`` (-1: all before)."""
+    current = instance.row_index
+    window = context_window(current, context_size)
+    rows = set(range(window.start + 1, window.stop + 1))
+    if task.declaration.shows_row:
+        rows.add(current)
+    return rows
+
+
+def leaks(task: Task, batch: Sequence[Instance], context_size: int) -> list[tuple[str, str, int]]:
+    """``(hiding item, showing item, row)`` for every row one item of ``batch`` hides and another shows."""
+    found = []
+    for hider in batch:
+        hidden = hidden_rows(task, hider)
+        if not hidden:
+            continue
+        for shower in batch:
+            if shower is not hider:
+                found += [(hider.instance_id, shower.instance_id, row)
+                          for row in sorted(hidden & shown_rows(task, shower, context_size))]
+    return found
+
+
+def _fits(task: Task, group: list[Instance], instance: Instance, context_size: int) -> bool:
+    shown = shown_rows(task, instance, context_size)
+    hidden = hidden_rows(task, instance)
+    return all(not (hidden_rows(task, other) & shown) and not (hidden & shown_rows(task, other, context_size))
+               for other in group)
+
+
+@dataclass
+class BatchPlan:
+    """The batches of one task, and how many of the authors' batches had to be split."""
+
+    size: int
+    batches: list[list[Instance]] = field(default_factory=list)
+    grouped: int = 0  # batches the plain grouping would send
+    split: int = 0  # of those, how many were split so that no item shows another's hidden row
+
+    def summary(self) -> dict[str, Any]:
+        return {"batch_size": self.size, "batches": len(self.batches), "grouped_batches": self.grouped,
+                "split_batches": self.split, "leak_free": True}
+
+
+def plan_batches(task: Task, instances: Sequence[Instance], size: int, context_size: int) -> BatchPlan:
+    """The authors' grouping, each group split (first fit, order kept) so that no batch leaks."""
+    plan = BatchPlan(size)
+    for group in group_batches(instances, size):
+        parts: list[list[Instance]] = []
+        for instance in group:
+            home = next((part for part in parts if _fits(task, part, instance, context_size)), None)
+            if home is None:
+                parts.append([instance])
+            else:
+                home.append(instance)
+        plan.grouped += 1
+        plan.split += len(parts) > 1
+        plan.batches += parts
+    return plan
