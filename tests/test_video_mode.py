@@ -138,7 +138,8 @@ def test_every_frame_of_every_request_ends_before_the_hidden_row(tmp_path, sampl
     cost = outcome.results["models"]["vlm"]["cost"]
     assert cost["total"] == pytest.approx(sum(cost["tasks"].values()))
     itp_usage = outcome.results["models"]["vlm"]["usage"]["itp"]
-    expected = (itp_usage["input_tokens"] * 1.0 + itp_usage["output_tokens"] * 2.0) / 1e6  # the test's prices: $1 in, $2 out per million
+    # The test's prices: $1 per million input tokens, $2 per million output tokens.
+    expected = (itp_usage["input_tokens"] * 1.0 + itp_usage["output_tokens"] * 2.0) / 1e6
     assert cost["tasks"]["itp"] == pytest.approx(expected)
     # Every request with earlier rows shown carries frames; all tasks are scored from real answers.
     assert all(any(p["type"] == "image_url" for p in parts) for name, i, parts in recorder.seen
@@ -359,8 +360,9 @@ def test_a_broken_build_manifest_is_named(tmp_path, samples, manifest, problem):
 
 
 @pytest.mark.parametrize("field, value, option", [
-    ("media_match", "path", "--media-match"), ("video_input", "gif", "--video-input"), ("frame_rate", 0, "--frame-rate"),
-    ("max_frames", 0, "--max-frames"), ("frame_size", 8, "--frame-size"), ("workers", 0, "workers"),
+    ("media_match", "path", "--media-match"), ("video_input", "gif", "--video-input"),
+    ("frame_rate", 0, "--frame-rate"), ("max_frames", 0, "--max-frames"), ("frame_size", 8, "--frame-size"),
+    ("workers", 0, "workers"),
     ("unknown_option", 1, "unknown video option"),
 ])
 def test_bad_video_options_name_the_option(tmp_path, field, value, option):
