@@ -1,8 +1,8 @@
 """Which stretch of a sample's video an instance may see: the spans of the rows its prompt shows, cut where
 the first hidden row starts.
 
-The prompt of every task shows the rows of its context window (``rescue.tasks.render.context_rows``) and,
-for ITP, ER and VP, the instance's own row; RPP, STP and SSP hide their row. The first hidden row is
+The prompt of every task shows the rows of its context window and, for ITP, ER and VP, the instance's own
+row (``rescue.tasks.batching.shown_rows``); RPP, STP and SSP hide their row. The first hidden row is
 therefore row t+1 or row t (``Declaration.shows_row``); the media ends at the earliest start of that row or any
 later one, so no frame shown from that moment on, and no audio from it, is ever sent.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from rescue.data.models import Sample
 from rescue.tasks.base import Instance, Task
-from rescue.tasks.render import context_rows
+from rescue.tasks.batching import shown_rows
 
 
 @dataclass(frozen=True)
@@ -57,13 +57,12 @@ def hidden_limit(sample: Sample, first_hidden: int) -> float:
 
 def media_window(task: Task, instance: Instance, k: int | None) -> MediaWindow:
     sample = instance.sample
-    rows = list(context_rows(sample, instance.row_index, context_size(task, k)))
-    if task.declaration.shows_row:
-        rows.append(sample.row(instance.row_index))
+    # The rows the prompt renders, by the same rule that keeps batches leak-free.
+    shown = sorted(shown_rows(task, instance, context_size(task, k)))
     first_hidden = instance.row_index + 1 if task.declaration.shows_row else instance.row_index
     limit = hidden_limit(sample, first_hidden)
     spans = []
-    for row in rows:
+    for row in (sample.row(index) for index in shown):
         end = min(row.end_time, limit)
         if end > row.start_time:
             spans.append(Span(row.row_index, row.start_time, end))
