@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -32,6 +32,10 @@ def report(
         "--allow-mixed", help="Show runs that differ in data, task options, judge, BERTScore backbone, gold or "
         "instance set side by side (cells with their instance counts, marked where the set differs) instead "
         "of refusing.")] = False,
+    reference: Annotated[Optional[str], typer.Option(
+        "--reference", help="paper: add the paper's published numbers (Table 5, Table 11, the ten-model average) "
+        "as reference rows, compare each system with them (and say where a column is not comparable) and add a "
+        "reproduction section to report.html. Never part of a significance test.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
 ) -> None:
     """Leaderboards (Markdown, LaTeX, CSV) with bootstrap CIs, paired comparisons, the paper's analyses,
@@ -42,14 +46,52 @@ def report(
 
     if cluster not in CLUSTERS:
         raise ReportError(f"--cluster {cluster!r}: choose one of {', '.join(CLUSTERS)}")
+    from rescue.report.reference import check_reference
+
+    check_reference(reference)
 
     def progress(message: str) -> None:
         err_console.print(f"[dim]{message}[/]", highlight=False)
 
     options = ReportOptions(n_resamples=bootstrap, seed=seed, level=level, alpha=alpha, context_rows=context_rows,
-                            html=html, cluster=cluster, allow_mixed=allow_mixed, progress=None if quiet else progress)
+                            html=html, cluster=cluster, allow_mixed=allow_mixed, reference=reference,
+                            progress=None if quiet else progress)
     result = build_report(run_dirs, out, data=data, options=options)
+    if result.reference:
+        _print_reference(result.reference)
     for note in result.notes:
         console.print(f"[yellow]note:[/] {note}", highlight=False)
     console.print(f"Wrote {len(result.files)} files to {result.out}"
                   + (f"; open {result.out / 'report.html'}" if html else ""), highlight=False)
+
+
+def _print_reference(items: list) -> None:
+    """Per system and metric (pooled): ours, the paper's, the difference, or a numbered reason why there is none."""
+    from rich.table import Table
+
+    from rescue.report.reference import rows_text
+
+    pooled = [c for c in items if c.scope == "all"]
+    reasons: list[str] = []
+    caveats: set[str] = set()
+    for system in dict.fromkeys(c.system for c in pooled):
+        mine = [c for c in pooled if c.system == system]
+        console.print(f"[bold]{system}[/] against the paper's {mine[0].paper_model} (pooled)", highlight=False)
+        table = Table()
+        for header in ("metric", "ours", "paper", "ours − paper"):
+            table.add_column(header, justify="left" if header == "metric" else "right", no_wrap=True)
+        for item, row in zip(mine, rows_text(mine)):
+            difference = row[7]
+            if item.reason:
+                if item.reason not in reasons:
+                    reasons.append(item.reason)
+                difference = f"not comparable [{reasons.index(item.reason) + 1}]"
+            elif item.caveat:
+                caveats.add(item.caveat.split(":")[0])
+            table.add_row(row[3], row[4], row[6], difference)
+        console.print(table)
+    for number, reason in enumerate(reasons, start=1):
+        console.print(f"[{number}] {reason}.", highlight=False)
+    if caveats:
+        console.print("Comparable columns of a run smaller than the paper's differ by sampling too: see the "
+                      "intervals in reference.md and report.html.", highlight=False)

@@ -66,7 +66,9 @@ def _finish(outcome: Any, quiet: bool) -> None:
 
 @app.command("run")
 def run_command(
-    out: Annotated[Path, typer.Option("--out", help="The run directory (results.json, predictions.jsonl, cache, log).")],
+    ctx: typer.Context,
+    out: Annotated[Optional[Path], typer.Option(
+        "--out", help="The run directory (results.json, predictions.jsonl, cache, log); not needed with --dry-run.")] = None,
     model: Annotated[Optional[list[str]], typer.Option(
         "--model", help="A model to evaluate; repeat for several. PRESET/ID (openai/, deepseek/, dashscope/, "
         "kimi/, openrouter/, ollama/ ...), any id with --base-url, baseline/NAME or local/NAME. "
@@ -144,13 +146,20 @@ def run_command(
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Print the requests, images and estimated tokens and cost per model and task; send "
         "and write nothing.")] = False,
+    suite: Annotated[Optional[str], typer.Option(
+        "--suite", help="paper (the paper's ten models, settings and judge) or a suite TOML file of your own: "
+        "its models and run settings (options given here win). See docs/report.md.")] = None,
 ) -> None:
     """Evaluate models on the tasks and write the run directory, then print a leaderboard."""
     from rescue.engine.runner import RunConfig, run
     from rescue.tasks import parse_task_options
 
+    if out is None and not dry_run:
+        from rescue.engine.runner import RunError
+
+        raise RunError("--out DIR is required (the run directory), except with --dry-run")
     config = RunConfig(
-        out=str(out),
+        out=str(out or "."),
         models=list(model or []),
         tasks=[t.strip() for t in tasks.split(",") if t.strip()],
         data=None if data is None else str(data),
@@ -191,7 +200,21 @@ def run_command(
         bertscore_rescale=bertscore_rescale,
         quiet=quiet,
     )
+    loaded = None
+    if suite is not None:
+        from click.core import ParameterSource
+
+        from rescue.suites import apply_suite, load_suite
+
+        loaded = load_suite(suite)
+        given = {n for n in ctx.params if ctx.get_parameter_source(n) == ParameterSource.COMMANDLINE}
+        renamed = {"judge": "judges", "model": "models"}  # option name -> RunConfig field
+        config = apply_suite(config, loaded, explicit={renamed.get(n, n) for n in given})
     if dry_run:
+        if loaded is not None:
+            from rescue.suites import print_plan
+
+            print_plan(console, loaded, config)
         _print_estimate(config)
         return
     _finish(run(config), quiet)

@@ -52,6 +52,9 @@ PRESETS: dict[str, Provider] = {
         Provider("dashscope-intl", "https://dashscope-intl.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY",
                  extra_body={"enable_thinking": False}),
         Provider("kimi", "https://api.moonshot.ai/v1", "MOONSHOT_API_KEY"),
+        # MiniMax's OpenAI-compatible endpoint (the paper's MiniMax M2.5). JSON mode is not documented there:
+        # the prompts ask for JSON and the parsers read it from plain text.
+        Provider("minimax", "https://api.minimax.io/v1", "MINIMAX_API_KEY", json_mode=False),
         Provider("openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
         Provider("together", "https://api.together.xyz/v1", "TOGETHER_API_KEY"),
         Provider("groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY"),

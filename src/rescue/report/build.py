@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -17,7 +18,15 @@ from rescue.report.bootstrap import DEFAULT_CLUSTER
 from rescue.report.columns import COLUMNS, HEADLINE
 from rescue.report.comparability import ComparabilityError, check, refusal
 from rescue.report.comparisons import compare_systems, comparisons_csv, comparisons_markdown
-from rescue.report.html import Figure, HtmlTable, comparison_tables, leaderboard_tables, render_html, shaded_table
+from rescue.report.html import (
+    Figure,
+    HtmlTable,
+    comparison_tables,
+    leaderboard_tables,
+    render_html,
+    reproduction_table,
+    shaded_table,
+)
 from rescue.report.leaderboard import (
     Cell,
     build_leaderboard,
@@ -45,6 +54,7 @@ class ReportOptions:
     html: bool = True
     cluster: str = DEFAULT_CLUSTER  # the bootstrap's resampling unit: "group" (session group) or "sample"
     allow_mixed: bool = False  # show runs that are not comparable side by side instead of refusing
+    reference: str | None = None  # "paper": the published numbers as reference rows and a reproduction section
     progress: Callable[[str], None] | None = None  # told each step as it starts
 
 
@@ -53,6 +63,7 @@ class ReportOutput:
     out: Path
     files: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    reference: list[Any] = field(default_factory=list)  # ReferenceComparison rows with --reference
 
 
 def resolve_samples(systems: Sequence[System], data: Path | None) -> tuple[list[Sample], str]:
@@ -130,6 +141,17 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
     comparisons = compare_systems(systems, aggregates, scopes_of(systems), n_resamples=options.n_resamples,
                                   seed=options.seed, level=options.level, cluster=options.cluster)
     mark_significance(board, comparisons)
+    reproduction: list[HtmlTable] = []
+    if options.reference:
+        from rescue.report import reference
+
+        reference.check_reference(options.reference)
+        # Added after every test: published rows are never compared, bolded or resampled.
+        board.rows.extend(reference.reference_rows(board))
+        result.reference = reference.compare_with_paper(systems, board)
+        write("reference.md", reference.reference_markdown(result.reference))
+        write("reference.csv", reference.reference_csv(result.reference))
+        reproduction.append(reproduction_table(result.reference))
     write("leaderboard.md", to_markdown(board))
     write("leaderboard.tex", to_latex(board))
     write("leaderboard.csv", to_csv(board))
@@ -238,6 +260,7 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
             comparisons=(comparison_tables(comparisons, options.alpha, options.cluster) if comparisons else [])
             + ([gains_table(gains, options.alpha)] if gains else []),
             analyses=tables + matrices,
+            reproduction=reproduction,
             figures=figs,
             notes=[f"Data: {data_name}.", *result.notes],
             context_rows=options.context_rows,

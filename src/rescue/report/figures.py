@@ -122,14 +122,14 @@ def stacked_shares(frame: pd.DataFrame, title: str) -> Rendered:
 
 
 def metric_bars(board: Leaderboard, headers: Sequence[str], scope: str = "all", title: str = "") -> Rendered:
-    """One panel per metric (two per row): a horizontal bar per system with its bootstrap CI; published
-    reference rows are hatched and carry no interval."""
+    """One panel per metric (two per row): a horizontal bar per system with its bootstrap CI (published
+    reference rows are left to the report's reproduction section)."""
     columns = [c for c in board.columns if c.id in headers]
-    rows = board.scope_rows(scope)
+    rows = [r for r in board.scope_rows(scope) if not r.published]
     count = max(len(columns), 1)
     ncols = 2 if count > 1 else 1
     nrows = (count + ncols - 1) // ncols
-    names = [r.system + (" (published)" if r.published else "") for r in rows]
+    names = [r.system for r in rows]
     height = max(2.2, 0.8 + 0.32 * len(rows))
     figure, axes_grid = plt.subplots(nrows, ncols, figsize=(10.0, height * nrows), squeeze=False, layout="constrained")
     for k, axes in enumerate(axes_grid.flat):
@@ -145,8 +145,7 @@ def metric_bars(board: Leaderboard, headers: Sequence[str], scope: str = "all", 
             error = None
             if cell.low is not None and cell.high is not None:
                 error = [[value - cell.low * column.scale], [cell.high * column.scale - value]]
-            axes.barh(y, value, xerr=error, capsize=3, color="#c9d3e6" if row.published else "#4C72B0",
-                      hatch="//" if row.published else None, edgecolor="#4C72B0")
+            axes.barh(y, value, xerr=error, capsize=3, color="#4C72B0")
         axes.set_yticks(range(len(rows)), names if k % ncols == 0 else [""] * len(rows))
         axes.invert_yaxis()
         axes.set_title(column.header + (" (%)" if column.scale == 100 else ""))

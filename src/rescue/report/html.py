@@ -117,6 +117,23 @@ def shaded_table(title: str, matrix: Any, note: str = "", *, percent: bool = Fal
     return HtmlTable(title, [corner, *(str(c) for c in matrix.columns)], rows, note, collapsed=True)
 
 
+def reproduction_table(items: Sequence[Any]) -> HtmlTable:
+    """Ours with our interval against the paper's value: whether the published number falls inside it."""
+    from rescue.report.reference import HEADERS, reference_note, rows_text
+
+    rows: list[list[Any]] = []
+    for item, text in zip(items, rows_text(items)):
+        cells: list[Any] = list(text)
+        cells[4] = escape(text[4]) + (Markup(' <small class="ci">{}</small>').format(text[5]) if text[5] else Markup(""))
+        verdict = {True: ("inside", "correct"), False: ("outside", "wrong"), None: (text[8], "muted")}[item.inside]
+        cells[8] = Markup('<span class="{}">{}</span>').format(verdict[1], verdict[0])
+        cells[9] = Markup('<span class="note">{}</span>').format(text[9])
+        del cells[5]
+        rows.append(cells)
+    headers = [h for k, h in enumerate(HEADERS) if k != 5]
+    return HtmlTable("Our scores against the paper's", headers, rows, reference_note())
+
+
 def _transcripts(samples: Sequence[Sample], wanted: set[str]) -> dict[str, list[dict[str, Any]]]:
     return {
         s.sample_id: [
@@ -165,6 +182,7 @@ def render_html(
     figures: Sequence[Figure],
     notes: Sequence[str],
     context_rows: int = 8,
+    reproduction: Sequence[HtmlTable] = (),
 ) -> str:
     environment = Environment(loader=PackageLoader("rescue.report", "templates"), autoescape=select_autoescape(["html", "j2"]))
     instances = _instances(systems)
@@ -182,6 +200,7 @@ def render_html(
         analyses=analyses,
         figures=figures,
         notes=notes,
+        reproduction=reproduction,
         payload=encode_payload(payload),
         payload_encoding=PAYLOAD_ENCODING,
         tasks=[t for t in TASK_NAMES if any(i["task"] == t for i in instances)],

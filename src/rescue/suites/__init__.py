@@ -1,0 +1,174 @@
+"""Suites: a set of models with the run settings that go with them, in a TOML file ``rescue run --suite`` reads.
+
+A suite is ``[suite]`` (name, description, source), ``[run]`` (``rescue run`` settings by their option names:
+tasks, temperature, json_mode, batch_size, judges, judge_scale, ...) and ``[[models]]`` (spec, the paper
+model it stands for, where its id comes from, optional per-model ``settings``). ``paper`` is the packaged
+suite of the paper's ten models; any other value is a path to a user's file.
+
+:func:`apply_suite` puts a suite onto a :class:`~rescue.engine.runner.RunConfig`: the suite's models replace
+the default ones, its ``[run]`` values replace the defaults of options the command line did not set, and
+its per-model settings sit under those of ``--model-settings``. :func:`key_status` says, offline, which
+API key each model and judge needs and whether it is set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from rescue.data.errors import RescueError
+
+PACKAGED = ("paper",)
+
+
+class SuiteError(RescueError):
+    """A suite file that cannot be read; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class SuiteModel:
+    spec: str
+    paper: str | None = None
+    source: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    origin: str
+    models: list[SuiteModel]
+    run: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+    source: str = ""
+
+
+def _read(name_or_path: str) -> tuple[str, str]:
+    if name_or_path in PACKAGED:
+        return resources.files(__name__).joinpath(f"{name_or_path}.toml").read_text(encoding="utf-8"), name_or_path
+    path = Path(name_or_path)
+    if not path.is_file():
+        raise SuiteError(f"--suite {name_or_path}: no such file (packaged suites: {', '.join(PACKAGED)})")
+    return path.read_text(encoding="utf-8"), str(path)
+
+
+def load_suite(name_or_path: str) -> Suite:
+    text, origin = _read(name_or_path)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SuiteError(f"{origin}: {exc}") from None
+    head = data.get("suite") or {}
+    run = data.get("run") or {}
+    if not isinstance(head, dict) or not isinstance(run, dict):
+        raise SuiteError(f"{origin}: [suite] and [run] must be tables")
+    entries = data.get("models")
+    if not isinstance(entries, list) or not entries:
+        raise SuiteError(f"{origin}: field models: expected one [[models]] table per model")
+    models = []
+    for number, entry in enumerate(entries, start=1):
+        spec = entry.get("spec") if isinstance(entry, dict) else None
+        if not isinstance(spec, str) or not spec.strip():
+            raise SuiteError(f"{origin}: models[{number}].spec: a model spec such as openai/gpt-4o is required")
+        settings = entry.get("settings") or {}
+        if not isinstance(settings, dict):
+            raise SuiteError(f"{origin}: models[{number}].settings: expected a table of generation settings")
+        models.append(SuiteModel(spec.strip(), entry.get("paper"), str(entry.get("source") or ""), dict(settings)))
+    return Suite(str(head.get("name") or Path(origin).stem), origin, models, dict(run),
+                 str(head.get("description") or ""), str(head.get("source") or ""))
+
+
+def apply_suite(config: Any, suite: Suite, *, explicit: Collection[str] = ()) -> Any:
+    """``config`` with the suite's models and settings; fields named in ``explicit`` (set on the command
+    line) keep their value. Unknown ``[run]`` keys are an error naming the file."""
+    if config.models:
+        raise SuiteError(f"--suite {suite.origin} names its own models: leave out --model (or copy the suite "
+                         "file and edit its [[models]])")
+    known = {f.name for f in dataclasses.fields(config)}
+    unknown = sorted(set(suite.run) - known)
+    if unknown:
+        raise SuiteError(f"{suite.origin}: [run]: unknown setting(s) {', '.join(unknown)}")
+    changes: dict[str, Any] = {k: v for k, v in suite.run.items() if k not in explicit}
+    changes["models"] = [m.spec for m in suite.models]
+    settings = {m.spec: dict(m.settings) for m in suite.models if m.settings}
+    for spec, own in (config.model_settings or {}).items():
+        settings[spec] = {**settings.get(spec, {}), **own}
+    changes["model_settings"] = settings
+    return dataclasses.replace(config, **changes)
+
+
+@dataclass(frozen=True)
+class KeyStatus:
+    spec: str
+    role: str  # "model" or "judge"
+    key_env: str | None  # None: needs no key (a local server)
+    present: bool
+    error: str = ""  # the spec cannot be resolved at all
+
+
+def key_status(specs: list[str], judges: list[str], *, base_url: str | None = None,
+               api_key_env: str | None = None) -> list[KeyStatus]:
+    """Which key each model and judge needs and whether it is set (environment or ./.env); asks nothing."""
+    from rescue.llm.providers import CredentialError, load_dotenv_once, resolve_endpoint
+
+    load_dotenv_once()
+    out = []
+    for role, names in (("model", specs), ("judge", judges)):
+        for spec in names:
+            if spec.startswith(("baseline/", "local/")):
+                out.append(KeyStatus(spec, role, None, True))
+                continue
+            try:
+                endpoint = resolve_endpoint(spec, base_url=base_url if role == "model" else None,
+                                            api_key_env=api_key_env if role == "model" else None, need_key=False)
+            except CredentialError as exc:
+                out.append(KeyStatus(spec, role, None, False, str(exc)))
+                continue
+            env = endpoint.key_env
+            out.append(KeyStatus(spec, role, env, env is None or bool(os.environ.get(env, "").strip())))
+    return out
+
+
+def print_plan(console: Any, suite: Suite, config: Any) -> None:
+    """What ``rescue run --suite S --dry-run`` prints before the request estimate: the models, where each id
+    comes from, the key each model and judge needs and whether it is set, and the judge requests."""
+    from rich.table import Table
+
+    from rescue.engine.dryrun import estimate_run
+
+    console.print(f"[bold]Suite {suite.name}[/] ({suite.origin}): {suite.description}", highlight=False, soft_wrap=True)
+    if suite.source:
+        console.print(f"Source: {suite.source}", highlight=False, soft_wrap=True)
+    statuses = key_status(config.models, list(config.judges), base_url=config.base_url, api_key_env=config.api_key_env)
+    papers = {m.spec: m for m in suite.models}
+    table = Table(title="Models and keys", title_justify="left")
+    for header in ("role", "model", "paper", "key", "set?"):
+        table.add_column(header, no_wrap=header != "paper")
+    for status in statuses:
+        entry = papers.get(status.spec)
+        key = status.error or (status.key_env or "none needed")
+        table.add_row(status.role, status.spec, entry.paper or "" if entry else "", key,
+                      "yes" if status.present else "[bold red]MISSING[/]")
+    console.print(table)
+    for model in suite.models:
+        if model.source:
+            console.print(f"  {model.spec}: id from {model.source}", highlight=False, soft_wrap=True)
+    missing = sorted({s.key_env for s in statuses if not s.present and s.key_env})
+    if missing:
+        console.print(f"[bold red]Missing keys:[/] {', '.join(missing)} — set them in the environment or ./.env "
+                      "before a real run.", highlight=False, soft_wrap=True)
+    else:
+        console.print("Every key is set.", highlight=False)
+    if config.judges:
+        generative = {t.task: t.instances for t in estimate_run(config).models[0].tasks if t.task in ("er", "vp")}
+        per_model = sum(generative.values()) * len(config.judges)
+        if per_model:
+            console.print(f"Judge requests: at most {per_model:,} per model ({', '.join(config.judges)}, one per ER/VP "
+                          f"instance; failed predictions are not sent), {per_model * len(config.models):,} in all.",
+                          highlight=False, soft_wrap=True)
