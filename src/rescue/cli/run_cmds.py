@@ -91,7 +91,11 @@ def run_command(
         "--context-size", help="Prior rows shown (-1: all; default: each task's own).")] = None,
     limit_samples: Annotated[Optional[int], typer.Option("--limit-samples", help="Only the first N samples.")] = None,
     batch_size: Annotated[str, typer.Option(
-        "--batch-size", help="Instances per request (of one sample), or 'authors' for each task's own.")] = "1",
+        "--batch-size", help="Instances per request (of one sample), or 'authors' for each task's own; "
+        "split wherever one item would show another's hidden row.")] = "1",
+    parse: Annotated[str, typer.Option(
+        "--parse", help="strict: an unknown label voids the answer; lenient: drop unknown labels from rankings "
+        "and read a clear yes/no from prose, as the authors' scripts do (counted in results).")] = "strict",
     rpp_gold: Annotated[Optional[str], typer.Option("--rpp-gold", help="RPP gold label source (see docs/tasks).")] = None,
     task_option: Annotated[Optional[list[str]], typer.Option(
         "--task-option", help="A task's build option, TASK.OPTION=VALUE (repeatable), e.g. er.checkpoints_per_sample=3 "
@@ -170,6 +174,7 @@ def run_command(
         context_size=context_size,
         limit_samples=limit_samples,
         batch_size=batch_size,
+        parse=parse,
         rpp_gold=rpp_gold,
         task_options=parse_task_options(task_option or []),
         base_url=base_url,
@@ -248,11 +253,13 @@ def rescore_command(
     data: DataOption = None,
     media_root: Annotated[Optional[Path], typer.Option(
         "--media-root", help="Video-mode runs: where the media is now, if it moved since the run.")] = None,
+    parse: Annotated[Optional[str], typer.Option(
+        "--parse", help="Re-read the cached answers as strict or lenient (default: the run's own policy).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print the leaderboard.")] = False,
 ) -> None:
     """Recompute predictions and metrics of a run from its cached answers; no model is asked."""
     from rescue.engine.runner import rescore
 
     outcome = rescore(run_dir, data=None if data is None else str(data),
-                      media_root=None if media_root is None else str(media_root))
+                      media_root=None if media_root is None else str(media_root), parse=parse)
     _finish(outcome, quiet)

@@ -34,6 +34,7 @@ from rescue.llm.session import Session, stderr_notice
 from rescue.llm.types import ChatAnswer, ChatRequest, Model, Usage
 from rescue.tasks.base import (
     MODES,
+    PARSE_POLICIES,
     TASK_NAMES,
     VIDEO_MODES,
     Instance,
@@ -70,6 +71,7 @@ class RunConfig:
     context_size: int | None = None  # None: each task's default
     limit_samples: int | None = None
     batch_size: str = "1"  # "1", a number, or "authors" (each task's authors' batch size)
+    parse: str = "strict"  # "strict" or "lenient" (rescue.tasks.base.ParsePolicy); rescore can switch it
     rpp_gold: str | None = None  # shorthand for task_options["rpp"]["rpp_gold"]
     task_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # per task: its build options
     base_url: str | None = None
@@ -121,6 +123,8 @@ class RunConfig:
                 raise RunError(f"--batch-size {self.batch_size!r}: a positive number or 'authors'") from None
         if self.context_size is not None and self.context_size < -1:
             raise RunError(f"--context-size {self.context_size}: use -1 (all prior rows), 0 (none) or a positive count")
+        if self.parse not in PARSE_POLICIES:
+            raise RunError(f"--parse {self.parse!r}: choose one of {', '.join(PARSE_POLICIES)}")
         if self.concurrency < 1:
             raise RunError("--concurrency must be at least 1")
         if not self.timeout > 0:
@@ -261,11 +265,11 @@ def values_used(config: RunConfig, tasks: dict[str, Task], instances: dict[str, 
     return used
 
 
-def _from_answer(task: Task, answer: ChatAnswer, batch: list[Instance]) -> dict[str, Prediction]:
+def _from_answer(task: Task, answer: ChatAnswer, batch: list[Instance], policy: str = "strict") -> dict[str, Prediction]:
     if answer.status != "ok":
         return {i.instance_id: Prediction(i.instance_id, answer.status, raw=answer.text, error=answer.error)
                 for i in batch}
-    predictions = task.parse(answer.text or "", batch)
+    predictions = task.parse(answer.text or "", batch, policy)  # type: ignore[arg-type]
     if answer.meta.get("finish_reason") == "length":
         for p in predictions.values():
             if p.status != "ok":
@@ -285,15 +289,15 @@ async def _ask(model: TaskModel, task: Task, batch: list[Instance], options: Ren
 
 
 async def _run_batch(model: TaskModel, task: Task, batch: list[Instance], options: RenderOptions,
-                     progress: TaskProgress) -> dict[str, Prediction]:
+                     progress: TaskProgress, policy: str = "strict") -> dict[str, Prediction]:
     answer = await _ask(model, task, batch, options)
-    predictions = _from_answer(task, answer, batch)
+    predictions = _from_answer(task, answer, batch, policy)
     if len(batch) > 1:
         # The authors' rule, minus their fallbacks: what a batch answer did not settle is asked alone.
         again = [i for i in batch if predictions[i.instance_id].status in ("missing", "parse_error", "refused")]
         singles = await asyncio.gather(*(_ask(model, task, [i], options) for i in again))
         for instance, single in zip(again, singles):
-            predictions.update(_from_answer(task, single, [instance]))
+            predictions.update(_from_answer(task, single, [instance], policy))
     progress.advance(len(batch), sum(1 for p in predictions.values() if p.status != "ok"))
     return predictions
 
@@ -309,7 +313,7 @@ async def run_pair(model: TaskModel, task: Task, instances: list[Instance], conf
 
     async def gated(batch: list[Instance]) -> dict[str, Prediction]:
         async with gate:
-            return await _run_batch(model, task, batch, options, progress)
+            return await _run_batch(model, task, batch, options, progress, config.parse)
 
     answered = await asyncio.gather(*(gated(b) for b in batches))
     predictions: dict[str, Prediction] = {}
@@ -581,10 +585,13 @@ def run(config: RunConfig, *, models: Iterable[Model | TaskModel] = ()) -> RunOu
     return asyncio.run(Runner(config, models=models).run())
 
 
-def rescore(run_dir: str | Path, *, data: str | None = None, media_root: str | None = None) -> RunOutcome:
+def rescore(run_dir: str | Path, *, data: str | None = None, media_root: str | None = None,
+            parse: str | None = None) -> RunOutcome:
     """Recompute a run directory's records and metrics from its cached answers, asking no model.
 
-    A video-mode run needs its media to rebuild the requests; ``media_root`` says where it is now."""
+    A video-mode run needs its media to rebuild the requests; ``media_root`` says where it is now.
+    ``parse`` re-reads the cached answers under another parse policy ("strict" or "lenient"): a re-ask the
+    original run never sent (strict needs more of them) is then a request_error, never a new request."""
     root = Path(run_dir)
     path = root / RESULTS
     if not path.is_file():
@@ -599,6 +606,10 @@ def rescore(run_dir: str | Path, *, data: str | None = None, media_root: str | N
     config.out = str(root)
     if data is not None:
         config.data = data
+    if parse is not None:
+        if parse not in PARSE_POLICIES:
+            raise RunError(f"--parse {parse!r}: choose one of {', '.join(PARSE_POLICIES)}")
+        config.parse = parse
     if media_root is not None:
         if config.mode not in VIDEO_MODES:
             raise RunError(f"--media-root: {root} is a {config.mode}-mode run, which uses no media")

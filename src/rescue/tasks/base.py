@@ -34,6 +34,10 @@ VIDEO_MODES = ("video", "video+cues")
 TASK_NAMES = ("itp", "rpp", "stp", "ssp", "er", "vp")
 
 Status = Literal["ok", "parse_error", "missing", "request_error", "refused"]
+# strict: one unknown label voids the answer, prose is not read; lenient: unknown labels are dropped from
+# rankings and a clear yes/no is read from prose (as the authors' scripts do), and what it did is recorded.
+ParsePolicy = Literal["strict", "lenient"]
+PARSE_POLICIES: tuple[str, ...] = ("strict", "lenient")
 
 
 @dataclass
@@ -83,6 +87,8 @@ class Prediction:
     value: Any = None
     raw: str | None = None
     error: str = ""
+    # What lenient parsing did to get ``value``: {"dropped": [labels]} or {"read_from_prose": text}.
+    lenient: dict[str, Any] | None = None
 
 
 class PredictionRecord(BaseModel):
@@ -101,6 +107,7 @@ class PredictionRecord(BaseModel):
     error: str = ""
     scores: dict[str, float | None] = Field(default_factory=dict)
     judge: dict[str, Any] | None = None  # ER/VP: judge ratings and notes, per judge model
+    lenient: dict[str, Any] | None = None  # --parse lenient: what was dropped or read from prose (None: nothing)
 
     @property
     def ok(self) -> bool:
@@ -120,13 +127,27 @@ class Task(Protocol):
 
     def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, str]]: ...
 
-    def parse(self, raw: str, batch: list[Instance]) -> dict[str, Prediction]: ...
+    def parse(self, raw: str, batch: list[Instance], policy: ParsePolicy = "strict") -> dict[str, Prediction]: ...
 
     def format_answer(self, batch: list[Instance], values: dict[str, Any]) -> str: ...
 
     def instance_scores(self, record: PredictionRecord) -> dict[str, float | None]: ...
 
     def aggregate(self, records: list[PredictionRecord]) -> dict[str, float | int | None]: ...
+
+
+def lenient_counts(records: list[PredictionRecord]) -> dict[str, int]:
+    """What lenient parsing did in a scope: labels dropped from rankings and answers read from prose
+    (nothing, and no keys, under strict parsing)."""
+    dropped = sum(len((r.lenient or {}).get("dropped") or []) for r in records)
+    prose = sum(1 for r in records if (r.lenient or {}).get("read_from_prose"))
+    counts = {}
+    if dropped:
+        counts["lenient_dropped_labels"] = dropped
+        counts["lenient_instances_with_drops"] = sum(1 for r in records if (r.lenient or {}).get("dropped"))
+    if prose:
+        counts["lenient_read_from_prose"] = prose
+    return counts
 
 
 def make_record(task: Task, model: str, instance: Instance, prediction: Prediction) -> PredictionRecord:
@@ -143,6 +164,7 @@ def make_record(task: Task, model: str, instance: Instance, prediction: Predicti
         raw=prediction.raw,
         status=prediction.status,
         error=prediction.error,
+        lenient=prediction.lenient if prediction.status == "ok" else None,
     )
     record.scores = task.instance_scores(record)
     return record

@@ -18,7 +18,7 @@ from pydantic import Field
 from rescue.data.models import Row, Sample
 from rescue.metrics.intensity import INTENSITY_SCORE_FLOOR, intensity_score
 from rescue.tasks import generative as gen
-from rescue.tasks.base import Instance, Prediction, PredictionRecord, RenderOptions
+from rescue.tasks.base import Instance, ParsePolicy, Prediction, PredictionRecord, RenderOptions
 from rescue.tasks.render import dumps
 from rescue.tasks.rubric import Grade, WholeNumber
 from rescue.tasks.spec import Declaration, JudgeRubric, Metric, TaskOptions, TextScorer, validate_options
@@ -216,7 +216,8 @@ class EmotionRecognition:
         records = gen.checkpoint_records(batch, options.mode, k)
         return gen.user_prompt(lines, batch, options.mode, schema, records)
 
-    def parse(self, raw: str, batch: list[Instance]) -> dict[str, Prediction]:
+    def parse(self, raw: str, batch: list[Instance], policy: ParsePolicy = "strict") -> dict[str, Prediction]:
+        # Free-text answers have no closed set to drop from: both policies read them the same way.
         return gen.parse_answer(raw, batch, EMOTION_KEYS + INTENSITY_KEYS, _normalise)
 
     def format_answer(self, batch: list[Instance], values: dict[str, Any]) -> str:

@@ -13,9 +13,9 @@ from pydantic import Field
 from rescue.data.models import Sample
 from rescue.metrics.classification import binary_scores
 from rescue.tasks import prompts
-from rescue.tasks.base import Instance, Prediction, PredictionRecord, RenderOptions
+from rescue.tasks.base import Instance, ParsePolicy, Prediction, PredictionRecord, RenderOptions, lenient_counts
 from rescue.tasks.labels import ITP_LABELS, ITP_SYNONYMS
-from rescue.tasks.parsing import LabelError, local_id, normalize_label, parse_batch
+from rescue.tasks.parsing import LabelError, local_id, normalize_label, parse_batch, yes_no_from_prose
 from rescue.tasks.render import EncodedRows
 from rescue.tasks.spec import Declaration, Metric, TaskOptions, validate_options
 
@@ -134,8 +134,16 @@ class InterventionTimingTask:
         ]
         return prompts.user_message(sections, items)
 
-    def parse(self, raw: str, batch: list[Instance]) -> dict[str, Prediction]:
-        return parse_batch(raw, batch, ("should_speak", "answer", "prediction", "label"), _read_yes_no)
+    def parse(self, raw: str, batch: list[Instance], policy: ParsePolicy = "strict") -> dict[str, Prediction]:
+        predictions = parse_batch(raw, batch, ("should_speak", "answer", "prediction", "label"), _read_yes_no, policy)
+        if policy == "lenient" and len(batch) == 1:
+            # One item asked and no JSON at all, only prose ("Yes, the therapist should step in."): read it.
+            only = predictions[batch[0].instance_id]
+            found = yes_no_from_prose(raw or "") if only.status == "parse_error" and "no JSON" in only.error else None
+            if found is not None:
+                predictions[only.instance_id] = Prediction(only.instance_id, "ok", value=found, raw=raw,
+                                                           lenient={"read_from_prose": (raw or "").strip()[:200]})
+        return predictions
 
     def format_answer(self, batch: list[Instance], values: dict[str, Any]) -> str:
         items = [{"id": local_id(i), "should_speak": values[i.instance_id]} for i in batch if i.instance_id in values]
@@ -152,17 +160,25 @@ class InterventionTimingTask:
         result: dict[str, float | int | None] = {"instances": len(records), "failures": sum(not r.ok for r in records)}
         scores = binary_scores(gold, pred, positive="yes", negative="no")
         result.update({key: (value if records else None) for key, value in scores.items()})
+        result.update(lenient_counts(records))
         return result
 
 
-def _read_yes_no(value: Any, instance: Instance) -> str:
+def _read_yes_no(value: Any, instance: Instance, notes: dict[str, Any] | None) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, (int, float)) and value in (0, 1):
         return "yes" if value == 1 else "no"
     if not isinstance(value, str):
         raise LabelError(f"expected yes or no, got {value!r:.60}")
-    return normalize_label(value, ITP_LABELS, ITP_SYNONYMS)
+    try:
+        return normalize_label(value, ITP_LABELS, ITP_SYNONYMS)
+    except LabelError:
+        found = yes_no_from_prose(value) if notes is not None else None
+        if found is None:
+            raise
+        notes["read_from_prose"] = value.strip()[:200]
+        return found
 
 
 TASK = InterventionTimingTask()

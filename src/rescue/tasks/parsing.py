@@ -101,12 +101,15 @@ def normalize_label(value: Any, labels: list[str], synonyms: dict[str, str] | No
 
 
 def normalize_ranking(
-    value: Any, labels: list[str], synonyms: dict[str, str] | None = None, *, k: int = 3
+    value: Any, labels: list[str], synonyms: dict[str, str] | None = None, *, k: int = 3,
+    dropped: list[str] | None = None,
 ) -> list[str]:
     """A ranked list of at most ``k`` distinct labels, most likely first; never padded.
 
     Accepts a JSON list or a single string (one label, or labels separated by commas, semicolons or ``>``).
-    Any unknown entry makes the whole answer a parse failure rather than being silently dropped.
+    Strict (``dropped`` None): any unknown entry makes the whole answer a parse failure. Lenient: unknown
+    entries are left out and appended to ``dropped``, as the authors' scripts drop them; a ranking with no
+    known label left is still a failure.
     """
     if isinstance(value, str):
         parts = [value] if _is_label(value, labels, synonyms) else re.split(r"[,;>]|\s+then\s+", value)
@@ -115,12 +118,29 @@ def normalize_ranking(
         raise LabelError(f"expected a list of labels, got {type(value).__name__}")
     ranked: list[str] = []
     for entry in value:
-        label = normalize_label(entry, labels, synonyms)
+        try:
+            label = normalize_label(entry, labels, synonyms)
+        except LabelError:
+            if dropped is None:
+                raise
+            dropped.append(entry if isinstance(entry, str) else json.dumps(entry, ensure_ascii=False))
+            continue
         if label not in ranked:
             ranked.append(label)
     if not ranked:
-        raise LabelError("empty ranking")
+        raise LabelError("empty ranking" + (f" (unknown labels dropped: {', '.join(dropped)})" if dropped else ""))
     return ranked[:k]
+
+
+_WORD_RE = re.compile(r"[a-z]+")
+
+
+def yes_no_from_prose(text: str) -> str | None:
+    """A clear yes or no in prose ("Yes, the therapist should speak"): the text holds the word yes or the
+    word no, not both; None when it holds neither or both."""
+    words = set(_WORD_RE.findall(text.casefold()))
+    found = {"yes", "no"} & words
+    return found.pop() if len(found) == 1 else None
 
 
 def _is_label(text: str, labels: list[str], synonyms: dict[str, str] | None) -> bool:
@@ -211,17 +231,22 @@ def _keyed_items(payload: dict[str, Any], local_ids: list[str], value_key: str) 
     return matched
 
 
+Reader = Callable[[Any, Instance, "dict[str, Any] | None"], Any]
+
+
 def parse_batch(
     raw: str | None,
     batch: list[Instance],
     value_keys: Sequence[str],
-    read: Callable[[Any, Instance], Any],
+    read: Reader,
+    policy: str = "strict",
 ) -> dict[str, Prediction]:
-    """One Prediction per instance of ``batch``: ``read(value, instance)`` on the item that answers it.
+    """One Prediction per instance of ``batch``: ``read(value, instance, notes)`` on the item that answers it.
 
     No JSON at all: every instance is a ``parse_error``; no item for an instance: ``missing`` (the runner
     re-asks those singly); ``read`` raising :class:`LabelError`: a ``parse_error`` for that instance only.
-    The raw text is kept on every prediction.
+    ``notes`` is None under the strict policy; under lenient it is a dict ``read`` records what it let
+    through in (kept as the prediction's ``lenient``). The raw text is kept on every prediction.
     """
     try:
         payload = extract_json(raw)  # type: ignore[arg-type]
@@ -242,10 +267,12 @@ def parse_batch(
                 instance.instance_id, "missing", raw=raw, error=f"no answer for id {local_id(instance)!r}"
             )
             continue
+        notes: dict[str, Any] | None = {} if policy == "lenient" else None
         try:
-            value = read(first_present(item, value_keys), instance)
+            value = read(first_present(item, value_keys), instance, notes)
         except LabelError as exc:
             predictions[instance.instance_id] = Prediction(instance.instance_id, "parse_error", raw=raw, error=str(exc))
             continue
-        predictions[instance.instance_id] = Prediction(instance.instance_id, "ok", value=value, raw=raw)
+        predictions[instance.instance_id] = Prediction(instance.instance_id, "ok", value=value, raw=raw,
+                                                       lenient=notes or None)
     return predictions

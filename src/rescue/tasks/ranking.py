@@ -10,7 +10,7 @@ from rescue.data.models import Sample
 from rescue.data.taxonomy import Label
 from rescue.metrics.ranking import gold_rank, hit_at_k, ranking_scores, reciprocal_rank
 from rescue.tasks import prompts
-from rescue.tasks.base import Instance, Prediction, PredictionRecord, RenderOptions
+from rescue.tasks.base import Instance, ParsePolicy, Prediction, PredictionRecord, RenderOptions, lenient_counts
 from rescue.tasks.parsing import local_id, normalize_ranking, parse_batch
 from rescue.tasks.render import EncodedRows
 from rescue.tasks.spec import Declaration, Metric
@@ -90,11 +90,16 @@ class RankingTask:
         ]
         return prompts.user_message(sections, items)
 
-    def parse(self, raw: str, batch: list[Instance]) -> dict[str, Prediction]:
-        def read(value: Any, instance: Instance) -> list[str]:
-            return normalize_ranking(value, instance.labels, self.instance_synonyms(instance), k=TOP_K)
+    def parse(self, raw: str, batch: list[Instance], policy: ParsePolicy = "strict") -> dict[str, Prediction]:
+        def read(value: Any, instance: Instance, notes: dict[str, Any] | None) -> list[str]:
+            dropped: list[str] | None = None if notes is None else []
+            ranking = normalize_ranking(value, instance.labels, self.instance_synonyms(instance), k=TOP_K,
+                                        dropped=dropped)
+            if dropped and notes is not None:
+                notes["dropped"] = dropped
+            return ranking
 
-        return parse_batch(raw, batch, (self.answer_key, "top3", "ranking", "labels", "prediction"), read)
+        return parse_batch(raw, batch, (self.answer_key, "top3", "ranking", "labels", "prediction"), read, policy)
 
     def format_answer(self, batch: list[Instance], values: dict[str, Any]) -> str:
         items = [
@@ -116,6 +121,7 @@ class RankingTask:
         result: dict[str, float | int | None] = {"instances": len(records), "failures": _failures(records)}
         scores = ranking_scores(gold, rankings, ks=range(1, TOP_K + 1))
         result.update({key: (value if records else None) for key, value in scores.items()})
+        result.update(lenient_counts(records))
         return result
 
 

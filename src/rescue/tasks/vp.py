@@ -18,7 +18,7 @@ from pydantic import Field
 
 from rescue.data.models import GROUP_LABELS, Row, Sample
 from rescue.tasks import generative as gen
-from rescue.tasks.base import Instance, Prediction, PredictionRecord, RenderOptions
+from rescue.tasks.base import Instance, ParsePolicy, Prediction, PredictionRecord, RenderOptions
 from rescue.tasks.er import ANSWER_RULE
 from rescue.tasks.render import dumps
 from rescue.tasks.rubric import Grade, WholeNumber
@@ -245,7 +245,8 @@ class ViewpointPrediction:
         records = gen.checkpoint_records(batch, options.mode, k, participants=people)
         return gen.user_prompt(lines, batch, options.mode, schema, records)
 
-    def parse(self, raw: str, batch: list[Instance]) -> dict[str, Prediction]:
+    def parse(self, raw: str, batch: list[Instance], policy: ParsePolicy = "strict") -> dict[str, Prediction]:
+        # Free-text answers have no closed set to drop from: both policies read them the same way.
         return gen.parse_answer(raw, batch, VIEWPOINT_LIST_KEYS + ("target",), _normalise)
 
     def format_answer(self, batch: list[Instance], values: dict[str, Any]) -> str:
