@@ -208,6 +208,7 @@ def test_moving_the_media_folder_keeps_both_caches(tmp_path, samples, media_root
     log = [json.loads(line) for line in (tmp_path / "run" / "run.log").read_text().splitlines()]
     media = [e for e in log if e.get("event") == "media"]
     assert media[0]["made"] > 0 and media[-1]["made"] == 0 and media[-1]["reused"] == media[0]["files"]
+    assert media[0]["files"] < media[0]["frames"]  # overlapping windows share their frames
     # With the server gone, rescore rebuilds every request from the media where it now is.
     shutil.move(str(tmp_path / "renamed"), str(tmp_path / "third"))
     with pytest.raises(VideoError, match="no such folder"):
@@ -378,3 +379,20 @@ def test_video_options_need_a_video_mode_and_rescore_media_root_a_video_run(tmp_
     run(RunConfig(out=str(tmp_path / "text"), tasks=["itp"], quiet=True, bertscore=False, limit_samples=1))
     with pytest.raises(RunError, match="uses no media"):
         rescore(tmp_path / "text", media_root=str(tmp_path))
+
+
+def test_video_runs_pair_with_the_same_models_text_run():
+    from rescue.report.runs import System
+    from rescue.report.video_gain import video_pairs
+
+    def system(model: str, mode: str) -> System:
+        return System(f"{model} [{mode}]", model, mode, Path(mode), {}, {})
+
+    a_video, a_dialogue, a_cues, a_av = (system("a", m) for m in ("video", "dialogue", "video+cues", "audiovisual"))
+    b_cues, b_dialogue, c_video = system("b", "video+cues"), system("b", "dialogue"), system("c", "video")
+    pairs = video_pairs([a_video, a_dialogue, a_cues, a_av, b_cues, b_dialogue, c_video, system("d", "dialogue")])
+    assert [(v.label, t.label) for v, t in pairs] == [
+        ("a [video]", "a [dialogue]"),
+        ("a [video+cues]", "a [audiovisual]"),  # the same cues without the media
+        ("b [video+cues]", "b [dialogue]"),  # no audiovisual run: the dialogue run
+    ]  # c has no text run, d no video run
