@@ -1,0 +1,202 @@
+"""Mutation testing of the modules where a wrong number would hurt a researcher, with mutmut.
+
+    bash scripts/mutation.sh                 # every module below
+    bash scripts/mutation.sh metrics report  # some of them
+    bash scripts/mutation.sh --list          # the modules, their files and tests
+
+Each module is run in its own scratch copy of the project (``.mutation/<module>/``, git-ignored) whose
+``pyproject.toml`` gets a ``[tool.mutmut]`` table naming only that module's files and its fast tests: mutmut
+reads its configuration from the working directory, and a narrow test selection keeps a run within minutes
+on two cores. The score is killed / (all mutants − skipped); "explained" adds the equivalent mutants listed in
+``scripts/mutation-equivalent.txt`` (no test can tell them from the original), matched by function and mutated
+line. The score per module and every survivor go to stdout, and to ``.mutation/scores.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SCRATCH = REPO / ".mutation"
+EQUIVALENT = REPO / "scripts" / "mutation-equivalent.txt"
+FAST = "not slow and not browser and not local_model"
+
+
+@dataclass(frozen=True)
+class Module:
+    files: tuple[str, ...]  # mutmut only_mutate globs, relative to the repository
+    tests: tuple[str, ...]  # the fast tests that exercise them
+
+
+MODULES: dict[str, Module] = {
+    "metrics": Module(
+        ("src/rescue/metrics/*",),
+        ("tests/test_metrics_classification.py", "tests/test_metrics_ranking.py", "tests/test_agreement.py",
+         "tests/test_judge.py", "tests/test_judge_run.py", "tests/test_er_vp.py"),
+    ),
+    "tasks": Module(
+        ("src/rescue/tasks/*",),
+        ("tests/test_tasks_itp.py", "tests/test_tasks_ranking.py", "tests/test_tasks_parsing.py",
+         "tests/test_tasks_registry.py", "tests/test_er_vp.py"),
+    ),
+    "llm": Module(
+        ("src/rescue/engine/cache.py", "src/rescue/engine/reliable.py"),
+        ("tests/test_engine_cache_cost.py", "tests/test_engine_reliable.py"),
+    ),
+    "report": Module(
+        ("src/rescue/report/bootstrap.py", "src/rescue/report/significance.py"),
+        ("tests/test_report_stats.py", "tests/test_report_bootstrap_contract.py", "tests/test_report_seed.py",
+         "tests/test_report_fast_path.py"),
+    ),
+}
+
+COUNTED = ("killed", "timeout", "caught by type check", "survived", "no tests", "suspicious", "segfault")
+KILLED = ("killed", "timeout", "caught by type check")
+_RESULT = re.compile(r"^\s+(\S+): (.+)$")
+
+
+def equivalent_mutants() -> dict[tuple[str, str], str]:
+    """``(function, mutated line) -> why no test can tell it from the original`` from mutation-equivalent.txt.
+
+    A mutant is identified by its function (the mutant name without ``__mutmut_N``) and the line as mutated,
+    not by its number: numbers shift whenever the function changes, and a changed line must be looked at again.
+    """
+    found: dict[tuple[str, str], str] = {}
+    if EQUIVALENT.exists():
+        for line in EQUIVALENT.read_text(encoding="utf-8").splitlines():
+            if not line.strip() or line.startswith("#"):
+                continue
+            function, mutated, reason = (part.strip() for part in line.split(" | ", 2))
+            found[(function, mutated)] = reason
+    return found
+
+
+def mutated_line(work: Path, env: dict[str, str], mutant: str) -> str:
+    """The changed line(s) of a mutant as ``mutmut show`` prints them, stripped and joined with ' / '."""
+    shown = subprocess.run([sys.executable, "-m", "mutmut", "show", mutant], cwd=work, env=env,
+                           capture_output=True, text=True, check=False).stdout
+    return " / ".join(line[1:].strip() for line in shown.splitlines()
+                      if line.startswith("+") and not line.startswith("+++"))
+
+
+def _toml_list(items: tuple[str, ...] | list[str]) -> str:
+    return "[" + ", ".join(json.dumps(item) for item in items) + "]"
+
+
+def prepare(name: str, module: Module) -> Path:
+    """A fresh scratch copy of src/, tests/ and pyproject.toml, configured for this module only."""
+    work = SCRATCH / name
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+    shutil.copytree(REPO / "src", work / "src", ignore=ignore)
+    shutil.copytree(REPO / "tests", work / "tests", ignore=ignore)
+    # The real samples live next to the repository (../shared); the tests find them the same way from here.
+    shared = REPO.parent / "shared"
+    if shared.is_dir():
+        (work / "shared").symlink_to(shared)
+    pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    pyproject = re.sub(r"(?ms)^\[tool\.mutmut\].*?(?=^\[|\Z)", "", pyproject)
+    pyproject += (
+        "\n[tool.mutmut]\n"
+        'source_paths = ["src"]\n'
+        f"only_mutate = {_toml_list(module.files)}\n"
+        f"pytest_add_cli_args_test_selection = {_toml_list(module.tests)}\n"
+        f'pytest_add_cli_args = ["-m", "{FAST}", "-p", "no:cacheprovider", "-q", "-x"]\n'
+    )
+    (work / "pyproject.toml").write_text(pyproject, encoding="utf-8")
+    return work
+
+
+def run_module(name: str, module: Module, children: int) -> dict[str, object]:
+    work = prepare(name, module)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # only mutants/src may provide rescue
+    mutmut = [sys.executable, "-m", "mutmut"]
+    started = time.monotonic()
+    log = work / "mutmut.log"
+    with log.open("w", encoding="utf-8") as handle:
+        done = subprocess.run([*mutmut, "run", "--max-children", str(children)], cwd=work, env=env,
+                              stdout=handle, stderr=subprocess.STDOUT, check=False)
+    seconds = time.monotonic() - started
+    listing = subprocess.run([*mutmut, "results", "--all", "true"], cwd=work, env=env, capture_output=True,
+                             text=True, check=False)
+    statuses: dict[str, str] = {}
+    for line in listing.stdout.splitlines():
+        match = _RESULT.match(line)
+        if match:
+            statuses[match.group(1)] = match.group(2).strip()
+    if done.returncode != 0 or not statuses:
+        tail = log.read_text(encoding="utf-8", errors="replace").splitlines()[-15:]
+        raise SystemExit(f"mutmut failed for {name} (exit {done.returncode}); see {log}:\n" + "\n".join(tail))
+    equivalent = equivalent_mutants()
+    counts = {status: 0 for status in (*COUNTED, "skipped", "equivalent")}
+    survivors: list[str] = []
+    explained: list[str] = []
+    for mutant, status in sorted(statuses.items()):
+        if status not in KILLED and status != "skipped":
+            function = mutant.rsplit("__mutmut_", 1)[0]
+            line = mutated_line(work, env, mutant)
+            if (function, line) in equivalent:
+                status = "equivalent"
+                explained.append(f"{mutant}: {line}  ({equivalent[(function, line)]})")
+            else:
+                survivors.append(f"{mutant} [{status}]: {line}")
+        counts[status] = counts.get(status, 0) + 1
+    total = sum(counts[s] for s in (*COUNTED, "equivalent"))
+    killed = sum(counts[s] for s in KILLED)
+    return {
+        "module": name, "files": list(module.files), "tests": list(module.tests), "mutants": total,
+        "killed": killed, "equivalent": counts["equivalent"], "survived": total - killed - counts["equivalent"],
+        "score": killed / total if total else None,
+        "score_explained": (killed + counts["equivalent"]) / total if total else None,
+        "counts": counts, "survivors": survivors, "equivalents": explained, "seconds": round(seconds, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Mutation testing with mutmut; prints the score per module.")
+    parser.add_argument("modules", nargs="*", help=f"some of {', '.join(MODULES)} (default: all)")
+    parser.add_argument("--children", type=int, default=2, help="parallel mutant runs (default 2)")
+    parser.add_argument("--list", action="store_true", help="list the modules, their files and tests")
+    parser.add_argument("--verbose", action="store_true", help="also list the mutants explained as equivalent")
+    args = parser.parse_args(argv)
+    unknown = [m for m in args.modules if m not in MODULES]
+    if unknown:
+        parser.error(f"unknown module {', '.join(unknown)}; choose from {', '.join(MODULES)}")
+    if args.list:
+        for name, module in MODULES.items():
+            print(f"{name}: {' '.join(module.files)}\n    tests: {' '.join(module.tests)}")
+        return 0
+    SCRATCH.mkdir(exist_ok=True)
+    scores_path = SCRATCH / "scores.json"
+    scores = json.loads(scores_path.read_text(encoding="utf-8")) if scores_path.exists() else {}
+    results = []
+    for name in args.modules or list(MODULES):
+        print(f"mutation testing {name} ({' '.join(MODULES[name].files)}) ...", flush=True)
+        result = run_module(name, MODULES[name], args.children)
+        scores[name] = result
+        scores_path.write_text(json.dumps(scores, indent=2) + "\n", encoding="utf-8")
+        results.append(result)
+        for line in result["survivors"]:
+            print(f"    survived    {line}")
+        if args.verbose:
+            for line in result["equivalents"]:
+                print(f"    equivalent  {line}")
+    print(f"\n{'module':<10} {'mutants':>8} {'killed':>7} {'equiv.':>7} {'survived':>9} {'score':>7} {'explained':>10} {'time':>7}")
+    for r in results:
+        print(f"{r['module']:<10} {r['mutants']:>8} {r['killed']:>7} {r['equivalent']:>7} {r['survived']:>9} "
+              f"{r['score']:>7.1%} {r['score_explained']:>10.1%} {r['seconds']:>6.0f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
