@@ -41,7 +41,7 @@ MODULES: dict[str, Module] = {
     "metrics": Module(
         ("src/rescue/metrics/*",),
         ("tests/test_metrics_classification.py", "tests/test_metrics_ranking.py", "tests/test_agreement.py",
-         "tests/test_judge.py", "tests/test_judge_run.py", "tests/test_er_vp.py"),
+         "tests/test_er_vp.py"),
     ),
     "tasks": Module(
         ("src/rescue/tasks/*",),
@@ -49,8 +49,8 @@ MODULES: dict[str, Module] = {
          "tests/test_tasks_registry.py", "tests/test_er_vp.py"),
     ),
     "llm": Module(
-        ("src/rescue/engine/cache.py", "src/rescue/engine/reliable.py"),
-        ("tests/test_engine_cache_cost.py", "tests/test_engine_reliable.py"),
+        ("src/rescue/llm/cache.py", "src/rescue/llm/reliable.py"),
+        ("tests/test_engine_cache_cost.py", "tests/test_engine_reliable.py", "tests/test_llm_layer.py"),
     ),
     "report": Module(
         ("src/rescue/report/bootstrap.py", "src/rescue/report/significance.py"),

@@ -53,16 +53,20 @@ def test_defaults_are_a_thousand_resamples_and_seed_zero():
     records = [_record(f"s{k}", row=r, scenario="couple") for k in range(5) for r in range(1, k + 2)]
 
     def share_of_first(drawn: list[PredictionRecord]) -> dict[str, object]:
-        return {"x": sum(r.sample_id == "s0" for r in drawn) / len(drawn)}
+        # System B scores 0, so a paired difference is A's share and moves with the draws.
+        share = sum(r.sample_id == "s0" for r in drawn) / len(drawn)
+        return {"x": share if drawn[0].model == "A" else 0.0}
 
     default = bootstrap_ci(records, share_of_first, ["x"])["x"]
     assert default.resamples == 1000
     assert default == bootstrap_ci(records, share_of_first, ["x"], n_resamples=1000, seed=0)["x"]
+    assert default != bootstrap_ci(records, share_of_first, ["x"], n_resamples=1000, seed=1)["x"]
     paired = paired_bootstrap(records, records, share_of_first, ["x"])["x"]
     assert paired.resamples == 1000
     other = [r.model_copy(update={"model": "B"}) for r in records]
-    assert paired_bootstrap(records, other, share_of_first, ["x"]) == paired_bootstrap(
-        records, other, share_of_first, ["x"], n_resamples=1000, seed=0)
+    default_paired = paired_bootstrap(records, other, share_of_first, ["x"])
+    assert default_paired == paired_bootstrap(records, other, share_of_first, ["x"], n_resamples=1000, seed=0)
+    assert default_paired != paired_bootstrap(records, other, share_of_first, ["x"], n_resamples=1000, seed=1)
 
 
 def test_resampling_keeps_the_number_of_conversations_per_scenario():
