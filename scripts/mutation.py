@@ -40,8 +40,8 @@ class Module:
 MODULES: dict[str, Module] = {
     "metrics": Module(
         ("src/rescue/metrics/*",),
-        ("tests/test_metrics_classification.py", "tests/test_metrics_ranking.py", "tests/test_agreement.py",
-         "tests/test_er_vp.py"),
+        ("tests/test_metrics_classification.py", "tests/test_metrics_ranking.py", "tests/test_metrics_contract.py",
+         "tests/test_agreement.py", "tests/test_er_vp.py"),
     ),
     "tasks": Module(
         ("src/rescue/tasks/*",),
@@ -75,7 +75,7 @@ def equivalent_mutants() -> dict[tuple[str, str], str]:
         for line in EQUIVALENT.read_text(encoding="utf-8").splitlines():
             if not line.strip() or line.startswith("#"):
                 continue
-            function, mutated, reason = (part.strip() for part in line.split(" | ", 2))
+            function, mutated, reason = (part.strip() for part in line.split(" :: ", 2))
             found[(function, mutated)] = reason
     return found
 

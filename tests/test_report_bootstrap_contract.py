@@ -127,5 +127,5 @@ def test_undefined_values_are_none_never_nan_and_leave_replicates_out():
 
 
 def test_mcnemar_refuses_outcomes_of_different_lengths():
-    with pytest.raises(ValueError, match="paired outcomes differ in length: 2 vs 3"):
+    with pytest.raises(ValueError, match="^paired outcomes differ in length: 2 vs 3$"):
         mcnemar_exact([True, False], [True, False, True])
