@@ -87,6 +87,8 @@ def run_command(
     max_frames: Annotated[int, typer.Option("--max-frames", help="Most frames per request (thinned evenly).")] = 16,
     frame_size: Annotated[int, typer.Option(
         "--frame-size", help="Longest side in pixels of a frame or the cut clip.")] = 448,
+    media_workers: Annotated[int, typer.Option(
+        "--media-workers", help="ffmpeg processes at once while video mode makes frames and clips.")] = 2,
     context_size: Annotated[Optional[int], typer.Option(
         "--context-size", help="Prior rows shown (-1: all; default: each task's own).")] = None,
     limit_samples: Annotated[Optional[int], typer.Option("--limit-samples", help="Only the first N samples.")] = None,
@@ -170,7 +172,7 @@ def run_command(
         mode=mode,
         video=None if media_root is None else {
             "media_root": str(media_root.resolve()), "media_match": media_match, "video_input": video_input,
-            "frame_rate": frame_rate, "max_frames": max_frames, "frame_size": frame_size},
+            "frame_rate": frame_rate, "max_frames": max_frames, "frame_size": frame_size, "workers": media_workers},
         context_size=context_size,
         limit_samples=limit_samples,
         batch_size=batch_size,

@@ -475,7 +475,8 @@ class Runner:
         log = RunLog(self.out / LOG)
         cache = self._cache()
         if video is not None:  # every frame or clip is made (or found) before the first request
-            tasks = video.wrap_tasks(tasks, instances, config.context_size, log)
+            tasks = video.wrap_tasks(tasks, instances, config.context_size, log,
+                                     show=not (config.quiet or self.offline))
         self.plans = {name: batch_plan(config, task, instances[name]) for name, task in tasks.items()}
         budget = Budget(config.max_cost, self.prices)
         log.event("start", offline=self.offline, models=config.model_specs, tasks=config.tasks,

@@ -10,8 +10,9 @@ the dialogue fields (``video``) or with the annotated cues as well (``video+cues
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,7 +103,8 @@ class VideoContext:
             self._plans[key] = plan
         return plan
 
-    def prepare(self, work: Mapping[str, tuple[Task, Sequence[Instance]]], context_size: int | None) -> PreparedMedia:
+    def prepare(self, work: Mapping[str, tuple[Task, Sequence[Instance]]], context_size: int | None, *,
+                show: bool = False) -> PreparedMedia:
         """Plan every instance and make every frame or clip not yet in the store (``options.workers`` at once)."""
         summary = PreparedMedia()
         frames: dict[str, set[int]] = {}
@@ -136,16 +138,20 @@ class VideoContext:
         for source, info, indices in by_digest.values():
             chunks = self.store.frame_chunks(info, indices)
             jobs += [_bind(self.store.make_chunk, source, info, chunk) for chunk in chunks]
-        with ThreadPoolExecutor(self.options.workers) as pool:
-            list(pool.map(lambda job: job(), jobs))
+        with _progress(show, len(jobs), summary.unique_files) as advance:
+            with ThreadPoolExecutor(self.options.workers) as pool:
+                for _ in pool.map(lambda job: job(), jobs):
+                    advance()
         summary.made = self.store.made - before_made
         summary.reused = self.store.reused - before_reused
         return summary
 
     def wrap_tasks(self, tasks: Mapping[str, Task], instances: Mapping[str, Sequence[Instance]],
-                   context_size: int | None, log: Any = None) -> dict[str, Task]:
-        """Make every instance's media, then the tasks whose prompts carry it (what the runner asks with)."""
-        summary = self.prepare({name: (task, instances[name]) for name, task in tasks.items()}, context_size)
+                   context_size: int | None, log: Any = None, *, show: bool = False) -> dict[str, Task]:
+        """Make every instance's media, then the tasks whose prompts carry it (what the runner asks with).
+        ``show``: a progress bar on stderr while ffmpeg works (a first run on real videos takes minutes)."""
+        summary = self.prepare({name: (task, instances[name]) for name, task in tasks.items()}, context_size,
+                               show=show)
         if log is not None:
             log.event("media", video_input=self.options.video_input, samples=len(self.sources),
                       requests=summary.requests, frames=summary.frames, clip_seconds=round(summary.clip_seconds, 3),
@@ -199,6 +205,20 @@ class VideoContext:
             raise VideoError(f"task {task.name}: expected a text prompt to attach the media to")
         media = self.media_parts(task, batch[0], options.context_size)
         return [*messages[:-1], Message(role, [*media, TextPart(text)])]
+
+
+@contextmanager
+def _progress(show: bool, jobs: int, files: int) -> Iterator[Callable[[], None]]:
+    if not show or not jobs:
+        yield lambda: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("media"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(f"{files} files", total=jobs)
+        yield lambda: bar.advance(task)
 
 
 def _bind(function: Callable[..., object], *args: Any) -> Callable[[], object]:

@@ -175,14 +175,20 @@ class MediaStore:
     def make_clip(self, path: Path, source: SourceInfo, first: int, stop: int) -> Path:
         """Frames ``first`` to ``stop - 1`` (and their audio) as an H.264/AAC MP4, made once."""
         from rescue.media.ffmpeg import run_ffmpeg
-        from rescue.media.steps import produce
 
         out = self.clip_path(source, first, stop)
+        if out.is_file():
+            self._count(0, 1)
+            return out
         width, height = scaled_size(source.width, source.height, self.options.frame_size)
         start = first / source.fps
         duration = (stop - first) / source.fps
-
-        def make(tmp: Path) -> None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        # A name of its own per maker: two runs sharing a --cache-dir may cut the same clip at once.
+        handle, name = tempfile.mkstemp(prefix=".clip-", suffix=".mp4", dir=out.parent)
+        os.close(handle)
+        tmp = Path(name)
+        try:
             # Re-encoding after an input seek makes the cut frame-accurate: the clip holds the frames whose
             # timestamps lie in [start, start + duration) and the audio of exactly that stretch.
             run_ffmpeg(["-y", "-ss", f"{max(0.0, start - 0.25 / source.fps):.6f}", "-i", str(path),
@@ -190,9 +196,10 @@ class MediaStore:
                         "-map_metadata", "-1", "-vf", f"scale={width}:{height}", "-c:v", "libx264",
                         "-preset", "veryfast", "-crf", "28", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "64k",
                         "-movflags", "+faststart", "-f", "mp4", str(tmp)], step="clip", subject=path)
-
-        made = produce(out, make)
-        self._count(int(made), int(not made))
+            os.replace(tmp, out)
+        finally:
+            tmp.unlink(missing_ok=True)
+        self._count(1, 0)
         return out
 
     def _count(self, made: int, reused: int) -> None:
