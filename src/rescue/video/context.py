@@ -26,7 +26,7 @@ from rescue.video.options import VideoError, VideoOptions
 from rescue.video.plan import MediaPlan, clip_plan, frame_plan
 from rescue.video.store import MediaStore, SourceInfo, scaled_size
 from rescue.video.tokens import clip_tokens, frames_tokens
-from rescue.video.window import MediaWindow, media_window
+from rescue.video.window import media_window
 
 # A row may end a little after the video does (subtitle timing); more than this means the wrong video.
 DURATION_SLACK = 1.0
@@ -54,7 +54,7 @@ class VideoContext:
         self.sources = dict(sources)
         self.store = store
         self.infos = dict(infos)
-        self._plans: dict[tuple[str, str], MediaPlan] = {}
+        self._plans: dict[tuple[str, str, int | None], MediaPlan] = {}
         self._lock = threading.Lock()
 
     # -- set-up --------------------------------------------------------------------------------------------
@@ -84,11 +84,8 @@ class VideoContext:
             raise VideoError("unusable media:\n  " + "\n  ".join(problems))
         return cls(options, sources, store, infos)
 
-    def window(self, task: Task, instance: Instance, context_size: int | None) -> MediaWindow:
-        return media_window(task, instance, context_size)
-
     def plan(self, task: Task, instance: Instance, context_size: int | None) -> MediaPlan:
-        key = (task.name, instance.instance_id)
+        key = (task.name, instance.instance_id, context_size)
         with self._lock:
             known = self._plans.get(key)
         if known is not None:
@@ -156,7 +153,7 @@ class VideoContext:
             log.event("media", video_input=self.options.video_input, samples=len(self.sources),
                       requests=summary.requests, frames=summary.frames, clip_seconds=round(summary.clip_seconds, 3),
                       files=summary.unique_files, made=summary.made, reused=summary.reused,
-                      store=str(self.store.folder))
+                      store=str(self.store.folder), tasks=summary.per_task)
         return {name: VideoTask(task, self) for name, task in tasks.items()}  # type: ignore[misc]
 
     def media_count(self, task: Task, instance: Instance, context_size: int | None) -> tuple[int, float, int]:
@@ -174,7 +171,7 @@ class VideoContext:
         plan = self.plan(task, instance, context_size)
         info = self.infos[instance.sample_id]
         if plan.empty:
-            return [TextPart("No video is attached: the prompt shows no row before the one to predict.")]
+            return [TextPart("No video is attached: no shown row has footage before the first hidden row.")]
         if plan.frames:
             step = 1 / self.options.frame_rate
             parts: list[Part] = [TextPart(
