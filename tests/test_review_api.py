@@ -507,6 +507,32 @@ def _listening_addresses(port: int) -> list[str]:
     return found
 
 
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [("nonsense", "not a usable SQLAlchemy URL"), ("nosuchdb://x/y", "not a usable SQLAlchemy URL"),
+     ("postgresql+nosuchdriver://u:secret@localhost/db", "not a usable SQLAlchemy URL"),
+     ("sqlite:////nonexistent/folder/review.db", "cannot open the database")],
+)
+def test_a_bad_db_url_is_a_clear_error(tmp_path, url, message):
+    from rescue.review.db import DatabaseError, make_engine
+
+    with pytest.raises(DatabaseError, match=message) as caught:
+        make_engine(url)
+    assert "secret" not in str(caught.value)
+
+
+def test_a_missing_database_driver_is_a_clear_error():
+    import importlib.util
+
+    from rescue.review.db import DatabaseError, make_engine
+
+    if importlib.util.find_spec("psycopg") is not None:
+        pytest.skip("psycopg is installed here")
+    with pytest.raises(DatabaseError, match="driver is not installed") as caught:
+        make_engine("postgresql://lab:secret@127.0.0.1:1/review")
+    assert "secret" not in str(caught.value)
+
+
 def test_cli_bad_folder_exits_2_without_a_traceback(tmp_path):
     import subprocess
     import sys

@@ -6,9 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
+from rescue.data.errors import RescueError
 from rescue.review.models import Base
 
 DB_FILE = "review.db"
@@ -27,14 +29,36 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+class DatabaseError(RescueError):
+    """The --db URL cannot be used; the message says why."""
+
+
 def make_engine(url: str) -> Engine:
-    if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 10}, pool_size=16, max_overflow=16)
-        event.listen(engine, "connect", _sqlite_pragmas)
-    else:
-        engine = create_engine(url, pool_pre_ping=True)
-    Base.metadata.create_all(engine)
+    """An engine for ``url`` with the tables created; a bad URL, a missing driver or an unreachable server is
+    a DatabaseError naming the URL (without its password)."""
+    try:
+        if url.startswith("sqlite"):
+            engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 10}, pool_size=16,
+                                   max_overflow=16)
+            event.listen(engine, "connect", _sqlite_pragmas)
+        else:
+            engine = create_engine(url, pool_pre_ping=True)
+        Base.metadata.create_all(engine)
+    except (ArgumentError, NoSuchModuleError) as exc:
+        raise DatabaseError(f"--db {_shown(url)}: not a usable SQLAlchemy URL ({exc})") from None
+    except ModuleNotFoundError as exc:
+        raise DatabaseError(f"--db {_shown(url)}: the database driver is not installed ({exc.name}); "
+                            f"pip install it (e.g. psycopg for PostgreSQL)") from None
+    except OperationalError as exc:
+        raise DatabaseError(f"--db {_shown(url)}: cannot open the database ({exc.orig})") from None
     return engine
+
+
+def _shown(url: str) -> str:
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:
