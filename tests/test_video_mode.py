@@ -363,7 +363,7 @@ def test_a_broken_build_manifest_is_named(tmp_path, samples, manifest, problem):
 @pytest.mark.parametrize("field, value, option", [
     ("media_match", "path", "--media-match"), ("video_input", "gif", "--video-input"),
     ("frame_rate", 0, "--frame-rate"), ("max_frames", 0, "--max-frames"), ("frame_size", 8, "--frame-size"),
-    ("workers", 0, "workers"),
+    ("workers", 0, "workers"), ("image_detail", "max", "--image-detail"),
     ("unknown_option", 1, "unknown video option"),
 ])
 def test_bad_video_options_name_the_option(tmp_path, field, value, option):
@@ -396,3 +396,21 @@ def test_video_runs_pair_with_the_same_models_text_run():
         ("a [video+cues]", "a [audiovisual]"),  # the same cues without the media
         ("b [video+cues]", "b [dialogue]"),  # no audiovisual run: the dialogue run
     ]  # c has no text run, d no video run
+
+
+def test_image_detail_reaches_the_request_and_the_estimate(tmp_path, samples, media_root):
+    from rescue.llm import ImagePart
+    from rescue.video import VideoContext
+
+    itp = get_task("itp")
+    instance = itp.build(samples[:1])[2]
+    counts = {}
+    for detail in (None, "low"):
+        options = VideoOptions(media_root=str(media_root), image_detail=detail, max_frames=4)
+        context = VideoContext.locate(options, samples[:1], tmp_path / "store")
+        context.prepare({"itp": (itp, [instance])}, None)
+        images = [p for p in context.media_parts(itp, instance, None) if isinstance(p, ImagePart)]
+        assert images and all(p.detail == detail for p in images)
+        assert ("detail" in images[0].wire()["image_url"]) == (detail is not None)
+        counts[detail] = context.media_count(itp, instance, None)
+    assert counts["low"][0] == counts[None][0] and counts["low"][2] == counts["low"][0] * (85 + 12)

@@ -87,6 +87,8 @@ def run_command(
     max_frames: Annotated[int, typer.Option("--max-frames", help="Most frames per request (thinned evenly).")] = 16,
     frame_size: Annotated[int, typer.Option(
         "--frame-size", help="Longest side in pixels of a frame or the cut clip.")] = 448,
+    image_detail: Annotated[Optional[str], typer.Option(
+        "--image-detail", help="Frames: low, high or auto for OpenAI-style APIs (low: ~85 tokens a frame).")] = None,
     media_workers: Annotated[int, typer.Option(
         "--media-workers", help="ffmpeg processes at once while video mode makes frames and clips.")] = 2,
     context_size: Annotated[Optional[int], typer.Option(
@@ -172,7 +174,8 @@ def run_command(
         mode=mode,
         video=None if media_root is None else {
             "media_root": str(media_root.resolve()), "media_match": media_match, "video_input": video_input,
-            "frame_rate": frame_rate, "max_frames": max_frames, "frame_size": frame_size, "workers": media_workers},
+            "frame_rate": frame_rate, "max_frames": max_frames, "frame_size": frame_size, "workers": media_workers,
+            "image_detail": image_detail},
         context_size=context_size,
         limit_samples=limit_samples,
         batch_size=batch_size,

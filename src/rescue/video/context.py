@@ -162,7 +162,8 @@ class VideoContext:
         info = self.infos[instance.sample_id]
         size = scaled_size(info.width, info.height, self.options.frame_size)
         seconds = (plan.clip_stop - plan.clip_first) / info.fps
-        return len(plan.frames), seconds, frames_tokens(len(plan.frames), *size) + clip_tokens(seconds, *size)
+        images = frames_tokens(len(plan.frames), *size, detail=self.options.image_detail)
+        return len(plan.frames), seconds, images + clip_tokens(seconds, *size)
 
     # -- requests ------------------------------------------------------------------------------------------
 
@@ -181,7 +182,8 @@ class VideoContext:
             )]
             for pick in plan.frames:
                 parts.append(TextPart(f"[frame at {pick.time:.2f} s, row {pick.row_index}]"))
-                parts.append(ImagePart.from_file(self.store.frame_path(info, pick.index), mime="image/jpeg"))
+                parts.append(ImagePart.from_file(self.store.frame_path(info, pick.index), mime="image/jpeg",
+                                                 detail=self.options.image_detail))
             return parts
         start, end = plan.clip_first / info.fps, plan.clip_stop / info.fps
         sound = "with its sound" if info.has_audio else "without sound"

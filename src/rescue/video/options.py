@@ -8,6 +8,7 @@ from typing import Any
 from rescue.data.errors import RescueError
 
 VIDEO_INPUTS = ("frames", "clip")
+IMAGE_DETAILS = ("low", "high", "auto")  # OpenAI's image detail levels; None sends none (the server's default)
 MEDIA_MATCHES = ("auto", "source_file", "id")
 
 
@@ -27,6 +28,7 @@ class VideoOptions:
     max_frames: int = 16  # per request; more are thinned evenly over the window
     frame_size: int = 448  # longest side in pixels of a frame or of the cut clip
     jpeg_quality: int = 4  # ffmpeg's -q:v for frames, 2 (best) to 31
+    image_detail: str | None = None  # OpenAI-style APIs: "low" is a fixed small token count per frame
     workers: int = 2  # ffmpeg processes at once while preparing media
 
     def __post_init__(self) -> None:
@@ -42,13 +44,15 @@ class VideoOptions:
             raise VideoError(f"--frame-size {self.frame_size}: use 16 to 4096 pixels (the longest side)")
         if not 2 <= self.jpeg_quality <= 31:
             raise VideoError(f"jpeg_quality {self.jpeg_quality}: use 2 (best) to 31")
+        if self.image_detail is not None and self.image_detail not in IMAGE_DETAILS:
+            raise VideoError(f"--image-detail {self.image_detail!r}: choose one of {', '.join(IMAGE_DETAILS)}")
         if self.workers < 1:
             raise VideoError("media workers must be at least 1")
 
     def settings_key(self) -> dict[str, Any]:
         """What decides the bytes of a frame or clip (not where the media lives or how fast it is made)."""
         return {"video_input": self.video_input, "frame_rate": self.frame_rate, "max_frames": self.max_frames,
-                "frame_size": self.frame_size, "jpeg_quality": self.jpeg_quality}
+                "frame_size": self.frame_size, "jpeg_quality": self.jpeg_quality, "image_detail": self.image_detail}
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -18,8 +18,13 @@ def image_tokens(width: int, height: int) -> int:
     return max(1, math.ceil(width / 28)) * max(1, math.ceil(height / 28))
 
 
-def frames_tokens(count: int, width: int, height: int) -> int:
-    return count * (image_tokens(width, height) + FRAME_LABEL_TOKENS)
+# OpenAI's "low" detail: a fixed count per image, whatever its size.
+LOW_DETAIL_TOKENS = 85
+
+
+def frames_tokens(count: int, width: int, height: int, *, detail: str | None = None) -> int:
+    per_image = LOW_DETAIL_TOKENS if detail == "low" else image_tokens(width, height)
+    return count * (per_image + FRAME_LABEL_TOKENS)
 
 
 def clip_tokens(seconds: float, width: int, height: int) -> int:
