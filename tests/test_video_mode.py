@@ -228,10 +228,11 @@ def test_video_cues_variant_adds_the_annotated_cues(samples):
     assert "Mode: video." in plain and "Mode: video+cues." in cues
 
 
+@pytest.mark.parametrize("data", ["demo_samples", "real_samples"])
 @pytest.mark.parametrize("task_name", TASKS)
-def test_windows_stop_at_the_first_hidden_row(demo_samples, task_name):
+def test_windows_stop_at_the_first_hidden_row(request, data, task_name):
     task = get_task(task_name)
-    for instance in task.build(demo_samples):
+    for instance in task.build(request.getfixturevalue(data)):
         for k in (None, 0, 1, -1):
             window = media_window(task, instance, k)
             limit = _limit(instance.sample, task_name, instance.row_index)
@@ -414,3 +415,23 @@ def test_image_detail_reaches_the_request_and_the_estimate(tmp_path, samples, me
         assert ("detail" in images[0].wire()["image_url"]) == (detail is not None)
         counts[detail] = context.media_count(itp, instance, None)
     assert counts["low"][0] == counts[None][0] and counts["low"][2] == counts["low"][0] * (85 + 12)
+
+
+def test_frame_and_clip_plans_keep_every_frame_inside_its_span():
+    from rescue.video.plan import clip_plan, frame_plan
+    from rescue.video.store import SourceInfo
+    from rescue.video.window import MediaWindow, Span
+
+    source = SourceInfo("d", duration=60.0, fps=10.0, width=640, height=360, has_audio=True)
+    # Row 2 lasts 0.3 s, shorter than the 1 s grid step; row 3 is cut at the hidden row's start, 20.05 s.
+    window = MediaWindow("s", (Span(1, 2.0, 5.0), Span(2, 7.3, 7.6), Span(3, 18.0, 20.05)), limit=20.05)
+    plan = frame_plan(window, source, rate=1.0, limit=100)
+    picks = [(p.row_index, p.index) for p in plan.frames]
+    assert picks == [(1, 20), (1, 30), (1, 40), (2, 74), (3, 180), (3, 190)]
+    assert all((index + 1) / source.fps <= 20.05 for _, index in picks)
+    thinned = frame_plan(window, source, rate=1.0, limit=3).frames
+    assert [p.index for p in thinned] == [20, 40, 190]  # first and last kept, evenly between
+    clip = clip_plan(window, source)
+    assert (clip.clip_first, clip.clip_stop) == (20, 200)  # frame 200 starts at 20.0 s and would end after 20.05 s
+    nothing = MediaWindow("s", (), 3.0)
+    assert frame_plan(nothing, source, 1.0, 16).empty and clip_plan(nothing, source).empty
