@@ -45,7 +45,7 @@ def config(out: Path, sessions, server=None, **kw) -> BuildConfig:
     if server is not None:
         kw.setdefault("model", "test-model")
         kw.setdefault("base_url", server.base_url)
-    return BuildConfig(out=out, sessions=sessions, annotate=settings, max_retries=0, **kw)
+    return BuildConfig(out=out, sessions=sessions, annotate=settings, max_retries=2, **kw)
 
 
 def read_draft(out: Path) -> list[dict]:
