@@ -82,19 +82,29 @@ def test_cache_answers_without_a_request(tmp_path):
     assert again.stats_for("predict", "-").cache_hits == 2
 
 
-def test_failure_after_retries_is_recorded_and_not_asked_again_unless_retry_errors(tmp_path):
+def test_request_error_is_not_an_answer_a_rerun_asks_again(tmp_path):
     with serve(Reply.server_error(500)) as server:
         [answer] = _run(_reliable(server, tmp_path, max_retries=2), [_request()])
         assert answer.status == "request_error" and "gave up after 3 attempts" in answer.error
         assert server.request_count == 3
-        [again] = _run(_reliable(server, tmp_path, max_retries=2), [_request()])
-        assert again.status == "request_error" and "--retry-errors" in again.error
-        assert server.request_count == 3  # resumed: the recorded failure is not asked again
         server.script = Reply.json({"ok": 1})
-        [fixed] = _run(_reliable(server, tmp_path, retry_errors=True), [_request()])
+        # No --retry-errors needed: a request error recorded earlier is asked again by a plain rerun.
+        [fixed] = _run(_reliable(server, tmp_path, max_retries=2), [_request()])
         assert fixed.status == "ok" and server.request_count == 4
     cache = ResponseCache(tmp_path / "cache.sqlite")
     assert cache.counts() == {"answers": 1, "failures": 0}
+
+
+def test_recorded_refusal_is_final_unless_retry_errors(tmp_path):
+    with serve(Reply.content_filter()) as server:
+        [answer] = _run(_reliable(server, tmp_path), [_request()])
+        assert answer.status == "refused" and server.request_count == 1
+        [again] = _run(_reliable(server, tmp_path), [_request()])
+        assert again.status == "refused" and "--retry-errors" in again.error
+        assert server.request_count == 1  # a refusal is an answer: the rerun does not ask again
+        server.script = Reply.json({"ok": 1})
+        [fixed] = _run(_reliable(server, tmp_path, retry_errors=True), [_request()])
+        assert fixed.status == "ok" and server.request_count == 2
 
 
 def test_refusal_is_recorded_as_such(tmp_path):

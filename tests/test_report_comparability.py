@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from rescue.cli import app
 from rescue.data.loading import demo_path
+from rescue.io import sha256_file
 from rescue.report.bootstrap import bootstrap_ci, cluster_of, count_clusters
 from rescue.report.comparability import ComparabilityError
 from rescue.report.significance import clustered_mcnemar
@@ -72,6 +73,10 @@ def test_other_gold_on_a_shared_instance_is_refused(base, uniform, tmp_path):
     changed = next(r for r in records if r["task"] == "rpp")
     changed["gold"] = "attack_attack" if changed["gold"] != "attack_attack" else "pursue_withdraw"
     (other / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    # A run that really had that gold: its results.json names these predictions (else the reader refuses the pair).
+    results = json.loads((other / "results.json").read_text())
+    results["predictions"]["sha256"] = sha256_file(other / "predictions.jsonl")
+    (other / "results.json").write_text(json.dumps(results))
     message = _refusal(_report(base, other, out=tmp_path / "r"))
     assert "RPP gold differs between baseline/majority and baseline/uniform on 1 shared instance" in message
     assert changed["instance_id"] in message

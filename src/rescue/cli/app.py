@@ -21,6 +21,22 @@ app.add_typer(data_app, name="data")
 console = Console()
 err_console = Console(stderr=True)
 
+
+def _version(value: bool) -> None:
+    if value:
+        from rescue import __version__
+
+        console.print(f"rescue {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """RESCUE-Bench end to end: validate data, build tasks, run models, score and report."""
+
 DataOption = Annotated[
     Optional[Path],
     typer.Option(

@@ -40,10 +40,12 @@ def report(
 ) -> None:
     """Leaderboards (Markdown, LaTeX, CSV) with bootstrap CIs, paired comparisons, the paper's analyses,
     figures and a self-contained HTML report, from one or more run directories."""
+    from rescue.io import check_out_folder
     from rescue.report.bootstrap import CLUSTERS
     from rescue.report.build import ReportOptions, build_report
     from rescue.report.runs import ReportError
 
+    check_out_folder(out)
     if cluster not in CLUSTERS:
         raise ReportError(f"--cluster {cluster!r}: choose one of {', '.join(CLUSTERS)}")
     from rescue.report.reference import check_reference

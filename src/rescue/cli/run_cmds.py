@@ -57,10 +57,22 @@ def _print_leaderboard(results: dict[str, Any], out: Path) -> None:
 
 
 def _finish(outcome: Any, quiet: bool) -> None:
+    from rich.markup import escape
+
     if not quiet:
         _print_leaderboard(outcome.results, outcome.out)
+    run = outcome.results.get("run", {})
+    if run.get("cache_hits"):
+        err_console.print(f"{run['cache_hits']} answer(s) came from the cache, {run.get('requests', 0)} new "
+                          "request(s) were sent.", highlight=False)
+    data = outcome.results.get("data") or {}
+    if data.get("sample_ids") and not quiet:
+        ids = data["sample_ids"]
+        shown = ", ".join(escape(i) for i in ids[:8]) + (f" … ({len(ids) - 8} more)" if len(ids) > 8 else "")
+        err_console.print(f"{len(ids)} sample(s) taken ({data.get('sample_choice')}): {shown}", highlight=False)
     if not outcome.complete:
-        err_console.print(f"[yellow]incomplete:[/] {outcome.stopped}. Rerun the same command to continue.")
+        err_console.print(f"[yellow]incomplete:[/] {escape(str(outcome.stopped))}. Rerun the same command to "
+                          "continue (instances without an answer are asked again).", highlight=False, soft_wrap=True)
         raise typer.Exit(3)
 
 
@@ -73,7 +85,7 @@ def run_command(
         "--model", help="A model to evaluate; repeat for several. PRESET/ID (openai/, deepseek/, dashscope/, "
         "kimi/, openrouter/, ollama/ ...), any id with --base-url, baseline/NAME or local/NAME. "
         "Default: the offline baselines.")] = None,
-    tasks: Annotated[str, typer.Option("--tasks", help="Comma-separated tasks.")] = ",".join(TASK_NAMES),
+    tasks: Annotated[str, typer.Option("--tasks", help="Comma-separated tasks, any case.")] = ",".join(TASK_NAMES),
     data: DataOption = None,
     mode: Annotated[str, typer.Option("--mode", help="dialogue, audio, visual or audiovisual evidence; video or "
                                       "video+cues send each instance's media too (needs --media-root).")] = "dialogue",
@@ -93,7 +105,11 @@ def run_command(
         "--media-workers", help="ffmpeg processes at once while video mode makes frames and clips.")] = 2,
     context_size: Annotated[Optional[int], typer.Option(
         "--context-size", help="Prior rows shown (-1: all; default: each task's own).")] = None,
-    limit_samples: Annotated[Optional[int], typer.Option("--limit-samples", help="Only the first N samples.")] = None,
+    limit_samples: Annotated[Optional[int], typer.Option(
+        "--limit-samples", help="Only N samples (see --sample-choice); the ones taken are listed in results.json.")] = None,
+    sample_choice: Annotated[str, typer.Option(
+        "--sample-choice", help="With --limit-samples: 'first' N in file order, or 'stratified' (each scenario in "
+        "its share, spread over the file).")] = "first",
     batch_size: Annotated[str, typer.Option(
         "--batch-size", help="Instances per request (of one sample), or 'authors' for each task's own; "
         "split wherever one item would show another's hidden row.")] = "1",
@@ -157,6 +173,9 @@ def run_command(
     suite: Annotated[Optional[str], typer.Option(
         "--suite", help="paper (the paper's ten models, settings and judge) or a suite TOML file of your own: "
         "its models and run settings (options given here win). See docs/report.md.")] = None,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="Replace a run directory that holds a run with another configuration "
+        "(default: refuse; the same configuration resumes).")] = False,
 ) -> None:
     """Evaluate models on the tasks and write the run directory, then print a leaderboard."""
     from rescue.engine.runner import RunConfig, run
@@ -169,7 +188,7 @@ def run_command(
     config = RunConfig(
         out=str(out or "."),
         models=list(model or []),
-        tasks=[t.strip() for t in tasks.split(",") if t.strip()],
+        tasks=tasks.split(","),
         data=None if data is None else str(data),
         mode=mode,
         video=None if media_root is None else {
@@ -178,6 +197,7 @@ def run_command(
             "image_detail": image_detail},
         context_size=context_size,
         limit_samples=limit_samples,
+        sample_choice=sample_choice,
         batch_size=batch_size,
         parse=parse,
         rpp_gold=rpp_gold,
@@ -209,6 +229,7 @@ def run_command(
         bertscore_layers=bertscore_layers,
         bertscore_rescale=bertscore_rescale,
         quiet=quiet,
+        overwrite=overwrite,
     )
     loaded = None
     if suite is not None:
@@ -255,7 +276,9 @@ def _print_estimate(config: Any) -> None:
 @app.command("rescore")
 def rescore_command(
     run_dir: Annotated[Path, typer.Argument(help="A run directory written by `rescue run --out`.")],
-    data: DataOption = None,
+    data: Annotated[Optional[Path], typer.Option(
+        "--data", help="The data to rescore against (default: the data the run used, as recorded in its "
+        "results.json).")] = None,
     media_root: Annotated[Optional[Path], typer.Option(
         "--media-root", help="Video-mode runs: where the media is now, if it moved since the run.")] = None,
     parse: Annotated[Optional[str], typer.Option(

@@ -35,7 +35,9 @@ class DataIssue:
 
 
 class RescueError(Exception):
-    """Base class of errors a user can hit and fix."""
+    """Base class of errors a user can hit and fix; the CLI prints the message and exits with ``exit_code``."""
+
+    exit_code = 2
 
 
 class DataError(RescueError):

@@ -12,8 +12,8 @@ def _files(root: Path) -> list[Path]:
     # The same files, in the same order, as rescue.data.loading.iter_records reads.
     if root.is_file():
         return [root]
-    jsonl = sorted(root.rglob("*.jsonl"))
-    return jsonl or sorted(p for p in root.rglob("*.json") if p.name != "manifest.json")
+    jsonl = sorted(p for p in root.rglob("*.jsonl") if p.is_file())
+    return jsonl or sorted(p for p in root.rglob("*.json") if p.is_file() and p.name != "manifest.json")
 
 
 def data_sha256(path: str | Path | None) -> str:

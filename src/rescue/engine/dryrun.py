@@ -72,7 +72,9 @@ def estimate_run(config: Any) -> RunEstimate:
 
     samples = load_samples(config.data)
     if config.limit_samples:
-        samples = samples[: config.limit_samples]
+        from rescue.data.loading import choose_samples
+
+        samples = choose_samples(samples, config.limit_samples, config.sample_choice)
     video = None
     if config.mode in VIDEO_MODES:
         from rescue.video import VideoContext

@@ -10,7 +10,10 @@ import json
 import threading
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import IO, Any
+
+from rescue.io import terminal_text
 
 
 class RunLog:
@@ -19,11 +22,15 @@ class RunLog:
     def __init__(self, path: Path | None):
         self._handle: IO[str] | None = None
         self._lock = threading.Lock()
+        # Called with (event, fields) for every event, file or not: the terminal hears of a dead endpoint at once.
+        self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._handle = path.open("a", encoding="utf-8")
 
     def event(self, event: str, **fields: Any) -> None:
+        for listener in self.listeners:
+            listener(event, fields)
         if self._handle is None:
             return
         line = json.dumps({"time": round(time.time(), 3), "event": event, **fields}, ensure_ascii=False, default=str)
@@ -49,7 +56,9 @@ class TaskProgress:
         self.retries = 0
         self._id: Any = None
         if display.progress is not None:
-            self._id = display.progress.add_task(f"{model} · {task}", total=total, failures=0, retries=0)
+            # Model ids come from the user or a suite file: never markup, never raw control characters.
+            label = f"{terminal_text(model, max_length=40)} · {terminal_text(task)}"
+            self._id = display.progress.add_task(label, total=total, failures=0, retries=0)
 
     def advance(self, instances: int, failures: int = 0) -> None:
         self.failures += failures
@@ -82,9 +91,11 @@ class ProgressDisplay:
     """A rich Progress on stderr, or nothing with ``quiet``."""
 
     def __init__(self, quiet: bool):
+        from rich.console import Console
+
         self.progress: Any = None
+        self.console = Console(stderr=True)
         if not quiet:
-            from rich.console import Console
             from rich.progress import (
                 BarColumn,
                 MofNCompleteColumn,
@@ -101,9 +112,15 @@ class ProgressDisplay:
                 _rate_column(),
                 TimeRemainingColumn(),
                 TextColumn("[red]fail {task.fields[failures]}[/] [yellow]retry {task.fields[retries]}[/]"),
-                console=Console(stderr=True),
+                console=self.console,
                 transient=False,
             )
+
+    def warn(self, text: str) -> None:
+        """A line above the bars (or on stderr when quiet); ``text`` is shown literally, never as markup."""
+        from rich.text import Text
+
+        self.console.print(Text("warning: ", style="yellow") + Text(text), soft_wrap=True, highlight=False)
 
     def task(self, model: str, task: str, total: int) -> TaskProgress:
         return TaskProgress(self, model, task, total)

@@ -16,165 +16,35 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
+import hashlib
 import time
+import uuid
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rescue.data.errors import RescueError
+from rescue.data.models import Sample
+from rescue.engine.config import RunConfig, RunError, config_differences
 from rescue.engine.progress import ProgressDisplay, RunLog, TaskProgress
 from rescue.engine.types import TaskModel, TaskRequest, as_task_model
 from rescue.llm.cache import ResponseCache
-from rescue.llm.client import DEFAULT_MAX_ANSWER_BYTES, GenerationSettings
 from rescue.llm.cost import PriceTable
-from rescue.llm.reliable import DEFAULT_RETRY_AFTER_CAP, Budget, ReliableModel
+from rescue.llm.reliable import Budget, ReliableModel
 from rescue.llm.session import Session, stderr_notice
 from rescue.llm.types import ChatAnswer, ChatRequest, Model, Usage
-from rescue.tasks.base import (
-    MODES,
-    PARSE_POLICIES,
-    TASK_NAMES,
-    VIDEO_MODES,
-    Instance,
-    Prediction,
-    PredictionRecord,
-    RenderOptions,
-    Task,
-    make_record,
-)
-
+from rescue.tasks.base import PARSE_POLICIES, VIDEO_MODES, Instance, Prediction, PredictionRecord, RenderOptions, Task, make_record
 from rescue.tasks.batching import BatchPlan, plan_batches
 
-RESULTS = "results.json"
-PREDICTIONS = "predictions.jsonl"
+from rescue.engine.results import PREDICTIONS, RESULTS, SCHEMA_VERSION, PredictionsInfo, RunResults, read_results
+from rescue.io import DirectoryLock, LockedError, check_out_folder, remove_stale_temporaries, visible_text, write_atomic
+
+__all__ = ["RunConfig", "RunError", "RunOutcome", "Runner", "rescore", "run", "run_async"]
+
 CACHE = "cache.sqlite"
 LOG = "run.log"
 SCOPES = ("couple", "family")
-
-
-class RunError(RescueError):
-    """A run that cannot start or cannot be rescored; the message says which option or file is wrong."""
-
-
-@dataclass
-class RunConfig:
-    """Everything that decides a run's results; stored as ``results.json["config"]`` and read back by rescore."""
-
-    out: str
-    models: list[str] = field(default_factory=list)  # empty: the offline baselines
-    tasks: list[str] = field(default_factory=lambda: list(TASK_NAMES))
-    data: str | None = None  # None: the bundled demo dataset
-    mode: str = "dialogue"
-    video: Any = None  # video modes: rescue.video.VideoOptions (media root, frames or clip ...); stored as a dict
-    context_size: int | None = None  # None: each task's default
-    limit_samples: int | None = None
-    batch_size: str = "1"  # "1", a number, or "authors" (each task's authors' batch size)
-    parse: str = "strict"  # "strict" or "lenient" (rescue.tasks.base.ParsePolicy); rescore can switch it
-    rpp_gold: str | None = None  # shorthand for task_options["rpp"]["rpp_gold"]
-    task_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # per task: its build options
-    base_url: str | None = None
-    api_key_env: str | None = None
-    temperature: float = 0.0
-    seed: int | None = None  # sent to the API where supported; seeds baseline/uniform
-    max_tokens: int | None = None
-    json_mode: bool = True
-    extra_body: dict[str, Any] = field(default_factory=dict)
-    timeout: float = 240.0  # seconds for a whole request, the body included
-    retry_after_cap: float = DEFAULT_RETRY_AFTER_CAP  # the longest Retry-After obeyed; asked twice for more: failed
-    max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES  # a larger answer is a request_error, never stored
-    model_settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # per model spec: overrides
-    concurrency: int = 16
-    max_retries: int = 5
-    max_failures: int | None = 50
-    max_cost: float | None = None
-    retry_errors: bool = False
-    cache_dir: str | None = None  # None: the run directory
-    prices: str | None = None
-    judges: list[str] = field(default_factory=list)
-    judge_base_url: str | None = None  # None: the judges' presets, or --base-url
-    judge_api_key_env: str | None = None
-    judge_scale: str = "likert"
-    bertscore: bool = True
-    bertscore_model: str | None = None
-    bertscore_layers: int | None = None  # None: the backbone's default layer
-    bertscore_rescale: bool = False
-    quiet: bool = False
-
-    def __post_init__(self) -> None:
-        self.models = list(dict.fromkeys(self.models))  # a model named twice is run once
-        unknown = [t for t in self.tasks if t not in TASK_NAMES]
-        if unknown:
-            raise RunError(f"--tasks: unknown task(s) {', '.join(unknown)}; choose from {', '.join(TASK_NAMES)}")
-        if self.mode not in MODES:
-            raise RunError(f"--mode {self.mode!r}: choose one of {', '.join(MODES)}")
-        if self.mode in VIDEO_MODES:
-            from rescue.video import check_video_config
-
-            self.video = check_video_config(self.video, self.batch_size)
-        elif self.video is not None:
-            raise RunError(f"--media-root and the video options need --mode {' or '.join(VIDEO_MODES)}")
-        if self.batch_size != "authors":
-            try:
-                if int(self.batch_size) < 1:
-                    raise ValueError
-            except ValueError:
-                raise RunError(f"--batch-size {self.batch_size!r}: a positive number or 'authors'") from None
-        if self.context_size is not None and self.context_size < -1:
-            raise RunError(f"--context-size {self.context_size}: use -1 (all prior rows), 0 (none) or a positive count")
-        if self.parse not in PARSE_POLICIES:
-            raise RunError(f"--parse {self.parse!r}: choose one of {', '.join(PARSE_POLICIES)}")
-        if self.concurrency < 1:
-            raise RunError("--concurrency must be at least 1")
-        if not self.timeout > 0:
-            raise RunError(f"--timeout {self.timeout}: a positive number of seconds")
-        if not self.retry_after_cap >= 0:
-            raise RunError(f"--retry-after-cap {self.retry_after_cap}: 0 or more seconds")
-        if self.max_answer_bytes < 1:
-            raise RunError(f"--max-answer-bytes {self.max_answer_bytes}: a positive number of bytes")
-        if self.limit_samples is not None and self.limit_samples < 1:
-            raise RunError("--limit-samples must be at least 1")
-        self.task_options = _checked_task_options(self.task_options, self.rpp_gold)
-
-    @property
-    def model_specs(self) -> list[str]:
-        if self.models:
-            return list(self.models)
-        from rescue.engine.baselines import BASELINE_NAMES
-
-        return list(BASELINE_NAMES)
-
-    def settings_for(self, spec: str) -> GenerationSettings:
-        base: dict[str, Any] = {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens,
-                                "json_mode": self.json_mode, "extra_body": dict(self.extra_body), "timeout": self.timeout,
-                                "max_answer_bytes": self.max_answer_bytes}
-        own = self.model_settings.get(spec, {})
-        merged = {**base, **{k: v for k, v in own.items() if k != "extra_body"}}
-        merged["extra_body"] = {**base["extra_body"], **own.get("extra_body", {})}
-        allowed = set(GenerationSettings.__dataclass_fields__)
-        bad = set(merged) - allowed
-        if bad:
-            raise RunError(f"model settings for {spec!r}: unknown field(s) {', '.join(sorted(bad))}; "
-                           f"known: {', '.join(sorted(allowed))}")
-        return GenerationSettings(**merged)
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["models"] = self.model_specs
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any], origin: str) -> RunConfig:
-        known = set(cls.__dataclass_fields__)
-        data = dict(data)
-        # results.json records the BERTScore backbone under "bertscore" (None: BERTScore was off).
-        if not isinstance(data.get("bertscore"), bool):
-            data["bertscore"] = data.get("bertscore") is not None
-        try:
-            return cls(**{k: v for k, v in data.items() if k in known})
-        except TypeError as exc:
-            raise RunError(f"{origin}: field config: {exc}") from None
 
 
 @dataclass
@@ -194,6 +64,11 @@ class RunOutcome:
     out: Path
     complete: bool
     stopped: str | None
+    typed: RunResults | None = None  # results as the typed model (``results`` is its JSON form)
+
+    @property
+    def cache_hits(self) -> int:
+        return int(self.results.get("run", {}).get("cache_hits", 0))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -225,33 +100,17 @@ def _names_preset(spec: str) -> bool:
     return bool(rest) and prefix in PRESETS
 
 
-def _checked_task_options(options: dict[str, dict[str, Any]], rpp_gold: str | None) -> dict[str, dict[str, Any]]:
-    """Per-task build options, each checked against its task's options model before any work."""
-    from rescue.tasks import get_task
-    from rescue.tasks.spec import validate_options
-
-    checked: dict[str, dict[str, Any]] = {}
-    for name, values in options.items():
-        task = get_task(name)
-        checked[task.name] = dict(values)
-    if rpp_gold:
-        checked.setdefault("rpp", {}).setdefault("rpp_gold", rpp_gold)
-    for name, values in checked.items():
-        validate_options(name, get_task(name).declaration.options, values)
-    return checked
-
-
 def _build_options(config: RunConfig, task: Task) -> dict[str, Any]:
     return dict(config.task_options.get(task.name, {}))
 
 
-def values_used(config: RunConfig, tasks: dict[str, Task], instances: dict[str, list[Instance]]) -> dict[str, Any]:
+def values_used(config: RunConfig, tasks: dict[str, Task], instances: dict[str, list[Instance]],
+                data_sha: str) -> dict[str, Any]:
     """What the run really used where its config says "default" (None): a report compares runs on these."""
-    from rescue.data.fingerprint import data_sha256
     from rescue.tasks.spec import validate_options
 
     used: dict[str, Any] = {
-        "data_sha256": data_sha256(config.data),
+        "data_sha256": data_sha,
         "task_options": {n: validate_options(n, t.declaration.options, _build_options(config, t)).model_dump(mode="json")
                          for n, t in tasks.items()},
         "context_size": {n: config.context_size if config.context_size is not None else int(t.default_context_size)
@@ -333,13 +192,15 @@ def aggregate_scopes(task: Task, records: list[PredictionRecord]) -> dict[str, A
 # Generative scoring hooks (ER, VP)
 
 
-async def _judge(pair: PairResult, instances: list[Instance], judges: list[Model], config: RunConfig) -> None:
+async def _judge(pair: PairResult, instances: list[Instance], judges: list[Model], config: RunConfig,
+                 progress: TaskProgress | None) -> None:
     from rescue.scoring.judge import judge_records
 
     by_id = {i.instance_id: i for i in instances}
     pairs = [(by_id[r.instance_id], r) for r in pair.records]
     stats = await judge_records(pairs, judges=judges, task_name=pair.task, scale=config.judge_scale,  # type: ignore[arg-type]
-                                concurrency=config.concurrency)
+                                concurrency=config.concurrency,
+                                on_graded=None if progress is None else lambda ok: progress.advance(1, 0 if ok else 1))
     pair.judge_usage = [s.to_dict() for s in stats.values()]
 
 
@@ -360,17 +221,56 @@ def _bertscore(pairs: list[PairResult], config: RunConfig) -> dict[str, Any] | N
 # Writing
 
 
-def write_atomic(path: Path, text: str) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with temporary.open("w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+def predictions_text(records: Iterable[PredictionRecord]) -> str:
+    return "".join(r.model_dump_json() + "\n" for r in records)
 
 
 def write_predictions(path: Path, records: Iterable[PredictionRecord]) -> None:
-    write_atomic(path, "".join(r.model_dump_json() + "\n" for r in records))
+    write_atomic(path, predictions_text(records))
+
+
+def _first_error(errors: list[str]) -> str:
+    # "not requested: ..." only repeats the cause; the first real answer from the endpoint names it.
+    real = [e for e in errors if not e.startswith("not requested")]
+    return visible_text((real or errors)[0], max_length=300)
+
+
+def _error_class(error: str) -> str:
+    head, sep, _ = error.partition(":")
+    return head.strip() if sep and " " not in head.strip() else "request_error"
+
+
+def request_error_summary(name: str, endpoint: str, records: list[PredictionRecord]) -> str | None:
+    """One line about the instances of one model left without an answer, or None when every one has one."""
+    errors = [r.error for r in records if r.status == "request_error"]
+    if not errors:
+        return None
+    first = _first_error(errors)
+    what = "every request failed" if len(errors) == len(records) else \
+        f"{len(errors)} of {len(records)} instances have no answer"
+    return f"{terminal_safe(name)}: {what} at {terminal_safe(endpoint)} ({_error_class(first)}): {first}"
+
+
+def judge_error_summary(name: str, endpoint: str, records: list[PredictionRecord]) -> str | None:
+    """One line about the grades one judge could not give because its requests failed."""
+    asked = 0
+    errors: list[str] = []
+    for record in records:
+        entry = ((record.judge or {}).get("judges") or {}).get(name)
+        if not entry or entry.get("status") == "minimum":
+            continue
+        asked += 1
+        if entry.get("status") == "failed" and str(entry.get("error", "")).startswith("request_error"):
+            errors.append(str(entry["error"]).removeprefix("request_error:").strip())
+    if not errors:
+        return None
+    first = _first_error(errors)
+    what = "every grade failed" if len(errors) == asked else f"{len(errors)} of {asked} grades failed"
+    return f"judge {terminal_safe(name)}: {what} at {terminal_safe(endpoint)} ({_error_class(first)}): {first}"
+
+
+def terminal_safe(text: str) -> str:
+    return visible_text(text, max_length=200)
 
 
 def _usage_block(model: ReliableModel | None, judge_usage: dict[str, list[dict[str, Any]]],
@@ -404,16 +304,41 @@ def _usage_block(model: ReliableModel | None, judge_usage: dict[str, list[dict[s
 # The run
 
 
+class RunInterrupted(RunError):
+    """Ctrl-C: what was saved, and how to continue."""
+
+    exit_code = 130
+
+
+def _credential_error_for_judge(exc: Exception, spec: str) -> RunError:
+    # The provider layer words its errors for --model; a judge's key is set with other options.
+    text = str(exc).replace(f"--model {spec!r}", f"--judge {spec!r}").replace("--api-key-env", "--judge-api-key-env")
+    return RunError(text)
+
+
+def _check_local_models(specs: list[str], option: str) -> None:
+    from rescue.llm.local import LOCAL_MODELS
+
+    for spec in specs:
+        prefix, _, name = spec.partition("/")
+        if prefix == "local" and name not in LOCAL_MODELS:
+            known = ", ".join(f"local/{n}" for n in LOCAL_MODELS)
+            raise RunError(f"{option} {spec!r}: unknown local model; known: {known}")
+
+
 class Runner:
     """One run. ``models`` adds model objects of your own (any :class:`~rescue.llm.types.Model`, e.g. an HF
     pipeline behind ``complete``, or a :class:`~rescue.engine.types.TaskModel`) to the specs in the config;
     they are evaluated under their ``name`` like any other."""
 
-    def __init__(self, config: RunConfig, *, offline: bool = False, models: Iterable[Model | TaskModel] = ()):
+    def __init__(self, config: RunConfig, *, offline: bool = False, write: bool = True,
+                 models: Iterable[Model | TaskModel] = ()):
         self.config = config
         self.offline = offline  # rescore: answers come from the cache only, nothing is requested
+        self.write = write  # False: nothing is written (the notebook API without out=); no cache either
         self.out = Path(config.out)
         self.prices = PriceTable.load(config.prices)
+        self.saved_answers = 0
         self.plans: dict[str, BatchPlan] = {}
         self.given: dict[str, Model | TaskModel] = {m.name: m for m in models}
         if self.given:
@@ -422,7 +347,9 @@ class Runner:
     def _cache_folder(self) -> Path:
         return Path(self.config.cache_dir) if self.config.cache_dir else self.out
 
-    def _cache(self) -> ResponseCache:
+    def _cache(self) -> ResponseCache | None:
+        if not self.write and not self.config.cache_dir:
+            return None
         return ResponseCache(self._cache_folder() / CACHE)
 
     def _locate_media(self, samples: list[Any]) -> Any:
@@ -432,7 +359,7 @@ class Runner:
 
         return VideoContext.locate(self.config.video, samples, self._cache_folder() / "media")
 
-    def _session(self, cache: ResponseCache, budget: Budget, log: RunLog) -> Session:
+    def _session(self, cache: ResponseCache | None, budget: Budget, log: RunLog) -> Session:
         config = self.config
         return Session(cache=cache, concurrency=config.concurrency, max_retries=config.max_retries,
                        retry_errors=config.retry_errors, max_failures=config.max_failures, prices=self.prices,
@@ -450,29 +377,111 @@ class Runner:
         elif judge and _names_preset(spec):
             # `--model X --base-url <vLLM> --judge openai/gpt-5.4`: the judge goes to its provider, not to vLLM.
             base_url, key_env = None, self.config.judge_api_key_env
-        model = resolve_model(spec, base_url=base_url, api_key_env=key_env, settings=self.config.settings_for(spec),
-                              need_key=not self.offline)
+        try:
+            model = resolve_model(spec, base_url=base_url, api_key_env=key_env,
+                                  settings=self.config.settings_for(spec), need_key=not self.offline)
+        except RescueError as exc:
+            if judge:
+                raise _credential_error_for_judge(exc, spec) from None
+            raise
         if judge and not callable(getattr(model, "complete", None)):
             raise RunError(f"--judge {spec!r}: a judge must be a model that reads messages, not an offline baseline")
         return model
 
+    def _select_samples(self, samples: list[Sample]) -> tuple[list[Sample], str]:
+        from rescue.data.loading import choose_samples
+
+        config = self.config
+        if not config.limit_samples:
+            return samples, "all"
+        return choose_samples(samples, config.limit_samples, config.sample_choice), config.sample_choice
+
+    def _prepare_folder(self, data_sha: str) -> None:
+        """Refuse a folder that holds a run with another configuration, unless --overwrite; clean leftovers."""
+        config = self.config
+        results_path = self.out / RESULTS
+        if not self.offline and results_path.exists():
+            try:
+                stored = read_results(results_path)
+                stored_fields = RunConfig.from_json(stored.config, str(results_path)).result_fields()
+                stored_sha = stored.data.sha256 if stored.data is not None else None
+            except RescueError as exc:
+                if not config.overwrite:
+                    raise RunError(f"--out {self.out}: holds a results.json this run cannot read ({exc}); "
+                                   "add --overwrite to replace it, or choose another --out") from None
+                stored_fields, stored_sha = {}, None
+            current = config.result_fields()
+            differences = config_differences(stored_fields, current) if stored_fields else []
+            if stored_sha is not None and stored_sha != data_sha:
+                differences.insert(0, f"data: sha256 {stored_sha[:12]}… → {data_sha[:12]}… "
+                                      f"({stored.config.get('data') or 'demo'} → {config.data or 'demo'})")
+            elif stored_sha is None and stored_fields and stored.config.get("data") != config.data:
+                differences.insert(0, f"data: {stored.config.get('data')!r} → {config.data!r}")
+            if differences and not config.overwrite:
+                shown = "; ".join(differences[:4]) + (f"; and {len(differences) - 4} more" if len(differences) > 4 else "")
+                raise RunError(f"--out {self.out}: holds a run with another configuration ({shown}). Rerun with "
+                               "the same options to resume it, choose another --out, or add --overwrite to "
+                               "replace it")
+            if differences or (config.overwrite and not stored_fields):
+                self._clear_folder()
+        elif config.overwrite and not self.offline:
+            self._clear_folder()
+        removed = remove_stale_temporaries(self.out)
+        if removed:
+            self._stale = removed
+
+    def _clear_folder(self) -> None:
+        names = [RESULTS, PREDICTIONS, LOG]
+        if not self.config.cache_dir:
+            names += [CACHE, CACHE + "-wal", CACHE + "-shm"]
+        for name in names:
+            (self.out / name).unlink(missing_ok=True)
+
     async def run(self) -> RunOutcome:
+        from rescue.data.fingerprint import data_sha256
         from rescue.data.loading import load_samples
 
         config = self.config
         started = time.monotonic()
         # Credentials first: a missing key fails before any data is read or any folder is made.
+        _check_local_models(config.model_specs, "--model")
+        _check_local_models(config.judges, "--judge")
         raw_models = {spec: self._resolve(spec) for spec in config.model_specs}
         raw_judges: list[Model] = [self._resolve(spec, judge=True) for spec in config.judges]  # type: ignore[misc]
+        if self.write:
+            check_out_folder(self.out)
         samples = load_samples(config.data)  # bad data stops the run before any folder is made
-        if config.limit_samples:
-            samples = samples[: config.limit_samples]
-        video = self._locate_media(samples)  # as does a sample without media
-        self.out.mkdir(parents=True, exist_ok=True)
+        data_sha = data_sha256(config.data)
+        samples, choice = self._select_samples(samples)
         tasks: dict[str, Task] = {name: load_task(name) for name in config.tasks}
+        video = self._locate_media(samples)  # as does a sample without media
         instances = {name: task.build(samples, **_build_options(config, task)) for name, task in tasks.items()}
-        self.used = values_used(config, tasks, instances)
-        log = RunLog(self.out / LOG)
+        self.used = values_used(config, tasks, instances, data_sha)
+        data_info = {"path": config.data, "sha256": data_sha, "samples": len(samples), "sample_choice": choice,
+                     "sample_ids": [s.sample_id for s in samples] if choice != "all" else None}
+        lock = None
+        self._stale: list[Path] = []
+        if self.write:
+            self.out.mkdir(parents=True, exist_ok=True)
+            lock = DirectoryLock(self.out)
+            try:
+                lock.acquire()
+            except LockedError as exc:
+                who = f"process {exc.pid}" if exc.pid is not None else "another process"
+                raise RunError(f"--out {self.out}: {who} is writing this run directory now; wait for it to "
+                               "finish or choose another --out") from None
+        try:
+            if self.write:
+                self._prepare_folder(data_sha)
+            return await self._run(config, started, raw_models, raw_judges, tasks, instances, data_info, video)
+        finally:
+            if lock is not None:
+                lock.release()
+
+    async def _run(self, config: RunConfig, started: float, raw_models: dict[str, Model | TaskModel], raw_judges: list[Model],
+                   tasks: dict[str, Task], instances: dict[str, list[Instance]],
+                   data_info: dict[str, Any], video: Any) -> RunOutcome:
+        log = RunLog(self.out / LOG if self.write else None)
         cache = self._cache()
         if video is not None:  # every frame or clip is made (or found) before the first request
             tasks = video.wrap_tasks(tasks, instances, config.context_size, log,
@@ -480,17 +489,24 @@ class Runner:
         self.plans = {name: batch_plan(config, task, instances[name]) for name, task in tasks.items()}
         budget = Budget(config.max_cost, self.prices)
         log.event("start", offline=self.offline, models=config.model_specs, tasks=config.tasks,
-                  instances={n: len(v) for n, v in instances.items()}, cache=str(cache.path))
+                  instances={n: len(v) for n, v in instances.items()}, cache=str(cache.path) if cache else None,
+                  samples=data_info["samples"], sample_ids=data_info["sample_ids"])
+        if self._stale:
+            log.event("cleanup", removed=[p.name for p in self._stale])
         for spec in config.model_specs:
             if config.max_cost is not None and self.prices.price(spec) is None:
                 log.event("warning", model=spec, message="no price for this model: --max-cost cannot count its cost")
+        endpoints = {spec: str(getattr(raw, "cache_identity", None) or spec) for spec, raw in raw_models.items()}
+        judge_endpoints = {raw.name: str(getattr(raw, "cache_identity", None) or raw.name) for raw in raw_judges}
         session = self._session(cache, budget, log)
         models: dict[str, TaskModel] = {}
         reliable: dict[str, ReliableModel] = {}  # the models that go through the session (not the baselines)
         judges: list[ReliableModel] = []
         pairs: list[PairResult] = []
+        interrupted = False
         try:
             with ProgressDisplay(config.quiet or self.offline) as display:
+                log.listeners.append(_endpoint_alarm(display, {**endpoints, **judge_endpoints}))
                 trackers: dict[tuple[str, str], TaskProgress] = {}
 
                 def on_retry(request: ChatRequest, spec: str) -> None:
@@ -515,7 +531,10 @@ class Runner:
                     records = await run_pair(models[spec], tasks[name], instances[name], config, trackers[(spec, name)])
                     pair = PairResult(spec, name, records)
                     if tasks[name].declaration.judge is not None:
-                        await _judge(pair, instances[name], list(judges), config)
+                        judge_bar = None
+                        if judges:
+                            judge_bar = display.task(spec, f"{name} judge", len(judges) * sum(1 for r in records if r.ok))
+                        await _judge(pair, instances[name], list(judges), config, judge_bar)
                     tracker = trackers[(spec, name)]
                     log.event("task_done", model=spec, task=name, instances=len(records), failures=tracker.failures,
                               retries=tracker.retries)
@@ -523,30 +542,63 @@ class Runner:
 
                 pairs = list(await asyncio.gather(*(one(s, n) for s, n in todo)))
             bertscore = _bertscore(pairs, config)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            interrupted = True
+            raise
         finally:
             for spec, model in models.items():
                 if spec not in reliable:
                     await model.aclose()
             await session.aclose()
-            cache.close()
-        stopped = None
+            if cache is not None:
+                cache.close()
+            self.saved_answers = sum(s.requests - s.failures for m in [*reliable.values(), *judges]
+                                     for s in m.stats.values())
+            if interrupted:
+                log.event("interrupted", new_answers_saved=self.saved_answers)
+                log.close()
+        stopped_parts: list[str] = []
         if budget.exhausted:
-            stopped = f"--max-cost {config.max_cost} reached"
-        fatal = {s: m.fatal for s, m in reliable.items() if m.fatal}
-        if fatal:
-            stopped = (stopped + "; " if stopped else "") + "; ".join(f"{s}: {f}" for s, f in fatal.items())
-        results = self._results(pairs, reliable, bertscore, budget, stopped, time.monotonic() - started)
+            stopped_parts.append(f"--max-cost {config.max_cost} reached")
+        stopped_parts += [f"{terminal_safe(s)}: {terminal_safe(m.fatal)}" for s, m in reliable.items() if m.fatal]
+        records_by_model: dict[str, list[PredictionRecord]] = {}
+        for pair in pairs:
+            records_by_model.setdefault(pair.model, []).extend(pair.records)
+        for spec, model_records in records_by_model.items():
+            line = request_error_summary(spec, endpoints.get(spec, spec), model_records)
+            if line:
+                stopped_parts.append(line)
+        judged = [r for p in pairs for r in p.records if r.judge]
+        for name, endpoint in judge_endpoints.items():
+            line = judge_error_summary(name, endpoint, judged)
+            if line:
+                stopped_parts.append(line)
+        stopped = "; ".join(dict.fromkeys(stopped_parts)) or None
+        all_stats = [s for m in [*reliable.values(), *judges] for s in m.stats.values()]
         records = [r for p in pairs for r in p.records]
-        write_predictions(self.out / PREDICTIONS, records)
-        write_atomic(self.out / RESULTS, json.dumps(results, indent=2, ensure_ascii=False) + "\n")
-        log.event("done", complete=stopped is None, stopped=stopped, cost=results["cost"],
-                  elapsed_s=results["run"]["elapsed_s"])
+        status = {"requests": sum(s.requests for s in all_stats), "cache_hits": sum(s.cache_hits for s in all_stats),
+                  "request_errors": sum(1 for r in records if r.status == "request_error")}
+        results = self._results(pairs, reliable, bertscore, budget, stopped, time.monotonic() - started,
+                                data_info, status)
+        if self.write:
+            text = predictions_text(records)
+            results.predictions = PredictionsInfo(sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                                                  records=len(records))
+            # predictions first: a kill before results.json is replaced leaves a pair the reader refuses
+            # (results.json names the hash of the predictions it was written with).
+            write_atomic(self.out / PREDICTIONS, text)
+            write_atomic(self.out / RESULTS, results.to_json_text())
+        log.event("done", complete=stopped is None, stopped=stopped, cost=results.cost.model_dump(),
+                  elapsed_s=round(time.monotonic() - started, 3))
         log.close()
-        return RunOutcome(results, records, self.out, stopped is None, stopped)
+        return RunOutcome(results.model_dump(mode="json"), records, self.out, stopped is None, stopped,
+                          typed=results)
 
     def _results(self, pairs: list[PairResult], models: dict[str, ReliableModel], bertscore: dict[str, Any] | None,
-                 budget: Budget, stopped: str | None, elapsed: float) -> dict[str, Any]:
+                 budget: Budget, stopped: str | None, elapsed: float, data_info: dict[str, Any],
+                 status: dict[str, int]) -> RunResults:
         config_json = self.config.to_json()
+        config_json["bertscore_enabled"] = self.config.bertscore
         config_json["bertscore"] = bertscore
         from rescue import __version__
 
@@ -570,20 +622,65 @@ class Runner:
             entry["cost"] = cost
             block[spec] = entry
             total = None if total is None or cost["total"] is None else total + cost["total"]
-        return {
+        return RunResults.model_validate({
+            "schema_version": SCHEMA_VERSION,
             "config": config_json,
             "run": {"complete": stopped is None, "stopped": stopped, "elapsed_s": round(elapsed, 3),
-                    "offline": self.offline},
+                    "offline": self.offline, "run_id": uuid.uuid4().hex, **status},
+            "data": data_info,
             "cost": {"total": None if total is None else round(total, 6), "spent_this_run": round(budget.spent, 6)},
             "models": block,
             # How each task's requests were formed (the same for every model), batches split against leaks counted.
             "batching": {name: plan.summary() for name, plan in self.plans.items()},
-        }
+        })
+
+
+def _endpoint_alarm(display: ProgressDisplay, endpoints: dict[str, str]) -> Any:
+    """A run.log listener that names an unreachable or refusing endpoint on the terminal at once, once per model."""
+    told: set[str] = set()
+
+    def listen(event: str, fields: dict[str, Any]) -> None:
+        model = str(fields.get("model", ""))
+        if model in told or event not in ("retry", "fatal", "failure"):
+            return
+        error = str(fields.get("error", ""))
+        kind = str(fields.get("error_class") or _error_class(error))
+        if event == "retry" and kind != "connection":
+            return
+        if event == "failure" and fields.get("status") != "request_error":
+            return
+        told.add(model)
+        where = endpoints.get(model, model)
+        then = "retrying" if event == "retry" else "its remaining requests are not sent" if event == "fatal" else \
+            "this request failed"
+        display.warn(f"{terminal_safe(model)} at {terminal_safe(where)}: {kind}: "
+                     f"{visible_text(error, max_length=200)} ({then})")
+
+    return listen
+
+
+async def run_async(config: RunConfig, *, write: bool = True,
+                    models: Iterable[Model | TaskModel] = ()) -> RunOutcome:
+    """The run, for callers that already have an event loop (a notebook); ``write=False`` writes nothing."""
+    runner = Runner(config, write=write, models=models)
+    try:
+        return await runner.run()
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        raise RunInterrupted(_interrupt_message(runner)) from None
+
+
+def _interrupt_message(runner: Runner) -> str:
+    return (f"interrupted: {runner.saved_answers} new answer(s) of this run are saved in the cache; "
+            "rerun the same command to resume (saved answers are not asked again)")
 
 
 def run(config: RunConfig, *, models: Iterable[Model | TaskModel] = ()) -> RunOutcome:
     """Run ``config``; ``models`` adds model objects of your own (see :class:`Runner`)."""
-    return asyncio.run(Runner(config, models=models).run())
+    runner = Runner(config, models=models)
+    try:
+        return asyncio.run(runner.run())
+    except KeyboardInterrupt:
+        raise RunInterrupted(_interrupt_message(runner)) from None
 
 
 def rescore(run_dir: str | Path, *, data: str | None = None, media_root: str | None = None,
@@ -594,16 +691,11 @@ def rescore(run_dir: str | Path, *, data: str | None = None, media_root: str | N
     ``parse`` re-reads the cached answers under another parse policy ("strict" or "lenient"): a re-ask the
     original run never sent (strict needs more of them) is then a request_error, never a new request."""
     root = Path(run_dir)
-    path = root / RESULTS
-    if not path.is_file():
-        raise RunError(f"{path}: missing (is this a run directory written by `rescue run --out`?)")
     try:
-        stored = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise RunError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
-    if not isinstance(stored, dict) or not isinstance(stored.get("config"), dict):
-        raise RunError(f"{path}: field config: missing; cannot know what the run was")
-    config = RunConfig.from_json(stored["config"], str(path))
+        stored = read_results(root / RESULTS)
+    except RescueError as exc:
+        raise RunError(str(exc)) from None
+    config = RunConfig.from_json(stored.config, str(root / RESULTS))
     config.out = str(root)
     if data is not None:
         config.data = data
@@ -616,5 +708,3 @@ def rescore(run_dir: str | Path, *, data: str | None = None, media_root: str | N
             raise RunError(f"--media-root: {root} is a {config.mode}-mode run, which uses no media")
         config.video.media_root = str(Path(media_root).resolve())
     return asyncio.run(Runner(config, offline=True).run())
-
-

@@ -4,7 +4,8 @@
 and pre-annotation use one wrapper (usually made by :meth:`rescue.llm.session.Session.wrap`). Per request it:
 
 1. answers from the cache when the same request (endpoint, model, messages, settings) was answered before;
-2. returns a failure recorded by an earlier run without asking again, unless ``retry_errors``;
+2. returns a refusal recorded by an earlier run without asking again, unless ``retry_errors`` (a refusal is an
+   answer); a request error recorded earlier is not an answer, so the request is always sent again;
 3. otherwise asks, inside the model's :class:`AdaptiveLimiter`, retrying transient failures (429, 5xx,
    timeouts, empty answers) with exponential backoff and jitter, never shorter than the endpoint's
    Retry-After and never longer than ``retry_after_cap``; every retry is logged with model, request ids and
@@ -180,7 +181,7 @@ class ReliableModel:
                 stats.usage.add(cached.usage)
                 return cached
             recorded = None if self.retry_errors else self.cache.get_failure(key)
-            if recorded is not None:
+            if recorded is not None and recorded[0] != "request_error":
                 stats.failures += 1
                 status, error = recorded
                 return ChatAnswer(None, status, f"{error} [recorded earlier; --retry-errors asks again]",  # type: ignore[arg-type]

@@ -6,13 +6,11 @@ A report reads run directories only; it never calls a model.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
 
 from rescue.data.errors import RescueError
 from rescue.tasks.base import TASK_NAMES, VIDEO_MODES, PredictionRecord
@@ -49,44 +47,29 @@ class System:
         return [t for t in TASK_NAMES if t in present]
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise ReportError(f"{path}: missing (is this a run directory written by `rescue run --out`?)")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ReportError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from exc
-    if not isinstance(data, dict):
-        raise ReportError(f"{path}:1: expected a JSON object at the top level")
-    return data
-
-
 def read_predictions(path: Path) -> list[PredictionRecord]:
-    if not path.is_file():
-        raise ReportError(f"{path}: missing (is this a run directory written by `rescue run --out`?)")
-    records: list[PredictionRecord] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append(PredictionRecord.model_validate_json(line))
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                where = ".".join(str(p) for p in first["loc"]) or "(line)"
-                raise ReportError(f"{path}:{number}: field {where}: {first['msg']}") from exc
-    return records
+    from rescue.engine.results import RunDirError
+    from rescue.engine.results import read_predictions as read
+
+    try:
+        return read(path)
+    except RunDirError as exc:
+        raise ReportError(str(exc)) from None
 
 
 def load_run(run_dir: str | Path) -> list[System]:
     """The systems (one per model) of one run directory, labelled by model name only."""
+    from rescue.engine.results import RunDirError, read_run
+
     root = Path(run_dir)
-    results = _read_json(root / "results.json")
-    models = results.get("models")
-    if not isinstance(models, dict):
-        raise ReportError(f"{root / 'results.json'}: field models: expected an object keyed by model name")
-    config = results.get("config") or {}
-    records = read_predictions(root / "predictions.jsonl")
+    # The one reader of a run directory: typed results, and a predictions file that matches them.
+    try:
+        typed, records = read_run(root)
+    except RunDirError as exc:
+        raise ReportError(str(exc)) from None
+    results = typed.model_dump(mode="json")
+    models = results["models"]
+    config = results["config"]
     by_model: dict[str, list[PredictionRecord]] = {}
     for record in records:
         by_model.setdefault(record.model, []).append(record)

@@ -41,7 +41,7 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -235,6 +235,7 @@ async def judge_records(
     max_attempts: int = 3,
     max_tokens: int = 1800,
     concurrency: int = 8,
+    on_graded: Callable[[bool], None] | None = None,
 ) -> dict[str, JudgeStats]:
     """Grade every (instance, record) pair with every judge; fills ``record.scores`` and ``record.judge``.
 
@@ -264,7 +265,10 @@ async def judge_records(
 
     async def run(judge: Model, prompt: str) -> dict[str, Any]:
         async with gate:
-            return await _grade_one(judge, prompt, task_name, scale, max_attempts, max_tokens, stats[judge.name])
+            entry = await _grade_one(judge, prompt, task_name, scale, max_attempts, max_tokens, stats[judge.name])
+        if on_graded is not None:  # a progress bar: one call per (instance, judge) grade, with its success
+            on_graded(entry["status"] == "ok")
+        return entry
 
     jobs: list[tuple[int, str, asyncio.Task[dict[str, Any]]]] = []
     async with asyncio.TaskGroup() as group:

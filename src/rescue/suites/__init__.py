@@ -13,7 +13,6 @@ API key each model and judge needs and whether it is set.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import tomllib
 from collections.abc import Collection
@@ -90,7 +89,7 @@ def apply_suite(config: Any, suite: Suite, *, explicit: Collection[str] = ()) ->
     if config.models:
         raise SuiteError(f"--suite {suite.origin} names its own models: leave out --model (or copy the suite "
                          "file and edit its [[models]])")
-    known = {f.name for f in dataclasses.fields(config)}
+    known = set(type(config).model_fields)
     unknown = sorted(set(suite.run) - known)
     if unknown:
         raise SuiteError(f"{suite.origin}: [run]: unknown setting(s) {', '.join(unknown)}")
@@ -100,7 +99,8 @@ def apply_suite(config: Any, suite: Suite, *, explicit: Collection[str] = ()) ->
     for spec, own in (config.model_settings or {}).items():
         settings[spec] = {**settings.get(spec, {}), **own}
     changes["model_settings"] = settings
-    return dataclasses.replace(config, **changes)
+    # Validated again as a whole: a suite's [run] values get the same checks as command-line options.
+    return type(config).model_validate({**config.model_dump(), **changes})
 
 
 @dataclass(frozen=True)

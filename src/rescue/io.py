@@ -1,0 +1,242 @@
+"""Files rescue writes and text it shows: atomic writes, stale temporary files, safe file names, safe display.
+
+Every file a command produces goes through :func:`write_atomic`: a reader (or a kill -9) sees the old file or
+the new one, never a half-written or empty one. Names and texts that come from outside (model ids, sample ids,
+an endpoint's error body) pass through :func:`safe_filename` before they name a file, and through
+:func:`terminal_text` / :func:`markdown_text` before they reach a terminal or a Markdown table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import unicodedata
+from collections.abc import Iterable
+from pathlib import Path
+
+from rescue.data.errors import RescueError
+
+TEMP_SUFFIX = ".tmp"
+_TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.tmp$")
+
+
+def _temporary(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}{TEMP_SUFFIX}")
+
+
+def _write_temporary(path: Path, data: str | bytes) -> Path:
+    temporary = _temporary(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        with temporary.open("wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return temporary
+
+
+def write_atomic(path: str | Path, data: str | bytes) -> None:
+    """Replace ``path`` with ``data`` (text is UTF-8) so that no reader ever sees a partial file."""
+    target = Path(path)
+    temporary = _write_temporary(target, data)
+    try:
+        os.replace(temporary, target)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def write_all_atomic(files: Iterable[tuple[str | Path, str | bytes]]) -> None:
+    """Write several files so that each is whole; all temporaries are on disk before the first replace.
+
+    A kill between two replaces can still leave one file new and the next old; callers that need the pair
+    to match record a fingerprint of one in the other (``results.json`` names the hash of
+    ``predictions.jsonl``) and check it when reading.
+    """
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for path, data in files:
+            target = Path(path)
+            staged.append((_write_temporary(target, data), target))
+        for temporary, target in staged:
+            os.replace(temporary, target)
+    finally:
+        for temporary, _ in staged:
+            temporary.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temporaries(folder: str | Path) -> list[Path]:
+    """Delete ``.NAME.PID.tmp`` files in ``folder`` left by processes that no longer run; return what went."""
+    root = Path(folder)
+    removed: list[Path] = []
+    if not root.is_dir():
+        return removed
+    for entry in root.iterdir():
+        match = _TEMP_NAME.match(entry.name)
+        if match is None or not entry.is_file() or _alive(int(match["pid"])):
+            continue
+        try:
+            entry.unlink()
+        except FileNotFoundError:
+            continue
+        removed.append(entry)
+    return removed
+
+
+class OutFolderError(RescueError):
+    """An output folder option that names something else than a folder."""
+
+
+def check_out_folder(out: str | Path, option: str = "--out") -> None:
+    """An output folder must be a folder or not exist yet (it is then created); checked before any work."""
+    path = Path(out)
+    if path.is_symlink() and not path.exists():
+        raise OutFolderError(f"{option} {path}: a symbolic link to nothing")
+    if path.exists() and not path.is_dir():
+        raise OutFolderError(f"{option} {path}: exists and is not a folder; name a folder (it is created if missing)")
+
+
+def sha256_file(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Names and texts from outside
+
+MAX_FILENAME = 80  # far below every file system's 255 bytes, with room for a suffix
+
+
+def safe_filename(text: str, *, max_length: int = MAX_FILENAME) -> str:
+    """A file name for ``text`` (a model or sample id): ASCII letters, digits, ``._-``, at most ``max_length``.
+
+    Two different ids never share a name: when anything had to be replaced or cut, a short hash of the
+    original is appended.
+    """
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "x"
+    if cleaned == text and len(cleaned) <= max_length:
+        return cleaned
+    tag = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{cleaned[: max_length - len(tag) - 1].rstrip('._-')}-{tag}"
+
+
+def _escape_char(char: str) -> str:
+    code = ord(char)
+    if char == "\n":
+        return "\\n"
+    if char == "\r":
+        return "\\r"
+    if char == "\t":
+        return "\\t"
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def visible_text(text: str, *, max_length: int | None = None) -> str:
+    """``text`` with control, format and surrogate characters written as escapes (``\\x1b``, ``\\n``, ``\\ud800``).
+
+    Printable text, non-Latin scripts included, is kept as it is. ``max_length`` cuts long texts with ``…``.
+    """
+    out = []
+    for char in text:
+        category = unicodedata.category(char)
+        out.append(_escape_char(char) if category in ("Cc", "Cs", "Cf", "Zl", "Zp") else char)
+    shown = "".join(out)
+    if max_length is not None and len(shown) > max_length:
+        shown = shown[: max_length - 1] + "…"
+    return shown
+
+
+def terminal_text(text: str, *, max_length: int | None = None) -> str:
+    """``text`` ready for a rich markup string: controls escaped, ``[...]`` shown literally, never styled."""
+    from rich.markup import escape
+
+    return escape(visible_text(text, max_length=max_length))
+
+
+def markdown_text(text: str, *, max_length: int | None = None) -> str:
+    """``text`` for one Markdown table cell: one line, no raw HTML, no column break."""
+    shown = visible_text(text, max_length=max_length)
+    for raw, safe in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|"), ("`", "\\`")):
+        shown = shown.replace(raw, safe)
+    return shown
+
+
+# ---------------------------------------------------------------------------------------------------------
+# One writer per folder
+
+
+class LockedError(Exception):
+    """Another process holds the folder's lock; ``pid`` names it when it could be read."""
+
+    def __init__(self, path: Path, pid: int | None):
+        self.path = path
+        self.pid = pid
+        super().__init__(f"{path}: locked by process {pid if pid is not None else '(unknown)'}")
+
+
+class DirectoryLock:
+    """An exclusive, non-blocking ``flock`` on ``FOLDER/.rescue.lock``, released when the holder exits or dies.
+
+    The kernel drops the lock with the process, so a kill -9 never leaves a folder locked.
+    """
+
+    NAME = ".rescue.lock"
+
+    def __init__(self, folder: str | Path):
+        self.path = Path(folder) / self.NAME
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        import fcntl
+
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            try:
+                holder: int | None = int(os.read(fd, 32).decode("ascii", "replace").strip() or "x")
+            except ValueError:
+                holder = None
+            os.close(fd)
+            raise LockedError(self.path, holder) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            import fcntl
+
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> DirectoryLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
