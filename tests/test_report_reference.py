@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rescue.cli import app
+from rescue.io import sha256_file
 from rescue.report.reference import AVERAGE, load_paper, paper_model
 from rescue.report.runs import load_run
 from rescue.suites import SuiteError, apply_suite, key_status, load_suite
@@ -94,10 +95,11 @@ def _relabelled(run: Path, dest: Path, model: str, **config: object) -> Path:
     results = json.loads((dest / "results.json").read_text())
     results["models"] = {model: results["models"]["baseline/majority"]}
     results["config"].update(config)
-    (dest / "results.json").write_text(json.dumps(results))
     lines = [json.loads(line) for line in (dest / "predictions.jsonl").read_text().splitlines()]
     kept = [dict(r, model=model) for r in lines if r["model"] == "baseline/majority"]
     (dest / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
+    results["predictions"]["sha256"] = sha256_file(dest / "predictions.jsonl")  # the pair stays one run's
+    (dest / "results.json").write_text(json.dumps(results))
     return dest
 
 
