@@ -25,4 +25,11 @@ if [ ! -x /usr/bin/chromium ]; then
   fi
 fi
 
+# espeak-ng gives the rescue build tests real speech; without it they use ffmpeg's speech-like tones.
+if ! command -v espeak-ng >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq espeak-ng >/dev/null 2>&1 \
+    || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq espeak-ng >/dev/null)) \
+    || echo "note: could not install espeak-ng; the build tests use synthetic speech-like audio" >&2
+fi
+
 exec .venv/bin/python -m pytest -q "$@"

@@ -25,7 +25,7 @@ class SessionFiles:
 def session_files(tmp_path_factory) -> SessionFiles:
     folder = tmp_path_factory.mktemp("session")
     lines = conversation(SESSION_SECONDS, long_gaps=LONG_GAPS)
-    video = make_video(folder / "s01e01.mp4", SESSION_SECONDS, scene_at=SCENE_AT)
+    video = make_video(folder / "s01e01.mp4", SESSION_SECONDS, scene_at=SCENE_AT, speech=lines)
     return SessionFiles(video, write_srt(folder / "s01e01.srt", lines), lines)
 
 

@@ -15,11 +15,36 @@ _VOICE = "sin(2*PI*(140+40*sin(2*PI*3*t))*t)*(0.4+0.4*sin(2*PI*4*t))"
 
 
 def make_video(path: Path, duration: float, *, scene_at: float | None = None, size: str = "160x120",
-               rate: int = 10, silences: Sequence[tuple[float, float]] = ()) -> Path:
+               rate: int = 10, silences: Sequence[tuple[float, float]] = (), speech: Sequence[Line] = ()) -> Path:
     """``duration`` seconds of moving test pattern (a different pattern after ``scene_at``) with
-    speech-like audio, silent inside ``silences``."""
+    speech-like audio, silent inside ``silences``; with ``speech`` lines and espeak-ng installed, each line
+    is spoken by espeak-ng at its start time instead."""
+    if speech and espeak_available():
+        audio_file = _speech_track(path.with_suffix(".speech.wav"), duration, speech)
+        return _mux(path, duration, scene_at, size, rate, ["-i", str(audio_file)])
     quiet = "+".join(f"between(t,{a},{b})" for a, b in silences) or "0"
     audio = f"aevalsrc='({_VOICE})*(1-gte({quiet},1))':s=16000:d={duration}"
+    return _mux(path, duration, scene_at, size, rate, ["-f", "lavfi", "-i", audio])
+
+
+def _speech_track(path: Path, duration: float, lines: Sequence[Line]) -> Path:
+    """The lines spoken by espeak-ng, each placed at its start time, in one 16 kHz WAV."""
+    folder = path.with_suffix("")
+    folder.mkdir(parents=True, exist_ok=True)
+    inputs, delays = [], []
+    for n, (start, _end, _who, text) in enumerate(lines):
+        wav = folder / f"line{n:03d}.wav"
+        subprocess.run(["espeak-ng", "-s", "170", "-w", str(wav), text], check=True, capture_output=True)
+        inputs += ["-i", str(wav)]
+        delays.append(f"[{n}:a]adelay={round(start * 1000)}:all=1[a{n}]")
+    mix = ";".join(delays) + ";" + "".join(f"[a{n}]" for n in range(len(lines))) + \
+        f"amix=inputs={len(lines)}:normalize=0,apad,atrim=0:{duration}[out]"
+    subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", *inputs, "-filter_complex", mix,
+                    "-map", "[out]", "-ar", "16000", "-ac", "1", str(path)], check=True)
+    return path
+
+
+def _mux(path: Path, duration: float, scene_at: float | None, size: str, rate: int, audio_input: list[str]) -> Path:
     first = scene_at if scene_at is not None else duration
     video = [f"testsrc2=size={size}:rate={rate}:duration={first}"]
     if scene_at is not None:
@@ -27,7 +52,7 @@ def make_video(path: Path, duration: float, *, scene_at: float | None = None, si
     inputs: list[str] = []
     for source in video:
         inputs += ["-f", "lavfi", "-i", source]
-    inputs += ["-f", "lavfi", "-i", audio]
+    inputs += audio_input
     concat = "".join(f"[{i}:v]" for i in range(len(video))) + f"concat=n={len(video)}:v=1:a=0[v]"
     command = [ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", *inputs, "-filter_complex", concat,
                "-map", "[v]", "-map", f"{len(video)}:a", "-c:v", "libx264", "-preset", "ultrafast",

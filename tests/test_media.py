@@ -78,6 +78,11 @@ def test_cut_is_accurate_seekable_and_resumable(video, tmp_path):
     assert not list(out.parent.glob(".*partial*"))
 
 
+def test_cut_scales_down_never_up(video, tmp_path):
+    assert probe(cut_clip(video, 0, 2, tmp_path / "a.mp4", width=81) and tmp_path / "a.mp4").width == 80
+    assert probe(cut_clip(video, 0, 2, tmp_path / "b.mp4", width=640) and tmp_path / "b.mp4").width == 160
+
+
 def test_cut_failure_leaves_nothing(tmp_path):
     junk = tmp_path / "junk.mp4"
     junk.write_bytes(b"nope")
@@ -134,3 +139,20 @@ def test_retimed_webvtt():
     inside = cues_in(cues, 120.0, 180.0)
     assert [(c.index, c.start, c.end) for c in inside] == [(1, 10.5, 11.0)]
     assert "00:00:10.500 --> 00:00:11.000\n<v Evelyn>b" in webvtt(inside)
+
+
+def _mean_volume(path, start: float, end: float) -> float:
+    command = [ffmpeg_exe(), "-hide_banner", "-ss", str(start), "-t", str(end - start), "-i", str(path), "-vn",
+               "-af", "volumedetect", "-f", "null", "-"]
+    text = subprocess.run(command, capture_output=True, text=True).stderr
+    return float(text.split("mean_volume:")[1].split("dB")[0])
+
+
+def test_espeak_speech_sits_inside_its_lines(tmp_path):
+    from media_helpers import espeak_available
+
+    if not espeak_available():
+        pytest.skip("espeak-ng is not installed (scripts/test.sh installs it where it can)")
+    lines = [(1.0, 4.0, "Alan", "I just want to be better."), (6.0, 9.0, "Therapist", "What would better look like?")]
+    video = make_video(tmp_path / "spoken.mp4", 10.0, speech=lines)
+    assert _mean_volume(video, 1.2, 2.5) > _mean_volume(video, 4.6, 5.8) + 20  # speech vs. the silence between

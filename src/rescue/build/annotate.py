@@ -182,11 +182,10 @@ async def _window_messages(job: SegmentJob, window: Window, settings: AnnotateSe
     if settings.video_input == "none":
         return [system, Message("user", annotation_user_prompt(window.cues, job.clip_duration, window=span))]
     if settings.video_input == "clip":
-        if total == 1:
-            clip = job.clip
-        else:
-            clip = job.work / f"window{window.number:02d}.mp4"
-            await asyncio.to_thread(cut_clip, job.clip, *window.span, clip)
+        # The model gets a copy scaled to --frame-width: a full-resolution segment would be a huge request.
+        clip = job.work / f"window{window.number:02d}.mp4"
+        start, end = (0.0, job.clip_duration) if total == 1 else window.span
+        await asyncio.to_thread(cut_clip, job.clip, start, end, clip, width=settings.frame_width)
         evidence = ("The video of these lines is attached." if total == 1 else
                     f"The attached video starts at {window.span[0]:.2f} s of the clip; the times below are clip times.")
         text = annotation_user_prompt(window.cues, job.clip_duration, window=span, evidence=evidence)

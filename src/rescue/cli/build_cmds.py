@@ -12,8 +12,8 @@ from rescue.cli.app import app, console, err_console
 
 @app.command("build")
 def build_command(
+    out: Annotated[Path, typer.Option("--out", help="Output folder: draft.jsonl, manifest.json, clips/, build.log.")],
     video: Annotated[Optional[Path], typer.Argument(help="A session video (or use --manifest for many).")] = None,
-    out: Annotated[Path, typer.Option("--out", help="Output folder: draft.jsonl, manifest.json, clips/, build.log.")] = Path("build_out"),
     subs: Annotated[Optional[Path], typer.Option("--subs", help="The video's subtitles: .srt, .vtt or .ass.")] = None,
     scenario: Annotated[Optional[str], typer.Option("--scenario", help="couple or family.")] = None,
     participants: Annotated[Optional[str], typer.Option(
@@ -36,7 +36,7 @@ def build_command(
     frame_rate: Annotated[float, typer.Option("--frame-rate", help="Frames per second inside a line.")] = 0.5,
     frames_per_line: Annotated[int, typer.Option("--frames-per-line", help="At most this many frames per line.")] = 2,
     max_images: Annotated[int, typer.Option("--max-images", help="At most this many images per request.")] = 24,
-    frame_width: Annotated[int, typer.Option("--frame-width", help="Frames are resized to this width (pixels).")] = 448,
+    frame_width: Annotated[int, typer.Option("--frame-width", help="Frames, and the video sent with --video-input clip, are scaled down to this width (pixels).")] = 448,
     window_lines: Annotated[int, typer.Option("--window-lines", help="Subtitle lines per request; longer segments use overlapping windows.")] = 40,
     window_overlap: Annotated[int, typer.Option("--window-overlap", help="Lines shared by neighbouring windows.")] = 6,
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Answer budget of an annotation request.")] = 12000,

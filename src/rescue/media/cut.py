@@ -12,16 +12,19 @@ DEFAULT_KEYFRAME_INTERVAL = 1.0
 
 
 def cut_args(source: str | Path, start: float, end: float, out: str | Path, *,
-             keyframe_interval: float = DEFAULT_KEYFRAME_INTERVAL, preset: str = "veryfast", crf: int = 23) -> list[str]:
-    """The ffmpeg arguments of one cut (after the binary and global flags); shared with the benchmark."""
+             keyframe_interval: float = DEFAULT_KEYFRAME_INTERVAL, preset: str = "veryfast", crf: int = 23,
+             width: int | None = None) -> list[str]:
+    """The ffmpeg arguments of one cut (after the binary and global flags); shared with the benchmark.
+    ``width`` scales the picture down to at most that width (height follows), e.g. for a copy sent to a model."""
+    # Even dimensions are required by yuv420p H.264; a smaller source is never scaled up.
+    scale = f"scale='trunc(min({width},iw)/2)*2':-2" if width else "scale=trunc(iw/2)*2:trunc(ih/2)*2"
     # -ss before -i seeks the input; with re-encoding, ffmpeg decodes from the previous key frame and
     # drops frames before `start`, so the cut is frame-accurate and the clip's timeline starts at 0.
     return [
         "-y", "-ss", f"{start:.3f}", "-i", str(source), "-t", f"{end - start:.3f}",
         "-map", "0:v:0?", "-map", "0:a:0?", "-sn", "-dn", "-map_metadata", "-1",
         "-c:v", "libx264", "-preset", preset, "-crf", str(crf), "-pix_fmt", "yuv420p",
-        # Even dimensions are required by yuv420p H.264.
-        "-vf", "scale=trunc(iw/2)*2:trunc(ih/2)*2",
+        "-vf", scale,
         "-force_key_frames", f"expr:gte(t,n_forced*{keyframe_interval:g})",
         "-c:a", "aac", "-b:a", "128k",
         "-movflags", "+faststart", "-f", "mp4", str(out),
@@ -30,13 +33,13 @@ def cut_args(source: str | Path, start: float, end: float, out: str | Path, *,
 
 @media_step("cut", "a window of the source as a seekable H.264/AAC MP4 clip")
 def cut_clip(source: str | Path, start: float, end: float, out: str | Path, *,
-             keyframe_interval: float = DEFAULT_KEYFRAME_INTERVAL) -> bool:
+             keyframe_interval: float = DEFAULT_KEYFRAME_INTERVAL, width: int | None = None) -> bool:
     """Cut ``[start, end)`` seconds of ``source`` to ``out``; False (nothing done) when ``out`` exists."""
     if end <= start:
         raise MediaError(f"{source}: cannot cut an empty window {start:.3f}-{end:.3f}s")
 
     def make(tmp: Path) -> None:
-        run_ffmpeg(cut_args(source, start, end, tmp, keyframe_interval=keyframe_interval),
+        run_ffmpeg(cut_args(source, start, end, tmp, keyframe_interval=keyframe_interval, width=width),
                    step="cut", subject=source)
 
     return produce(out, make)
