@@ -282,6 +282,11 @@ def test_bad_video_options_are_rejected(tmp_path):
         RunConfig(out=str(tmp_path), mode="video", video={"media_root": str(tmp_path)}, batch_size="4")
 
 
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "OPENAI_API_KEY": "sk-test"}
+    return subprocess.run([sys.executable, "-m", "rescue", *args], capture_output=True, text=True, env=env, timeout=120)
+
+
 @pytest.mark.slow
 def test_cli_dry_run_and_missing_media(tmp_path, samples, media_root):
     out = tmp_path / "run"
