@@ -131,3 +131,38 @@ def test_cli_bad_input_exits_2_without_traceback(tmp_path, short_video):
     done = cli(str(short_video), "--subs", str(subs), "--scenario", "couple", "--participants", "Bob",
                "--video-input", "audio", "--out", str(out))
     assert done.returncode == 2 and "--video-input 'audio'" in done.stderr
+
+
+def test_more_segment_file_errors(tmp_path, session_files):
+    from rescue.build.inputs import load_session
+    from rescue.build.segments import read_segments_csv
+
+    session = load_session(_spec(session_files.video, session_files.subs))
+    path = tmp_path / "s.csv"
+    path.write_text("start,end\n0,105.0\n56.0,140.0\n300,250\n400\n", encoding="utf-8")  # boundaries in silences
+    with pytest.raises(BuildInputError) as caught:
+        read_segments_csv(path, session)
+    assert caught.value.problems == [
+        f"{path}:3: starts before the previous segment ends (00:01:45.000)",
+        f"{path}:4: end 250 is not after start 300",
+        f"{path}:5: expected start,end[,name]",
+    ]
+    path.write_text("# nothing yet\n", encoding="utf-8")
+    with pytest.raises(BuildInputError, match="lists no segments"):
+        read_segments_csv(path, session)
+    missing = _spec(session_files.video, session_files.subs, segments=tmp_path / "absent.csv")
+    assert _problems(tmp_path, missing) == [f"{tmp_path / 'absent.csv'}: no such segments file"]
+
+
+def test_duplicate_sample_ids_are_refused(tmp_path, session_files):
+    spec = _spec(session_files.video, session_files.subs)
+    with pytest.raises(BuildInputError, match="is already built from"):
+        build(BuildConfig(out=tmp_path / "out", sessions=[spec, spec]))
+    assert not (tmp_path / "out").exists()
+
+
+def test_video_and_manifest_together_is_an_error(tmp_path, short_video):
+    sessions = tmp_path / "s.csv"
+    sessions.write_text("video,subtitles,scenario,participants,group\n", encoding="utf-8")
+    done = cli(str(short_video), "--manifest", str(sessions), "--out", str(tmp_path / "o"))
+    assert done.returncode == 2 and "either VIDEO or --manifest" in done.stderr

@@ -313,3 +313,16 @@ def test_scene_cut_inside_a_silence_is_the_boundary():
     assert segments[0].end == 306.5
     assert all(b.start == a.end for a, b in zip(segments, segments[1:]))
     assert ffmpeg_exe()
+
+
+def test_cli_exits_3_when_requests_fail_and_says_how_to_continue(out, segs, session_files):
+    from test_build_inputs import cli
+
+    from rescue.testing.openai_server import Reply
+
+    with serve(script=Reply.error(400, "model not found")) as server:
+        done = cli(str(session_files.video), "--subs", str(session_files.subs), "--segments", str(segs),
+                   "--scenario", "couple", "--participants", "Alan,Evelyn", "--out", str(out), "--model", "m",
+                   "--base-url", server.base_url, "--video-input", "none", "--max-retries", "0")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "model not found" in done.stderr and "rerun the same command" in done.stderr
