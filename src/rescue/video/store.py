@@ -148,6 +148,7 @@ class MediaStore:
         # lands n = 0 on frame `first` itself. One decode then yields every frame of the chunk.
         seek = max(0.0, (first - 0.25) / source.fps)
         pick = "+".join(f"eq(n\\,{index - first})" for index in chunk)
+        self.folder.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix=".frames-", dir=self.folder))
         try:
             run_ffmpeg(["-y", "-ss", f"{seek:.6f}", "-i", str(path), "-an", "-sn", "-dn",
