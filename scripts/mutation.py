@@ -29,12 +29,16 @@ REPO = Path(__file__).resolve().parents[1]
 SCRATCH = REPO / ".mutation"
 EQUIVALENT = REPO / "scripts" / "mutation-equivalent.txt"
 FAST = "not slow and not browser and not local_model"
+# One-line stubs (`def parse(..., policy: ParsePolicy = "strict") -> ...: ...`) of typing Protocols: a mutant of
+# a default there makes mutmut add attributes to the Protocol, and runtime_checkable isinstance checks then fail.
+STUB = r"^\s+def \w+\(.*\).*: \.\.\.$"
 
 
 @dataclass(frozen=True)
 class Module:
     files: tuple[str, ...]  # mutmut only_mutate globs, relative to the repository
     tests: tuple[str, ...]  # the fast tests that exercise them
+    pytest_args: tuple[str, ...] = ()  # e.g. a --deselect of a test too slow to run once per mutant
 
 
 MODULES: dict[str, Module] = {
@@ -46,7 +50,9 @@ MODULES: dict[str, Module] = {
     "tasks": Module(
         ("src/rescue/tasks/*",),
         ("tests/test_tasks_itp.py", "tests/test_tasks_ranking.py", "tests/test_tasks_parsing.py",
-         "tests/test_tasks_registry.py", "tests/test_er_vp.py"),
+         "tests/test_tasks_registry.py", "tests/test_er_vp.py", "tests/test_prompt_pins.py"),
+        # 12 s per run; the demo prompts' pins cover the same renderers.
+        ("--deselect", "tests/test_prompt_pins.py::test_real_sample_prompts_are_byte_identical"),
     ),
     "llm": Module(
         ("src/rescue/llm/cache.py", "src/rescue/llm/reliable.py"),
@@ -111,7 +117,8 @@ def prepare(name: str, module: Module) -> Path:
         'source_paths = ["src"]\n'
         f"only_mutate = {_toml_list(module.files)}\n"
         f"pytest_add_cli_args_test_selection = {_toml_list(module.tests)}\n"
-        f'pytest_add_cli_args = ["-m", "{FAST}", "-p", "no:cacheprovider", "-q", "-x"]\n'
+        f"pytest_add_cli_args = {_toml_list(['-m', FAST, '-p', 'no:cacheprovider', '-q', '-x', *module.pytest_args])}\n"
+        f"do_not_mutate_patterns = {_toml_list([STUB])}\n"
     )
     (work / "pyproject.toml").write_text(pyproject, encoding="utf-8")
     return work
