@@ -149,8 +149,9 @@ def assignments(db: Session) -> dict[str, list[str]]:
 # --- rows --------------------------------------------------------------------------------------------------------
 
 
-def stored_rows(db: Session, segment_id: str, copy: str) -> dict[int, RowCopy]:
-    found = db.scalars(select(RowCopy).where(RowCopy.segment_id == segment_id, RowCopy.copy == copy))
+def stored_rows(db: Session, segment_id: str, copy: str, only: int | None = None) -> dict[int, RowCopy]:
+    query = select(RowCopy).where(RowCopy.segment_id == segment_id, RowCopy.copy == copy)
+    found = db.scalars(query if only is None else query.where(RowCopy.row_index == only))
     return {r.row_index: r for r in found}
 
 
@@ -174,17 +175,21 @@ def copy_values(db: Session, segment: Segment, copy: str) -> list[dict[str, Any]
     return [row["values"] for row in copy_rows(db, segment, copy)]
 
 
-def _base_rows(db: Session, segment: Segment, copy: str, assigned: list[str] | None = None) -> list[dict[str, Any]]:
-    """What a copy starts from: the draft, and for the final copy the annotators' value wherever they all agree."""
+def _base_rows(db: Session, segment: Segment, copy: str, assigned: list[str] | None = None,
+               only: int | None = None) -> list[dict[str, Any]]:
+    """What a copy starts from: the draft, and for the final copy the annotators' value wherever they all
+    agree (for row ``only`` alone when given)."""
     rows = [dict(r) for r in segment.rows]
     if copy != FINAL:
         return rows
     if assigned is None:
         assigned = segment_assignees(db, segment.sample_id)
-    others = [stored_rows(db, segment.sample_id, name) for name in annotator_copies(db, segment.sample_id, assigned)]
+    others = [stored_rows(db, segment.sample_id, name, only) for name in annotator_copies(db, segment.sample_id, assigned)]
     if not others:
         return rows
     for index, row in enumerate(rows, start=1):
+        if only is not None and index != only:
+            continue
         versions = [json.loads(o[index].values_json) if index in o else segment.rows[index - 1] for o in others]
         for name in FIELD_NAMES:
             values = [v.get(name) for v in versions]
@@ -212,6 +217,22 @@ def copy_rows(db: Session, segment: Segment, copy: str, assigned: list[str] | No
     return out
 
 
+def _current_row(db: Session, segment: Segment, copy: str, row_index: int, assigned: list[str] | None) -> dict[str, Any]:
+    """One row of a copy, as :func:`copy_rows` gives it, reading only that row."""
+    record = db.scalar(select(RowCopy).where(RowCopy.segment_id == segment.sample_id, RowCopy.copy == copy,
+                                             RowCopy.row_index == row_index))
+    if record is None:
+        if copy == FINAL:
+            values = _base_rows(db, segment, copy, assigned, only=row_index)[row_index - 1]
+        else:
+            values = dict(segment.rows[row_index - 1])
+        return {"row_index": row_index, "version": 0, "values": values, "accepted": [], "updated_by": None,
+                "updated_at": None}
+    return {"row_index": row_index, "version": record.version, "values": json.loads(record.values_json),
+            "accepted": json.loads(record.accepted_json), "updated_by": record.updated_by,
+            "updated_at": record.updated_at}
+
+
 def save_row(
     db: Session,
     actor: str,
@@ -232,13 +253,13 @@ def save_row(
     bad = [name for name in accepted or [] if name not in FIELD_NAMES]
     if bad:
         raise FieldError([{"field": name, "message": "not an editable field"} for name in bad])
+    # Checked before taking the write lock: the check depends only on this row, and the UPDATE below
+    # refuses the save if the row moved on meanwhile.
+    current = _current_row(db, segment, copy, row_index, assigned)
+    if current["version"] != version:
+        raise Conflict(current)
+    updated = check_edit(segment, current["values"], row_index, dict(fields))
     with _writing(db):
-        rows = copy_rows(db, segment, copy, assigned)
-        current = rows[row_index - 1]
-        if current["version"] != version:
-            raise Conflict(current)
-        values = [r["values"] for r in rows]
-        updated = check_edit(segment, values, row_index, dict(fields))
         old_accepted = list(current["accepted"])
         new_accepted = sorted(set(old_accepted) | set(fields) | set(accepted or []))
         stamp = now()
@@ -248,8 +269,9 @@ def save_row(
                            updated_at=stamp))
             try:
                 db.flush()
-            except IntegrityError:
-                raise Conflict(copy_rows(db, segment, copy, assigned)[row_index - 1]) from None
+            except IntegrityError:  # someone stored the row first
+                db.rollback()
+                raise Conflict(_current_row(db, segment, copy, row_index, assigned)) from None
         else:
             result = db.execute(
                 update(RowCopy)
@@ -259,7 +281,7 @@ def save_row(
                         updated_by=actor, updated_at=stamp)
             )
             if result.rowcount != 1:  # type: ignore[attr-defined]
-                raise Conflict(copy_rows(db, segment, copy, assigned)[row_index - 1])
+                raise Conflict(_current_row(db, segment, copy, row_index, assigned))
         old_values = current["values"]
         if version == 0:
             _audit_adopted(db, actor, segment, copy, row_index, old_values, fields)
