@@ -148,6 +148,41 @@ def test_a_stale_version_is_refused_with_both_versions(app):
     assert second.save(4, {"tone_of_voice": "warm"}, 1, copy="final").status_code == 200
 
 
+def test_concurrent_saves_of_one_row_lose_nothing(app):
+    """Several clients save one row of the final copy at once: the first save of a never-saved row is won by
+    exactly one, and read-modify-write with retry on 409 keeps every confirmed change."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    clients = [Client(app, name) for name in ("ada", "root", "ada", "root", "ada", "root")]
+    url = seg_url(FIRST) + "/rows/5?copy=final"
+    with ThreadPoolExecutor(len(clients)) as pool:
+        first = list(pool.map(lambda c: c.write("PUT", url, {"version": 0, "fields": {"tone_of_voice": "x"}}).status_code, clients))
+    assert sorted(first) == [200] + [409] * (len(clients) - 1)
+
+    def append(job: tuple[int, Client]) -> list[str]:
+        number, client = job
+        row = client.segment(copy="final")["rows"][4]
+        version, tone, done = row["version"], row["values"]["tone_of_voice"], []
+        for n in range(5):
+            token = f"c{number}-{n}"
+            while True:
+                answer = client.write("PUT", url, {"version": version, "fields": {"tone_of_voice": f"{tone};{token}"}})
+                if answer.status_code == 200:
+                    version, tone = answer.json()["version"], f"{tone};{token}"
+                    done.append(token)
+                    break
+                assert answer.status_code == 409
+                version, tone = answer.json()["current"]["version"], answer.json()["current"]["values"]["tone_of_voice"]
+        return done
+
+    with ThreadPoolExecutor(len(clients)) as pool:
+        confirmed = [t for tokens in pool.map(append, enumerate(clients)) for t in tokens]
+    final = clients[0].segment(copy="final")["rows"][4]["values"]["tone_of_voice"].split(";")
+    assert sorted(final[1:]) == sorted(confirmed) and len(confirmed) == 5 * len(clients)
+    edits = [e for e in clients[0].get(seg_url(FIRST) + "/rows/5/audit").json() if e["action"] == "row.edit"]
+    assert len(edits) == 1 + len(confirmed)
+
+
 @pytest.mark.parametrize(
     ("fields", "named"),
     [
