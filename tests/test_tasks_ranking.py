@@ -264,8 +264,19 @@ def test_demo_data_round_trip(name, demo_samples):
     for batch in batches(instances, task.default_batch_size):
         for mode in ("dialogue", "audiovisual"):
             assert task.render(batch, RenderOptions(mode=mode))[0]["content"]
-        answer = task.format_answer(batch, {i.instance_id: [i.gold] for i in batch})
-        records += to_records(task, batch, task.parse(answer, batch))
+        # Answer from the rendered prompt: its item ids, each with the gold of the row the id names, and check
+        # that the context shown for an item ends right before that row.
+        [message] = task.render(batch, RenderOptions())
+        items = json.loads(message["content"].split("Items:\n", 1)[1])
+        gold_by_row = {i.row_index: i.gold for i in batch}
+        assert [item["id"] for item in items] == [f"row{i.row_index}" for i in batch]
+        answers = []
+        for item in items:
+            row = int(item["id"].removeprefix("row"))
+            shown = [c["row_index"] for c in item["prior_context"]]
+            assert shown == list(range(row - len(shown), row))
+            answers.append({"id": item["id"], task.answer_key: [gold_by_row[row]]})
+        records += to_records(task, batch, task.parse(json.dumps({"predictions": answers}), batch))
     scopes = scoped_aggregates(task, records)
     assert scopes["all"]["recall_at_1"] == 1.0 and scopes["all"]["failures"] == 0
     assert scopes["couple"]["instances"] + scopes["family"]["instances"] == len(instances)
