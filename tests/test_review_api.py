@@ -573,7 +573,7 @@ def test_cli_bad_folder_exits_2_without_a_traceback(tmp_path):
     import sys
 
     result = subprocess.run([sys.executable, "-m", "rescue", "review", "export", str(tmp_path / "nope"), "--out",
-                             str(tmp_path / "v.jsonl")], capture_output=True, text=True,
+                             str(tmp_path / "v.jsonl")], capture_output=True, text=True, check=False,
                             env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")})
     assert result.returncode == 2 and "Traceback" not in result.stderr and "no such project folder" in result.stderr
     assert not (tmp_path / "v.jsonl").exists()

@@ -4,8 +4,6 @@ and the export validates and loads as benchmark data."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from media_helpers import conversation, make_video, write_srt
 from review_helpers import Client, make_app, seg_url
@@ -35,7 +33,7 @@ def test_build_review_adjudicate_export(tmp_path, monkeypatch):
     app = make_app(out, tmp_path / "review.db")
     project = app.state.project
     assert project.has_manifest and project.segments
-    sample_id = sorted(project.segments)[0]
+    sample_id = min(project.segments)
     ann, bob, ada = Client(app, "ann"), Client(app, "bob"), Client(app, "ada")
     seg = ann.segment(sample_id)
     clip = ann.get(seg["media"]["clip"], headers={"Range": "bytes=0-99"})

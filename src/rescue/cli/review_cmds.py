@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -18,7 +18,7 @@ review_app.add_typer(user_app, name="user")
 app.add_typer(review_app, name="review")
 
 DirArgument = Annotated[Path, typer.Argument(metavar="DIR", help="What `rescue build` wrote, or a folder holding a release-format draft.jsonl.", show_default=False)]
-DbOption = Annotated[Optional[str], typer.Option("--db", help="SQLAlchemy database URL (e.g. postgresql+psycopg://...). Default: sqlite DIR/review.db in WAL mode.")]
+DbOption = Annotated[str | None, typer.Option("--db", help="SQLAlchemy database URL (e.g. postgresql+psycopg://...). Default: sqlite DIR/review.db in WAL mode.")]
 
 
 def _db(directory: Path, db: str | None):  # type: ignore[no-untyped-def]
@@ -80,7 +80,7 @@ def user_add(
 def assign(
     directory: DirArgument,
     k: Annotated[int, typer.Option("--k", min=1, help="Annotators per segment (overlap).")] = 1,
-    annotators: Annotated[Optional[list[str]], typer.Option("--annotator", help="Who to assign (repeat); default: every annotator account.")] = None,
+    annotators: Annotated[list[str] | None, typer.Option("--annotator", help="Who to assign (repeat); default: every annotator account.")] = None,
     db: DbOption = None,
 ) -> None:
     """Give every segment to k annotators, spreading the load evenly; replaces any earlier assignment."""

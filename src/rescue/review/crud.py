@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
@@ -193,9 +193,8 @@ def _base_rows(db: Session, segment: Segment, copy: str, assigned: list[str] | N
         versions = [json.loads(o[index].values_json) if index in o else segment.rows[index - 1] for o in others]
         for name in FIELD_NAMES:
             values = [v.get(name) for v in versions]
-            if all(_dump(v) == _dump(values[0]) for v in values):
-                if name in row or values[0] is not None:
-                    row[name] = values[0]
+            if all(_dump(v) == _dump(values[0]) for v in values) and (name in row or values[0] is not None):
+                row[name] = values[0]
     return rows
 
 
@@ -285,7 +284,7 @@ def save_row(
         old_values = current["values"]
         if version == 0:
             _audit_adopted(db, actor, segment, copy, row_index, old_values, fields)
-        for name, value in fields.items():
+        for name in fields:
             if _dump(old_values.get(name)) != _dump(updated.get(name)):
                 _audit(db, actor, "row.edit", segment.sample_id, copy, row_index, name, old_values.get(name), updated.get(name))
         if new_accepted != sorted(old_accepted):

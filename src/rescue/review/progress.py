@@ -104,7 +104,7 @@ def dashboard(db: Session, project: Project, users: list[tuple[str, str]]) -> di
     progress = project_progress(db, project)
     total_rows = sum(len(s.rows) for s in project.segments.values())
     reviewed_rows = 0
-    for sample_id, p in progress.items():
+    for p in progress.values():
         copies = [FINAL] if p.states.get(FINAL) else p.annotators
         if p.status in ("verified", "discarded"):
             reviewed_rows += p.rows

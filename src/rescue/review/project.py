@@ -104,7 +104,8 @@ class Project:
 
 
 def _normalise(data: dict[str, Any]) -> None:
-    rows = data.get("rows") if isinstance(data.get("rows"), list) else []
+    found = data.get("rows")
+    rows: list[Any] = found if isinstance(found, list) else []
     sample_id = str(data.get("sample_id", ""))
     data.setdefault("scenario", infer_scenario(sample_id, rows))
     data.setdefault("participants", infer_participants(rows))
@@ -176,7 +177,8 @@ def _read_manifest(root: Path, path: Path, segments: dict[str, Segment]) -> None
         segment.source_video = str(entry.get("source_video") or "")
         segment.start = entry.get("start") if isinstance(entry.get("start"), (int, float)) else None
         segment.end = entry.get("end") if isinstance(entry.get("end"), (int, float)) else None
-        segment.provenance = entry.get("provenance") if isinstance(entry.get("provenance"), dict) else {}
+        provenance = entry.get("provenance")
+        segment.provenance = provenance if isinstance(provenance, dict) else {}
         for problem in entry.get("problems") or []:
             if isinstance(problem, dict) and problem.get("message"):
                 row = problem.get("row_index")

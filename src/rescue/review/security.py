@@ -6,7 +6,7 @@ import hashlib
 import hmac
 import re
 import secrets
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -61,8 +61,8 @@ def same(a: str, b: str) -> bool:
 
 
 def expiry() -> str:
-    return (datetime.now(timezone.utc) + timedelta(hours=SESSION_HOURS)).isoformat(timespec="seconds")
+    return (datetime.now(UTC) + timedelta(hours=SESSION_HOURS)).isoformat(timespec="seconds")
 
 
 def expired(when: str) -> bool:
-    return datetime.fromisoformat(when) < datetime.now(timezone.utc)
+    return datetime.fromisoformat(when) < datetime.now(UTC)

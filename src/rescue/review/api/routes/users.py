@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import select
 
 from rescue.review import crud
-from rescue.review.api.deps import Admin, Adjudicator, Db, ProjectDep
+from rescue.review.api.deps import Adjudicator, Admin, Db, ProjectDep
 from rescue.review.models import User
 
 router = APIRouter(prefix="/api", tags=["users"])
