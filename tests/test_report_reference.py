@@ -85,7 +85,7 @@ def test_ours_paper_difference_and_what_is_not_comparable(referenced):
 def test_reproduction_section_in_the_html(referenced):
     out, _ = referenced
     page = (out / "report.html").read_text(encoding="utf-8")
-    assert 'id="reproduction"' in page and "Our scores against the paper" in page
+    assert 'id="reproduction"' in page and "our scores against the paper" in page
     assert "not comparable" in page and ("inside" in page or "outside" in page)
 
 

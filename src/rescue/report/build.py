@@ -151,7 +151,11 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
         result.reference = reference.compare_with_paper(systems, board)
         write("reference.md", reference.reference_markdown(result.reference))
         write("reference.csv", reference.reference_csv(result.reference))
-        reproduction.append(reproduction_table(result.reference))
+        pooled = [c for c in result.reference if c.scope == "all"]
+        reproduction.append(reproduction_table(pooled, "Pooled: our scores against the paper's"))
+        scenarios = [c for c in result.reference if c.scope != "all"]
+        if scenarios:
+            reproduction.append(reproduction_table(scenarios, f"Per scenario ({len(scenarios)} rows)", collapsed=True))
     write("leaderboard.md", to_markdown(board))
     write("leaderboard.tex", to_latex(board))
     write("leaderboard.csv", to_csv(board))
@@ -182,7 +186,8 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
         ("scores", "Pooled scores, right/wrong tasks", closed),
         ("scores_generative", "Pooled scores, graded tasks (ER, VP)", graded),
     ):
-        headers = [h for h in wanted if any((r.cells.get(h) or Cell(None)).value is not None for r in board.scope_rows("all"))]
+        measured = [r for r in board.scope_rows("all") if not r.published]
+        headers = [h for h in wanted if any((r.cells.get(h) or Cell(None)).value is not None for r in measured)]
         if headers:
             figs.append(Figure(key, title, figures.metric_bars(board, headers, title=title),
                                f"Error bars: {round(options.level * 100)}% bootstrap CIs resampling {unit}."))

@@ -117,7 +117,8 @@ def shaded_table(title: str, matrix: Any, note: str = "", *, percent: bool = Fal
     return HtmlTable(title, [corner, *(str(c) for c in matrix.columns)], rows, note, collapsed=True)
 
 
-def reproduction_table(items: Sequence[Any]) -> HtmlTable:
+def reproduction_table(items: Sequence[Any], title: str = "Our scores against the paper's", *,
+                       collapsed: bool = False) -> HtmlTable:
     """Ours with our interval against the paper's value: whether the published number falls inside it."""
     from rescue.report.reference import HEADERS, reference_note, rows_text
 
@@ -131,7 +132,7 @@ def reproduction_table(items: Sequence[Any]) -> HtmlTable:
         del cells[5]
         rows.append(cells)
     headers = [h for k, h in enumerate(HEADERS) if k != 5]
-    return HtmlTable("Our scores against the paper's", headers, rows, reference_note())
+    return HtmlTable(title, headers, rows, "" if collapsed else reference_note(), collapsed=collapsed)
 
 
 def _transcripts(samples: Sequence[Sample], wanted: set[str]) -> dict[str, list[dict[str, Any]]]:
