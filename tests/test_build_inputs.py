@@ -166,3 +166,11 @@ def test_video_and_manifest_together_is_an_error(tmp_path, short_video):
     sessions.write_text("video,subtitles,scenario,participants,group\n", encoding="utf-8")
     done = cli(str(short_video), "--manifest", str(sessions), "--out", str(tmp_path / "o"))
     assert done.returncode == 2 and "either VIDEO or --manifest" in done.stderr
+
+
+def test_speaker_names_match_the_cast_whatever_their_case(tmp_path, short_video):
+    from rescue.build.inputs import load_session
+
+    subs = write_srt(tmp_path / "s.srt", [(1, 2, "ALAN", "hi"), (3, 4, "THERAPIST", "hello")])
+    session = load_session(_spec(short_video, subs))
+    assert [c.speakers for c in session.cues] == [("Alan",), ("Therapist",)]

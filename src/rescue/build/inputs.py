@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import csv
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rescue.data.errors import RescueError
@@ -107,6 +107,16 @@ def check_cues(path: Path, cues: list[Cue], duration: float, participants: tuple
     return problems
 
 
+def canonical_speakers(cues: list[Cue], participants: tuple[str, ...]) -> list[Cue]:
+    """Speaker names as the cast spells them: subtitles often write ``ALAN:`` or ``therapist:``."""
+    by_fold = {name.casefold(): name for name in (*participants, THERAPIST)}
+    out = []
+    for cue in cues:
+        named = tuple(by_fold.get(s.casefold(), s) for s in cue.speakers)
+        out.append(cue if named == cue.speakers else replace(cue, speakers=named))
+    return out
+
+
 def load_session(spec: SessionSpec) -> Session:
     """Probe the video and read the subtitles; :class:`BuildInputError` with every problem found."""
     problems: list[str] = []
@@ -122,6 +132,7 @@ def load_session(spec: SessionSpec) -> Session:
         cues = load_cues(spec.subtitles)
     except SubtitleError as exc:
         problems.append(str(exc))
+    cues = canonical_speakers(cues, spec.participants)
     if media is not None and cues:
         problems += check_cues(spec.subtitles, cues, media.duration, spec.participants)
     if spec.segments is not None and not spec.segments.is_file():

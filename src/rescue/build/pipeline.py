@@ -238,7 +238,7 @@ def _sample(item: Planned, rows: list[dict[str, Any]]) -> dict[str, Any]:
             "source_file": item.clip, "rows": rows}
 
 
-def _provenance(config: BuildConfig, item: Planned, draft: SegmentDraft, annotated: bool) -> dict[str, Any]:
+def _provenance(config: BuildConfig, item: Planned, draft: SegmentDraft, annotated: str | None) -> dict[str, Any]:
     from rescue import __version__
 
     spec = item.session.spec
@@ -246,7 +246,7 @@ def _provenance(config: BuildConfig, item: Planned, draft: SegmentDraft, annotat
     return {
         "source_video_bytes": stat.st_size, "subtitles_file": str(spec.subtitles), "segments_from": item.segments_from,
         "segment_number": item.segment.number, "segment_name": item.segment.name,
-        "group": spec.group, "model": config.model if annotated else None,
+        "group": spec.group, "model": annotated,
         "base_url": config.base_url if annotated else None, "video_input": config.annotate.video_input,
         "settings": asdict(config.annotate), "requests": draft.requests, "reasked": draft.reasked,
         "ffmpeg": ffmpeg_exe(), "rescue_version": __version__, "python": platform.python_version(),
@@ -297,7 +297,7 @@ def build(config: BuildConfig, *, model: Model | None = None,
           echo: Callable[[str], None] = lambda message: None) -> BuildOutcome:
     """Run the whole build; ``model`` replaces ``--model`` (a notebook's own :class:`~rescue.llm.Model`)."""
     planned, dropped, proposals = _plan(config)
-    outcome = BuildOutcome(config.out, dropped=dropped, proposals=[p for p, _ in proposals])
+    outcome = BuildOutcome(config.out, dropped=dropped)
     annotating = model is not None or config.model is not None
     if config.dry_run:
         outcome.estimate = Estimate()
@@ -314,6 +314,7 @@ def build(config: BuildConfig, *, model: Model | None = None,
         for path, segments in proposals:
             if not path.exists():  # an edited proposal is the user's: never overwrite it
                 write_segments_csv(path, segments)
+            outcome.proposals.append(path)
             log.step("propose", str(path.relative_to(config.out)), True, segments=len(segments))
         for gone in dropped:
             log.event("dropped", sample_id=gone.sample_id, reason=gone.reason)
@@ -344,7 +345,8 @@ def build(config: BuildConfig, *, model: Model | None = None,
                 sample_id=item.sample_id, scenario=spec.scenario, participants=list(spec.participants),
                 source_video=os.path.relpath(spec.video.resolve(), config.out.resolve()), start=item.segment.start, end=item.segment.end, clip=item.clip,
                 subtitles=item.subtitles, rows=_manifest_rows(draft.rows, item.cues), problems=draft.problems,
-                provenance=_provenance(config, item, draft, annotating), row_clips=row_clips))
+                provenance=_provenance(config, item, draft, config.model or getattr(model, "name", None)),
+                row_clips=row_clips))
             outcome.segments.append(item.sample_id)
         write_text_atomic(config.out / "draft.jsonl", "".join(line + "\n" for line in lines))
         write_manifest(config.out / "manifest.json", manifest)
