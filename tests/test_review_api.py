@@ -68,6 +68,16 @@ def test_login_sets_an_httponly_samesite_cookie_and_returns_a_csrf_token(app):
     assert client.get("/api/me").status_code == 401
 
 
+def test_logins_to_a_name_are_throttled_after_repeated_failures(app):
+    from fastapi.testclient import TestClient
+
+    client = TestClient(app)
+    for _ in range(10):
+        assert client.post("/api/login", json={"name": "bob", "password": "guess"}).status_code == 401
+    assert client.post("/api/login", json={"name": "bob", "password": PASSWORD}).status_code == 429
+    assert client.post("/api/login", json={"name": "ann", "password": PASSWORD}).status_code == 200  # others unaffected
+
+
 def test_writes_need_the_csrf_header(ann):
     body = {"version": 0, "fields": {"target": ["Sam"]}}
     url = seg_url(FIRST) + "/rows/1"

@@ -14,6 +14,7 @@ from rescue.review.api.deps import CurrentUser, LoginRequired
 from rescue.review.api.routes import agreement, export, login, media, pages, rows, segments, users
 from rescue.review.db import default_url, make_engine, session_factory
 from rescue.review.project import Project, load_project
+from rescue.review.security import LoginThrottle
 
 HERE = Path(__file__).parent
 
@@ -35,6 +36,7 @@ def create_app(project_dir: str | Path | Project, db_url: str | None = None) -> 
     app.state.project = project
     app.state.engine = engine
     app.state.sessions = session_factory(engine)
+    app.state.login_throttle = LoginThrottle()
     app.state.templates = Jinja2Templates(directory=str(HERE / "templates"))
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
     for module in (login, users, rows, segments, media, agreement, export, pages):
@@ -60,7 +62,7 @@ def create_app(project_dir: str | Path | Project, db_url: str | None = None) -> 
         response = await call_next(request)
         for name, value in SECURITY_HEADERS.items():
             response.headers.setdefault(name, value)
-        if request.url.path.startswith("/api/"):
+        if not request.url.path.startswith("/static/"):  # pages and API answers carry data: never cached
             response.headers.setdefault("Cache-Control", "no-store")
         return response
 

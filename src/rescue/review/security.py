@@ -6,6 +6,8 @@ import hashlib
 import hmac
 import re
 import secrets
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 
 from argon2 import PasswordHasher
@@ -46,6 +48,32 @@ def burn_time(password: str) -> None:
     if _dummy_hash is None:
         _dummy_hash = hash_password(secrets.token_hex(8))
     verify_password(_dummy_hash, password)
+
+
+class LoginThrottle:
+    """Refuses logins to a name after too many recent failures, so a password cannot be guessed online."""
+
+    def __init__(self, failures: int = 10, window_seconds: float = 300.0):
+        self.failures, self.window = failures, window_seconds
+        self._seen: dict[str, list[float]] = {}
+        self._lock = threading.Lock()
+
+    def _recent(self, name: str, now: float) -> list[float]:
+        kept = [t for t in self._seen.get(name, []) if now - t < self.window]
+        self._seen[name] = kept
+        return kept
+
+    def blocked(self, name: str) -> bool:
+        with self._lock:
+            return len(self._recent(name, time.monotonic())) >= self.failures
+
+    def failed(self, name: str) -> None:
+        with self._lock:
+            self._recent(name, time.monotonic()).append(time.monotonic())
+
+    def succeeded(self, name: str) -> None:
+        with self._lock:
+            self._seen.pop(name, None)
 
 
 def new_token() -> str:
