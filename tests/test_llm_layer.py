@@ -127,3 +127,19 @@ def test_session_counts_cost_and_closes_what_it_wrapped(tmp_path):
     assert session.spent == 6.0
     assert [a.status for a in answers] == ["ok", "ok", "request_error", "request_error"]
     assert session.models == []
+
+
+def test_a_model_missing_part_of_the_protocol_is_refused_before_any_work(tmp_path):
+    import pytest
+
+    from rescue.engine.runner import RunConfig, Runner
+
+    class Bare:
+        name = "bare"
+
+        async def complete(self, request):
+            return ChatAnswer("{}")
+
+    with pytest.raises(TypeError, match="lacks cache_identity, max_concurrency, cache_settings, aclose.*ModelBase"):
+        Runner(RunConfig(out=str(tmp_path / "run"), tasks=["itp"]), models=[Bare()])
+    assert not (tmp_path / "run").exists()

@@ -33,7 +33,7 @@ from rescue.llm.cache import ResponseCache
 from rescue.llm.cost import PriceTable
 from rescue.llm.reliable import Budget, ReliableModel
 from rescue.llm.session import Session, stderr_notice
-from rescue.llm.types import ChatAnswer, ChatRequest, Model, Usage
+from rescue.llm.types import ChatAnswer, ChatRequest, Model, Usage, require_model
 from rescue.tasks.base import PARSE_POLICIES, VIDEO_MODES, Instance, Prediction, PredictionRecord, RenderOptions, Task, make_record
 from rescue.tasks.batching import BatchPlan, plan_batches
 
@@ -340,7 +340,9 @@ class Runner:
         self.prices = PriceTable.load(config.prices)
         self.saved_answers = 0
         self.plans: dict[str, BatchPlan] = {}
-        self.given: dict[str, Model | TaskModel] = {m.name: m for m in models}
+        # A model of your own that lacks part of the protocol fails here, before any work.
+        self.given: dict[str, Model | TaskModel] = {
+            m.name: m if isinstance(m, TaskModel) else require_model(m) for m in models}
         if self.given:
             config.models = list(dict.fromkeys([*config.models, *self.given]))
 
@@ -384,7 +386,7 @@ class Runner:
             if judge:
                 raise _credential_error_for_judge(exc, spec) from None
             raise
-        if judge and not callable(getattr(model, "complete", None)):
+        if judge and isinstance(model, TaskModel):
             raise RunError(f"--judge {spec!r}: a judge must be a model that reads messages, not an offline baseline")
         return model
 
@@ -515,8 +517,8 @@ class Runner:
 
                 for spec in config.model_specs:
                     raw = raw_models[spec]
-                    if callable(getattr(raw, "solve", None)):
-                        models[spec] = as_task_model(raw)
+                    if isinstance(raw, TaskModel):
+                        models[spec] = raw
                     else:
                         reliable[spec] = session.wrap(raw, on_retry=lambda r, s=spec: on_retry(r, s))  # type: ignore[arg-type]
                         models[spec] = as_task_model(reliable[spec])

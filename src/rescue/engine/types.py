@@ -11,9 +11,9 @@ implement :class:`TaskModel` themselves. Either way every answer goes through th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from rescue.llm.types import AnswerStatus, ChatAnswer, ChatRequest, Model, Usage
+from rescue.llm.types import AnswerStatus, ChatAnswer, ChatRequest, Model, Usage, require_model
 from rescue.tasks.base import Instance, Task
 
 __all__ = ["AnswerStatus", "ChatAnswer", "ChatRequest", "Model", "ModelAdapter", "TaskModel", "TaskRequest",
@@ -62,14 +62,8 @@ class ModelAdapter:
         await self.model.aclose()
 
 
-def is_task_model(value: Any) -> bool:
-    return callable(getattr(value, "solve", None)) and callable(getattr(value, "prepare", None))
-
-
 def as_task_model(value: Model | TaskModel) -> TaskModel:
     """``value`` itself when it already answers tasks, else the model wrapped in a :class:`ModelAdapter`."""
-    if is_task_model(value):
-        return value  # type: ignore[return-value]
-    if not callable(getattr(value, "complete", None)):
-        raise TypeError(f"{value!r} is neither a Model (async complete(request)) nor a TaskModel (async solve(ask))")
-    return ModelAdapter(value)  # type: ignore[arg-type]
+    if isinstance(value, TaskModel):
+        return value
+    return ModelAdapter(require_model(value))

@@ -27,7 +27,7 @@ from rescue.llm.cache import ResponseCache, request_key
 from rescue.llm.client import FatalError, TransientError
 from rescue.llm.cost import PriceTable
 from rescue.llm.limiter import AdaptiveLimiter
-from rescue.llm.types import ChatAnswer, ChatRequest, Model, Usage, key_messages
+from rescue.llm.types import ChatAnswer, ChatRequest, Model, Usage, key_messages, require_model
 
 NOT_CACHED = "not in the cache (rescore asks no model)"
 NOT_REQUESTED_BUDGET = "not requested: --max-cost reached (rerun to continue)"
@@ -121,7 +121,7 @@ class ReliableModel:
         retry_after_cap: float = DEFAULT_RETRY_AFTER_CAP,
         offline: bool = False,
     ):
-        self.inner = inner
+        self.inner = require_model(inner)
         self.name = inner.name
         self.cache = cache
         self.limiter = limiter
@@ -144,15 +144,14 @@ class ReliableModel:
     # The Model protocol, passed through: a wrapped model is still the same model.
     @property
     def cache_identity(self) -> str | None:
-        return getattr(self.inner, "cache_identity", None)
+        return self.inner.cache_identity
 
     @property
     def max_concurrency(self) -> int | None:
-        return getattr(self.inner, "max_concurrency", None)
+        return self.inner.max_concurrency
 
     def cache_settings(self) -> dict[str, Any]:
-        settings = getattr(self.inner, "cache_settings", None)
-        return dict(settings()) if settings is not None else {}
+        return dict(self.inner.cache_settings())
 
     def stats_for(self, purpose: str, tag: str) -> CallStats:
         key = (purpose, tag)
@@ -315,6 +314,4 @@ class ReliableModel:
                           meta={"error_class": last.kind})
 
     async def aclose(self) -> None:
-        closer = getattr(self.inner, "aclose", None)
-        if closer is not None:
-            await closer()
+        await self.inner.aclose()

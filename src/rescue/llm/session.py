@@ -27,7 +27,7 @@ from rescue.llm.cache import ResponseCache
 from rescue.llm.cost import PriceTable
 from rescue.llm.limiter import AdaptiveLimiter
 from rescue.llm.reliable import DEFAULT_RETRY_AFTER_CAP, Budget, EventLog, NullLog, ReliableModel
-from rescue.llm.types import ChatRequest, Model
+from rescue.llm.types import ChatRequest, Model, require_model
 
 
 def stderr_notice(message: str) -> None:
@@ -79,7 +79,7 @@ class Session:
         """``model`` with this session's cache, budget and log, its own limiter (at most ``concurrency``,
         the session's by default, and never more than the model's ``max_concurrency``) and failure budget."""
         limit = concurrency or self.concurrency
-        own = getattr(model, "max_concurrency", None)
+        own = require_model(model).max_concurrency
         if own:
             limit = min(limit, int(own))
         wrapped = ReliableModel(

@@ -231,6 +231,18 @@ class Model(Protocol):
     async def aclose(self) -> None: ...
 
 
+MODEL_MEMBERS = ("name", "cache_identity", "max_concurrency", "cache_settings", "complete", "aclose")
+
+
+def require_model(value: Any) -> Model:
+    """``value`` if it implements :class:`Model`, else a TypeError naming what it lacks."""
+    missing = [member for member in MODEL_MEMBERS if not hasattr(value, member)]
+    if missing:
+        raise TypeError(f"{type(value).__name__} is not a rescue.llm.Model: it lacks {', '.join(missing)} "
+                        "(subclass rescue.llm.ModelBase for the defaults)")
+    return value  # type: ignore[no-any-return]
+
+
 class ModelBase:
     """Defaults for :class:`Model`: not cached, no concurrency limit of its own, nothing to close."""
 
