@@ -245,3 +245,18 @@ def test_a_huge_streamed_answer_stops_being_read_at_the_limit(tmp_path):
     assert answer.status == "request_error" and "answer_too_large" in answer.error
     assert elapsed < 5.0
     assert ResponseCache(tmp_path / "cache.sqlite").counts() == {"answers": 0, "failures": 1}
+
+
+def test_a_run_says_on_the_terminal_that_it_capped_retry_after(tmp_path, capfd):
+    from rescue.engine.runner import RunConfig, run
+
+    with serve(Reply.retry_after("86400")) as server:
+        start = time.monotonic()
+        run(RunConfig(out=str(tmp_path / "run"), models=["m"], tasks=["itp"], base_url=server.base_url, quiet=True,
+                      bertscore=False, limit_samples=1, retry_after_cap=0.2, max_failures=None))
+        elapsed = time.monotonic() - start
+    assert elapsed < 30  # not a day
+    err = capfd.readouterr().err
+    assert "86400" in err and "--retry-after-cap" in err
+    records = read_jsonl(tmp_path / "run" / "predictions.jsonl")
+    assert records and all(r["status"] == "request_error" and "over the cap" in r["error"] for r in records)

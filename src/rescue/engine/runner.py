@@ -32,7 +32,7 @@ from rescue.engine.types import TaskModel, TaskRequest, as_task_model
 from rescue.llm.cache import ResponseCache
 from rescue.llm.cost import PriceTable
 from rescue.llm.reliable import Budget, ReliableModel
-from rescue.llm.session import Session, stderr_notice
+from rescue.llm.session import Session
 from rescue.llm.types import ChatAnswer, ChatRequest, Model, Usage, require_model
 from rescue.tasks.base import PARSE_POLICIES, VIDEO_MODES, Instance, Prediction, PredictionRecord, RenderOptions, Task, make_record
 from rescue.tasks.batching import BatchPlan, plan_batches
@@ -366,7 +366,7 @@ class Runner:
         return Session(cache=cache, concurrency=config.concurrency, max_retries=config.max_retries,
                        retry_errors=config.retry_errors, max_failures=config.max_failures, prices=self.prices,
                        budget=budget, log=log, offline=self.offline, retry_after_cap=config.retry_after_cap,
-                       notice=None if config.quiet else stderr_notice)
+                       notice=None)
 
     def _resolve(self, spec: str, *, judge: bool = False) -> Model | TaskModel:
         from rescue.engine.resolve import resolve_model
@@ -509,6 +509,8 @@ class Runner:
         try:
             with ProgressDisplay(config.quiet or self.offline) as display:
                 log.listeners.append(_endpoint_alarm(display, {**endpoints, **judge_endpoints}))
+                # The model layer's notices (a Retry-After over the cap) appear above the bars, quiet or not.
+                session.notice = lambda message: display.warn(terminal_safe(message))
                 trackers: dict[tuple[str, str], TaskProgress] = {}
 
                 def on_retry(request: ChatRequest, spec: str) -> None:
