@@ -59,7 +59,12 @@ def main() -> None:
     if args.before and before_src is None:
         print(f"(no sources for {args.before}: the 'before' column is skipped)")
     sizes = [RELEASE_SAMPLES] + ([RELEASE_SAMPLES * args.scale] if args.scale > 1 else [])
-    rows = []
+    print(f"(f) rescue report of the four offline baselines, {args.bootstrap} bootstrap resamples "
+          f"({os.cpu_count()} cores; source {source.name}; before = {args.before or 'skipped'})")
+    header = f"{'samples':>8} {'records':>8} | {'before s':>9} {'before MB':>10} | {'after s':>8} {'after MB':>9} | " \
+             f"{'time x':>7} {'size x':>7} | {'peak RSS MB before/after':>25}"
+    print(header)
+    print("-" * len(header), flush=True)
     for samples in sizes:
         data = write_scaled(source, samples, work / f"data_{samples}.jsonl")
         run_dir = work / f"run_{samples}"
@@ -68,21 +73,11 @@ def main() -> None:
         instances = sum(1 for _ in (run_dir / "predictions.jsonl").open(encoding="utf-8"))
         after = report(run_dir, work / f"after_{samples}", now_src, args.bootstrap)
         before = report(run_dir, work / f"before_{samples}", before_src, args.bootstrap) if before_src else None
-        rows.append((samples, instances, before, after))
-        print(f"  {samples} samples done", file=sys.stderr)
-
-    print(f"\n(f) rescue report of the four offline baselines, {args.bootstrap} bootstrap resamples "
-          f"({os.cpu_count()} cores; source {source.name})")
-    header = f"{'samples':>8} {'records':>8} | {'before s':>9} {'before MB':>10} | {'after s':>8} {'after MB':>9} | " \
-             f"{'time x':>7} {'size x':>7} | {'peak RSS MB before/after':>25}"
-    print(header)
-    print("-" * len(header))
-    for samples, instances, before, after in rows:
         b_time, b_size = (f"{before[0]:9.1f}", f"{before[2] / 1e6:10.2f}") if before else (f"{'—':>9}", f"{'—':>10}")
         ratios = (f"{before[0] / after[0]:7.1f}", f"{before[2] / after[2]:7.1f}") if before else (f"{'—':>7}",) * 2
         memory = f"{before[1]:.0f} / {after[1]:.0f}" if before else f"— / {after[1]:.0f}"
         print(f"{samples:>8} {instances:>8} | {b_time} {b_size} | {after[0]:8.1f} {after[2] / 1e6:9.2f} | "
-              f"{ratios[0]} {ratios[1]} | {memory:>25}")
+              f"{ratios[0]} {ratios[1]} | {memory:>25}", flush=True)
     print(f"\nfiles under {work}")
 
 
