@@ -199,3 +199,37 @@ def test_judged_counts_only_predictions_sent_to_the_judge():
 
     metrics = get_task("er").aggregate([er(True, 4.0), er(True, 5.0), er(False, 1.0)])
     assert metrics["judged"] == 2
+
+
+def test_er_and_vp_bootstrap_take_the_vectorised_path_and_agree_with_aggregate():
+    import random
+
+    from rescue.report.bootstrap import Decomposed
+    from rescue.report.columns import COMPARED, columns_for
+    from rescue.report.scoring import best_statistic, column_statistic
+    from rescue.tasks import get_task
+
+    rng = random.Random(3)
+    records = []
+    for k in range(40):
+        ok = rng.random() > 0.15
+        emotion = float(rng.randint(1, 5))
+        records.append(PredictionRecord(
+            model="m", task="er", instance_id=f"g{k % 5}/s{k % 9}#row{k}", sample_id=f"g{k % 5}/s{k % 9}",
+            scenario="couple" if k % 4 else "family", row_index=k + 1, gold={"emotion": "sad", "intensity": 5},
+            prediction={"emotion": "sad", "intensity": rng.randint(0, 10)} if ok else None,
+            status="ok" if ok else "parse_error",
+            scores={"judge_emotion": emotion if ok else 1.0, "intensity": 3.0, "s_er": (emotion + 3) / 2 if ok else 1.0,
+                    "bertscore_f1": rng.random() if ok else None}))
+    task = get_task("er")
+    columns = columns_for("er", COMPARED)
+    fast = best_statistic("er", task.aggregate, columns, records)
+    assert isinstance(fast, Decomposed)
+    slow = column_statistic(task.aggregate, columns)
+    for key, value in fast.evaluate(records).items():
+        assert value == pytest.approx(slow(records)[key])
+    intervals_fast = bootstrap_ci(records, fast, [c.id for c in columns], n_resamples=200, seed=5)
+    intervals_slow = bootstrap_ci(records, slow, [c.id for c in columns], n_resamples=200, seed=5)
+    for key in intervals_fast:
+        assert intervals_fast[key].low == pytest.approx(intervals_slow[key].low)
+        assert intervals_fast[key].high == pytest.approx(intervals_slow[key].high)

@@ -161,10 +161,10 @@ def check(systems: Sequence[System], scopes: Sequence[str]) -> Comparability:
             sets = {k: v for k, v in sets.items() if v}
             if len(sets) > 1:
                 result.coverage[(task, scope)] = sets
-        sets = result.coverage.get((task, "all"))
-        if sets and len(set(sets.values())) > 1:
-            union = frozenset().union(*sets.values())
-            shown = "; ".join(f"{k}: {len(v)}" for k, v in sets.items())
+        pooled = result.coverage.get((task, "all"))
+        if pooled and len(set(pooled.values())) > 1:
+            union = frozenset().union(*pooled.values())
+            shown = "; ".join(f"{k}: {len(v)}" for k, v in pooled.items())
             result.differences.append(f"{task.upper()} instance sets differ ({len(union)} in all; {shown})")
     return result
 

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
 from rescue.data.errors import RescueError
 from rescue.tasks.base import TASK_NAMES, VIDEO_MODES, PredictionRecord
 
