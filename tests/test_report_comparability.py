@@ -233,3 +233,13 @@ def test_er_and_vp_bootstrap_take_the_vectorised_path_and_agree_with_aggregate()
     for key in intervals_fast:
         assert intervals_fast[key].low == pytest.approx(intervals_slow[key].low)
         assert intervals_fast[key].high == pytest.approx(intervals_slow[key].high)
+
+
+def test_a_marker_from_a_test_on_fewer_instances_says_how_many():
+    from rescue.report.columns import COLUMNS
+    from rescue.report.leaderboard import Cell, cell_parts
+
+    column = next(c for c in COLUMNS if c.id == "stp.recall_at_1")
+    cell = Cell(0.2926, 0.25, 0.33, significant=True, instances=458, mixed=True, paired_on=26)
+    assert cell_parts(cell, column) == ("29.26†‡", "[25.00, 33.00]", "n=458, † on 26 shared")
+    assert cell_parts(Cell(0.5, instances=10, significant=True, paired_on=10), column)[2] == ""

@@ -196,7 +196,10 @@ def cell_parts(cell: Cell | None, column: Column) -> tuple[str, str, str]:
     interval = ""
     if cell.low is not None and cell.high is not None:
         interval = f"[{column.format(cell.low)}, {column.format(cell.high)}]"
-    return value, interval, (f"n={cell.instances}" if cell.mixed else "")
+    count = f"n={cell.instances}" if cell.mixed else ""
+    if cell.significant and cell.paired_on is not None and cell.paired_on != cell.instances:
+        count = ", ".join(p for p in (count, f"{MARKER} on {cell.paired_on} shared") if p)
+    return value, interval, count
 
 
 def _cell_text(cell: Cell | None, column: Column, *, bold: str = "") -> str:
