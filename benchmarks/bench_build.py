@@ -18,7 +18,8 @@ from _support import RELEASE_SAMPLES, default_source, print_table, write_scaled
 from rescue.data.loading import load_samples
 from rescue.tasks import TASKS, get_task
 from rescue.tasks.base import MODES, RenderOptions
-from rescue.tasks.batching import group_batches
+from rescue.tasks.batching import plan_batches
+from rescue.tasks.render import RowCache
 
 TARGET_SECONDS = 1.0
 
@@ -41,9 +42,10 @@ def build_all(samples, task_names: list[str]) -> tuple[float, int, int, dict[str
         task = get_task(name)
         instances = task.build(samples)
         instances_total += len(instances)
-        batches = group_batches(instances, task.default_batch_size)
+        batches = plan_batches(task, instances, task.default_batch_size, task.default_context_size).batches
         for mode in MODES:
-            options = RenderOptions(mode=mode)
+            # One row cache per task and mode, as the runner keeps one per task (and model) for a run.
+            options = RenderOptions(mode=mode, rows=RowCache())
             for batch in batches:
                 task.render(batch, options)
                 prompts_total += 1

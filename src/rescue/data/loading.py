@@ -1,144 +1,17 @@
-"""Reading RESCUE-Bench data: the release JSONL, a folder of JSONL files, or the authors' per-sample JSON layout.
-
-Every reader yields *records*: the raw JSON object of one sample with the file and line it came from,
-so that validation can point at the exact place and loading never silently drops a sample.
-"""
+"""Loading samples: read the release files (:mod:`rescue.data.reading`), validate every record
+(:mod:`rescue.data.validation`), return the samples. Reading, validation and loading form a chain
+without cycles: reading <- validation <- loading."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
-from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
-from typing import Any
 
-from rescue.data.errors import DataError, DataIssue
-from rescue.data.models import NON_PERSON_LABELS, Sample, Scenario
+from rescue.data.errors import DataError
+from rescue.data.models import Sample
+from rescue.data.reading import RawRecord, demo_path, infer_participants, infer_scenario, iter_records
+from rescue.data.validation import validate_records
 
-DEMO_PACKAGE = "rescue.data.demo"
-
-
-@dataclass
-class RawRecord:
-    """One sample as read, before validation."""
-
-    file: str
-    line: int
-    data: Any  # the parsed JSON value (normally a dict); None when it did not parse
-    parse_error: str = ""  # set exactly when the line could not be read as JSON
-    ascii_only: bool = False  # the source text is plain ASCII with no \u escapes (lets validation skip work)
-
-
-def demo_path() -> Path:
-    """The bundled demo dataset (our own writing, in the release format)."""
-    return Path(str(resources.files(DEMO_PACKAGE).joinpath("demo.jsonl")))
-
-
-def _parse_line(display: str, number: int, raw: bytes) -> RawRecord:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return RawRecord(display, number, None, f"not UTF-8 text (byte {exc.start + 1} of the line)")
-    try:
-        # Without the newline a truncated line reports the column where it stops, not "line 2 column 1".
-        data = json.loads(text.rstrip("\r\n"))
-    except json.JSONDecodeError as exc:
-        return RawRecord(display, number, None, f"invalid JSON: {exc.msg} at column {exc.colno}")
-    return RawRecord(display, number, data, ascii_only=raw.isascii() and b"\\u" not in raw)
-
-
-def _read_jsonl(path: Path, display: str) -> Iterator[RawRecord]:
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if raw.strip():
-                yield _parse_line(display, number, raw)
-
-
-def infer_scenario(sample_id: str, rows: list[Any]) -> Scenario:
-    """The authors' rule: a family_therapy/ path, or the group label Family anywhere a person can be named."""
-    if sample_id.startswith("family_therapy/") or "/family_therapy/" in sample_id:
-        return "family"
-    for row in rows:
-        if not isinstance(row, dict):
-            continue
-        if str(row.get("primary_speaker", "")).strip() == "Family":
-            return "family"
-        if "Family" in _names(row.get("target")):
-            return "family"
-        for item in _items(row.get("support_strategy")):
-            if "Family" in _names(item.get("target")):
-                return "family"
-    return "couple"
-
-
-def infer_participants(rows: list[Any]) -> list[str]:
-    """The authors' rule: speakers, row targets and strategy targets in first-seen order, minus Therapist and groups."""
-    seen: dict[str, None] = {}
-    for row in rows:
-        if not isinstance(row, dict):
-            continue
-        names = [str(row.get("primary_speaker", "")), *_names(row.get("target"))]
-        for item in _items(row.get("support_strategy")):
-            names.extend(_names(item.get("target")))
-        for name in names:
-            name = name.strip()
-            if name and name not in NON_PERSON_LABELS:
-                seen.setdefault(name)
-    return list(seen)
-
-
-def _names(value: Any) -> list[str]:
-    # Raw rows are not validated yet: tolerate wrong types here and let validation report them.
-    return [str(v) for v in value] if isinstance(value, list) else []
-
-
-def _items(value: Any) -> list[dict]:
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
-
-def _read_sample_json(path: Path, root: Path) -> RawRecord:
-    """A per-sample file as the authors' scripts expect it: ``<group>/<sample>.json`` holding ``rows``."""
-    display = str(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        return RawRecord(display, 1, None, f"not UTF-8 text (byte {exc.start + 1} of the file)")
-    except json.JSONDecodeError as exc:
-        return RawRecord(display, exc.lineno, None, f"invalid JSON: {exc.msg} at column {exc.colno}")
-    if isinstance(data, dict) and isinstance(data.get("rows"), list):
-        sample_id = path.relative_to(root).with_suffix("").as_posix()
-        data.setdefault("sample_id", sample_id)
-        data.setdefault("scenario", infer_scenario(sample_id, data["rows"]))
-        data.setdefault("participants", infer_participants(data["rows"]))
-        data.setdefault("source_file", path.relative_to(root).as_posix())
-    return RawRecord(display, 1, data)
-
-
-def iter_records(path: str | Path | None) -> Iterator[RawRecord]:
-    """Yield raw sample records from a .jsonl file, a folder of .jsonl files, or a folder of per-sample .json files."""
-    if path is None:
-        yield from _read_jsonl(demo_path(), "<demo>/demo.jsonl")
-        return
-    root = Path(path)
-    if not root.exists():
-        raise DataError([DataIssue(str(root), 0, "no such file or directory")])
-    if root.is_file():
-        if root.suffix == ".json":
-            yield _read_sample_json(root, root.parent)
-        else:
-            yield from _read_jsonl(root, str(root))
-        return
-    jsonl_files = sorted(root.rglob("*.jsonl"))
-    if jsonl_files:
-        for file in jsonl_files:
-            yield from _read_jsonl(file, str(file))
-        return
-    json_files = sorted(p for p in root.rglob("*.json") if p.name != "manifest.json")
-    if not json_files:
-        raise DataError([DataIssue(str(root), 0, "no .jsonl or .json sample files found")])
-    for file in json_files:
-        yield _read_sample_json(file, root)
+__all__ = ["RawRecord", "demo_path", "infer_participants", "infer_scenario", "iter_records", "load_samples"]
 
 
 def load_samples(path: str | Path | None = None, *, strict: bool = True) -> list[Sample]:
@@ -147,8 +20,6 @@ def load_samples(path: str | Path | None = None, *, strict: bool = True) -> list
     Raises DataError listing every error (file, line, sample, row, field) unless ``strict`` is False,
     in which case invalid samples are still reported but the valid ones are returned.
     """
-    from rescue.data.validation import validate_records
-
     records = list(iter_records(path))
     report = validate_records(records)
     if strict and report.errors:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field
 
 Scenario = Literal["couple", "family"]
 THERAPIST = "Therapist"
@@ -110,7 +110,6 @@ class Sample(_Open):
 
     # Each row's prompt JSON per mode, filled by rescue.tasks.render: with all prior rows as context a row
     # appears in every later instance's prompt, and re-encoding it dominated prompt building.
-    _rendered_rows: dict[str, list[str]] = PrivateAttr(default_factory=dict)
 
     @property
     def group_label(self) -> str:

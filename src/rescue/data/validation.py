@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from rescue.data.encoding import fix_text, non_ascii_strings
 from rescue.data.errors import DataError, DataIssue, Severity
-from rescue.data.loading import RawRecord, infer_scenario, iter_records
+from rescue.data.reading import RawRecord, infer_scenario, iter_records
 from rescue.data.models import GROUP_LABELS, THERAPIST, Row, Sample
 from rescue.data.taxonomy import UTTERANCE_TYPE_NAMES, relation_taxonomy, strategy_taxonomy
 

@@ -15,6 +15,7 @@ from typing import Any
 from rescue.engine.cost import PriceTable
 from rescue.engine.types import Usage
 from rescue.tasks.base import VIDEO_MODES, RenderOptions
+from rescue.tasks.render import RowCache
 
 CHARS_PER_TOKEN = 4
 
@@ -80,7 +81,7 @@ def estimate_run(config: Any) -> RunEstimate:
         from rescue.video import VideoContext
 
         video = VideoContext.locate(config.video, samples, None)  # probe only: no hashing, no store
-    options = RenderOptions(mode=config.mode, context_size=config.context_size)
+    options = RenderOptions(mode=config.mode, context_size=config.context_size, rows=RowCache())
     per_task: list[TaskEstimate] = []
     for name in config.tasks:
         task = load_task(name)

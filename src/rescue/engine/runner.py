@@ -36,6 +36,7 @@ from rescue.llm.session import Session
 from rescue.llm.types import ChatAnswer, ChatRequest, Model, Usage, require_model
 from rescue.tasks.base import PARSE_POLICIES, VIDEO_MODES, Instance, Prediction, PredictionRecord, RenderOptions, Task, make_record
 from rescue.tasks.batching import BatchPlan, plan_batches
+from rescue.tasks.render import RowCache
 
 from rescue.engine.results import PREDICTIONS, RESULTS, SCHEMA_VERSION, PredictionsInfo, RunResults, read_results
 from rescue.io import DirectoryLock, LockedError, check_out_folder, remove_stale_temporaries, visible_text, write_atomic
@@ -163,7 +164,8 @@ async def _run_batch(model: TaskModel, task: Task, batch: list[Instance], option
 
 async def run_pair(model: TaskModel, task: Task, instances: list[Instance], config: RunConfig,
                    progress: TaskProgress) -> list[PredictionRecord]:
-    options = RenderOptions(mode=config.mode, context_size=config.context_size)  # type: ignore[arg-type]
+    options = RenderOptions(mode=config.mode, context_size=config.context_size,  # type: ignore[arg-type]
+                            rows=RowCache())
     model.prepare(task, instances)
     batches = batch_plan(config, task, instances).batches
     # A batch renders its prompt as soon as it starts; without a gate every prompt of the run would sit in

@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, Field
 
 from rescue.data.models import Sample
+from rescue.tasks.render import RowCache
 from rescue.tasks.spec import Declaration
 
 MODES = ("dialogue", "audio", "visual", "audiovisual", "video", "video+cues")
@@ -72,6 +73,9 @@ class Instance:
 class RenderOptions:
     mode: Mode = "dialogue"
     context_size: int | None = None  # None: the task's default; -1: all prior rows
+    # Encoded rows reused across renders (rescue.tasks.render.RowCache); None: encode per render. It never
+    # changes a prompt's bytes, only how often a row is encoded.
+    rows: RowCache | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass

@@ -213,7 +213,7 @@ class EmotionRecognition:
                 {"checkpoint_id": "row5", "emotion": "short phrase", "intensity": 6, "reason": "one short sentence"}
             ]
         }
-        records = gen.checkpoint_records(batch, options.mode, k)
+        records = gen.checkpoint_records(batch, options.mode, k, cache=options.rows)
         return gen.user_prompt(lines, batch, options.mode, schema, records)
 
     def parse(self, raw: str, batch: list[Instance], policy: ParsePolicy = "strict") -> dict[str, Prediction]:

@@ -24,7 +24,7 @@ from rescue.tasks.parsing import (
     resolve_local_id,
 )
 from rescue.tasks.prompts import mode_line
-from rescue.tasks.render import EncodedRows, dumps, render_row
+from rescue.tasks.render import EncodedRows, RowCache, dumps, render_row
 from rescue.tasks.rubric import inter_judge_alpha, judge_failure_count, judge_request_failures
 
 T = TypeVar("T")
@@ -138,13 +138,13 @@ def context_sentence(k: int, purpose: str) -> str:
 
 
 def checkpoint_records(
-    batch: list[Instance], mode: str, k: int, participants: list[str] | None = None
+    batch: list[Instance], mode: str, k: int, participants: list[str] | None = None, cache: RowCache | None = None
 ) -> list[dict[str, Any]]:
     """One JSON record per checkpoint: its id, the current turn rendered by mode, and its prior rows."""
     if not batch:
         return []
     records = []
-    encoded = EncodedRows(batch[0].sample, mode)  # a batch holds one sample
+    encoded = EncodedRows(batch[0].sample, mode, cache)  # a batch holds one sample
     for instance in batch:
         sample = instance.sample
         row = sample.row(instance.row_index)

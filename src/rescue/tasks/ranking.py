@@ -65,7 +65,7 @@ class RankingTask:
     def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, str]]:
         sample = prompts.batch_sample(batch)
         k = prompts.context_size(options.context_size, self.default_context_size)
-        rows = EncodedRows(sample, options.mode)
+        rows = EncodedRows(sample, options.mode, options.rows)
         items = []
         for instance in batch:
             record: dict[str, Any] = {"id": local_id(instance)}

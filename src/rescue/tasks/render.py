@@ -64,22 +64,49 @@ class RawJSON:
         return self.text
 
 
-class EncodedRows:
-    """A sample's rows as prompt JSON for one mode, encoded once per sample and mode and then spliced."""
+class RowCache:
+    """Prompt JSON of rows, per sample and mode, encoded once and reused for as long as the cache lives.
 
-    def __init__(self, sample: Sample, mode: str):
-        cache = sample._rendered_rows
-        if mode not in cache:
-            cache[mode] = [dumps(render_row(row, mode)) for row in sample.rows]
-        self._rows = cache[mode]
+    The owner decides that lifetime: the runner keeps one per task and model for a run, during which
+    samples do not change. Nothing is cached on the sample itself, so an edited sample (the review tool
+    edits them) is never rendered from a stale copy unless someone keeps a cache across the edit.
+    """
+
+    def __init__(self) -> None:
+        self._rows: dict[tuple[int, str], tuple[Sample, list[str | None]]] = {}
+
+    def rows(self, sample: Sample, mode: str) -> list[str | None]:
+        key = (id(sample), mode)
+        hit = self._rows.get(key)
+        if hit is None or hit[0] is not sample:  # the sample is held, so its id cannot be reused meanwhile
+            hit = (sample, [None] * len(sample.rows))
+            self._rows[key] = hit
+        return hit[1]
+
+
+class EncodedRows:
+    """A sample's rows as prompt JSON for one mode: each row encoded once (per ``cache``, or per object
+    when there is none) and spliced into prompts as it is."""
+
+    def __init__(self, sample: Sample, mode: str, cache: RowCache | None = None):
+        self._sample = sample
+        self._mode = mode
+        self._rows = cache.rows(sample, mode) if cache is not None else [None] * len(sample.rows)
+
+    def _encoded(self, position: int) -> str:
+        text = self._rows[position]
+        if text is None:
+            text = self._rows[position] = dumps(render_row(self._sample.rows[position], self._mode))
+        return text
 
     def row(self, index: int) -> RawJSON:
         """``render_row`` of the row with 1-based ``index``."""
-        return RawJSON(self._rows[index - 1])
+        return RawJSON(self._encoded(index - 1))
 
     def context(self, current: int, k: int) -> RawJSON:
         """The JSON list of :func:`context_rows`."""
-        return RawJSON("[" + ",".join(self._rows[context_window(current, k)]) + "]")
+        window = context_window(current, k)
+        return RawJSON("[" + ",".join(self._encoded(p) for p in range(window.start, window.stop)) + "]")
 
 
 def context_window(current: int, k: int) -> slice:

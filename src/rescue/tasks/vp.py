@@ -242,7 +242,7 @@ class ViewpointPrediction:
             ]
         }
         people = participants(sample) if sample else []
-        records = gen.checkpoint_records(batch, options.mode, k, participants=people)
+        records = gen.checkpoint_records(batch, options.mode, k, participants=people, cache=options.rows)
         return gen.user_prompt(lines, batch, options.mode, schema, records)
 
     def parse(self, raw: str, batch: list[Instance], policy: ParsePolicy = "strict") -> dict[str, Prediction]:

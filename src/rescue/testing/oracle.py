@@ -11,6 +11,7 @@ does not know (other batching, other options) is answered with an empty predicti
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,6 +19,7 @@ from rescue.data.models import Sample
 from rescue.tasks.base import Instance, RenderOptions, Task
 from rescue.tasks.batching import plan_batches
 from rescue.tasks.prompts import context_size
+from rescue.tasks.render import RowCache
 from rescue.testing.openai_server import Reply, request_key
 
 
@@ -48,7 +50,9 @@ class OracleScript:
         batch_size: int | None = None,
         build_options: dict[str, Any] | None = None,
     ):
-        self.options = options or RenderOptions()
+        options = options or RenderOptions()
+        # Rendering every request ahead encodes each row once; the cache never changes a prompt's bytes.
+        self.options = options if options.rows is not None else replace(options, rows=RowCache())
         self._answers: dict[str, str] = {}
         for task in tasks:
             instances = task.build(samples, **(build_options or {}).get(task.name, {}))
