@@ -1,3 +1,5 @@
 """rescue: RESCUE-Bench end to end, from annotated therapy sessions to a leaderboard."""
 
-__version__ = "0.1.0"
+from rescue._version import __version__
+
+__all__ = ["__version__"]

@@ -239,7 +239,7 @@ def _sample(item: Planned, rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _provenance(config: BuildConfig, item: Planned, draft: SegmentDraft, annotated: str | None) -> dict[str, Any]:
-    from rescue import __version__
+    from rescue._version import __version__
 
     spec = item.session.spec
     stat = spec.video.stat()

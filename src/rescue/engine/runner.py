@@ -606,7 +606,7 @@ class Runner:
         config_json = self.config.to_json()
         config_json["bertscore_enabled"] = self.config.bertscore
         config_json["bertscore"] = bertscore
-        from rescue import __version__
+        from rescue._version import __version__
 
         config_json["rescue_version"] = __version__
         config_json["used"] = getattr(self, "used", {})

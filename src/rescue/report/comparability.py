@@ -22,8 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rescue.report.runs import ReportError, System
+from rescue.tasks import TASKS, graded_tasks, right_wrong_tasks
 
-GENERATIVE = ("er", "vp")
+GENERATIVE = tuple(graded_tasks())
+# The tasks whose gold field the rpp_gold option chooses (RPP).
+RPP_GOLD_TASKS = tuple(name for name, task in TASKS.items() if "rpp_gold" in task.declaration.options.model_fields)
 MIXED_MARK = "‡"
 
 
@@ -90,8 +93,8 @@ def _setting_checks() -> list[tuple[str, Sequence[str] | None, Callable[[System]
     return [
         ("data (sha256)", None, lambda s: _used(s).get("data_sha256")),
         # Before these were recorded, "default" meant auto and the only parse policy was strict.
-        ("RPP gold field", ("rpp",), lambda s: _used(s).get("rpp_gold") or s.config.get("rpp_gold") or "auto"),
-        ("parse policy", ("itp", "rpp", "stp", "ssp"),
+        ("RPP gold field", RPP_GOLD_TASKS, lambda s: _used(s).get("rpp_gold") or s.config.get("rpp_gold") or "auto"),
+        ("parse policy", tuple(right_wrong_tasks()),
          lambda s: _used(s).get("parse") or s.config.get("parse") or "strict"),
         ("judge", GENERATIVE, _judges),
         ("judge scale", GENERATIVE, lambda s: s.config.get("judge_scale") if _judges(s) else None),

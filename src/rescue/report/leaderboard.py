@@ -23,6 +23,7 @@ from rescue.report.columns import COLUMNS, HEADLINE, Column, columns_for
 from rescue.report.comparability import MIXED_MARK, Comparability, bertscore_text, judge_text
 from rescue.report.runs import System
 from rescue.report.scoring import Aggregates, best_statistic, in_scope
+from rescue.tasks import graded_tasks
 from rescue.tasks.base import TASK_NAMES
 
 MARKER = "†"
@@ -147,7 +148,7 @@ def build_leaderboard(
 
 def scorers_text(systems: Sequence[System]) -> str:
     """Which judge and BERTScore backbone produced the ER/VP columns (per system where they differ)."""
-    generative = [s for s in systems if any(t in s.tasks for t in ("er", "vp"))]
+    generative = [s for s in systems if any(t in s.tasks for t in graded_tasks())]
     if not generative:
         return ""
     judges = {s.label: judge_text(s) for s in generative}
@@ -324,9 +325,10 @@ def _present(column: Column, models: Mapping[str, Any]) -> bool:
 
 def terminal_units(results: dict[str, Any]) -> str:
     """The units of the columns :func:`terminal_leaderboard` shows, and only of those."""
-    headers = [c.header for c in _terminal_columns(results.get("models") or {})]
+    columns = _terminal_columns(results.get("models") or {})
+    headers = [c.header for c in columns]
     units = []
-    if any(h.split()[0] in ("ITP", "RPP", "STP", "SSP") for h in headers):
+    if any(c.scale == 100.0 for c in columns):  # percentages (the right/wrong tasks' metrics)
         units.append("%")
     if any(h.endswith("judge") for h in headers):
         units.append(f"{'/'.join(h.split()[0] for h in headers if h.endswith('judge'))} judge 1-5")

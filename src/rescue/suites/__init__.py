@@ -141,6 +141,7 @@ def print_plan(console: Any, suite: Suite, config: Any) -> None:
     from rich.table import Table
 
     from rescue.engine.dryrun import estimate_run
+    from rescue.tasks import judged_tasks
 
     console.print(f"[bold]Suite {suite.name}[/] ({suite.origin}): {suite.description}", highlight=False, soft_wrap=True)
     if suite.source:
@@ -166,7 +167,7 @@ def print_plan(console: Any, suite: Suite, config: Any) -> None:
     else:
         console.print("Every key is set.", highlight=False)
     if config.judges:
-        generative = {t.task: t.instances for t in estimate_run(config).models[0].tasks if t.task in ("er", "vp")}
+        generative = {t.task: t.instances for t in estimate_run(config).models[0].tasks if t.task in judged_tasks()}
         per_model = sum(generative.values()) * len(config.judges)
         if per_model:
             console.print(f"Judge requests: at most {per_model:,} per model ({', '.join(config.judges)}, one per ER/VP "

@@ -58,6 +58,16 @@ def judged_tasks() -> list[str]:
     return [name for name, task in TASKS.items() if task.declaration.judge is not None]
 
 
+def right_wrong_tasks() -> list[str]:
+    """Tasks whose instances are right or wrong (closed label sets: ITP, RPP, STP, SSP)."""
+    return [name for name, task in TASKS.items() if task.declaration.outcome == "right_wrong"]
+
+
+def graded_tasks() -> list[str]:
+    """Tasks whose answers are graded by scorers rather than right or wrong (ER, VP)."""
+    return [name for name, task in TASKS.items() if task.declaration.outcome == "graded"]
+
+
 def parse_task_options(items: Iterable[str]) -> dict[str, dict[str, Any]]:
     """``["rpp.rpp_gold=relation_cycle_state", "er.checkpoints_per_sample=3"]`` as per-task options,
     each checked against the task's options model (a value is read as JSON when it is JSON, else as text)."""
@@ -116,5 +126,5 @@ def scoped_aggregates(task: Task, records: list[PredictionRecord]) -> dict[str, 
     return scopes
 
 
-__all__ = ["SCENARIOS", "TASKS", "get_task", "judged_tasks", "parse_task_options", "scoped_aggregates",
-           "task_counts", "task_metrics"]
+__all__ = ["SCENARIOS", "TASKS", "get_task", "graded_tasks", "judged_tasks", "parse_task_options",
+           "right_wrong_tasks", "scoped_aggregates", "task_counts", "task_metrics"]

@@ -28,6 +28,7 @@ from rescue.report.columns import Column
 from rescue.report.comparability import bertscore_text
 from rescue.report.leaderboard import Cell, Leaderboard, LeaderRow
 from rescue.report.runs import ReportError, System
+from rescue.tasks import right_wrong_tasks
 
 REFERENCES = ("paper",)
 AVERAGE = "ten-model average"
@@ -129,7 +130,7 @@ def _reason(system: System, column: Column, instances: int, scope: str) -> tuple
                 f"{setup['table6_rpp'].get(scope)} of its Table 6 that rescue builds; ours has {instances}", "")
     policy = (system.config.get("used") or {}).get("parse") or system.config.get("parse") or "strict"
     failed = _parse_failures(system, column.task)
-    if column.task in ("itp", "rpp", "stp", "ssp") and policy != setup["parse"] and failed:
+    if column.task in right_wrong_tasks() and policy != setup["parse"] and failed:
         return (f"parse policy: ours is {policy} and {failed} answer(s) failed to parse that the authors' lenient "
                 "parser may have read (rescore with --parse lenient)", "")
     caveat = ""

@@ -1,0 +1,188 @@
+"""The layers of docs/architecture.md, checked on the source: which package may import which, no import
+cycle between modules (lazy imports inside functions included), ``rescue.metrics`` importing nothing from
+rescue, and no task named outside ``rescue.tasks`` except where a user-facing option says it.
+
+Everything is read with ``ast`` from ``src/rescue``; nothing is imported. A new package must be added to
+LAYERS here and to docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "rescue"
+EVERYTHING = "*"
+
+# package -> the rescue packages it may import (lower layers only). The order, lowest first, is the one
+# docs/architecture.md draws.
+LAYERS: dict[str, set[str] | str] = {
+    "_version": set(),  # a leaf every layer may read
+    "data": set(),
+    "metrics": set(),  # plain functions: nothing from rescue at all
+    "tasks": {"data", "metrics"},
+    "llm": {"data"},  # the task-free model layer
+    "media": {"data"},
+    "scoring": {"data", "metrics", "tasks", "llm"},
+    "video": {"data", "tasks", "llm", "media"},
+    "engine": {"data", "metrics", "tasks", "llm", "scoring", "video"},
+    "build": {"data", "llm", "media"},
+    "review": {"data", "metrics", "llm", "media"},
+    "report": {"data", "metrics", "tasks", "scoring"},
+    "suites": {"data", "tasks", "llm", "engine"},
+    "testing": {"data", "tasks", "llm"},
+    "cli": EVERYTHING,
+    "__init__": EVERYTHING,  # the notebook API
+    "__main__": EVERYTHING,
+}
+TASK_NAMES = {"itp", "rpp", "stp", "ssp", "er", "vp"}
+# Where a task may still be named outside rescue.tasks: a user-facing option that is about one task.
+NAMED_TASKS_ALLOWED = {
+    ("engine/runner.py", "rpp"),  # --rpp-gold, the shorthand for --task-option rpp.rpp_gold=...
+    ("cli/tasks_cmds.py", "rpp"),  # the same shorthand on `rescue tasks`
+    ("report/reference/__init__.py", "rpp"),  # the paper's own RPP evaluation set differs from its Table 6
+}
+
+
+def _modules() -> dict[str, Path]:
+    modules = {}
+    for path in SRC.rglob("*.py"):
+        parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join(parts)] = path
+    return modules
+
+
+MODULES = _modules()
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) for every rescue import in the file, at any depth (lazy imports included); ``from
+    pkg import submodule`` counts as importing the submodule."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.split(".")[0] == "rescue":
+            subs = [f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in MODULES]
+            targets = subs if len(subs) == len(node.names) else [node.module, *subs]
+            found += [(node.lineno, t) for t in targets]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "rescue"]
+    return found
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _resolve(module: str) -> str:
+    while module not in MODULES and "." in module:
+        module = module.rsplit(".", 1)[0]
+    return module
+
+
+def test_every_package_is_in_the_layer_table():
+    packages = {_package(m) for m in MODULES if m != "rescue"} | {"__init__"}
+    unknown = sorted(packages - set(LAYERS))
+    assert not unknown, f"new package(s) {unknown}: add them to LAYERS and to docs/architecture.md"
+
+
+def test_packages_import_only_lower_layers():
+    wrong = []
+    for module, path in MODULES.items():
+        own = _package(module)
+        allowed = LAYERS.get(own, set())
+        if allowed == EVERYTHING:
+            continue
+        for line, target in _imports(path):
+            other = _package(_resolve(target))
+            if other != own and other not in allowed and other != "_version":
+                wrong.append(f"{path.relative_to(SRC)}:{line}: {own} imports {target} ({other} is not below {own})")
+    assert not wrong, "imports against docs/architecture.md:\n" + "\n".join(wrong)
+
+
+def test_the_layer_table_itself_has_no_cycle():
+    graph = {p: (set() if deps == EVERYTHING else set(deps)) for p, deps in LAYERS.items()}
+    done: set[str] = set()
+
+    def visit(node: str, path: tuple[str, ...]) -> None:
+        assert node not in path, f"layer cycle: {' -> '.join((*path, node))}"
+        if node in done:
+            return
+        for nxt in graph.get(node, ()):
+            visit(nxt, (*path, node))
+        done.add(node)
+
+    for package in graph:
+        visit(package, ())
+
+
+def test_no_import_cycle_between_modules():
+    edges: dict[str, set[str]] = defaultdict(set)
+    for module, path in MODULES.items():
+        for _, target in _imports(path):
+            target = _resolve(target)
+            if target in MODULES and target != module:
+                edges[module].add(target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = [0]
+
+    def strongconnect(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges[v]:
+            if w not in index:
+                strongconnect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in sorted(MODULES):
+        if module not in index:
+            strongconnect(module)
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_metrics_import_nothing_from_rescue():
+    found = [(path.name, line, target) for module, path in MODULES.items() if _package(module) == "metrics"
+             for line, target in _imports(path) if _package(_resolve(target)) != "metrics"]
+    assert not found, found
+
+
+def _string_constants(tree: ast.AST) -> list[tuple[int, str]]:
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+def test_no_task_is_named_outside_the_tasks_package():
+    """A task declares itself once; the layers above read the registry (issue #9, item 1)."""
+    named = []
+    for module, path in MODULES.items():
+        if _package(module) == "tasks":
+            continue
+        relative = path.relative_to(SRC).as_posix()
+        for line, value in _string_constants(ast.parse(path.read_text(encoding="utf-8"))):
+            if value.lower() in TASK_NAMES and (relative, value.lower()) not in NAMED_TASKS_ALLOWED:
+                named.append(f"{relative}:{line}: {value!r}")
+    assert not named, "task names outside rescue.tasks (read the registry instead):\n" + "\n".join(named)
