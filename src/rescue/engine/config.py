@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 from rescue.data.errors import RescueError
 from rescue.llm.client import DEFAULT_MAX_ANSWER_BYTES, GenerationSettings
 from rescue.llm.reliable import DEFAULT_RETRY_AFTER_CAP
+from rescue.tasks import graded_tasks
 from rescue.tasks.base import MODES, PARSE_POLICIES, TASK_NAMES, VIDEO_MODES
 
 
@@ -171,7 +172,7 @@ class RunConfig(BaseModel):
         data = {k: v for k, v in self.to_json().items() if k not in OPERATIONAL_FIELDS}
         if isinstance(data.get("video"), dict):  # where the media lie and how many make them changes no request
             data["video"] = {k: v for k, v in data["video"].items() if k not in ("media_root", "workers")}
-        if not set(self.tasks) & {"er", "vp"}:  # judges and BERTScore score nothing else
+        if not set(self.tasks) & set(graded_tasks()):  # judges and BERTScore score nothing else
             for key in [k for k in data if k.startswith(("bertscore", "judge"))]:
                 del data[key]
         return data
@@ -203,7 +204,7 @@ def _checked_task_options(options: dict[str, dict[str, Any]], rpp_gold: str | No
     for name, values in options.items():
         task = get_task(name)
         checked[task.name] = dict(values)
-    if rpp_gold:
+    if rpp_gold:  # --rpp-gold: the shorthand for --task-option rpp.rpp_gold=...
         checked.setdefault("rpp", {}).setdefault("rpp_gold", rpp_gold)
     for name, values in checked.items():
         validate_options(name, get_task(name).declaration.options, values)

@@ -119,9 +119,10 @@ def values_used(config: RunConfig, tasks: dict[str, Task], instances: dict[str, 
         "batch_size": {n: _batch_size(config, t) for n, t in tasks.items()},
         "parse": getattr(config, "parse", None) or "strict",
     }
-    if "rpp" in instances:
-        used["rpp_gold"] = used["task_options"]["rpp"].get("rpp_gold")
-        used["rpp_gold_field"] = {i.sample_id: i.extra.get("gold_field") for i in instances["rpp"]}
+    for name, task in tasks.items():
+        if "rpp_gold" in task.declaration.options.model_fields:  # the option choosing a gold field (RPP)
+            used["rpp_gold"] = used["task_options"][name].get("rpp_gold")
+            used["rpp_gold_field"] = {i.sample_id: i.extra.get("gold_field") for i in instances.get(name, [])}
     return used
 
 
