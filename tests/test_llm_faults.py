@@ -200,6 +200,14 @@ def test_a_malformed_completion_is_a_request_error_of_its_class(tmp_path, shape)
     assert ResponseCache(tmp_path / "cache.sqlite").counts() == {"answers": 0, "failures": 1}
 
 
+@pytest.mark.parametrize("status", [200, 400])
+def test_a_body_nested_past_the_recursion_limit_is_an_error_not_a_crash(tmp_path, status):
+    with serve(Reply.raw_body(status, "[" * 100_000 + "]" * 100_000, content_type="application/json")) as server:
+        [answer] = _run(_reliable(server, tmp_path), [_request()])
+    assert answer.status == "request_error"
+    assert "nested too deeply" in answer.error if status == 200 else answer.error.startswith("HTTP 400")
+
+
 def test_a_run_with_malformed_and_huge_answers_goes_on(tmp_path):
     from rescue.engine.runner import RunConfig, run
 

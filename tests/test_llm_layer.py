@@ -143,3 +143,27 @@ def test_a_model_missing_part_of_the_protocol_is_refused_before_any_work(tmp_pat
     with pytest.raises(TypeError, match="lacks cache_identity, max_concurrency, cache_settings, aclose.*ModelBase"):
         Runner(RunConfig(out=str(tmp_path / "run"), tasks=["itp"]), models=[Bare()])
     assert not (tmp_path / "run").exists()
+
+
+def test_a_python_model_that_raises_fails_its_request_not_the_session(tmp_path):
+    class Flaky(ModelBase):
+        name = "flaky"
+
+        async def complete(self, request):
+            if "boom" in request.messages[0]["content"]:
+                raise RuntimeError("CUDA out of memory")
+            if "text" in request.messages[0]["content"]:
+                return "not an answer object"
+            return ChatAnswer("fine")
+
+    session = Session()
+    model = session.wrap(Flaky())
+
+    async def go():
+        return [await model.complete(ChatRequest([{"role": "user", "content": c}], max_tokens=5))
+                for c in ("boom", "text", "ok")]
+
+    boom, text, ok = asyncio.run(go())
+    assert boom.status == "request_error" and boom.error == "model_error: RuntimeError: CUDA out of memory"
+    assert text.status == "request_error" and "returned a str" in text.error
+    assert ok.status == "ok" and ok.text == "fine"

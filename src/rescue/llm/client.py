@@ -109,7 +109,7 @@ def _error_message(status: int, body: bytes) -> str:
     text = body.decode("utf-8", errors="replace")
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text.strip()
     if isinstance(data, dict):
         error = data.get("error")
@@ -263,6 +263,9 @@ class OpenAIModel:
             return self._status_error(status, body, headers)
         try:
             data = json.loads(body)
+        except RecursionError:  # nested deeper than any completion: valid JSON, perhaps, but no answer
+            return ChatAnswer(None, "request_error", "malformed_answer: the body is nested too deeply to read",
+                              meta={"error_class": "malformed_answer"})
         except ValueError:  # a 200 whose body was cut off or is not JSON
             text = body.decode("utf-8", errors="replace")
             raise TransientError("bad_response", f"unreadable body: {secrets.clip(text, 200)!r}") from None

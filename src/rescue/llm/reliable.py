@@ -243,7 +243,16 @@ class ReliableModel:
             self.notice(message)
 
     async def _call(self, request: ChatRequest) -> ChatAnswer:
-        answer = await self.inner.complete(request)
+        try:
+            answer = await self.inner.complete(request)
+        except (TransientError, FatalError):
+            raise
+        except Exception as exc:  # a model of your own that raises fails its request, not the whole run
+            return ChatAnswer(None, "request_error", f"model_error: {type(exc).__name__}: {exc}",
+                              meta={"error_class": "model_error"})
+        if not isinstance(answer, ChatAnswer):
+            return ChatAnswer(None, "request_error", f"model_error: complete() returned a {type(answer).__name__}, "
+                              "not a ChatAnswer", meta={"error_class": "model_error"})
         if answer.status == "ok" and not (answer.text or "").strip():
             # Any model's empty answer is a fault of the model, not an answer to parse: ask again.
             raise TransientError("empty_answer", "the answer has no content")
