@@ -327,3 +327,16 @@ def test_cli_exits_3_when_requests_fail_and_says_how_to_continue(out, segs, sess
                    "--base-url", server.base_url, "--video-input", "none", "--max-retries", "0")
     assert done.returncode == 3, done.stdout + done.stderr
     assert "model not found" in done.stderr and "rerun the same command" in done.stderr
+
+
+def test_no_usable_rows_keeps_the_subtitle_lines(out, segs, session_files):
+    from rescue.testing.openai_server import Reply
+
+    with serve(script=Reply.json({"rows": []})) as server:
+        outcome = build(config(out, [spec(session_files, segments=segs)], server))
+    assert outcome.complete and outcome.problems > 0
+    rows = read_draft(out)[0]["rows"]
+    assert [r["dialogue_cleaned"] for r in rows] == [line[3] for line in session_files.lines if line[1] <= 310]
+    problems = [str(p) for p in read_manifest(out / "manifest.json").segments[0].problems]
+    assert any("no usable rows" in p for p in problems) and any("relation_patterns" in p for p in problems)
+    assert validate_path(out / "draft.jsonl").errors == []

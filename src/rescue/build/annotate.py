@@ -258,6 +258,11 @@ async def _annotate_window(model: Model, job: SegmentJob, window: Window, settin
                 rows, problems = rows2, problems2
         else:
             problems.append(Problem(message=f"window {window.number}: the re-ask failed: {second.error}"))
+    if not rows:
+        # Nothing usable even after the re-ask: the subtitles stand in as rows so no line is lost.
+        rows, stand_in = skeleton_rows(window.cues)
+        problems = [*problems, *stand_in, Problem(message="the model gave no usable rows; the subtitle lines are "
+                                                          "shown as rows, not annotated")]
     return rows, problems
 
 
