@@ -161,9 +161,21 @@ def test_cluster_units_and_seeds():
     by_group = bootstrap_ci(records, _accuracy, ["acc"], n_resamples=400, seed=0, cluster="group")["acc"]
     by_sample = bootstrap_ci(records, _accuracy, ["acc"], n_resamples=400, seed=0, cluster="sample")["acc"]
     assert (by_group.high - by_group.low) > (by_sample.high - by_sample.low)
-    other_seed = bootstrap_ci(records, _accuracy, ["acc"], n_resamples=400, seed=1, cluster="sample")["acc"]
-    draws = [bootstrap_ci(records, _accuracy, ["acc"], n_resamples=30, seed=s, cluster="sample")["acc"] for s in range(4)]
-    assert len({(d.low, d.high) for d in draws}) > 1 or other_seed != by_sample
+    from rescue.report.bootstrap import resample_weights
+
+    strata = [0] * 6 + [1] * 6
+    assert not (resample_weights(strata, 50, seed=0) == resample_weights(strata, 50, seed=1)).all()
+    assert (resample_weights(strata, 50, seed=4) == resample_weights(strata, 50, seed=4)).all()
+
+
+def test_report_seeds_give_other_intervals(base, uniform, tmp_path):
+    bounds = []
+    for seed in ("1", "2"):
+        out = tmp_path / seed
+        assert _report(base, uniform, out=out, extra=("--seed", seed)).exit_code == 0
+        with (out / "leaderboard.csv").open() as handle:
+            bounds.append([(r["ci_low"], r["ci_high"]) for r in csv.DictReader(handle) if r["ci_low"]])
+    assert bounds[0] and bounds[0] != bounds[1]
 
 
 def test_report_names_the_cluster_unit(base, uniform, tmp_path):
