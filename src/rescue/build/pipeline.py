@@ -122,6 +122,7 @@ class BuildOutcome:
     estimate: Estimate | None = None
     cost: float | None = None
     requests: int = 0
+    spans: dict[str, tuple[float, float]] = field(default_factory=dict)  # sample id -> (start, end) in the source
 
     @property
     def complete(self) -> bool:
@@ -297,7 +298,8 @@ def build(config: BuildConfig, *, model: Model | None = None,
           echo: Callable[[str], None] = lambda message: None) -> BuildOutcome:
     """Run the whole build; ``model`` replaces ``--model`` (a notebook's own :class:`~rescue.llm.Model`)."""
     planned, dropped, proposals = _plan(config)
-    outcome = BuildOutcome(config.out, dropped=dropped)
+    outcome = BuildOutcome(config.out, dropped=dropped,
+                           spans={item.sample_id: (item.segment.start, item.segment.end) for item in planned})
     annotating = model is not None or config.model is not None
     if config.dry_run:
         outcome.estimate = Estimate()

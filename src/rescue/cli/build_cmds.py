@@ -118,6 +118,8 @@ def _print_estimate(config, outcome, say) -> None:  # type: ignore[no-untyped-de
 
     est = outcome.estimate
     say(f"dry run: {len(outcome.segments)} segment(s); nothing was sent or written", highlight=False)
+    for sample_id, (start, end) in outcome.spans.items():
+        say(f"  {sample_id}: {start:g}-{end:g} s", highlight=False)
     if config.model is None:
         say("no --model: the draft would hold the subtitles only (0 requests)", highlight=False)
         return
