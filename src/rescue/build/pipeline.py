@@ -51,7 +51,7 @@ from rescue.build.segments import (
     sample_id,
     write_segments_csv,
 )
-from rescue.media import Cue, cues_in, cut_clip, ffmpeg_exe, scene_cuts, write_webvtt
+from rescue.media import Cue, cues_in, ffmpeg_exe, get_step, scene_cuts
 
 if TYPE_CHECKING:
     from rescue.llm import Model
@@ -191,13 +191,19 @@ def _load_finished(path: Path, key: str) -> SegmentDraft | None:
                         data.get("reasked", 0))
 
 
+def _run_step(log: BuildLog, name: str, subject: str, *args: Any, fields: dict[str, Any] | None = None,
+              **options: Any) -> None:
+    """Run the media step ``name`` (found in the registry) and log it as done, or skipped when its output exists."""
+    done = get_step(name).run(*args, **options)
+    log.step(name, subject, bool(done), **(fields or {}))
+
+
 def _cut_media(config: BuildConfig, item: Planned, log: BuildLog) -> None:
     spec = item.session.spec
-    done = cut_clip(spec.video, item.segment.start, item.segment.end, config.out / item.clip,
-                    keyframe_interval=config.keyframe_interval)
-    log.step("cut", item.sample_id, done, source=str(spec.video), start=item.segment.start, end=item.segment.end)
-    done = write_webvtt(list(item.cues), config.out / item.subtitles)
-    log.step("retime", item.sample_id, done, cues=len(item.cues))
+    _run_step(log, "cut", item.sample_id, spec.video, item.segment.start, item.segment.end, config.out / item.clip,
+              keyframe_interval=config.keyframe_interval,
+              fields={"source": str(spec.video), "start": item.segment.start, "end": item.segment.end})
+    _run_step(log, "retime", item.sample_id, list(item.cues), config.out / item.subtitles, fields={"cues": len(item.cues)})
 
 
 def _row_clips(config: BuildConfig, item: Planned, rows: list[dict[str, Any]], log: BuildLog) -> list[str]:
@@ -207,9 +213,8 @@ def _row_clips(config: BuildConfig, item: Planned, rows: list[dict[str, Any]], l
         if end <= start:
             continue
         relative = f"row_clips/{item.stem}/row{row['row_index']:03d}.mp4"
-        done = cut_clip(config.out / item.clip, start, end, config.out / relative,
-                        keyframe_interval=config.keyframe_interval)
-        log.step("row_clip", f"{item.sample_id}#row{row['row_index']}", done)
+        _run_step(log, "cut", f"{item.sample_id}#row{row['row_index']}", config.out / item.clip, start, end,
+                  config.out / relative, keyframe_interval=config.keyframe_interval)
         paths.append(relative)
     return paths
 
