@@ -340,3 +340,17 @@ def test_no_usable_rows_keeps_the_subtitle_lines(out, segs, session_files):
     problems = [str(p) for p in read_manifest(out / "manifest.json").segments[0].problems]
     assert any("no usable rows" in p for p in problems) and any("relation_patterns" in p for p in problems)
     assert validate_path(out / "draft.jsonl").errors == []
+
+
+@pytest.mark.slow
+def test_video_mode_finds_the_clips_of_a_build(out, segs, session_files, tmp_path):
+    """The manifest contract as the video mode reads it: `rescue run --mode video --media-root DIR`."""
+    with serve(script=draft_script()) as server:
+        build(config(out, [spec(session_files, segments=segs)], server))
+    done = subprocess.run([*cli_base(), "run", "--mode", "video", "--media-root", str(out), "--data",
+                           str(out / "draft.jsonl"), "--model", "openai/gpt-4o-mini", "--tasks", "stp",
+                           "--out", str(tmp_path / "run"), "--dry-run"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    row = next(line for line in done.stdout.splitlines() if "stp" in line)
+    requests, images = [int(cell.strip().replace(",", "")) for cell in row.split("│")[3:5]]
+    assert requests > 0 and images > 0
