@@ -98,7 +98,7 @@ def test_hundreds_of_concurrent_requests():
         assert statuses == [200] * 300
         assert server.request_count == 300
         # Sequentially this would take 150 s; concurrently the 0.5 s waits overlap.
-        assert elapsed < 10, elapsed
+        assert elapsed < 30, elapsed  # a loaded CI machine is slow, but nowhere near sequential
         assert server.max_in_flight >= 100
 
 

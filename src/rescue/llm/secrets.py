@@ -18,12 +18,12 @@ _NOT_SECRET = {"EMPTY", "none", "None", "test", ""}
 
 _lock = threading.Lock()
 _keys: set[str] = set()
-_pattern_fragments: list[str] | None = None
+_fragment_cache: list[str] | None = None
 
 
 def register(key: str | None) -> None:
     """Treat ``key`` as a secret from now on, in this process."""
-    global _pattern_fragments
+    global _fragment_cache
     if key is None:
         return
     key = key.strip()
@@ -32,21 +32,21 @@ def register(key: str | None) -> None:
     with _lock:
         if key not in _keys:
             _keys.add(key)
-            _pattern_fragments = None
+            _fragment_cache = None
 
 
 def _fragments() -> list[str]:
-    global _pattern_fragments
+    global _fragment_cache
     with _lock:
-        if _pattern_fragments is None:
+        if _fragment_cache is None:
             fragments: set[str] = set()
             for key in _keys:
                 if len(key) <= FRAGMENT:
                     fragments.add(key)
                 else:
                     fragments.update(key[i : i + FRAGMENT] for i in range(len(key) - FRAGMENT + 1))
-            _pattern_fragments = sorted(fragments)
-        return _pattern_fragments
+            _fragment_cache = sorted(fragments)
+        return _fragment_cache
 
 
 def _spans(text: str) -> list[tuple[int, int]]:
