@@ -29,3 +29,31 @@ def demo_samples():
     from rescue.data.loading import load_samples
 
     return load_samples(None)
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    """A throwaway PostgreSQL server on 127.0.0.1 for the whole run (skipped, saying why, where it cannot start)."""
+    from rescue.testing.postgres import temporary_cluster, unavailable
+
+    reason = unavailable()
+    if reason:
+        pytest.skip(f"PostgreSQL: {reason}")
+    with temporary_cluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster):
+    """The URL of a new empty database on the throwaway server, dropped after the test."""
+    url = postgres_cluster.create_database()
+    yield url
+    postgres_cluster.drop_database(url)  # WITH (FORCE): also ends connections an app's pool still holds
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
+def review_db_url(request, tmp_path):
+    """The review tool's database, once per backend: SQLite in WAL mode (the default) and PostgreSQL (--db URL)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'review.db'}"
+    return request.getfixturevalue("postgres_url")

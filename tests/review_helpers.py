@@ -19,8 +19,9 @@ FIRST = "demo_couple_riley_and_sam/001_session"
 security.set_hash_cost(1, 1024)
 
 
-def make_app(project_dir: Path, db_path: Path, users: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
-    app = create_app(project_dir, f"sqlite:///{db_path}")
+def make_app(project_dir: Path, database: Path | str, users: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    """An app on ``db``: a SQLite file's path, or any SQLAlchemy URL."""
+    app = create_app(project_dir, database if isinstance(database, str) else f"sqlite:///{database}")
     with app.state.sessions() as db:
         for name, role in (users or USERS).items():
             crud.create_user(db, "test", name, role, PASSWORD)
@@ -61,3 +62,21 @@ class Client:
 
 def seg_url(sample_id: str) -> str:
     return "/api/segments/" + quote(sample_id, safe="")
+
+
+def append_tokens(client: Any, url: str, row: dict[str, Any], tokens: list[str]) -> list[str]:
+    """Read-modify-write of one row's tone_of_voice, as a careful client does it: append each token, and on a
+    409 take the newer version from the answer and try again. Returns the tokens the server confirmed.
+    ``client`` is anything with ``write(method, url, body)`` (a TestClient or a real HTTP client)."""
+    version, tone, done = row["version"], row["values"]["tone_of_voice"], []
+    for token in tokens:
+        while True:
+            answer = client.write("PUT", url, {"version": version, "fields": {"tone_of_voice": f"{tone};{token}"}})
+            if answer.status_code == 200:
+                version, tone = answer.json()["version"], f"{tone};{token}"
+                done.append(token)
+                break
+            assert answer.status_code == 409, answer.text
+            current = answer.json()["current"]
+            version, tone = current["version"], current["values"]["tone_of_voice"]
+    return done

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from pathlib import Path
 
 import pytest
-from review_helpers import FIRST, PASSWORD, Client, make_app, seg_url
+from review_helpers import FIRST, PASSWORD, Client, append_tokens, make_app, seg_url
 from typer.testing import CliRunner
 
 from rescue.data.validation import validate_path
@@ -22,8 +23,10 @@ def project(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def app(project, tmp_path):
-    return make_app(project, tmp_path / "review.db")
+def app(project, review_db_url):
+    application = make_app(project, review_db_url)
+    yield application
+    application.state.engine.dispose()
 
 
 @pytest.fixture
@@ -171,19 +174,7 @@ def test_concurrent_saves_of_one_row_lose_nothing(app):
 
     def append(job: tuple[int, Client]) -> list[str]:
         number, client = job
-        row = client.segment(copy="final")["rows"][4]
-        version, tone, done = row["version"], row["values"]["tone_of_voice"], []
-        for n in range(5):
-            token = f"c{number}-{n}"
-            while True:
-                answer = client.write("PUT", url, {"version": version, "fields": {"tone_of_voice": f"{tone};{token}"}})
-                if answer.status_code == 200:
-                    version, tone = answer.json()["version"], f"{tone};{token}"
-                    done.append(token)
-                    break
-                assert answer.status_code == 409
-                version, tone = answer.json()["current"]["version"], answer.json()["current"]["values"]["tone_of_voice"]
-        return done
+        return append_tokens(client, url, client.segment(copy="final")["rows"][4], [f"c{number}-{n}" for n in range(5)])
 
     with ThreadPoolExecutor(len(clients)) as pool:
         confirmed = [t for tokens in pool.map(append, enumerate(clients)) for t in tokens]
@@ -507,7 +498,6 @@ def test_cli_user_add_assign_and_export(tmp_path):
 
 
 def test_cli_serve_binds_to_localhost_and_serves_the_folder(tmp_path):
-    import socket
     import subprocess
     import sys
     import time
@@ -571,11 +561,29 @@ def test_a_missing_database_driver_is_a_clear_error():
 
     from rescue.review.db import DatabaseError, make_engine
 
-    if importlib.util.find_spec("psycopg") is not None:
-        pytest.skip("psycopg is installed here")
-    with pytest.raises(DatabaseError, match="driver is not installed") as caught:
-        make_engine("postgresql://lab:secret@127.0.0.1:1/review")
+    url = next((f"postgresql+{driver}://lab:secret@127.0.0.1:1/review" for driver, module in
+                (("psycopg", "psycopg"), ("pg8000", "pg8000"), ("asyncpg", "asyncpg")) if importlib.util.find_spec(module) is None),
+               None)
+    if url is None:
+        pytest.skip("every PostgreSQL driver tried is installed here")
+    with pytest.raises(DatabaseError, match=r"driver is not installed.*rescue\[review-pg\]") as caught:
+        make_engine(url)
     assert "secret" not in str(caught.value)
+
+
+def test_an_unreachable_postgresql_server_is_a_clear_error():
+    import importlib.util
+
+    from rescue.review.db import DatabaseError, make_engine
+
+    if importlib.util.find_spec("psycopg") is None:
+        pytest.skip("psycopg (the review-pg extra) is not installed")
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(DatabaseError, match="cannot open the database") as caught:
+        make_engine(f"postgresql://lab:secret@127.0.0.1:{port}/review")  # a bare postgresql:// means psycopg 3
+    assert "secret" not in str(caught.value) and "postgresql+psycopg" in str(caught.value)
 
 
 def test_cli_bad_folder_exits_2_without_a_traceback(tmp_path):
@@ -587,3 +595,33 @@ def test_cli_bad_folder_exits_2_without_a_traceback(tmp_path):
                             env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")})
     assert result.returncode == 2 and "Traceback" not in result.stderr and "no such project folder" in result.stderr
     assert not (tmp_path / "v.jsonl").exists()
+
+
+def test_text_the_database_cannot_store_is_refused_naming_the_field(app):
+    """PostgreSQL's text columns cannot hold a NUL character (SQLite's can): a 4xx on every backend, never a 500,
+    and nothing stored."""
+    from fastapi.testclient import TestClient
+
+    ann, root = Client(app, "ann"), Client(app, "root")
+    nul = "a\x00b"
+    answer = ann.write("POST", seg_url(FIRST) + "/comments", {"text": nul})
+    assert answer.status_code == 422 and "text" in answer.text
+    answer = ann.write("POST", seg_url(FIRST) + "/discard", {"reason": "other", "comment": nul})
+    assert answer.status_code == 422 and "comment" in answer.text
+    assert root.write("POST", "/api/users", {"name": nul, "role": "annotator", "password": PASSWORD}).status_code == 422
+    assert TestClient(app).post("/api/login", json={"name": nul, "password": PASSWORD}).status_code in (401, 422)
+    assert Client(app, "ada").get(seg_url(FIRST) + "?copy=" + "a%00b").status_code in (404, 422)
+    assert ann.get(seg_url("a\x00b")).status_code in (404, 422)
+    assert ann.save(1, {"tone_of_voice": nul}, 0).status_code in (200, 422)  # stored as JSON, where NUL is escaped
+    seg = ann.segment()
+    assert seg["comments"] == [] and seg["status"]["status"] == "open"
+
+
+def test_a_sample_id_with_a_nul_character_is_a_clear_error_at_load(tmp_path):
+    from rescue.review.project import ProjectError, load_project
+
+    samples = demo_samples()[:1]
+    samples[0]["sample_id"] = "couple/a\x00b"
+    proj = make_review_project(tmp_path / "p", samples, media=False)
+    with pytest.raises(ProjectError, match=r"draft.jsonl:1.*NUL"):
+        load_project(proj)

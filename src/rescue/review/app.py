@@ -9,6 +9,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from sqlalchemy.exc import DataError
 
 from rescue.review.api.deps import CurrentUser, LoginRequired
 from rescue.review.api.routes import agreement, export, login, media, pages, rows, segments, users
@@ -56,6 +57,11 @@ def create_app(project_dir: str | Path | Project, db_url: str | None = None) -> 
         body = {"detail": detail["message"], **{k: v for k, v in detail.items() if k != "message"}} \
             if isinstance(detail, dict) else {"detail": detail}
         return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(DataError)
+    async def unstorable(request: Request, exc: DataError) -> Response:
+        # A value the database refuses (PostgreSQL is stricter than SQLite); the request's own fault, not a crash.
+        return JSONResponse({"detail": f"the database cannot store a value of this request: {exc.orig}"}, status_code=422)
 
     @app.middleware("http")
     async def security_headers(request: Request, call_next):  # type: ignore[no-untyped-def]

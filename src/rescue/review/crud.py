@@ -2,8 +2,13 @@
 
 Rows are versioned per copy: a save names the version it started from and is refused with
 :class:`Conflict` when the stored version moved on, so two people never silently overwrite each other.
-The version check is the ``WHERE version = :seen`` of the UPDATE itself; the process-wide lock only keeps
-SQLite writers from queueing in its busy handler's sleeps.
+The version check is the ``WHERE version = :seen`` of the UPDATE itself (atomic on every backend: on
+PostgreSQL a concurrent UPDATE of the row waits for the other and then re-checks the condition), and a
+row's first save is an INSERT the unique constraint lets only one writer make. Writes are serialised as
+well: the process-wide lock keeps SQLite writers from queueing in its busy handler's sleeps, and on
+PostgreSQL a transaction-level advisory lock does the same across processes, so several ``rescue review
+serve`` processes may share one database (the read-then-write steps of verify, discard and the first
+state of a segment then never interleave).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -55,11 +60,18 @@ def _dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+# Any constant: advisory locks are per database, and only this tool's writers take this one.
+_PG_WRITE_LOCK = 0x7265_7363_7565  # "rescue"
+
+
 @contextmanager
 def _writing(db: Session) -> Iterator[None]:
     db.rollback()  # never write on top of a read transaction's old snapshot
     with _write_lock:
         try:
+            if db.get_bind().dialect.name == "postgresql":
+                # Held until commit or rollback; under READ COMMITTED every read after it sees the latest writes.
+                db.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_WRITE_LOCK})
             yield
             db.commit()
         except BaseException:

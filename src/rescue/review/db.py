@@ -1,8 +1,10 @@
 """Database engine and sessions. SQLite in WAL mode by default (readers never wait for the writer);
-any SQLAlchemy URL, e.g. PostgreSQL, with ``--db``."""
+any SQLAlchemy URL with ``--db``; PostgreSQL is tested (``postgresql://USER:PASSWORD@HOST:PORT/DB`` with the
+``review-pg`` extra, psycopg 3)."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -33,22 +35,34 @@ class DatabaseError(RescueError):
     """The --db URL cannot be used; the message says why."""
 
 
+def resolve_url(url: str) -> str:
+    """``url`` with PostgreSQL's driver filled in: a bare ``postgresql://`` (or ``postgres://``) means psycopg 3,
+    the driver of the ``review-pg`` extra, unless only psycopg2 (SQLAlchemy's own default) is installed."""
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme in ("postgresql", "postgres"):
+        if importlib.util.find_spec("psycopg") is not None or importlib.util.find_spec("psycopg2") is None:
+            return f"postgresql+psycopg://{rest}"
+        return f"postgresql://{rest}"
+    return url
+
+
 def make_engine(url: str) -> Engine:
     """An engine for ``url`` with the tables created; a bad URL, a missing driver or an unreachable server is
     a DatabaseError naming the URL (without its password)."""
+    url = resolve_url(url)
     try:
         if url.startswith("sqlite"):
             engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 10}, pool_size=16,
                                    max_overflow=16)
             event.listen(engine, "connect", _sqlite_pragmas)
         else:
-            engine = create_engine(url, pool_pre_ping=True)
+            engine = create_engine(url, pool_pre_ping=True, pool_size=16, max_overflow=16)
         Base.metadata.create_all(engine)
     except (ArgumentError, NoSuchModuleError) as exc:
         raise DatabaseError(f"--db {_shown(url)}: not a usable SQLAlchemy URL ({exc})") from None
     except ModuleNotFoundError as exc:
         raise DatabaseError(f"--db {_shown(url)}: the database driver is not installed ({exc.name}); "
-                            f"pip install it (e.g. psycopg for PostgreSQL)") from None
+                            f"pip install it (for PostgreSQL: pip install 'rescue[review-pg]')") from None
     except OperationalError as exc:
         raise DatabaseError(f"--db {_shown(url)}: cannot open the database ({exc.orig})") from None
     return engine

@@ -42,7 +42,7 @@ class Assignment(Base):
     __tablename__ = "assignments"
     __table_args__ = (UniqueConstraint("segment_id", "user_id"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    segment_id: Mapped[str] = mapped_column(String(512), index=True)
+    segment_id: Mapped[str] = mapped_column(Text, index=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
 
 
@@ -52,7 +52,7 @@ class RowCopy(Base):
     __tablename__ = "row_copies"
     __table_args__ = (UniqueConstraint("segment_id", "copy", "row_index"), Index("ix_row_copies_seg", "segment_id", "copy"))
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    segment_id: Mapped[str] = mapped_column(String(512))
+    segment_id: Mapped[str] = mapped_column(Text)
     copy: Mapped[str] = mapped_column(String(64))
     row_index: Mapped[int] = mapped_column(Integer)
     version: Mapped[int] = mapped_column(Integer)
@@ -68,7 +68,7 @@ class SegmentState(Base):
     __tablename__ = "segment_states"
     __table_args__ = (UniqueConstraint("segment_id", "copy"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    segment_id: Mapped[str] = mapped_column(String(512), index=True)
+    segment_id: Mapped[str] = mapped_column(Text, index=True)
     copy: Mapped[str] = mapped_column(String(64))
     status: Mapped[str] = mapped_column(String(16))
     reason: Mapped[str] = mapped_column(String(64), default="")
@@ -80,7 +80,7 @@ class SegmentState(Base):
 class Comment(Base):
     __tablename__ = "comments"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    segment_id: Mapped[str] = mapped_column(String(512), index=True)
+    segment_id: Mapped[str] = mapped_column(Text, index=True)
     row_index: Mapped[int | None] = mapped_column(Integer, nullable=True)
     author: Mapped[str] = mapped_column(String(64))
     text: Mapped[str] = mapped_column(Text)
@@ -96,7 +96,7 @@ class AuditEntry(Base):
     at: Mapped[str] = mapped_column(String(40), default=now)
     user: Mapped[str] = mapped_column(String(64))
     action: Mapped[str] = mapped_column(String(32))
-    segment_id: Mapped[str] = mapped_column(String(512), default="")
+    segment_id: Mapped[str] = mapped_column(Text, default="")
     copy: Mapped[str] = mapped_column(String(64), default="")
     row_index: Mapped[int | None] = mapped_column(Integer, nullable=True)
     field: Mapped[str] = mapped_column(String(64), default="")

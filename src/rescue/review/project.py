@@ -142,6 +142,8 @@ def load_project(root: str | Path) -> Project:
             raise _issue(draft, record.line, "every row must be a JSON object", "rows")
         _normalise(data)
         sample_id = str(data["sample_id"])
+        if "\x00" in sample_id:  # no database but SQLite could store it
+            raise _issue(draft, record.line, "contains a NUL character", "sample_id")
         if sample_id in segments:
             raise _issue(draft, record.line, f"duplicate (first seen at line {segments[sample_id].line})", "sample_id")
         segments[sample_id] = Segment(sample_id, data, record.line)

@@ -9,6 +9,7 @@ from typing import Annotated
 from urllib.parse import quote
 
 from fastapi import Depends, HTTPException, Request
+from pydantic import AfterValidator
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -16,6 +17,17 @@ from rescue.review import security
 from rescue.review.crud import assignments, segment_assignees
 from rescue.review.models import FINAL, ROLES, Assignment, LoginSession, User
 from rescue.review.project import Project, Segment
+
+
+def _storable(value: str) -> str:
+    # PostgreSQL's text columns cannot hold NUL (SQLite's can): refused alike on every backend, naming the field.
+    if "\x00" in value:
+        raise ValueError("must not contain a NUL character")
+    return value
+
+
+PlainText = Annotated[str, AfterValidator(_storable)]
+"""A string from a request body that goes into the database as it is."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +148,8 @@ def resolve_copy(db: Session, actor: Actor, segment_id: str, requested: str | No
         if not actor.at_least("adjudicator"):
             raise HTTPException(403, "the final copy needs the adjudicator role")
         return FINAL
+    if "\x00" in requested:  # no such user can exist, and PostgreSQL would refuse to even look it up
+        raise HTTPException(404, f"no user {requested!r}")
     if write:
         raise HTTPException(403, "you may only write your own copy or, as adjudicator, the final one")
     if not actor.at_least("adjudicator"):

@@ -6,15 +6,15 @@ from fastapi import APIRouter, HTTPException, Request, Response
 from pydantic import BaseModel, ConfigDict
 
 from rescue.review import crud, security
-from rescue.review.api.deps import CurrentUser, Db
+from rescue.review.api.deps import CurrentUser, Db, PlainText
 
 router = APIRouter(prefix="/api", tags=["login"])
 
 
 class LoginBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str
-    password: str
+    name: PlainText
+    password: PlainText
 
 
 @router.post("/login")

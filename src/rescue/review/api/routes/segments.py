@@ -16,6 +16,7 @@ from rescue.review.api.deps import (
     Adjudicator,
     CurrentUser,
     Db,
+    PlainText,
     ProjectDep,
     get_segment,
     has_assignments,
@@ -32,13 +33,13 @@ router = APIRouter(prefix="/api", tags=["segments"])
 
 class DiscardBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    reason: str
-    comment: str = ""
+    reason: PlainText
+    comment: PlainText = ""
 
 
 class CommentBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    text: str = Field(min_length=1, max_length=10_000)
+    text: PlainText = Field(min_length=1, max_length=10_000)
     row_index: int | None = None
 
 

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import select
 
 from rescue.review import crud
-from rescue.review.api.deps import Adjudicator, Admin, Db, ProjectDep
+from rescue.review.api.deps import Adjudicator, Admin, Db, PlainText, ProjectDep
 from rescue.review.models import User
 
 router = APIRouter(prefix="/api", tags=["users"])
@@ -17,15 +17,15 @@ router = APIRouter(prefix="/api", tags=["users"])
 
 class NewUser(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str
-    role: str
-    password: str
+    name: PlainText
+    role: PlainText
+    password: PlainText
 
 
 class AssignBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     k: int
-    annotators: list[str] | None = None
+    annotators: list[PlainText] | None = None
 
 
 @router.get("/users")
