@@ -184,7 +184,9 @@ def test_the_retry_layer_waits_for_retry_after_or_backs_off(tmp_path, status, he
     if header:
         assert second - first >= 0.95
     else:
-        assert 0.02 <= second - first < 0.5  # backoff: 0.05 s with jitter, no Retry-After to wait for
+        # Backoff: 0.05 s with jitter, no Retry-After to wait for. The bound stays under the 1 s of the header case
+        # but leaves room for a loaded machine (0.5 failed under a load average of 11).
+        assert 0.02 <= second - first < 0.9
 
 
 # --- malformed and huge answers ------------------------------------------------------------------------------

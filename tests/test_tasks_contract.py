@@ -1,0 +1,129 @@
+"""The tasks' reading of answers and gold, by hand: every key and synonym, the skipped and the defaulted parts,
+the exact messages of a rejected answer, and the registry's loading (gaps mutation testing found in tasks/;
+see docs/mutation.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+
+import pytest
+
+from rescue.tasks import _load, get_task
+from rescue.tasks.base import Instance
+from rescue.tasks.vp import pair_recall, viewpoint_items, viewpoint_texts
+
+VP = get_task("vp")
+ER = get_task("er")
+
+
+def test_viewpoint_items_reads_every_shape():
+    views = [{"source": " Ann ", "target": "Ben ", "viewpoint": " he never listens ", "attitude": " hurt "},
+             {"source": "Ben", "target": "Ann", "viewpoint": "  "},  # empty: skipped
+             "not a viewpoint",  # skipped
+             {"viewpoint": "no pair"}]
+    expected = [{"source": "Ann", "target": "Ben", "viewpoint": "he never listens"},
+                {"source": "", "target": "", "viewpoint": "no pair"}]
+    assert viewpoint_items(views) == expected
+    assert viewpoint_items({"viewpoints": views}) == expected
+    assert viewpoint_items({"predicted_viewpoints": views}) == expected
+    assert viewpoint_items({"viewpoints": [], "predicted_viewpoints": views}) == expected  # the first non-empty
+    assert viewpoint_items(views[0]) == expected[:1]  # one flat viewpoint
+    assert viewpoint_items(None) == [] and viewpoint_items([]) == []
+    with_attitude = viewpoint_items(views, with_attitude=True)
+    assert with_attitude[0] == {**expected[0], "attitude": "hurt"}
+    assert with_attitude[1] == expected[1]  # no attitude given: no key
+    assert viewpoint_items([{**views[0], "attitude": " "}], with_attitude=True) == expected[:1]
+    assert viewpoint_texts({"viewpoints": views}) == ["he never listens", "no pair"]
+
+
+def test_pair_recall_ignores_case_and_space_and_counts_pairs():
+    gold = [{"source": "Ann", "target": "Ben", "viewpoint": "x"}, {"source": "Ben", "target": "Ann", "viewpoint": "y"}]
+    assert pair_recall(gold, [{"source": " ann", "target": "BEN "}]) == 0.5
+    assert pair_recall(gold, [{"source": "Ben", "target": "Ann"}, {"source": "Ann", "target": "Ben"}]) == 1.0
+    assert pair_recall(gold, [{"source": "Ann", "target": "Ann"}]) == 0.0
+    assert pair_recall([{"target": "Ben"}], [{"source": "", "target": "ben"}]) == 1.0  # a missing source is ""
+    assert pair_recall([{"source": "Ann"}], [{"source": "Ann", "target": ""}]) == 1.0
+    assert pair_recall([], gold) == 0.0
+
+
+@pytest.fixture(scope="module")
+def vp_instance(demo_samples) -> Instance:
+    return VP.build(demo_samples)[0]
+
+
+def _vp(instance: Instance, item: dict) -> object:
+    raw = json.dumps({"predictions": [{"checkpoint_id": instance.instance_id.split("#")[1], **item}]})
+    return VP.parse(raw, [instance])[instance.instance_id]
+
+
+def test_vp_answers_with_synonyms_and_a_missing_source(vp_instance):
+    speaker = vp_instance.extra["speaker"]
+    prediction = _vp(vp_instance, {"viewpoints": [
+        {"holder": "Riley", "about": "Sam", "view": "he hides"},
+        {"target": "Therapist", "description": "she helps"},  # no source: the current speaker
+        {"source": "Sam", "target": "Riley"},  # no viewpoint text: skipped
+        "noise",
+    ]})
+    assert prediction.status == "ok"
+    assert prediction.value == [{"source": "Riley", "target": "Sam", "viewpoint": "he hides"},
+                                {"source": speaker, "target": "Therapist", "viewpoint": "she helps"}]
+    flat = _vp(vp_instance, {"source": "Riley", "target": "Sam", "viewpoint": "flat"})
+    assert flat.status == "ok" and flat.value == [{"source": "Riley", "target": "Sam", "viewpoint": "flat"}]
+    one = _vp(vp_instance, {"viewpoints": {"source": "Riley", "target": "Sam", "viewpoint": "one"}})
+    assert one.status == "ok" and one.value == [{"source": "Riley", "target": "Sam", "viewpoint": "one"}]
+
+
+def test_vp_rejections_say_why(vp_instance):
+    checkpoint = vp_instance.instance_id.split("#")[1]
+    not_a_list = _vp(vp_instance, {"viewpoints": "he hides"})
+    assert not_a_list.status == "parse_error"
+    assert not_a_list.error == f"checkpoint {checkpoint}: no viewpoint list (expected 'viewpoints')"
+    empty = _vp(vp_instance, {"viewpoints": [{"source": "Riley", "viewpoint": "no target"}]})
+    assert empty.status == "parse_error"
+    assert empty.error == f"checkpoint {checkpoint}: no viewpoint with both a target and a viewpoint"
+
+
+def test_er_rejections_say_why(demo_samples):
+    instance = ER.build(demo_samples)[0]
+    checkpoint = instance.instance_id.split("#")[1]
+
+    def parse(item: dict) -> object:
+        raw = json.dumps({"predictions": [{"checkpoint_id": checkpoint, **item}]})
+        return ER.parse(raw, [instance])[instance.instance_id]
+
+    assert parse({"emotion": "", "intensity": 3}).error == f"checkpoint {checkpoint}: no emotion (expected a non-empty 'emotion')"
+    no_intensity = parse({"emotion": "sad", "intensity": ""})
+    assert no_intensity.error == f"checkpoint {checkpoint}: no intensity (expected 'intensity', an integer 0-10)"
+    assert parse({"predicted_emotion": "sad", "predicted_intensity": 4}).value == {"emotion": "sad", "intensity": 4}
+
+
+def test_the_registry_loads_a_task_module_by_its_task_object(monkeypatch):
+    vp = get_task("vp")
+    named = types.ModuleType("rescue.tasks.zz_named")
+    named.TASK = vp  # type: ignore[attr-defined]
+    other = types.ModuleType("rescue.tasks.vp_copy")
+    other.SOMETHING = vp  # type: ignore[attr-defined]  # found by its name "vp"... only under the name "vp"
+    unrelated = types.ModuleType("rescue.tasks.zz_empty")
+    unrelated.helper = object()  # type: ignore[attr-defined]
+    for module in (named, other, unrelated):
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+    assert _load("zz_named") is vp
+    assert _load("vp_copy") is None  # the object there is called "vp", not "vp_copy"
+    assert _load("zz_empty") is None
+    assert _load("zz_not_a_module") is None
+    renamed = types.ModuleType("rescue.tasks.vp_alias")
+    renamed.VIEWPOINTS = vp  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "rescue.tasks.vp_alias", renamed)
+    monkeypatch.setattr(type(vp), "name", "vp_alias")
+    assert _load("vp_alias") is vp  # no TASK: the Task object whose name is the module's
+
+
+def test_a_task_module_that_fails_to_import_is_not_hidden(monkeypatch, tmp_path):
+    import rescue.tasks
+
+    (tmp_path / "zz_broken.py").write_text("import zz_missing_dependency_of_a_task\n", encoding="utf-8")
+    monkeypatch.setattr(rescue.tasks, "__path__", [*rescue.tasks.__path__, str(tmp_path)])
+    with pytest.raises(ModuleNotFoundError, match="zz_missing_dependency_of_a_task"):
+        _load("zz_broken")
