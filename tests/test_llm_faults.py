@@ -4,14 +4,20 @@ request errors while the run goes on."""
 
 from __future__ import annotations
 
-import asyncio
+import itertools
 import json
 import time
 
 import pytest
 from _engine_support import complete_all, itp_instances, oracle_answers, read_jsonl
 
-from rescue.llm import ChatRequest, GenerationSettings, OpenAIModel, ResponseCache, Session
+from rescue.llm import (
+    ChatRequest,
+    GenerationSettings,
+    OpenAIModel,
+    ResponseCache,
+    Session,
+)
 from rescue.llm import secrets as llm_secrets
 from rescue.llm.providers import Endpoint
 from rescue.llm.reliable import ReliableModel
@@ -166,7 +172,7 @@ def test_retry_after_zero_every_time_still_backs_off(tmp_path):
         [answer] = _run(_reliable(server, tmp_path, max_retries=3, backoff_base=0.1), [_request()])
         times = [r.received_at for r in server.requests]
     assert answer.status == "request_error" and len(times) == 4
-    gaps = [b - a for a, b in zip(times, times[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     # Exponential backoff with jitter in [0.5, 1.5): at least 0.05, 0.1, 0.2 s.
     assert all(gap >= 0.1 * 2**n * 0.5 - 0.01 for n, gap in enumerate(gaps)), gaps
 

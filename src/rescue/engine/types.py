@@ -13,7 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from rescue.llm.types import AnswerStatus, ChatAnswer, ChatRequest, Model, Usage, require_model
+from rescue.llm.types import (
+    AnswerStatus,
+    ChatAnswer,
+    ChatRequest,
+    Model,
+    Usage,
+    require_model,
+)
 from rescue.tasks.base import Instance, Task
 
 __all__ = ["AnswerStatus", "ChatAnswer", "ChatRequest", "Model", "ModelAdapter", "TaskModel", "TaskRequest",

@@ -19,7 +19,12 @@ Docs: ``docs/engine.md`` ("The model layer").
 from __future__ import annotations
 
 from rescue.llm.cache import ResponseCache, request_key
-from rescue.llm.client import FatalError, GenerationSettings, OpenAIModel, TransientError
+from rescue.llm.client import (
+    FatalError,
+    GenerationSettings,
+    OpenAIModel,
+    TransientError,
+)
 from rescue.llm.cost import Price, PriceTable
 from rescue.llm.limiter import AdaptiveLimiter
 from rescue.llm.providers import PRESETS, CredentialError, Endpoint, resolve_endpoint
@@ -43,6 +48,7 @@ from rescue.llm.types import (
 )
 
 __all__ = [
+    "PRESETS",
     "AdaptiveLimiter",
     "AnswerStatus",
     "Budget",
@@ -61,7 +67,6 @@ __all__ = [
     "Model",
     "ModelBase",
     "OpenAIModel",
-    "PRESETS",
     "Part",
     "Price",
     "PriceTable",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Self
 
 
 class AdaptiveLimiter:
@@ -44,7 +45,7 @@ class AdaptiveLimiter:
             self.in_flight -= 1
             self._changed.notify()
 
-    async def __aenter__(self) -> AdaptiveLimiter:
+    async def __aenter__(self) -> Self:
         await self.acquire()
         return self
 

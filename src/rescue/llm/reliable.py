@@ -27,7 +27,14 @@ from rescue.llm.cache import ResponseCache, request_key
 from rescue.llm.client import FatalError, TransientError
 from rescue.llm.cost import PriceTable
 from rescue.llm.limiter import AdaptiveLimiter
-from rescue.llm.types import ChatAnswer, ChatRequest, Model, Usage, key_messages, require_model
+from rescue.llm.types import (
+    ChatAnswer,
+    ChatRequest,
+    Model,
+    Usage,
+    key_messages,
+    require_model,
+)
 
 NOT_CACHED = "not in the cache (rescore asks no model)"
 NOT_REQUESTED_BUDGET = "not requested: --max-cost reached (rerun to continue)"
@@ -247,7 +254,7 @@ class ReliableModel:
             answer = await self.inner.complete(request)
         except (TransientError, FatalError):
             raise
-        except Exception as exc:  # a model of your own that raises fails its request, not the whole run
+        except Exception as exc:  # noqa: BLE001 - a model of your own that raises fails its request, not the run
             return ChatAnswer(None, "request_error", f"model_error: {type(exc).__name__}: {exc}",
                               meta={"error_class": "model_error"})
         if not isinstance(answer, ChatAnswer):

@@ -21,12 +21,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from rescue.llm.cache import ResponseCache
 from rescue.llm.cost import PriceTable
 from rescue.llm.limiter import AdaptiveLimiter
-from rescue.llm.reliable import DEFAULT_RETRY_AFTER_CAP, Budget, EventLog, NullLog, ReliableModel
+from rescue.llm.reliable import (
+    DEFAULT_RETRY_AFTER_CAP,
+    Budget,
+    EventLog,
+    NullLog,
+    ReliableModel,
+)
 from rescue.llm.types import ChatRequest, Model, require_model
 
 
@@ -59,7 +65,7 @@ class Session:
         if retry_after_cap < 0:
             raise ValueError("--retry-after-cap must be 0 or more seconds")
         self._owns_cache = cache is not None and not isinstance(cache, ResponseCache)
-        self.cache: ResponseCache | None = ResponseCache(cache) if self._owns_cache else cache  # type: ignore[arg-type]
+        self.cache: ResponseCache | None = cache if cache is None or isinstance(cache, ResponseCache) else ResponseCache(cache)
         self.prices = prices if isinstance(prices, PriceTable) else PriceTable.load(prices)
         self.budget = budget or Budget(max_cost, self.prices)
         self.concurrency = concurrency
@@ -108,7 +114,7 @@ class Session:
             self.cache.close()
             self.cache = None
 
-    async def __aenter__(self) -> Session:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, Protocol, Union, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 AnswerStatus = Literal["ok", "request_error", "refused"]
 
@@ -92,7 +92,7 @@ class VideoPart(_MediaPart):
         return {"type": "video", "sha256": self.sha256, "mime": self.mime}
 
 
-Part = Union[TextPart, ImagePart, VideoPart]
+Part = TextPart | ImagePart | VideoPart
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ class Message:
 
 
 # Callers may also pass messages in the API's own dict form ({"role", "content"}), as the task prompts do.
-MessageLike = Union[Message, dict[str, Any]]
+MessageLike = Message | dict[str, Any]
 
 
 def wire_messages(messages: Sequence[MessageLike]) -> list[dict[str, Any]]:
