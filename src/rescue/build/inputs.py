@@ -143,9 +143,12 @@ def load_session(spec: SessionSpec) -> Session:
 
 
 def load_sessions(specs: list[SessionSpec]) -> list[Session]:
+    """Check every session (probes run side by side: each is an ffmpeg process); all problems at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
     problems: list[str] = []
-    sessions = []
     ids: dict[tuple[str, str], str] = {}
+    unique = []
     for spec in specs:
         key = (spec.group, spec.video.stem)
         if key in ids:
@@ -153,10 +156,20 @@ def load_sessions(specs: list[SessionSpec]) -> list[Session]:
                             f"{ids[key]} (video names must differ within a group)")
             continue
         ids[key] = spec.origin or str(spec.video)
+        unique.append(spec)
+
+    def check(spec: SessionSpec) -> Session | list[str]:
         try:
-            sessions.append(load_session(spec))
+            return load_session(spec)
         except BuildInputError as exc:
-            problems += exc.problems
+            return exc.problems
+
+    with ThreadPoolExecutor(max_workers=max(1, min(8, len(unique)))) as pool:
+        results = list(pool.map(check, unique))
+    sessions = [r for r in results if isinstance(r, Session)]
+    for result in results:
+        if not isinstance(result, Session):
+            problems += result
     if problems:
         raise BuildInputError(problems)
     return sessions
