@@ -6,6 +6,7 @@ from typing import Any
 
 from rescue.data.models import Sample
 from rescue.tasks.base import Instance, Prediction, PredictionRecord, make_record
+from rescue.tasks.batching import group_batches
 
 
 def make_sample(
@@ -42,11 +43,5 @@ def to_records(task: Any, instances: list[Instance], predictions: dict[str, Pred
 
 
 def batches(instances: list[Instance], size: int) -> list[list[Instance]]:
-    """Consecutive instances of one sample, at most ``size`` per batch (as the runner groups them)."""
-    out: list[list[Instance]] = []
-    for instance in instances:
-        if out and out[-1][0].sample_id == instance.sample_id and len(out[-1]) < size:
-            out[-1].append(instance)
-        else:
-            out.append([instance])
-    return out
+    """Consecutive instances of one sample, at most ``size`` per batch: the package's grouping."""
+    return group_batches(instances, size)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rescue.tasks.parsing import (
-    LabelError,
+    AnswerError,
     label_key,
     match_items,
     normalize_label,
@@ -34,13 +34,13 @@ def test_case_spacing_and_gloss_variants(text):
 def test_synonyms_map_only_into_the_closed_set():
     synonyms = {"goal alignment": "goal_align", "boundary making": "boundary"}
     assert normalize_label("Goal-Alignment", LABELS, synonyms) == "goal_align"
-    with pytest.raises(LabelError, match="unknown label 'boundary making'"):
+    with pytest.raises(AnswerError, match="unknown label 'boundary making'"):
         normalize_label("boundary making", LABELS, synonyms)  # boundary is not in this closed set
 
 
 @pytest.mark.parametrize("value", ["", "   ", None, 3, ["track"]])
 def test_non_labels_are_errors(value):
-    with pytest.raises(LabelError):
+    with pytest.raises(AnswerError):
         normalize_label(value, LABELS)
 
 
@@ -48,11 +48,11 @@ def test_rankings():
     assert normalize_ranking(["Track", "track", "goal align"], LABELS) == ["track", "goal_align"]
     assert normalize_ranking("track, counterbalance > goal_align", LABELS) == ["track", "counterbalance", "goal_align"]
     assert normalize_ranking(["track", "goal_align", "counterbalance", "track"], LABELS, k=2) == ["track", "goal_align"]
-    with pytest.raises(LabelError, match="empty ranking"):
+    with pytest.raises(AnswerError, match="empty ranking"):
         normalize_ranking([], LABELS)
-    with pytest.raises(LabelError, match="unknown label 'evoke'"):
+    with pytest.raises(AnswerError, match="unknown label 'evoke'"):
         normalize_ranking(["track", "evoke"], LABELS)  # an unknown label fails the answer, never dropped
-    with pytest.raises(LabelError):
+    with pytest.raises(AnswerError):
         normalize_ranking({"track": 1}, LABELS)
 
 

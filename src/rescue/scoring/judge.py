@@ -50,10 +50,10 @@ from pydantic import ValidationError
 from rescue.tasks import TASKS, judged_tasks
 from rescue.tasks.base import Instance, PredictionRecord
 from rescue.tasks.er import intensity_match, s_er
-from rescue.tasks.vp import authors_to_likert
-from rescue.tasks.parsing import AnswerParseError, extract_json
+from rescue.tasks.parsing import AnswerError, extract_json
 from rescue.tasks.rubric import Grade, judge_failure_count, judge_request_failures
 from rescue.tasks.spec import JudgeRubric
+from rescue.tasks.vp import authors_to_likert
 
 if TYPE_CHECKING:
     from rescue.llm.types import Model
@@ -125,7 +125,7 @@ def parse_grade(raw: str | None, task_name: str, scale: Scale) -> Grade:
     rubric = rubric_for(task_name)
     try:
         payload = extract_json(raw or "")
-    except AnswerParseError as exc:
+    except AnswerError as exc:
         raise JudgeAnswerError(str(exc)) from None
     # A judge that wraps its grade ({"graded": [{...}]}, {"predictions": [{...}]}) still answered one instance.
     for key in ("graded", "predictions"):

@@ -18,10 +18,25 @@ from pydantic import Field
 from rescue.data.models import Row, Sample
 from rescue.metrics.intensity import INTENSITY_SCORE_FLOOR, intensity_score
 from rescue.tasks import generative as gen
-from rescue.tasks.base import Instance, ParsePolicy, Prediction, PredictionRecord, RenderOptions
+from rescue.tasks import prompts
+from rescue.tasks.base import (
+    Instance,
+    ParsePolicy,
+    Prediction,
+    PredictionRecord,
+    RenderOptions,
+)
+from rescue.tasks.parsing import AnswerError, first_text, local_id, parse_answer
 from rescue.tasks.render import dumps
 from rescue.tasks.rubric import Grade, WholeNumber
-from rescue.tasks.spec import Declaration, JudgeRubric, Metric, TaskOptions, TextScorer, validate_options
+from rescue.tasks.spec import (
+    Declaration,
+    JudgeRubric,
+    Metric,
+    TaskOptions,
+    TextScorer,
+    validate_options,
+)
 
 EMOTION_KEYS = ("emotion", "predicted_internal_emotion", "internal_emotion", "emotion_description", "predicted_emotion")
 INTENSITY_KEYS = ("intensity", "predicted_intensity_score", "intensity_score", "predicted_intensity")
@@ -191,7 +206,7 @@ class EmotionRecognition:
         return instances
 
     def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, str]]:
-        k = gen.resolve_context_size(options, self.default_context_size)
+        k = prompts.context_size(options.context_size, self.default_context_size)
         group = batch[0].sample.scenario if batch else "couple"
         lines = [
             f"You are assessing emotion recognition in a {group} therapy session.",
@@ -204,7 +219,7 @@ class EmotionRecognition:
                 "therapist's or the group's."
             ),
             "Use only what is shown: there are no later rows and no outside information.",
-            gen.context_sentence(k, "the current turn is the main evidence."),
+            prompts.context_sentence(k, anchor="the current turn", purpose="the current turn is the main evidence."),
             'emotion: a short, concrete phrase, e.g. "feels dismissed and frustrated" or "ashamed and cornered".',
             "intensity: an integer from 0 (no emotion) to 10 (overwhelming).",
         ]
@@ -214,16 +229,16 @@ class EmotionRecognition:
             ]
         }
         records = gen.checkpoint_records(batch, options.mode, k, cache=options.rows)
-        return gen.user_prompt(lines, batch, options.mode, schema, records)
+        return gen.checkpoint_message(lines, batch, options.mode, schema, records)
 
     def parse(self, raw: str, batch: list[Instance], policy: ParsePolicy = "strict") -> dict[str, Prediction]:
         # Free-text answers have no closed set to drop from: both policies read them the same way.
-        return gen.parse_answer(raw, batch, EMOTION_KEYS + INTENSITY_KEYS, _normalise)
+        return parse_answer(raw, batch, EMOTION_KEYS + INTENSITY_KEYS, _normalise, policy, gen.MATCHING)
 
     def format_answer(self, batch: list[Instance], values: dict[str, Any]) -> str:
         items = [
             {
-                "checkpoint_id": gen.local_id(i),
+                "checkpoint_id": local_id(i),
                 "emotion": values[i.instance_id]["emotion"],
                 "intensity": values[i.instance_id]["intensity"],
             }
@@ -246,13 +261,13 @@ class EmotionRecognition:
         return result
 
 
-def _normalise(item: dict[str, Any], instance: Instance) -> dict[str, Any]:
-    emotion = gen.first_text(item, EMOTION_KEYS)
+def _normalise(item: dict[str, Any], instance: Instance, notes: dict[str, Any] | None) -> dict[str, Any]:
+    emotion = first_text(item, EMOTION_KEYS)
     if not emotion:
-        raise ValueError(f"no emotion (expected a non-empty {EMOTION_KEYS[0]!r})")
+        raise AnswerError(f"no emotion (expected a non-empty {EMOTION_KEYS[0]!r})")
     raw_intensity = next((item[key] for key in INTENSITY_KEYS if item.get(key) not in (None, "")), None)
     if raw_intensity is None:
-        raise ValueError(f"no intensity (expected {INTENSITY_KEYS[0]!r}, an integer 0-10)")
+        raise AnswerError(f"no intensity (expected {INTENSITY_KEYS[0]!r}, an integer 0-10)")
     return {"emotion": emotion, "intensity": gen.answer_intensity(raw_intensity)}
 
 

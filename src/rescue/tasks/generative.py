@@ -1,8 +1,8 @@
 """Machinery shared by the two generative tasks, ER and VP (protocol §7, §8).
 
 - checkpoint selection: client turns only, at most N evenly spaced checkpoints per sample;
-- the prompt skeleton: one user message, the checkpoints as compact JSON records with their prior context;
-- answer matching: which answer item belongs to which checkpoint, with every miss kept as a failure;
+- the checkpoint records (the current turn and its prior context) and their message, through the one prompt
+  builder (``prompts``); answers go through the one parse pipeline (``parsing.parse_answer``);
 - aggregation: the mean of every per-instance score, failures counted at the floor of the scale.
 """
 
@@ -14,23 +14,18 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from rescue.data.models import NON_PERSON_LABELS, Row, Sample
-from rescue.tasks.base import Instance, Prediction, PredictionRecord, RenderOptions
-from rescue.tasks.parsing import (
-    AnswerParseError,
-    extract_json,
-    item_id,
-    local_id,
-    match_items,
-    resolve_local_id,
-)
-from rescue.tasks.prompts import mode_line
+from rescue.tasks import prompts
+from rescue.tasks.base import Instance, PredictionRecord
+from rescue.tasks.parsing import AnswerError, Matching, local_id
 from rescue.tasks.render import EncodedRows, RowCache, dumps, render_row
-from rescue.tasks.rubric import inter_judge_alpha, judge_failure_count, judge_request_failures
+from rescue.tasks.rubric import (
+    inter_judge_alpha,
+    judge_failure_count,
+    judge_request_failures,
+)
 
 T = TypeVar("T")
 
-# Keys under which models put the item list when they do not use "predictions".
-_ITEM_LIST_KEYS = ("predictions", "checkpoints", "results", "items", "answers")
 _FIRST_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _WORD = re.compile(r"[A-Za-z0-9']+")
 
@@ -92,21 +87,21 @@ def gold_intensity(value: Any) -> int | None:
 
 
 def answer_intensity(value: Any) -> int:
-    """A model's intensity: a number, or text holding one ("7", "7/10", "about 6"); raises ValueError."""
+    """A model's intensity: a number, or text holding one ("7", "7/10", "about 6"); raises AnswerError."""
     if isinstance(value, bool) or value is None:
-        raise ValueError(f"intensity {value!r} is not a number")
+        raise AnswerError(f"intensity {value!r} is not a number")
     if isinstance(value, (int, float)):
         number = float(value)
     else:
         match = _FIRST_NUMBER.search(str(value))
         if not match:
-            raise ValueError(f"intensity {value!r} holds no number")
+            raise AnswerError(f"intensity {value!r} holds no number")
         number = float(match.group())
     if not math.isfinite(number):
-        raise ValueError(f"intensity {value!r} is not a finite number")
+        raise AnswerError(f"intensity {value!r} is not a finite number")
     rounded = round(number)
     if not 0 <= rounded <= 10:
-        raise ValueError(f"intensity {value!r} is outside 0-10")
+        raise AnswerError(f"intensity {value!r} is outside 0-10")
     return rounded
 
 
@@ -115,26 +110,6 @@ def make_instance(task: str, sample: Sample, row: Row, gold: Any, **extra: Any) 
 
 
 # --- prompts --------------------------------------------------------------------------------------
-
-
-def resolve_context_size(options: RenderOptions, default: int) -> int:
-    k = default if options.context_size is None else options.context_size
-    if k < -1:
-        raise ValueError(f"context size {k} is invalid: use -1 (all prior rows), 0 (none) or a positive count")
-    return k
-
-
-def context_sentence(k: int, purpose: str) -> str:
-    """How the prompt describes ``prior_context`` for context size ``k``; ``purpose`` says what it is for."""
-    if k == 0:
-        return "Only the current turn is given; there is no earlier context."
-    if k < 0:
-        span = "all earlier rows of the session"
-    elif k == 1:
-        span = "the row just before the current turn"
-    else:
-        span = f"at most the {k} rows just before the current turn"
-    return f"Each checkpoint's prior_context holds {span}; {purpose}"
 
 
 def checkpoint_records(
@@ -158,103 +133,27 @@ def checkpoint_records(
     return records
 
 
-def user_prompt(
+def checkpoint_message(
     lines: Iterable[str], batch: list[Instance], mode: str, schema: dict[str, Any], records: list[dict[str, Any]]
 ) -> list[dict[str, str]]:
-    """The single user message every ER/VP request sends (the authors send no system message)."""
-    if not batch:
-        raise ValueError("cannot render an empty batch")
-    sample_ids = {instance.sample_id for instance in batch}
-    if len(sample_ids) != 1:
-        raise ValueError(f"a batch holds instances of one sample, got {sorted(sample_ids)}")
-    body = [
+    """The single user message every ER/VP request sends, through the one prompt builder: one line per
+    section, the answer schema, the sample, then the checkpoints as compact JSON."""
+    sample = prompts.batch_sample(batch)
+    sections = [
         *lines,
-        mode_line(mode),
+        prompts.mode_line(mode),
         (
             "Answer with one JSON object only, no markdown, in exactly this shape, one item per checkpoint, "
             "echoing each checkpoint_id:"
         ),
         dumps(schema),
-        f"Sample: {batch[0].sample_id}",
-        f"Checkpoints: {dumps(records)}",
+        f"Sample: {sample.sample_id}",
     ]
-    return [{"role": "user", "content": "\n".join(body)}]
+    return prompts.user_message(sections, records, items_label="Checkpoints: ", separator="\n")
 
 
-# --- answers --------------------------------------------------------------------------------------
-
-
-def _answer_item_list(payload: dict[str, Any], item_keys: tuple[str, ...]) -> list[dict[str, Any]]:
-    for key in _ITEM_LIST_KEYS:
-        items = payload.get(key)
-        if isinstance(items, dict):
-            return [items]
-        if isinstance(items, list):
-            return [item for item in items if isinstance(item, dict)]
-    if any(key in payload for key in item_keys):
-        return [payload]  # a flat answer: the payload is the one item
-    return []
-
-
-def _matched_items(items: list[dict[str, Any]], batch: list[Instance]) -> dict[str, dict[str, Any]]:
-    """Answer items by instance id: the shared id matching, plus two fallbacks that only apply when no
-    item carries an id at all: an echoed ``row_index`` number, then (item count = batch size) order."""
-    local_ids = [local_id(i) for i in batch]
-    matched = match_items(items, local_ids)
-    if not matched and items and all(item_id(item) is None for item in items):
-        by_row = [resolve_local_id(str(item.get("row_index", "")), local_ids) for item in items]
-        if all(by_row):
-            matched = {local: item for local, item in reversed(list(zip(by_row, items)))}  # first item wins
-        elif len(items) == len(batch):
-            matched = dict(zip(local_ids, items))
-    return {i.instance_id: matched[local_id(i)] for i in batch if local_id(i) in matched}
-
-
-def parse_answer(
-    raw: str | None,
-    batch: list[Instance],
-    item_keys: tuple[str, ...],
-    normalise: Callable[[dict[str, Any], Instance], Any],
-) -> dict[str, Prediction]:
-    """A :class:`Prediction` for every instance of ``batch``; never raises on a bad answer.
-
-    No JSON at all: every instance is a parse_error. No item for a checkpoint: missing. An item that
-    ``normalise(item, instance)`` rejects with ValueError: a parse_error for that checkpoint only.
-    The raw text is kept on every prediction.
-    """
-    try:
-        payload = extract_json(raw or "")
-    except AnswerParseError as exc:
-        return {i.instance_id: Prediction(i.instance_id, "parse_error", raw=raw, error=str(exc)) for i in batch}
-    matched = _matched_items(_answer_item_list(payload, item_keys), batch)
-    predictions: dict[str, Prediction] = {}
-    for instance in batch:
-        item = matched.get(instance.instance_id)
-        if item is None:
-            predictions[instance.instance_id] = Prediction(
-                instance.instance_id, "missing", raw=raw, error=f"no answer item for checkpoint {local_id(instance)}"
-            )
-            continue
-        try:
-            value = normalise(item, instance)
-        except ValueError as exc:
-            predictions[instance.instance_id] = Prediction(
-                instance.instance_id, "parse_error", raw=raw, error=f"checkpoint {local_id(instance)}: {exc}"
-            )
-            continue
-        predictions[instance.instance_id] = Prediction(instance.instance_id, "ok", value=value, raw=raw)
-    return predictions
-
-
-def first_text(item: dict[str, Any], keys: tuple[str, ...]) -> str:
-    """The first non-empty text under ``keys``; a list of strings is joined with commas."""
-    for key in keys:
-        value = item.get(key)
-        if isinstance(value, list) and all(isinstance(v, str) for v in value):
-            value = ", ".join(v.strip() for v in value if v.strip())
-        if isinstance(value, (str, int, float)) and not isinstance(value, bool) and str(value).strip():
-            return str(value).strip()
-    return ""
+# The generative answers have no ids in a keyed form, but may come without ids: match by row or order.
+MATCHING = Matching(unlabelled=True)
 
 
 # --- aggregation ----------------------------------------------------------------------------------

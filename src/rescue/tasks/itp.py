@@ -4,7 +4,6 @@ Instances are balanced yes/no within each sample by evenly spaced selection (pro
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Sequence
 from typing import Any, ClassVar, TypeVar
 
@@ -13,9 +12,21 @@ from pydantic import Field
 from rescue.data.models import Sample
 from rescue.metrics.classification import binary_scores
 from rescue.tasks import prompts
-from rescue.tasks.base import Instance, ParsePolicy, Prediction, PredictionRecord, RenderOptions, lenient_counts
+from rescue.tasks.base import (
+    Instance,
+    ParsePolicy,
+    Prediction,
+    PredictionRecord,
+    lenient_counts,
+)
+from rescue.tasks.closed import ClosedTask
 from rescue.tasks.labels import ITP_LABELS, ITP_SYNONYMS
-from rescue.tasks.parsing import LabelError, local_id, normalize_label, parse_batch, yes_no_from_prose
+from rescue.tasks.parsing import (
+    AnswerError,
+    local_id,
+    normalize_label,
+    yes_no_from_prose,
+)
 from rescue.tasks.render import EncodedRows
 from rescue.tasks.spec import Declaration, Metric, TaskOptions, validate_options
 
@@ -53,7 +64,7 @@ class ItpOptions(TaskOptions):
     itp_max_per_class: int = Field(0, ge=0, description="cap each class per sample before balancing (0: no cap)")
 
 
-class InterventionTimingTask:
+class InterventionTimingTask(ClosedTask):
     name: ClassVar[str] = "itp"
     title: ClassVar[str] = "Intervention timing prediction"
     default_context_size: ClassVar[int] = 3
@@ -95,21 +106,20 @@ class InterventionTimingTask:
                 )
         return instances
 
-    def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, str]]:
-        sample = prompts.batch_sample(batch)
-        k = prompts.context_size(options.context_size, self.default_context_size)
-        rows = EncodedRows(sample, options.mode, options.rows)
-        items = [
-            {
-                "id": local_id(instance),
-                "prior_context": rows.context(instance.row_index, k),
-                "decision_row": rows.row(instance.row_index),
-            }
-            for instance in batch
-        ]
+    def value_keys(self) -> tuple[str, ...]:
+        return ("should_speak", "answer", "prediction", "label")
+
+    def item(self, instance: Instance, rows: EncodedRows, k: int) -> dict[str, Any]:
+        return {
+            "id": local_id(instance),
+            "prior_context": rows.context(instance.row_index, k),
+            "decision_row": rows.row(instance.row_index),
+        }
+
+    def sections(self, sample: Sample, batch: list[Instance], k: int, mode: str) -> list[str]:
         clients = prompts.CLIENTS[sample.scenario]
         member = "a partner" if sample.scenario == "couple" else "a family member"
-        sections = [
+        return [
             (
                 f"Task: you judge therapist intervention timing in {prompts.SETTING[sample.scenario]}. For each item the "
                 "conversation has just reached the end of decision_row. Decide whether the therapist should take the "
@@ -128,14 +138,16 @@ class InterventionTimingTask:
                 "the exchange is still developing productively."
             ),
             prompts.context_sentence(k, anchor="decision_row") + " decision_row itself is always given.",
-            prompts.mode_line(options.mode),
+            prompts.mode_line(mode),
             "Judge only from what is shown; you cannot see the next turn.",
             prompts.schema_block([{"id": "<item id>", "should_speak": "yes or no", "reason": "<short reason>"}]),
         ]
-        return prompts.user_message(sections, items)
+
+    def read(self, value: Any, instance: Instance, notes: dict[str, Any] | None) -> str:
+        return _read_yes_no(value, instance, notes)
 
     def parse(self, raw: str, batch: list[Instance], policy: ParsePolicy = "strict") -> dict[str, Prediction]:
-        predictions = parse_batch(raw, batch, ("should_speak", "answer", "prediction", "label"), _read_yes_no, policy)
+        predictions = super().parse(raw, batch, policy)
         if policy == "lenient" and len(batch) == 1:
             # One item asked and no JSON at all, only prose ("Yes, the therapist should step in."): read it.
             only = predictions[batch[0].instance_id]
@@ -144,10 +156,6 @@ class InterventionTimingTask:
                 predictions[only.instance_id] = Prediction(only.instance_id, "ok", value=found, raw=raw,
                                                            lenient={"read_from_prose": (raw or "").strip()[:200]})
         return predictions
-
-    def format_answer(self, batch: list[Instance], values: dict[str, Any]) -> str:
-        items = [{"id": local_id(i), "should_speak": values[i.instance_id]} for i in batch if i.instance_id in values]
-        return json.dumps({"predictions": items})
 
     def instance_scores(self, record: PredictionRecord) -> dict[str, float | None]:
         return {"correct": 1.0 if record.ok and record.prediction == record.gold else 0.0}
@@ -170,12 +178,12 @@ def _read_yes_no(value: Any, instance: Instance, notes: dict[str, Any] | None) -
     if isinstance(value, (int, float)) and value in (0, 1):
         return "yes" if value == 1 else "no"
     if not isinstance(value, str):
-        raise LabelError(f"expected yes or no, got {value!r:.60}")
+        raise AnswerError(f"expected yes or no, got {value!r:.60}")
     try:
         return normalize_label(value, ITP_LABELS, ITP_SYNONYMS)
-    except LabelError:
-        found = yes_no_from_prose(value) if notes is not None else None
-        if found is None:
+    except AnswerError:
+        found = yes_no_from_prose(value)
+        if notes is None or found is None:
             raise
         notes["read_from_prose"] = value.strip()[:200]
         return found

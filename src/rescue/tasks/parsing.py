@@ -1,4 +1,5 @@
-"""Turning a model's raw answer into JSON, labels and one prediction per instance.
+"""Turning a model's raw answer into JSON, labels and one prediction per instance: the one parse
+pipeline of every task (:func:`parse_answer`), with one error type (:class:`AnswerError`).
 
 Robust to what models really send: fenced JSON, prose around JSON, a bare item instead of a list,
 labels in other case or spacing, unambiguous synonyms, echoed ids with a sample prefix. What cannot be
@@ -9,7 +10,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rescue.tasks.base import Instance, Prediction
@@ -17,17 +19,18 @@ from rescue.tasks.base import Instance, Prediction
 _FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 
 
-class AnswerParseError(ValueError):
-    """The answer holds no usable JSON object."""
+class AnswerError(ValueError):
+    """What cannot be read from an answer: no JSON object at all, or an item with an unknown label, a
+    missing field or a value out of range. The pipeline records it as a parse_error, never raises it."""
 
 
 def extract_json(raw: str) -> dict[str, Any]:
     """The first JSON object in ``raw``: the whole text, a fenced block, or the first decodable ``{...}``."""
     if raw is None:
-        raise AnswerParseError("empty answer")
+        raise AnswerError("empty answer")
     text = raw.strip()
     if not text:
-        raise AnswerParseError("empty answer")
+        raise AnswerError("empty answer")
     fenced = _FENCE.match(text)
     if fenced:
         text = fenced.group(1).strip()
@@ -49,17 +52,23 @@ def extract_json(raw: str) -> dict[str, Any]:
             return value
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             return {"predictions": value}
-    raise AnswerParseError("no JSON object found in the answer" + (" (truncated?)" if "{" in text else ""))
+    raise AnswerError("no JSON object found in the answer" + (" (truncated?)" if "{" in text else ""))
 
 
-def answer_items(payload: dict[str, Any], item_key: str) -> list[dict[str, Any]]:
-    """The list of per-instance items: ``payload["predictions"]``, or the payload itself when it is one item."""
-    items = payload.get("predictions")
-    if isinstance(items, dict):
-        return [items]
-    if isinstance(items, list):
-        return [item for item in items if isinstance(item, dict)]
-    if item_key in payload:
+# Keys under which models put the item list ("predictions" is what every prompt asks for).
+ITEM_LIST_KEYS = ("predictions", "checkpoints", "results", "items", "answers")
+
+
+def answer_items(payload: dict[str, Any], flat_keys: Sequence[str]) -> list[dict[str, Any]]:
+    """The per-instance items: the first list (or single item) under :data:`ITEM_LIST_KEYS`, or the
+    payload itself when it is one flat item (it holds one of ``flat_keys``)."""
+    for key in ITEM_LIST_KEYS:
+        items = payload.get(key)
+        if isinstance(items, dict):
+            return [items]
+        if isinstance(items, list):
+            return [item for item in items if isinstance(item, dict)]
+    if any(key in payload for key in flat_keys):
         return [payload]
     return []
 
@@ -71,24 +80,20 @@ _NON_ALNUM = re.compile(r"[^0-9a-z]+")
 _GLOSS = re.compile(r"\s*(?:\(|:|\s-\s|\s—\s).*$", re.DOTALL)
 
 
-class LabelError(ValueError):
-    """An answer names a label outside the closed set (or none at all)."""
-
-
 def label_key(text: str) -> str:
     """Case-, spacing- and punctuation-insensitive form of a label: ``"Pursue-Withdraw "`` -> ``"pursue_withdraw"``."""
     return _NON_ALNUM.sub("_", text.casefold()).strip("_")
 
 
 def normalize_label(value: Any, labels: list[str], synonyms: dict[str, str] | None = None) -> str:
-    """The member of ``labels`` that ``value`` names, or :class:`LabelError`.
+    """The member of ``labels`` that ``value`` names, or :class:`AnswerError`.
 
     Matching ignores case, spacing, hyphens and underscores, then tries the unambiguous ``synonyms``
     (keys in any spelling, values canonical labels; synonyms of labels outside ``labels`` are ignored,
     so a synonym only ever maps inside the instance's own closed set), then the text before a gloss.
     """
     if not isinstance(value, str) or not value.strip():
-        raise LabelError(f"expected a label, got {value!r}")
+        raise AnswerError(f"expected a label, got {value!r}")
     table = {label_key(label): label for label in labels}
     for alias, canonical in (synonyms or {}).items():
         if canonical in labels:
@@ -97,7 +102,7 @@ def normalize_label(value: Any, labels: list[str], synonyms: dict[str, str] | No
         found = table.get(label_key(text))
         if found is not None:
             return found
-    raise LabelError(f"unknown label {value.strip()!r:.80} (expected one of: {', '.join(labels)})")
+    raise AnswerError(f"unknown label {value.strip()!r:.80} (expected one of: {', '.join(labels)})")
 
 
 def normalize_ranking(
@@ -115,12 +120,12 @@ def normalize_ranking(
         parts = [value] if _is_label(value, labels, synonyms) else re.split(r"[,;>]|\s+then\s+", value)
         value = [part for part in parts if part.strip()]
     if not isinstance(value, list):
-        raise LabelError(f"expected a list of labels, got {type(value).__name__}")
+        raise AnswerError(f"expected a list of labels, got {type(value).__name__}")
     ranked: list[str] = []
     for entry in value:
         try:
             label = normalize_label(entry, labels, synonyms)
-        except LabelError:
+        except AnswerError:
             if dropped is None:
                 raise
             dropped.append(entry if isinstance(entry, str) else json.dumps(entry, ensure_ascii=False))
@@ -128,7 +133,7 @@ def normalize_ranking(
         if label not in ranked:
             ranked.append(label)
     if not ranked:
-        raise LabelError("empty ranking" + (f" (unknown labels dropped: {', '.join(dropped)})" if dropped else ""))
+        raise AnswerError("empty ranking" + (f" (unknown labels dropped: {', '.join(dropped)})" if dropped else ""))
     return ranked[:k]
 
 
@@ -146,7 +151,7 @@ def yes_no_from_prose(text: str) -> str | None:
 def _is_label(text: str, labels: list[str], synonyms: dict[str, str] | None) -> bool:
     try:
         normalize_label(text, labels, synonyms)
-    except LabelError:
+    except AnswerError:
         return False
     return True
 
@@ -210,12 +215,25 @@ def local_id(instance: Instance) -> str:
     return instance.instance_id.rsplit("#", 1)[-1]
 
 
+def _fields(item: dict[str, Any], keys: Sequence[str]) -> Iterator[Any]:
+    return (item[key] for key in keys if key in item)
+
+
 def first_present(item: dict[str, Any], keys: Sequence[str]) -> Any:
-    """The value under the first of ``keys`` that ``item`` has; LabelError when it has none."""
-    for key in keys:
-        if key in item:
-            return item[key]
-    raise LabelError(f"the answer item has no {keys[0]!r} field")
+    """The value under the first of ``keys`` that ``item`` has; AnswerError when it has none."""
+    for value in _fields(item, keys):
+        return value
+    raise AnswerError(f"the answer item has no {keys[0]!r} field")
+
+
+def first_text(item: dict[str, Any], keys: Sequence[str]) -> str:
+    """The first non-empty text under ``keys`` ("" when none); a list of strings is joined with commas."""
+    for value in _fields(item, keys):
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            value = ", ".join(v.strip() for v in value if v.strip())
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool) and str(value).strip():
+            return str(value).strip()
+    return ""
 
 
 def _keyed_items(payload: dict[str, Any], local_ids: list[str], value_key: str) -> dict[str, dict[str, Any]]:
@@ -231,47 +249,72 @@ def _keyed_items(payload: dict[str, Any], local_ids: list[str], value_key: str) 
     return matched
 
 
-Reader = Callable[[Any, Instance, "dict[str, Any] | None"], Any]
+@dataclass(frozen=True)
+class Matching:
+    """Which fallbacks match answer items to instances besides their ids (see :func:`match_answer`).
+
+    ``keyed``: answers keyed by id (``{"row1": [...]}``, also under ``predictions``), the value being
+    the item or its ``flat_keys[0]``. ``unlabelled``: when no item carries an id at all, an echoed
+    ``row_index``, else the order of the items when there are as many as instances.
+    """
+
+    keyed: bool = False
+    unlabelled: bool = False
 
 
-def parse_batch(
+def match_answer(payload: dict[str, Any], items: list[dict[str, Any]], batch: list[Instance],
+                 flat_keys: Sequence[str], matching: Matching) -> dict[str, dict[str, Any]]:
+    """Answer items keyed by the local id they answer (ids first; then the fallbacks ``matching`` allows)."""
+    local_ids = [local_id(i) for i in batch]
+    matched = match_items(items, local_ids)
+    if not matched and matching.keyed:
+        matched = _keyed_items(payload, local_ids, flat_keys[0])
+    if not matched and matching.unlabelled and items and all(item_id(item) is None for item in items):
+        by_row = [resolve_local_id(str(item.get("row_index", "")), local_ids) for item in items]
+        if all(by_row):
+            matched = {local: item for local, item in reversed(list(zip(by_row, items)))}  # the first item wins
+        elif len(items) == len(batch):
+            matched = dict(zip(local_ids, items))
+    return matched
+
+
+Reader = Callable[[dict[str, Any], Instance, "dict[str, Any] | None"], Any]
+
+
+def parse_answer(
     raw: str | None,
     batch: list[Instance],
-    value_keys: Sequence[str],
+    flat_keys: Sequence[str],
     read: Reader,
     policy: str = "strict",
+    matching: Matching = Matching(),
 ) -> dict[str, Prediction]:
-    """One Prediction per instance of ``batch``: ``read(value, instance, notes)`` on the item that answers it.
+    """One Prediction per instance of ``batch``: ``read(item, instance, notes)`` on the item that answers it.
 
     No JSON at all: every instance is a ``parse_error``; no item for an instance: ``missing`` (the runner
-    re-asks those singly); ``read`` raising :class:`LabelError`: a ``parse_error`` for that instance only.
+    re-asks those singly); ``read`` raising :class:`AnswerError`: a ``parse_error`` for that instance only.
     ``notes`` is None under the strict policy; under lenient it is a dict ``read`` records what it let
     through in (kept as the prediction's ``lenient``). The raw text is kept on every prediction.
     """
     try:
         payload = extract_json(raw)  # type: ignore[arg-type]
-    except AnswerParseError as exc:
+    except AnswerError as exc:
         return {i.instance_id: Prediction(i.instance_id, "parse_error", raw=raw, error=str(exc)) for i in batch}
-    local_ids = [local_id(i) for i in batch]
-    items: list[dict[str, Any]] = []
-    for key in value_keys:
-        items = answer_items(payload, key)
-        if items:
-            break
-    matched = match_items(items, local_ids) or _keyed_items(payload, local_ids, value_keys[0])
+    matched = match_answer(payload, answer_items(payload, flat_keys), batch, flat_keys, matching)
     predictions = {}
     for instance in batch:
-        item = matched.get(local_id(instance))
+        local = local_id(instance)
+        item = matched.get(local)
         if item is None:
-            predictions[instance.instance_id] = Prediction(
-                instance.instance_id, "missing", raw=raw, error=f"no answer for id {local_id(instance)!r}"
-            )
+            predictions[instance.instance_id] = Prediction(instance.instance_id, "missing", raw=raw,
+                                                           error=f"no answer for id {local!r}")
             continue
         notes: dict[str, Any] | None = {} if policy == "lenient" else None
         try:
-            value = read(first_present(item, value_keys), instance, notes)
-        except LabelError as exc:
-            predictions[instance.instance_id] = Prediction(instance.instance_id, "parse_error", raw=raw, error=str(exc))
+            value = read(item, instance, notes)
+        except AnswerError as exc:
+            predictions[instance.instance_id] = Prediction(instance.instance_id, "parse_error", raw=raw,
+                                                           error=f"{local}: {exc}")
             continue
         predictions[instance.instance_id] = Prediction(instance.instance_id, "ok", value=value, raw=raw,
                                                        lenient=notes or None)

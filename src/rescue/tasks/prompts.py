@@ -1,8 +1,9 @@
-"""Prompt pieces shared by the classification tasks (ITP, RPP, STP, SSP).
+"""The one prompt builder of every task: checks, context sentence, mode line, schema and message.
 
 Every request is ONE user message (no system message: the authors send none, and some chat templates
-drop or reject one), built the same way for every model: task, closed label set with definitions,
-context and evidence rules, the JSON answer schema, then the items as compact JSON.
+drop or reject one), built the same way for every model: task, label set or answer rules, context and
+evidence rules, the JSON answer schema, then the items as compact JSON. A request a task cannot render
+(a bad context size, an empty batch, a batch of several samples) is one error, :class:`PromptError`.
 """
 
 from __future__ import annotations
@@ -31,16 +32,34 @@ def label_block(labels: Sequence[Label]) -> str:
     return "\n".join(lines)
 
 
+class PromptError(RescueError, ValueError):
+    """A request a task cannot render: a context size below -1, an empty batch, a batch of several samples."""
+
+
 def context_size(options_k: int | None, default: int) -> int:
     """The context size to use: the task's default when None; -1 (all prior rows), 0 or a positive count."""
     k = default if options_k is None else options_k
     if k < -1:
-        raise RescueError(f"context size {k} is invalid: use -1 (all prior rows), 0 (none) or a positive number")
+        raise PromptError(f"context size {k} is invalid: use -1 (all prior rows), 0 (none) or a positive number")
     return k
 
 
-def context_sentence(k: int, *, anchor: str) -> str:
-    """What ``prior_context`` holds for context size ``k``; ``anchor`` names the row it stops before."""
+def context_sentence(k: int, *, anchor: str, purpose: str | None = None) -> str:
+    """What ``prior_context`` holds for context size ``k``; ``anchor`` names the row it stops before.
+
+    With ``purpose`` (what the context is for), the sentence speaks of each checkpoint's context before
+    its current turn, in the generative tasks' wording (the turn itself is shown; ``anchor`` unused).
+    """
+    if purpose is not None:
+        if k == 0:
+            return "Only the current turn is given; there is no earlier context."
+        if k < 0:
+            span = "all earlier rows of the session"
+        elif k == 1:
+            span = "the row just before the current turn"
+        else:
+            span = f"at most the {k} rows just before the current turn"
+        return f"Each checkpoint's prior_context holds {span}; {purpose}"
     if k == 0:
         return "prior_context is empty: no earlier rows are given."
     if k < 0:
@@ -71,13 +90,16 @@ def schema_block(example_items: list[dict[str, Any]]) -> str:
 def batch_sample(batch: Sequence[Any]) -> Sample:
     """The one sample a batch of instances comes from; a batch never mixes samples."""
     if not batch:
-        raise ValueError("cannot render an empty batch")
+        raise PromptError("cannot render an empty batch")
     sample = batch[0].sample
     if any(instance.sample_id != sample.sample_id for instance in batch):
-        raise ValueError("a batch must hold instances of one sample only")
+        raise PromptError(f"a batch must hold instances of one sample only, got {sorted({i.sample_id for i in batch})}")
     return sample
 
 
-def user_message(sections: Sequence[str], items: list[dict[str, Any]]) -> list[dict[str, str]]:
-    text = "\n\n".join(s for s in sections if s) + "\n\nItems:\n" + dumps(items)
+def user_message(sections: Sequence[str], items: list[dict[str, Any]], *, items_label: str = "Items:\n",
+                 separator: str = "\n\n") -> list[dict[str, str]]:
+    """The request: the non-empty ``sections`` and then ``items_label`` + the items as compact JSON, joined
+    by ``separator`` (the generative tasks' layout is one line per section, items after ``Checkpoints: ``)."""
+    text = separator.join([*(s for s in sections if s), items_label + dumps(items)])
     return [{"role": "user", "content": text}]

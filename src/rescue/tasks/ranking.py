@@ -1,19 +1,20 @@
-"""What the three top-3 tasks (RPP, STP, SSP) share: one record per instance, a ranked-label answer,
-rank metrics. Each task module supplies its instances, label set, wording and answer key."""
+"""What the three top-3 tasks (RPP, STP, SSP) share on top of :class:`rescue.tasks.closed.ClosedTask`: one
+record per instance, a ranked-label answer, rank metrics. Each task module supplies its instances, label
+set, wording and answer key."""
 
 from __future__ import annotations
 
-import json
 from typing import Any, ClassVar
 
 from rescue.data.models import Sample
 from rescue.data.taxonomy import Label
 from rescue.metrics.ranking import gold_rank, hit_at_k, ranking_scores, reciprocal_rank
 from rescue.tasks import prompts
-from rescue.tasks.base import Instance, ParsePolicy, Prediction, PredictionRecord, RenderOptions, lenient_counts
-from rescue.tasks.parsing import local_id, normalize_ranking, parse_batch
+from rescue.tasks.base import Instance, PredictionRecord, lenient_counts
+from rescue.tasks.closed import ClosedTask
+from rescue.tasks.parsing import local_id, normalize_ranking
 from rescue.tasks.render import EncodedRows
-from rescue.tasks.spec import Declaration, Metric
+from rescue.tasks.spec import Metric
 
 TOP_K = 3
 # What every ranking task reports; R@1 is its right/wrong accuracy.
@@ -23,18 +24,12 @@ RANKING_METRICS: tuple[Metric, ...] = (
 )
 
 
-class RankingTask:
+class RankingTask(ClosedTask):
     """Base of RPP, STP and SSP. Subclasses set the ClassVars and implement ``build``, ``label_defs``,
     ``instructions`` and (optionally) ``rules``, ``extra_fields`` and ``instance_synonyms``."""
 
-    name: ClassVar[str]
-    title: ClassVar[str]
-    default_context_size: ClassVar[int]
     default_batch_size: ClassVar[int] = 3
-    max_tokens: ClassVar[int]
-    answer_key: ClassVar[str]  # e.g. "relation_top3"; "top3" and "ranking" are accepted too
     synonyms: ClassVar[dict[str, str]] = {}
-    declaration: ClassVar[Declaration]
 
     # --- subclass hooks ---------------------------------------------------------------------------------
 
@@ -60,27 +55,27 @@ class RankingTask:
     def instance_synonyms(self, instance: Instance) -> dict[str, str]:
         return self.synonyms
 
-    # --- the Task contract ----------------------------------------------------------------------------------
+    # --- the closed-task hooks ------------------------------------------------------------------------------
 
-    def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, str]]:
-        sample = prompts.batch_sample(batch)
-        k = prompts.context_size(options.context_size, self.default_context_size)
-        rows = EncodedRows(sample, options.mode, options.rows)
-        items = []
-        for instance in batch:
-            record: dict[str, Any] = {"id": local_id(instance)}
-            record.update(self.extra_fields(instance))
-            record["prior_context"] = rows.context(instance.row_index, k)
-            items.append(record)
+    def value_keys(self) -> tuple[str, ...]:
+        return (self.answer_key, "top3", "ranking", "labels", "prediction")
+
+    def item(self, instance: Instance, rows: EncodedRows, k: int) -> dict[str, Any]:
+        record: dict[str, Any] = {"id": local_id(instance)}
+        record.update(self.extra_fields(instance))
+        record["prior_context"] = rows.context(instance.row_index, k)
+        return record
+
+    def sections(self, sample: Sample, batch: list[Instance], k: int, mode: str) -> list[str]:
         example = [
             {"id": "<item id>", self.answer_key: ["<most likely>", "<second>", "<third>"], "reason": "<short reason>"}
         ]
-        sections = [
+        return [
             *self.instructions(sample),
             prompts.participants_line(sample),
             "Closed label set (use these labels exactly):\n" + prompts.label_block(self.label_defs(batch[0])),
             prompts.context_sentence(k, anchor="the target row"),
-            prompts.mode_line(options.mode),
+            prompts.mode_line(mode),
             *self.rules(sample),
             (
                 f"Rank the {TOP_K} most likely labels, most likely first, all distinct and from the closed set. "
@@ -88,24 +83,15 @@ class RankingTask:
             ),
             prompts.schema_block(example),
         ]
-        return prompts.user_message(sections, items)
 
-    def parse(self, raw: str, batch: list[Instance], policy: ParsePolicy = "strict") -> dict[str, Prediction]:
-        def read(value: Any, instance: Instance, notes: dict[str, Any] | None) -> list[str]:
-            dropped: list[str] | None = None if notes is None else []
-            ranking = normalize_ranking(value, instance.labels, self.instance_synonyms(instance), k=TOP_K,
-                                        dropped=dropped)
-            if dropped and notes is not None:
-                notes["dropped"] = dropped
-            return ranking
+    def read(self, value: Any, instance: Instance, notes: dict[str, Any] | None) -> list[str]:
+        dropped: list[str] | None = None if notes is None else []
+        ranking = normalize_ranking(value, instance.labels, self.instance_synonyms(instance), k=TOP_K, dropped=dropped)
+        if dropped and notes is not None:
+            notes["dropped"] = dropped
+        return ranking
 
-        return parse_batch(raw, batch, (self.answer_key, "top3", "ranking", "labels", "prediction"), read, policy)
-
-    def format_answer(self, batch: list[Instance], values: dict[str, Any]) -> str:
-        items = [
-            {"id": local_id(i), self.answer_key: list(values[i.instance_id])} for i in batch if i.instance_id in values
-        ]
-        return json.dumps({"predictions": items}, ensure_ascii=False)
+    # --- scores ------------------------------------------------------------------------------------------
 
     def instance_scores(self, record: PredictionRecord) -> dict[str, float | None]:
         ranking = record.prediction if record.ok else None

@@ -91,12 +91,13 @@ class EncodedRows:
     def __init__(self, sample: Sample, mode: str, cache: RowCache | None = None):
         self._sample = sample
         self._mode = mode
-        self._rows = cache.rows(sample, mode) if cache is not None else [None] * len(sample.rows)
+        self._rows: list[str | None] = cache.rows(sample, mode) if cache is not None else [None] * len(sample.rows)
 
     def _encoded(self, position: int) -> str:
         text = self._rows[position]
         if text is None:
-            text = self._rows[position] = dumps(render_row(self._sample.rows[position], self._mode))
+            text = dumps(render_row(self._sample.rows[position], self._mode))
+            self._rows[position] = text
         return text
 
     def row(self, index: int) -> RawJSON:

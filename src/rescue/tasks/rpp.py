@@ -7,8 +7,17 @@ from typing import Any, ClassVar, Literal
 
 from rescue.data.errors import RescueError
 from rescue.data.models import Sample
-from rescue.data.taxonomy import COUPLE_RELATION, FAMILY_RELATION, Label, relation_taxonomy
-from rescue.metrics.classification import confusion_matrix, macro_scores, per_label_scores
+from rescue.data.taxonomy import (
+    COUPLE_RELATION,
+    FAMILY_RELATION,
+    Label,
+    relation_taxonomy,
+)
+from rescue.metrics.classification import (
+    confusion_matrix,
+    macro_scores,
+    per_label_scores,
+)
 from rescue.tasks import prompts
 from rescue.tasks.base import Instance, PredictionRecord
 from rescue.tasks.labels import RELATION_SYNONYMS
@@ -63,7 +72,7 @@ class RelationPatternTask(RankingTask):
         ),
         answer="ranking",
         gold_persists=True,
-        label_order=lambda scenario: list(relation_taxonomy(scenario).names),
+        label_order=lambda scenario: list(relation_taxonomy(scenario).names),  # type: ignore[arg-type]
         analyses=("position", "per_label"),
         paper_counts={"couple": (1608, 172), "family": (525, 17)},
     )

@@ -26,7 +26,8 @@ class SupportStrategyTask(RankingTask):
 
     declaration: ClassVar[Declaration] = Declaration(
         options=NoOptions, metrics=RANKING_METRICS, answer="ranking", analyses=("preference",),
-        label_order=lambda scenario: list(strategy_taxonomy(scenario).names), paper_counts={"couple": (1290, 172), "family": (347, 17)},
+        label_order=lambda scenario: list(strategy_taxonomy(scenario).names),  # type: ignore[arg-type]
+        paper_counts={"couple": (1290, 172), "family": (347, 17)},
     )
 
     def build(self, samples: list[Sample], **options: Any) -> list[Instance]:

@@ -14,7 +14,6 @@ from rescue.tasks.labels import group_synonyms, support_target, target_candidate
 from rescue.tasks.ranking import RANKING_METRICS, RankingTask
 from rescue.tasks.spec import Declaration, NoOptions, validate_options
 
-
 ROLES = ("individual", "group")
 
 

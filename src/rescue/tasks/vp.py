@@ -18,11 +18,26 @@ from pydantic import Field
 
 from rescue.data.models import GROUP_LABELS, Row, Sample
 from rescue.tasks import generative as gen
-from rescue.tasks.base import Instance, ParsePolicy, Prediction, PredictionRecord, RenderOptions
+from rescue.tasks import prompts
+from rescue.tasks.base import (
+    Instance,
+    ParsePolicy,
+    Prediction,
+    PredictionRecord,
+    RenderOptions,
+)
 from rescue.tasks.er import ANSWER_RULE
+from rescue.tasks.parsing import AnswerError, first_text, local_id, parse_answer
 from rescue.tasks.render import dumps
 from rescue.tasks.rubric import Grade, WholeNumber
-from rescue.tasks.spec import Declaration, JudgeRubric, Metric, TaskOptions, TextScorer, validate_options
+from rescue.tasks.spec import (
+    Declaration,
+    JudgeRubric,
+    Metric,
+    TaskOptions,
+    TextScorer,
+    validate_options,
+)
 
 VIEWPOINT_LIST_KEYS = ("viewpoints", "predicted_viewpoints", "viewpoints_attitudes")
 VIEWPOINT_TEXT_KEYS = ("viewpoint", "view", "predicted_viewpoint", "description")
@@ -216,7 +231,7 @@ class ViewpointPrediction:
         return instances
 
     def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, str]]:
-        k = gen.resolve_context_size(options, self.default_context_size)
+        k = prompts.context_size(options.context_size, self.default_context_size)
         sample = batch[0].sample if batch else None
         group = sample.group_label if sample else "Couple"
         lines = [
@@ -229,7 +244,8 @@ class ViewpointPrediction:
             f"A target is a name from participants, or {group} for the {group.lower()} as a whole.",
             "If the speaker expresses distinct views about different people, give each one; give at least one.",
             "Use only what is shown: there are no later rows and no outside information.",
-            gen.context_sentence(k, "use it only to resolve who is meant; the current turn is the main evidence."),
+            prompts.context_sentence(k, anchor="the current turn",
+                                     purpose="use it only to resolve who is meant; the current turn is the main evidence."),
             'viewpoint: a short, concrete English phrase, for example "she is impossible to please".',
         ]
         schema = {
@@ -243,16 +259,16 @@ class ViewpointPrediction:
         }
         people = participants(sample) if sample else []
         records = gen.checkpoint_records(batch, options.mode, k, participants=people, cache=options.rows)
-        return gen.user_prompt(lines, batch, options.mode, schema, records)
+        return gen.checkpoint_message(lines, batch, options.mode, schema, records)
 
     def parse(self, raw: str, batch: list[Instance], policy: ParsePolicy = "strict") -> dict[str, Prediction]:
         # Free-text answers have no closed set to drop from: both policies read them the same way.
-        return gen.parse_answer(raw, batch, VIEWPOINT_LIST_KEYS + ("target",), _normalise)
+        return parse_answer(raw, batch, VIEWPOINT_LIST_KEYS + ("target",), _normalise, policy, gen.MATCHING)
 
     def format_answer(self, batch: list[Instance], values: dict[str, Any]) -> str:
         items = [
             {
-                "checkpoint_id": gen.local_id(i),
+                "checkpoint_id": local_id(i),
                 "viewpoints": [
                     {"source": v["source"], "target": v["target"], "viewpoint": v["viewpoint"]}
                     for v in values[i.instance_id]
@@ -288,28 +304,27 @@ def pair_recall(gold: list[dict[str, Any]], predicted: list[dict[str, Any]]) -> 
     return len(wanted & {_pair(v) for v in predicted}) / len(wanted)
 
 
-def _normalise(item: dict[str, Any], instance: Instance) -> list[dict[str, str]]:
+def _normalise(item: dict[str, Any], instance: Instance, notes: dict[str, Any] | None) -> list[dict[str, str]]:
     views = next((item[key] for key in VIEWPOINT_LIST_KEYS if key in item), None)
     if views is None and "target" in item:
         views = [item]  # one flat viewpoint instead of a list
     if isinstance(views, dict):
         views = [views]
     if not isinstance(views, list):
-        raise ValueError(  # noqa: TRY004 -- parse_answer turns ValueError into a recorded parse_error
-            f"no viewpoint list (expected {VIEWPOINT_LIST_KEYS[0]!r})")
+        raise AnswerError(f"no viewpoint list (expected {VIEWPOINT_LIST_KEYS[0]!r})")
     speaker = instance.extra["speaker"]
     result = []
     for view in views:
         if not isinstance(view, dict):
             continue
-        target = gen.first_text(view, ("target", "about"))
-        text = gen.first_text(view, VIEWPOINT_TEXT_KEYS)
+        target = first_text(view, ("target", "about"))
+        text = first_text(view, VIEWPOINT_TEXT_KEYS)
         if target and text:
             # A missing source means the current speaker, as the authors read it.
-            source = gen.first_text(view, ("source", "holder")) or speaker
+            source = first_text(view, ("source", "holder")) or speaker
             result.append({"source": source, "target": target, "viewpoint": text})
     if not result:
-        raise ValueError("no viewpoint with both a target and a viewpoint")
+        raise AnswerError("no viewpoint with both a target and a viewpoint")
     return result
 
 

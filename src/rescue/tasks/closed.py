@@ -1,0 +1,72 @@
+"""What the four closed-set tasks (ITP, RPP, STP, SSP) share: one render skeleton, one parse through the
+pipeline, one answer format. A subclass gives its prompt sections, the record of one item and how an
+item's value is read; ITP answers one label, the ranking tasks (``rescue.tasks.ranking``) three."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from rescue.data.models import Sample
+from rescue.tasks import prompts
+from rescue.tasks.base import Instance, ParsePolicy, Prediction, RenderOptions
+from rescue.tasks.parsing import Matching, first_present, local_id, parse_answer
+from rescue.tasks.render import EncodedRows
+from rescue.tasks.spec import Declaration
+
+# Closed-set answers may also come keyed by id: {"row1": [...], "row2": [...]}.
+MATCHING = Matching(keyed=True)
+
+
+class ClosedTask:
+    name: ClassVar[str]
+    title: ClassVar[str]
+    default_context_size: ClassVar[int]
+    default_batch_size: ClassVar[int]
+    max_tokens: ClassVar[int]
+    answer_key: ClassVar[str]  # what the schema asks for, e.g. "should_speak", "relation_top3"
+    declaration: ClassVar[Declaration]
+
+    # --- subclass hooks ---------------------------------------------------------------------------------
+
+    def value_keys(self) -> tuple[str, ...]:
+        """Where an answer item's value may be, ``answer_key`` first."""
+        return (self.answer_key,)
+
+    def sections(self, sample: Sample, batch: list[Instance], k: int, mode: str) -> list[str]:
+        """The prompt's sections before the items."""
+        raise NotImplementedError
+
+    def item(self, instance: Instance, rows: EncodedRows, k: int) -> dict[str, Any]:
+        """One item's record: its id and what the prompt shows of it."""
+        raise NotImplementedError
+
+    def read(self, value: Any, instance: Instance, notes: dict[str, Any] | None) -> Any:
+        """The prediction value an item's answer means; AnswerError when it means none."""
+        raise NotImplementedError
+
+    # --- the Task contract ----------------------------------------------------------------------------------
+
+    def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, str]]:
+        sample = prompts.batch_sample(batch)
+        k = prompts.context_size(options.context_size, self.default_context_size)
+        rows = EncodedRows(sample, options.mode, options.rows)
+        items = [self.item(instance, rows, k) for instance in batch]
+        return prompts.user_message(self.sections(sample, batch, k, options.mode), items)
+
+    def parse(self, raw: str, batch: list[Instance], policy: ParsePolicy = "strict") -> dict[str, Prediction]:
+        keys = self.value_keys()
+
+        def read(item: dict[str, Any], instance: Instance, notes: dict[str, Any] | None) -> Any:
+            return self.read(first_present(item, keys), instance, notes)
+
+        return parse_answer(raw, batch, keys, read, policy, MATCHING)
+
+    def format_answer(self, batch: list[Instance], values: dict[str, Any]) -> str:
+        items = [{"id": local_id(i), self.answer_key: _plain(values[i.instance_id])} for i in batch
+                 if i.instance_id in values]
+        return json.dumps({"predictions": items}, ensure_ascii=False)
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
