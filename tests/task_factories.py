@@ -37,6 +37,17 @@ def strategy(kind: str, *target: str) -> dict[str, Any]:
     return {"provider": "Therapist", "strategy_type": kind, "target": list(target), "strategy_content": "..."}
 
 
+def record_for(instance: Instance, prediction: Any, *, status: str | None = None, model: str = "m",
+               **fields: Any) -> PredictionRecord:
+    """The prediction record of ``instance`` as predictions.jsonl holds it, without scores unless given
+    (``status`` defaults to ok for a prediction, parse_error for None)."""
+    return PredictionRecord(
+        model=model, task=instance.task, instance_id=instance.instance_id, sample_id=instance.sample_id,
+        scenario=instance.scenario, row_index=instance.row_index, gold=instance.gold, prediction=prediction,
+        status=status or ("ok" if prediction is not None else "parse_error"), **fields,
+    )
+
+
 def to_records(task: Any, instances: list[Instance], predictions: dict[str, Prediction]) -> list[PredictionRecord]:
     """Prediction records as the runner writes them, with per-instance scores."""
     return [make_record(task, "test", i, predictions[i.instance_id]) for i in instances]

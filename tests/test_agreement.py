@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from task_factories import record_for
 from typer.testing import CliRunner
 
 from rescue.scoring.agreement import (
@@ -82,10 +83,7 @@ def judged_run(demo_samples, tmp_path) -> tuple[Path, list[PredictionRecord]]:
     records = []
     for n, instance in enumerate(instances):
         emotion = instance.gold["emotion"] if n % 2 == 0 else "bored"
-        records.append(PredictionRecord(
-            model="m", task="er", instance_id=instance.instance_id, sample_id=instance.sample_id,
-            scenario=instance.scenario, row_index=instance.row_index, gold=instance.gold,
-            prediction={"emotion": emotion, "intensity": 5}, status="ok"))
+        records.append(record_for(instance, {"emotion": emotion, "intensity": 5}))
 
     def script(body):
         data = json.loads(body["messages"][0]["content"].split("Instance:\n", 1)[1])

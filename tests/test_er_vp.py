@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from task_factories import record_for
 
 from rescue.data.models import Row, Sample
 from rescue.metrics.intensity import intensity_score
@@ -53,18 +54,8 @@ def er_sample() -> Sample:
 def record(
     task: str, instance: Instance, prediction: Any, status: str = "ok", **scores: float | None
 ) -> PredictionRecord:
-    return PredictionRecord(
-        model="m",
-        task=task,
-        instance_id=instance.instance_id,
-        sample_id=instance.sample_id,
-        scenario=instance.scenario,
-        row_index=instance.row_index,
-        gold=instance.gold,
-        prediction=prediction,
-        status=status,
-        scores=dict(scores),
-    )
+    assert task == instance.task
+    return record_for(instance, prediction, status=status, scores=dict(scores))
 
 
 # --- selection ---------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from task_factories import record_for
 
 from rescue.scoring.judge import (
     NO_JUDGE_NOTE,
@@ -87,17 +88,8 @@ def test_authors_total_is_recomputed_not_trusted():
 
 
 def _records(instances: list[Instance], predictions: dict[str, Any], model: str = "model-under-test") -> list[PredictionRecord]:
-    records = []
-    for instance in instances:
-        value = predictions.get(instance.instance_id)
-        records.append(
-            PredictionRecord(
-                model=model, task=instance.task, instance_id=instance.instance_id, sample_id=instance.sample_id,
-                scenario=instance.scenario, row_index=instance.row_index, gold=instance.gold, prediction=value,
-                raw=json.dumps({"reason": "SECRET-REASONING"}), status="ok" if value is not None else "parse_error",
-            )
-        )
-    return records
+    return [record_for(i, predictions.get(i.instance_id), model=model, raw=json.dumps({"reason": "SECRET-REASONING"}))
+            for i in instances]
 
 
 @pytest.fixture()
