@@ -13,7 +13,13 @@ import threading
 from pathlib import Path
 
 import pytest
-from video_media import FPS, clip_indices, data_url_bytes, jpeg_index, make_indexed_video
+from video_media import (
+    FPS,
+    clip_indices,
+    data_url_bytes,
+    jpeg_index,
+    make_indexed_video,
+)
 
 from rescue.data.loading import load_samples
 from rescue.engine.dryrun import estimate_run
@@ -90,9 +96,9 @@ def _gold(task, instance):
 def _config(tmp_path, server, media_root, **overrides) -> RunConfig:
     video = {"media_root": str(media_root), "frame_rate": 0.5, "max_frames": 6}
     video.update(overrides.pop("video", {}))
-    options = dict(out=str(tmp_path / "run"), models=["vlm"], tasks=list(TASKS), base_url=server.base_url,
-                   quiet=True, bertscore=False, max_retries=1, timeout=20.0, mode="video", video=video,
-                   limit_samples=2, concurrency=4)
+    options = {"out": str(tmp_path / "run"), "models": ["vlm"], "tasks": list(TASKS), "base_url": server.base_url,
+               "quiet": True, "bertscore": False, "max_retries": 1, "timeout": 20.0, "mode": "video", "video": video,
+               "limit_samples": 2, "concurrency": 4}
     options.update(overrides)
     return RunConfig(**options)
 
@@ -284,7 +290,8 @@ def test_bad_video_options_are_rejected(tmp_path):
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "OPENAI_API_KEY": "sk-test"}
-    return subprocess.run([sys.executable, "-m", "rescue", *args], capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run([sys.executable, "-m", "rescue", *args], capture_output=True, text=True, env=env, timeout=120,
+                          check=False)
 
 
 @pytest.mark.slow

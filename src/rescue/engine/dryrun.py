@@ -12,8 +12,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rescue.engine.cost import PriceTable
-from rescue.engine.types import Usage
+from rescue.llm import PriceTable, Usage
 from rescue.tasks.base import VIDEO_MODES, RenderOptions
 from rescue.tasks.render import RowCache
 

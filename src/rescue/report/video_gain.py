@@ -26,7 +26,7 @@ BASELINE_MODE = {"video": "dialogue", "video+cues": "audiovisual"}
 def video_pairs(systems: Sequence[System]) -> list[tuple[System, System]]:
     """(video system, text system) of the same model: ``video`` with ``dialogue``; ``video+cues`` with
     ``audiovisual`` when the model has one, else with ``dialogue``."""
-    pairs = []
+    pairs: list[tuple[System, System]] = []
     for video in systems:
         if video.mode not in VIDEO_MODES:
             continue
@@ -68,10 +68,9 @@ HEADERS = ["Video run", "Text run", "Scope", "Metric", "Shared instances", "Text
 
 
 def gains_markdown(gains: Sequence[Comparison], alpha: float = 0.05) -> str:
-    lines = ["# What the video adds", "",
-             "Each model's video-mode run against its text run on the instances both answered. Gain = video "
-             "minus text, with its paired-bootstrap interval.", "",
-             "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    intro = ("Each model's video-mode run against its text run on the instances both answered. Gain = video "
+             "minus text, with its paired-bootstrap interval.")
+    lines = ["# What the video adds", "", intro, "", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     for row in _rows(gains, alpha):
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
     return "\n".join(lines) + f"\n\n†: p < {alpha}.\n"

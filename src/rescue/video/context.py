@@ -135,10 +135,9 @@ class VideoContext:
         for source, info, indices in by_digest.values():
             chunks = self.store.frame_chunks(info, indices)
             jobs += [_bind(self.store.make_chunk, source, info, chunk) for chunk in chunks]
-        with _progress(show, len(jobs), summary.unique_files) as advance:
-            with ThreadPoolExecutor(self.options.workers) as pool:
-                for _ in pool.map(lambda job: job(), jobs):
-                    advance()
+        with _progress(show, len(jobs), summary.unique_files) as advance, ThreadPoolExecutor(self.options.workers) as pool:
+            for _ in pool.map(lambda job: job(), jobs):
+                advance()
         summary.made = self.store.made - before_made
         summary.reused = self.store.reused - before_reused
         return summary
@@ -212,7 +211,13 @@ def _progress(show: bool, jobs: int, files: int) -> Iterator[Callable[[], None]]
         yield lambda: None
         return
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     columns = (TextColumn("media"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
