@@ -12,7 +12,7 @@ import hashlib
 import os
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from rescue.data.errors import RescueError
@@ -112,6 +112,19 @@ def check_out_folder(out: str | Path, option: str = "--out") -> None:
         raise OutFolderError(f"{option} {path}: exists and is not a folder; name a folder (it is created if missing)")
 
 
+def json_safe(value: object) -> object:
+    """``value`` with every NaN/±Infinity float replaced by None, so ``json.dumps(allow_nan=False)`` writes JSON."""
+    import math
+
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
 def sha256_file(path: str | Path) -> str:
     digest = hashlib.sha256()
     with Path(path).open("rb") as handle:
@@ -129,11 +142,11 @@ MAX_FILENAME = 80  # far below every file system's 255 bytes, with room for a su
 def safe_filename(text: str, *, max_length: int = MAX_FILENAME) -> str:
     """A file name for ``text`` (a model or sample id): ASCII letters, digits, ``._-``, at most ``max_length``.
 
-    Two different ids never share a name: when anything had to be replaced or cut, a short hash of the
-    original is appended.
+    Readable names stay as they are (``baseline/majority`` -> ``baseline_majority``); a name that had to be
+    cut ends in a short hash of the whole id, so two long ids that share a beginning stay apart.
     """
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "x"
-    if cleaned == text and len(cleaned) <= max_length:
+    if len(cleaned) <= max_length:
         return cleaned
     tag = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"{cleaned[: max_length - len(tag) - 1].rstrip('._-')}-{tag}"
@@ -240,3 +253,22 @@ class DirectoryLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A GitHub Markdown table; every cell through :func:`markdown_text` (one line, no raw HTML, ``|`` escaped)."""
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(markdown_text(str(c)) for c in cells) + " |"
+
+    return "\n".join([line(headers), "|" + "---|" * len(headers), *(line(r) for r in rows)]) + "\n"
+
+
+_LATEX_SPECIALS = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
+                   "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}",
+                   "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
+
+
+def latex_text(text: str) -> str:
+    """``text`` for LaTeX: every special character escaped, controls and line breaks shown as escapes."""
+    return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in visible_text(text))

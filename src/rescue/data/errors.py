@@ -19,6 +19,12 @@ class DataIssue:
     severity: Severity = "error"
 
     def __str__(self) -> str:
+        from rescue.io import visible_text
+
+        # Ids and messages quote the data: control characters and lone surrogates are shown escaped.
+        return visible_text(self._text())
+
+    def _text(self) -> str:
         if self.line == 0 and not self.sample_id:  # about the path itself, not a line in it
             text = f"{self.file}: {self.message}"
             return text if self.severity == "error" else f"{text} (warning)"

@@ -8,6 +8,7 @@ are reported but the sample is still loaded, because the official release itself
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,8 @@ from rescue.data.reading import RawRecord, infer_scenario, iter_records
 from rescue.data.models import GROUP_LABELS, THERAPIST, Row, Sample
 from rescue.data.taxonomy import UTTERANCE_TYPE_NAMES, relation_taxonomy, strategy_taxonomy
 
-INTENSITY_RANGE = (0, 10)
+INTENSITY_RANGE = (0, 10)  # whole numbers: the annotation scale is integer (7.0 reads as 7, 7.5 is an error)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass
@@ -178,8 +180,13 @@ def _check_values(sample: Sample, out: _Collector) -> None:
     strategies = set(strategy_taxonomy(sample.scenario).names)
     for row in sample.rows:
         for i, emotion in enumerate(row.internal_emotion):
-            if emotion.intensity is not None and not low <= emotion.intensity <= high:
+            if emotion.intensity is None:
+                continue
+            if not low <= emotion.intensity <= high:
                 out.add(f"{emotion.intensity} is outside {low}-{high}", f"internal_emotion[{i}].intensity", row.row_index)
+            elif emotion.intensity != int(emotion.intensity):
+                out.add(f"{emotion.intensity} is not a whole number (the intensity scale is integer {low}-{high})",
+                        f"internal_emotion[{i}].intensity", row.row_index)
         for name in ("relation_pattern", "relation_cycle_state"):
             label = getattr(row, name)
             if label and label.strip() not in relations:
@@ -221,15 +228,17 @@ def _check_encoding(record: RawRecord, out: _Collector) -> None:
         return
     rows = record.data.get("rows") if isinstance(record.data.get("rows"), list) else []
     for path, text in non_ascii_strings(record.data):
-        fixed = fix_text(text)
-        if fixed == text:
+        surrogate = _SURROGATE.search(text)
+        fixed = text if surrogate else fix_text(text)
+        if fixed == text and not surrogate:
             continue
-        row, field_name = None, path
-        if path.startswith("rows["):
-            position = int(path[5 : path.index("]")])
-            raw_index = rows[position].get("row_index") if isinstance(rows[position], dict) else None
-            row = raw_index if type(raw_index) is int else position + 1
-            field_name = path[path.index("]") + 2 :]
+        row, field_name = _row_of(path, rows)
+        if surrogate:
+            # Half of a UTF-16 pair, escaped in the JSON: no UTF-8 file, prompt or cache key can hold it.
+            at = surrogate.start()
+            out.add(f"lone UTF-16 surrogate \\u{ord(text[at]):04x} in {text[max(0, at - 12) : at + 12]!r}; text must "
+                    "be valid Unicode (write the character itself, or a \\uXXXX pair)", field_name, row)
+            continue
         bad = next((i for i, (a, b) in enumerate(zip(text, fixed)) if a != b), 0)
         out.add(
             f"mis-encoded text {text[max(0, bad - 12) : bad + 12]!r}, probably "
@@ -238,6 +247,16 @@ def _check_encoding(record: RawRecord, out: _Collector) -> None:
             row,
             "warning",
         )
+
+
+def _row_of(path: str, rows: list[Any]) -> tuple[int | None, str]:
+    """``rows[3].start_time`` -> (that row's row_index, ``start_time``); other paths have no row."""
+    if not path.startswith("rows[") or "]" not in path:
+        return None, path
+    position = int(path[5 : path.index("]")])
+    raw_index = rows[position].get("row_index") if position < len(rows) and isinstance(rows[position], dict) else None
+    row = raw_index if type(raw_index) is int else position + 1
+    return row, path[path.index("]") + 2 :]
 
 
 def _in_row_order(issues: list[DataIssue]) -> list[DataIssue]:
@@ -265,6 +284,12 @@ def _validate_record(record: RawRecord, first_seen: dict[str, str]) -> tuple[Sam
         got = json.dumps(record.data)[:40]
         return None, [DataIssue(record.file, record.line, f"a sample must be a JSON object (got {got})")]
     encoding = _Collector(record, str(record.data.get("sample_id", "")))
+    if record.not_finite:
+        rows = record.data.get("rows") if isinstance(record.data.get("rows"), list) else []
+        for path, spelling in record.not_finite:
+            row, field_name = _row_of(path, rows)
+            encoding.add(f"{spelling} is not a JSON number (a finite number is needed)", field_name, row)
+        return None, _in_row_order(encoding.issues)
     _check_encoding(record, encoding)
     try:
         sample = Sample.model_validate(record.data, strict=True)

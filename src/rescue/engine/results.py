@@ -8,7 +8,6 @@ can tell when the two come from different commands (a kill between the two repla
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -109,19 +108,10 @@ class RunResults(BaseModel):
         return pd.DataFrame(rows)
 
     def to_json_text(self) -> str:
-        return json.dumps(_finite(self.model_dump(mode="json", exclude_none=False)), indent=2, ensure_ascii=False,
-                          allow_nan=False) + "\n"
+        from rescue.io import json_safe
 
-
-def _finite(value: Any) -> Any:
-    """JSON has no NaN or Infinity: such a metric is written as null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
+        # JSON has no NaN or Infinity: such a metric is written as null.
+        return json.dumps(json_safe(self.model_dump(mode="json")), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def _first_error(exc: ValidationError) -> str:

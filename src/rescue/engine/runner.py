@@ -15,7 +15,6 @@ interrupted run never leaves a half-written result; the cache makes the rerun ch
 from __future__ import annotations
 
 import asyncio
-import json
 import hashlib
 import time
 import uuid

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -13,6 +12,7 @@ import pandas as pd
 
 from rescue.data.loading import load_samples
 from rescue.data.models import Sample
+from rescue.io import remove_stale_temporaries, safe_filename, write_atomic
 from rescue.report import analyses, figures
 from rescue.report.bootstrap import DEFAULT_CLUSTER
 from rescue.report.columns import COLUMNS, HEADLINE
@@ -84,7 +84,8 @@ def resolve_samples(systems: Sequence[System], data: Path | None) -> tuple[list[
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "x"
+    # Bounded and collision-free: a 300-character or newline-laden model id still names a file.
+    return safe_filename(text, max_length=60)
 
 
 def _frame_table(title: str, frame: pd.DataFrame, note: str = "", digits: int = 3) -> HtmlTable:
@@ -100,16 +101,18 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
                  options: ReportOptions | None = None) -> ReportOutput:
     options = options or ReportOptions()
     out_dir = Path(out)
-    (out_dir / "analyses").mkdir(parents=True, exist_ok=True)
-    (out_dir / "figures").mkdir(parents=True, exist_ok=True)
     result = ReportOutput(out_dir)
+    cleaned: set[Path] = set()
 
     def write(relative: str, content: str | bytes) -> None:
+        # Folders appear with the first file (bad run directories write nothing); each file is replaced
+        # atomically, so a killed report leaves the previous file or the new one, never an empty one.
         path = out_dir / relative
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
+        if path.parent not in cleaned:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale_temporaries(path.parent)
+            cleaned.add(path.parent)
+        write_atomic(path, content)
         result.files.append(path)
 
     started = time.monotonic()

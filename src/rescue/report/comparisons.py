@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
+from rescue.io import markdown_table
 from rescue.report.bootstrap import DEFAULT_CLUSTER, paired_bootstrap
 from rescue.report.columns import COMPARED, Column, columns_for
 from rescue.report.runs import System
@@ -121,7 +122,7 @@ def _p(value: float | None) -> str:
 def comparisons_markdown(comparisons: Sequence[Comparison], alpha: float = 0.05, *, cluster: str = DEFAULT_CLUSTER) -> str:
     headers = ["A", "B", "Scope", "Metric", "n shared", "A", "B", "A−B [95% CI]", "p (paired bootstrap)",
                "McNemar A-only/B-only, p exact", "p clustered"]
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    rows: list[list[str]] = []
     for c in informative(comparisons):
         ci = f"{_fmt(c.column, c.diff)} [{_fmt(c.column, c.low)}, {_fmt(c.column, c.high)}]"
         p_boot = _p(c.p_bootstrap) + ("†" if c.p_bootstrap is not None and c.p_bootstrap < alpha else "")
@@ -131,8 +132,8 @@ def comparisons_markdown(comparisons: Sequence[Comparison], alpha: float = 0.05,
             clustered += "†"
         cells = [c.a, c.b, c.scope, c.metric, str(c.instances), _fmt(c.column, c.value_a), _fmt(c.column, c.value_b),
                  ci, p_boot, mcnemar, clustered]
-        lines.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
-    return "\n".join(lines) + "\n\n" + comparisons_note(alpha, cluster) + "\n"
+        rows.append(cells)
+    return markdown_table(headers, rows) + "\n" + comparisons_note(alpha, cluster) + "\n"
 
 
 def comparisons_note(alpha: float, cluster: str) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
+from rescue.io import latex_text, markdown_table, markdown_text, terminal_text
 from rescue.report.bootstrap import DEFAULT_CLUSTER, Interval, bootstrap_ci
 from rescue.report.columns import COLUMNS, HEADLINE, Column, columns_for
 from rescue.report.comparability import MIXED_MARK, Comparability, bertscore_text, judge_text
@@ -215,10 +216,8 @@ def _counts_text(row: LeaderRow, tasks: Sequence[str]) -> str:
 
 
 def _markdown(headers: Sequence[str], body: Sequence[Sequence[str]]) -> str:
-    def line(cells: Sequence[str]) -> str:
-        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
-
-    return "\n".join([line(headers), line(["---"] * len(headers)), *(line(r) for r in body)]) + "\n"
+    # Model ids come from users and suite files: one line per row, no raw HTML, whatever they hold.
+    return markdown_table(headers, body)
 
 
 CLUSTER_WORDS = {"group": "session groups (the sample id's folder: one couple or family)",
@@ -252,15 +251,11 @@ def to_markdown(board: Leaderboard) -> str:
          _counts_text(r, tasks)]
         for r in board.rows
     ]
-    return _markdown(headers, body) + "\n" + legend(board) + "\n"
-
-
-_LATEX_SPECIALS = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
-                   "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}"}
+    return _markdown(headers, body) + "\n" + markdown_text(legend(board)) + "\n"  # the legend names a model
 
 
 def latex_escape(text: str) -> str:
-    return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in text)
+    return latex_text(text)
 
 
 def to_latex(board: Leaderboard) -> str:
@@ -342,11 +337,12 @@ def print_run_summary(console: Any, results: dict[str, Any], out: Any) -> None:
     (soft-wrapped: a terminal may fold it, but no line break is ever inserted into it)."""
     mode = (results.get("config") or {}).get("mode", "dialogue")
     units = terminal_units(results)
-    console.print(f"[bold]RESCUE-Bench[/], {mode} mode, pooled" + (f" ({units})" if units else "") + f": {out}",
+    console.print(f"[bold]RESCUE-Bench[/], {mode} mode, pooled" + (f" ({units})" if units else "") + f": {terminal_text(str(out))}",
                   highlight=False, soft_wrap=True)
     console.print(terminal_leaderboard(results))
     console.print("Full tables, confidence intervals and the HTML report:", highlight=False)
-    console.print(f"  rescue report {out} --out {out}/report", highlight=False, soft_wrap=True)
+    shown = terminal_text(str(out))
+    console.print(f"  rescue report {shown} --out {shown}/report", highlight=False, soft_wrap=True)
 
 
 def _terminal_columns(models: Mapping[str, Any]) -> list[Column]:
@@ -383,5 +379,5 @@ def terminal_leaderboard(results: dict[str, Any], *, title: str | None = None) -
         cells.append(f"{failures}/{instances}")
         if show_cost:
             cells.append("—" if costs[name] is None else f"{costs[name]:.2f}")
-        table.add_row(name, *cells)
+        table.add_row(terminal_text(name, max_length=60), *cells)  # an id is shown, never styled or sent raw
     return table

@@ -13,6 +13,7 @@ import csv
 import io
 from collections.abc import Sequence
 
+from rescue.io import markdown_table
 from rescue.report.comparisons import Comparison, compare_systems
 from rescue.report.html import HtmlTable
 from rescue.report.runs import System
@@ -70,10 +71,8 @@ HEADERS = ["Video run", "Text run", "Scope", "Metric", "Shared instances", "Text
 def gains_markdown(gains: Sequence[Comparison], alpha: float = 0.05) -> str:
     intro = ("Each model's video-mode run against its text run on the instances both answered. Gain = video "
              "minus text, with its paired-bootstrap interval.")
-    lines = ["# What the video adds", "", intro, "", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-    for row in _rows(gains, alpha):
-        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
-    return "\n".join(lines) + f"\n\n†: p < {alpha}.\n"
+    lines = ["# What the video adds", "", intro, ""]
+    return "\n".join(lines) + "\n" + markdown_table(HEADERS, _rows(gains, alpha)) + f"\n†: p < {alpha}.\n"
 
 
 def gains_csv(gains: Sequence[Comparison]) -> str:

@@ -24,6 +24,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from rescue.io import markdown_table
 from rescue.report.columns import Column
 from rescue.report.comparability import bertscore_text
 from rescue.report.leaderboard import Cell, Leaderboard, LeaderRow
@@ -187,9 +188,7 @@ HEADERS = ["System", "Paper model", "Scope", "Metric", "Ours", "Our CI", "Paper"
 
 
 def reference_markdown(items: Sequence[ReferenceComparison]) -> str:
-    lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-    lines += ["| " + " | ".join(x.replace("|", "\\|") for x in row) + " |" for row in rows_text(items)]
-    return "\n".join(lines) + "\n\n" + reference_note() + "\n"
+    return markdown_table(HEADERS, rows_text(items)) + "\n" + reference_note() + "\n"
 
 
 def reference_csv(items: Sequence[ReferenceComparison]) -> str:
