@@ -11,11 +11,17 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from rescue.data.errors import RescueError
+from rescue.data.text import json_safe, latex_text, visible_text
+
+__all__ = [
+    "DirectoryLock", "LockedError", "OutFolderError", "check_out_folder", "json_safe", "latex_text", "markdown_table",
+    "markdown_text", "remove_stale_temporaries", "safe_filename", "sha256_file", "terminal_text", "visible_text",
+    "write_all_atomic", "write_atomic",
+]
 
 TEMP_SUFFIX = ".tmp"
 _TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.tmp$")
@@ -112,19 +118,6 @@ def check_out_folder(out: str | Path, option: str = "--out") -> None:
         raise OutFolderError(f"{option} {path}: exists and is not a folder; name a folder (it is created if missing)")
 
 
-def json_safe(value: object) -> object:
-    """``value`` with every NaN/±Infinity float replaced by None, so ``json.dumps(allow_nan=False)`` writes JSON."""
-    import math
-
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    return value
-
-
 def sha256_file(path: str | Path) -> str:
     digest = hashlib.sha256()
     with Path(path).open("rb") as handle:
@@ -150,36 +143,6 @@ def safe_filename(text: str, *, max_length: int = MAX_FILENAME) -> str:
         return cleaned
     tag = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"{cleaned[: max_length - len(tag) - 1].rstrip('._-')}-{tag}"
-
-
-def _escape_char(char: str) -> str:
-    code = ord(char)
-    if char == "\n":
-        return "\\n"
-    if char == "\r":
-        return "\\r"
-    if char == "\t":
-        return "\\t"
-    if code <= 0xFF:
-        return f"\\x{code:02x}"
-    if code <= 0xFFFF:
-        return f"\\u{code:04x}"
-    return f"\\U{code:08x}"
-
-
-def visible_text(text: str, *, max_length: int | None = None) -> str:
-    """``text`` with control, format and surrogate characters written as escapes (``\\x1b``, ``\\n``, ``\\ud800``).
-
-    Printable text, non-Latin scripts included, is kept as it is. ``max_length`` cuts long texts with ``…``.
-    """
-    out = []
-    for char in text:
-        category = unicodedata.category(char)
-        out.append(_escape_char(char) if category in ("Cc", "Cs", "Cf", "Zl", "Zp") else char)
-    shown = "".join(out)
-    if max_length is not None and len(shown) > max_length:
-        shown = shown[: max_length - 1] + "…"
-    return shown
 
 
 def terminal_text(text: str, *, max_length: int | None = None) -> str:
@@ -262,13 +225,3 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str
         return "| " + " | ".join(markdown_text(str(c)) for c in cells) + " |"
 
     return "\n".join([line(headers), "|" + "---|" * len(headers), *(line(r) for r in rows)]) + "\n"
-
-
-_LATEX_SPECIALS = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
-                   "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}",
-                   "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
-
-
-def latex_text(text: str) -> str:
-    """``text`` for LaTeX: every special character escaped, controls and line breaks shown as escapes."""
-    return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in visible_text(text))

@@ -19,7 +19,7 @@ class DataIssue:
     severity: Severity = "error"
 
     def __str__(self) -> str:
-        from rescue.io import visible_text
+        from rescue.data.text import visible_text
 
         # Ids and messages quote the data: control characters and lone surrogates are shown escaped.
         return visible_text(self._text())

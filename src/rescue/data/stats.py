@@ -162,7 +162,7 @@ def render_markdown(stats: DatasetStats) -> str:
 
 
 def _latex_escape(text: str) -> str:
-    from rescue.io import latex_text
+    from rescue.data.text import latex_text
 
     return latex_text(text)
 
@@ -181,7 +181,7 @@ def render_latex(stats: DatasetStats) -> str:
 
 
 def render_json(stats: DatasetStats) -> str:
-    from rescue.io import json_safe
+    from rescue.data.text import json_safe
 
     # JSON has no NaN or Infinity: a value that is not a finite number is written as null.
     return json.dumps(json_safe(stats.to_json()), indent=2, ensure_ascii=False, allow_nan=False) + "\n"

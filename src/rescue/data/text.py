@@ -1,0 +1,60 @@
+"""Text shown to people, from data they did not write: control characters and lone surrogates escaped,
+NaN/Infinity made JSON-safe, LaTeX specials escaped. A leaf of ``rescue.data``; :mod:`rescue.io` re-exports
+these for the layers above."""
+
+from __future__ import annotations
+
+import unicodedata
+
+
+def json_safe(value: object) -> object:
+    """``value`` with every NaN/±Infinity float replaced by None, so ``json.dumps(allow_nan=False)`` writes JSON."""
+    import math
+
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def _escape_char(char: str) -> str:
+    code = ord(char)
+    if char == "\n":
+        return "\\n"
+    if char == "\r":
+        return "\\r"
+    if char == "\t":
+        return "\\t"
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def visible_text(text: str, *, max_length: int | None = None) -> str:
+    """``text`` with control, format and surrogate characters written as escapes (``\\x1b``, ``\\n``, ``\\ud800``).
+
+    Printable text, non-Latin scripts included, is kept as it is. ``max_length`` cuts long texts with ``…``.
+    """
+    out = []
+    for char in text:
+        category = unicodedata.category(char)
+        out.append(_escape_char(char) if category in ("Cc", "Cs", "Cf", "Zl", "Zp") else char)
+    shown = "".join(out)
+    if max_length is not None and len(shown) > max_length:
+        shown = shown[: max_length - 1] + "…"
+    return shown
+
+
+_LATEX_SPECIALS = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
+                   "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}",
+                   "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
+
+
+def latex_text(text: str) -> str:
+    """``text`` for LaTeX: every special character escaped, controls and line breaks shown as escapes."""
+    return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in visible_text(text))
