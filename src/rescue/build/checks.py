@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -29,7 +29,7 @@ _WORD = re.compile(r"[\w']+")
 _EMPTY: dict[str, Any] = {key: [] for key in ROW_KEYS}
 _EMPTY.update(start_time=0.0, end_time=0.0, primary_speaker="", dialogue_cleaned="", utterance_type="",
               tone_of_voice="")
-_ADAPTERS = {key: TypeAdapter(Row.model_fields[key].annotation) for key in ROW_KEYS}
+_ADAPTERS = {key: TypeAdapter(cast(Any, Row.model_fields[key].annotation)) for key in ROW_KEYS}
 _PERSON_LISTS = ("body_posture", "facial_expressions", "self_directed_behavior")
 
 
@@ -258,8 +258,8 @@ def check_rows(value: Any, cues: Sequence[Cue], *, scenario: Scenario, participa
         if problem.row_index is not None:
             problem.row_index = renumber.get(problem.row_index, problem.row_index)
     ordered = [rows[i] for i in order]
-    for index, row in enumerate(ordered, start=1):
-        row["row_index"] = index
+    for index, record in enumerate(ordered, start=1):
+        record["row_index"] = index
     return ordered, problems
 
 

@@ -285,7 +285,7 @@ def _validate_record(record: RawRecord, first_seen: dict[str, str]) -> tuple[Sam
         return None, [DataIssue(record.file, record.line, f"a sample must be a JSON object (got {got})")]
     encoding = _Collector(record, str(record.data.get("sample_id", "")))
     if record.not_finite:
-        rows = record.data.get("rows") if isinstance(record.data.get("rows"), list) else []
+        rows: list[Any] = record.data["rows"] if isinstance(record.data.get("rows"), list) else []
         for path, spelling in record.not_finite:
             row, field_name = _row_of(path, rows)
             encoding.add(f"{spelling} is not a JSON number (a finite number is needed)", field_name, row)

@@ -143,7 +143,8 @@ def _from_answer(task: Task, answer: ChatAnswer, batch: list[Instance], policy: 
 
 async def _ask(model: TaskModel, task: Task, batch: list[Instance], options: RenderOptions) -> ChatAnswer:
     # The request itself is task-free; the tag and ids only group accounting and name the instances in logs.
-    request = ChatRequest(messages=task.render(batch, options), max_tokens=int(task.max_tokens), tag=task.name,
+    messages: list[Any] = task.render(batch, options)
+    request = ChatRequest(messages=messages, max_tokens=int(task.max_tokens), tag=task.name,
                           ids=tuple(i.instance_id for i in batch))
     return await model.solve(TaskRequest(request, task, batch))
 
@@ -318,6 +319,21 @@ def _credential_error_for_judge(exc: Exception, spec: str) -> RunError:
     return RunError(text)
 
 
+BERTSCORE_EXTRA_HINT = ("pip install 'rescue-bench[bertscore]' (on a CPU-only machine first: pip install torch "
+                        "--index-url https://download.pytorch.org/whl/cpu), or pass --no-bertscore")
+
+
+def _check_extras(config: RunConfig, tasks: dict[str, Task]) -> None:
+    """A feature whose optional dependencies are missing fails before any work, naming its extra."""
+    import importlib.util
+
+    if config.bertscore and any(t.declaration.bertscore is not None for t in tasks.values()):
+        missing = [m for m in ("torch", "bert_score") if importlib.util.find_spec(m) is None]
+        if missing:
+            raise RunError(f"BERTScore (on by default for ER and VP) needs the 'bertscore' extra (missing: "
+                           f"{', '.join(missing)}): {BERTSCORE_EXTRA_HINT}")
+
+
 def _check_local_models(specs: list[str], option: str) -> None:
     from rescue.llm.local import LOCAL_MODELS
 
@@ -334,14 +350,16 @@ class Runner:
     they are evaluated under their ``name`` like any other."""
 
     def __init__(self, config: RunConfig, *, offline: bool = False, write: bool = True,
-                 models: Iterable[Model | TaskModel] = ()):
+                 models: Iterable[Model | TaskModel] = (), samples: list[Sample] | None = None):
         self.config = config
+        self.samples = samples  # samples already in memory (the notebook API); None: read config.data
         self.offline = offline  # rescore: answers come from the cache only, nothing is requested
         self.write = write  # False: nothing is written (the notebook API without out=); no cache either
         self.out = Path(config.out)
         self.prices = PriceTable.load(config.prices)
         self.saved_answers = 0
         self.plans: dict[str, BatchPlan] = {}
+        self._stale: list[Path] = []  # leftover temporary files removed from the run directory
         # A model of your own that lacks part of the protocol fails here, before any work.
         self.given: dict[str, Model | TaskModel] = {
             m.name: m if isinstance(m, TaskModel) else require_model(m) for m in models}
@@ -450,21 +468,30 @@ class Runner:
         # Credentials first: a missing key fails before any data is read or any folder is made.
         _check_local_models(config.model_specs, "--model")
         _check_local_models(config.judges, "--judge")
+        if not self.offline and any(s.startswith("local/") for s in [*config.model_specs, *config.judges]):
+            from rescue.llm.local import check_llama_server
+
+            check_llama_server()  # the 'local' extra, named, before any work
         raw_models = {spec: self._resolve(spec) for spec in config.model_specs}
         raw_judges: list[Model] = [self._resolve(spec, judge=True) for spec in config.judges]  # type: ignore[misc]
         if self.write:
             check_out_folder(self.out)
-        samples = load_samples(config.data)  # bad data stops the run before any folder is made
-        data_sha = data_sha256(config.data)
+        if self.samples is not None:
+            samples = list(self.samples)
+            data_sha = _samples_sha256(samples)
+        else:
+            samples = load_samples(config.data)  # bad data stops the run before any folder is made
+            data_sha = data_sha256(config.data)
         samples, choice = self._select_samples(samples)
         tasks: dict[str, Task] = {name: load_task(name) for name in config.tasks}
+        _check_extras(config, tasks)
         video = self._locate_media(samples)  # as does a sample without media
         instances = {name: task.build(samples, **_build_options(config, task)) for name, task in tasks.items()}
         self.used = values_used(config, tasks, instances, data_sha)
         data_info = {"path": config.data, "sha256": data_sha, "samples": len(samples), "sample_choice": choice,
                      "sample_ids": [s.sample_id for s in samples] if choice != "all" else None}
         lock = None
-        self._stale: list[Path] = []
+        self._stale = []
         if self.write:
             self.out.mkdir(parents=True, exist_ok=True)
             lock = DirectoryLock(self.out)
@@ -524,7 +551,7 @@ class Runner:
                     if isinstance(raw, TaskModel):
                         models[spec] = raw
                     else:
-                        reliable[spec] = session.wrap(raw, on_retry=lambda r, s=spec: on_retry(r, s))  # type: ignore[arg-type]
+                        reliable[spec] = session.wrap(raw, on_retry=lambda r, s=spec: on_retry(r, s))  # type: ignore[arg-type,misc]
                         models[spec] = as_task_model(reliable[spec])
                 judges = [session.wrap(raw) for raw in raw_judges]
                 # A baseline that does not apply to a task (persist has no RPP answer ...) sits that task out.
@@ -665,10 +692,18 @@ def _endpoint_alarm(display: ProgressDisplay, endpoints: dict[str, str]) -> Any:
     return listen
 
 
-async def run_async(config: RunConfig, *, write: bool = True,
-                    models: Iterable[Model | TaskModel] = ()) -> RunOutcome:
+def _samples_sha256(samples: list[Sample]) -> str:
+    """The fingerprint of samples given in memory: their JSON, in order."""
+    digest = hashlib.sha256()
+    for sample in samples:
+        digest.update(sample.model_dump_json().encode("utf-8", "surrogatepass") + b"\n")
+    return digest.hexdigest()
+
+
+async def run_async(config: RunConfig, *, write: bool = True, models: Iterable[Model | TaskModel] = (),
+                    samples: list[Sample] | None = None) -> RunOutcome:
     """The run, for callers that already have an event loop (a notebook); ``write=False`` writes nothing."""
-    runner = Runner(config, write=write, models=models)
+    runner = Runner(config, write=write, models=models, samples=samples)
     try:
         return await runner.run()
     except (KeyboardInterrupt, asyncio.CancelledError):

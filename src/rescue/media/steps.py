@@ -44,7 +44,7 @@ def partial_path(out: Path) -> Path:
     return out.with_name(f".{out.stem}.partial{out.suffix}")
 
 
-def produce(out: str | Path, make: Callable[[Path], None]) -> bool:
+def produce(out: str | Path, make: Callable[[Path], object]) -> bool:
     """Make ``out`` through ``make(temporary_path)`` unless it exists; True when it was made now."""
     out = Path(out)
     if out.is_file():

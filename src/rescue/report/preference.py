@@ -45,7 +45,7 @@ def bradley_terry(wins: np.ndarray, *, max_iter: int = 10_000, tol: float = 1e-1
     p = np.where(compared, 1.0, np.nan)
     total_wins = w.sum(axis=1)
     iterations, converged = 0, False
-    for iterations in range(1, max_iter + 1):
+    for iterations in range(1, max_iter + 1):  # noqa: B007 - read after the loop
         with np.errstate(divide="ignore", invalid="ignore"):
             pair_sum = p[:, None] + p[None, :]
             denominator = np.nansum(np.where(n > 0, n / pair_sum, 0.0), axis=1)

@@ -123,7 +123,7 @@ class Declaration:
     hidden: Literal["row", "next_row", "none"] = "row"
 
 
-O = TypeVar("O", bound=TaskOptions)
+O = TypeVar("O", bound=TaskOptions)  # noqa: E741 - the options type, as in the signatures
 
 
 def validate_options(name: str, options_model: type[O], values: Mapping[str, Any]) -> O:

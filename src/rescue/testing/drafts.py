@@ -37,7 +37,7 @@ def good_rows(system: str, user: str) -> list[dict[str, Any]]:
     people = names[:-2]
     strategies = _LABEL.findall(system.split("## support_strategy rules", 1)[1].split("When two labels", 1)[0])
     rows = []
-    for number, start, end, who, text in _LINE.findall(user):
+    for _number, start, end, who, text in _LINE.findall(user):
         speaker = (who or "Therapist").split(" & ")[0]
         other = next(p for p in people if p != speaker) if speaker != "Therapist" else people[0]
         therapist = speaker == "Therapist"
