@@ -7,7 +7,9 @@ copy that every annotator edits (read-modify-write: it appends its token to the 
 409 takes the newer version from the answer and tries again). Afterwards every confirmed save is
 checked against the database: an own-copy row must hold the last value its annotator saw confirmed,
 and every confirmed token must still be in the shared rows (a lost update would drop one).
-Run: ``python benchmarks/bench_review.py [--annotators 4] [--seconds 10]``.
+With ``--postgres`` (or ``--db URL``) the same run follows on PostgreSQL, optionally with ``--servers N`` serve
+processes sharing the database, and the table shows both side by side with their ratio.
+Run: ``python benchmarks/bench_review.py [--annotators 4] [--seconds 10] [--postgres [--servers 2]]``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from urllib.parse import quote
 
@@ -109,16 +112,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))] if ordered else float("nan")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=None, help="release-format .jsonl (default: the real samples)")
-    parser.add_argument("--annotators", type=int, default=4)
-    parser.add_argument("--seconds", type=float, default=10.0, help="how long the annotators save (bounded)")
-    parser.add_argument("--shared-every", type=int, default=4, help="every Nth save goes to a shared final row")
-    parser.add_argument("--hot-rows", type=int, default=3, help="shared rows every annotator edits")
-    args = parser.parse_args()
-
-    source = args.data or default_source()
+def run_backend(args: argparse.Namespace, source: Path, db_url: str | None, servers: int) -> dict[str, float | int | str]:
+    """One bounded run on a fresh project folder: ``servers`` ``rescue review serve`` processes on one database
+    (``db_url``, or the folder's own SQLite file), the annotators spread over them; the numbers it measured."""
     work = Path(tempfile.mkdtemp(prefix="bench-review-"))
     (work / "draft.jsonl").write_bytes(source.read_bytes())
     samples = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -126,25 +122,30 @@ def main() -> None:
     first = samples[0]["sample_id"]
     hot = [(first, i) for i in range(1, min(args.hot_rows, segments[first]) + 1)]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    db = ["--db", db_url] if db_url else []
     names = [f"a{i}" for i in range(1, args.annotators + 1)]
     for name in names:  # adjudicators: they may write their own copy and the shared final one
         subprocess.run([*rescue_command(), "review", "user", "add", str(work), name, "--role", "adjudicator",
-                        "--password-stdin"], input=PASSWORD + "\n", text=True, env=env, check=True, capture_output=True)
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen([*rescue_command(), "review", "serve", str(work), "--port", str(port)], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                        "--password-stdin", *db], input=PASSWORD + "\n", text=True, env=env, check=True, capture_output=True)
+    bases, procs = [], []
+    for _ in range(servers):
+        port = _free_port()
+        bases.append(f"http://127.0.0.1:{port}")
+        procs.append(subprocess.Popen([*rescue_command(), "review", "serve", str(work), "--port", str(port), *db], env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
     try:
-        for _ in range(300):
-            try:
-                if httpx.get(base + "/login", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        else:
-            raise SystemExit("the review server did not start: " + (server.stderr.read().decode() if server.stderr else ""))
+        for base, server in zip(bases, procs, strict=True):
+            for _ in range(300):
+                try:
+                    if httpx.get(base + "/login", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    time.sleep(0.1)
+            else:
+                raise SystemExit("the review server did not start: " + (server.stderr.read().decode() if server.stderr else ""))
         deadline = time.monotonic() + args.seconds
-        workers = [Annotator(base, name, segments, hot, deadline, args.shared_every, seed) for seed, name in enumerate(names)]
+        workers = [Annotator(bases[seed % servers], name, segments, hot, deadline, args.shared_every, seed)
+                   for seed, name in enumerate(names)]
         start = time.perf_counter()
         for w in workers:
             w.start()
@@ -153,7 +154,7 @@ def main() -> None:
         elapsed = time.perf_counter() - start
 
         lost = 0
-        with httpx.Client(base_url=base, timeout=30) as client:
+        with httpx.Client(base_url=bases[0], timeout=30) as client:
             for w in workers:
                 client.post("/api/login", json={"name": w.name, "password": PASSWORD})
                 by_segment: dict[str, dict] = {}  # type: ignore[type-arg]
@@ -168,27 +169,68 @@ def main() -> None:
             audit = client.get(f"/api/segments/{quote(first, safe='')}/audit").json()
             shared_edits = sum(1 for a in audit if a["copy"] == "final" and a["action"] == "row.edit")
     finally:
-        server.terminate()
-        server.wait(10)
+        for server in procs:
+            server.terminate()
+        for server in procs:
+            server.wait(10)
 
     latencies = [x for w in workers for x in w.latencies]
     saves = len(latencies) - sum(w.conflicts for w in workers)
     errors = [e for w in workers for e in w.errors]
-    p95 = percentile(latencies, 95)
-    print_table(
-        f"rescue review: {args.annotators} annotators saving for {args.seconds:.0f} s on {len(segments)} segments "
-        f"({sum(segments.values())} rows) from {source.name}",
-        [
-            ("confirmed saves", f"{saves} ({saves / elapsed:.0f} saves/s)"),
-            ("409 conflicts (retried)", str(sum(w.conflicts for w in workers))),
-            ("latency p50 / p95 / p99", f"{percentile(latencies, 50):.1f} / {p95:.1f} / {percentile(latencies, 99):.1f} ms"),
-            ("p95 vs target", f"{p95:.1f} ms vs {TARGET_P95_MS:.0f} ms ({p95 / TARGET_P95_MS:.2f}x of the target)"),
-            ("shared-row saves in the audit log", f"{shared_edits} of {len(tokens)} confirmed"),
-            ("lost updates", f"{lost} (target 0)"),
-            ("errors", str(len(errors)) + (f": {errors[0]}" if errors else "")),
-        ],
-    )
-    if lost or errors or shared_edits != len(tokens):
+    return {"saves": saves, "rate": saves / elapsed, "conflicts": sum(w.conflicts for w in workers),
+            "p50": percentile(latencies, 50), "p95": percentile(latencies, 95), "p99": percentile(latencies, 99),
+            "shared_edits": shared_edits, "tokens": len(tokens), "lost": lost, "errors": len(errors),
+            "first_error": errors[0] if errors else "", "segments": len(segments), "rows": sum(segments.values())}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=None, help="release-format .jsonl (default: the real samples)")
+    parser.add_argument("--annotators", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=10.0, help="how long the annotators save (bounded)")
+    parser.add_argument("--shared-every", type=int, default=4, help="every Nth save goes to a shared final row")
+    parser.add_argument("--hot-rows", type=int, default=3, help="shared rows every annotator edits")
+    parser.add_argument("--db", default=None, help="also run on this database URL (e.g. postgresql://...), side by side")
+    parser.add_argument("--postgres", action="store_true",
+                        help="also run on a throwaway PostgreSQL server started here (Debian's postgresql, review-pg extra)")
+    parser.add_argument("--servers", type=int, default=1,
+                        help="serve processes sharing the database in the --db/--postgres run (SQLite runs one)")
+    args = parser.parse_args()
+    source = args.data or default_source()
+
+    with ExitStack() as stack:
+        runs: list[tuple[str, dict[str, float | int | str]]] = [("SQLite (WAL)", run_backend(args, source, None, 1))]
+        other = args.db
+        if args.postgres and not other:
+            from rescue.testing.postgres import temporary_cluster
+
+            other = stack.enter_context(temporary_cluster(durable=True)).create_database("bench_review")
+        if other:
+            label = "PostgreSQL" if other.startswith("postgres") else other.split(":", 1)[0]
+            runs.append((f"{label}, {args.servers} server(s)", run_backend(args, source, other, args.servers)))
+
+    first = runs[0][1]
+    print(f"\nrescue review: {args.annotators} annotators saving for {args.seconds:.0f} s on {first['segments']} segments "
+          f"({first['rows']} rows) from {source.name}; p95 target {TARGET_P95_MS:.0f} ms, 0 lost")
+    table = [
+        ("confirmed saves/s", lambda r: f"{r['rate']:.0f} ({r['saves']})"),
+        ("409 conflicts (retried)", lambda r: str(r["conflicts"])),
+        ("latency p50 / p95 / p99 ms", lambda r: f"{r['p50']:.1f} / {r['p95']:.1f} / {r['p99']:.1f}"),
+        ("p95 vs target", lambda r: f"{float(r['p95']) / TARGET_P95_MS:.2f}x"),
+        ("shared saves in the audit log", lambda r: f"{r['shared_edits']} of {r['tokens']}"),
+        ("lost updates", lambda r: str(r["lost"])),
+        ("errors", lambda r: str(r["errors"])),
+    ]
+    rows = [(name, "   ".join(f"{show(r):<24}" for _, r in runs)) for name, show in table]
+    if len(runs) == 2:
+        rows.append(("saves/s ratio (2nd / 1st)", f"{float(runs[1][1]['rate']) / float(first['rate']):.2f}x"))
+        rows.append(("p95 ratio (2nd / 1st)", f"{float(runs[1][1]['p95']) / float(first['p95']):.2f}x"))
+    width = max(len(name) for name, _ in rows)
+    print_table(" " * (width + 4) + "   ".join(f"{label:<24}" for label, _ in runs), rows)
+    failed = [label + ": " + str(r["first_error"] or "lost or unaudited saves") for label, r in runs
+              if r["lost"] or r["errors"] or r["shared_edits"] != r["tokens"]]
+    if failed:
+        print("\n".join(failed), file=sys.stderr)
         sys.exit(1)
 
 

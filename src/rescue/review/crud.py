@@ -4,19 +4,23 @@ Rows are versioned per copy: a save names the version it started from and is ref
 :class:`Conflict` when the stored version moved on, so two people never silently overwrite each other.
 The version check is the ``WHERE version = :seen`` of the UPDATE itself (atomic on every backend: on
 PostgreSQL a concurrent UPDATE of the row waits for the other and then re-checks the condition), and a
-row's first save is an INSERT the unique constraint lets only one writer make. Writes are serialised as
-well: the process-wide lock keeps SQLite writers from queueing in its busy handler's sleeps, and on
-PostgreSQL a transaction-level advisory lock does the same across processes, so several ``rescue review
-serve`` processes may share one database (the read-then-write steps of verify, discard and the first
-state of a segment then never interleave).
+row's first save is an INSERT the unique constraint lets only one writer make.
+
+Writes that read before they write (verify, discard, a segment's first state, a new account) must not
+interleave. On SQLite a process-wide lock serialises all writes (SQLite has one writer anyway; the lock
+keeps writers from queueing in its busy handler's sleeps). On PostgreSQL a transaction-level advisory
+lock per scope does it across processes, so several ``rescue review serve`` processes may share one
+database: one lock per segment (writes to different segments run in parallel and share WAL flushes) and
+one for accounts and one for assignments. Each transaction takes at most one, so none can deadlock.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from sqlalchemy import delete, select, text, update
@@ -60,18 +64,25 @@ def _dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-# Any constant: advisory locks are per database, and only this tool's writers take this one.
-_PG_WRITE_LOCK = 0x7265_7363_7565  # "rescue"
+ACCOUNTS, ASSIGNMENTS = "accounts", "assignments"  # the write scopes besides segments (whose ids have a "/")
+
+
+def _advisory_key(scope: str) -> int:
+    """A stable signed 64-bit key for a scope (advisory locks are per database; only this tool takes these)."""
+    return int.from_bytes(hashlib.blake2b(f"rescue.review:{scope}".encode(), digest_size=8).digest(), "big", signed=True)
 
 
 @contextmanager
-def _writing(db: Session) -> Iterator[None]:
+def _writing(db: Session, scope: str | None) -> Iterator[None]:
+    """One write transaction, committed at the end. ``scope`` (a segment id, ACCOUNTS or ASSIGNMENTS) names what
+    it reads before it writes; None for plain inserts and deletes, which need no lock on PostgreSQL."""
     db.rollback()  # never write on top of a read transaction's old snapshot
-    with _write_lock:
+    postgres = db.get_bind().dialect.name == "postgresql"
+    with nullcontext() if postgres else _write_lock:
         try:
-            if db.get_bind().dialect.name == "postgresql":
+            if postgres and scope is not None:
                 # Held until commit or rollback; under READ COMMITTED every read after it sees the latest writes.
-                db.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_WRITE_LOCK})
+                db.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _advisory_key(scope)})
             yield
             db.commit()
         except BaseException:
@@ -96,7 +107,7 @@ def create_user(db: Session, actor: str, name: str, role: str, password: str) ->
     if len(password) < 8:
         raise ReviewError("password: at least 8 characters")
     password_hash = security.hash_password(password)
-    with _writing(db):
+    with _writing(db, ACCOUNTS):
         if db.scalar(select(User).where(User.name == name)) is not None:
             raise ReviewError(f"user {name!r} already exists")
         user = User(name=name, role=role, password_hash=password_hash, created_at=now())
@@ -113,7 +124,7 @@ def login(db: Session, name: str, password: str) -> tuple[User, str, str] | None
     if not security.verify_password(user.password_hash, password):
         return None
     token, csrf = security.new_token(), security.new_token()
-    with _writing(db):
+    with _writing(db, None):
         db.add(LoginSession(token_hash=security.token_hash(token), user_id=user.id, csrf=csrf, created_at=now(),
                             expires_at=security.expiry()))
         _audit(db, name, "login")
@@ -121,7 +132,7 @@ def login(db: Session, name: str, password: str) -> tuple[User, str, str] | None
 
 
 def logout(db: Session, token: str) -> None:
-    with _writing(db):
+    with _writing(db, None):
         db.execute(delete(LoginSession).where(LoginSession.token_hash == security.token_hash(token)))
 
 
@@ -139,7 +150,7 @@ def assign(db: Session, actor: str, project: Project, k: int, annotators: Iterab
     if not 1 <= k <= len(names):
         raise ReviewError(f"overlap k={k}: needs between 1 and {len(names)} annotators ({', '.join(names) or 'none'})")
     plan: dict[str, list[str]] = {}
-    with _writing(db):
+    with _writing(db, ASSIGNMENTS):
         db.execute(delete(Assignment))
         for i, sample_id in enumerate(sorted(project.segments)):
             chosen = [names[(i * k + j) % len(names)] for j in range(k)]
@@ -270,7 +281,7 @@ def save_row(
     if current["version"] != version:
         raise Conflict(current)
     updated = check_edit(segment, current["values"], row_index, dict(fields))
-    with _writing(db):
+    with _writing(db, segment.sample_id):
         old_accepted = list(current["accepted"])
         new_accepted = sorted(set(old_accepted) | set(fields) | set(accepted or []))
         stamp = now()
@@ -342,7 +353,7 @@ def _reopen(db: Session, actor: str, segment_id: str, copy: str) -> None:
 
 def verify(db: Session, actor: str, segment: Segment, copy: str, assigned: list[str] | None = None) -> None:
     """Accept the copy as it stands: every row counts as reviewed. Refused while it has validation errors."""
-    with _writing(db):
+    with _writing(db, segment.sample_id):
         rows = copy_rows(db, segment, copy, assigned)
         issues = sample_issues(segment, [r["values"] for r in rows])
         if issues:
@@ -365,17 +376,17 @@ def verify(db: Session, actor: str, segment: Segment, copy: str, assigned: list[
 
 
 def discard(db: Session, actor: str, segment_id: str, copy: str, reason: str, comment: str) -> None:
-    with _writing(db):
+    with _writing(db, segment_id):
         _set_state(db, actor, segment_id, copy, "discarded", reason, comment)
 
 
 def reopen(db: Session, actor: str, segment_id: str, copy: str) -> None:
-    with _writing(db):
+    with _writing(db, segment_id):
         _set_state(db, actor, segment_id, copy, "open")
 
 
 def add_comment(db: Session, actor: str, segment_id: str, row_index: int | None, text: str) -> Comment:
-    with _writing(db):
+    with _writing(db, None):  # only inserts
         entry = Comment(segment_id=segment_id, row_index=row_index, author=actor, text=text, created_at=now())
         db.add(entry)
         _audit(db, actor, "comment", segment_id, "", row_index, "comment", None, text)
