@@ -18,13 +18,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from rescue.report.leaderboard import Leaderboard
 
 DPI = 150
 FORMATS = ("png", "svg", "pdf")
 plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 9,
-                     "xtick.labelsize": 9, "ytick.labelsize": 9, "svg.hashsalt": "rescue", "pdf.compression": 6})
+                     "xtick.labelsize": 9, "ytick.labelsize": 9, "svg.hashsalt": "rescue", "pdf.compression": 6,
+                     "svg.fonttype": "none"})  # real text in the SVG: editable in a paper, searchable
 
 
 @dataclass(frozen=True)
@@ -166,13 +168,15 @@ def preference_bars(frame: pd.DataFrame, title: str) -> Rendered:
     width = 0.8 / max(len(table.columns), 1)
     for k, system in enumerate(table.columns):
         axes.bar(np.arange(len(table)) + k * width, table[system].fillna(0).to_numpy(), width, label=str(system))
-    for system in converged[~converged].index:
-        axes.bar([], [], label=f"{system}: not converged, omitted", color="white", edgecolor="grey")
     axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+    handles, labels = axes.get_legend_handles_labels()
+    for system in converged[~converged].index:
+        handles.append(Patch(facecolor="white", edgecolor="grey", hatch="//"))
+        labels.append(f"{system}: did not converge, omitted")
     axes.set_xticks(np.arange(len(table)) + width * (len(table.columns) - 1) / 2, list(table.index), rotation=30,
                     ha="right")
     axes.set_xlabel("predicted strategy (top-1) when the gold was another one")
     axes.set_ylabel("Bradley–Terry strength (1 = none)")
     axes.set_title(title)
-    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1))
+    axes.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1))
     return _png(figure)

@@ -1,0 +1,37 @@
+"""The report's figures: PNG, SVG and PDF of each, and what they show (read from the SVG's text)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from rescue.report import figures
+
+
+def _svg(rendered: figures.Rendered) -> str:
+    assert rendered.png[:8] == b"\x89PNG\r\n\x1a\n" and rendered.pdf[:4] == b"%PDF"
+    return rendered.svg.decode("utf-8")
+
+
+def test_position_curve_labels_its_axis_counts_bins_and_lists_only_systems_with_predictions():
+    rows = []
+    for system, n in (("m", 10), ("no_rpp", 0), ("all systems", 10)):
+        for b in range(2):
+            rows.append([system, b, f"{b * 10}-{b * 10 + 10}%", n, n // 2, 0.5 if n else None, 0.1 if n else None])
+    frame = pd.DataFrame(rows, columns=["system", "bin", "position", "instances", "correct", "accuracy", "se"])
+    svg = _svg(figures.position_curve(frame))
+    assert "position in the session" in svg and "n=10" in svg
+    assert "no_rpp" not in svg and "all systems" in svg
+
+
+def test_heatmap_colour_bar_in_percent_like_its_cells():
+    matrix = pd.DataFrame([[0.0, 0.25], [0.75, 0.0]], index=["a", "b"], columns=["a", "b"])
+    svg = _svg(figures.heatmap(matrix, "transitions", percent=True))
+    assert "% of the row" in svg and ">75<" in svg and ">100<" in svg  # cells and the bar's top tick
+
+
+def test_preference_bars_omit_a_fit_that_did_not_converge():
+    frame = pd.DataFrame([("kept", "couple", "x", 2.0, 0.5, 0.1, True), ("kept", "couple", "y", 0.5, 0.5, 0.1, True),
+                          ("wild", "couple", "x", 9.0, 1.0, 1.0, False), ("wild", "couple", "y", 0.0, 1.0, 1.0, False)],
+                         columns=["system", "scenario", "label", "strength", "bias", "log_spread", "converged"])
+    svg = _svg(figures.preference_bars(frame, "SSP preference"))
+    assert "wild: did not converge, omitted" in svg and "kept" in svg
