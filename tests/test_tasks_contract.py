@@ -127,3 +127,95 @@ def test_a_task_module_that_fails_to_import_is_not_hidden(monkeypatch, tmp_path)
     monkeypatch.setattr(rescue.tasks, "__path__", [*rescue.tasks.__path__, str(tmp_path)])
     with pytest.raises(ModuleNotFoundError, match="zz_missing_dependency_of_a_task"):
         _load("zz_broken")
+
+
+# --- ITP and the ranking tasks: every answer key, numbers and booleans, raw text kept, lenient notes -------------
+
+ITP = get_task("itp")
+
+
+@pytest.fixture(scope="module")
+def itp_pair(demo_samples) -> list[Instance]:
+    return ITP.build(demo_samples)[:2]
+
+
+def _answer(instances: list[Instance], key: str, values: list[object]) -> str:
+    return json.dumps({"predictions": [{"id": i.instance_id.split("#")[1], key: v} for i, v in zip(instances, values)]})
+
+
+@pytest.mark.parametrize("key", ["should_speak", "answer", "prediction", "label"])
+def test_itp_reads_every_answer_key(itp_pair, key):
+    parsed = ITP.parse(_answer(itp_pair, key, ["yes", "no"]), itp_pair)
+    assert [parsed[i.instance_id].value for i in itp_pair] == ["yes", "no"]
+    assert all(parsed[i.instance_id].instance_id == i.instance_id for i in itp_pair)
+
+
+def test_itp_reads_booleans_and_zero_one_and_rejects_other_numbers(itp_pair):
+    for values, expected in (([True, False], ["yes", "no"]), ([1, 0], ["yes", "no"]), ([1.0, 0.0], ["yes", "no"])):
+        parsed = ITP.parse(_answer(itp_pair, "should_speak", values), itp_pair)
+        assert [(parsed[i.instance_id].status, parsed[i.instance_id].value) for i in itp_pair] == [
+            ("ok", expected[0]), ("ok", expected[1])]
+    raw = _answer(itp_pair, "should_speak", [2, -1])
+    parsed = ITP.parse(raw, itp_pair)
+    for instance, shown in zip(itp_pair, ("2", "-1")):
+        prediction = parsed[instance.instance_id]
+        assert (prediction.status, prediction.value, prediction.raw) == ("parse_error", None, raw)
+        assert prediction.instance_id == instance.instance_id
+        assert f"expected yes or no, got {shown}" in prediction.error
+
+
+def test_failed_predictions_keep_the_raw_answer(itp_pair):
+    first, second = itp_pair
+    raw = _answer([first], "should_speak", ["yes"])
+    missing = ITP.parse(raw, itp_pair)[second.instance_id]
+    assert (missing.instance_id, missing.status, missing.raw) == (second.instance_id, "missing", raw)
+    assert missing.error == f"no answer for id {second.instance_id.split('#')[1]!r}"
+    prose = "I cannot decide."
+    no_json = ITP.parse(prose, itp_pair)
+    assert all((p.status, p.raw) == ("parse_error", prose) for p in no_json.values())
+    assert [p.instance_id for p in no_json.values()] == [i.instance_id for i in itp_pair]
+
+
+def test_itp_lenient_prose_is_read_and_noted_only_for_a_single_item(itp_pair):
+    raw = "  Yes, the therapist should step in now.  "
+    [only] = itp_pair[:1]
+    strict = ITP.parse(raw, [only])[only.instance_id]
+    assert strict.status == "parse_error"
+    lenient = ITP.parse(raw, [only], "lenient")[only.instance_id]
+    assert (lenient.instance_id, lenient.status, lenient.value, lenient.raw) == (only.instance_id, "ok", "yes", raw)
+    assert lenient.lenient == {"read_from_prose": raw.strip()}
+    assert ITP.parse("x" * 300 + " no", [only], "lenient")[only.instance_id].lenient == {
+        "read_from_prose": ("x" * 300)[:200]}
+    both = ITP.parse(raw, itp_pair, "lenient")  # two items asked: prose cannot say which is which
+    assert all(p.status == "parse_error" for p in both.values())
+    in_json = ITP.parse(_answer([only], "should_speak", ["well, no, keep listening"]), [only], "lenient")[only.instance_id]
+    assert (in_json.status, in_json.value, in_json.lenient) == ("ok", "no", {"read_from_prose": "well, no, keep listening"})
+
+
+@pytest.mark.parametrize("name", ["rpp", "stp", "ssp"])
+def test_ranking_tasks_read_every_answer_key(name, demo_samples):
+    task = get_task(name)
+    instance = task.build(demo_samples)[0]
+    labels = [instance.gold] + [label for label in instance.labels if label != instance.gold][:3]
+    for key in (task.answer_key, "top3", "ranking", "labels", "prediction"):
+        raw = _answer([instance], key, [labels])
+        prediction = task.parse(raw, [instance])[instance.instance_id]
+        assert (prediction.status, prediction.value) == ("ok", labels[:3]), key  # at most three, never padded
+    as_text = task.parse(_answer([instance], "prediction", [f"{labels[1]} then {labels[0]}"]), [instance])
+    assert as_text[instance.instance_id].value == [labels[1], labels[0]]
+
+
+def test_ranking_failures_name_what_was_dropped(demo_samples):
+    from rescue.tasks.parsing import LabelError, normalize_ranking
+
+    labels = ["a", "b", "c", "d"]
+    assert normalize_ranking(["d", "c", "b", "a"], labels) == ["d", "c", "b"]
+    dropped: list[str] = []
+    assert normalize_ranking(["zz", {"x": "é"}, "b"], labels, dropped=dropped) == ["b"]
+    assert dropped == ["zz", '{"x": "é"}']
+    with pytest.raises(LabelError, match=r"^empty ranking \(unknown labels dropped: zz, yy\)$"):
+        normalize_ranking(["zz", "yy"], labels, dropped=[])
+    with pytest.raises(LabelError, match=r"^empty ranking$"):
+        normalize_ranking([], labels, dropped=[])
+    with pytest.raises(LabelError, match=r"^expected a list of labels, got int$"):
+        normalize_ranking(3, labels)
