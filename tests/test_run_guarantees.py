@@ -229,3 +229,60 @@ main()
     assert done.returncode == 2, done.stderr
     assert "'bertscore' extra" in done.stderr and "rescue-bench[bertscore]" in done.stderr
     assert "--no-bertscore" in done.stderr and not out.exists()
+
+
+def test_ctrl_c_says_what_is_saved_and_the_rerun_resumes_from_the_cache(tmp_path):
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+    import time
+
+    instances = itp_instances()
+    out = tmp_path / "run"
+    with serve(oracle_script(oracle_answers("itp", instances)), latency=0.2) as server:
+        args = ["run", "--model", "m", "--base-url", server.base_url, "--tasks", "itp", "--out", str(out),
+                "--quiet", "--no-bertscore", "--concurrency", "2"]
+        process = subprocess.Popen([sys.executable, "-m", "rescue", *args], env={**os.environ, "OPENAI_API_KEY": "k"},
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        saved = 0
+        while saved < 4:
+            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+            time.sleep(0.1)
+            try:
+                with sqlite3.connect(f"file:{out / 'cache.sqlite'}?mode=ro", uri=True, timeout=5) as db:
+                    saved = db.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+            except sqlite3.OperationalError:
+                saved = 0
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+        assert process.returncode == 130, stderr
+        assert "interrupted:" in stderr and "answer(s) of this run are saved" in stderr
+        assert "rerun the same command to resume" in stderr and "Traceback" not in stderr
+        again = _cli(*args)
+    assert again.exit_code == 0, again.output
+    assert "answer(s) came from the cache" in again.output
+
+
+def test_stratified_sample_choice_takes_every_scenario_and_says_which(tmp_path):
+    from rescue.data.loading import choose_samples, load_samples
+
+    samples = load_samples(None)
+    first = choose_samples(samples, 2, "first")
+    stratified = choose_samples(samples, 2, "stratified")
+    assert {s.scenario for s in stratified} == {"couple", "family"}
+    assert [s.sample_id for s in first] == [s.sample_id for s in samples[:2]]
+    outcome = run(RunConfig(out=str(tmp_path / "r"), tasks=["itp"], quiet=True, limit_samples=2,
+                            sample_choice="stratified"))
+    assert outcome.results["data"]["sample_ids"] == [s.sample_id for s in stratified]
+    assert outcome.results["data"]["sample_choice"] == "stratified"
+
+
+def test_rescore_help_says_the_data_default_is_the_runs_own():
+    import re
+
+    result = _cli("rescore", "--help", env={"COLUMNS": "200"})
+    words = " ".join(re.sub("[│╭╮╰╯─]", " ", result.output).split())  # the help as one line of words
+    data_help = words.split("--data", 1)[1][:160]
+    assert "the data the run used" in data_help and "demo" not in data_help
