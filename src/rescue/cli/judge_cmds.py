@@ -59,9 +59,12 @@ def judge_agreement_command(
 
     records = read_predictions(run_dir / "predictions.jsonl")
     report = judge_agreement(records, read_ratings(ratings), task=task.value if task else None, model=model)
-    text = json.dumps(report, indent=2, ensure_ascii=False)
+    from rescue.io import json_safe, write_atomic
+
+    # Strict JSON (an undefined correlation is null, not NaN), written whole or not at all.
+    text = json.dumps(json_safe(report), indent=2, ensure_ascii=False, allow_nan=False)
     if out is not None:
-        out.write_text(text + "\n", encoding="utf-8")
+        write_atomic(out, text + "\n")
     if output_format is AgreementFormat.json:
         typer.echo(text)
         return
