@@ -79,10 +79,10 @@ def test_vp_rejections_say_why(vp_instance):
     checkpoint = vp_instance.instance_id.split("#")[1]
     not_a_list = _vp(vp_instance, {"viewpoints": "he hides"})
     assert not_a_list.status == "parse_error"
-    assert not_a_list.error == f"checkpoint {checkpoint}: no viewpoint list (expected 'viewpoints')"
+    assert not_a_list.error == f"{checkpoint}: no viewpoint list (expected 'viewpoints')"
     empty = _vp(vp_instance, {"viewpoints": [{"source": "Riley", "viewpoint": "no target"}]})
     assert empty.status == "parse_error"
-    assert empty.error == f"checkpoint {checkpoint}: no viewpoint with both a target and a viewpoint"
+    assert empty.error == f"{checkpoint}: no viewpoint with both a target and a viewpoint"
 
 
 def test_er_rejections_say_why(demo_samples):
@@ -93,9 +93,9 @@ def test_er_rejections_say_why(demo_samples):
         raw = json.dumps({"predictions": [{"checkpoint_id": checkpoint, **item}]})
         return ER.parse(raw, [instance])[instance.instance_id]
 
-    assert parse({"emotion": "", "intensity": 3}).error == f"checkpoint {checkpoint}: no emotion (expected a non-empty 'emotion')"
+    assert parse({"emotion": "", "intensity": 3}).error == f"{checkpoint}: no emotion (expected a non-empty 'emotion')"
     no_intensity = parse({"emotion": "sad", "intensity": ""})
-    assert no_intensity.error == f"checkpoint {checkpoint}: no intensity (expected 'intensity', an integer 0-10)"
+    assert no_intensity.error == f"{checkpoint}: no intensity (expected 'intensity', an integer 0-10)"
     assert parse({"predicted_emotion": "sad", "predicted_intensity": 4}).value == {"emotion": "sad", "intensity": 4}
 
 
@@ -206,16 +206,16 @@ def test_ranking_tasks_read_every_answer_key(name, demo_samples):
 
 
 def test_ranking_failures_name_what_was_dropped(demo_samples):
-    from rescue.tasks.parsing import LabelError, normalize_ranking
+    from rescue.tasks.parsing import AnswerError, normalize_ranking
 
     labels = ["a", "b", "c", "d"]
     assert normalize_ranking(["d", "c", "b", "a"], labels) == ["d", "c", "b"]
     dropped: list[str] = []
     assert normalize_ranking(["zz", {"x": "é"}, "b"], labels, dropped=dropped) == ["b"]
     assert dropped == ["zz", '{"x": "é"}']
-    with pytest.raises(LabelError, match=r"^empty ranking \(unknown labels dropped: zz, yy\)$"):
+    with pytest.raises(AnswerError, match=r"^empty ranking \(unknown labels dropped: zz, yy\)$"):
         normalize_ranking(["zz", "yy"], labels, dropped=[])
-    with pytest.raises(LabelError, match=r"^empty ranking$"):
+    with pytest.raises(AnswerError, match=r"^empty ranking$"):
         normalize_ranking([], labels, dropped=[])
-    with pytest.raises(LabelError, match=r"^expected a list of labels, got int$"):
+    with pytest.raises(AnswerError, match=r"^expected a list of labels, got int$"):
         normalize_ranking(3, labels)
