@@ -25,17 +25,19 @@ sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _support import run_child  # noqa: E402
-from media_helpers import conversation, make_video, write_srt  # noqa: E402
+import itertools
 
-from rescue.media import cut_clip, ffmpeg_exe, grab_frames  # noqa: E402
-from rescue.media.cut import cut_args  # noqa: E402
-from rescue.media.frames import frame_args, frame_times  # noqa: E402
+from _support import run_child
+from media_helpers import conversation, make_video, write_srt
+
+from rescue.media import cut_clip, ffmpeg_exe, grab_frames
+from rescue.media.cut import cut_args
+from rescue.media.frames import frame_args, frame_times
 
 
 def _bare(args: list[str]) -> bytes:
     return subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", *args],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True).stdout
+                          capture_output=True, check=True).stdout
 
 
 def media(folder: Path, cuts: int, seconds: float, spans: int, rounds: int) -> tuple[float, float]:
@@ -77,9 +79,9 @@ def annotation(folder: Path, segments: int, sessions: int, latency: float, concu
     subs = write_srt(folder / "session.srt", lines)
     bounds = [0.0]
     for k in range(1, segments):  # a boundary in the silence after each 150 s
-        bounds.append(next((a[1] + b[0]) / 2 for a, b in zip(lines, lines[1:]) if a[1] >= k * seconds))
+        bounds.append(next((a[1] + b[0]) / 2 for a, b in itertools.pairwise(lines) if a[1] >= k * seconds))
     bounds.append(segments * seconds)
-    (folder / "segments.csv").write_text("".join(f"{a},{b}\n" for a, b in zip(bounds, bounds[1:])), encoding="utf-8")
+    (folder / "segments.csv").write_text("".join(f"{a},{b}\n" for a, b in itertools.pairwise(bounds)), encoding="utf-8")
     # Many sessions (the same recording under different group names) give enough requests that start-up,
     # paid once by both clients, does not decide the ratio.
     rows = [f"{video},{subs},couple,Alan;Evelyn,group{n:02d},{folder / 'segments.csv'}" for n in range(sessions)]

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from media_helpers import Line, conversation, make_video, write_srt
 
 SESSION_SECONDS = 400.0

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+# The rescue build session (synthetic media) for every test module that asks for it.
+pytest_plugins = ("build_fixtures",)
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 REAL_DATA_ENV = "RESCUE_REAL_DATA"  # a path to real samples (a .jsonl file or a folder) for the tests that need them
 DEFAULT_REAL_DATA = REPO_ROOT.parent / "shared" / "data" / "rescue" / "rescue_subset.jsonl"

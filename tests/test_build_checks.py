@@ -80,8 +80,8 @@ def test_uncovered_subtitle_line():
     rows = copy.deepcopy(GOOD)
     del rows[2]
     assert messages(check(rows)[1]) == [
-        "segment dialogue_cleaned: subtitle line [3] (9.00-12.00) 'He never listens to me.' is not quoted in full by "
-        "the rows spanning it"]
+        ("segment dialogue_cleaned: subtitle line [3] (9.00-12.00) 'He never listens to me.' is not quoted in full by "
+        "the rows spanning it")]
 
 
 def test_paraphrase_does_not_cover():
@@ -186,7 +186,7 @@ def test_relation_checks():
     ]
     assert found[2]["relation_pattern"] is None and found[2]["relation_pattern_evidence_rows"] == [1]
     assert found[2]["draft_invalid"]["relation_pattern"] == "escalation_conflict"
-    missing, problems = check_relations({"relation_patterns": []}, rows, "couple")
+    _missing, problems = check_relations({"relation_patterns": []}, rows, "couple")
     assert messages(problems) == ["row 2 relation_pattern: no relation pattern for this Therapist row"]
 
 

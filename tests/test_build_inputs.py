@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from build_fixtures import session_files  # noqa: F401 (fixture)
 from media_helpers import make_video, write_srt, write_vtt
 
 from rescue.build import BuildConfig, BuildInputError, SessionSpec, build
@@ -18,7 +17,7 @@ from rescue.build.inputs import parse_participants, read_sessions_csv
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    return subprocess.run([sys.executable, "-m", "rescue", "build", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "rescue", "build", *args], check=False, capture_output=True, text=True,
                           env=env, cwd=cwd, timeout=120)
 
 
@@ -28,7 +27,7 @@ def short_video(tmp_path_factory) -> Path:
 
 
 def _spec(video: Path, subs: Path, **kw) -> SessionSpec:
-    fields = dict(scenario="couple", participants=("Alan", "Evelyn"), group="alan_and_evelyn")
+    fields = {"scenario": "couple", "participants": ("Alan", "Evelyn"), "group": "alan_and_evelyn"}
     fields.update(kw)
     return SessionSpec(video, subs, **fields)  # type: ignore[arg-type]
 

@@ -3,15 +3,22 @@ outputs and their contract, broken drafts caught and re-asked, resuming, dry run
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 from pathlib import Path
 
 import pytest
-from build_fixtures import SCENE_AT, prepared, session_files  # noqa: F401 (fixtures)
+from build_fixtures import SCENE_AT
 from media_helpers import conversation, make_video, write_srt
 
-from rescue.build import AnnotateSettings, BuildConfig, SessionSpec, build, read_manifest
+from rescue.build import (
+    AnnotateSettings,
+    BuildConfig,
+    SessionSpec,
+    build,
+    read_manifest,
+)
 from rescue.data.validation import validate_path
 from rescue.media import ffmpeg_exe, probe
 from rescue.testing.drafts import BROKEN_KINDS, draft_script
@@ -35,7 +42,7 @@ def segs(prepared):
 
 
 def spec(files, **kw) -> SessionSpec:
-    fields = dict(scenario="couple", participants=("Alan", "Evelyn"), group="alan_and_evelyn")
+    fields = {"scenario": "couple", "participants": ("Alan", "Evelyn"), "group": "alan_and_evelyn"}
     fields.update(kw)
     return SessionSpec(files.video, files.subs, **fields)  # type: ignore[arg-type]
 
@@ -221,7 +228,7 @@ def test_long_segment_windows_merge_into_one_row_per_line(out, segs, session_fil
 
 def gap_after(lines, time: float) -> float:
     """The middle of the first silence between subtitle lines after ``time``."""
-    return next((a[1] + b[0]) / 2 for a, b in zip(lines, lines[1:]) if a[1] >= time)
+    return next((a[1] + b[0]) / 2 for a, b in itertools.pairwise(lines) if a[1] >= time)
 
 
 @pytest.mark.slow
@@ -273,7 +280,8 @@ def test_manifest_csv_builds_several_videos_and_family(tmp_path, out, segs, sess
     assert strategies == {"safeguard"}  # the family list's first label, read from the family prompt
     assert validate_path(out / "draft.jsonl").errors == []
     for command in (["validate", "--data"], ["stats", "--data"], ["tasks", "--data"]):
-        checked = subprocess.run([*cli_base(), *command, str(out / "draft.jsonl")], capture_output=True, text=True)
+        checked = subprocess.run([*cli_base(), *command, str(out / "draft.jsonl")], check=False, capture_output=True,
+                                 text=True)
         assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
@@ -312,7 +320,7 @@ def test_scene_cut_inside_a_silence_is_the_boundary():
     cuts = [306.5, 450.0]  # 306.5 lies in the silence 306-308 (a line every 7 s lasting 5 s)
     segments = propose_segments(cues, 700.0, cuts)
     assert segments[0].end == 306.5
-    assert all(b.start == a.end for a, b in zip(segments, segments[1:]))
+    assert all(b.start == a.end for a, b in itertools.pairwise(segments))
     assert ffmpeg_exe()
 
 
@@ -349,7 +357,8 @@ def test_video_mode_finds_the_clips_of_a_build(out, segs, session_files, tmp_pat
         build(config(out, [spec(session_files, segments=segs)], server))
     done = subprocess.run([*cli_base(), "run", "--mode", "video", "--media-root", str(out), "--data",
                            str(out / "draft.jsonl"), "--model", "openai/gpt-4o-mini", "--tasks", "stp",
-                           "--out", str(tmp_path / "run"), "--dry-run"], capture_output=True, text=True, timeout=300)
+                           "--out", str(tmp_path / "run"), "--dry-run"], check=False, capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     row = next(line for line in done.stdout.splitlines() if "stp" in line)
     requests, images = [int(cell.strip().replace(",", "")) for cell in row.split("│")[3:5]]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 
 import pytest
-
 from media_helpers import make_video, write_ass, write_srt, write_vtt
+
 from rescue.media import (
     STEPS,
     Cue,
@@ -59,7 +60,7 @@ def test_parse_info_without_video_stream():
 def _keyframe_times(path) -> list[float]:
     command = [ffmpeg_exe(), "-hide_banner", "-skip_frame", "nokey", "-i", str(path), "-vf", "showinfo", "-an",
                "-f", "null", "-"]
-    text = subprocess.run(command, capture_output=True, text=True).stderr
+    text = subprocess.run(command, check=True, capture_output=True, text=True).stderr
     return [float(part.split("pts_time:")[1].split()[0]) for part in text.splitlines() if "pts_time:" in part]
 
 
@@ -70,7 +71,7 @@ def test_cut_is_accurate_seekable_and_resumable(video, tmp_path):
     assert info.video_codec == "h264" and info.audio_codec == "aac"
     assert info.duration == pytest.approx(6.0, abs=0.1)
     keys = _keyframe_times(out)
-    assert len(keys) >= 6 and max(b - a for a, b in zip(keys, keys[1:])) <= 1.01
+    assert len(keys) >= 6 and max(b - a for a, b in itertools.pairwise(keys)) <= 1.01
     head = out.read_bytes()[:4096]
     assert head.find(b"moov") < head.find(b"mdat") or b"mdat" not in head  # +faststart: index first
     stamp = out.stat().st_mtime_ns
@@ -144,7 +145,7 @@ def test_retimed_webvtt():
 def _mean_volume(path, start: float, end: float) -> float:
     command = [ffmpeg_exe(), "-hide_banner", "-ss", str(start), "-t", str(end - start), "-i", str(path), "-vn",
                "-af", "volumedetect", "-f", "null", "-"]
-    text = subprocess.run(command, capture_output=True, text=True).stderr
+    text = subprocess.run(command, check=True, capture_output=True, text=True).stderr
     return float(text.split("mean_volume:")[1].split("dB")[0])
 
 

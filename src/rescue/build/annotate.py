@@ -12,7 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from rescue.build.checks import TIME_TOLERANCE, _coverage, check_relations, check_rows, parse_answer
+from rescue.build.checks import (
+    TIME_TOLERANCE,
+    _coverage,
+    check_relations,
+    check_rows,
+    parse_answer,
+)
 from rescue.build.manifest import Problem
 from rescue.build.prompts import (
     ROW_KEYS,

@@ -19,7 +19,11 @@ from pydantic import TypeAdapter, ValidationError
 from rescue.build.manifest import Problem
 from rescue.build.prompts import RELATION_KEYS, ROW_KEYS
 from rescue.data.models import GROUP_LABELS, THERAPIST, Row, Scenario
-from rescue.data.taxonomy import UTTERANCE_TYPE_NAMES, relation_taxonomy, strategy_taxonomy
+from rescue.data.taxonomy import (
+    UTTERANCE_TYPE_NAMES,
+    relation_taxonomy,
+    strategy_taxonomy,
+)
 from rescue.media import Cue
 
 # Models round times to hundredths; subtitle times are exact to the millisecond.
@@ -42,7 +46,7 @@ def _is_subsequence(needle: list[str], haystack: list[str]) -> bool:
     return all(any(word == other for other in it) for word in needle)
 
 
-_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
+_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 
 def parse_answer(text: str | None) -> tuple[Any, list[Problem]]:
@@ -233,11 +237,11 @@ def check_rows(value: Any, cues: Sequence[Cue], *, scenario: Scenario, participa
         problems.append(Problem(message='the answer is not a JSON object {"rows": [...]}'))
         raw_rows = value if isinstance(value, list) else []
     rows: list[dict[str, Any]] = []
-    for position, raw in enumerate(raw_rows, start=1):
+    for number, raw in enumerate(raw_rows, start=1):
         if not isinstance(raw, dict):
-            problems.append(Problem(row_index=position, message="a row must be a JSON object"))
+            problems.append(Problem(message=f"item {number} of rows is not a JSON object: {json.dumps(raw)[:80]}"))
             continue
-        row = _Row(position, raw, problems)
+        row = _Row(len(rows) + 1, raw, problems)
         _check_schema(row)
         start_cue = _covering_cue(cues, row.out["start_time"]) if isinstance(row.out["start_time"], float | int) else None
         fallback = start_cue.speakers[0] if start_cue and len(start_cue.speakers) == 1 else THERAPIST

@@ -199,8 +199,8 @@ def read_sessions_csv(path: Path) -> list[SessionSpec]:
     header = [h.strip() for h in reader.fieldnames or []]
     missing = [c for c in MANIFEST_COLUMNS if c not in header]
     if missing:
-        raise BuildInputError([f"{path}:1: missing column(s) {', '.join(missing)} "
-                               f"(expected {','.join(MANIFEST_COLUMNS)}[,segments])"])
+        raise BuildInputError([(f"{path}:1: missing column(s) {', '.join(missing)} "
+                               f"(expected {','.join(MANIFEST_COLUMNS)}[,segments])")])
     base = path.parent
     specs, problems = [], []
     for line, raw in enumerate(reader, start=2):

@@ -78,18 +78,18 @@ def annotation_system_prompt(scenario: Scenario, participants: Sequence[str]) ->
     utterances = "\n".join(f"- {label.name}: {label.definition}" for label in UTTERANCE_TYPES)
     sections = [
         _ROLE,
-        "## Objective\n"
+        ("## Objective\n"
         f"Annotate a {scenario} therapy video segment row by row from the video and its subtitles. The subtitles "
         "are the ground truth for what was said and when; audio and video are the evidence for tone, posture, "
         "faces, behaviour, emotion, stance and the therapist's intervention. Answer with one JSON object "
         f"{{\"rows\": [...]}} whose rows have exactly these {len(ROW_KEYS)} keys, in this order: "
-        f"{', '.join(ROW_KEYS)}. Shape:\n{json.dumps(_SCHEMA_EXAMPLE, ensure_ascii=False)}",
-        "## Hard output rules\n"
+        f"{', '.join(ROW_KEYS)}. Shape:\n{json.dumps(_SCHEMA_EXAMPLE, ensure_ascii=False)}"),
+        ("## Hard output rules\n"
         "- Valid JSON only: no code fences, no comments, no text before or after the object.\n"
         "- Every row has every key above: none added, renamed or left out.\n"
         "- An empty list is []; never write null, None, N/A or \"unknown\".\n"
-        "- No record has an empty source, person, initiator, speaker or target.",
-        "## Entity naming rules\n"
+        "- No record has an empty source, person, initiator, speaker or target."),
+        ("## Entity naming rules\n"
         f"- The only names allowed anywhere are: {names}.\n"
         f"- {people} are the people on screen; the therapist is always \"{THERAPIST}\", never a personal name; "
         f"\"{group}\" means the whole {scenario} as one unit.\n"
@@ -98,32 +98,32 @@ def annotation_system_prompt(scenario: Scenario, participants: Sequence[str]) ->
         "- Nobody is their own target: primary_speaker never appears in target, an initiator never in its own "
         "target, a source never equals its target.\n"
         f"- support_strategy targets never include \"{THERAPIST}\""
-        + (f"; if \"{group}\" is a target it is the only item." if scenario == "couple" else "."),
-        "## Segmentation rules\n"
+        + (f"; if \"{group}\" is a target it is the only item." if scenario == "couple" else ".")),
+        ("## Segmentation rules\n"
         "- A row is one unit of interaction. Start a new row whenever the speaker, the addressee (target), the "
         "interactional function, the emotional or relational meaning, or a salient nonverbal behaviour changes.\n"
         "- Follow the interaction, not the subtitle lines: one subtitle line may become several rows (a speaker "
         "turns from the therapist to the partner, or moves from explaining to accusing), and consecutive lines "
         "of one speaker to one target with one function may form one row.\n"
-        "- When a speaker addresses different targets in turn, split the rows; never merge speech across targets.",
-        "## Subtitle integrity rules\n"
+        "- When a speaker addresses different targets in turn, split the rows; never merge speech across targets."),
+        ("## Subtitle integrity rules\n"
         "- dialogue_cleaned holds the subtitle words of the row, in order, faithfully: no invented words, no "
         "paraphrase, no summary, no translation. Speaker prefixes may be removed; names spoken aloud stay.\n"
-        "- Speech of others heard during the row goes to background_dialogue, also verbatim.",
-        "## Subtitle coverage and timing rules\n"
+        "- Speech of others heard during the row goes to background_dialogue, also verbatim."),
+        ("## Subtitle coverage and timing rules\n"
         "- Times are seconds from the start of this clip, as the numbered lines below give them; use them "
         "exactly (a line shown as 100.0 starts at 100.0, never at 40.0).\n"
         "- Every subtitle line below appears in some row's dialogue_cleaned; the rows reach the last line.\n"
         "- A row starts and ends inside the lines it quotes: start_time is not before the start of its first "
         "line and end_time not after the end of its last line. end_time is greater than start_time.\n"
         "- Never move words into a silence or into another speaker's line, never invent timing windows, and "
-        "never run past the clip's end.",
-        "## Target resolution rules (in priority order)\n"
+        "never run past the clip's end."),
+        ("## Target resolution rules (in priority order)\n"
         "1. Whom the speaker is directly answering.\n2. Whom the speaker directly addresses (name, \"you\").\n"
         "3. The partner of the ongoing exchange.\n4. Gaze and body orientation.\n"
         f"5. \"{group}\" only when the words are truly meant for everyone.\n"
-        f"Speaking to the therapist about someone else gives target [\"{THERAPIST}\"].",
-        "## Field definitions\n"
+        f"Speaking to the therapist about someone else gives target [\"{THERAPIST}\"]."),
+        ("## Field definitions\n"
         "- primary_speaker: who speaks the row. target: whom the row is addressed to (non-empty list).\n"
         f"- utterance_type: for client rows one of the labels below; for {THERAPIST} rows always \"\".\n"
         f"{utterances}\n"
@@ -135,22 +135,22 @@ def annotation_system_prompt(scenario: Scenario, participants: Sequence[str]) ->
         "- viewpoints_attitudes: a belief one person voices about another (target is one name) and the stance.\n"
         "- support_strategy: only on Therapist rows, provider \"Therapist\".\n"
         "Sparse fields: most rows leave some lists empty, but these six must be considered on every row and "
-        f"filled whenever there is evidence: {', '.join(MUST_SCAN)}.",
-        f"## support_strategy rules ({scenario})\n"
+        f"filled whenever there is evidence: {', '.join(MUST_SCAN)}."),
+        (f"## support_strategy rules ({scenario})\n"
         "Use one of these labels (the main clinical function of the turn, not its surface wording):\n"
         f"{_labels(strategies)}\n"
         f"When two labels fit, the first of each pair wins: {precedence}.\n"
         + (f"Never use {', '.join(others)}: they are not {scenario} labels.\n" if others else "")
         + "Backchannels (\"mm-hm\"), neutral continuers and ordinary clarifying or fact-finding questions get "
-        "support_strategy [] by default.",
-        "## Additional strict constraints\n"
+        "support_strategy [] by default."),
+        ("## Additional strict constraints\n"
         "- Rows are in time order and do not overlap unless people truly talk over each other.\n"
         "- Describe only what the video and subtitles show; no diagnoses, no guesses about off-screen events.\n"
-        "- Keep descriptions short and concrete.",
-        "## Final self-check before answering\n"
+        "- Keep descriptions short and concrete."),
+        ("## Final self-check before answering\n"
         "Is the answer one JSON object with only the key rows? Does every row have the keys, in order? Is every "
         "name in the allowed set and nobody their own target? Is every subtitle line quoted, verbatim, inside "
-        "its own time span? Are all labels from the lists above?",
+        "its own time span? Are all labels from the lists above?"),
     ]
     return "\n\n".join(sections)
 
@@ -184,19 +184,19 @@ def retry_prompt(problems: Sequence[str]) -> str:
 def relation_system_prompt(scenario: Scenario, participants: Sequence[str]) -> str:
     return "\n\n".join([
         _ROLE,
-        "## Objective\n"
+        ("## Objective\n"
         f"You receive the annotated rows of a {scenario} therapy segment ({', '.join(participants)} and the "
         f"{THERAPIST}). For every {THERAPIST} row, name the relation pattern that organises the interaction up to "
         "that row, why, and which rows show it. Answer with JSON only: "
         '{"relation_patterns": [{"row_index": 3, "relation_pattern": "<label>", "relation_pattern_reason": '
         '"<one or two sentences>", "relation_pattern_evidence_rows": [1, 2, 3]}]}. Evidence rows are row_index '
-        "values of that row or earlier rows.",
-        "## Labels\nFollow the segment's central relational function, not surface wording:\n"
-        f"{_labels(relation_taxonomy(scenario))}",
-        "## Rules\n- Use only the labels above; mixed_transition is never a fallback for uncertainty.\n"
+        "values of that row or earlier rows."),
+        ("## Labels\nFollow the segment's central relational function, not surface wording:\n"
+        f"{_labels(relation_taxonomy(scenario))}"),
+        ("## Rules\n- Use only the labels above; mixed_transition is never a fallback for uncertainty.\n"
         "- repair_softening is an early, fragile move; the sustained shared stance is the more stable label. A pause "
         "in conflict is not enough while hostility, withdrawal, a coalition or strain still organises the exchange.\n"
-        "- No code fences, no text outside the JSON object, no null values.",
+        "- No code fences, no text outside the JSON object, no null values."),
     ])
 
 

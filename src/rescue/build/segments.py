@@ -7,6 +7,7 @@ subtitle cues and the video's scene cuts and written to a file the user can edit
 from __future__ import annotations
 
 import csv
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,7 +98,7 @@ def propose_segments(cues: list[Cue], duration: float, cuts: list[float], *, tar
     """Boundaries in silences between cues: the first strong one (long, or holding a scene cut) once a
     segment is ``target`` long, else the widest one before it reaches ``longest``."""
     candidates: list[tuple[float, float, bool]] = []  # (boundary time, silence length, holds a scene cut)
-    for before, after in zip(cues, cues[1:]):
+    for before, after in itertools.pairwise(cues):
         gap = after.start - before.end
         if gap < min_gap:
             continue
@@ -126,7 +127,7 @@ def propose_segments(cues: list[Cue], duration: float, cuts: list[float], *, tar
         else:
             window.append(candidate)
     edges = [0.0, *bounds, duration]
-    return [Segment(i, a, b) for i, (a, b) in enumerate(zip(edges, edges[1:]), start=1) if b > a]
+    return [Segment(i, a, b) for i, (a, b) in enumerate(itertools.pairwise(edges), start=1) if b > a]
 
 
 def write_segments_csv(path: Path, segments: list[Segment]) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -13,24 +13,24 @@ from rescue.cli.app import app, console, err_console
 @app.command("build")
 def build_command(
     out: Annotated[Path, typer.Option("--out", help="Output folder: draft.jsonl, manifest.json, clips/, build.log.")],
-    video: Annotated[Optional[Path], typer.Argument(help="A session video (or use --manifest for many).")] = None,
-    subs: Annotated[Optional[Path], typer.Option("--subs", help="The video's subtitles: .srt, .vtt or .ass.")] = None,
-    scenario: Annotated[Optional[str], typer.Option("--scenario", help="couple or family.")] = None,
-    participants: Annotated[Optional[str], typer.Option(
+    video: Annotated[Path | None, typer.Argument(help="A session video (or use --manifest for many).")] = None,
+    subs: Annotated[Path | None, typer.Option("--subs", help="The video's subtitles: .srt, .vtt or .ass.")] = None,
+    scenario: Annotated[str | None, typer.Option("--scenario", help="couple or family.")] = None,
+    participants: Annotated[str | None, typer.Option(
         "--participants", help='The people on screen, e.g. "Alan,Evelyn" (the therapist is always Therapist).')] = None,
-    group: Annotated[Optional[str], typer.Option(
+    group: Annotated[str | None, typer.Option(
         "--group", help="The group of the sample ids <group>/<video stem>_segmentNN (default: alan_and_evelyn style).")] = None,
-    segments: Annotated[Optional[Path], typer.Option(
+    segments: Annotated[Path | None, typer.Option(
         "--segments", help="CSV start,end[,name] (seconds or HH:MM:SS.mmm); default: proposed and written to DIR/segments/.")] = None,
-    manifest: Annotated[Optional[Path], typer.Option(
+    manifest: Annotated[Path | None, typer.Option(
         "--manifest", help="CSV video,subtitles,scenario,participants,group[,segments]: one line per video.")] = None,
     min_duration: Annotated[float, typer.Option("--min-duration", help="Drop segments shorter than this (seconds).")] = 120.0,
     propose_only: Annotated[bool, typer.Option("--propose-only", help="Write proposed segments and stop.")] = False,
-    model: Annotated[Optional[str], typer.Option(
+    model: Annotated[str | None, typer.Option(
         "--model", help="The pre-annotation model: PRESET/ID, any id with --base-url, or local/NAME. "
         "Without it the draft holds the subtitles only.")] = None,
-    base_url: Annotated[Optional[str], typer.Option("--base-url", help="An OpenAI-compatible endpoint for --model.")] = None,
-    api_key_env: Annotated[Optional[str], typer.Option("--api-key-env", help="The environment variable that holds the key.")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="An OpenAI-compatible endpoint for --model.")] = None,
+    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="The environment variable that holds the key.")] = None,
     video_input: Annotated[str, typer.Option(
         "--video-input", help="clip (the segment as video_url), frames (JPEG frames inside each line) or none.")] = "frames",
     frame_rate: Annotated[float, typer.Option("--frame-rate", help="Frames per second inside a line.")] = 0.5,
@@ -40,15 +40,15 @@ def build_command(
     window_lines: Annotated[int, typer.Option("--window-lines", help="Subtitle lines per request; longer segments use overlapping windows.")] = 40,
     window_overlap: Annotated[int, typer.Option("--window-overlap", help="Lines shared by neighbouring windows.")] = 6,
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Answer budget of an annotation request.")] = 12000,
-    temperature: Annotated[Optional[float], typer.Option("--temperature")] = None,
-    extra: Annotated[Optional[list[str]], typer.Option("--extra", help="A provider extra, KEY=JSON; repeatable.")] = None,
+    temperature: Annotated[float | None, typer.Option("--temperature")] = None,
+    extra: Annotated[list[str] | None, typer.Option("--extra", help="A provider extra, KEY=JSON; repeatable.")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request attempt.")] = 600.0,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Most requests in flight.")] = 4,
     max_retries: Annotated[int, typer.Option("--max-retries", help="Retries of a transient failure.")] = 5,
     max_failures: Annotated[int, typer.Option("--max-failures", help="Stop asking after this many failed requests (0: never).")] = 50,
-    max_cost: Annotated[Optional[float], typer.Option("--max-cost", help="Stop (resumably) once this many dollars are spent.")] = None,
+    max_cost: Annotated[float | None, typer.Option("--max-cost", help="Stop (resumably) once this many dollars are spent.")] = None,
     retry_errors: Annotated[bool, typer.Option("--retry-errors", help="Ask again what failed in earlier runs.")] = False,
-    prices: Annotated[Optional[Path], typer.Option("--prices", help="A price table (TOML) consulted first.")] = None,
+    prices: Annotated[Path | None, typer.Option("--prices", help="A price table (TOML) consulted first.")] = None,
     row_clips: Annotated[bool, typer.Option("--row-clips", help="Also cut one clip per row.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the requests, images, tokens and cost; send and write nothing.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
@@ -128,5 +128,5 @@ def _print_estimate(config, outcome, say) -> None:  # type: ignore[no-untyped-de
         highlight=False)
     cost = PriceTable.load(config.prices).cost(config.model, Usage(input_tokens=est.input_tokens,
                                                                    output_tokens=est.output_tokens))
-    say(f"estimated cost: {'$%.4f' % cost if cost is not None else f'unknown (no price for {config.model})'}",
+    say(f"estimated cost: {f'${cost:.4f}' if cost is not None else f'unknown (no price for {config.model})'}",
         highlight=False)

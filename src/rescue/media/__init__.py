@@ -14,7 +14,15 @@ from rescue.media.frames import Frame, frame_times, grab_frames
 from rescue.media.probe import MediaInfo, probe
 from rescue.media.scenes import scene_cuts
 from rescue.media.steps import STEPS, get_step, produce
-from rescue.media.subtitles import Cue, SubtitleError, cues_in, load_cues, parse_timestamp, webvtt, write_webvtt
+from rescue.media.subtitles import (
+    Cue,
+    SubtitleError,
+    cues_in,
+    load_cues,
+    parse_timestamp,
+    webvtt,
+    write_webvtt,
+)
 
 __all__ = [
     "STEPS", "Cue", "Frame", "MediaError", "MediaInfo", "SubtitleError", "clip_bytes", "cues_in", "cut_clip",

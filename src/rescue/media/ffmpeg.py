@@ -31,7 +31,7 @@ def ffmpeg_exe() -> str:
     if chosen:
         return chosen
     try:
-        import imageio_ffmpeg
+        import imageio_ffmpeg  # type: ignore[import-untyped]
     except ImportError:  # pragma: no cover - a dependency of the package
         raise MediaError("ffmpeg not found: install imageio-ffmpeg (pip install imageio-ffmpeg)") from None
     return str(imageio_ffmpeg.get_ffmpeg_exe())

@@ -94,7 +94,7 @@ def load_cues(path: str | Path) -> list[Cue]:
         raw = _VOICE.sub(lambda m: f"{m.group(1).strip()}: ", raw).replace("</v>", "")
     try:
         events = pysubs2.SSAFile.from_string(raw, format_=fmt)
-    except Exception as exc:  # pysubs2 raises several unrelated types for malformed files
+    except Exception as exc:  # noqa: BLE001 - pysubs2 raises several unrelated types for malformed files
         raise SubtitleError(f"{path}: not a readable {fmt.upper()} file ({exc})") from None
     cues: list[Cue] = []
     for event in events:
@@ -142,4 +142,8 @@ def cues_in(cues: Iterable[Cue], start: float, end: float) -> list[Cue]:
 def write_webvtt(cues: list[Cue], out: str | Path) -> bool:
     """Write ``cues`` (already re-timed) to ``out``; False when it exists."""
     document = webvtt(cues)
-    return produce(out, lambda tmp: tmp.write_text(document, encoding="utf-8"))
+
+    def make(tmp: Path) -> None:
+        tmp.write_text(document, encoding="utf-8")
+
+    return produce(out, make)

@@ -18,9 +18,9 @@ from typing import Any
 from rescue.testing.openai_server import Reply
 
 BROKEN_KINDS = ("missing_keys", "uncovered_line", "outside_cue", "self_target", "unknown_label", "not_json")
-_LINE = re.compile(r"^\[(\d+)\] (\d+(?:\.\d+)?)-(\d+(?:\.\d+)?) (?:([^:\n]{1,60}): )?(.*)$", re.M)
+_LINE = re.compile(r"^\[(\d+)\] (\d+(?:\.\d+)?)-(\d+(?:\.\d+)?) (?:([^:\n]{1,60}): )?(.*)$", re.MULTILINE)
 _NAMES = re.compile(r"The only names allowed anywhere are: ([^\n]+?)\.\n")
-_LABEL = re.compile(r"^- (\w+): ", re.M)
+_LABEL = re.compile(r"^- (\w+): ", re.MULTILINE)
 REASK_MARK = "Your answer breaks these rules"
 
 
