@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import shutil
 import subprocess
@@ -25,14 +26,12 @@ sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(Path(__file__).parent))
 
-import itertools
+from _support import run_child  # noqa: E402
+from media_helpers import conversation, make_video, write_srt  # noqa: E402
 
-from _support import run_child
-from media_helpers import conversation, make_video, write_srt
-
-from rescue.media import cut_clip, ffmpeg_exe, grab_frames
-from rescue.media.cut import cut_args
-from rescue.media.frames import frame_args, frame_times
+from rescue.media import cut_clip, ffmpeg_exe, grab_frames  # noqa: E402
+from rescue.media.cut import cut_args  # noqa: E402
+from rescue.media.frames import frame_args, frame_times  # noqa: E402
 
 
 def _bare(args: list[str]) -> bytes:
