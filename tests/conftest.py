@@ -56,7 +56,7 @@ def postgres_url(postgres_cluster):
     """The URL of a new empty database on the throwaway server, dropped after the test."""
     url = postgres_cluster.create_database()
     yield url
-    postgres_cluster.drop_database(url)  # WITH (FORCE): also ends connections an app's pool still holds
+    postgres_cluster.drop_database(url)  # also ends connections an app's pool still holds
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])

@@ -116,7 +116,9 @@ class Cluster:
 
         name = url.rsplit("/", 1)[1]
         with psycopg.connect(f"host=127.0.0.1 port={self.port} user={SUPERUSER} dbname=postgres", autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            # End what an app's pool still holds first (DROP ... WITH (FORCE) would need PostgreSQL 13).
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
 
 
 @contextmanager
