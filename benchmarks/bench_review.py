@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import socket
 import subprocess
 import sys
@@ -173,6 +174,7 @@ def run_backend(args: argparse.Namespace, source: Path, db_url: str | None, serv
             server.terminate()
         for server in procs:
             server.wait(10)
+        shutil.rmtree(work, ignore_errors=True)
 
     latencies = [x for w in workers for x in w.latencies]
     saves = len(latencies) - sum(w.conflicts for w in workers)
