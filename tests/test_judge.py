@@ -15,14 +15,13 @@ from rescue.scoring.judge import (
     JudgeAnswerError,
     JudgeConfigError,
     Turn,
-    authors_to_likert,
-    intensity_match,
     judge_prompt,
     judge_records,
     parse_grade,
-    s_er,
 )
 from rescue.tasks import er, vp
+from rescue.tasks.er import intensity_match, s_er
+from rescue.tasks.vp import authors_to_likert
 from rescue.tasks.base import Instance, PredictionRecord
 from rescue.testing.openai_server import Reply, message_text, serve
 

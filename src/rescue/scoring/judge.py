@@ -49,11 +49,9 @@ from pydantic import ValidationError
 
 from rescue.tasks import TASKS, judged_tasks
 from rescue.tasks.base import Instance, PredictionRecord
-from rescue.tasks.er import intensity_match, s_er
 from rescue.tasks.parsing import AnswerError, extract_json
-from rescue.tasks.rubric import Grade, judge_failure_count, judge_request_failures
+from rescue.tasks.rubric import Grade
 from rescue.tasks.spec import JudgeRubric
-from rescue.tasks.vp import authors_to_likert
 
 if TYPE_CHECKING:
     from rescue.llm.types import Model
@@ -66,8 +64,7 @@ FAILED_PREDICTION_NOTE = "prediction status {status}: scored the scale minimum w
 
 __all__ = [
     "FAILED_PREDICTION_NOTE", "NO_JUDGE_NOTE", "SCALES", "JudgeAnswerError", "JudgeConfigError", "JudgeStats",
-    "Turn", "authors_to_likert", "intensity_match", "judge_failure_count", "judge_prompt", "judge_records",
-    "judge_request_failures", "parse_grade", "rubric_for", "s_er",
+    "Turn", "judge_prompt", "judge_records", "parse_grade", "rubric_for",
 ]
 
 
@@ -244,7 +241,7 @@ async def judge_records(
         judges: judge models (engine ``Model``s, with their own cache and retries); empty: no judge, the
             judge keys are set to ``None`` with a note, and ER's ``intensity`` is still computed.
         task_name: a task that declares a judge rubric (ER, VP).
-        scale: "likert" (1-5) or, for VP, "authors" (0-2 + 0-4, mapped to ``judge`` by :func:`authors_to_likert`).
+        scale: "likert" (1-5) or, for VP, "authors" (0-2 + 0-4, mapped to ``judge`` by :func:`rescue.tasks.vp.authors_to_likert`).
         max_attempts: requests per instance and judge before it counts as a judge failure.
         max_tokens: the judge's answer budget (the authors' 1800: reasoning models spend tokens before answering).
         concurrency: judge requests in flight at once, over all judges.
