@@ -286,3 +286,29 @@ def test_rescore_help_says_the_data_default_is_the_runs_own():
     words = " ".join(re.sub("[│╭╮╰╯─]", " ", result.output).split())  # the help as one line of words
     data_help = words.split("--data", 1)[1][:160]
     assert "the data the run used" in data_help and "demo" not in data_help
+
+
+def test_a_second_process_into_the_same_run_directory_fails_at_once(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    instances = itp_instances(1)
+    out = tmp_path / "run"
+    with serve(oracle_script(oracle_answers("itp", instances)), latency=0.5) as server:
+        first = subprocess.Popen([sys.executable, "-m", "rescue", "run", "--model", "m", "--base-url", server.base_url,
+                                  "--tasks", "itp", "--limit-samples", "1", "--out", str(out), "--quiet",
+                                  "--no-bertscore", "--concurrency", "1"],
+                                 env={**os.environ, "OPENAI_API_KEY": "k"}, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while server.request_count == 0:  # the first run holds the directory and is asking
+            assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+            time.sleep(0.05)
+        started = time.monotonic()
+        second = _cli("run", "--tasks", "rpp", "--limit-samples", "1", "--out", str(out), "--quiet", "--no-bertscore")
+        assert time.monotonic() - started < 10  # at once, not after the first finishes
+        assert second.exit_code == 2 and f"process {first.pid} is writing this run directory" in second.output
+        first.communicate(timeout=120)
+    assert first.returncode == 0
+    assert json.loads((out / "results.json").read_text())["config"]["tasks"] == ["itp"]  # the first run's, intact
