@@ -166,6 +166,7 @@ def test_a_nasty_model_id_runs_reports_and_stays_escaped(tmp_path):
                                                                     "COLUMNS": "100"}, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "\x1b[2J" not in done.stdout + done.stderr and "Traceback" not in done.stderr
+    assert "org/model[beta]" in done.stdout and "org/model[beta]" in done.stderr  # table and progress bar, literally
     report = subprocess.run([sys.executable, "-m", "rescue", "report", str(out), "--out", str(tmp_path / "rep"),
                              "--bootstrap", "20", "--no-html", "--quiet"], capture_output=True, text=True, timeout=300)
     assert report.returncode == 0, report.stderr
