@@ -129,3 +129,64 @@ def test_undefined_values_are_none_never_nan_and_leave_replicates_out():
 def test_mcnemar_refuses_outcomes_of_different_lengths():
     with pytest.raises(ValueError, match="^paired outcomes differ in length: 2 vs 3$"):
         mcnemar_exact([True, False], [True, False, True])
+
+
+# --- clusters: session groups by default, samples on request; the clustered McNemar by hand -----------------------
+
+
+def test_cluster_of_is_the_session_folder_unless_asked_for_samples():
+    from rescue.report.bootstrap import cluster_of
+
+    assert cluster_of("couple_a/001_session") == "couple_a"
+    assert cluster_of("root/couple_a/001") == "root/couple_a"  # the innermost folder's path
+    assert cluster_of("plain") == "plain"
+    assert cluster_of("couple_a/001_session", "sample") == "couple_a/001_session"
+    with pytest.raises(ValueError, match=r"^cluster 'x': choose one of group, sample$"):
+        cluster_of("a/b", "x")
+
+
+def test_the_cluster_option_reaches_the_draws():
+    # Two sessions of one group: one cluster (no interval) by group, two clusters by sample.
+    records = [_record(f"g/s{k}", row=r) for k in range(2) for r in (1, 2)]
+    assert bootstrap_ci(records, Counting(), ["x"], n_resamples=10)["x"].resamples == 0
+    assert bootstrap_ci(records, Counting(), ["x"], n_resamples=10, cluster="sample")["x"].resamples == 10
+    other = [r.model_copy(update={"model": "B"}) for r in records]
+    assert paired_bootstrap(records, other, Counting(), ["x"], n_resamples=10)["x"].resamples == 0
+    assert paired_bootstrap(records, other, Counting(), ["x"], n_resamples=10, cluster="sample")["x"].resamples == 10
+
+
+def test_clustered_mcnemar_by_hand():
+    from scipy.stats import chi2
+
+    from rescue.report.significance import clustered_mcnemar
+
+    a = [True, True, False, False, True, True]
+    b = [False, False, False, True, False, True]
+    clusters = ["A", "A", "A", "B", "C", "C"]
+    # Per cluster, A-only minus B-only: A 2, B -1, C 1; total 2, sum of squares 6.
+    assert clustered_mcnemar(a, b, clusters) == pytest.approx(float(chi2.sf(2 * 2 / 6, df=1)))
+    assert clustered_mcnemar([True, False], [False, True], ["A", "A"]) == 1.0  # balanced within its cluster
+    assert clustered_mcnemar([True], [True], ["A"]) == 1.0
+
+
+def test_mcnemar_records_counts_and_both_p_values():
+    from scipy.stats import chi2
+
+    from rescue.report.significance import McNemarResult, mcnemar_exact, mcnemar_records
+
+    def rec(sample: str, row: int, hit: bool, model: str) -> PredictionRecord:
+        return PredictionRecord(model=model, task="rpp", instance_id=f"{sample}#row{row}", sample_id=sample,
+                                scenario="couple", row_index=row, gold="a", prediction=["a" if hit else "b"],
+                                status="ok")
+
+    hits_a = [True, True, True, False, True, False]
+    hits_b = [False, False, True, True, False, False]
+    samples = ["g1/s1", "g1/s2", "g1/s2", "g2/s3", "g3/s4", "g3/s4"]
+    a = [rec(s, k, h, "A") for k, (s, h) in enumerate(zip(samples, hits_a))]
+    b = [rec(s, k, h, "B") for k, (s, h) in enumerate(zip(samples, hits_b))]
+    result = mcnemar_records(a, b)
+    exact = mcnemar_exact(hits_a, hits_b)
+    # By group: g1 +2, g2 -1, g3 +1.
+    assert result == McNemarResult(3, 1, 1, 1, exact.p_value, pytest.approx(float(chi2.sf(4 / 6, df=1))))
+    by_sample = mcnemar_records(a, b, cluster="sample")  # s1 +1, s2 +1, s3 -1, s4 +1: total 2, squares 4
+    assert by_sample.p_cluster == pytest.approx(float(chi2.sf(4 / 4, df=1)))
