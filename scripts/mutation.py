@@ -51,7 +51,7 @@ MODULES: dict[str, Module] = {
         ("src/rescue/tasks/*",),
         ("tests/test_tasks_itp.py", "tests/test_tasks_ranking.py", "tests/test_tasks_parsing.py",
          "tests/test_tasks_registry.py", "tests/test_er_vp.py", "tests/test_prompt_pins.py",
-         "tests/test_batch_leaks.py", "tests/test_parse_policy.py", "tests/test_judge.py"),
+         "tests/test_batch_leaks.py", "tests/test_parse_policy.py", "tests/test_judge.py", "tests/test_tasks_contract.py"),
         # Over 10 s each; the demo prompts' pins cover the same renderers, the other batching tests the splits.
         ("--deselect", "tests/test_prompt_pins.py::test_real_sample_prompts_are_byte_identical",
          "--deselect", "tests/test_batch_leaks.py::test_results_record_the_batching_and_its_splits"),
