@@ -94,6 +94,16 @@ def open_segment(page, server, sample_id: str = FIRST, copy: str | None = None) 
     page.wait_for_selector("#row-1")
 
 
+def wait_until(page, expression: str, timeout: float = 15.0) -> None:  # type: ignore[no-untyped-def]
+    """Poll a JavaScript expression from Python. Playwright's wait_for_function evals its predicate inside the
+    page, which the app's Content-Security-Policy (no 'unsafe-eval') refuses whenever it has to poll."""
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {expression}")
+        time.sleep(0.05)
+
+
 def current_time(page) -> float:  # type: ignore[no-untyped-def]
     return float(page.evaluate("document.getElementById('video').currentTime"))
 
@@ -103,11 +113,11 @@ def test_choose_a_row_seek_loop_edit_save_and_reload(browser, server):
     assert page.locator("#segments").is_visible() and "remaining rows" in page.content()
     page.click(f"a[href='/segments/{quote(FIRST, safe='/')}']")
     page.wait_for_selector("#row-1")
-    page.wait_for_function("document.getElementById('video').readyState >= 1")
+    wait_until(page, "document.getElementById('video').readyState >= 1")
     rows = page.evaluate("window.reviewState().rows")
     third = rows[2]
     page.click("#row-3")
-    page.wait_for_function(f"Math.abs(document.getElementById('video').currentTime - {third['start']}) < 0.3")
+    wait_until(page, f"Math.abs(document.getElementById('video').currentTime - {third['start']}) < 0.3")
     assert third["start"] - 0.3 <= current_time(page) < third["end"]
     # loop the row at double speed: the playhead must come back to the row's start and never leave its span
     page.check("#loop")
@@ -294,12 +304,12 @@ def test_screenshot_of_the_segment_view(browser, server):
     page.wait_for_selector("#save-status.good")
     page.click("#row-4")
     page.fill("#input-tone_of_voice", "softer now, slower")
-    page.wait_for_function("document.getElementById('video').readyState >= 2")
+    wait_until(page, "document.getElementById('video').readyState >= 2")
     page.evaluate("""new Promise((done) => { const v = document.getElementById('video');
         v.addEventListener('seeked', () => setTimeout(done, 300), { once: true });
         v.currentTime = window.reviewState().rows[3].start + 0.5; })""")
     page.wait_for_selector("#row-4.playing")
-    page.wait_for_function("document.getElementById('video').readyState >= 3")
+    wait_until(page, "document.getElementById('video').readyState >= 3")
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOT))
     assert SCREENSHOT.stat().st_size > 20_000
