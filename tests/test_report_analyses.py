@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from rescue.engine.results import ModelResults, RunResults, StoredConfig
 from rescue.report import analyses
 from rescue.report.columns import COLUMNS
 from rescue.report.leaderboard import (
@@ -29,7 +30,7 @@ def rec(task: str, sample: str, row: int, gold, pred, *, scenario: str = "couple
 
 
 def system(label: str, records: list[PredictionRecord]) -> System:
-    return System(label, label, "dialogue", Path("run"), {}, {}, records)
+    return System(label, label, "dialogue", Path("run"), StoredConfig(), ModelResults(), records)
 
 
 @pytest.mark.parametrize(("row", "n_rows", "expected"), [(1, 11, 0), (2, 11, 1), (4, 11, 3), (11, 11, 9), (10, 11, 9),
@@ -125,9 +126,9 @@ def test_markdown_and_latex_tables_show_cis_and_markers():
 
 
 def test_terminal_leaderboard_reads_results_json():
-    results = {"models": {"baseline/majority": {"itp": {"all": {"f1": 0.6667, "precision": 0.5, "recall": 1.0,
-                                                                  "instances": 58, "failures": 2}},
-                                                "rpp": {"all": {"accuracy": 0.387, "instances": 31, "failures": 0}}}}}
+    results = RunResults.model_validate({"config": {}, "models": {"baseline/majority": {
+        "itp": {"all": {"f1": 0.6667, "precision": 0.5, "recall": 1.0, "instances": 58, "failures": 2}},
+        "rpp": {"all": {"accuracy": 0.387, "instances": 31, "failures": 0}}}}})
     table = terminal_leaderboard(results)
     headers = [c.header for c in table.columns]
     assert headers == ["model", "ITP\nF1", "RPP\nAcc", "fail"]

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rescue.cli import app
+from rescue.engine.results import read_results
 from rescue.report.html import decode_payload
 from rescue.report.leaderboard import terminal_leaderboard
 from rescue.report.outcomes import is_correct
@@ -107,7 +108,7 @@ def test_html_is_self_contained(report_dir):
 
 def test_terminal_leaderboard_of_a_real_run(runs):
     results = json.loads((runs[0] / "results.json").read_text())
-    table = terminal_leaderboard(results)
+    table = terminal_leaderboard(read_results(runs[0] / "results.json"))
     headers = [c.header for c in table.columns]
     assert "ITP\nF1" in headers and "RPP\nAcc" in headers and "SSP\nR@1" in headers
     f1 = next(iter(table.columns[headers.index("ITP\nF1")].cells))

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pandas as pd
 
 from rescue.report import figures
+from rescue.report.html import Rendered
 
 
-def _svg(rendered: figures.Rendered) -> str:
+def _svg(rendered: Rendered) -> str:
     assert rendered.png[:8] == b"\x89PNG\r\n\x1a\n" and rendered.pdf[:4] == b"%PDF"
     return rendered.svg.decode("utf-8")
 

@@ -121,9 +121,9 @@ def test_judge_columns_compare_only_with_the_papers_judge(baselines):
     system = load_run(baselines)[0]
     judge = next(c for c in COLUMNS if c.id == "vp.judge")
     assert "no judge ran" in _reason(system, judge, 855, "all")[0]
-    system.config["judges"] = ["openai/gpt-4o"]
+    system.config.judges = ["openai/gpt-4o"]
     assert "the paper's GPT-5.4" in _reason(system, judge, 855, "all")[0]
-    system.config["judges"], system.config["judge_scale"] = ["openai/gpt-5.4"], "likert"
+    system.config.judges, system.config.judge_scale = ["openai/gpt-5.4"], "likert"
     assert _reason(system, judge, 855, "all") == ("", "")
     bert = next(c for c in COLUMNS if c.id == "vp.bertscore_f1")
     assert "does not state" in _reason(system, bert, 855, "all")[0]

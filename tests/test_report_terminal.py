@@ -10,15 +10,17 @@ from typer.testing import CliRunner
 
 from rescue.cli import app
 from rescue.data.stats import TABLE3_COLUMNS
+from rescue.engine.results import RunResults
 from rescue.report.leaderboard import print_run_summary, terminal_units
 
 
-def _closed_results(models: int = 1) -> dict:
+def _closed_results(models: int = 1) -> RunResults:
     metrics = {"itp": {"all": {"f1": 0.6667, "instances": 58, "failures": 2}}}
-    return {"config": {"mode": "dialogue"}, "models": {f"baseline/m{k}": metrics for k in range(models)}}
+    return RunResults.model_validate({"config": {"mode": "dialogue"},
+                                      "models": {f"baseline/m{k}": metrics for k in range(models)}})
 
 
-def _printed(results: dict, out: str) -> list[str]:
+def _printed(results: RunResults, out: str) -> list[str]:
     buffer = io.StringIO()
     console = Console(file=buffer, width=80, force_terminal=False, color_system=None)
     print_run_summary(console, results, out)
@@ -32,7 +34,8 @@ def test_one_column_leaderboard_has_a_one_line_title_and_no_judge_units():
 
 
 def test_units_name_only_the_columns_shown():
-    results = {"models": {"m": {"er": {"all": {"s_er": 4.1}}, "vp": {"all": {"bertscore_f1": 0.85}}}}}
+    results = RunResults.model_validate(
+        {"config": {}, "models": {"m": {"er": {"all": {"s_er": 4.1}}, "vp": {"all": {"bertscore_f1": 0.85}}}}})
     assert terminal_units(results) == "ER judge 1-5; BERTScore F1 0-1"
 
 

@@ -207,25 +207,11 @@ def test_a_resumed_run_says_how_many_answers_came_from_the_cache(tmp_path):
 
 
 def test_a_missing_extra_is_named_before_any_work(tmp_path):
-    import subprocess
-    import sys
+    from rescue.testing.without import run_without
 
     out = tmp_path / "run"
     # As on a machine installed without the 'bertscore' extra: torch cannot be found.
-    code = f"""
-import importlib.machinery, sys
-class WithoutTorch:  # the path finder, blind to torch and bert_score as if they were never installed
-    @staticmethod
-    def find_spec(name, path=None, target=None):
-        if name.split(".")[0] in ("torch", "bert_score"):
-            return None
-        return importlib.machinery.PathFinder.find_spec(name, path, target)
-sys.meta_path = [WithoutTorch if f is importlib.machinery.PathFinder else f for f in sys.meta_path]
-from rescue.cli import main
-sys.argv = ["rescue", "run", "--out", {str(out)!r}, "--tasks", "er", "--quiet"]
-main()
-"""
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    done = run_without(("torch", "bert_score"), "run", "--out", str(out), "--tasks", "er", "--quiet", timeout=120)
     assert done.returncode == 2, done.stderr
     assert "'bertscore' extra" in done.stderr and "rescue-bench[bertscore]" in done.stderr
     assert "--no-bertscore" in done.stderr and not out.exists()

@@ -395,11 +395,12 @@ def test_video_options_need_a_video_mode_and_rescore_media_root_a_video_run(tmp_
 
 
 def test_video_runs_pair_with_the_same_models_text_run():
+    from rescue.engine.results import ModelResults, StoredConfig
     from rescue.report.runs import System
     from rescue.report.video_gain import video_pairs
 
     def system(model: str, mode: str) -> System:
-        return System(f"{model} [{mode}]", model, mode, Path(mode), {}, {})
+        return System(f"{model} [{mode}]", model, mode, Path(mode), StoredConfig(), ModelResults())
 
     a_video, a_dialogue, a_cues, a_av = (system("a", m) for m in ("video", "dialogue", "video+cues", "audiovisual"))
     b_cues, b_dialogue, c_video = system("b", "video+cues"), system("b", "dialogue"), system("c", "video")

@@ -126,7 +126,6 @@ async def evaluate_async(
     config = _config(specs, out, tasks, data, options)
     samples = list(data) if isinstance(data, list | tuple) else None
     outcome = await run_async(config, write=out is not None, models=objects, samples=samples)
-    assert outcome.typed is not None
     return Evaluation(outcome.typed, outcome.records, outcome.complete, outcome.stopped,
                       Path(out) if out is not None else None)
 

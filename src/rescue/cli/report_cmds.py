@@ -36,6 +36,10 @@ def report(
         "--reference", help="paper: add the paper's published numbers (Table 5, Table 11, the ten-model average) "
         "as reference rows, compare each system with them (and say where a column is not comparable) and add a "
         "reproduction section to report.html. Never part of a significance test.")] = None,
+    figures: Annotated[Optional[bool], typer.Option(
+        "--figures/--no-figures", help="Draw the figures (PNG, SVG, PDF). They need matplotlib, the 'plot' extra; "
+        "by default they are drawn when it is installed and a note says how to get it when not. --figures "
+        "makes a missing extra an error.", show_default=False)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
 ) -> None:
     """Leaderboards (Markdown, LaTeX, CSV) with bootstrap CIs, paired comparisons, the paper's analyses,
@@ -57,12 +61,14 @@ def report(
 
     options = ReportOptions(n_resamples=bootstrap, seed=seed, level=level, alpha=alpha, context_rows=context_rows,
                             html=html, cluster=cluster, allow_mixed=allow_mixed, reference=reference,
-                            progress=None if quiet else progress)
+                            figures=figures, progress=None if quiet else progress)
     result = build_report(run_dirs, out, data=data, options=options)
     if result.reference:
         _print_reference(result.reference)
-    for note in result.notes:
-        console.print(f"[yellow]note:[/] {note}", highlight=False)
+    from rich.markup import escape
+
+    for note in result.notes:  # a note may quote ids and pip lines ("rescue-bench[plot]"): never markup
+        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False, soft_wrap=True)
     console.print(f"Wrote {len(result.files)} files to {result.out}"
                   + (f"; open {result.out / 'report.html'}" if html else ""), highlight=False)
 

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from rescue.cli.app import DataOption, app, console, err_console
 from rescue.tasks.base import TASK_NAMES
+
+if TYPE_CHECKING:
+    from rescue.engine.runner import RunOutcome
 
 
 def _parse_extras(values: list[str]) -> dict[str, Any]:
@@ -50,26 +53,23 @@ def _read_model_settings(path: Path | None) -> dict[str, dict[str, Any]]:
     return data
 
 
-def _print_leaderboard(results: dict[str, Any], out: Path) -> None:
-    from rescue.report.leaderboard import print_run_summary
-
-    print_run_summary(console, results, out)
-
-
-def _finish(outcome: Any, quiet: bool) -> None:
+def _finish(outcome: RunOutcome, quiet: bool) -> None:
     from rich.markup import escape
 
+    from rescue.report.leaderboard import print_run_summary
+
+    results = outcome.typed
     if not quiet:
-        _print_leaderboard(outcome.results, outcome.out)
-    run = outcome.results.get("run", {})
-    if run.get("cache_hits"):
-        err_console.print(f"{run['cache_hits']} answer(s) came from the cache, {run.get('requests', 0)} new "
+        print_run_summary(console, results, outcome.out)
+    run = results.run
+    if run is not None and run.cache_hits:
+        err_console.print(f"{run.cache_hits} answer(s) came from the cache, {run.requests} new "
                           "request(s) were sent.", highlight=False)
-    data = outcome.results.get("data") or {}
-    if data.get("sample_ids") and not quiet:
-        ids = data["sample_ids"]
+    data = results.data
+    if data is not None and data.sample_ids and not quiet:
+        ids = data.sample_ids
         shown = ", ".join(escape(i) for i in ids[:8]) + (f" … ({len(ids) - 8} more)" if len(ids) > 8 else "")
-        err_console.print(f"{len(ids)} sample(s) taken ({data.get('sample_choice')}): {shown}", highlight=False)
+        err_console.print(f"{len(ids)} sample(s) taken ({data.sample_choice}): {shown}", highlight=False)
     if not outcome.complete:
         err_console.print(f"[yellow]incomplete:[/] {escape(str(outcome.stopped))}. Rerun the same command to "
                           "continue (instances without an answer are asked again).", highlight=False, soft_wrap=True)

@@ -11,7 +11,15 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from rescue.data.errors import RescueError
 from rescue.tasks.base import TASK_NAMES, PredictionRecord
@@ -63,17 +71,154 @@ class CostBlock(BaseModel):
     spent_this_run: float = 0.0
 
 
+class ScopeMetrics(BaseModel):
+    """One task's metrics over one scope (all, a scenario, or one sample): counts, then the task's metric keys.
+
+    The metric keys are whatever the task declares (``rescue.tasks.spec.Metric``), so they are kept as extra
+    fields and read through :meth:`value`; a metric that could not be computed is ``None``.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    instances: int = 0
+    failures: int = 0
+
+    def value(self, key: str) -> Any:
+        if key in ("instances", "failures"):
+            return getattr(self, key)
+        return (self.model_extra or {}).get(key)
+
+    def values(self) -> dict[str, Any]:
+        """Every metric of this scope, counts first, as written in ``results.json``."""
+        return {"instances": self.instances, "failures": self.failures, **(self.model_extra or {})}
+
+
+class TaskResults(BaseModel):
+    """One model on one task: the pooled scope, each scenario present, and one entry per sample."""
+
+    model_config = ConfigDict(extra="allow")
+
+    all: ScopeMetrics | None = None
+    couple: ScopeMetrics | None = None
+    family: ScopeMetrics | None = None
+    samples: dict[str, ScopeMetrics] = Field(default_factory=dict)
+
+    def scope(self, name: str) -> ScopeMetrics | None:
+        """``all``, ``couple`` or ``family``; ``None`` where the run had no instance of that scope."""
+        if name in SCOPE_KEYS:
+            found: ScopeMetrics | None = getattr(self, name)
+            return found
+        return None
+
+    @model_serializer(mode="wrap")
+    def _absent_scopes_omitted(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A scenario the data lacks is absent from results.json, not null: readers test for the key.
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if not (k in SCOPE_KEYS and v is None)}
+
+
+class ModelCost(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    total: float | None = None  # None: a price was missing for some of the model's usage
+    tasks: dict[str, float | None] = Field(default_factory=dict)
+    judge: float | None = None
+
+
 class ModelResults(BaseModel):
-    """One model: per task ``{"all", "couple", "family": metrics, "samples": {id: metrics}}``, usage and cost."""
+    """One model: usage, cost, and per task a :class:`TaskResults`.
+
+    In ``results.json`` the tasks sit beside ``usage`` and ``cost`` under their own names
+    (``models[m]["itp"]["all"]["f1"]``); in Python they are gathered in :attr:`tasks`.
+    """
 
     model_config = ConfigDict(extra="allow")
 
     usage: dict[str, Any] = Field(default_factory=dict)
-    cost: dict[str, Any] = Field(default_factory=dict)
+    cost: ModelCost = Field(default_factory=ModelCost)
+    tasks: dict[str, TaskResults] = Field(default_factory=dict)
 
-    def tasks(self) -> dict[str, dict[str, Any]]:
-        extra = self.model_extra or {}
-        return {name: extra[name] for name in TASK_NAMES if isinstance(extra.get(name), dict)}
+    @model_validator(mode="before")
+    @classmethod
+    def _gather_tasks(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "tasks" not in data:
+            data = dict(data)
+            data["tasks"] = {name: data.pop(name) for name in TASK_NAMES if name in data}
+        return data
+
+    @model_serializer(mode="wrap")
+    def _tasks_beside_usage(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        tasks = data.pop("tasks", {})
+        return {**data, **tasks}
+
+    def task(self, name: str) -> TaskResults | None:
+        return self.tasks.get(name)
+
+    def scope(self, task: str, scope: str = "all") -> ScopeMetrics | None:
+        entry = self.tasks.get(task)
+        return None if entry is None else entry.scope(scope)
+
+
+class BertScoreInfo(BaseModel):
+    """What ``results.json`` records about the BERTScore backbone a run used (no machine paths)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str | None = None
+    num_layers: int | None = None
+    rescale_with_baseline: bool = False
+
+
+class UsedValues(BaseModel):
+    """What a run really used where its options said "default": runs are compared on these."""
+
+    model_config = ConfigDict(extra="allow")
+
+    data_sha256: str | None = None
+    task_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    context_size: dict[str, int] = Field(default_factory=dict)
+    batch_size: dict[str, Any] = Field(default_factory=dict)
+    parse: str | None = None
+    rpp_gold: str | None = None
+    rpp_gold_field: dict[str, str | None] = Field(default_factory=dict)
+
+
+class StoredConfig(BaseModel):
+    """``results.json["config"]``: the run's :class:`~rescue.engine.config.RunConfig` as run, plus what it used.
+
+    Only the fields a reader of results relies on are typed here; the rest of ``RunConfig`` is kept as extra
+    fields and checked where it matters (:meth:`RunConfig.from_json` on resume and rescore). ``bertscore`` is
+    the backbone's description (``None``: BERTScore was off or had nothing to score); the option itself is
+    ``bertscore_enabled``.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    mode: str = "dialogue"
+    data: str | None = None  # as given (None: the bundled demo data)
+    context_size: int | None = None
+    parse: str = "strict"
+    rpp_gold: str | None = None
+    judges: list[str] = Field(default_factory=list)
+    judge_scale: str = "likert"
+    bertscore: BertScoreInfo | None = None
+    bertscore_enabled: bool | None = None
+    rescue_version: str | None = None
+    used: UsedValues = Field(default_factory=UsedValues)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _option_is_not_a_backbone(cls, data: Any) -> Any:
+        # A hand-written config may hold the option (true/false) where rescue writes the backbone.
+        if isinstance(data, dict) and isinstance(data.get("bertscore"), bool):
+            data = dict(data)
+            data.setdefault("bertscore_enabled", data["bertscore"])
+            data["bertscore"] = None
+        return data
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
 
 
 class RunResults(BaseModel):
@@ -82,7 +227,7 @@ class RunResults(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     schema_version: int = 1
-    config: dict[str, Any]
+    config: StoredConfig
     run: RunStatus | None = None  # None only in hand-written files; rescue always writes it
     data: DataInfo | None = None
     predictions: PredictionsInfo | None = None
@@ -90,7 +235,8 @@ class RunResults(BaseModel):
     models: dict[str, ModelResults]
 
     def metrics(self, model: str, task: str, scope: str = "all") -> dict[str, Any]:
-        return dict(self.models[model].tasks().get(task, {}).get(scope) or {})
+        found = self.models[model].scope(task, scope)
+        return {} if found is None else found.values()
 
     def to_pandas(self, *, samples: bool = False) -> pd.DataFrame:
         """One row per (model, task, scope) with every metric as a column; ``samples`` adds per-sample rows."""
@@ -98,13 +244,14 @@ class RunResults(BaseModel):
 
         rows: list[dict[str, Any]] = []
         for model, entry in self.models.items():
-            for task, scopes in entry.tasks().items():
+            for task, scopes in entry.tasks.items():
                 for scope in SCOPE_KEYS:
-                    if isinstance(scopes.get(scope), dict):
-                        rows.append({"model": model, "task": task, "scope": scope, **scopes[scope]})
+                    found = scopes.scope(scope)
+                    if found is not None:
+                        rows.append({"model": model, "task": task, "scope": scope, **found.values()})
                 if samples:
-                    for sample_id, values in (scopes.get("samples") or {}).items():
-                        rows.append({"model": model, "task": task, "scope": f"sample:{sample_id}", **values})
+                    for sample_id, values in scopes.samples.items():
+                        rows.append({"model": model, "task": task, "scope": f"sample:{sample_id}", **values.values()})
         return pd.DataFrame(rows)
 
     def to_json_text(self) -> str:
@@ -116,7 +263,10 @@ class RunResults(BaseModel):
 
 def _first_error(exc: ValidationError) -> str:
     first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    loc = list(first["loc"])
+    if len(loc) > 3 and loc[0] == "models" and loc[2] == "tasks":  # the file has no "tasks" level
+        del loc[2]
+    where = ".".join(str(p) for p in loc) or "(top level)"
     return f"field {where}: {first['msg']}"
 
 

@@ -64,7 +64,7 @@ class RunOutcome:
     out: Path
     complete: bool
     stopped: str | None
-    typed: RunResults | None = None  # results as the typed model (``results`` is its JSON form)
+    typed: RunResults  # the results as the typed model; ``results`` is its JSON form, as in results.json
 
     @property
     def cache_hits(self) -> int:
@@ -425,7 +425,7 @@ class Runner:
         if not self.offline and results_path.exists():
             try:
                 stored = read_results(results_path)
-                stored_fields = RunConfig.from_json(stored.config, str(results_path)).result_fields()
+                stored_fields = RunConfig.from_json(stored.config.as_dict(), str(results_path)).result_fields()
                 stored_sha = stored.data.sha256 if stored.data is not None else None
             except RescueError as exc:
                 if not config.overwrite:
@@ -436,9 +436,9 @@ class Runner:
             differences = config_differences(stored_fields, current) if stored_fields else []
             if stored_sha is not None and stored_sha != data_sha:
                 differences.insert(0, f"data: sha256 {stored_sha[:12]}… → {data_sha[:12]}… "
-                                      f"({stored.config.get('data') or 'demo'} → {config.data or 'demo'})")
-            elif stored_sha is None and stored_fields and stored.config.get("data") != config.data:
-                differences.insert(0, f"data: {stored.config.get('data')!r} → {config.data!r}")
+                                      f"({stored.config.data or 'demo'} → {config.data or 'demo'})")
+            elif stored_sha is None and stored_fields and stored.config.data != config.data:
+                differences.insert(0, f"data: {stored.config.data!r} → {config.data!r}")
             if differences and not config.overwrite:
                 shown = "; ".join(differences[:4]) + (f"; and {len(differences) - 4} more" if len(differences) > 4 else "")
                 raise RunError(f"--out {self.out}: holds a run with another configuration ({shown}). Rerun with "
@@ -736,7 +736,7 @@ def rescore(run_dir: str | Path, *, data: str | None = None, media_root: str | N
         stored = read_results(root / RESULTS)
     except RescueError as exc:
         raise RunError(str(exc)) from None
-    config = RunConfig.from_json(stored.config, str(root / RESULTS))
+    config = RunConfig.from_json(stored.config.as_dict(), str(root / RESULTS))
     config.out = str(root)
     if data is not None:
         config.data = data

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pandas as pd
@@ -13,7 +14,7 @@ import pandas as pd
 from rescue.data.loading import load_samples
 from rescue.data.models import Sample
 from rescue.io import remove_stale_temporaries, safe_filename, write_atomic
-from rescue.report import analyses, figures
+from rescue.report import analyses
 from rescue.report.bootstrap import DEFAULT_CLUSTER
 from rescue.report.columns import COLUMNS, HEADLINE
 from rescue.report.comparability import ComparabilityError, check, refusal
@@ -55,6 +56,7 @@ class ReportOptions:
     cluster: str = DEFAULT_CLUSTER  # the bootstrap's resampling unit: "group" (session group) or "sample"
     allow_mixed: bool = False  # show runs that are not comparable side by side instead of refusing
     reference: str | None = None  # "paper": the published numbers as reference rows and a reproduction section
+    figures: bool | None = None  # None: draw them when matplotlib (the plot extra) is installed; True: require it
     progress: Callable[[str], None] | None = None  # told each step as it starts
 
 
@@ -70,7 +72,7 @@ def resolve_samples(systems: Sequence[System], data: Path | None) -> tuple[list[
     """The samples the runs evaluated: ``--data`` when given, else the data named in the first run's config."""
     if data is not None:
         return load_samples(data), str(data)
-    named = systems[0].config.get("data") if systems else None
+    named = systems[0].config.data if systems else None
     if named is None or str(named).strip() in DEMO_MARKERS or str(named).startswith("<demo>"):
         return load_samples(None), "the bundled demo data"
     path = Path(str(named))
@@ -97,11 +99,35 @@ def _frame_table(title: str, frame: pd.DataFrame, note: str = "", digits: int = 
     return HtmlTable(title, [str(c) for c in frame.columns], [[cell(v) for v in row] for row in frame.itertuples(index=False)], note)
 
 
+PLOT_EXTRA = "pip install 'rescue-bench[plot]'"
+
+
+def plotting(wanted: bool | None) -> tuple[ModuleType | None, str | None]:
+    """The figures module, or None and why: figures need matplotlib, the ``plot`` extra.
+
+    ``wanted`` None draws figures when matplotlib is installed and says how to get them when not; True makes
+    a missing matplotlib an error (before any work); False draws none.
+    """
+    if wanted is False:
+        return None, None
+    try:
+        from rescue.report import figures
+    except ImportError as exc:
+        if not (exc.name or "").startswith("matplotlib"):
+            raise
+        why = f"figures need the 'plot' extra (missing: {exc.name}): {PLOT_EXTRA}"
+        if wanted:
+            raise ReportError(f"--figures: {why}, or pass --no-figures") from None
+        return None, f"no figures: {why}"
+    return figures, None
+
+
 def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path | None = None,
                  options: ReportOptions | None = None) -> ReportOutput:
     options = options or ReportOptions()
     out_dir = Path(out)
     result = ReportOutput(out_dir)
+    plots, no_plots = plotting(options.figures)
     cleaned: set[Path] = set()
 
     def write(relative: str, content: str | bytes) -> None:
@@ -180,6 +206,9 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
                             "they are left out of position analyses and have no transcript.")
 
     figs: list[Figure] = []
+    if no_plots:
+        result.notes.append(no_plots)
+
     tables: list[HtmlTable] = []
     matrices: list[HtmlTable] = []  # confusion and per-system transition matrices: shaded tables, folded
     unit = "session groups" if options.cluster == "group" else "samples"
@@ -192,8 +221,9 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
         measured = [r for r in board.scope_rows("all") if not r.published]
         headers = [h for h in wanted if any((r.cells.get(h) or Cell(None)).value is not None for r in measured)]
         if headers:
-            figs.append(Figure(key, title, figures.metric_bars(board, headers, title=title),
-                               f"Error bars: {round(options.level * 100)}% bootstrap CIs resampling {unit}."))
+            if plots is not None:
+                figs.append(Figure(key, title, plots.metric_bars(board, headers, title=title),
+                                   f"Error bars: {round(options.level * 100)}% bootstrap CIs resampling {unit}."))
 
     # The paper's analyses, for every task that declares them (RPP: position and per label; SSP: preference).
     for task in [t for t in analyses.tasks_with("position") if any(s.task_records(t) for s in systems)]:
@@ -201,22 +231,26 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
         by_position = analyses.accuracy_by_position(systems, lengths, task)
         write(f"analyses/{task}_accuracy_by_position.csv", by_position.to_csv(index=False))
         if by_position["instances"].sum():
-            figs.append(Figure(f"{task}_position", f"{name} accuracy across dialogue position",
-                               figures.position_curve(by_position, f"{name} accuracy by dialogue position"),
-                               "Position of an instance = (row_index - 1) / (rows - 1) of its sample, in ten bins; "
-                               "band: ±1 binomial standard error; 'all systems' pools every system's instances."))
+            if plots is not None:
+                figs.append(Figure(f"{task}_position", f"{name} accuracy across dialogue position",
+                                   plots.position_curve(by_position, f"{name} accuracy by dialogue position"),
+                                   "Position of an instance = (row_index - 1) / (rows - 1) of its sample, in ten "
+                                   "bins; band: ±1 binomial standard error; 'all systems' pools every system's instances."))
         gold_bins = analyses.gold_by_position(systems, lengths, task)
         write(f"analyses/{task}_gold_by_position.csv", gold_bins.to_csv(index=False))
         for scenario, part in gold_bins.groupby("scenario"):
-            figs.append(Figure(f"{task}_gold_position_{scenario}", f"{name} gold labels by position ({scenario})",
-                               figures.stacked_shares(part, f"{name} gold labels by position ({scenario})")))
+            if plots is not None:
+                title = f"{name} gold labels by position ({scenario})"
+                figs.append(Figure(f"{task}_gold_position_{scenario}", title,
+                                   plots.stacked_shares(part, title)))
         for (source, scenario), matrix in analyses.transitions(systems, task).items():
             key = f"{task}_transitions_{_slug(source)}_{scenario}"
             write(f"analyses/{key}.csv", matrix.to_csv())
             title = f"{name} label transitions, {source} ({scenario})"
             note = "Row-normalised % of consecutive labelled rows; self-transitions excluded."
             if source == "gold":  # the paper's Fig. 3; each system's own matrix is a table below
-                figs.append(Figure(key, title, figures.heatmap(matrix, title, percent=True), note))
+                if plots is not None:
+                    figs.append(Figure(key, title, plots.heatmap(matrix, title, percent=True), note))
             else:
                 matrices.append(shaded_table(title, matrix, note, percent=True))
     for task in [t for t in analyses.tasks_with("per_label") if any(s.task_records(t) for s in systems)]:
@@ -250,9 +284,10 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
                                    "bias: std of strengths normalised to sum to the number of labels "
                                    "(Kang et al. 2024); log_spread: std of log strengths. 0 = no preference."))
         for scenario, part in preferences.groupby("scenario"):
-            figs.append(Figure(f"{task}_preference_{scenario}", f"{name} label preference ({scenario})",
-                               figures.preference_bars(part, f"{name} label preference ({scenario})"),
-                               "Bradley–Terry strengths from 'predicted i when gold j'; dashed line: no preference."))
+            if plots is not None:
+                title = f"{name} label preference ({scenario})"
+                figs.append(Figure(f"{task}_preference_{scenario}", title, plots.preference_bars(part, title),
+                                   "Bradley–Terry strengths from 'predicted i when gold j'; dashed line: no preference."))
 
     for fig in figs:
         for fmt, content in fig.image.files().items():

@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from rescue.engine.results import ScopeMetrics
 from rescue.tasks import task_metrics
 from rescue.tasks.spec import Metric
 
@@ -35,8 +36,11 @@ class Column:
         return cls(task, metric.key, f"{task.upper()} {metric.label}", 100.0 if metric.percent else 1.0,
                    metric.digits, metric.headline, metric.right_wrong)
 
-    def pick(self, metrics: Mapping[str, object] | None) -> float | None:
-        value = (metrics or {}).get(self.key)
+    def pick(self, metrics: ScopeMetrics | Mapping[str, object] | None) -> float | None:
+        """This column's value in one scope's metrics (stored, or a fresh aggregate); None when absent or NaN."""
+        if metrics is None:
+            return None
+        value = metrics.value(self.key) if isinstance(metrics, ScopeMetrics) else metrics.get(self.key)
         if isinstance(value, int | float) and not isinstance(value, bool):
             return None if math.isnan(float(value)) else float(value)
         return None

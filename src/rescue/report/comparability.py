@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from rescue.report.runs import ReportError, System
 from rescue.tasks import TASKS, graded_tasks, right_wrong_tasks
@@ -54,13 +53,8 @@ class Comparability:
         return sets[system] != union
 
 
-def _used(system: System) -> dict[str, Any]:
-    used = system.config.get("used")
-    return used if isinstance(used, dict) else {}
-
-
 def _judges(system: System) -> str | None:
-    judges = system.config.get("judges") or []
+    judges = system.config.judges
     return ", ".join(str(j) for j in judges) if judges else None
 
 
@@ -68,46 +62,46 @@ def judge_text(system: System) -> str:
     judges = _judges(system)
     if judges is None:
         return "no judge"
-    return f"{judges} ({system.config.get('judge_scale') or 'likert'} scale)"
+    return f"{judges} ({system.config.judge_scale} scale)"
 
 
 def bertscore_text(system: System) -> str | None:
     """The backbone as a short phrase (model, layer, rescaling); None when BERTScore was off."""
-    bert = system.config.get("bertscore")
-    if not isinstance(bert, dict):
+    bert = system.config.bertscore
+    if bert is None:
         return None
-    text = str(bert.get("model") or "?")
-    if bert.get("num_layers") is not None:
-        text += f", layer {bert['num_layers']}"
-    if bert.get("rescale_with_baseline"):
+    text = bert.model or "?"
+    if bert.num_layers is not None:
+        text += f", layer {bert.num_layers}"
+    if bert.rescale_with_baseline:
         text += ", rescaled"
     return text
 
 
 def _has(system: System, tasks: Sequence[str]) -> bool:
-    return any(system.task_records(t) or t in system.results for t in tasks)
+    return any(system.task_records(t) or t in system.results.tasks for t in tasks)
 
 
 def _setting_checks() -> list[tuple[str, Sequence[str] | None, Callable[[System], object]]]:
     """(name, tasks it matters for (None: all), value per system; None = not recorded)."""
     return [
-        ("data (sha256)", None, lambda s: _used(s).get("data_sha256")),
+        ("data (sha256)", None, lambda s: s.config.used.data_sha256),
         # Before these were recorded, "default" meant auto and the only parse policy was strict.
-        ("RPP gold field", RPP_GOLD_TASKS, lambda s: _used(s).get("rpp_gold") or s.config.get("rpp_gold") or "auto"),
+        ("RPP gold field", RPP_GOLD_TASKS, lambda s: s.config.used.rpp_gold or s.config.rpp_gold or "auto"),
         ("parse policy", tuple(right_wrong_tasks()),
-         lambda s: _used(s).get("parse") or s.config.get("parse") or "strict"),
+         lambda s: s.config.used.parse or s.config.parse),
         ("judge", GENERATIVE, _judges),
-        ("judge scale", GENERATIVE, lambda s: s.config.get("judge_scale") if _judges(s) else None),
+        ("judge scale", GENERATIVE, lambda s: s.config.judge_scale if _judges(s) else None),
         ("BERTScore backbone", GENERATIVE, bertscore_text),
     ]
 
 
-def _context_sizes(system: System) -> dict[str, Any]:
-    sizes = _used(system).get("context_size")
-    if isinstance(sizes, dict):
+def _context_sizes(system: System) -> dict[str, int]:
+    sizes = system.config.used.context_size
+    if sizes:
         return sizes
     # Older runs record only the option; None meant "each task's default".
-    option = system.config.get("context_size")
+    option = system.config.context_size
     return {} if option is None else {t: option for t in system.tasks}
 
 
@@ -139,7 +133,7 @@ def check(systems: Sequence[System], scopes: Sequence[str]) -> Comparability:
             shown = "; ".join(f"{k}: {v}" for k, v in known.items())
             result.differences.append(f"{task.upper()} context size differs: {shown}")
     for task in tasks:
-        options = {s.label: (_used(s).get("task_options") or {}).get(task) for s in systems if s.task_records(task)}
+        options = {s.label: s.config.used.task_options.get(task) for s in systems if s.task_records(task)}
         known_options = {k: json.dumps(v, sort_keys=True) for k, v in options.items() if v is not None}
         if len(set(known_options.values())) > 1:
             shown = "; ".join(f"{k}: {v}" for k, v in known_options.items())

@@ -1,5 +1,8 @@
 """matplotlib figures of the report: one idea per figure, sized to be read at page width.
 
+matplotlib is the ``plot`` extra; :func:`rescue.report.build.plotting` imports this module only when figures
+are drawn, so the report's tables and page work without it.
+
 Each function returns :class:`Rendered` — PNG (150 dpi, inlined in the HTML), SVG and PDF (for papers),
 all written beside each other under ``figures/``.
 """
@@ -8,7 +11,6 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import matplotlib
 
@@ -20,6 +22,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from rescue.report.html import Rendered
 from rescue.report.leaderboard import Leaderboard
 
 DPI = 150
@@ -27,16 +30,6 @@ FORMATS = ("png", "svg", "pdf")
 plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 9,
                      "xtick.labelsize": 9, "ytick.labelsize": 9, "svg.hashsalt": "rescue", "pdf.compression": 6,
                      "svg.fonttype": "none"})  # real text in the SVG: editable in a paper, searchable
-
-
-@dataclass(frozen=True)
-class Rendered:
-    png: bytes
-    svg: bytes
-    pdf: bytes
-
-    def files(self) -> dict[str, bytes]:
-        return {"png": self.png, "svg": self.svg, "pdf": self.pdf}
 
 
 def _png(figure: Figure) -> Rendered:

@@ -19,11 +19,22 @@ from markupsafe import Markup, escape
 
 from rescue.data.models import Sample
 from rescue.report.comparisons import Comparison, comparisons_note, informative
-from rescue.report.figures import Rendered
 from rescue.report.leaderboard import MARKER, Cell, Leaderboard, _counts_text, cell_parts, legend
 from rescue.report.outcomes import outcome
 from rescue.report.runs import System
 from rescue.tasks.base import TASK_NAMES
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """One figure drawn three ways: PNG (inlined in the page), SVG and PDF (written beside it, for papers)."""
+
+    png: bytes
+    svg: bytes
+    pdf: bytes
+
+    def files(self) -> dict[str, bytes]:
+        return {"png": self.png, "svg": self.svg, "pdf": self.pdf}
 
 
 @dataclass

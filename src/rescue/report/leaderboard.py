@@ -18,6 +18,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
+from rescue.engine.results import ModelResults, RunResults
 from rescue.io import latex_text, markdown_table, markdown_text, terminal_text
 from rescue.report.bootstrap import DEFAULT_CLUSTER, Interval, bootstrap_ci
 from rescue.report.columns import COLUMNS, HEADLINE, Column, columns_for
@@ -75,8 +76,8 @@ def scopes_of(systems: Sequence[System]) -> list[str]:
 
 
 def _point(system: System, column: Column, scope: str, aggregates: Aggregates) -> float | None:
-    stored = (system.results.get(column.task) or {}).get(scope)
-    if isinstance(stored, Mapping):
+    stored = system.results.scope(column.task, scope)
+    if stored is not None:
         value = column.pick(stored)
         if value is not None:
             return value
@@ -91,8 +92,8 @@ def _counts(system: System, task: str, scope: str) -> tuple[int, int]:
     records = in_scope(system.task_records(task), scope)
     if records:
         return len(records), sum(1 for r in records if not r.ok)
-    stored = (system.results.get(task) or {}).get(scope) or {}
-    return int(stored.get("instances", 0) or 0), int(stored.get("failures", 0) or 0)
+    stored = system.results.scope(task, scope)
+    return (0, 0) if stored is None else (stored.instances, stored.failures)
 
 
 def build_leaderboard(
@@ -314,13 +315,13 @@ def to_csv(board: Leaderboard) -> str:
     return out.getvalue()
 
 
-def _present(column: Column, models: Mapping[str, Any]) -> bool:
-    return any(column.pick((m.get(column.task) or {}).get("all")) is not None for m in models.values())
+def _present(column: Column, models: Mapping[str, ModelResults]) -> bool:
+    return any(column.pick(m.scope(column.task)) is not None for m in models.values())
 
 
-def terminal_units(results: dict[str, Any]) -> str:
+def terminal_units(results: RunResults) -> str:
     """The units of the columns :func:`terminal_leaderboard` shows, and only of those."""
-    columns = _terminal_columns(results.get("models") or {})
+    columns = _terminal_columns(results.models)
     headers = [c.header for c in columns]
     units = []
     if any(c.scale == 100.0 for c in columns):  # percentages (the right/wrong tasks' metrics)
@@ -332,10 +333,10 @@ def terminal_units(results: dict[str, Any]) -> str:
     return "; ".join(units)
 
 
-def print_run_summary(console: Any, results: dict[str, Any], out: Any) -> None:
+def print_run_summary(console: Any, results: RunResults, out: Any) -> None:
     """What ``rescue run`` prints at its end: a one-line title, the table, and the next command on its own line
     (soft-wrapped: a terminal may fold it, but no line break is ever inserted into it)."""
-    mode = (results.get("config") or {}).get("mode", "dialogue")
+    mode = results.config.mode
     units = terminal_units(results)
     console.print(f"[bold]RESCUE-Bench[/], {mode} mode, pooled" + (f" ({units})" if units else "") + f": {terminal_text(str(out))}",
                   highlight=False, soft_wrap=True)
@@ -345,7 +346,7 @@ def print_run_summary(console: Any, results: dict[str, Any], out: Any) -> None:
     console.print(f"  rescue report {shown} --out {shown}/report", highlight=False, soft_wrap=True)
 
 
-def _terminal_columns(models: Mapping[str, Any]) -> list[Column]:
+def _terminal_columns(models: Mapping[str, ModelResults]) -> list[Column]:
     columns: list[Column] = []
     for task in TASK_NAMES:  # per task its first headline metric that has a value (ER/VP: judge, else BERTScore)
         present = [c for c in HEADLINE if c.task == task and _present(c, models)]
@@ -353,13 +354,13 @@ def _terminal_columns(models: Mapping[str, Any]) -> list[Column]:
     return columns
 
 
-def terminal_leaderboard(results: dict[str, Any], *, title: str | None = None) -> Table:
-    """The short pooled leaderboard ``rescue run`` prints at its end, from a results.json dict.
+def terminal_leaderboard(results: RunResults, *, title: str | None = None) -> Table:
+    """The short pooled leaderboard ``rescue run`` prints at its end, from a run's results.
 
     One headline number per task, so it fits an 80-column terminal: ITP F1, RPP accuracy, STP and SSP R@1,
     and for ER / VP the judge score when a judge ran, else BERTScore. ``rescue report`` has everything else.
     """
-    models: dict[str, Any] = results.get("models") or {}
+    models = results.models
     columns = _terminal_columns(models)
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("model", no_wrap=True)
@@ -367,15 +368,15 @@ def terminal_leaderboard(results: dict[str, Any], *, title: str | None = None) -
         header = column.header.replace(" ", "\n", 1).replace("BERTScore", "BERT")
         table.add_column(header, justify="right", no_wrap=True)
     table.add_column("fail", justify="right", no_wrap=True)
-    costs = {name: (metrics.get("cost") or {}).get("total") for name, metrics in models.items()}
+    costs = {name: entry.cost.total for name, entry in models.items()}
     show_cost = any(cost for cost in costs.values())  # offline baselines cost nothing: no column for them
     if show_cost:
         table.add_column("cost $", justify="right", no_wrap=True)
-    for name, metrics in models.items():
-        scopes = [(metrics.get(t) or {}).get("all") or {} for t in TASK_NAMES]
-        failures = sum(int(s.get("failures", 0) or 0) for s in scopes)
-        instances = sum(int(s.get("instances", 0) or 0) for s in scopes)
-        cells = [c.format(c.pick((metrics.get(c.task) or {}).get("all"))) for c in columns]
+    for name, entry in models.items():
+        pooled = [s for t in TASK_NAMES if (s := entry.scope(t)) is not None]
+        failures = sum(s.failures for s in pooled)
+        instances = sum(s.instances for s in pooled)
+        cells = [c.format(c.pick(entry.scope(c.task))) for c in columns]
         cells.append(f"{failures}/{instances}")
         if show_cost:
             cells.append("—" if costs[name] is None else f"{costs[name]:.2f}")

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from rescue.data.errors import RescueError
+from rescue.engine.results import ModelResults, StoredConfig
 from rescue.tasks.base import TASK_NAMES, VIDEO_MODES, PredictionRecord
 
 
@@ -25,8 +25,8 @@ class System:
     model: str
     mode: str
     run_dir: Path
-    config: dict[str, Any]
-    results: dict[str, Any]  # results.json "models"[model]: task -> scope -> metrics
+    config: StoredConfig  # results.json "config": the run's options and what it used
+    results: ModelResults  # results.json "models"[model]: per task, per scope, the stored metrics
     records: list[PredictionRecord] = field(default_factory=list, repr=False)
     _by_task: dict[str, list[PredictionRecord]] | None = field(default=None, init=False, repr=False, compare=False)
     _indexed: int = field(default=-1, init=False, repr=False, compare=False)
@@ -42,7 +42,7 @@ class System:
 
     @property
     def tasks(self) -> list[str]:
-        present = {r.task for r in self.records} | {t for t in self.results if t in TASK_NAMES}
+        present = {r.task for r in self.records} | set(self.results.tasks)
         return [t for t in TASK_NAMES if t in present]
 
 
@@ -66,21 +66,18 @@ def load_run(run_dir: str | Path) -> list[System]:
         typed, records = read_run(root)
     except RunDirError as exc:
         raise ReportError(str(exc)) from None
-    results = typed.model_dump(mode="json")
-    models = results["models"]
-    config = results["config"]
     by_model: dict[str, list[PredictionRecord]] = {}
     for record in records:
         by_model.setdefault(record.model, []).append(record)
-    names = list(models) + [m for m in by_model if m not in models]
+    names = list(typed.models) + [m for m in by_model if m not in typed.models]
     return [
         System(
             label=name,
             model=name,
-            mode=str(config.get("mode", "")),
+            mode=typed.config.mode,
             run_dir=root,
-            config=config,
-            results=models.get(name) or {},
+            config=typed.config,
+            results=typed.models.get(name) or ModelResults(),
             records=by_model.get(name, []),
         )
         for name in names

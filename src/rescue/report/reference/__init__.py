@@ -119,8 +119,8 @@ def _reason(system: System, column: Column, instances: int, scope: str) -> tuple
     if column.key == "bertscore_f1":
         return f"BERTScore backbone: the paper does not state its own; ours is {bertscore_text(system) or 'off'}", ""
     if column.key in ("s_er", "judge"):
-        judges = [str(j) for j in system.config.get("judges") or []]
-        scale = system.config.get("judge_scale") or "likert"
+        judges = system.config.judges
+        scale = system.config.judge_scale
         if not judges:
             return "judge model: no judge ran; the paper's is GPT-5.4 (1-5)", ""
         if not any(j.rsplit("/", 1)[-1].lower() == "gpt-5.4" for j in judges) or scale != setup["judge_scale"]:
@@ -129,7 +129,7 @@ def _reason(system: System, column: Column, instances: int, scope: str) -> tuple
     if column.task == "rpp" and instances != expected:
         return (f"RPP evaluation set: the paper scored about {expected} instances here, not the "
                 f"{setup['table6_rpp'].get(scope)} of its Table 6 that rescue builds; ours has {instances}", "")
-    policy = (system.config.get("used") or {}).get("parse") or system.config.get("parse") or "strict"
+    policy = system.config.used.parse or system.config.parse
     failed = _parse_failures(system, column.task)
     if column.task in right_wrong_tasks() and policy != setup["parse"] and failed:
         return (f"parse policy: ours is {policy} and {failed} answer(s) failed to parse that the authors' lenient "

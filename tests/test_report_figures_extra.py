@@ -1,0 +1,59 @@
+"""The report without its ``plot`` extra: every table and the page, no figures, and a note naming the extra."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rescue.cli import app
+from rescue.testing.without import run_without
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("plot") / "run"
+    done = CliRunner().invoke(app, ["run", "--out", str(out), "--tasks", "itp,rpp,ssp", "--no-bertscore", "--quiet"])
+    assert done.exit_code == 0, done.output
+    return out
+
+
+def test_without_matplotlib_the_report_has_everything_but_figures(run_dir: Path, tmp_path: Path):
+    out = tmp_path / "report"
+    done = run_without(("matplotlib",), "report", str(run_dir), "--out", str(out), "--bootstrap", "20", "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert "figures need the 'plot' extra (missing: matplotlib)" in done.stdout
+    assert "pip install 'rescue-bench[plot]'" in done.stdout
+    assert "hidden modules loaded: []" in done.stderr  # nothing reached for matplotlib and half-loaded it
+    for name in ("leaderboard.md", "leaderboard.csv", "analyses/rpp_accuracy_by_position.csv", "report.html"):
+        assert (out / name).is_file(), name
+    assert not (out / "figures").exists()
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "No figures in this report" in page and "figures need the &#39;plot&#39; extra" in page
+
+
+def test_figures_required_without_matplotlib_fails_before_any_work(run_dir: Path, tmp_path: Path):
+    out = tmp_path / "report"
+    done = run_without(("matplotlib",), "report", str(run_dir), "--out", str(out), "--figures", "--quiet")
+    assert done.returncode == 2, done.stderr
+    assert "--figures: figures need the 'plot' extra" in done.stderr and "--no-figures" in done.stderr
+    assert not out.exists()
+
+
+def test_no_figures_draws_none_and_says_nothing_of_the_extra(run_dir: Path, tmp_path: Path):
+    out = tmp_path / "report"
+    done = CliRunner().invoke(app, ["report", str(run_dir), "--out", str(out), "--bootstrap", "20", "--no-figures",
+                                    "--quiet"])
+    assert done.exit_code == 0, done.output
+    assert not (out / "figures").exists() and (out / "leaderboard.md").is_file()
+    assert "plot" not in done.output
+
+
+def test_with_matplotlib_the_figures_are_drawn(run_dir: Path, tmp_path: Path):
+    out = tmp_path / "report"
+    done = CliRunner().invoke(app, ["report", str(run_dir), "--out", str(out), "--bootstrap", "20", "--figures",
+                                    "--quiet"])
+    assert done.exit_code == 0, done.output
+    drawn = {p.name for p in (out / "figures").iterdir()}
+    assert {"scores.png", "scores.svg", "scores.pdf", "rpp_position.png"} <= drawn

@@ -1,0 +1,69 @@
+"""results.json through its typed models: what rescue writes reads back unchanged, and readers see types."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rescue.engine.config import RunConfig
+from rescue.engine.results import RunDirError, RunResults, ScopeMetrics, read_results
+from rescue.engine.runner import run
+from rescue.report.runs import load_run
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("typed") / "run"
+    outcome = run(RunConfig(out=str(out), models=["baseline/majority"], tasks=["itp", "rpp", "stp"],
+                            bertscore=False, quiet=True))
+    assert outcome.complete
+    return out
+
+
+def test_what_rescue_writes_reads_back_unchanged(demo_run: Path):
+    written = json.loads((demo_run / "results.json").read_text(encoding="utf-8"))
+    typed = read_results(demo_run / "results.json")
+    assert json.loads(typed.to_json_text()) == written
+    # Scripts read models[m][task][scope][metric]: the file keeps tasks beside usage and cost.
+    assert list(written["models"]["baseline/majority"]) == ["usage", "cost", "itp", "rpp", "stp"]
+
+
+def test_metrics_are_typed_per_task_and_scope(demo_run: Path):
+    typed = read_results(demo_run / "results.json")
+    entry = typed.models["baseline/majority"]
+    pooled = entry.scope("itp")
+    assert isinstance(pooled, ScopeMetrics) and pooled.instances > 0 and pooled.failures == 0
+    assert pooled.value("f1") == typed.metrics("baseline/majority", "itp")["f1"]
+    assert set(entry.tasks) == {"itp", "rpp", "stp"} and entry.scope("er") is None
+    assert all(isinstance(s, ScopeMetrics) for s in entry.tasks["rpp"].samples.values())
+    assert typed.config.used.data_sha256 == typed.data.sha256  # type: ignore[union-attr]
+    assert typed.config.used.context_size.keys() == {"itp", "rpp", "stp"}
+
+
+def test_an_absent_scenario_stays_absent():
+    typed = RunResults.model_validate({"config": {}, "models": {"m": {"itp": {"all": {"instances": 3, "f1": 0.5}}}}})
+    dumped = json.loads(typed.to_json_text())["models"]["m"]["itp"]
+    assert "couple" not in dumped and "family" not in dumped and dumped["all"] == {"instances": 3, "failures": 0,
+                                                                                  "f1": 0.5}
+
+
+def test_an_ill_typed_metric_names_its_field_as_in_the_file(tmp_path: Path):
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"config": {}, "models": {"m": {"itp": {"all": {"instances": "many"}}}}}))
+    with pytest.raises(RunDirError, match=r"results.json: field models\.m\.itp\.all\.instances: "):
+        read_results(path)
+
+
+def test_a_hand_written_bertscore_option_is_not_read_as_a_backbone():
+    typed = RunResults.model_validate({"config": {"bertscore": True}, "models": {}})
+    assert typed.config.bertscore is None and typed.config.bertscore_enabled is True
+    assert RunConfig.from_json({**typed.config.as_dict(), "out": "x"}, "results.json").bertscore is True
+
+
+def test_the_report_reads_runs_through_the_models(demo_run: Path):
+    system = load_run(demo_run)[0]
+    assert system.config.mode == "dialogue" and system.config.used.parse == "strict"
+    assert system.results.scope("stp", "all") is not None
+    assert system.tasks == ["itp", "rpp", "stp"]
