@@ -155,8 +155,8 @@ def test_er_judge_scores_and_s_er(er_instances, tmp_path):
     assert second.scores["judge_emotion"] == 2.0
     assert second.scores["intensity"] == expected_int
     assert second.scores["s_er"] == (2.0 + expected_int) / 2
-    assert first.judge["judges"]["judge-a"]["status"] == "ok"
-    assert first.judge["failures"] == 0
+    assert first.judge.judges["judge-a"].status == "ok"
+    assert first.judge.failures == 0
     assert stats["judge-a"].requests == 2 and stats["judge-a"].failures == 0 and stats["judge-a"].input_tokens > 0
     # The judge sees the turn, the prediction and the gold, nothing else.
     shown = [_instance_data({"messages": [{"content": prompt}]}) for prompt in prompts]
@@ -200,11 +200,11 @@ def test_invalid_answers_are_asked_again_then_counted_as_failures(er_instances, 
             list(zip(er_instances[:2], records)), judges=[judge], task_name="er", max_attempts=3))
         retry_prompt = message_text(server.bodies[-1])
     ok, failed = records
-    assert ok.scores["judge_emotion"] == 4.0 and ok.judge["judges"]["judge-a"]["attempts"] == 2
+    assert ok.scores["judge_emotion"] == 4.0 and ok.judge.judges["judge-a"].attempts == 2
     assert failed.scores["judge_emotion"] is None and failed.scores["s_er"] is None
     assert failed.scores["intensity"] is not None  # the formula needs no judge
-    assert failed.judge["judges"]["judge-a"]["status"] == "failed"
-    assert "less than or equal to 5" in failed.judge["judges"]["judge-a"]["error"]
+    assert failed.judge.judges["judge-a"].status == "failed"
+    assert "less than or equal to 5" in failed.judge.judges["judge-a"].error
     assert stats["judge-a"].failures == 1 and stats["judge-a"].retries == 3 and stats["judge-a"].requests == 5
     assert "could not be used" in retry_prompt
     metrics = er.TASK.aggregate(records)
@@ -219,7 +219,7 @@ def test_request_errors_are_judge_failures(er_instances):
         judge = _judge(server, "judge-a")
         stats = _run([judge], lambda: judge_records(list(zip(er_instances[:1], records)), judges=[judge], task_name="er"))
     assert records[0].scores["judge_emotion"] is None
-    assert records[0].judge["judges"]["judge-a"]["status"] == "failed"
+    assert records[0].judge.judges["judge-a"].status == "failed"
     assert stats["judge-a"].failures == 1
 
 
@@ -231,7 +231,7 @@ def test_failed_predictions_score_the_minimum_without_a_judge_call(er_instances)
         assert server.request_count == 1
     failed = records[1]
     assert failed.scores == {"judge_emotion": 1.0, "intensity": 1.0, "s_er": 1.0}
-    assert "parse_error" in failed.judge["note"]
+    assert "parse_error" in failed.judge.note
 
 
 def test_without_a_judge_scores_are_absent_not_zero(er_instances):
@@ -241,7 +241,7 @@ def test_without_a_judge_scores_are_absent_not_zero(er_instances):
     assert stats == {}
     assert all(r.scores["judge_emotion"] is None and r.scores["s_er"] is None for r in records)
     assert all(r.scores["intensity"] is not None for r in records)
-    assert records[0].judge["note"] == NO_JUDGE_NOTE
+    assert records[0].judge.note == NO_JUDGE_NOTE
     metrics = er.TASK.aggregate(records)
     assert "judge_emotion" not in metrics and "s_er" not in metrics and "intensity" in metrics
 
@@ -265,8 +265,8 @@ def test_two_judges_mean_and_inter_judge_alpha(er_instances):
         stats = _run(judges, lambda: judge_records(list(zip(er_instances, records)), judges=judges, task_name="er"))
     assert set(stats) == {"judge-a", "judge-b"}
     exact = records[1]
-    assert exact.judge["judges"]["judge-a"]["scores"]["judge_emotion"] == 5.0
-    assert exact.judge["judges"]["judge-b"]["scores"]["judge_emotion"] == 4.0
+    assert exact.judge.judges["judge-a"].scores["judge_emotion"] == 5.0
+    assert exact.judge.judges["judge-b"].scores["judge_emotion"] == 4.0
     assert exact.scores["judge_emotion"] == 4.5
     metrics = er.TASK.aggregate(records)
     assert metrics["inter_judge_alpha"] is not None and 0 < metrics["inter_judge_alpha"] <= 1

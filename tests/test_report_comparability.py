@@ -207,7 +207,7 @@ def test_judged_counts_only_predictions_sent_to_the_judge():
                                 prediction={"emotion": "sad", "intensity": 5} if ok else None,
                                 status="ok" if ok else "parse_error",
                                 scores={"judge_emotion": emotion, "intensity": 5.0 if ok else 1.0},
-                                judge={"judges": {"j": {"status": "ok" if ok else "skipped"}}})
+                                judge={"judges": {"j": {"status": "ok" if ok else "minimum"}}})
 
     metrics = get_task("er").aggregate([er(True, 4.0), er(True, 5.0), er(False, 1.0)])
     assert metrics["judged"] == 2

@@ -67,3 +67,25 @@ def test_the_report_reads_runs_through_the_models(demo_run: Path):
     assert system.config.mode == "dialogue" and system.config.used.parse == "strict"
     assert system.results.scope("stp", "all") is not None
     assert system.tasks == ["itp", "rpp", "stp"]
+
+
+def _record_line(judge: object) -> str:
+    return json.dumps({"model": "m", "task": "er", "instance_id": "s#row1", "sample_id": "s", "scenario": "couple",
+                       "row_index": 1, "gold": {"emotion": "hurt", "intensity": 5}, "status": "ok", "judge": judge})
+
+
+def test_judge_grades_are_typed_and_a_bad_one_names_its_line_and_field(tmp_path: Path):
+    from rescue.engine.results import read_predictions
+    from rescue.tasks.base import JudgeGrade
+
+    path = tmp_path / "predictions.jsonl"
+    good = {"scale": "likert", "judges": {"j": {"status": "ok", "scores": {"judge_emotion": 4}, "attempts": 1}}}
+    path.write_text(_record_line(good) + "\n" + _record_line({"judges": {"j": {"status": "great"}}}) + "\n")
+    with pytest.raises(RunDirError, match=r"predictions.jsonl:2: field judge\.judges\.j\.status: "):
+        read_predictions(path)
+    path.write_text(_record_line(good) + "\n")
+    (record,) = read_predictions(path)
+    assert record.judge is not None and isinstance(record.judge.judges["j"], JudgeGrade)
+    assert record.judge.own_scores("judge_emotion") == {"j": 4.0}
+    record.judge = {"judges": {"j": {"status": "minimum", "scores": {"judge_emotion": 1}}}}  # type: ignore[assignment]
+    assert record.judge.judges["j"].graded and record.judge.own_scores("judge_emotion") == {}

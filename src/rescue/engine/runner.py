@@ -259,12 +259,12 @@ def judge_error_summary(name: str, endpoint: str, records: list[PredictionRecord
     asked = 0
     errors: list[str] = []
     for record in records:
-        entry = ((record.judge or {}).get("judges") or {}).get(name)
-        if not entry or entry.get("status") == "minimum":
+        grade = None if record.judge is None else record.judge.judges.get(name)
+        if grade is None or grade.status == "minimum":
             continue
         asked += 1
-        if entry.get("status") == "failed" and str(entry.get("error", "")).startswith("request_error"):
-            errors.append(str(entry["error"]).removeprefix("request_error:").strip())
+        if grade.status == "failed" and grade.error.startswith("request_error"):
+            errors.append(grade.error.removeprefix("request_error:").strip())
     if not errors:
         return None
     first = _first_error(errors)

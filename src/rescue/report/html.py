@@ -164,7 +164,7 @@ def _instances(systems: Sequence[System]) -> list[dict[str, Any]]:
             rows.append({
                 "system": system.label, "task": r.task, "scenario": r.scenario, "sample": r.sample_id,
                 "row": r.row_index, "id": r.instance_id, "gold": r.gold, "pred": r.prediction, "raw": r.raw,
-                "status": r.status, "error": r.error, "outcome": outcome(r), "scores": r.scores, "judge": r.judge,
+                "status": r.status, "error": r.error, "outcome": outcome(r), "scores": r.scores, "judge": None if r.judge is None else r.judge.model_dump(mode="json"),
             })
     return rows
 

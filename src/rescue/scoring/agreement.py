@@ -100,10 +100,7 @@ def read_ratings(path: Path) -> list[HumanRating]:
 
 def _judge_scores(record: PredictionRecord, key: str) -> dict[str, float]:
     """The judge scores stored for a record: each judge's own grade and, with several judges, their mean."""
-    scores: dict[str, float] = {}
-    for name, entry in ((record.judge or {}).get("judges") or {}).items():
-        if entry.get("status") == "ok" and key in (entry.get("scores") or {}):
-            scores[name] = float(entry["scores"][key])
+    scores = {} if record.judge is None else record.judge.own_scores(key)
     mean = record.scores.get(key)
     if len(scores) > 1 and mean is not None:
         scores["mean of judges"] = float(mean)

@@ -17,8 +17,9 @@ It fills, in place, ``record.scores`` and ``record.judge``:
 - VP: ``judge`` (1-5). With ``scale="authors"`` also ``judge_source_target`` (0-2), ``judge_viewpoint`` (0-4) and
   ``judge_total`` (0-6, recomputed from the parts); ``judge`` is then 1 + 4 * total / 6 (a linear map that keeps
   both ends; the authors never published theirs).
-- ``record.judge``: ``{"scale", "judges": {name: {"status", "scores", "verdict", "notes", "attempts", "error"}},
-  "failures", "note"}``.
+- ``record.judge``: a :class:`~rescue.tasks.base.JudgeResults` (``scale``, ``judges``: per name a
+  :class:`~rescue.tasks.base.JudgeGrade` with ``status``, ``scores``, ``verdict``, ``notes``, ``attempts``,
+  ``error``; ``failures``, ``note``); in ``predictions.jsonl`` the same keys as JSON.
 
 Rules that make the scores checkable: the judge sees only the turn (speaker, dialogue), the prediction and the
 gold (never the evaluated model's name, its reasoning, gold intensity or internal fields); one request per
@@ -27,7 +28,7 @@ that validates against the rubric, with integer scores inside the scale; totals 
 An answer that does not validate is asked again, with the validation error, up to ``max_attempts``; after that
 the instance counts as a judge failure for that judge (scores ``None``, never a made-up number). A prediction
 that failed (``status`` not "ok") is not sent to the judge: it scores the scale minimum, as every failure
-scores as wrong. Without a judge the judge keys are ``None`` and ``record.judge["note"]`` says why.
+scores as wrong. Without a judge the judge keys are ``None`` and ``record.judge.note`` says why.
 
 What is task-specific (rubric text per scale, grade models, what the judge sees, S_int and S_ER) is the
 task's own declaration (:class:`rescue.tasks.spec.JudgeRubric`, in ``rescue.tasks.er`` / ``rescue.tasks.vp``);
@@ -48,7 +49,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from rescue.tasks import TASKS, judged_tasks
-from rescue.tasks.base import Instance, PredictionRecord
+from rescue.tasks.base import Instance, JudgeGrade, JudgeResults, PredictionRecord
 from rescue.tasks.parsing import AnswerError, extract_json
 from rescue.tasks.rubric import Grade
 from rescue.tasks.spec import JudgeRubric
@@ -171,7 +172,7 @@ async def _grade_one(
     max_attempts: int,
     max_tokens: int,
     stats: JudgeStats,
-) -> dict[str, Any]:
+) -> JudgeGrade:
     from rescue.llm.types import ChatRequest
 
     messages: list[dict[str, str]] = [{"role": "user", "content": prompt}]
@@ -184,7 +185,7 @@ async def _grade_one(
         stats.cached_input_tokens += answer.usage.cached_input_tokens
         if answer.status != "ok":
             # The engine has already retried transport errors; a refusal will not change on asking again.
-            return {"status": "failed", "attempts": attempt, "error": f"{answer.status}: {answer.error}"}
+            return JudgeGrade(status="failed", attempts=attempt, error=f"{answer.status}: {answer.error}")
         try:
             grade = parse_grade(answer.text, task_name, scale)
         except JudgeAnswerError as exc:
@@ -198,14 +199,9 @@ async def _grade_one(
                     {"role": "user", "content": _RETRY_PROMPT.format(error=exc)},
                 ]
             continue
-        return {
-            "status": "ok",
-            "attempts": attempt,
-            "scores": grade.scores(),
-            "verdict": grade.verdict,
-            "notes": grade.notes,
-        }
-    return {"status": "failed", "attempts": max_attempts, "error": error}
+        return JudgeGrade(status="ok", attempts=attempt, scores=grade.scores(), verdict=grade.verdict,
+                          notes=grade.notes)
+    return JudgeGrade(status="failed", attempts=max_attempts, error=error)
 
 
 def _mean(values: Iterable[float | None]) -> float | None:
@@ -213,12 +209,10 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return statistics.fmean(present) if present else None
 
 
-def _combine(record: PredictionRecord, rubric: JudgeRubric, scale: Scale, per_judge: dict[str, dict[str, Any]]) -> None:
+def _combine(record: PredictionRecord, rubric: JudgeRubric, scale: Scale, per_judge: dict[str, JudgeGrade]) -> None:
     """Mean over the judges that gave a valid grade; then the rubric's formula scores (ER: S_int, S_ER)."""
     for key in rubric.judged_keys(scale):
-        record.scores[key] = _mean(
-            entry["scores"].get(key) for entry in per_judge.values() if entry.get("status") in ("ok", "minimum")
-        )
+        record.scores[key] = _mean(grade.scores.get(key) for grade in per_judge.values() if grade.graded)
     if rubric.finish is not None:
         rubric.finish(record)
 
@@ -260,14 +254,14 @@ async def judge_records(
     stats = {judge.name: JudgeStats(judge=judge.name, task=task_name, scale=scale) for judge in judges}
     gate = asyncio.Semaphore(max(1, concurrency))
 
-    async def run(judge: Model, prompt: str) -> dict[str, Any]:
+    async def run(judge: Model, prompt: str) -> JudgeGrade:
         async with gate:
-            entry = await _grade_one(judge, prompt, task_name, scale, max_attempts, max_tokens, stats[judge.name])
+            grade = await _grade_one(judge, prompt, task_name, scale, max_attempts, max_tokens, stats[judge.name])
         if on_graded is not None:  # a progress bar: one call per (instance, judge) grade, with its success
-            on_graded(entry["status"] == "ok")
-        return entry
+            on_graded(grade.status == "ok")
+        return grade
 
-    jobs: list[tuple[int, str, asyncio.Task[dict[str, Any]]]] = []
+    jobs: list[tuple[int, str, asyncio.Task[JudgeGrade]]] = []
     async with asyncio.TaskGroup() as group:
         for index, (instance, record) in enumerate(pairs):
             if not record.ok or not judges:
@@ -277,27 +271,26 @@ async def judge_records(
                 stats[judge.name].instances += 1
                 jobs.append((index, judge.name, group.create_task(run(judge, prompt))))
 
-    results: dict[int, dict[str, dict[str, Any]]] = {}
+    results: dict[int, dict[str, JudgeGrade]] = {}
     for index, name, job in jobs:
-        entry = job.result()
-        results.setdefault(index, {})[name] = entry
-        if entry["status"] == "failed":
+        grade = job.result()
+        results.setdefault(index, {})[name] = grade
+        if grade.status == "failed":
             stats[name].failures += 1
             if len(stats[name].errors) < 5:
-                stats[name].errors.append(f"{pairs[index][1].instance_id}: {entry['error']}")
+                stats[name].errors.append(f"{pairs[index][1].instance_id}: {grade.error}")
 
     for index, (_, record) in enumerate(pairs):
         note = ""
         if not judges:
-            per_judge: dict[str, dict[str, Any]] = {}
+            per_judge: dict[str, JudgeGrade] = {}
             note = NO_JUDGE_NOTE
         elif not record.ok:
-            minimum = {"status": "minimum", "scores": dict(rubric.minimum[scale])}
-            per_judge = {name: dict(minimum) for name in names}
+            per_judge = {name: JudgeGrade(status="minimum", scores=dict(rubric.minimum[scale])) for name in names}
             note = FAILED_PREDICTION_NOTE.format(status=record.status)
         else:
             per_judge = results.get(index, {})
         _combine(record, rubric, scale, per_judge)
-        failures = sum(1 for entry in per_judge.values() if entry.get("status") == "failed")
-        record.judge = {"scale": scale, "judges": per_judge, "failures": failures, "note": note}
+        failures = sum(1 for grade in per_judge.values() if grade.status == "failed")
+        record.judge = JudgeResults(scale=scale, judges=per_judge, failures=failures, note=note)
     return stats

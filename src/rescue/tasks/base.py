@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from rescue.data.models import Sample
 from rescue.tasks.render import RowCache
@@ -95,8 +95,51 @@ class Prediction:
     lenient: dict[str, Any] | None = None
 
 
+JudgeStatus = Literal["ok", "failed", "minimum"]
+
+
+class JudgeGrade(BaseModel):
+    """One judge's grade of one prediction: ``ok`` (graded), ``failed`` (no valid grade after every attempt) or
+    ``minimum`` (the prediction itself failed and takes the rubric's minimum without asking the judge)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    status: JudgeStatus
+    scores: dict[str, float] = Field(default_factory=dict)
+    verdict: str = ""
+    notes: str = ""
+    attempts: int = 0
+    error: str = ""
+
+    @property
+    def graded(self) -> bool:
+        """A grade that counts: the judge's own (``ok``) or the minimum of a failed prediction."""
+        return self.status in ("ok", "minimum")
+
+
+class JudgeResults(BaseModel):
+    """``PredictionRecord.judge``: every judge's grade of one prediction on one scale."""
+
+    model_config = ConfigDict(extra="allow")
+
+    scale: str = "likert"
+    judges: dict[str, JudgeGrade] = Field(default_factory=dict)
+    failures: int = 0  # judges that gave no valid grade
+    note: str = ""  # why no judge graded (no judge ran, or the prediction failed)
+
+    def own_scores(self, key: str) -> dict[str, float]:
+        """Per judge its own score on ``key``, for the judges that really graded (not a failed prediction's
+        minimum)."""
+        return {name: grade.scores[key] for name, grade in self.judges.items()
+                if grade.status == "ok" and key in grade.scores}
+
+
 class PredictionRecord(BaseModel):
     """One line of ``predictions.jsonl``: an instance, what a model answered, and how it scored."""
+
+    # Scorers fill records in place: what they assign is checked too (a judge block given as a dict is read
+    # into JudgeResults, a malformed one fails where it is made, not in the report).
+    model_config = ConfigDict(validate_assignment=True)
 
     model: str
     task: str
@@ -110,7 +153,7 @@ class PredictionRecord(BaseModel):
     status: Status
     error: str = ""
     scores: dict[str, float | None] = Field(default_factory=dict)
-    judge: dict[str, Any] | None = None  # ER/VP: judge ratings and notes, per judge model
+    judge: JudgeResults | None = None  # ER/VP: judge ratings and notes, per judge model
     lenient: dict[str, Any] | None = None  # --parse lenient: what was dropped or read from prose (None: nothing)
 
     @property

@@ -188,7 +188,7 @@ def aggregate_scores(
         result[key] = sum(values) / len(values) if values else None
         if unscored:
             result[f"{key}_unscored"] = unscored
-    if any((r.judge or {}).get("judges") for r in records):  # a judge was asked (not a "no judge" note)
+    if any(r.judge is not None and r.judge.judges for r in records):  # a judge was asked (not a "no judge" note)
         result.update(_judge_counts(records, judge_key))
     return result
 

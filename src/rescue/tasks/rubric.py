@@ -58,16 +58,15 @@ def judge_failure_count(records: Iterable[PredictionRecord]) -> int:
     """Instances on which no judge gave a valid grade although at least one judge was asked."""
     count = 0
     for record in records:
-        info = record.judge or {}
-        per_judge = info.get("judges") or {}
-        if per_judge and not any(e.get("status") in ("ok", "minimum") for e in per_judge.values()):
+        judged = record.judge
+        if judged is not None and judged.judges and not any(g.graded for g in judged.judges.values()):
             count += 1
     return count
 
 
 def judge_request_failures(records: Iterable[PredictionRecord]) -> int:
     """(instance, judge) grades that failed, over all judges."""
-    return sum(int((record.judge or {}).get("failures") or 0) for record in records)
+    return sum(record.judge.failures for record in records if record.judge is not None)
 
 
 def inter_judge_alpha(records: Iterable[PredictionRecord], key: str) -> float | None:
@@ -76,12 +75,7 @@ def inter_judge_alpha(records: Iterable[PredictionRecord], key: str) -> float | 
     columns: list[dict[str, float]] = []
     names: set[str] = set()
     for record in records:
-        per_judge = (record.judge or {}).get("judges") or {}
-        ratings = {
-            name: entry["scores"][key]
-            for name, entry in per_judge.items()
-            if entry.get("status") == "ok" and key in (entry.get("scores") or {})
-        }
+        ratings = {} if record.judge is None else record.judge.own_scores(key)
         if ratings:
             columns.append(ratings)
             names.update(ratings)
