@@ -137,7 +137,8 @@ def test_unknown_reference_is_refused(baselines, tmp_path):
 def test_the_paper_suite_names_the_papers_models_and_judge():
     suite = load_suite("paper")
     assert [m.paper for m in suite.models] == load_paper()["models"]
-    assert all(m.source for m in suite.models)
+    # Every id says whether it was found in documentation, and where.
+    assert all(m.source.startswith(("verified", "not found in the reference text")) for m in suite.models)
     assert suite.run["judges"] == ["openai/gpt-5.4"] and suite.run["temperature"] == 0.0
     for model in suite.models:  # every model the suite names is one the report recognises
         assert paper_model(type("S", (), {"model": model.spec})()) == model.paper  # type: ignore[arg-type]
@@ -156,6 +157,8 @@ def test_dry_run_offline_lists_models_missing_keys_and_requests(tmp_path, monkey
     assert "Missing keys: DASHSCOPE_API_KEY, MINIMAX_API_KEY, OPENAI_API_KEY" in text
     assert "MOONSHOT_API_KEY" in text.split("Missing keys:")[0]  # listed as needed, set
     assert "Judge requests: at most" in text and "requests" in text and "nothing is sent" in text
+    # Documented prices give a cost; the DashScope models have none and say so rather than show $0.
+    assert "kimi/kimi-k2.5: at most $" in text and "dashscope/qwen-plus: no price in the table" in text
     assert list(tmp_path.iterdir()) == []  # nothing written
 
 

@@ -159,7 +159,7 @@ def print_plan(console: Any, suite: Suite, config: Any) -> None:
     console.print(table)
     for model in suite.models:
         if model.source:
-            console.print(f"  {model.spec}: id from {model.source}", highlight=False, soft_wrap=True)
+            console.print(f"  {model.spec}: {model.source}", highlight=False, soft_wrap=True)
     missing = sorted({s.key_env for s in statuses if not s.present and s.key_env})
     if missing:
         console.print(f"[bold red]Missing keys:[/] {', '.join(missing)} — set them in the environment or ./.env "
