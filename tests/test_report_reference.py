@@ -156,7 +156,10 @@ def test_dry_run_offline_lists_models_missing_keys_and_requests(tmp_path, monkey
     assert "Suite paper" in text and "dashscope/qwen3-max" in text and "MiniMax M2.5" in text
     assert "Missing keys: DASHSCOPE_API_KEY, MINIMAX_API_KEY, OPENAI_API_KEY" in text
     assert "MOONSHOT_API_KEY" in text.split("Missing keys:")[0]  # listed as needed, set
-    assert "Judge requests: at most" in text and "requests" in text and "nothing is sent" in text
+    assert "nothing is sent" in text
+    # The judge's requests and cost: one per ER/VP instance of each of the ten models, at GPT-5.4's price.
+    judge_line = next(line for line in text.splitlines() if line.startswith("judge openai/gpt-5.4:"))
+    assert "requests per model" in judge_line and "in all" in judge_line and "per model, $" in judge_line
     # Documented prices give a cost; the DashScope models have none and say so rather than show $0.
     assert "kimi/kimi-k2.5: at most $" in text and "dashscope/qwen-plus: no price in the table" in text
     assert list(tmp_path.iterdir()) == []  # nothing written

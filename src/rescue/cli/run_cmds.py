@@ -271,6 +271,16 @@ def _print_estimate(config: Any) -> None:
     for model in estimate.models:
         cost = "no price in the table" if model.cost_at_most is None else f"at most ${model.cost_at_most:.2f}"
         console.print(f"{model.model}: {cost}", highlight=False)
+    for judge in estimate.judges:
+        if not judge.requests_per_model:
+            continue
+        tokens = sum(t.input_tokens for t in judge.tasks)
+        every = f", {judge.requests_per_model * judge.models:,} in all" if judge.models > 1 else ""
+        cost = "no price in the table" if judge.cost_at_most is None else f"at most ${judge.cost_per_model:.2f}" + (
+            f" per model, ${judge.cost_at_most:.2f} in all" if judge.models > 1 else "")
+        console.print(f"judge {judge.judge}: at most {judge.requests_per_model:,} requests per model{every} (one per "
+                      f"ER/VP instance, ~{tokens:,} input tokens; failed predictions are not sent): {cost}",
+                      highlight=False, soft_wrap=True)
 
 
 @app.command("rescore")

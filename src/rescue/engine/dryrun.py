@@ -2,8 +2,10 @@
 
 Per model and task: requests, the images (video mode, frames) or clip seconds (clip) they carry, estimated
 input tokens (text at ~4 characters a token; media by :mod:`rescue.video.tokens`), the output token budget, and
-the cost at most (input estimate + full output budget) from the price table. Estimates, not bills: the
-providers' own image and video tokens, which the run records from each answer's usage, are the truth.
+the cost at most (input estimate + full output budget) from the price table. Per judge: one request per ER/VP
+instance of each evaluated model, its prompt measured with the gold in place of the prediction (a prediction
+is about as long), each with the judge's full answer budget. Estimates, not bills: the providers' own image
+and video tokens, which the run records from each answer's usage, are the truth.
 """
 
 from __future__ import annotations
@@ -47,11 +49,30 @@ class ModelEstimate:
 
 
 @dataclass
+class JudgeEstimate:
+    """One judge's requests for one evaluated model (the same for every model: one per graded instance)."""
+
+    judge: str
+    tasks: list[TaskEstimate] = field(default_factory=list)
+    cost_per_model: float | None = None  # None: no price for the judge
+    models: int = 0  # evaluated models it grades
+
+    @property
+    def requests_per_model(self) -> int:
+        return sum(t.requests for t in self.tasks)
+
+    @property
+    def cost_at_most(self) -> float | None:
+        return None if self.cost_per_model is None else round(self.cost_per_model * self.models, 4)
+
+
+@dataclass
 class RunEstimate:
     mode: str
     samples: int
     models: list[ModelEstimate]
     video_input: str | None = None  # video modes: frames or clip
+    judges: list[JudgeEstimate] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -82,9 +103,12 @@ def estimate_run(config: Any) -> RunEstimate:
         video = VideoContext.locate(config.video, samples, None)  # probe only: no hashing, no store
     options = RenderOptions(mode=config.mode, context_size=config.context_size, rows=RowCache())
     per_task: list[TaskEstimate] = []
+    graded: dict[str, list[Any]] = {}  # judged task -> its instances
     for name in config.tasks:
         task = load_task(name)
         instances = task.build(samples, **_build_options(config, task))
+        if config.judges and task.declaration.judge is not None:
+            graded[name] = instances
         batches = [[i] for i in instances] if video is not None else batch_plan(config, task, instances).batches
         estimate = TaskEstimate(name, instances=len(instances))
         for batch in batches:
@@ -105,4 +129,21 @@ def estimate_run(config: Any) -> RunEstimate:
         costs = [prices.cost(spec, Usage(t.input_tokens, t.max_output_tokens)) for t in model.tasks]
         model.cost_at_most = None if any(c is None for c in costs) else round(sum(c or 0.0 for c in costs), 4)
         models.append(model)
-    return RunEstimate(config.mode, len(samples), models, video.options.video_input if video else None)
+    judges = [_judge_estimate(spec, graded, config, prices) for spec in config.judges]
+    return RunEstimate(config.mode, len(samples), models, video.options.video_input if video else None, judges)
+
+
+def _judge_estimate(spec: str, graded: dict[str, list[Any]], config: Any, prices: PriceTable) -> JudgeEstimate:
+    from rescue.scoring.judge import JUDGE_MAX_TOKENS, Turn, judge_prompt
+
+    estimate = JudgeEstimate(spec, models=len(config.model_specs))
+    for name, instances in graded.items():
+        task = TaskEstimate(name, requests=len(instances), instances=len(instances))
+        for instance in instances:
+            task.text_tokens += text_tokens(judge_prompt(name, config.judge_scale, Turn.of(instance), instance.gold,
+                                                         instance.gold))
+            task.max_output_tokens += JUDGE_MAX_TOKENS
+        estimate.tasks.append(task)
+    costs = [prices.cost(spec, Usage(t.input_tokens, t.max_output_tokens)) for t in estimate.tasks]
+    estimate.cost_per_model = None if any(c is None for c in costs) else round(sum(c or 0.0 for c in costs), 4)
+    return estimate

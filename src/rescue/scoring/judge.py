@@ -99,6 +99,8 @@ class Turn:
         return cls(speaker=row.speaker, dialogue=row.dialogue_cleaned)
 
 
+JUDGE_MAX_TOKENS = 1800  # the authors' judge budget: reasoning models spend tokens before answering
+
 _RETRY_PROMPT = "Your answer could not be used: {error}. Answer again with only the JSON object in the schema."
 
 
@@ -224,7 +226,7 @@ async def judge_records(
     task_name: str,
     scale: Scale = "likert",
     max_attempts: int = 3,
-    max_tokens: int = 1800,
+    max_tokens: int = JUDGE_MAX_TOKENS,
     concurrency: int = 8,
     on_graded: Callable[[bool], None] | None = None,
 ) -> dict[str, JudgeStats]:

@@ -137,11 +137,9 @@ def key_status(specs: list[str], judges: list[str], *, base_url: str | None = No
 
 def print_plan(console: Any, suite: Suite, config: Any) -> None:
     """What ``rescue run --suite S --dry-run`` prints before the request estimate: the models, where each id
-    comes from, the key each model and judge needs and whether it is set, and the judge requests."""
+    comes from, and the key each model and judge needs and whether it is set (the estimate then counts the
+    judge's requests and cost too)."""
     from rich.table import Table
-
-    from rescue.engine.dryrun import estimate_run
-    from rescue.tasks import judged_tasks
 
     console.print(f"[bold]Suite {suite.name}[/] ({suite.origin}): {suite.description}", highlight=False, soft_wrap=True)
     if suite.source:
@@ -166,10 +164,3 @@ def print_plan(console: Any, suite: Suite, config: Any) -> None:
                       "before a real run.", highlight=False, soft_wrap=True)
     else:
         console.print("Every key is set.", highlight=False)
-    if config.judges:
-        generative = {t.task: t.instances for t in estimate_run(config).models[0].tasks if t.task in judged_tasks()}
-        per_model = sum(generative.values()) * len(config.judges)
-        if per_model:
-            console.print(f"Judge requests: at most {per_model:,} per model ({', '.join(config.judges)}, one per ER/VP "
-                          f"instance; failed predictions are not sent), {per_model * len(config.models):,} in all.",
-                          highlight=False, soft_wrap=True)
