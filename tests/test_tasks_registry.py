@@ -115,6 +115,69 @@ def test_spliced_row_json_equals_plain_encoding(demo_samples):
             assert spliced == plain
 
 
+def _row_record(row, mode, participants=None):
+    """What a prompt shows of a row, written out plainly: the reference ``encode_row`` is checked against."""
+    record = {"row_index": row.row_index, "primary_speaker": row.primary_speaker.strip()}
+    if participants is not None:
+        record["participants"] = participants
+    record["target"] = list(row.target)
+    record["dialogue_cleaned"] = row.dialogue_cleaned
+    record["background_dialogue"] = [{"speaker": b.speaker, "target": list(b.target), "content": b.content}
+                                     for b in row.background_dialogue if b.speaker and b.target and b.content]
+    record["timestamp"] = f"{row.start_time:.3f}-{row.end_time:.3f}"
+    if mode in ("audio", "audiovisual", "video+cues"):
+        record["tone_of_voice"] = row.tone_of_voice
+    if mode in ("visual", "audiovisual", "video+cues"):
+        for name in ("body_posture", "facial_expressions", "self_directed_behavior"):
+            record[name] = [{"person": c.person, "description": c.description} for c in getattr(row, name)]
+        record["interaction_behavior"] = [{"initiator": c.initiator, "target": list(c.target),
+                                           "description": c.description} for c in row.interaction_behavior]
+    return record
+
+
+def test_encoded_rows_are_the_standard_encoding_of_their_record(demo_samples):
+    # encode_row writes the JSON itself (it is the hot path of rendering): byte for byte what json.dumps
+    # gives for the record, on the demo rows and on text that needs escaping or is not ASCII.
+    from rescue.data.models import Row
+    from rescue.tasks.base import MODES
+    from rescue.tasks.render import encode_row, render_row
+
+    awkward = 'a "quoted" \\ back\\slash, tab\t, newline\n, bell\x07, NUL\x00, é, 漢字, 🙂, \u2028'
+    odd = Row.model_validate({
+        "row_index": 7, "start_time": 1.23456, "end_time": 12, "primary_speaker": f"  {awkward} ",
+        "target": [awkward, ""], "dialogue_cleaned": awkward, "tone_of_voice": awkward, "utterance_type": "x",
+        "background_dialogue": [{"speaker": "A", "target": ["B"], "content": awkward},
+                                {"speaker": "", "target": ["B"], "content": "dropped: no speaker"},
+                                {"speaker": "A", "target": [], "content": "dropped: no target"}],
+        "body_posture": [{"person": awkward, "description": awkward, "extra": "not shown"}],
+        "facial_expressions": [], "self_directed_behavior": [{"person": "A", "description": ""}],
+        "interaction_behavior": [{"initiator": "A", "target": [awkward], "description": awkward}],
+    })
+    rows = [odd, *(row for sample in demo_samples for row in sample.rows)]
+    for mode in MODES:
+        for participants in (None, ["Ann", awkward]):
+            for row in rows:
+                record = _row_record(row, mode, participants)
+                assert encode_row(row, mode, participants=participants) == json.dumps(
+                    record, ensure_ascii=False, separators=(",", ":"))
+                assert render_row(row, mode, participants=participants) == record
+
+
+def test_dumps_splices_fragments_into_the_standard_encoding():
+    from rescue.tasks.render import RawJSON, dumps
+
+    values = [{"a": 1, "b": [1.5, True, None, "é\n"], "c": {}, "d": [], "e": ("t", 2)}, [], {}, "x", 3, None,
+              [{"id": "row1", "nested": [{"deep": ["é", {"k": -0.0}]}]}]]
+    for value in values:
+        plain = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        assert dumps(value) == plain
+        # the same value with one part given as pre-encoded JSON, in pieces
+        wrapped = {"items": value, "raw": RawJSON("[", json.dumps(value, ensure_ascii=False, separators=(",", ":")), "]")}
+        assert dumps(wrapped) == json.dumps({"items": value, "raw": [value]}, ensure_ascii=False, separators=(",", ":"))
+    with pytest.raises(TypeError):
+        dumps({1: RawJSON("1")})  # json.dumps would write the key as "1"; a spliced object takes text keys only
+
+
 # --- declarations: build options -----------------------------------------------------------------------
 
 

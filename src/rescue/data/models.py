@@ -108,9 +108,6 @@ class Sample(_Open):
     origin_file: str = Field(default="", exclude=True)
     origin_line: int = Field(default=0, exclude=True)
 
-    # Each row's prompt JSON per mode, filled by rescue.tasks.render: with all prior rows as context a row
-    # appears in every later instance's prompt, and re-encoding it dominated prompt building.
-
     @property
     def group_label(self) -> str:
         return GROUP_LABELS[self.scenario]

@@ -164,9 +164,11 @@ async def _run_batch(model: TaskModel, task: Task, batch: list[Instance], option
 
 
 async def run_pair(model: TaskModel, task: Task, instances: list[Instance], config: RunConfig,
-                   progress: TaskProgress) -> list[PredictionRecord]:
+                   progress: TaskProgress, rows: RowCache | None = None) -> list[PredictionRecord]:
+    """Every instance of ``task`` asked of ``model``; ``rows``: the run's row cache, shared by all its pairs
+    (a row's prompt JSON depends on the mode alone, and a run has one mode), else one for this pair."""
     options = RenderOptions(mode=config.mode, context_size=config.context_size,  # type: ignore[arg-type]
-                            rows=RowCache())
+                            rows=rows if rows is not None else RowCache())
     model.prepare(task, instances)
     batches = batch_plan(config, task, instances).batches
     # A batch renders its prompt as soon as it starts; without a gate every prompt of the run would sit in
@@ -560,8 +562,12 @@ class Runner:
                 for spec, name in todo:
                     trackers[(spec, name)] = display.task(spec, name, len(instances[name]))
 
+                # Samples do not change during a run, so every task and model renders from one row cache.
+                rows = RowCache()
+
                 async def one(spec: str, name: str) -> PairResult:
-                    records = await run_pair(models[spec], tasks[name], instances[name], config, trackers[(spec, name)])
+                    records = await run_pair(models[spec], tasks[name], instances[name], config, trackers[(spec, name)],
+                                             rows)
                     pair = PairResult(spec, name, records)
                     if tasks[name].declaration.judge is not None:
                         judge_bar = None

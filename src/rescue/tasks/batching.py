@@ -70,11 +70,32 @@ def leaks(task: Task, batch: Sequence[Instance], context_size: int) -> list[tupl
     return found
 
 
-def _fits(task: Task, group: list[Instance], instance: Instance, context_size: int) -> bool:
-    shown = shown_rows(task, instance, context_size)
-    hidden = hidden_rows(task, instance)
-    return all(not (hidden_rows(task, other) & shown) and not (hidden & shown_rows(task, other, context_size))
-               for other in group)
+def _shows(task: Task, instance: Instance, context_size: int, row: int) -> bool:
+    """Whether ``row`` is in :func:`shown_rows` of ``instance``, without building that set (with all prior
+    rows as context it holds the whole sample so far, for every item of every batch)."""
+    current = instance.row_index
+    window = context_window(current, context_size)
+    return window.start < row <= window.stop or (task.declaration.shows_row and row == current)
+
+
+class _Part:
+    """One batch being formed: its items and the rows they hide."""
+
+    __slots__ = ("items", "hidden")
+
+    def __init__(self) -> None:
+        self.items: list[Instance] = []
+        self.hidden: list[int] = []
+
+    def fits(self, task: Task, instance: Instance, hidden: set[int], context_size: int) -> bool:
+        """Whether ``instance`` (hiding ``hidden``) can join: it shows no row another item hides, and
+        no other item shows a row it hides."""
+        return (not any(_shows(task, instance, context_size, row) for row in self.hidden)
+                and not any(_shows(task, other, context_size, row) for other in self.items for row in hidden))
+
+    def add(self, instance: Instance, hidden: set[int]) -> None:
+        self.items.append(instance)
+        self.hidden += hidden
 
 
 @dataclass
@@ -95,14 +116,15 @@ def plan_batches(task: Task, instances: Sequence[Instance], size: int, context_s
     """The authors' grouping, each group split (first fit, order kept) so that no batch leaks."""
     plan = BatchPlan(size)
     for group in group_batches(instances, size):
-        parts: list[list[Instance]] = []
+        parts: list[_Part] = []
         for instance in group:
-            home = next((part for part in parts if _fits(task, part, instance, context_size)), None)
+            hidden = hidden_rows(task, instance)
+            home = next((part for part in parts if part.fits(task, instance, hidden, context_size)), None)
             if home is None:
-                parts.append([instance])
-            else:
-                home.append(instance)
+                home = _Part()
+                parts.append(home)
+            home.add(instance, hidden)
         plan.grouped += 1
         plan.split += len(parts) > 1
-        plan.batches += parts
+        plan.batches += [part.items for part in parts]
     return plan

@@ -17,7 +17,7 @@ from rescue.data.models import NON_PERSON_LABELS, Row, Sample
 from rescue.tasks import prompts
 from rescue.tasks.base import Instance, PredictionRecord
 from rescue.tasks.parsing import AnswerError, Matching, local_id
-from rescue.tasks.render import EncodedRows, RowCache, dumps, render_row
+from rescue.tasks.render import EncodedRows, RawJSON, RowCache, dumps, encode_row
 from rescue.tasks.rubric import (
     inter_judge_alpha,
     judge_failure_count,
@@ -123,10 +123,13 @@ def checkpoint_records(
     for instance in batch:
         sample = instance.sample
         row = sample.row(instance.row_index)
+        # Without participants the current turn is the row as every context shows it: encoded once.
+        current = (encoded.row(row.row_index) if participants is None
+                   else RawJSON(encode_row(row, mode, participants=participants)))
         records.append(
             {
                 "checkpoint_id": local_id(instance),
-                "current_turn": render_row(row, mode, participants=participants),
+                "current_turn": current,
                 "prior_context": encoded.context(row.row_index, k),
             }
         )

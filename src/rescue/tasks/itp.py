@@ -60,6 +60,9 @@ def decision_rows(sample: Sample) -> tuple[list[int], list[int]]:
     return positives, negatives
 
 
+_SCHEMA = prompts.schema_block([{"id": "<item id>", "should_speak": "yes or no", "reason": "<short reason>"}])
+
+
 class ItpOptions(TaskOptions):
     itp_max_per_class: int = Field(0, ge=0, description="cap each class per sample before balancing (0: no cap)")
 
@@ -140,7 +143,7 @@ class InterventionTimingTask(ClosedTask):
             prompts.context_sentence(k, anchor="decision_row") + " decision_row itself is always given.",
             prompts.mode_line(mode),
             "Judge only from what is shown; you cannot see the next turn.",
-            prompts.schema_block([{"id": "<item id>", "should_speak": "yes or no", "reason": "<short reason>"}]),
+            _SCHEMA,
         ]
 
     def read(self, value: Any, instance: Instance, notes: dict[str, Any] | None) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 from rescue.data.errors import RescueError
 from rescue.data.models import Sample
 from rescue.data.taxonomy import Label
-from rescue.tasks.render import MODE_EVIDENCE, dumps
+from rescue.tasks.render import MODE_EVIDENCE, dumps, write_json
 
 SETTING = {"couple": "a couples-therapy session", "family": "a family-therapy session"}
 CLIENTS = {"couple": "the partners", "family": "the family members"}
@@ -79,6 +79,7 @@ def participants_line(sample: Sample) -> str:
 
 
 def schema_block(example_items: list[dict[str, Any]]) -> str:
+    """The answer schema section; a task writes its own once, as it is the same in all its prompts."""
     example = dumps({"predictions": example_items})
     return (
         "Answer with one JSON object and nothing else (no markdown), in this schema:\n"
@@ -92,7 +93,7 @@ def batch_sample(batch: Sequence[Any]) -> Sample:
     if not batch:
         raise PromptError("cannot render an empty batch")
     sample = batch[0].sample
-    if any(instance.sample_id != sample.sample_id for instance in batch):
+    if any(instance.sample is not sample and instance.sample_id != sample.sample_id for instance in batch):
         raise PromptError(f"a batch must hold instances of one sample only, got {sorted({i.sample_id for i in batch})}")
     return sample
 
@@ -101,5 +102,10 @@ def user_message(sections: Sequence[str], items: list[dict[str, Any]], *, items_
                  separator: str = "\n\n") -> list[dict[str, str]]:
     """The request: the non-empty ``sections`` and then ``items_label`` + the items as compact JSON, joined
     by ``separator`` (the generative tasks' layout is one line per section, items after ``Checkpoints: ``)."""
-    text = separator.join([*(s for s in sections if s), items_label + dumps(items)])
-    return [{"role": "user", "content": text}]
+    parts: list[str] = []
+    for section in sections:
+        if section:
+            parts += (section, separator)
+    parts.append(items_label)
+    write_json(items, parts)  # the rows' JSON is copied once, into the message itself
+    return [{"role": "user", "content": "".join(parts)}]

@@ -4,6 +4,7 @@ set, wording and answer key."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar
 
 from rescue.data.models import Sample
@@ -44,6 +45,11 @@ class RankingTask(ClosedTask):
         """The task-specific prompt sections that precede the label block."""
         raise NotImplementedError
 
+    def label_text(self, instance: Instance) -> str:
+        """The label block of the prompt (:func:`prompts.label_block` of ``label_defs``); a task whose set is
+        a fixed taxonomy per scenario writes it once."""
+        return prompts.label_block(self.label_defs(instance))
+
     def rules(self, sample: Sample) -> list[str]:
         """Task-specific rules after the label block."""
         return []
@@ -67,13 +73,10 @@ class RankingTask(ClosedTask):
         return record
 
     def sections(self, sample: Sample, batch: list[Instance], k: int, mode: str) -> list[str]:
-        example = [
-            {"id": "<item id>", self.answer_key: ["<most likely>", "<second>", "<third>"], "reason": "<short reason>"}
-        ]
         return [
             *self.instructions(sample),
             prompts.participants_line(sample),
-            "Closed label set (use these labels exactly):\n" + prompts.label_block(self.label_defs(batch[0])),
+            "Closed label set (use these labels exactly):\n" + self.label_text(batch[0]),
             prompts.context_sentence(k, anchor="the target row"),
             prompts.mode_line(mode),
             *self.rules(sample),
@@ -81,7 +84,7 @@ class RankingTask(ClosedTask):
                 f"Rank the {TOP_K} most likely labels, most likely first, all distinct and from the closed set. "
                 "Use only the evidence shown; rows after the target row are not available."
             ),
-            prompts.schema_block(example),
+            _schema(self.answer_key),
         ]
 
     def read(self, value: Any, instance: Instance, notes: dict[str, Any] | None) -> list[str]:
@@ -109,6 +112,13 @@ class RankingTask(ClosedTask):
         result.update({key: (value if records else None) for key, value in scores.items()})
         result.update(lenient_counts(records))
         return result
+
+
+@functools.cache
+def _schema(answer_key: str) -> str:
+    return prompts.schema_block(
+        [{"id": "<item id>", answer_key: ["<most likely>", "<second>", "<third>"], "reason": "<short reason>"}]
+    )
 
 
 def _gold_and_rankings(records: list[PredictionRecord]) -> tuple[list[str], list[list[str] | None]]:

@@ -7,7 +7,7 @@ fields (internal emotion, viewpoints, strategy, relation labels, utterance type)
 from __future__ import annotations
 
 import json
-import re
+from json.encoder import encode_basestring
 from typing import Any
 
 from rescue.data.models import Row, Sample
@@ -28,37 +28,67 @@ _AUDIO_CUES = ("audio", "audiovisual", "video+cues")
 _VISUAL_CUES = ("visual", "audiovisual", "video+cues")
 
 
-def render_row(row: Row, mode: str, *, participants: list[str] | None = None) -> dict[str, Any]:
-    record: dict[str, Any] = {"row_index": row.row_index, "primary_speaker": row.speaker}
+def encode_row(row: Row, mode: str, *, participants: list[str] | None = None) -> str:
+    """A row's prompt record as compact JSON, in this key order: row_index, primary_speaker, participants
+    (when given), target, dialogue_cleaned, background_dialogue (entries with a speaker, a target and
+    content), timestamp, then tone_of_voice in the modes with audio cues and the four visual cue lists in
+    the modes with visual cues.
+
+    Written directly rather than as a dict for the standard encoder: every row of every sample is encoded
+    once per run and mode, and building the dict first cost as much as encoding it. Strings go through the
+    standard encoder's own string function, so the bytes are those ``json.dumps(render_row(...),
+    ensure_ascii=False, separators=(",", ":"))`` gives.
+    """
+    text = _encode_string
+    # int.__repr__ is how the standard encoder writes an int; the timestamp's digits need no escaping.
+    parts = ['{"row_index":', int.__repr__(row.row_index), ',"primary_speaker":', text(row.speaker)]
     if participants is not None:
-        record["participants"] = participants
-    record["target"] = list(row.target)
-    record["dialogue_cleaned"] = row.dialogue_cleaned
-    record["background_dialogue"] = [
-        {"speaker": b.speaker, "target": list(b.target), "content": b.content}
-        for b in row.background_dialogue
-        if b.speaker and b.target and b.content
-    ]
-    record["timestamp"] = f"{row.start_time:.3f}-{row.end_time:.3f}"
+        parts.append(',"participants":' + _encode(participants))
+    parts += (
+        ',"target":', _strings(row.target), ',"dialogue_cleaned":', text(row.dialogue_cleaned),
+        ',"background_dialogue":[',
+        ",".join(['{"speaker":' + text(b.speaker) + ',"target":' + _strings(b.target) + ',"content":'
+                  + text(b.content) + "}" for b in row.background_dialogue if b.speaker and b.target and b.content]),
+        f'],"timestamp":"{row.start_time:.3f}-{row.end_time:.3f}"',
+    )
     if mode in _AUDIO_CUES:
-        record["tone_of_voice"] = row.tone_of_voice
+        parts += (',"tone_of_voice":', text(row.tone_of_voice))
     if mode in _VISUAL_CUES:
-        for name in ("body_posture", "facial_expressions", "self_directed_behavior"):
-            record[name] = [{"person": c.person, "description": c.description} for c in getattr(row, name)]
-        record["interaction_behavior"] = [
-            {"initiator": c.initiator, "target": list(c.target), "description": c.description}
-            for c in row.interaction_behavior
-        ]
+        for key, cues in ((',"body_posture":[', row.body_posture), (',"facial_expressions":[', row.facial_expressions),
+                          (',"self_directed_behavior":[', row.self_directed_behavior)):
+            parts += (key, ",".join(['{"person":' + text(c.person) + ',"description":' + text(c.description) + "}"
+                                     for c in cues]), "]")
+        parts += (',"interaction_behavior":[',
+                  ",".join(['{"initiator":' + text(c.initiator) + ',"target":' + _strings(c.target)
+                            + ',"description":' + text(c.description) + "}" for c in row.interaction_behavior]), "]")
+    parts.append("}")
+    return "".join(parts)
+
+
+def _strings(values: list[str]) -> str:
+    return "[" + ",".join(map(_encode_string, values)) + "]"
+
+
+def render_row(row: Row, mode: str, *, participants: list[str] | None = None) -> dict[str, Any]:
+    """:func:`encode_row` as a dict (the record a prompt shows of the row)."""
+    record: dict[str, Any] = json.loads(encode_row(row, mode, participants=participants))
     return record
 
 
 class RawJSON:
-    """Text that is already JSON; :func:`dumps` inserts it verbatim."""
+    """Text that is already JSON, possibly in pieces; :func:`dumps` inserts it verbatim.
 
-    __slots__ = ("text",)
+    Keeping the pieces (``"["``, the joined rows, ``"]"``) lets a prompt copy a long context once, into the
+    prompt itself, instead of once per wrapping step."""
 
-    def __init__(self, text: str):
-        self.text = text
+    __slots__ = ("parts",)
+
+    def __init__(self, *parts: str):
+        self.parts = parts
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
 
     def __str__(self) -> str:
         return self.text
@@ -67,9 +97,10 @@ class RawJSON:
 class RowCache:
     """Prompt JSON of rows, per sample and mode, encoded once and reused for as long as the cache lives.
 
-    The owner decides that lifetime: the runner keeps one per task and model for a run, during which
-    samples do not change. Nothing is cached on the sample itself, so an edited sample (the review tool
-    edits them) is never rendered from a stale copy unless someone keeps a cache across the edit.
+    The owner decides that lifetime: the runner keeps one per run (a run has one mode; its tasks and models
+    share it), during which samples do not change. Nothing is cached on the sample itself, so an edited
+    sample (the review tool edits them) is never rendered from a stale copy unless someone keeps a cache
+    across the edit.
     """
 
     def __init__(self) -> None:
@@ -93,21 +124,26 @@ class EncodedRows:
         self._mode = mode
         self._rows: list[str | None] = cache.rows(sample, mode) if cache is not None else [None] * len(sample.rows)
 
-    def _encoded(self, position: int) -> str:
-        text = self._rows[position]
-        if text is None:
-            text = dumps(render_row(self._sample.rows[position], self._mode))
-            self._rows[position] = text
-        return text
+    def _encoded(self, start: int, stop: int) -> list[str]:
+        """The encoded rows at 0-based positions ``start:stop``, encoding those not encoded yet."""
+        rows = self._rows
+        window = rows[start:stop]
+        if None in window:
+            sample_rows, mode = self._sample.rows, self._mode
+            for position in range(start, stop):
+                if rows[position] is None:
+                    rows[position] = encode_row(sample_rows[position], mode)
+            window = rows[start:stop]
+        return window  # type: ignore[return-value]  # every entry is filled now
 
     def row(self, index: int) -> RawJSON:
         """``render_row`` of the row with 1-based ``index``."""
-        return RawJSON(self._encoded(index - 1))
+        return RawJSON(*self._encoded(index - 1, index))
 
     def context(self, current: int, k: int) -> RawJSON:
         """The JSON list of :func:`context_rows`."""
         window = context_window(current, k)
-        return RawJSON("[" + ",".join(self._encoded(p) for p in range(window.start, window.stop)) + "]")
+        return RawJSON("[", ",".join(self._encoded(window.start, window.stop)), "]")
 
 
 def context_window(current: int, k: int) -> slice:
@@ -123,24 +159,87 @@ def context_rows(sample: Sample, current: int, k: int) -> list[Row]:
     return sample.rows[context_window(current, k)]
 
 
-# A private-use character marks where a RawJSON fragment goes; it never occurs in the transcripts.
-_MARK = "\ue000"
-_SLOT = re.compile(f'"{_MARK}(\\d+){_MARK}"')
+# The standard (C) encoder, built once: json.dumps builds one per call when given options.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_encode = _ENCODER.encode
+# What that encoder writes every string with (ensure_ascii=False), called directly for the items' ids.
+_encode_string = encode_basestring
+
+
+class _Spliced(Exception):
+    """A RawJSON fragment met by the standard encoder: the value needs :func:`write_json`."""
+
+
+def _refuse_fragment(obj: Any) -> Any:
+    if isinstance(obj, RawJSON):
+        raise _Spliced
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
+_encode_plain = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_refuse_fragment).encode
+# ('{"key":', ',"key":') of the field names prompts use, encoded once; bounded, as dumps also sees other keys.
+_KEYS: dict[str, tuple[str, str]] = {}
+
+
+def _key(key: Any) -> tuple[str, str]:
+    if not isinstance(key, str):
+        raise TypeError(f"keys of a JSON object holding RawJSON must be str, not {type(key).__name__}")
+    encoded = _encode(key) + ":"
+    pair = ("{" + encoded, "," + encoded)
+    if len(_KEYS) < 4096:
+        _KEYS[key] = pair
+    return pair
+
+
+def write_json(value: Any, out: list[str]) -> None:
+    """Append compact JSON of ``value`` to ``out`` in pieces, :class:`RawJSON` fragments as they are.
+
+    The bytes are those of ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` with each
+    fragment in place of its value; leaves go through the standard encoder, so strings and numbers are
+    written exactly as it writes them. Prompt items (objects of strings and fragments) are its hot path.
+    """
+    kind = type(value)
+    if kind is RawJSON:
+        out += value.parts
+    elif kind is str:
+        out.append(_encode_string(value))
+    elif isinstance(value, dict):
+        if not value:
+            out.append("{}")
+            return
+        first = True
+        for key, item in value.items():
+            pair = _KEYS.get(key) or _key(key)
+            out.append(pair[0] if first else pair[1])
+            first = False
+            if type(item) is RawJSON:
+                out += item.parts
+            else:
+                write_json(item, out)
+        out.append("}")
+    elif isinstance(value, (list, tuple)):
+        if not value:
+            out.append("[]")
+            return
+        opening = "["
+        for item in value:
+            out.append(opening)
+            opening = ","
+            write_json(item, out)
+        out.append("]")
+    else:
+        out.append(_encode(value))
 
 
 def dumps(value: Any) -> str:
     """Compact JSON with non-ASCII kept, splicing in :class:`RawJSON` fragments as they are.
 
-    The standard (C) encoder does the work; each fragment is encoded as a numbered placeholder string
-    and swapped in afterwards, so the rows inside a prompt are encoded once, not once per prompt.
+    Plain values go through the standard (C) encoder in one call; a value holding fragments is written
+    by :func:`write_json`, so the rows inside a prompt are encoded once, not once per prompt.
     """
-    fragments: list[str] = []
-
-    def placeholder(obj: Any) -> str:
-        if isinstance(obj, RawJSON):
-            fragments.append(obj.text)
-            return f"{_MARK}{len(fragments) - 1}{_MARK}"
-        raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
-
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=placeholder)
-    return _SLOT.sub(lambda match: fragments[int(match.group(1))], text) if fragments else text
+    try:
+        return _encode_plain(value)
+    except _Spliced:
+        out: list[str] = []
+        write_json(value, out)
+        return "".join(out)

@@ -3,10 +3,11 @@ content is hidden, from the rows before it (protocol §4)."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar, Literal
 
 from rescue.data.errors import RescueError
-from rescue.data.models import Sample
+from rescue.data.models import Sample, Scenario
 from rescue.data.taxonomy import (
     COUPLE_RELATION,
     FAMILY_RELATION,
@@ -96,6 +97,9 @@ class RelationPatternTask(RankingTask):
     def label_defs(self, instance: Instance) -> list[Label]:
         return list(relation_taxonomy(instance.sample.scenario).labels)
 
+    def label_text(self, instance: Instance) -> str:
+        return _label_text(instance.sample.scenario)
+
     def instructions(self, sample: Sample) -> list[str]:
         unit = (
             "dyadic pattern between the partners"
@@ -152,6 +156,12 @@ class RelationPatternTask(RankingTask):
     def _top1(records: list[PredictionRecord]) -> tuple[list[str], list[str | None]]:
         gold, rankings = _gold_and_rankings(records)
         return gold, [r[0] if r else None for r in rankings]
+
+
+@functools.cache
+def _label_text(scenario: Scenario) -> str:
+    """The scenario's taxonomy as the prompt shows it, the same in every prompt."""
+    return prompts.label_block(relation_taxonomy(scenario).labels)
 
 
 TASK = RelationPatternTask()

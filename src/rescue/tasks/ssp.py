@@ -3,9 +3,10 @@ address, from the rows before that therapist turn (protocol §6)."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar
 
-from rescue.data.models import Sample
+from rescue.data.models import Sample, Scenario
 from rescue.data.taxonomy import Label, strategy_taxonomy
 from rescue.tasks import prompts
 from rescue.tasks.base import Instance
@@ -48,6 +49,9 @@ class SupportStrategyTask(RankingTask):
     def label_defs(self, instance: Instance) -> list[Label]:
         return list(strategy_taxonomy(instance.sample.scenario).labels)
 
+    def label_text(self, instance: Instance) -> str:
+        return _label_text(instance.sample.scenario)
+
     def extra_fields(self, instance: Instance) -> dict[str, Any]:
         return {"support_target": instance.extra["support_target"]}
 
@@ -71,6 +75,12 @@ class SupportStrategyTask(RankingTask):
                 "support target to break ties between overlapping labels."
             )
         ]
+
+
+@functools.cache
+def _label_text(scenario: Scenario) -> str:
+    """The scenario's taxonomy as the prompt shows it, the same in every prompt."""
+    return prompts.label_block(strategy_taxonomy(scenario).labels)
 
 
 TASK = SupportStrategyTask()

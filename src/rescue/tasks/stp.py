@@ -3,10 +3,11 @@ from the rows before that therapist turn (protocol §5)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from rescue.data.models import GROUP_LABELS, Row, Sample
+from rescue.data.models import GROUP_LABELS, Row, Sample, Scenario
 from rescue.data.taxonomy import Label
 from rescue.tasks import prompts
 from rescue.tasks.base import Instance
@@ -32,6 +33,22 @@ def support_rows(sample: Sample) -> Iterator[tuple[Row, str, str]]:
         target, source = support_target(row, sample.scenario)
         if target and target in candidates:
             yield row, target, source
+
+
+def _label_defs(scenario: Scenario, names: tuple[str, ...]) -> list[Label]:
+    whole = "both partners together" if scenario == "couple" else "the family as a whole or several members at once"
+    return [
+        Label(name, f"the move is mainly directed at {name}.")
+        if name != GROUP_LABELS[scenario]
+        else Label(name, f"the move addresses {whole}, a pattern they share or a shared task.")
+        for name in names
+    ]
+
+
+# The candidates are a sample's people, so a sample's prompts share one label block.
+@functools.lru_cache(maxsize=1024)
+def _label_text(scenario: Scenario, names: tuple[str, ...]) -> str:
+    return prompts.label_block(_label_defs(scenario, names))
 
 
 class SupportTargetTask(RankingTask):
@@ -60,18 +77,10 @@ class SupportTargetTask(RankingTask):
         return instances
 
     def label_defs(self, instance: Instance) -> list[Label]:
-        sample = instance.sample
-        whole = (
-            "both partners together"
-            if sample.scenario == "couple"
-            else "the family as a whole or several members at once"
-        )
-        return [
-            Label(name, f"the move is mainly directed at {name}.")
-            if name != sample.group_label
-            else Label(name, f"the move addresses {whole}, a pattern they share or a shared task.")
-            for name in instance.labels
-        ]
+        return _label_defs(instance.sample.scenario, tuple(instance.labels))
+
+    def label_text(self, instance: Instance) -> str:
+        return _label_text(instance.sample.scenario, tuple(instance.labels))
 
     def instance_synonyms(self, instance: Instance) -> dict[str, str]:
         return group_synonyms(instance.sample.scenario)

@@ -84,16 +84,13 @@ def participants(sample: Sample) -> list[str]:
     Built from the declared participants, speakers and row targets only. The authors also add
     viewpoint sources and targets, which are gold annotations; we leave those out.
     """
-    names: list[str] = []
     candidates = [*sample.participants]
     for row in sample.rows:
-        candidates.append(row.speaker)
-        candidates.extend(row.target)
-    for name in candidates:
-        name = name.strip()
-        if name and name not in GROUP_LABELS.values() and name not in names:
-            names.append(name)
-    return names
+        candidates.append(row.primary_speaker)
+        candidates += row.target
+    groups = GROUP_LABELS.values()
+    # dict keys keep first appearances in order; every prompt of the sample asks for this list
+    return [name for name in dict.fromkeys(map(str.strip, candidates)) if name and name not in groups]
 
 
 # --- reading values and the judge rubric ---------------------------------------------------------------
@@ -257,7 +254,8 @@ class ViewpointPrediction:
                 }
             ]
         }
-        people = participants(sample) if sample else []
+        # build worked the list out once per sample; an instance made elsewhere may not carry it
+        people = (batch[0].extra.get("participants") or participants(sample)) if sample else []
         records = gen.checkpoint_records(batch, options.mode, k, participants=people, cache=options.rows)
         return gen.checkpoint_message(lines, batch, options.mode, schema, records)
 
