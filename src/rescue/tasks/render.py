@@ -44,28 +44,37 @@ def encode_row(row: Row, mode: str, *, participants: list[str] | None = None) ->
     parts = ['{"row_index":', int.__repr__(row.row_index), ',"primary_speaker":', text(row.speaker)]
     if participants is not None:
         parts.append(',"participants":' + _encode(participants))
-    parts += (
-        ',"target":', _strings(row.target), ',"dialogue_cleaned":', text(row.dialogue_cleaned),
-        ',"background_dialogue":[',
-        ",".join(['{"speaker":' + text(b.speaker) + ',"target":' + _strings(b.target) + ',"content":'
-                  + text(b.content) + "}" for b in row.background_dialogue if b.speaker and b.target and b.content]),
-        f'],"timestamp":"{row.start_time:.3f}-{row.end_time:.3f}"',
-    )
+    parts += (',"target":', _strings(row.target), ',"dialogue_cleaned":', text(row.dialogue_cleaned))
+    # Most rows have no background dialogue and most cue lists are empty: those cost one constant each.
+    background = row.background_dialogue
+    parts.append(_list(',"background_dialogue":', [
+        '{"speaker":' + text(b.speaker) + ',"target":' + _strings(b.target) + ',"content":' + text(b.content) + "}"
+        for b in background if b.speaker and b.target and b.content] if background else None))
+    parts.append(f',"timestamp":"{row.start_time:.3f}-{row.end_time:.3f}"')
     if mode in _AUDIO_CUES:
         parts += (',"tone_of_voice":', text(row.tone_of_voice))
     if mode in _VISUAL_CUES:
-        for key, cues in ((',"body_posture":[', row.body_posture), (',"facial_expressions":[', row.facial_expressions),
-                          (',"self_directed_behavior":[', row.self_directed_behavior)):
-            parts += (key, ",".join(['{"person":' + text(c.person) + ',"description":' + text(c.description) + "}"
-                                     for c in cues]), "]")
-        parts += (',"interaction_behavior":[',
-                  ",".join(['{"initiator":' + text(c.initiator) + ',"target":' + _strings(c.target)
-                            + ',"description":' + text(c.description) + "}" for c in row.interaction_behavior]), "]")
+        for key, cues in ((',"body_posture":', row.body_posture), (',"facial_expressions":', row.facial_expressions),
+                          (',"self_directed_behavior":', row.self_directed_behavior)):
+            parts.append(_list(key, [
+                '{"person":' + text(c.person) + ',"description":' + text(c.description) + "}" for c in cues
+            ] if cues else None))
+        interactions = row.interaction_behavior
+        parts.append(_list(',"interaction_behavior":', [
+            '{"initiator":' + text(c.initiator) + ',"target":' + _strings(c.target) + ',"description":'
+            + text(c.description) + "}" for c in interactions] if interactions else None))
     parts.append("}")
     return "".join(parts)
 
 
+def _list(key: str, items: list[str] | None) -> str:
+    """``key`` followed by the JSON list of the already encoded ``items``."""
+    return key + "[" + ",".join(items) + "]" if items else key + "[]"
+
+
 def _strings(values: list[str]) -> str:
+    if len(values) == 1:
+        return "[" + _encode_string(values[0]) + "]"
     return "[" + ",".join(map(_encode_string, values)) + "]"
 
 
@@ -100,35 +109,38 @@ class RowCache:
     The owner decides that lifetime: the runner keeps one per run (a run has one mode; its tasks and models
     share it), during which samples do not change. Nothing is cached on the sample itself, so an edited
     sample (the review tool edits them) is never rendered from a stale copy unless someone keeps a cache
-    across the edit.
+    across the edit. A sample's rows are encoded together when a prompt first needs one of them: with all
+    prior rows as context (RPP) a run shows every row anyway.
     """
 
     def __init__(self) -> None:
-        self._rows: dict[tuple[int, str], tuple[Sample, list[str | None]]] = {}
+        self._rows: dict[tuple[int, str], tuple[Sample, list[str]]] = {}
 
-    def rows(self, sample: Sample, mode: str) -> list[str | None]:
+    def rows(self, sample: Sample, mode: str) -> list[str]:
         key = (id(sample), mode)
         hit = self._rows.get(key)
         if hit is None or hit[0] is not sample:  # the sample is held, so its id cannot be reused meanwhile
-            hit = (sample, [None] * len(sample.rows))
+            hit = (sample, [encode_row(row, mode) for row in sample.rows])
             self._rows[key] = hit
         return hit[1]
 
 
 class EncodedRows:
-    """A sample's rows as prompt JSON for one mode: each row encoded once (per ``cache``, or per object
-    when there is none) and spliced into prompts as it is."""
+    """A sample's rows as prompt JSON for one mode, spliced into prompts as they are: from ``cache``, or
+    without one each row encoded when first shown (once per object)."""
 
     def __init__(self, sample: Sample, mode: str, cache: RowCache | None = None):
         self._sample = sample
         self._mode = mode
-        self._rows: list[str | None] = cache.rows(sample, mode) if cache is not None else [None] * len(sample.rows)
+        self._cached = cache is not None
+        self._rows: list[str | None] = (cache.rows(sample, mode) if cache is not None  # type: ignore[assignment]
+                                        else [None] * len(sample.rows))
 
     def _encoded(self, start: int, stop: int) -> list[str]:
-        """The encoded rows at 0-based positions ``start:stop``, encoding those not encoded yet."""
+        """The encoded rows at 0-based positions ``start:stop``."""
         rows = self._rows
         window = rows[start:stop]
-        if None in window:
+        if not self._cached and None in window:
             sample_rows, mode = self._sample.rows, self._mode
             for position in range(start, stop):
                 if rows[position] is None:

@@ -84,12 +84,13 @@ class RelationPatternTask(RankingTask):
         instances = []
         for sample in samples:
             field = gold_field(sample, rpp_gold)
-            taxonomy = relation_taxonomy(sample.scenario)
+            names = relation_taxonomy(sample.scenario).names
+            known = set(names)
             for row in sample.rows:
                 label = (getattr(row, field) or "").strip()
-                if label and label in taxonomy:
+                if label and label in known:
                     instances.append(
-                        Instance.at_row(self.name, sample, row.row_index, label, labels=taxonomy.names,
+                        Instance.at_row(self.name, sample, row.row_index, label, labels=names,
                                         extra={"gold_field": field})
                     )
         return instances
