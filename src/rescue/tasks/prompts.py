@@ -102,10 +102,7 @@ def user_message(sections: Sequence[str], items: list[dict[str, Any]], *, items_
                  separator: str = "\n\n") -> list[dict[str, str]]:
     """The request: the non-empty ``sections`` and then ``items_label`` + the items as compact JSON, joined
     by ``separator`` (the generative tasks' layout is one line per section, items after ``Checkpoints: ``)."""
-    parts: list[str] = []
-    for section in sections:
-        if section:
-            parts += (section, separator)
-    parts.append(items_label)
+    shown = [section for section in sections if section]
+    parts = [separator.join(shown), separator, items_label] if shown else [items_label]
     write_json(items, parts)  # the rows' JSON is copied once, into the message itself
     return [{"role": "user", "content": "".join(parts)}]
