@@ -79,6 +79,30 @@ def test_cli_start_up_imports_no_heavy_module():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_a_run_against_an_endpoint_imports_no_report_statistics(tmp_path):
+    # numpy (the report's bootstrap) took a tenth of a second of every run's end for a summary table that
+    # needs none of it; sklearn belongs to the offline baselines only.
+    instances = itp_instances(limit_samples=1)
+    code = (
+        "import json, sys\n"
+        "from typer.testing import CliRunner\n"
+        "from rescue.cli import app\n"
+        "result = CliRunner().invoke(app, sys.argv[1:])\n"
+        "print(json.dumps({'code': result.exit_code, 'output': result.output,\n"
+        "                  'heavy': [m for m in ('numpy', 'sklearn') if m in sys.modules]}))\n"
+    )
+    with serve(oracle_script(oracle_answers("itp", instances))) as server:
+        done = subprocess.run(
+            [sys.executable, "-c", code, "run", "--model", "test-model", "--base-url", server.base_url,
+             "--tasks", "itp", "--limit-samples", "1", "--out", str(tmp_path / "run"), "--no-bertscore"],
+            capture_output=True, text=True, cwd=REPO, env={**os.environ, "OPENAI_API_KEY": "test"})
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["code"] == 0, report["output"]
+    assert "test-model" in report["output"]  # the summary table was printed
+    assert report["heavy"] == []
+
+
 def _answers_in(path: Path) -> int:
     if not path.exists():
         return 0

@@ -44,6 +44,9 @@ def test_oracle_answers_score_perfectly_and_results_have_the_documented_shape(tm
     assert all(PREDICTION_KEYS <= set(r) for r in records)
     assert {r["instance_id"] for r in records} == {i.instance_id for i in instances}
     assert outcome.complete
+    # asyncio.run formats the outcome when it restores the SIGINT handler: never every record in it.
+    assert repr(outcome) == f"RunOutcome(out={str(tmp_path / 'run')!r}, complete=True, stopped=None, " \
+                            f"records={len(instances)})"
 
 
 def test_rerun_resumes_and_rescore_asks_nothing(tmp_path):

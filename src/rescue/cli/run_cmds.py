@@ -56,7 +56,7 @@ def _read_model_settings(path: Path | None) -> dict[str, dict[str, Any]]:
 def _finish(outcome: RunOutcome, quiet: bool) -> None:
     from rich.markup import escape
 
-    from rescue.report.leaderboard import print_run_summary
+    from rescue.report.summary import print_run_summary
 
     results = outcome.typed
     if not quiet:

@@ -57,7 +57,7 @@ class PairResult:
     judge_usage: list[dict[str, Any]] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(repr=False)
 class RunOutcome:
     results: dict[str, Any]
     records: list[PredictionRecord]
@@ -69,6 +69,12 @@ class RunOutcome:
     @property
     def cache_hits(self) -> int:
         return int(self.results.get("run", {}).get("cache_hits", 0))
+
+    def __repr__(self) -> str:
+        # Short on purpose: asyncio.run formats the finished main task, result included, when it restores the
+        # SIGINT handler, and the generated repr of every record cost a release-sized run a noticeable moment.
+        return (f"RunOutcome(out={str(self.out)!r}, complete={self.complete}, stopped={self.stopped!r}, "
+                f"records={len(self.records)})")
 
 
 # ---------------------------------------------------------------------------------------------------------

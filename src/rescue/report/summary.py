@@ -1,0 +1,87 @@
+"""What ``rescue run`` prints at its end: the short pooled leaderboard of one run, from its results.
+
+Kept apart from :mod:`rescue.report.leaderboard` so that a finished run prints it without importing the
+report's statistics (numpy and the bootstrap), which it does not use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich import box
+from rich.table import Table
+
+from rescue.engine.results import ModelResults, RunResults
+from rescue.io import terminal_text
+from rescue.report.columns import HEADLINE, Column
+from rescue.tasks.base import TASK_NAMES
+
+
+def _present(column: Column, models: Mapping[str, ModelResults]) -> bool:
+    return any(column.pick(m.scope(column.task)) is not None for m in models.values())
+
+
+def terminal_units(results: RunResults) -> str:
+    """The units of the columns :func:`terminal_leaderboard` shows, and only of those."""
+    columns = _terminal_columns(results.models)
+    headers = [c.header for c in columns]
+    units = []
+    if any(c.scale == 100.0 for c in columns):  # percentages (the right/wrong tasks' metrics)
+        units.append("%")
+    if any(h.endswith("judge") for h in headers):
+        units.append(f"{'/'.join(h.split()[0] for h in headers if h.endswith('judge'))} judge 1-5")
+    if any(h.endswith("BERTScore") for h in headers):
+        units.append("BERTScore F1 0-1")
+    return "; ".join(units)
+
+
+def print_run_summary(console: Any, results: RunResults, out: Any) -> None:
+    """What ``rescue run`` prints at its end: a one-line title, the table, and the next command on its own line
+    (soft-wrapped: a terminal may fold it, but no line break is ever inserted into it)."""
+    mode = results.config.mode
+    units = terminal_units(results)
+    console.print(f"[bold]RESCUE-Bench[/], {mode} mode, pooled" + (f" ({units})" if units else "") + f": {terminal_text(str(out))}",
+                  highlight=False, soft_wrap=True)
+    console.print(terminal_leaderboard(results))
+    console.print("Full tables, confidence intervals and the HTML report:", highlight=False)
+    shown = terminal_text(str(out))
+    console.print(f"  rescue report {shown} --out {shown}/report", highlight=False, soft_wrap=True)
+
+
+def _terminal_columns(models: Mapping[str, ModelResults]) -> list[Column]:
+    columns: list[Column] = []
+    for task in TASK_NAMES:  # per task its first headline metric that has a value (ER/VP: judge, else BERTScore)
+        present = [c for c in HEADLINE if c.task == task and _present(c, models)]
+        columns += present[:1]
+    return columns
+
+
+def terminal_leaderboard(results: RunResults, *, title: str | None = None) -> Table:
+    """The short pooled leaderboard ``rescue run`` prints at its end, from a run's results.
+
+    One headline number per task, so it fits an 80-column terminal: ITP F1, RPP accuracy, STP and SSP R@1,
+    and for ER / VP the judge score when a judge ran, else BERTScore. ``rescue report`` has everything else.
+    """
+    models = results.models
+    columns = _terminal_columns(models)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("model", no_wrap=True)
+    for column in columns:
+        header = column.header.replace(" ", "\n", 1).replace("BERTScore", "BERT")
+        table.add_column(header, justify="right", no_wrap=True)
+    table.add_column("fail", justify="right", no_wrap=True)
+    costs = {name: entry.cost.total for name, entry in models.items()}
+    show_cost = any(cost for cost in costs.values())  # offline baselines cost nothing: no column for them
+    if show_cost:
+        table.add_column("cost $", justify="right", no_wrap=True)
+    for name, entry in models.items():
+        pooled = [s for t in TASK_NAMES if (s := entry.scope(t)) is not None]
+        failures = sum(s.failures for s in pooled)
+        instances = sum(s.instances for s in pooled)
+        cells = [c.format(c.pick(entry.scope(c.task))) for c in columns]
+        cells.append(f"{failures}/{instances}")
+        if show_cost:
+            cells.append("—" if costs[name] is None else f"{costs[name]:.2f}")
+        table.add_row(terminal_text(name, max_length=60), *cells)  # an id is shown, never styled or sent raw
+    return table
