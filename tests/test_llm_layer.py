@@ -167,3 +167,24 @@ def test_a_python_model_that_raises_fails_its_request_not_the_session(tmp_path):
     assert boom.status == "request_error" and boom.error == "model_error: RuntimeError: CUDA out of memory"
     assert text.status == "request_error" and "returned a str" in text.error
     assert ok.status == "ok" and ok.text == "fine"
+
+
+def test_requests_in_flight_each_have_a_connection_and_reuse_it(tmp_path):
+    # One single-connection client per request in flight (rescue.llm.client): the limiter's slots, no more
+    # connections than that, and each kept alive for the requests after it.
+    requests = [ChatRequest([Message("user", f"question {n}")], max_tokens=5) for n in range(24)]
+
+    async def go(session, model):
+        try:
+            return await asyncio.gather(*(model.complete(r) for r in requests))
+        finally:
+            await session.aclose()
+
+    with serve(Reply.text("yes"), latency=0.05) as server:
+        session = Session(cache=tmp_path / "cache.sqlite", concurrency=4)
+        answers = asyncio.run(go(session, session.wrap(resolve_model("m", base_url=server.base_url))))
+        peers = [r.peer for r in server.requests]
+        in_flight = server.max_in_flight
+    assert [a.text for a in answers] == ["yes"] * len(requests)
+    assert in_flight == 4
+    assert len(set(peers)) == 4 and len(peers) == len(requests)

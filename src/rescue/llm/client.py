@@ -182,7 +182,9 @@ class OpenAIModel:
         json_mode = base.json_mode and endpoint.json_mode
         self.settings = GenerationSettings(base.temperature, base.max_tokens, json_mode, extra, base.seed,
                                            base.timeout, base.max_answer_bytes)
-        self._client: Any = None
+        # httpx clients of one connection each, free to take a request; every one made, to close them.
+        self._free_clients: list[Any] = []
+        self._clients: set[Any] = set()
         # Set when the endpoint rejects response_format once: later requests go without it.
         self._json_mode_rejected = False
 
@@ -194,24 +196,34 @@ class OpenAIModel:
     def cache_settings(self) -> dict[str, Any]:
         return {"model": self.endpoint.model_id, **self.settings.key_fields()}
 
-    def _get_client(self) -> Any:
-        if self._client is None:
-            import httpx
+    def _take_client(self) -> Any:
+        """A client for one request, its own until :meth:`_give_back`: one connection per request in flight.
 
-            # Enough pooled connections for any --concurrency; the limiter decides how many are used.
-            limits = httpx.Limits(max_connections=1024, max_keepalive_connections=1024)
-            self._client = httpx.AsyncClient(
-                base_url=self.endpoint.base_url + "/",
-                headers={"Authorization": f"Bearer {self.endpoint.api_key}", "Accept": "application/json"},
-                limits=limits,
-                timeout=self.settings.timeout,
-            )
-        return self._client
+        One shared pool of N connections re-checks every pooled connection, polling each idle one, each time
+        it hands a request a connection or takes one back. When answers arrive faster than a busy machine
+        lets them be processed, most connections sit idle in that bookkeeping and its cost grows with the
+        backlog; a pool of one connection keeps it constant. The limiter still decides how many are in use."""
+        if self._free_clients:
+            return self._free_clients.pop()
+        import httpx
+
+        client = httpx.AsyncClient(
+            base_url=self.endpoint.base_url + "/",
+            headers={"Authorization": f"Bearer {self.endpoint.api_key}", "Accept": "application/json"},
+            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+            timeout=self.settings.timeout,
+        )
+        self._clients.add(client)
+        return client
+
+    def _give_back(self, client: Any) -> None:
+        if client in self._clients:  # not closed by aclose() meanwhile
+            self._free_clients.append(client)
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        clients, self._clients, self._free_clients = self._clients, set(), []
+        for client in clients:
+            await client.aclose()
 
     def _body(self, request: ChatRequest) -> dict[str, Any]:
         overrides = request.overrides()
@@ -231,9 +243,15 @@ class OpenAIModel:
         return body
 
     async def complete(self, request: ChatRequest) -> ChatAnswer:
+        client = self._take_client()
+        try:
+            return await self._complete_with(client, request)
+        finally:
+            self._give_back(client)
+
+    async def _complete_with(self, client: Any, request: ChatRequest) -> ChatAnswer:
         import httpx
 
-        client = self._get_client()
         limit = self.settings.max_answer_bytes
         try:
             async with asyncio.timeout(self.settings.timeout):

@@ -276,6 +276,7 @@ class LoggedRequest:
     body: dict[str, Any]
     headers: dict[str, str]
     received_at: float  # time.monotonic()
+    peer: str = ""  # the client's host:port: one value per TCP connection it used
 
 
 class ServerState:
@@ -401,7 +402,8 @@ def create_app(state: ServerState) -> FastAPI:
         except json.JSONDecodeError:
             return JSONResponse({"error": {"message": "request body is not JSON", "type": "invalid_request_error",
                                            "code": None, "param": None}}, status_code=400)
-        state.log(LoggedRequest("/v1/chat/completions", body, dict(request.headers), time.monotonic()))
+        peer = f"{request.client.host}:{request.client.port}" if request.client else ""
+        state.log(LoggedRequest("/v1/chat/completions", body, dict(request.headers), time.monotonic(), peer))
         try:
             denied = unauthorised(request)
             if denied is not None:
