@@ -14,12 +14,12 @@ from rescue.report.leaderboard import (
     Leaderboard,
     LeaderRow,
     latex_escape,
-    terminal_leaderboard,
     to_latex,
     to_markdown,
 )
 from rescue.report.outcomes import FAILED_LABEL, outcome
 from rescue.report.runs import ReportError, System, load_run
+from rescue.report.summary import terminal_leaderboard
 from rescue.tasks.base import PredictionRecord
 
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from rescue.cli import app
 from rescue.engine.results import read_results
 from rescue.report.html import decode_payload
-from rescue.report.leaderboard import terminal_leaderboard
+from rescue.report.summary import terminal_leaderboard
 from rescue.report.outcomes import is_correct
 from rescue.tasks.base import PredictionRecord
 

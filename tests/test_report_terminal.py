@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from rescue.cli import app
 from rescue.data.stats import TABLE3_COLUMNS
 from rescue.engine.results import RunResults
-from rescue.report.leaderboard import print_run_summary, terminal_units
+from rescue.report.summary import print_run_summary, terminal_units
 
 
 def _closed_results(models: int = 1) -> RunResults:

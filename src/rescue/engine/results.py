@@ -152,9 +152,6 @@ class ModelResults(BaseModel):
         tasks = data.pop("tasks", {})
         return {**data, **tasks}
 
-    def task(self, name: str) -> TaskResults | None:
-        return self.tasks.get(name)
-
     def scope(self, task: str, scope: str = "all") -> ScopeMetrics | None:
         entry = self.tasks.get(task)
         return None if entry is None else entry.scope(scope)

@@ -21,10 +21,6 @@ from rescue.report.columns import COLUMNS, Column, columns_for
 from rescue.report.comparability import MIXED_MARK, Comparability, bertscore_text, judge_text
 from rescue.report.runs import System
 from rescue.report.scoring import Aggregates, best_statistic, in_scope
-# The run's terminal summary lives in summary.py (no numpy); these names still work from here.
-from rescue.report.summary import print_run_summary as print_run_summary
-from rescue.report.summary import terminal_leaderboard as terminal_leaderboard
-from rescue.report.summary import terminal_units as terminal_units
 from rescue.tasks import graded_tasks
 from rescue.tasks.base import TASK_NAMES
 
