@@ -10,6 +10,7 @@ problems leave the value as the model gave it.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from typing import Any, cast
@@ -49,6 +50,22 @@ def _is_subsequence(needle: list[str], haystack: list[str]) -> bool:
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]} is not a finite number")
+    return value
+
+
+def _no_constant(text: str) -> Any:
+    raise ValueError(f"{text} is not a finite number")
+
+
+def _loads(text: str) -> Any:
+    # NaN, Infinity and 1e999 would pass the schema's float fields and reach the release as non-finite times.
+    return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+
+
 def parse_answer(text: str | None) -> tuple[Any, list[Problem]]:
     """The JSON value of an answer (``None`` when there is none) and what breaks the output rules."""
     if not text or not text.strip():
@@ -60,16 +77,20 @@ def parse_answer(text: str | None) -> tuple[Any, list[Problem]]:
         body = fenced.group(1)
         problems.append(Problem(message="the JSON is wrapped in a code fence"))
     try:
-        return json.loads(body), problems
+        return _loads(body), problems
     except json.JSONDecodeError as exc:
         first, last = body.find("{"), body.rfind("}")
         if 0 <= first < last:
             try:
-                value = json.loads(body[first : last + 1])
+                value = _loads(body[first : last + 1])
                 return value, [*problems, Problem(message="text around the JSON object")]
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):
                 pass
         return None, [*problems, Problem(message=f"the answer is not valid JSON ({exc.msg} at char {exc.pos})")]
+    except RecursionError:
+        return None, [*problems, Problem(message="the answer's JSON is nested too deeply to read")]
+    except ValueError as exc:  # a number past Python's digit limit: JSON, but not one this answer can hold
+        return None, [*problems, Problem(message=f"the answer's JSON cannot be read ({str(exc).split(':')[0]})")]
 
 
 class _Row:

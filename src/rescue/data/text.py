@@ -20,6 +20,14 @@ def json_safe(value: object) -> object:
     return value
 
 
+def without_lone_surrogates(text: str) -> str:
+    """``text`` with every lone UTF-16 surrogate (``\\ud800``, as a JSON escape can carry) replaced by U+FFFD,
+    so it can be encoded as UTF-8 (stored, written, sent); a split surrogate pair is joined into its character."""
+    if not any("\ud800" <= char <= "\udfff" for char in text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
 def _escape_char(char: str) -> str:
     code = ord(char)
     if char == "\n":

@@ -135,7 +135,12 @@ def _from_answer(task: Task, answer: ChatAnswer, batch: list[Instance], policy: 
     if answer.status != "ok":
         return {i.instance_id: Prediction(i.instance_id, answer.status, raw=answer.text, error=answer.error)
                 for i in batch}
-    predictions = task.parse(answer.text or "", batch, policy)  # type: ignore[arg-type]
+    try:
+        predictions = task.parse(answer.text or "", batch, policy)  # type: ignore[arg-type]
+    except Exception as exc:  # noqa: BLE001 - an answer no parser can take fails its instances, never the run
+        error = visible_text(f"the answer could not be parsed: {type(exc).__name__}: {exc}", max_length=300)
+        predictions = {i.instance_id: Prediction(i.instance_id, "parse_error", raw=answer.text, error=error)
+                       for i in batch}
     if answer.meta.get("finish_reason") == "length":
         for p in predictions.values():
             if p.status != "ok":

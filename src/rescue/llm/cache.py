@@ -52,6 +52,10 @@ def request_key(endpoint: str, settings: dict[str, Any], messages: list[MessageL
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+class UnreadableEntry(Exception):
+    """A stored answer that can no longer be read; the row is gone, so the request is simply asked again."""
+
+
 class ResponseCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -67,11 +71,21 @@ class ResponseCache:
         self._db.close()
 
     def get(self, key: str) -> ChatAnswer | None:
-        row = self._db.execute("SELECT text, usage, meta FROM answers WHERE key = ?", (key,)).fetchone()
-        if row is None:
-            return None
-        usage = Usage(**json.loads(row[1]))
-        meta = {**json.loads(row[2]), "cached": True}
+        """The stored answer, None when there is none; :class:`UnreadableEntry` (the row removed) when one
+        is stored but cannot be read any more (bytes that are not UTF-8, usage or meta that is not ours)."""
+        try:
+            row = self._db.execute("SELECT text, usage, meta FROM answers WHERE key = ?", (key,)).fetchone()
+            if row is None:
+                return None
+            usage = Usage(**json.loads(row[1]))
+            meta = {**json.loads(row[2]), "cached": True}
+            if not isinstance(row[0], str) or not row[0]:
+                raise TypeError(f"the stored text is a {type(row[0]).__name__}")
+        except (sqlite3.OperationalError, ValueError, TypeError, RecursionError) as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "decode" not in str(exc):
+                raise  # a locked or broken database is not one bad answer
+            self._db.execute("DELETE FROM answers WHERE key = ?", (key,))
+            raise UnreadableEntry(f"{type(exc).__name__}: {exc}") from None
         return ChatAnswer(row[0], "ok", "", usage, meta)
 
     def put(self, key: str, *, model: str, endpoint: str, purpose: str, request: dict[str, Any], answer: ChatAnswer) -> None:

@@ -22,8 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from rescue.data.text import without_lone_surrogates
 from rescue.llm import secrets
-from rescue.llm.cache import ResponseCache, request_key
+from rescue.llm.cache import ResponseCache, UnreadableEntry, request_key
 from rescue.llm.client import FatalError, TransientError
 from rescue.llm.cost import PriceTable
 from rescue.llm.limiter import AdaptiveLimiter
@@ -102,10 +103,12 @@ def _not_requested(reason: str) -> ChatAnswer:
 
 
 def _scrubbed(answer: ChatAnswer) -> ChatAnswer:
+    # A lone surrogate (a JSON escape like \ud800) cannot be stored or written as UTF-8; replaced here, it never
+    # reaches the cache, predictions.jsonl or a draft as something that breaks every later run.
     if answer.text:
-        answer.text = secrets.scrub(answer.text)
+        answer.text = secrets.scrub(without_lone_surrogates(answer.text))
     if answer.error:
-        answer.error = secrets.scrub(answer.error)
+        answer.error = secrets.scrub(without_lone_surrogates(answer.error))
     return answer
 
 
@@ -181,7 +184,12 @@ class ReliableModel:
         key = self.key(request)
         if key is not None:
             assert self.cache is not None
-            cached = self.cache.get(key)
+            try:
+                cached = self.cache.get(key)
+            except UnreadableEntry as exc:
+                cached = None
+                self.log.event("cache_unreadable", model=self.name, purpose=request.purpose,
+                               instances=list(request.ids), error=str(exc), then="asked again")
             if cached is not None:
                 stats.cache_hits += 1
                 stats.usage.add(cached.usage)

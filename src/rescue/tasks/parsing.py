@@ -40,19 +40,34 @@ def extract_json(raw: str) -> dict[str, Any]:
             return value
         if isinstance(value, list):
             return {"predictions": value}
-    except json.JSONDecodeError:
-        pass
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, a 5000-digit number, nesting too deep
+        unreadable = _unreadable(exc)
+        if unreadable:
+            raise AnswerError(unreadable) from None
     decoder = json.JSONDecoder()
     for match in re.finditer(r"[{\[]", text):
         try:
             value, _ = decoder.raw_decode(text, match.start())
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError) as exc:
+            unreadable = _unreadable(exc)
+            if unreadable:
+                raise AnswerError(unreadable) from None
             continue
         if isinstance(value, dict):
             return value
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             return {"predictions": value}
     raise AnswerError("no JSON object found in the answer" + (" (truncated?)" if "{" in text else ""))
+
+
+def _unreadable(exc: Exception) -> str:
+    """Why JSON that is there cannot be read (a number past Python's digit limit, nesting past the recursion
+    limit: looking further would meet the same value again); "" for plain invalid JSON."""
+    if isinstance(exc, json.JSONDecodeError):
+        return ""
+    if isinstance(exc, RecursionError):
+        return "the JSON is nested too deeply to read"
+    return f"the JSON holds a value that cannot be read ({str(exc).split(':')[0]})"
 
 
 # Keys under which models put the item list ("predictions" is what every prompt asks for).

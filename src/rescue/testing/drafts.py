@@ -18,6 +18,9 @@ from typing import Any
 from rescue.testing.openai_server import Reply
 
 BROKEN_KINDS = ("missing_keys", "uncovered_line", "outside_cue", "self_target", "unknown_label", "not_json")
+# Answers no JSON reader takes as they are: a number past Python's 4300-digit limit, a lone UTF-16 surrogate.
+# A float past the double range (1e999) reads as infinity.
+HOSTILE_KINDS = ("big_number", "huge_float", "lone_surrogate")
 _LINE = re.compile(r"^\[(\d+)\] (\d+(?:\.\d+)?)-(\d+(?:\.\d+)?) (?:([^:\n]{1,60}): )?(.*)$", re.MULTILINE)
 _NAMES = re.compile(r"The only names allowed anywhere are: ([^\n]+?)\.\n")
 _LABEL = re.compile(r"^- (\w+): ", re.MULTILINE)
@@ -96,8 +99,8 @@ class DraftScript:
     def __init__(self, broken: Iterable[str] = (), *, fix_on_reask: bool = True, relation_label: str | None = None):
         self.broken = tuple(broken)
         for kind in self.broken:
-            if kind not in BROKEN_KINDS:
-                raise ValueError(f"unknown broken kind {kind!r}; known: {', '.join(BROKEN_KINDS)}")
+            if kind not in BROKEN_KINDS + HOSTILE_KINDS:
+                raise ValueError(f"unknown broken kind {kind!r}; known: {', '.join(BROKEN_KINDS + HOSTILE_KINDS)}")
         self.fix_on_reask = fix_on_reask
         self.relation_label = relation_label
         self.lock = threading.Lock()
@@ -120,7 +123,13 @@ class DraftScript:
         if self.broken and (not reask or not self.fix_on_reask):
             if "not_json" in self.broken:
                 return Reply.text("Here are the rows you asked for: rows = [ ... ]")
-            for kind in self.broken:
+            if "big_number" in self.broken or "huge_float" in self.broken:
+                number = "9" * 5000 if "big_number" in self.broken else "1e999"
+                text = json.dumps({"rows": rows})
+                return Reply.text(text.replace('"start_time": ', f'"start_time": {number}, "was": ', 1))
+            if "lone_surrogate" in self.broken:
+                rows[0]["dialogue_cleaned"] += "\ud800"
+            for kind in (k for k in self.broken if k in BROKEN_KINDS):
                 rows = break_rows(rows, kind)
         return Reply.json({"rows": rows})
 

@@ -363,6 +363,15 @@ def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
     }
 
 
+def _dumps(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate in scripted content goes out as the JSON escape \ud800
+        return json.dumps(value)
+    return text
+
+
 async def _stream(state: ServerState, data: bytes, seconds_per_byte: float) -> Any:
     if seconds_per_byte <= 0:
         for start in range(0, len(data), 65536):
@@ -419,9 +428,9 @@ def create_app(state: ServerState) -> FastAPI:
             if reply.raw:
                 payload = str(reply.body)
             elif reply.status != 200:
-                payload = json.dumps(reply.body, ensure_ascii=False)
+                payload = _dumps(reply.body)
             else:
-                payload = json.dumps(_completion(body, reply), ensure_ascii=False)
+                payload = _dumps(_completion(body, reply))
             if reply.echo_key:
                 given = request.headers.get("authorization", "").removeprefix("Bearer ")
                 payload = payload.replace("{api_key}", given)
