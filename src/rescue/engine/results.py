@@ -48,6 +48,7 @@ class RunStatus(BaseModel):
     requests: int = 0  # new requests answered or finally failed in this command
     cache_hits: int = 0  # answers reused from the cache
     request_errors: int = 0  # instances left without an answer; complete only when 0
+    judge_failures: int = 0  # grades a judge could not give (failed, refused, never valid); complete only when 0
 
 
 class DataInfo(BaseModel):

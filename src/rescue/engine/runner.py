@@ -215,7 +215,7 @@ async def _judge(pair: PairResult, instances: list[Instance], judges: list[Model
     by_id = {i.instance_id: i for i in instances}
     pairs = [(by_id[r.instance_id], r) for r in pair.records]
     stats = await judge_records(pairs, judges=judges, task_name=pair.task, scale=config.judge_scale,  # type: ignore[arg-type]
-                                concurrency=config.concurrency,
+                                concurrency=config.concurrency, retry_errors=config.retry_errors,
                                 on_graded=None if progress is None else lambda ok: progress.advance(1, 0 if ok else 1))
     pair.judge_usage = [s.to_dict() for s in stats.values()]
 
@@ -267,8 +267,15 @@ def request_error_summary(name: str, endpoint: str, records: list[PredictionReco
     return f"{terminal_safe(name)}: {what} at {terminal_safe(endpoint)} ({_error_class(first)}): {first}"
 
 
+def judge_failures(records: list[PredictionRecord]) -> int:
+    """Grades a judge could not give (requests that failed, answers that never validated, refusals)."""
+    return sum(1 for r in records if r.judge is not None
+               for grade in r.judge.judges.values() if grade.status == "failed")
+
+
 def judge_error_summary(name: str, endpoint: str, records: list[PredictionRecord]) -> str | None:
-    """One line about the grades one judge could not give because its requests failed."""
+    """One line about the grades one judge could not give: its requests failed, it refused, or its answers
+    never validated. Any of them leaves the run incomplete, as a request error of the evaluated model does."""
     asked = 0
     errors: list[str] = []
     for record in records:
@@ -276,13 +283,18 @@ def judge_error_summary(name: str, endpoint: str, records: list[PredictionRecord
         if grade is None or grade.status == "minimum":
             continue
         asked += 1
-        if grade.status == "failed" and grade.error.startswith("request_error"):
-            errors.append(grade.error.removeprefix("request_error:").strip())
+        if grade.status == "failed":
+            errors.append(grade.error)
     if not errors:
         return None
-    first = _first_error(errors)
+    first = _first_error([e.removeprefix("request_error:").strip() for e in errors])
+    kind = "invalid_answer" if first.startswith("invalid answer") else _error_class(first)
     what = "every grade failed" if len(errors) == asked else f"{len(errors)} of {asked} grades failed"
-    return f"judge {terminal_safe(name)}: {what} at {terminal_safe(endpoint)} ({_error_class(first)}): {first}"
+    line = f"judge {terminal_safe(name)}: {what} at {terminal_safe(endpoint)} ({kind}): {first}"
+    if any(not e.startswith("request_error") for e in errors):
+        # Answers the judge gave are cached: only --retry-errors asks for them again.
+        line += " (add --retry-errors to ask the judge again for the grades it could not give)"
+    return line
 
 
 def terminal_safe(text: str) -> str:
@@ -627,7 +639,8 @@ class Runner:
         all_stats = [s for m in [*reliable.values(), *judges] for s in m.stats.values()]
         records = [r for p in pairs for r in p.records]
         status = {"requests": sum(s.requests for s in all_stats), "cache_hits": sum(s.cache_hits for s in all_stats),
-                  "request_errors": sum(1 for r in records if r.status == "request_error")}
+                  "request_errors": sum(1 for r in records if r.status == "request_error"),
+                  "judge_failures": judge_failures(records)}
         results = self._results(pairs, reliable, bertscore, budget, stopped, time.monotonic() - started,
                                 data_info, status)
         if self.write:

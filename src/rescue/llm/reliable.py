@@ -182,7 +182,7 @@ class ReliableModel:
     async def complete(self, request: ChatRequest) -> ChatAnswer:
         stats = self.stats_for(request.purpose, request.tag)
         key = self.key(request)
-        if key is not None:
+        if key is not None and not request.fresh:
             assert self.cache is not None
             try:
                 cached = self.cache.get(key)

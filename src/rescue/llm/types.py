@@ -151,7 +151,7 @@ class ChatRequest:
     ``temperature``, ``seed`` and ``json_mode`` override the model's own settings for this request when set
     (they are then part of the cache key). ``purpose`` and ``tag`` only group accounting and logs (the
     evaluation runner tags requests with the task name, the judge with ``purpose="judge"``); ``ids`` names
-    what the request is about in log lines. None of the three is part of the cache key.
+    what the request is about in log lines. None of the three is part of the cache key, nor is ``fresh``.
     """
 
     messages: list[MessageLike]
@@ -162,6 +162,9 @@ class ChatRequest:
     purpose: str = "predict"
     tag: str = "-"
     ids: tuple[str, ...] = ()
+    # Ask anew even when the cache holds an answer (the judge's --retry-errors for answers it could not use);
+    # the new answer replaces the stored one. Not part of the cache key.
+    fresh: bool = False
 
     def overrides(self) -> dict[str, Any]:
         return {k: v for k, v in (("temperature", self.temperature), ("seed", self.seed),

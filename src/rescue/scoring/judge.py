@@ -174,17 +174,28 @@ async def _grade_one(
     max_attempts: int,
     max_tokens: int,
     stats: JudgeStats,
+    retry_errors: bool = False,
 ) -> JudgeGrade:
     from rescue.llm.types import ChatRequest
 
     messages: list[dict[str, str]] = [{"role": "user", "content": prompt}]
     error = ""
-    for attempt in range(1, max_attempts + 1):
-        answer = await judge.complete(ChatRequest(messages=list(messages), max_tokens=max_tokens, purpose="judge"))
+
+    async def ask(fresh: bool) -> Any:
+        answer = await judge.complete(ChatRequest(messages=list(messages), max_tokens=max_tokens, purpose="judge",
+                                                  fresh=fresh))
         stats.requests += 1
         stats.input_tokens += answer.usage.input_tokens
         stats.output_tokens += answer.usage.output_tokens
         stats.cached_input_tokens += answer.usage.cached_input_tokens
+        return answer
+
+    for attempt in range(1, max_attempts + 1):
+        answer = await ask(False)
+        if retry_errors and answer.status == "ok" and answer.meta.get("cached") and \
+                not _gradable(answer.text, task_name, scale):
+            # A cached answer an earlier run could not use: --retry-errors asks the judge again for it.
+            answer = await ask(True)
         if answer.status != "ok":
             # The engine has already retried transport errors; a refusal will not change on asking again.
             return JudgeGrade(status="failed", attempts=attempt, error=f"{answer.status}: {answer.error}")
@@ -204,6 +215,14 @@ async def _grade_one(
         return JudgeGrade(status="ok", attempts=attempt, scores=grade.scores(), verdict=grade.verdict,
                           notes=grade.notes)
     return JudgeGrade(status="failed", attempts=max_attempts, error=error)
+
+
+def _gradable(text: str | None, task_name: str, scale: Scale) -> bool:
+    try:
+        parse_grade(text, task_name, scale)
+    except JudgeAnswerError:
+        return False
+    return True
 
 
 def _mean(values: Iterable[float | None]) -> float | None:
@@ -229,6 +248,7 @@ async def judge_records(
     max_tokens: int = JUDGE_MAX_TOKENS,
     concurrency: int = 8,
     on_graded: Callable[[bool], None] | None = None,
+    retry_errors: bool = False,
 ) -> dict[str, JudgeStats]:
     """Grade every (instance, record) pair with every judge; fills ``record.scores`` and ``record.judge``.
 
@@ -241,6 +261,7 @@ async def judge_records(
         max_attempts: requests per instance and judge before it counts as a judge failure.
         max_tokens: the judge's answer budget (the authors' 1800: reasoning models spend tokens before answering).
         concurrency: judge requests in flight at once, over all judges.
+        retry_errors: ask the judge again where its cached answer is not a valid grade (``--retry-errors``).
 
     Returns:
         Per judge name, its request, retry, failure and token counts.
@@ -258,7 +279,8 @@ async def judge_records(
 
     async def run(judge: Model, prompt: str) -> JudgeGrade:
         async with gate:
-            grade = await _grade_one(judge, prompt, task_name, scale, max_attempts, max_tokens, stats[judge.name])
+            grade = await _grade_one(judge, prompt, task_name, scale, max_attempts, max_tokens, stats[judge.name],
+                                     retry_errors)
         if on_graded is not None:  # a progress bar: one call per (instance, judge) grade, with its success
             on_graded(grade.status == "ok")
         return grade
