@@ -25,7 +25,7 @@ def test_json_has_exactly_the_three_scopes_and_seven_keys(capsys, monkeypatch, r
     code, out, _ = run_cli(["stats", "--data", str(real_data_path), "--format", "json"], capsys, monkeypatch)
     assert code == 0
     stats = json.loads(out)
-    assert list(stats) == ["couple", "family", "all", "distributions"]
+    assert list(stats) == ["couple", "family", "all", "distributions", "groups"]
     keys = ["samples", "total_minutes", "total_turns", "avg_minutes", "avg_turns", "avg_speakers", "therapist_share"]
     for scope in ("couple", "family", "all"):
         assert list(stats[scope]) == keys

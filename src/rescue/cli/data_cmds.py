@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -105,6 +106,19 @@ def _print_tables(stats: dataset_stats.DatasetStats) -> None:
             for label, count in counts.items():
                 dist.add_row(label, str(count), f"{count / total:.1%}")
             console.print(dist)
+    groups = Table(title="Session groups (the bootstrap's resampling unit)", title_justify="left",
+                   caption=f"Groups {stats.grouping}.", caption_justify="left")
+    groups.add_column("Scenario")
+    groups.add_column("Group", no_wrap=True)
+    groups.add_column("Clips", justify="right")
+    groups.add_column("Sample ids (after the shared folder)", overflow="fold")
+    for scenario, members in stats.groups.items():
+        for group, sample_ids in members.items():
+            # The ids of a group mostly share a folder: shown once, in the heading's sense, to fit 80 columns.
+            shared = os.path.commonprefix(sample_ids).rpartition("/")[0] if len(sample_ids) > 1 else ""
+            short = [i[len(shared) + 1:] if shared else i for i in sample_ids]
+            groups.add_row(escape(scenario), escape(group), str(len(sample_ids)), escape(", ".join(short)))
+    console.print(groups)
 
 
 @data_app.command("fetch")

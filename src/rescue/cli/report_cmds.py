@@ -26,8 +26,13 @@ def report(
     context_rows: Annotated[int, typer.Option("--context-rows", min=0, help="Rows before an instance shown in the HTML drill-down.")] = 8,
     html: Annotated[bool, typer.Option("--html/--no-html", help="Write report.html.")] = True,
     cluster: Annotated[str, typer.Option(
-        "--cluster", help="The bootstrap's resampling unit: group (the session group, the sample id's folder: "
-        "one couple or family; clips of one group are not independent) or sample (each clip).")] = "group",
+        "--cluster", help="The bootstrap's resampling unit: group (the session group: one couple, the sample id's "
+        "folder, or one family, the clips whose casts share at least two people; clips of one group are not "
+        "independent) or sample (each clip).")] = "group",
+    groups: Annotated[Optional[Path], typer.Option(
+        "--groups", metavar="FILE", help="Session groups as a CSV of sample_id,group lines (header optional) "
+        "instead of inferring them from the data; every evaluated sample needs one. The report writes the "
+        "grouping it used to groups.csv in the same format.")] = None,
     allow_mixed: Annotated[bool, typer.Option(
         "--allow-mixed", help="Show runs that differ in data, task options, judge, BERTScore backbone, gold or "
         "instance set side by side (cells with their instance counts, marked where the set differs) instead "
@@ -60,7 +65,7 @@ def report(
         err_console.print(f"[dim]{message}[/]", highlight=False)
 
     options = ReportOptions(n_resamples=bootstrap, seed=seed, level=level, alpha=alpha, context_rows=context_rows,
-                            html=html, cluster=cluster, allow_mixed=allow_mixed, reference=reference,
+                            html=html, cluster=cluster, groups=groups, allow_mixed=allow_mixed, reference=reference,
                             figures=figures, progress=None if quiet else progress)
     result = build_report(run_dirs, out, data=data, options=options)
     if result.reference:

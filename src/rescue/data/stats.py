@@ -7,7 +7,9 @@ Definitions (they reproduce the paper's family column exactly on the 17 released
 - a sample's *speakers* are its distinct ``primary_speaker`` values, Therapist included, and the group
   label included too: one family sample has ``Family`` as the speaker of three rows, and counting it
   gives the paper's 4.06 (leaving it out gives 4.00);
-- the *therapist share* is the fraction of all rows whose speaker is Therapist.
+- the *therapist share* is the fraction of all rows whose speaker is Therapist;
+- *session groups* are the clips of one couple or one family (:mod:`rescue.data.groups`), the unit the
+  report's bootstrap resamples.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from rescue.data.groups import infer_groups
 from rescue.data.models import GROUP_LABELS, THERAPIST, Sample
 from rescue.data.taxonomy import UTTERANCE_TYPES, relation_taxonomy, strategy_taxonomy
 
@@ -124,11 +127,14 @@ def distributions(samples: list[Sample]) -> dict[str, dict[str, dict[str, int]]]
 class DatasetStats:
     table3: dict[str, dict[str, float | int]]
     distributions: dict[str, dict[str, dict[str, int]]]
+    groups: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # scenario -> group -> sample ids
+    grouping: str = ""  # how the groups were made
 
     def to_json(self) -> dict[str, Any]:
-        """The three scope keys exactly, then the distributions under their own key."""
+        """The three scope keys exactly, then the distributions and the session groups under their own keys."""
         out: dict[str, Any] = {scope: _rounded(self.table3[scope]) for scope in SCOPES}
         out["distributions"] = self.distributions
+        out["groups"] = self.groups
         return out
 
 
@@ -137,7 +143,8 @@ def _rounded(row: dict[str, float | int]) -> dict[str, float | int]:
 
 
 def compute(samples: list[Sample]) -> DatasetStats:
-    return DatasetStats(table3(samples), distributions(samples))
+    groups = infer_groups(samples)
+    return DatasetStats(table3(samples), distributions(samples), groups.members(), groups.method)
 
 
 # --- rendering ---------------------------------------------------------------------------------------------
@@ -158,6 +165,11 @@ def render_markdown(stats: DatasetStats) -> str:
         for name, counts in dists.items():
             lines += ["", f"**{scenario} {name.replace('_', ' ')}**", "", "| Label | Count |", "|---|---|"]
             lines += [f"| {label} | {count} |" for label, count in counts.items()]
+    lines += ["", "**Session groups**", "", "| Scenario | Group | Clips | Sample ids |", "|---|---|---|---|"]
+    lines += [f"| {scenario} | {group} | {len(ids)} | {', '.join(ids)} |"
+              for scenario, groups in stats.groups.items() for group, ids in groups.items()]
+    if stats.grouping:
+        lines += ["", f"Session groups {stats.grouping}."]
     return "\n".join(lines) + "\n"
 
 

@@ -2,11 +2,12 @@
 
 Instances of one sample share a conversation, speakers and annotator, so they are not independent;
 resampling instances would understate the uncertainty. Samples are nested too: the clips of one couple
-or family (the folder of the sample id, ``alan_and_evelyn/004_s03e06_ct09_segment05``) share people and
-often an episode. Every function here draws *clusters* with replacement — by default the session group
-(``cluster="group"``), or single samples (``cluster="sample"``) — within each scenario (so a resample keeps
-the number of couple and family clusters of the original), and recomputes a statistic on all records of
-the drawn clusters. Intervals are percentile intervals.
+or family share people and often an episode. Every function here draws *clusters* with replacement — by
+default the session group (``cluster="group"``: one couple or one family, as a
+:class:`rescue.data.groups.SessionGroups` says; without one, the sample id's folder), or single samples
+(``cluster="sample"``) — within each scenario (so a resample keeps the number of couple and family
+clusters of the original), and recomputes a statistic on all records of the drawn clusters. Intervals
+are percentile intervals.
 
 A statistic is either any function of a record list (the task's ``aggregate``: general, but one
 call per replicate), or a :class:`Decomposed` one — a function of per-sample sums of per-record
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rescue.data.groups import SessionGroups, folder_of
 from rescue.tasks.base import PredictionRecord
 
 MIN_SAMPLES = 2
@@ -73,24 +75,25 @@ def _number(value: object) -> float | None:
     return None if math.isnan(number) else number
 
 
-def cluster_of(sample_id: str, cluster: str = DEFAULT_CLUSTER) -> str:
-    """The resampling unit of a sample: its session group (the id's folder) or the sample itself."""
+def cluster_of(sample_id: str, cluster: str = DEFAULT_CLUSTER, groups: SessionGroups | None = None) -> str:
+    """The resampling unit of a sample: its session group (from ``groups``; the id's folder without one) or
+    the sample itself."""
     if cluster not in CLUSTERS:
         raise ValueError(f"cluster {cluster!r}: choose one of {', '.join(CLUSTERS)}")
     if cluster == "sample":
         return sample_id
-    folder, sep, _ = sample_id.rpartition("/")
-    return folder if sep else sample_id
+    return groups.group_of(sample_id) if groups is not None else folder_of(sample_id)
 
 
-def _groups(records: Sequence[PredictionRecord], cluster: str = DEFAULT_CLUSTER) -> tuple[list[list[int]], list[int]]:
+def _groups(records: Sequence[PredictionRecord], cluster: str = DEFAULT_CLUSTER,
+            grouping: SessionGroups | None = None) -> tuple[list[list[int]], list[int]]:
     """Record positions per cluster, and each cluster's stratum (scenario) number."""
     index: dict[tuple[str, str], int] = {}
     groups: list[list[int]] = []
     strata: list[int] = []
     scenarios: dict[str, int] = {}
     for position, record in enumerate(records):
-        key = (record.scenario, cluster_of(record.sample_id, cluster))
+        key = (record.scenario, cluster_of(record.sample_id, cluster, grouping))
         if key not in index:
             index[key] = len(groups)
             groups.append([])
@@ -99,8 +102,9 @@ def _groups(records: Sequence[PredictionRecord], cluster: str = DEFAULT_CLUSTER)
     return groups, strata
 
 
-def count_clusters(records: Sequence[PredictionRecord], cluster: str = DEFAULT_CLUSTER) -> int:
-    return len({(r.scenario, cluster_of(r.sample_id, cluster)) for r in records})
+def count_clusters(records: Sequence[PredictionRecord], cluster: str = DEFAULT_CLUSTER,
+                   groups: SessionGroups | None = None) -> int:
+    return len({(r.scenario, cluster_of(r.sample_id, cluster, groups)) for r in records})
 
 
 def resample_weights(strata: Sequence[int], n_resamples: int, seed: int) -> np.ndarray:
@@ -163,12 +167,13 @@ def bootstrap_ci(
     seed: int = 0,
     level: float = 0.95,
     cluster: str = DEFAULT_CLUSTER,
+    groups: SessionGroups | None = None,
 ) -> dict[str, Interval]:
     """Percentile intervals of the statistic's ``key`` values, resampling clusters within scenarios."""
-    groups, strata = _groups(records, cluster)
-    if n_resamples <= 0 or len(groups) < MIN_SAMPLES:
+    clusters, strata = _groups(records, cluster, groups)
+    if n_resamples <= 0 or len(clusters) < MIN_SAMPLES:
         return {k: Interval(None, None, 0) for k in keys}
-    replicates = _replicates(records, statistic, keys, groups, resample_weights(strata, n_resamples, seed))
+    replicates = _replicates(records, statistic, keys, clusters, resample_weights(strata, n_resamples, seed))
     result = {}
     for key in keys:
         low, high = _interval(replicates[key], level)
@@ -198,6 +203,7 @@ def paired_bootstrap(
     seed: int = 0,
     level: float = 0.95,
     cluster: str = DEFAULT_CLUSTER,
+    groups: SessionGroups | None = None,
 ) -> dict[str, PairedResult]:
     """Paired comparison of A and B on their shared instances: both are resampled with the same draw.
 
@@ -206,12 +212,12 @@ def paired_bootstrap(
     """
     left, right = pair_records(a, b)
     observed_a, observed_b = _observed(left, statistic), _observed(right, statistic)
-    groups, strata = _groups(left, cluster)
+    clusters, strata = _groups(left, cluster, groups)
     diffs = {k: np.asarray([], dtype=float) for k in keys}
-    if n_resamples > 0 and len(groups) >= MIN_SAMPLES:
+    if n_resamples > 0 and len(clusters) >= MIN_SAMPLES:
         weights = resample_weights(strata, n_resamples, seed)
-        values_a = _replicates(left, statistic, keys, groups, weights)
-        values_b = _replicates(right, statistic, keys, groups, weights)
+        values_a = _replicates(left, statistic, keys, clusters, weights)
+        values_b = _replicates(right, statistic, keys, clusters, weights)
         diffs = {k: values_a[k] - values_b[k] for k in keys}
     results: dict[str, PairedResult] = {}
     for key in keys:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -11,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from rescue.data.groups import SessionGroups, check_groups, folder_of, infer_groups, read_groups
 from rescue.data.loading import load_samples
 from rescue.data.models import Sample
 from rescue.io import remove_stale_temporaries, safe_filename, write_atomic
@@ -31,6 +35,7 @@ from rescue.report.html import (
 from rescue.report.leaderboard import (
     Cell,
     build_leaderboard,
+    grouping_text,
     mark_significance,
     scopes_of,
     to_csv,
@@ -54,6 +59,7 @@ class ReportOptions:
     context_rows: int = 8
     html: bool = True
     cluster: str = DEFAULT_CLUSTER  # the bootstrap's resampling unit: "group" (session group) or "sample"
+    groups: Path | None = None  # a sample_id,group CSV; None: session groups inferred from the data
     allow_mixed: bool = False  # show runs that are not comparable side by side instead of refusing
     reference: str | None = None  # "paper": the published numbers as reference rows and a reproduction section
     figures: bool | None = None  # None: draw them when matplotlib (the plot extra) is installed; True: require it
@@ -83,6 +89,33 @@ def resolve_samples(systems: Sequence[System], data: Path | None) -> tuple[list[
             f"{systems[0].run_dir / 'results.json'}: field config.data: {named} does not exist here; pass --data"
         )
     return load_samples(path), str(path)
+
+
+def session_groups(systems: Sequence[System], samples: Sequence[Sample], groups_file: Path | None,
+                   data_name: str) -> tuple[SessionGroups, list[str]]:
+    """The session groups of every evaluated sample (``--groups`` or inferred), and notes on how they were made."""
+    scenarios = {r.sample_id: r.scenario for s in systems for r in s.records}
+    if groups_file is not None:
+        return check_groups(read_groups(groups_file), scenarios, str(groups_file)), []
+    inferred = infer_groups(samples)
+    unknown = sorted(set(scenarios) - set(inferred.of))
+    of = {**{k: v for k, v in inferred.of.items() if k in scenarios}, **{k: folder_of(k) for k in unknown}}
+    notes = []
+    if unknown:
+        notes.append(f"{len(unknown)} sample(s) are not in {data_name}: each is grouped by its folder (e.g. "
+                     f"{unknown[0]} in {folder_of(unknown[0])}); pass --groups to say otherwise.")
+    return SessionGroups(of, inferred.method, scenarios), notes
+
+
+def groups_csv(groups: SessionGroups) -> str:
+    """The grouping as ``--groups`` reads it, so that a report's grouping can be edited and given back."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["sample_id", "group"])
+    for members in groups.members().values():
+        for group, sample_ids in members.items():
+            writer.writerows([sample_id, group] for sample_id in sample_ids)
+    return buffer.getvalue()
 
 
 def _slug(text: str) -> str:
@@ -162,13 +195,22 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
         result.notes.append(f"No confidence intervals or comparisons for {', '.join(missing)}: the task registry "
                             "does not know these tasks.")
 
+    samples, data_name = resolve_samples(systems, data)
+    groups, group_notes = session_groups(systems, samples, options.groups, data_name)
+    result.notes.extend(group_notes)
+    if options.cluster == "group":
+        result.notes.append(grouping_text(groups) + ".")
+    write("groups.csv", groups_csv(groups))
+    write("groups.json", json.dumps({"method": groups.method, "cluster": options.cluster,
+                                     "groups": groups.members()}, indent=2, ensure_ascii=False) + "\n")
+
     step(f"leaderboard: {len(systems)} system(s), {options.n_resamples} bootstrap resamples by {options.cluster}")
     board = build_leaderboard(systems, aggregates, n_resamples=options.n_resamples, seed=options.seed,
                               level=options.level, alpha=options.alpha, cluster=options.cluster,
-                              comparability=comparability)
+                              comparability=comparability, groups=groups)
     step(f"paired comparisons: {len(systems) * (len(systems) - 1) // 2} pair(s)")
     comparisons = compare_systems(systems, aggregates, scopes_of(systems), n_resamples=options.n_resamples,
-                                  seed=options.seed, level=options.level, cluster=options.cluster)
+                                  seed=options.seed, level=options.level, cluster=options.cluster, groups=groups)
     mark_significance(board, comparisons)
     reproduction: list[HtmlTable] = []
     if options.reference:
@@ -192,13 +234,12 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
         write("comparisons.md", comparisons_markdown(comparisons, options.alpha, cluster=options.cluster))
         write("comparisons.csv", comparisons_csv(comparisons))
     gains = video_gains(systems, aggregates, scopes_of(systems), n_resamples=options.n_resamples, seed=options.seed,
-                        level=options.level)
+                        level=options.level, cluster=options.cluster, groups=groups)
     if gains:
         write("video_vs_text.md", gains_markdown(gains, options.alpha))
         write("video_vs_text.csv", gains_csv(gains))
 
     step("analyses and figures")
-    samples, data_name = resolve_samples(systems, data)
     lengths = analyses.sample_lengths(samples)
     unknown = {r.sample_id for s in systems for r in s.records} - set(lengths)
     if unknown:

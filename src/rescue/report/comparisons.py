@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from rescue.io import markdown_table
+from rescue.data.groups import GROUP_WORDS, SessionGroups
 from rescue.report.bootstrap import DEFAULT_CLUSTER, paired_bootstrap
 from rescue.report.columns import COMPARED, Column, columns_for
 from rescue.report.runs import System
@@ -76,6 +77,7 @@ def compare_systems(
     seed: int = 0,
     level: float = 0.95,
     cluster: str = DEFAULT_CLUSTER,
+    groups: SessionGroups | None = None,
 ) -> list[Comparison]:
     """Every pair of systems (in the given order), task and scope where both have shared instances."""
     results: list[Comparison] = []
@@ -92,9 +94,9 @@ def compare_systems(
                     continue
                 paired = paired_bootstrap(
                     left, right, best_statistic(task, aggregate, columns, left, right), [c.id for c in columns],
-                    n_resamples=n_resamples, seed=seed, level=level, cluster=cluster,
+                    n_resamples=n_resamples, seed=seed, level=level, cluster=cluster, groups=groups,
                 )
-                mcnemar = mcnemar_records(left, right, cluster=cluster)
+                mcnemar = mcnemar_records(left, right, cluster=cluster, groups=groups)
                 for column in columns:
                     p = paired[column.id]
                     if p.instances == 0 or (p.a is None and p.b is None):
@@ -138,8 +140,9 @@ def comparisons_markdown(comparisons: Sequence[Comparison], alpha: float = 0.05,
 
 def comparisons_note(alpha: float, cluster: str) -> str:
     unit = "session groups" if cluster == "group" else "samples"
+    described = GROUP_WORDS if cluster == "group" else unit
     return (f"†: p < {alpha}. Differences are A minus B on the instances both systems have with the same gold "
-            f"(n shared). The paired bootstrap resamples {unit} within scenarios. McNemar's exact test assumes "
+            f"(n shared). The paired bootstrap resamples {described} within scenarios. McNemar's exact test assumes "
             f"independent instances, which instances of one session are not: read it as descriptive; the "
             f"clustered McNemar (Durkalski 2003) and the bootstrap only assume independent {unit}. Rows without "
             "an interval, and 'all' rows that repeat a single scenario, are left out (comparisons.csv has every row).")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rescue.io import latex_text, markdown_table, markdown_text
+from rescue.data.groups import GROUP_WORDS, SessionGroups
 from rescue.report.bootstrap import DEFAULT_CLUSTER, Interval, bootstrap_ci
 from rescue.report.columns import COLUMNS, Column, columns_for
 from rescue.report.comparability import MIXED_MARK, Comparability, bertscore_text, judge_text
@@ -61,6 +62,7 @@ class Leaderboard:
     cluster: str = DEFAULT_CLUSTER
     scorers: str = ""  # the judge and BERTScore backbone, in words
     mixed: bool = False
+    grouping: str = ""  # the session groups of this report, in words: how many, and how they were made
 
     def scope_rows(self, scope: str) -> list[LeaderRow]:
         return [r for r in self.rows if r.scope == scope]
@@ -102,6 +104,7 @@ def build_leaderboard(
     alpha: float = 0.05,
     cluster: str = DEFAULT_CLUSTER,
     comparability: Comparability | None = None,
+    groups: SessionGroups | None = None,
 ) -> Leaderboard:
     """Every system in every scope, with cluster bootstrap intervals where the task's aggregate is known."""
     tasks = [t for t in TASK_NAMES if any(t in s.tasks for s in systems)]
@@ -125,6 +128,7 @@ def build_leaderboard(
                         seed=seed,
                         level=level,
                         cluster=cluster,
+                        groups=groups,
                     )
                 mixed = comparability.mixed(task, scope, system.label) if comparability else False
                 for column in task_columns:
@@ -139,7 +143,7 @@ def build_leaderboard(
             rows.append(row)
     reference = systems[0].label if systems else ""
     board = Leaderboard(columns, rows, reference, level, alpha, n_resamples, cluster, scorers_text(systems),
-                        bool(comparability and not comparability.ok))
+                        bool(comparability and not comparability.ok), grouping_text(groups))
     mark_best(board)
     return board
 
@@ -217,8 +221,15 @@ def _markdown(headers: Sequence[str], body: Sequence[Sequence[str]]) -> str:
     return markdown_table(headers, body)
 
 
-CLUSTER_WORDS = {"group": "session groups (the sample id's folder: one couple or family)",
-                 "sample": "samples (clips)"}
+CLUSTER_WORDS = {"group": GROUP_WORDS, "sample": "samples (clips)"}
+
+
+def grouping_text(groups: SessionGroups | None) -> str:
+    """How many session groups per scenario, and how they were made (inferred from the data or given)."""
+    if groups is None:
+        return ""
+    counts = ", ".join(f"{len(members)} {scenario}" for scenario, members in groups.members().items())
+    return f"Session groups here: {counts} ({groups.method}; groups.csv lists them)"
 
 
 def legend(board: Leaderboard) -> str:
@@ -227,7 +238,8 @@ def legend(board: Leaderboard) -> str:
         f"Values: ITP/RPP/STP/SSP in %, ER/VP judge on the judge's scale, BERTScore F1. Bold: best per column. "
         f"[low, high]: {level}% bootstrap CI resampling {CLUSTER_WORDS.get(board.cluster, board.cluster)} "
         f"within scenarios ({board.n_resamples} resamples). "
-        f"{MARKER}: differs from {board.reference} (paired bootstrap on the shared instances, p < {board.alpha}; "
+        + (f"{board.grouping}. " if board.cluster == "group" and board.grouping else "")
+        + f"{MARKER}: differs from {board.reference} (paired bootstrap on the shared instances, p < {board.alpha}; "
         f"n per test in the comparisons). Counts: instances/failures per task (failures score as wrong)."
     )
     if board.scorers:

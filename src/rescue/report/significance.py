@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from scipy.stats import binomtest, chi2
 
+from rescue.data.groups import SessionGroups
 from rescue.report.bootstrap import DEFAULT_CLUSTER, cluster_of, pair_records
 from rescue.report.outcomes import is_correct
 from rescue.tasks.base import PredictionRecord
@@ -63,10 +64,10 @@ def clustered_mcnemar(a: Sequence[bool], b: Sequence[bool], clusters: Sequence[s
 
 
 def mcnemar_records(a: Sequence[PredictionRecord], b: Sequence[PredictionRecord], *,
-                    cluster: str = DEFAULT_CLUSTER) -> McNemarResult:
+                    cluster: str = DEFAULT_CLUSTER, groups: SessionGroups | None = None) -> McNemarResult:
     """McNemar on top-1 correctness (ITP accuracy, RPP accuracy) over the instances both systems have."""
     left, right = pair_records(a, b)
     x, y = [is_correct(r) for r in left], [is_correct(r) for r in right]
     exact = mcnemar_exact(x, y)
-    clustered = clustered_mcnemar(x, y, [cluster_of(r.sample_id, cluster) for r in left])
+    clustered = clustered_mcnemar(x, y, [cluster_of(r.sample_id, cluster, groups) for r in left])
     return McNemarResult(exact.only_a, exact.only_b, exact.both, exact.neither, exact.p_value, clustered)

@@ -13,7 +13,9 @@ import csv
 import io
 from collections.abc import Sequence
 
+from rescue.data.groups import SessionGroups
 from rescue.io import markdown_table
+from rescue.report.bootstrap import DEFAULT_CLUSTER
 from rescue.report.comparisons import Comparison, compare_systems
 from rescue.report.html import HtmlTable
 from rescue.report.runs import System
@@ -39,12 +41,13 @@ def video_pairs(systems: Sequence[System]) -> list[tuple[System, System]]:
 
 
 def video_gains(systems: Sequence[System], aggregates: Aggregates, scopes: Sequence[str], *,
-                n_resamples: int = 1000, seed: int = 0, level: float = 0.95) -> list[Comparison]:
+                n_resamples: int = 1000, seed: int = 0, level: float = 0.95, cluster: str = DEFAULT_CLUSTER,
+                groups: SessionGroups | None = None) -> list[Comparison]:
     """One comparison per (pair, task, scope, metric); ``diff`` is video minus text."""
     gains: list[Comparison] = []
     for video, text in video_pairs(systems):
         gains.extend(compare_systems([video, text], aggregates, scopes, n_resamples=n_resamples, seed=seed,
-                                     level=level))
+                                     level=level, cluster=cluster, groups=groups))
     return gains
 
 
