@@ -90,11 +90,12 @@ DISCARD_REASONS: dict[str, str] = {
 }
 
 
-def _labels(labels: tuple[Label, ...]) -> list[dict[str, str]]:
-    return [{"name": label.name, "definition": label.definition} for label in labels]
+def _labels(labels: tuple[Label, ...]) -> list[dict[str, Any]]:
+    return [{"name": label.name, "definition": label.definition, "use_when": list(label.use_when),
+             "do_not_use_when": list(label.do_not_use_when)} for label in labels]
 
 
-def label_sets(scenario: str) -> dict[str, list[dict[str, str]]]:
+def label_sets(scenario: str) -> dict[str, list[dict[str, Any]]]:
     """The label sets of a scenario, with their definitions, for the browser."""
     sc: Any = scenario if scenario in ("couple", "family") else "couple"
     return {

@@ -7,13 +7,8 @@
   const app = document.getElementById("app");
   let data = null;
   let onlyDiffering = true;
-  const same = (a, b) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
-  const show = (v) => {
-    if (v === null || v === undefined || v === "") return "—";
-    if (Array.isArray(v)) return v.length ? v.map((x) => (typeof x === "object" ? Object.values(x).map((y) => Array.isArray(y) ? y.join("+") : y).join(" · ") : x)).join("\n") : "(none)";
-    return String(v);
-  };
-
+  const same = Review.equal;
+  const show = (v, f) => Review.show(v, f, "\n");
   async function load() {
     const answer = await api("GET", segmentUrl(B.segment) + "/versions");
     if (!answer.ok) { app.replaceChildren(el("p.error", { text: answer.data.detail })); return; }
@@ -41,13 +36,13 @@
         const cell = (value, label) => {
           const chosen = same(value, row.values[f.name]);
           return el("td" + (differs ? ".differs" : "") + (chosen ? ".chosen" : ""), {},
-            el("div.value", { text: show(value) }),
+            el("div.value", { text: show(value, f) }),
             chosen ? el("span.badge.verified", { text: "final" }) :
               el("button.link", { type: "button", text: "use " + label, onclick: () => pick(row, f.name, value, note) }));
         };
         body.push(el("tr", {}, el("td", { text: String(row.row_index) }), el("th.field-name", { text: f.title }),
           cell(row.draft[f.name], "draft"), ...names.map((n, j) => cell(versions[j], n)),
-          el("td", {}, el("div.value", { text: show(row.values[f.name]) }))));
+          el("td", {}, el("div.value", { text: show(row.values[f.name], f) }))));
       }
     });
     app.replaceChildren(

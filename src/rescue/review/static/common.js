@@ -51,6 +51,37 @@ const Review = (() => {
     return data;
   }
 
+  // Values, not JSON text: the server stores list entries with sorted keys while the draft keeps the model's
+  // order, so two spellings of one value must compare equal. A missing key counts as null, as in the export.
+  function equal(a, b) {
+    if (a === undefined) a = null;
+    if (b === undefined) b = null;
+    if (a === b) return true;
+    if (a === null || b === null || typeof a !== "object" || typeof b !== "object") return false;
+    if (Array.isArray(a) !== Array.isArray(b)) return false;
+    if (Array.isArray(a)) return a.length === b.length && a.every((x, i) => equal(x, b[i]));
+    const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+    for (const k of keys) if (!equal(a[k], b[k])) return false;
+    return true;
+  }
+
+  // A value as text. A list entry's parts come in the field's own order (``field.item``), whatever order the
+  // object's keys have, so every copy of one entry reads the same.
+  function show(value, field, separator = "; ") {
+    if (value === null || value === undefined || value === "") return "—";
+    if (Array.isArray(value)) {
+      if (!value.length) return "(none)";
+      const order = field && field.item && field.item.length ? field.item.map((p) => p.key) : null;
+      const part = (x) => (Array.isArray(x) ? x.join("+") : x);
+      return value.map((v) => {
+        if (v === null || typeof v !== "object") return v;
+        const keys = order ? [...order, ...Object.keys(v).filter((k) => !order.includes(k))] : Object.keys(v);
+        return keys.filter((k) => k in v).map((k) => part(v[k])).join(" · ");
+      }).join(separator);
+    }
+    return String(value);
+  }
+
   function segmentUrl(id) { return "/api/segments/" + encodeURIComponent(id); }
 
   const logout = document.getElementById("logout");
@@ -59,5 +90,5 @@ const Review = (() => {
     location.href = "/login";
   });
 
-  return { api, el, boot, segmentUrl };
+  return { api, el, boot, segmentUrl, equal, show };
 })();

@@ -2,7 +2,7 @@
 // until the server confirms them, and the conflict dialog when someone saved first.
 "use strict";
 (() => {
-  const { api, el, boot, segmentUrl } = Review;
+  const { api, el, boot, segmentUrl, equal } = Review;
   const B = boot();
   const app = document.getElementById("app");
   const storeKey = `rescue-review:${B.me}:${B.copy}:${B.segment}`;
@@ -27,7 +27,7 @@
   }
 
   const row = (i = selected) => seg.rows[i];
-  const same = (a, b) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+  const same = equal;
   function working(r) {
     const p = pending[r.row_index];
     return p ? { ...r.values, ...p.fields } : r.values;
@@ -48,14 +48,8 @@
     const m = Math.floor(t / 60), s = (t - m * 60).toFixed(1).padStart(4, "0");
     return `${m}:${s}`;
   }
-  function show(value) {
-    if (value === null || value === undefined || value === "") return "—";
-    if (Array.isArray(value)) {
-      if (!value.length) return "(none)";
-      return value.map((v) => (typeof v === "object" ? Object.values(v).map((x) => Array.isArray(x) ? x.join("+") : x).join(" · ") : v)).join("; ");
-    }
-    return String(value);
-  }
+  const fieldSpec = (name) => seg && seg.fields.find((f) => f.name === name);
+  const show = (value, name) => Review.show(value, name && fieldSpec(name));
   function status(text, kind) {
     const node = document.getElementById("save-status");
     if (node) { node.textContent = text; node.className = "save-status " + (kind || ""); }
@@ -86,7 +80,8 @@
         B.previous ? el("a.button", { href: "/segments/" + encodeURIComponent(B.previous), text: "← Previous" }) : null,
         B.next ? el("a.button", { href: "/segments/" + encodeURIComponent(B.next), text: "Next →" }) : null,
         copySwitch(),
-        el("button.primary", { id: "verify", type: "button", onclick: verify, disabled: readOnly, text: "Verify segment" }),
+        el("button", { id: "guidelines-toggle", type: "button", onclick: () => ReviewGuide.toggle(), title: "Guidelines and label definitions (g)", text: "Guidelines" }),
+        el("button.primary", { id: "verify", type: "button", onclick: verify, disabled: readOnly, title: "Verify segment (Shift+V)", text: "Verify segment" }),
         seg.status.status === "open" ? null : el("button", { id: "reopen", type: "button", disabled: readOnly, text: "Reopen",
           title: "Back to open: verify or discard again later", onclick: async () => {
             const answer = await api("POST", `${segmentUrl(B.segment)}/reopen${copyParam}`);
@@ -96,7 +91,10 @@
 
     const left = el("section.left", {}, mediaBlock(), rowList(), segmentNotes());
     const right = el("section.right", { id: "editor" });
-    app.replaceChildren(head, el("div.seg-body", {}, left, right), el("div#dialog-host"), helpBox());
+    const guideOpen = !(document.getElementById("guidelines") || { hidden: true }).hidden;
+    app.replaceChildren(head, el("div.seg-body", {}, left, right), el("div#dialog-host"), ReviewGuide.panel(seg.labels),
+      ReviewGuide.shortcutBar(SHORTCUTS));
+    if (guideOpen) ReviewGuide.toggle(true);
     renderEditor();
     selectRow(Math.min(selected, seg.rows.length - 1), false);
   }
@@ -218,6 +216,19 @@
   }
 
   // --- the editor ------------------------------------------------------------------------------------
+  // The fields a row's role calls for, after the build's own rules: a Therapist row carries no utterance
+  // type; on a client row the support strategy and the relation fields are rare. Those stay folded under
+  // "more fields" unless the row (or its draft) fills them.
+  const FOLDED_ON_CLIENT = new Set(["support_strategy", "relation_pattern", "relation_pattern_reason",
+    "relation_pattern_evidence_rows", "relation_cycle_state", "relation_cycle_reason", "relation_cycle_evidence_rows"]);
+  const FOLDED_ON_THERAPIST = new Set(["utterance_type"]);
+  const filled = (v) => !(v === null || v === undefined || v === "" || (Array.isArray(v) && !v.length));
+  function folded(f, r, w) {
+    const rare = w.primary_speaker === "Therapist" ? FOLDED_ON_THERAPIST : FOLDED_ON_CLIENT;
+    return rare.has(f.name) && !filled(w[f.name]) && !filled(r.draft[f.name]);
+  }
+  const rowAccepted = (r) => seg.fields.every((f) => r.accepted.includes(f.name));
+
   function renderEditor() {
     const r = row();
     const editor = document.getElementById("editor");
@@ -225,23 +236,31 @@
     const w = working(r);
     const rowComments = seg.comments.filter((c) => c.row_index === r.row_index);
     const groups = new Map();
+    const more = [];
     for (const f of seg.fields) {
+      const block = fieldBlock(r, f, w);
+      if (folded(f, r, w)) { more.push([f, block]); continue; }
       if (!groups.has(f.dimension)) groups.set(f.dimension, []);
-      groups.get(f.dimension).push(fieldBlock(r, f, w));
+      groups.get(f.dimension).push(block);
     }
+    const role = w.primary_speaker === "Therapist" ? "therapist" : "client";
     editor.replaceChildren(...[
       el("div.editor-head", {},
         el("h2", { text: `Row ${r.row_index}` }),
-        el("span.muted", { text: `${fmtTime(r.start_time)}–${fmtTime(r.end_time)} · version ${r.version}` + (r.updated_by ? ` · last saved by ${r.updated_by}` : "") }),
+        el("span.muted", {}, `${w.primary_speaker || "?"} · ${fmtTime(r.start_time)}–${fmtTime(r.end_time)} · v${r.version}` + (r.updated_by ? ` · ${r.updated_by}` : ""),
+          rowAccepted(r) ? el("span.badge.reviewed", { id: "row-accepted", text: "accepted" }) : ""),
         el("div.actions", {},
-          el("button.primary", { id: "save", type: "button", onclick: () => save(r), disabled: readOnly, title: "Save (Ctrl+S)", text: "Save row" }),
-          el("button", { id: "accept-row", type: "button", onclick: () => acceptRow(r), disabled: readOnly, title: "Accept every field and save (a)", text: "Accept row" }),
+          el("button.primary", { id: "save", type: "button", onclick: () => queueSave(r), disabled: readOnly, title: "Save (Ctrl+S)", text: "Save" }),
+          el("button", { id: "accept-row", type: "button", onclick: () => acceptRow(r), disabled: readOnly, title: "Accept every field, save, go to the next row (a)", text: "Accept row" }),
           el("button", { id: "history", type: "button", onclick: () => history(r), text: "History" })),
         el("p", { id: "save-status", class: "save-status" })),
       r.problems.length ? el("ul.problems", {}, ...r.problems.map((p) => el("li", { text: `${p.field ? p.field + ": " : ""}${p.message} (${p.source})` }))) : null,
       el("div#conflict"),
       ...[...groups].map(([name, blocks]) => el("fieldset.dimension", {}, el("legend", { text: name }), ...blocks)),
-      el("div.comments", {}, el("h3", { text: "Row comments" }),
+      more.length ? el("details.more-fields", { id: "more-fields" },
+        el("summary", { text: `${more.length} more field${more.length > 1 ? "s" : ""}, rare on a ${role} row: ${more.map(([f]) => f.title).join(", ")}` }),
+        ...more.map(([, block]) => block)) : null,
+      el("details.comments", { open: rowComments.length > 0 }, el("summary", { text: `Row comments (${rowComments.length})` }),
         el("ul", {}, ...rowComments.map((c) => el("li", {}, el("b", { text: c.author }), " ", c.text))),
         commentForm(r.row_index)),
       el("div#audit")].filter(Boolean));
@@ -251,27 +270,29 @@
   function fieldBlock(r, f, w) {
     const value = w[f.name];
     const draft = r.draft[f.name];
-    const acceptedOnServer = r.accepted.includes(f.name);
-    const p = pending[r.row_index];
-    const accept = el("input", { type: "checkbox", id: "accept-" + f.name, checked: acceptedOnServer || (p && p.accepted.includes(f.name)),
-      disabled: readOnly || acceptedOnServer, onchange: (e) => {
-        const q = pendingFor(r);
-        q.accepted = e.target.checked ? [...new Set([...q.accepted, f.name])] : q.accepted.filter((n) => n !== f.name);
-        persist(); refreshRowItem(r);
-      } });
     const draftBox = el("div.draft-box", { id: "draft-" + f.name });
     const holder = el("div.control", { id: "field-" + f.name });
-    const block = el("div.field", {}, el("div.field-head", {},
-      el("label", { for: "input-" + f.name, text: f.title }),
-      el("label.accept", { title: "Accept this field as it stands" }, accept, " accept")), holder, draftBox);
-    const update = (v) => { setField(r, f.name, v); drawDraft(); };
+    const emptyList = f.kind === "list" && !filled(value);
+    const block = el("div.field" + (emptyList ? ".empty-list" : ""), { id: "block-" + f.name },
+      el("label.fname", { for: "input-" + f.name, text: f.title }), holder, draftBox);
+    const update = (v) => {
+      setField(r, f.name, v);
+      if (f.name === "primary_speaker") { renderEditor(); document.getElementById("input-primary_speaker")?.focus(); return; }
+      drawDraft();
+    };
     function drawDraft() {
       const current = working(r)[f.name];
-      if (same(current, draft)) { draftBox.replaceChildren(el("span.muted", { text: "= model draft" })); return; }
-      draftBox.replaceChildren(el("span.muted", { text: "Draft: " }), el("span.draft-value", { text: show(draft) }), " ",
+      block.classList.toggle("changed", !same(current, draft));
+      if (same(current, draft)) { draftBox.replaceChildren(); return; }
+      draftBox.replaceChildren(el("span.muted", { text: "Draft: " }), el("span.draft-value", { text: show(draft, f.name) }), " ",
         readOnly ? "" : el("button.link", { type: "button", text: "use draft", onclick: () => { setField(r, f.name, draft); renderEditor(); } }));
     }
-    holder.append(control(f, value, update, r));
+    const input = control(f, value, update, r);
+    holder.append(input);
+    if (input.addEntry && !readOnly) {  // a list's "+ add" sits by its name, so a list takes no extra line
+      block.firstChild.after(el("button.add", { type: "button", id: "add-" + f.name, title: `Add an entry to ${f.title}`, text: "+ add", onclick: input.addEntry }));
+      block.classList.add("list-field");
+    }
     const problems = r.problems.filter((p) => p.field && (p.field === f.name || p.field.startsWith(f.name + "[") || p.field.startsWith(f.name + ".")));
     if (problems.length) { block.classList.add("has-problem"); block.append(el("p.warn", { text: problems.map((x) => x.message).join("; ") })); }
     block.append(el("p.error", { id: "error-" + f.name }));
@@ -296,17 +317,19 @@
         onchange(all.filter((x) => chosen.has(x)));
       } }), " " + n)));
   }
-  function labelSelect(set, value, onchange, id, nullable) {
+  function labelSelect(set, value, onchange, id, nullable, bare) {
     const labels = seg.labels[set];
     const definition = el("p.definition");
-    const describe = (v) => { const l = labels.find((x) => x.name === v); definition.textContent = l ? l.definition : (v ? "Not a label of this taxonomy" : ""); };
+    const describe = (v) => { const l = labels.find((x) => x.name === v); definition.textContent = definition.title = l ? l.definition : (v ? "Not a label of this taxonomy" : ""); };
     const names = labels.map((l) => l.name);
     const s = el("select", { id, disabled: readOnly, onchange: (e) => { const v = e.target.value || (nullable ? null : ""); describe(v); onchange(v); } },
-      el("option", { value: "", text: "(none)" }),
-      ...labels.map((l) => el("option", { value: l.name, title: l.definition, text: l.name, selected: l.name === value })),
+      el("option", { value: "", text: "0 (none)" }),
+      ...labels.map((l, i) => el("option", { value: l.name, title: l.definition, text: `${i + 1} ${l.name}`, selected: l.name === value })),
       ...(value && !names.includes(value) ? [el("option", { value, text: `${value} (not in taxonomy)`, selected: true })] : []));
     describe(value);
-    return el("div", {}, s, definition);
+    ReviewGuide.labelHotkeys(s);
+    if (bare) { s.title = definition.textContent; s.addEventListener("change", () => { s.title = definition.textContent; }); return s; }
+    return el("div.label-control", {}, s, definition);
   }
 
   function control(f, value, update, r) {
@@ -316,7 +339,7 @@
       case "entities": return entityChecks(value, update, id);
       case "label": return labelSelect(f.labels, value, update, id, f.nullable);
       case "text": return el("input", { id, type: "text", value: value ?? "", disabled: readOnly, oninput: (e) => update(e.target.value) });
-      case "longtext": return el("textarea", { id, rows: "2", disabled: readOnly, text: value ?? "", oninput: (e) => update(e.target.value || (f.nullable && value === null ? null : e.target.value)) });
+      case "longtext": return autosize(el("textarea", { id, rows: "1", disabled: readOnly, text: value ?? "", oninput: (e) => { autosize(e.target); update(e.target.value || (f.nullable && value === null ? null : e.target.value)); } }));
       case "rows": return el("input", { id, type: "text", inputmode: "numeric", placeholder: "row numbers, e.g. 3, 5", disabled: readOnly,
         value: (value || []).join(", "),
         oninput: (e) => {
@@ -324,10 +347,19 @@
           update(rows.length || value !== null ? rows : null);  // cleared where the draft had none: back to null
         } });
       case "list": return listControl(f, value || [], update, r);
-      default: return el("span", { text: show(value) });
+      default: return el("span", { text: show(value, f.name) });
     }
   }
 
+  // A text box as tall as its text (up to a few lines), once it is on the page and whenever it is typed in.
+  function autosize(box) {
+    const fit = () => { box.style.height = "auto"; box.style.height = Math.min(box.scrollHeight + 2, 140) + "px"; };
+    if (box.isConnected) fit(); else requestAnimationFrame(fit);
+    return box;
+  }
+
+  // A list is one line per entry (each part a bare control named by its placeholder or first option), and
+  // nothing but its "+ add" while empty.
   function listControl(f, entries, update, r) {
     const items = entries.map((e) => ({ ...e }));
     const box = el("div.list", { id: "input-" + f.name });
@@ -335,32 +367,35 @@
     function draw() {
       box.replaceChildren(...items.map((entry, i) => el("div.entry", {},
         ...f.item.map((part) => partControl(f, part, entry, i, commit)),
-        readOnly ? "" : el("button.link.remove", { type: "button", title: "Remove this entry", text: "remove",
+        readOnly ? "" : el("button.link.remove", { type: "button", title: "Remove this entry", "aria-label": "Remove this entry", text: "×",
           onclick: () => { items.splice(i, 1); commit(); draw(); } }))),
-      readOnly ? "" : el("button.add", { type: "button", text: "+ add", onclick: () => {
-        const fresh = {};
-        for (const part of f.item) fresh[part.key] = part.kind === "entities" ? [] : part.kind === "intensity" ? 5 : part.key === "provider" ? "Therapist" : "";
-        items.push(fresh); commit(); draw();
-        const inputs = box.querySelectorAll(".entry:last-of-type select, .entry:last-of-type input");
-        if (inputs.length) inputs[0].focus();
-      } }));
+      );
     }
+    box.addEntry = () => {
+      const fresh = {};
+      for (const part of f.item) fresh[part.key] = part.kind === "entities" ? [] : part.kind === "intensity" ? 5 : part.key === "provider" ? "Therapist" : "";
+      items.push(fresh); commit(); draw();
+      const inputs = box.querySelectorAll(".entry:last-of-type select, .entry:last-of-type input");
+      if (inputs.length) inputs[0].focus();
+    };
     draw();
     return box;
   }
   function partControl(f, part, entry, i, commit) {
     const id = `input-${f.name}-${i}-${part.key}`;
+    const name = part.key.replace(/_/g, " ");
     const set = (v) => { entry[part.key] = v; commit(); };
     let node;
-    if (part.kind === "entity") node = entitySelect(entry[part.key], set, id);
-    else if (part.kind === "entities") node = entityChecks(entry[part.key], set, id);
-    else if (part.kind === "strategy") node = labelSelect("strategy", entry[part.key], set, id, false);
+    if (part.kind === "entity") { node = entitySelect(entry[part.key], set, id); node.options[0].textContent = `— ${name} —`; }
+    else if (part.kind === "entities") node = el("span.part-entities", {}, el("span.part-name", { text: name + ":" }), entityChecks(entry[part.key], set, id));
+    else if (part.kind === "strategy") node = labelSelect("strategy", entry[part.key], set, id, false, true);
     else if (part.kind === "intensity") {
       const out = el("output", { text: String(entry[part.key] ?? "—") });
-      node = el("span.intensity", {}, el("input", { id, type: "range", min: "0", max: "10", step: "1", value: String(entry[part.key] ?? 5), disabled: readOnly,
-        oninput: (e) => { out.textContent = e.target.value; set(Number(e.target.value)); } }), out);
-    } else node = el("input", { id, type: "text", value: entry[part.key] ?? "", disabled: readOnly, oninput: (e) => set(e.target.value) });
-    return el("label.part", {}, el("span.part-name", { text: part.key.replace(/_/g, " ") }), node);
+      node = el("span.intensity", { title: "intensity 0-10" }, el("input", { id, type: "range", min: "0", max: "10", step: "1", value: String(entry[part.key] ?? 5), disabled: readOnly,
+        "aria-label": name, oninput: (e) => { out.textContent = e.target.value; set(Number(e.target.value)); } }), out);
+    } else node = el("input", { id, type: "text", value: entry[part.key] ?? "", placeholder: name, title: name, disabled: readOnly, oninput: (e) => set(e.target.value) });
+    if (node.tagName === "SELECT" || node.tagName === "INPUT") node.setAttribute("aria-label", name);
+    return el("span.part.part-" + part.kind, {}, node);
   }
 
   // --- saving ----------------------------------------------------------------------------------------
@@ -417,8 +452,8 @@
           choice[name] = "mine";
           const group = "pick-" + name;
           return el("tr", {}, el("td", { text: name }),
-            el("td", {}, el("label.inline", {}, el("input", { type: "radio", name: group, value: "theirs", onchange: () => { choice[name] = "theirs"; } }), " ", el("span.theirs", { text: show(theirs.values[name]) }))),
-            el("td", {}, el("label.inline", {}, el("input", { type: "radio", name: group, value: "mine", checked: true, onchange: () => { choice[name] = "mine"; } }), " ", el("span.mine", { text: show(p.fields[name]) }))));
+            el("td", {}, el("label.inline", {}, el("input", { type: "radio", name: group, value: "theirs", onchange: () => { choice[name] = "theirs"; } }), " ", el("span.theirs", { text: show(theirs.values[name], name) }))),
+            el("td", {}, el("label.inline", {}, el("input", { type: "radio", name: group, value: "mine", checked: true, onchange: () => { choice[name] = "mine"; } }), " ", el("span.mine", { text: show(p.fields[name], name) }))));
         }))),
       el("div.actions", {}, el("button.primary", { id: "resolve", type: "button", text: "Keep these and save", onclick: async () => {
         r.values = theirs.values; r.version = theirs.version; r.accepted = theirs.accepted; r.updated_by = theirs.updated_by;
@@ -432,14 +467,29 @@
     status("Conflict: choose which version to keep", "bad");
   }
 
-  async function acceptRow(r) {
+  // Saves run one after another: "a" pressed down a segment queues one save per row, and verify waits for
+  // them, so no save ever races another of the same row (which the server would refuse as a conflict).
+  let saving = Promise.resolve(true);
+  function queueSave(r) {
+    const next = saving.then(() => save(r));
+    saving = next.catch(() => false);
+    return next;
+  }
+  function acceptRow(r, advance = false) {
     const p = pendingFor(r);
-    p.accepted = seg.fields.map((f) => f.name);
+    const unsaved = Object.keys(p.fields).length > 0;
+    p.accepted = seg.fields.map((f) => f.name).filter((name) => !r.accepted.includes(name));
     persist();
-    await save(r);
+    const done = unsaved || p.accepted.length ? queueSave(r) : Promise.resolve(true);
+    if (advance && selected < seg.rows.length - 1) {
+      selectRow(selected + 1, true);
+      document.getElementById("row-" + row().row_index)?.focus();
+    }
+    return done;
   }
   async function saveAll() {
-    for (const r of seg.rows) if (pending[r.row_index]) { if (!(await save(r))) return false; }
+    await saving;
+    for (const r of seg.rows) if (pending[r.row_index]) { if (!(await queueSave(r))) return false; }
     return true;
   }
 
@@ -493,20 +543,17 @@
     box.replaceChildren(el("h3", { text: "History" }), el("table.grid.audit", {},
       el("thead", {}, el("tr", {}, ...["When", "Who", "Copy", "Field", "Old", "New"].map((h) => el("th", { text: h })))),
       el("tbody", {}, ...answer.data.map((a) => el("tr", {}, el("td", { text: a.at.replace("T", " ").slice(0, 19) }), el("td", { text: a.user }),
-        el("td", { text: a.copy }), el("td", { text: a.field }), el("td", { text: show(a.old) }), el("td", { text: show(a.new) }))))));
+        el("td", { text: a.copy }), el("td", { text: a.field }), el("td", { text: show(a.old, a.field) }), el("td", { text: show(a.new, a.field) }))))));
   }
 
-  function helpBox() {
-    return el("details.help", {}, el("summary", { text: "Keyboard shortcuts" }), el("dl", {},
-      ...[["j / ↓", "next row"], ["k / ↑", "previous row"], ["space", "play / pause"], ["r", "replay the row"], ["l", "loop the row"],
-        ["[ / ]", "slower / faster"], ["a", "accept the row and save"], ["Ctrl+S", "save the row"], ["Enter", "edit the chosen row"], ["Esc", "back to the rows"]]
-        .flatMap(([k, v]) => [el("dt", {}, el("kbd", { text: k })), el("dd", { text: v })])));
-  }
+  const SHORTCUTS = [["j/k", "next/previous row"], ["a", "accept row, next"], ["Enter", "edit row"], ["Esc", "back to rows"],
+    ["1–9", "label (in a label list)"], ["space", "play/pause"], ["r", "replay row"], ["l", "loop row"], ["[ ]", "speed"],
+    ["Ctrl+S", "save"], ["g", "guidelines"], ["Shift+V", "verify segment"]];
 
   // --- keyboard --------------------------------------------------------------------------------------
   document.addEventListener("keydown", (e) => {
     if (!seg) return;
-    if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === "s") { e.preventDefault(); if (!readOnly) save(row()); return; }
+    if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === "s") { e.preventDefault(); if (!readOnly) queueSave(row()); return; }
     const typing = e.target.closest && e.target.closest("input, textarea, select");
     if (e.key === "Escape") { const item = document.getElementById("row-" + row().row_index); if (item) item.focus(); return; }
     if (typing || e.altKey || e.ctrlKey || e.metaKey) return;
@@ -516,7 +563,9 @@
       " ": togglePlay, r: () => seekRow(true),
       l: () => { loop = !loop; const box = document.getElementById("loop"); if (box) box.checked = loop; },
       "[": () => changeSpeed(-1), "]": () => changeSpeed(1),
-      a: () => { if (!readOnly) acceptRow(row()); },
+      a: () => { if (!readOnly) acceptRow(row(), true); },
+      g: () => ReviewGuide.toggle(),
+      V: () => { if (!readOnly) verify(); },
     };
     if (keys[e.key]) {
       e.preventDefault(); keys[e.key]();

@@ -12,6 +12,7 @@ from sqlalchemy import select
 from rescue.review.agreement import compute_agreement
 from rescue.review.api.deps import Db, PageUser, ProjectDep, get_segment, has_assignments
 from rescue.review.crud import assignments
+from rescue.review.guidelines import load_guidelines
 from rescue.review.models import User
 from rescue.review.progress import dashboard, project_progress
 
@@ -53,7 +54,8 @@ def adjudicate_page(segment_id: str, request: Request, actor: PageUser, project:
     get_segment(project, segment_id)
     if not actor.at_least("adjudicator"):
         return RedirectResponse(request.url_for("segment_page", segment_id=segment_id), status_code=303)
-    return render(request, "adjudicate.html", actor, boot={"segment": segment_id, "csrf": actor.csrf, "me": actor.name})
+    return render(request, "adjudicate.html", actor, boot={"segment": segment_id, "csrf": actor.csrf, "me": actor.name},
+                  guidelines=load_guidelines(project.root))
 
 
 @router.get("/segments/{segment_id:path}", response_class=HTMLResponse, name="segment_page")
@@ -68,7 +70,8 @@ def segment_page(segment_id: str, request: Request, actor: PageUser, db: Db, pro
     boot = {"segment": segment_id, "copy": copy, "csrf": actor.csrf, "me": actor.name, "role": actor.role,
             "previous": ids[position - 1] if position > 0 else None,
             "next": ids[position + 1] if position + 1 < len(ids) else None}
-    return render(request, "segment.html", actor, boot=boot, segment_id=segment_id)
+    return render(request, "segment.html", actor, boot=boot, segment_id=segment_id,
+                  guidelines=load_guidelines(project.root))
 
 
 @router.get("/agreement", response_class=HTMLResponse)

@@ -1,0 +1,181 @@
+"""The segment editor in Debian's Chromium: no false "edited" (values compared, not JSON text), the compact
+editor (fields by the row's role, label digits, accept-row key, shortcut bar, guidelines panel) and the
+keystrokes a 20-row segment whose draft is right takes to verify."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from review_helpers import make_app
+from test_review_browser import CHROMIUM, CHROMIUM_ARGS, Server, login, open_segment, wait_until
+
+from rescue.testing.review_project import demo_samples, make_review_project
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+FAMILY = "demo_family_okafor/001_session"
+COUPLE = "demo_couple_riley_and_sam/001_session"
+# Where the measured heights and keystrokes go when asked (the closing note of issue 21 quotes them).
+MEASURE_OUT = os.environ.get("RESCUE_EDITOR_MEASURES")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not installed (scripts/test.sh installs Debian's chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+GUIDELINES = """# Lab rules
+
+Code the **speaker's** stance, not the listener's.
+
+<script>window.pwned = 1</script>
+
+[a bad link](javascript:window.pwned=2) and [a good one](https://example.org/guide)
+"""
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    samples = {s["sample_id"]: s for s in demo_samples()}
+    couple = samples[COUPLE]
+    couple["rows"] = couple["rows"][:20]  # the issue's 20-row segment
+    for row in couple["rows"]:
+        for name in ("relation_pattern_evidence_rows", "relation_cycle_evidence_rows"):
+            if isinstance(row.get(name), list):
+                row[name] = [i for i in row[name] if 1 <= i <= 20]
+    root = make_review_project(tmp_path_factory.mktemp("editor") / "proj", [couple, samples[FAMILY]], media=False)
+    (root / "guidelines.md").write_text(GUIDELINES, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def server(project, tmp_path):
+    running = Server(make_app(project, tmp_path / "review.db"))
+    yield running
+    running.stop()
+
+
+def _errors(page) -> list[str]:  # type: ignore[no-untyped-def]
+    found: list[str] = []
+    page.on("pageerror", lambda exc: found.append(str(exc)))
+    return found
+
+
+def _walk_rows(page, count: int) -> list[int]:  # type: ignore[no-untyped-def]
+    """Go down every row with j; the number of "use draft" prompts on each."""
+    prompts = []
+    page.locator("#row-1").click()
+    for i in range(1, count + 1):
+        page.wait_for_selector(f"#row-{i}.selected")
+        prompts.append(page.locator("#editor button:text('use draft')").count())
+        if i < count:
+            page.keyboard.press("Escape")
+            page.keyboard.press("j")
+    return prompts
+
+
+def test_no_false_edited_after_an_unchanged_save_and_verify(browser, server, project):
+    context, page = login(browser, server, "ann")
+    errors = _errors(page)
+    open_segment(page, server, FAMILY)
+    count = page.locator(".rowlist tbody tr").count()
+    assert count == 35
+    page.click("#row-2")
+    page.click("#accept-row")  # a save that changes nothing
+    page.wait_for_selector("#save-status.good")
+    page.click("#verify")
+    page.wait_for_selector("#seg-status.verified")
+    # the server now holds every row with its list entries' keys sorted, unlike the draft
+    stored = page.evaluate("fetch('/api/segments/' + encodeURIComponent('%s')).then((r) => r.json())" % FAMILY)
+    posture = next(r for r in stored["rows"] if r["values"]["body_posture"])
+    assert list(posture["values"]["body_posture"][0]) != list(posture["draft"]["body_posture"][0])
+    page.reload()
+    page.wait_for_selector("#row-1")
+    assert page.locator(".rowlist .badge.edited").count() == 0
+    assert page.locator(".rowlist .badge.draft").count() == count
+    assert _walk_rows(page, count) == [0] * count
+    assert not errors, errors
+    context.close()
+
+
+def _height(page) -> float:  # type: ignore[no-untyped-def]
+    return float(page.evaluate("document.getElementById('editor').getBoundingClientRect().height"))
+
+
+def test_compact_editor_by_role_with_label_digits_and_guidelines(browser, server):
+    context, page = login(browser, server, "bob", width=1440, height=900)
+    errors = _errors(page)
+    open_segment(page, server, COUPLE)
+    rows = page.evaluate("fetch('/api/segments/' + encodeURIComponent('%s')).then((r) => r.json())" % COUPLE)["rows"]
+    client = next(r["row_index"] for r in rows if r["values"]["primary_speaker"] != "Therapist"
+                  and not r["values"]["support_strategy"] and not r["values"].get("relation_pattern"))
+    therapist = next(r["row_index"] for r in rows if r["values"]["primary_speaker"] == "Therapist")
+    page.click(f"#row-{client}")
+    # a client row: strategy and relation fields folded away, no per-field accept boxes
+    assert not page.is_visible("#input-support_strategy") and not page.is_visible("#input-relation_pattern")
+    assert "Support strategies" in page.inner_text("#more-fields summary")
+    assert page.locator("#editor input[type=checkbox][id^=accept-]").count() == 0
+    client_height = _height(page)
+    # digits pick a label in a focused label list; 0 clears it
+    page.focus("#input-utterance_type")
+    page.keyboard.press("2")
+    second = page.evaluate("document.querySelectorAll('#input-utterance_type option')[2].value")
+    assert page.input_value("#input-utterance_type") == second
+    assert page.locator(f"#row-{client} .badge.unsaved").count() == 1
+    page.keyboard.press("0")
+    page.keyboard.press("Escape")
+    page.click(f"#row-{therapist}")
+    assert page.is_visible("#input-support_strategy") and not page.is_visible("#input-utterance_type")
+    therapist_height = _height(page)
+    # the shortcut bar is in sight without scrolling; the guidelines panel opens with g
+    bar = page.locator("#shortcut-bar").bounding_box()
+    assert bar and bar["y"] + bar["height"] <= 900 and "accept row" in page.inner_text("#shortcut-bar")
+    page.keyboard.press("Escape")
+    page.keyboard.press("g")
+    page.wait_for_selector("#guidelines:not([hidden])")
+    panel = page.locator("#guidelines")
+    assert "Lab rules" in panel.inner_text() and "speaker's" in panel.inner_text()
+    assert "<script>" in panel.inner_text()  # the file's HTML shows as text
+    assert panel.locator("script").count() == 0 and page.evaluate("window.pwned") is None
+    assert panel.locator("a[href^='javascript']").count() == 0
+    assert panel.locator("a[href='https://example.org/guide']").count() == 1
+    assert panel.locator("code:text('pursue_withdraw')").count() == 1  # the taxonomy's definitions
+    page.keyboard.press("g")
+    page.wait_for_selector("#guidelines[hidden]", state="attached")
+    assert client_height < 900 and therapist_height < 1100, (client_height, therapist_height)
+    if MEASURE_OUT:
+        Path(MEASURE_OUT).write_text(json.dumps({"client_row_px": client_height, "therapist_row_px": therapist_height,
+                                                 "client_row": client, "therapist_row": therapist}), encoding="utf-8")
+    assert not errors, errors
+    context.close()
+
+
+def test_a_right_draft_of_20_rows_verifies_in_21_keystrokes(browser, server):
+    context, page = login(browser, server, "cat", width=1440, height=900)
+    errors = _errors(page)
+    open_segment(page, server, COUPLE)
+    keys = ["a"] * 20 + ["Shift+V"]  # accept each row (the key moves on to the next), then verify
+    for key in keys:
+        page.keyboard.press(key)
+    page.wait_for_selector("#seg-status.verified")
+    wait_until(page, "document.querySelectorAll('.rowlist .badge.reviewed').length === 20")
+    assert page.locator(".rowlist .badge.edited").count() == 0
+    assert page.locator(".rowlist .badge.unsaved").count() == 0
+    page.reload()
+    page.wait_for_selector("#seg-status.verified")
+    assert page.locator(".rowlist .badge.reviewed").count() == 20
+    if MEASURE_OUT:
+        out = Path(MEASURE_OUT).with_suffix(".keys.json")
+        out.write_text(json.dumps({"rows": 20, "keystrokes": len(keys), "keys": keys}), encoding="utf-8")
+    assert not errors, errors
+    context.close()
