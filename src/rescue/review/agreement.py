@@ -1,6 +1,9 @@
 """Agreement between annotators per field, and how often they kept the model's draft.
 
-Units are rows; an annotator's ratings count once they verified the segment. Krippendorff's alpha is
+Units are the draft's rows; an annotator's ratings count once they verified the segment. A copy whose rows
+were re-cut (split, merged, inserted, deleted) rates each draft row through its row that overlaps that draft
+row longest in time (:func:`rescue.review.cuts.align`); a draft row none of its rows overlaps (deleted) is
+not rated by that annotator, and rows the draft never had (inserted speech) are not units. Krippendorff's alpha is
 nominal for labels, speakers and targets (a set of targets is one category) and interval for intensity;
 percent agreement is the share of rows rated at least twice on which every rating is the same.
 """
@@ -15,7 +18,8 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from rescue.metrics.agreement import alpha
-from rescue.review.crud import copy_values
+from rescue.review.crud import copy_cut, copy_values
+from rescue.review.cuts import align
 from rescue.review.models import FINAL
 from rescue.review.progress import project_progress
 from rescue.review.project import Project
@@ -72,10 +76,14 @@ def compute_agreement(db: Session, project: Project) -> dict[str, Any]:
             if p.states.get(name, {}).get("status") != "verified" or name == FINAL:
                 continue
             annotators.add(name)
-            for row in copy_values(db, segment, name):
-                key = (sample_id, int(row.get("row_index", 0)))
-                units.setdefault(key, {})[name] = row
-                drafts[key] = segment.rows[key[1] - 1]
+            rows = copy_values(db, segment, name)
+            matched = align(segment.rows, rows) if copy_cut(db, sample_id, name) else range(len(rows))
+            for index, position in enumerate(matched, start=1):
+                if position is None:
+                    continue
+                key = (sample_id, index)
+                units.setdefault(key, {})[name] = rows[position]
+                drafts[key] = segment.rows[index - 1]
     raters = sorted(annotators)
     keys = sorted(units)
     fields = []

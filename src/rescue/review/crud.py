@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
@@ -28,14 +28,15 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from rescue.data.errors import RescueError
-from rescue.review import security
-from rescue.review.fields import FIELD_NAMES, FieldError, check_edit, sample_issues
+from rescue.review import cuts, security
+from rescue.review.fields import FIELD_NAMES, TIME_FIELDS, FieldError, check_edit, sample_issues
 from rescue.review.models import (
     FINAL,
     ROLES,
     Assignment,
     AuditEntry,
     Comment,
+    CopyCut,
     LoginSession,
     RowCopy,
     SegmentState,
@@ -194,6 +195,21 @@ def annotator_copies(db: Session, segment_id: str, assigned: list[str] | None) -
     return sorted(touched)
 
 
+def copy_cut(db: Session, segment_id: str, copy: str) -> CopyCut | None:
+    """The copy's cut, when its rows were re-cut (then every row is stored and the draft's numbering is gone)."""
+    return db.scalar(select(CopyCut).where(CopyCut.segment_id == segment_id, CopyCut.copy == copy))
+
+
+def draft_counterparts(segment: Segment, values: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The draft row each row of a copy stands for: the same row where the copy keeps the draft's cut, else the
+    draft row it overlaps longest in time (see :func:`rescue.review.cuts.align`); a row with no such draft
+    row (speech the draft missed) stands for a blank row of its own span."""
+    draft = segment.rows
+    matched = cuts.align(values, draft)
+    return [draft[m] if m is not None else cuts.blank_row(float(v.get("start_time") or 0), float(v.get("end_time") or 0))
+            for v, m in zip(values, matched)]
+
+
 def copy_values(db: Session, segment: Segment, copy: str) -> list[dict[str, Any]]:
     return [row["values"] for row in copy_rows(db, segment, copy)]
 
@@ -207,13 +223,19 @@ def _base_rows(db: Session, segment: Segment, copy: str, assigned: list[str] | N
         return rows
     if assigned is None:
         assigned = segment_assignees(db, segment.sample_id)
-    others = [stored_rows(db, segment.sample_id, name, only) for name in annotator_copies(db, segment.sample_id, assigned)]
+    others: list[dict[int, dict[str, Any]]] = []
+    for name in annotator_copies(db, segment.sample_id, assigned):
+        if copy_cut(db, segment.sample_id, name) is None:
+            others.append({i: json.loads(r.values_json) for i, r in stored_rows(db, segment.sample_id, name, only).items()})
+        else:  # a re-cut copy speaks for each draft row through the row overlapping it longest
+            theirs = [json.loads(r.values_json) for _, r in sorted(stored_rows(db, segment.sample_id, name).items())]
+            others.append({i: theirs[m] for i, m in enumerate(cuts.align(segment.rows, theirs), start=1) if m is not None})
     if not others:
         return rows
     for index, row in enumerate(rows, start=1):
         if only is not None and index != only:
             continue
-        versions = [json.loads(o[index].values_json) if index in o else segment.rows[index - 1] for o in others]
+        versions = [o[index] if index in o else segment.rows[index - 1] for o in others]
         for name in FIELD_NAMES:
             values = [v.get(name) for v in versions]
             if all(_dump(v) == _dump(values[0]) for v in values) and (name in row or values[0] is not None):
@@ -225,9 +247,11 @@ def copy_rows(db: Session, segment: Segment, copy: str, assigned: list[str] | No
     """Every row of one copy: ``values`` (the full release-format row), ``version`` (0 = never saved) and
     ``accepted`` (the fields someone accepted or edited)."""
     stored = stored_rows(db, segment.sample_id, copy)
-    base = _base_rows(db, segment, copy, assigned) if len(stored) < len(segment.rows) else []
+    cut = copy_cut(db, segment.sample_id, copy)
+    count = cut.rows if cut is not None else len(segment.rows)
+    base = _base_rows(db, segment, copy, assigned) if len(stored) < count else []
     out = []
-    for index in range(1, len(segment.rows) + 1):
+    for index in range(1, count + 1):
         record = stored.get(index)
         if record is None:
             out.append({"row_index": index, "version": 0, "values": base[index - 1], "accepted": [],
@@ -244,6 +268,8 @@ def _current_row(db: Session, segment: Segment, copy: str, row_index: int, assig
     record = db.scalar(select(RowCopy).where(RowCopy.segment_id == segment.sample_id, RowCopy.copy == copy,
                                              RowCopy.row_index == row_index))
     if record is None:
+        if copy_cut(db, segment.sample_id, copy) is not None or not 1 <= row_index <= len(segment.rows):
+            raise ReviewError(f"row {row_index} does not exist")
         if copy == FINAL:
             values = _base_rows(db, segment, copy, assigned, only=row_index)[row_index - 1]
         else:
@@ -270,20 +296,30 @@ def save_row(
 
     Raises Conflict (someone saved first), FieldError (a value the benchmark would reject) or ReviewError.
     """
-    if not 1 <= row_index <= len(segment.rows):
-        raise ReviewError(f"row {row_index} does not exist (1-{len(segment.rows)})")
+    cut = copy_cut(db, segment.sample_id, copy)
+    count = cut.rows if cut is not None else len(segment.rows)
+    if not 1 <= row_index <= count:
+        raise ReviewError(f"row {row_index} does not exist (1-{count})")
     bad = [name for name in accepted or [] if name not in FIELD_NAMES]
     if bad:
         raise FieldError([{"field": name, "message": "not an editable field"} for name in bad])
-    # Checked before taking the write lock: the check depends only on this row, and the UPDATE below
-    # refuses the save if the row moved on meanwhile.
+    # Checked before taking the write lock: the check depends only on this row (and, for a boundary move, its
+    # neighbours' starts), and the UPDATE below refuses the save if the row moved on meanwhile (a cut gives
+    # every row it moves a new version).
     current = _current_row(db, segment, copy, row_index, assigned)
     if current["version"] != version:
         raise Conflict(current)
-    updated = check_edit(segment, current["values"], row_index, dict(fields))
+    siblings = None
+    if cut is not None or any(name in fields for name in TIME_FIELDS):
+        siblings = [r["values"] for r in copy_rows(db, segment, copy, assigned)]
+    updated = check_edit(segment, current["values"], row_index, dict(fields), siblings)
+    if siblings is not None and any(name in fields for name in TIME_FIELDS):
+        problems = cuts.check_times(siblings, row_index, float(updated["start_time"]), float(updated["end_time"]))
+        if problems:
+            raise FieldError(problems)
     with _writing(db, segment.sample_id):
         old_accepted = list(current["accepted"])
-        new_accepted = sorted(set(old_accepted) | set(fields) | set(accepted or []))
+        new_accepted = sorted(set(old_accepted) | (set(fields) & set(FIELD_NAMES)) | set(accepted or []))
         stamp = now()
         if version == 0:
             db.add(RowCopy(segment_id=segment.sample_id, copy=copy, row_index=row_index, version=1,
@@ -324,6 +360,122 @@ def _audit_adopted(db: Session, actor: str, segment: Segment, copy: str, row_ind
     for name in FIELD_NAMES:
         if name not in skip and _dump(draft.get(name)) != _dump(values.get(name)):
             _audit(db, actor, "row.adopt", segment.sample_id, copy, row_index, name, draft.get(name), values.get(name))
+
+
+# --- re-cutting rows ------------------------------------------------------------------------------------------------
+# A cut rewrites the copy's whole row list: every row is stored from then on (so the copy no longer follows the
+# draft's numbering), rows whose number or content changed get one new version above every version the copy has
+# held (so a save or a cut started from the old numbering is a conflict, never a write to the wrong row), and the
+# cut's revision moves on.
+
+Rows = list[dict[str, Any]]
+
+
+class LayoutConflict(Conflict):
+    """A cut started from an older cut of the copy (or from an older version of a row it touches)."""
+
+    def __init__(self, current: dict[str, Any], layout: int):
+        super().__init__(current)
+        self.layout = layout
+
+
+def _recut(db: Session, actor: str, segment: Segment, copy: str, layout: int, versions: dict[int, int],
+           action: str, change: Callable[[Rows], tuple[Rows, list[int | None], int]],
+           assigned: list[str] | None) -> tuple[int, int]:
+    """Apply ``change`` (rows -> new rows, the old 1-based row each new row comes from unchanged or None, and
+    the row to report) to one copy; returns (new layout revision, that row)."""
+    with _writing(db, segment.sample_id):
+        cut = copy_cut(db, segment.sample_id, copy)
+        revision = cut.revision if cut is not None else 0
+        rows = copy_rows(db, segment, copy, assigned)
+        if revision != layout:
+            raise LayoutConflict({"layout": revision, "rows": len(rows)}, revision)
+        for index, version in versions.items():
+            if not 1 <= index <= len(rows):
+                raise ReviewError(f"row {index} does not exist (1-{len(rows)})")
+            if rows[index - 1]["version"] != version:
+                raise LayoutConflict(rows[index - 1], revision)
+        try:
+            new_rows, origin, reported = change([r["values"] for r in rows])
+        except cuts.CutError as exc:
+            raise FieldError([{"field": exc.field, "message": exc.message}]) from None
+        stored = stored_rows(db, segment.sample_id, copy)
+        fresh = max((r.version for r in stored.values()), default=0) + 1
+        stamp = now()
+        for position, values in enumerate(new_rows, start=1):
+            source = origin[position - 1]
+            record = stored.get(position)
+            if source == position and record is not None and record.values_json == _dump(values):
+                continue  # the same row at the same place (its evidence references may have been renumbered)
+            old = rows[source - 1] if source is not None else None
+            accepted = _dump(old["accepted"]) if old is not None else "[]"
+            if record is None:
+                db.add(RowCopy(segment_id=segment.sample_id, copy=copy, row_index=position, version=fresh,
+                               values_json=_dump(values), accepted_json=accepted, updated_by=actor, updated_at=stamp))
+                if copy == FINAL and old is not None and old["version"] == 0:
+                    _audit_adopted(db, actor, segment, copy, source or position, values, ())
+            else:
+                record.version, record.values_json, record.accepted_json = fresh, _dump(values), accepted
+                record.updated_by, record.updated_at = actor, stamp
+        for position, record in stored.items():
+            if position > len(new_rows):
+                db.delete(record)
+        if cut is None:
+            db.add(CopyCut(segment_id=segment.sample_id, copy=copy, rows=len(new_rows), revision=1, updated_by=actor,
+                           updated_at=stamp))
+        else:
+            cut.rows, cut.revision, cut.updated_by, cut.updated_at = len(new_rows), revision + 1, actor, stamp
+        touched = [i for i in versions] or [reported]
+        _audit(db, actor, action, segment.sample_id, copy, reported, "rows",
+               {"rows": len(rows), "changed": [rows[i - 1]["values"] for i in touched if 1 <= i <= len(rows)]},
+               {"rows": len(new_rows), "changed": [new_rows[i - 1] for i in _new_positions(action, reported)
+                                                   if 1 <= i <= len(new_rows)]})
+        _reopen(db, actor, segment.sample_id, copy)
+    return revision + 1, reported
+
+
+def _new_positions(action: str, reported: int) -> list[int]:
+    return [reported, reported + 1] if action == "row.split" else [] if action == "row.delete" else [reported]
+
+
+def split_row(db: Session, actor: str, segment: Segment, copy: str, layout: int, row_index: int, version: int,
+              at: float, text_at: int | None = None, assigned: list[str] | None = None) -> tuple[int, int]:
+    """Cut row ``row_index`` in two at ``at`` seconds (its dialogue at character ``text_at`` when given)."""
+    def change(rows: Rows) -> tuple[Rows, list[int | None], int]:
+        new = cuts.split(rows, row_index, at, text_at)
+        return new, [*range(1, row_index), None, None, *range(row_index + 1, len(rows) + 1)], row_index
+
+    return _recut(db, actor, segment, copy, layout, {row_index: version}, "row.split", change, assigned)
+
+
+def merge_rows(db: Session, actor: str, segment: Segment, copy: str, layout: int, row_index: int, version: int,
+               next_version: int, assigned: list[str] | None = None) -> tuple[int, int]:
+    """Join row ``row_index`` and the row after it."""
+    def change(rows: Rows) -> tuple[Rows, list[int | None], int]:
+        new = cuts.merge(rows, row_index)
+        return new, [*range(1, row_index), None, *range(row_index + 2, len(rows) + 1)], row_index
+
+    return _recut(db, actor, segment, copy, layout, {row_index: version, row_index + 1: next_version}, "row.merge",
+                  change, assigned)
+
+
+def insert_row(db: Session, actor: str, segment: Segment, copy: str, layout: int, start: float, end: float,
+               speaker: str = "", dialogue: str = "", assigned: list[str] | None = None) -> tuple[int, int]:
+    """Add a row for speech nobody annotated, placed by its start time; returns (layout, its row number)."""
+    def change(rows: Rows) -> tuple[Rows, list[int | None], int]:
+        new, position = cuts.insert(rows, cuts.blank_row(start, end, speaker, dialogue))
+        return new, [*range(1, position), None, *range(position, len(rows) + 1)], position
+
+    return _recut(db, actor, segment, copy, layout, {}, "row.insert", change, assigned)
+
+
+def delete_row(db: Session, actor: str, segment: Segment, copy: str, layout: int, row_index: int, version: int,
+               assigned: list[str] | None = None) -> tuple[int, int]:
+    def change(rows: Rows) -> tuple[Rows, list[int | None], int]:
+        new = cuts.delete(rows, row_index)
+        return new, [*range(1, row_index), *range(row_index + 1, len(rows) + 1)], row_index
+
+    return _recut(db, actor, segment, copy, layout, {row_index: version}, "row.delete", change, assigned)
 
 
 # --- segments ------------------------------------------------------------------------------------------------------

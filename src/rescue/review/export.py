@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from rescue.data.errors import DataError
 from rescue.data.validation import validate_records
-from rescue.review.crud import copy_values
+from rescue.review.crud import copy_cut, copy_values, draft_counterparts
 from rescue.review.fields import FIELD_NAMES
 from rescue.review.models import FINAL, now
 from rescue.review.progress import project_progress
@@ -21,6 +21,8 @@ from rescue.review.project import Project, raw_record
 
 
 def _changes(draft: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per row and field, where the exported row differs from its draft row (for a re-cut copy, the draft row
+    it overlaps longest in time)."""
     out = []
     for before, after in zip(draft, rows):
         for name in FIELD_NAMES:
@@ -44,6 +46,7 @@ def build_export(db: Session, project: Project) -> tuple[list[dict[str, Any]], d
             left_out.append(entry)
             continue
         rows = copy_values(db, segment, p.source)
+        recut = copy_cut(db, sample_id, p.source) is not None
         sample = {**segment.data, "rows": rows}
         samples.append(sample)
         segments.append({
@@ -52,7 +55,8 @@ def build_export(db: Session, project: Project) -> tuple[list[dict[str, Any]], d
             "verified_by": sorted(c for c, s in p.states.items() if s.get("status") == "verified" and c != FINAL),
             "adjudicated_by": p.states[FINAL]["by"] if p.source == FINAL else None,
             "verified_at": p.states[p.source]["at"],
-            "changes_from_draft": _changes(segment.rows, rows),
+            "changes_from_draft": _changes(draft_counterparts(segment, rows) if recut else segment.rows, rows),
+            "recut": {"draft_rows": len(segment.rows), "rows": len(rows)} if recut else None,
             "build": segment.provenance,
         })
     report = validate_records([raw_record(s, "export", i) for i, s in enumerate(samples, start=1)])

@@ -74,6 +74,8 @@ FIELDS: tuple[FieldSpec, ...] = (
 )
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in FIELDS)
 SPECS = {f.name: f for f in FIELDS}
+# A row's span: editable (moving a boundary) but not a field one accepts, rates or compares with the draft.
+TIME_FIELDS: tuple[str, ...] = ("start_time", "end_time")
 # Nullable in the release: an empty label means "no dominant pattern", which the release writes as null.
 NULLABLE = frozenset(
     {"relation_pattern", "relation_pattern_reason", "relation_pattern_evidence_rows", "relation_cycle_state",
@@ -145,7 +147,7 @@ def sample_issues(segment: Segment, rows: list[dict[str, Any]]) -> list[DataIssu
 
 def _stub(row: dict[str, Any], position: int) -> dict[str, Any]:
     """A stand-in for a row a save does not touch: only what the checks of another row depend on (its number
-    and times, which are not editable), so a save validates one row instead of the whole segment."""
+    and times), so a save validates one row instead of the whole segment."""
     stub: dict[str, Any] = {"row_index": row.get("row_index", position), "primary_speaker": "Therapist"}
     for name in ("start_time", "end_time"):
         value = row.get(name)
@@ -153,9 +155,11 @@ def _stub(row: dict[str, Any], position: int) -> dict[str, Any]:
     return stub
 
 
-def check_edit(segment: Segment, current: dict[str, Any], row_index: int, fields: dict[str, Any]) -> dict[str, Any]:
-    """Row ``row_index`` (now ``current``) after applying ``fields``; raises FieldError naming each bad field."""
-    unknown = [name for name in fields if name not in SPECS]
+def check_edit(segment: Segment, current: dict[str, Any], row_index: int, fields: dict[str, Any],
+               rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Row ``row_index`` (now ``current``) after applying ``fields``; raises FieldError naming each bad field.
+    ``rows`` are the copy's rows when it was re-cut (default: the draft's)."""
+    unknown = [name for name in fields if name not in SPECS and name not in TIME_FIELDS]
     if unknown:
         raise FieldError([{"field": name, "message": "not an editable field"} for name in unknown])
     for emotion in fields.get("internal_emotion") or []:
@@ -164,7 +168,7 @@ def check_edit(segment: Segment, current: dict[str, Any], row_index: int, fields
         if isinstance(value, float) and value.is_integer():
             emotion["intensity"] = int(value)
     updated = {**current, **fields}
-    probe = [updated if i == row_index else _stub(row, i) for i, row in enumerate(segment.rows, start=1)]
+    probe = [updated if i == row_index else _stub(row, i) for i, row in enumerate(rows or segment.rows, start=1)]
     problems: list[dict[str, Any]] = []
     for issue in sample_issues(segment, probe):
         if issue.row == row_index and _root(issue.field) in fields:

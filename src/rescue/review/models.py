@@ -62,6 +62,22 @@ class RowCopy(Base):
     updated_at: Mapped[str] = mapped_column(String(40), default=now)
 
 
+class CopyCut(Base):
+    """A copy whose rows were re-cut (split, merged, inserted, deleted): all its rows are then stored in
+    row_copies, numbered 1..rows, and no longer follow the draft's numbering. ``revision`` counts the cuts; a
+    cut names the revision it started from, like a row save names its version."""
+
+    __tablename__ = "copy_cuts"
+    __table_args__ = (UniqueConstraint("segment_id", "copy"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    segment_id: Mapped[str] = mapped_column(Text, index=True)
+    copy: Mapped[str] = mapped_column(String(64))
+    rows: Mapped[int] = mapped_column(Integer)
+    revision: Mapped[int] = mapped_column(Integer)
+    updated_by: Mapped[str] = mapped_column(String(64))
+    updated_at: Mapped[str] = mapped_column(String(40), default=now)
+
+
 class SegmentState(Base):
     """Where one copy of a segment stands: open, verified or discarded (with a reason code)."""
 

@@ -1,4 +1,8 @@
-"""PUT /api/segments/{id}/rows/{row_index}: save fields of one row, optimistically versioned."""
+"""Rows of one copy: PUT /api/segments/{id}/rows/{row_index} saves fields of one row (its start and end too),
+optimistically versioned; POST .../rows inserts a row, POST .../rows/{i}/split and .../rows/{i}/merge re-cut,
+DELETE .../rows/{i} removes one. A cut names the copy's ``layout`` (its cut revision, in the segment payload)
+and the versions of the rows it touches; either being stale is a 409, as for a save. A cut answers with the
+whole segment as it now stands, since every row after the cut moved."""
 
 from __future__ import annotations
 
@@ -7,6 +11,10 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
+
+from rescue.review.api.deps import PlainText
+from rescue.review.api.routes.segments import segment_payload
+from rescue.review.project import Segment
 
 from rescue.review import crud
 from rescue.review.api.deps import CurrentUser, Db, ProjectDep, get_segment, resolve_copy, segment_assignees
@@ -42,6 +50,83 @@ def save_row(segment_id: str, row_index: int, body: RowSave, actor: CurrentUser,
     except crud.ReviewError as exc:
         raise HTTPException(404, str(exc)) from None
     return {"version": version, "copy": target}
+
+
+class CutBase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    layout: StrictInt
+
+
+class SplitBody(CutBase):
+    version: StrictInt
+    at: float
+    text_at: StrictInt | None = None
+
+
+class MergeBody(CutBase):
+    version: StrictInt
+    next_version: StrictInt
+
+
+class InsertBody(CutBase):
+    start_time: float = Field(ge=0)
+    end_time: float = Field(ge=0)
+    primary_speaker: PlainText = ""
+    dialogue_cleaned: PlainText = ""
+
+
+class DeleteBody(CutBase):
+    version: StrictInt
+
+
+def _cut(db: Db, project: ProjectDep, actor: CurrentUser, segment: Segment, copy: str | None,
+         run: Any) -> dict[str, Any] | JSONResponse:
+    target = resolve_copy(db, actor, segment.sample_id, copy, write=True)
+    try:
+        layout, row_index = run(target, segment_assignees(db, segment.sample_id))
+    except crud.LayoutConflict as exc:
+        return JSONResponse(status_code=409, content={
+            "detail": f"the rows changed since you loaded them (now cut revision {exc.layout}); reload to see them",
+            "current": exc.current, "layout": exc.layout})
+    except FieldError as exc:
+        raise HTTPException(422, {"message": str(exc), "problems": exc.problems}) from None
+    except crud.ReviewError as exc:
+        raise HTTPException(404, str(exc)) from None
+    return {"row_index": row_index, "layout": layout, "segment": segment_payload(db, project, segment, target)}
+
+
+@router.post("/segments/{segment_id:path}/rows/{row_index:int}/split", response_model=None)
+def split_row(segment_id: str, row_index: int, body: SplitBody, actor: CurrentUser, db: Db, project: ProjectDep,
+              copy: str | None = None) -> dict[str, Any] | JSONResponse:
+    segment = get_segment(project, segment_id)
+    return _cut(db, project, actor, segment, copy, lambda target, assigned: crud.split_row(
+        db, actor.name, segment, target, body.layout, row_index, body.version, body.at, body.text_at, assigned))
+
+
+@router.post("/segments/{segment_id:path}/rows/{row_index:int}/merge", response_model=None)
+def merge_rows(segment_id: str, row_index: int, body: MergeBody, actor: CurrentUser, db: Db, project: ProjectDep,
+               copy: str | None = None) -> dict[str, Any] | JSONResponse:
+    """Row ``row_index`` and the next one become one row."""
+    segment = get_segment(project, segment_id)
+    return _cut(db, project, actor, segment, copy, lambda target, assigned: crud.merge_rows(
+        db, actor.name, segment, target, body.layout, row_index, body.version, body.next_version, assigned))
+
+
+@router.post("/segments/{segment_id:path}/rows", response_model=None, status_code=201)
+def insert_row(segment_id: str, body: InsertBody, actor: CurrentUser, db: Db, project: ProjectDep,
+               copy: str | None = None) -> dict[str, Any] | JSONResponse:
+    segment = get_segment(project, segment_id)
+    return _cut(db, project, actor, segment, copy, lambda target, assigned: crud.insert_row(
+        db, actor.name, segment, target, body.layout, body.start_time, body.end_time, body.primary_speaker,
+        body.dialogue_cleaned, assigned))
+
+
+@router.delete("/segments/{segment_id:path}/rows/{row_index:int}", response_model=None)
+def delete_row(segment_id: str, row_index: int, body: DeleteBody, actor: CurrentUser, db: Db, project: ProjectDep,
+               copy: str | None = None) -> dict[str, Any] | JSONResponse:
+    segment = get_segment(project, segment_id)
+    return _cut(db, project, actor, segment, copy, lambda target, assigned: crud.delete_row(
+        db, actor.name, segment, target, body.layout, row_index, body.version, assigned))
 
 
 @router.get("/segments/{segment_id:path}/rows/{row_index:int}/audit")

@@ -54,8 +54,11 @@ def segment_payload(db: Db, project: Project, segment: Segment, copy: str) -> di
     for problem in segment.problems:
         problems.setdefault(problem.row_index, []).append(problem.as_dict())
     state = crud.segment_state(db, segment.sample_id, copy)
+    cut = crud.copy_cut(db, segment.sample_id, copy)
+    # A re-cut copy's rows are compared with the draft rows they overlap most; build problems name draft rows.
+    drafts = crud.draft_counterparts(segment, [r["values"] for r in rows]) if cut is not None else segment.rows
     out_rows = []
-    for row, draft in zip(rows, segment.rows):
+    for row, draft in zip(rows, drafts):
         values = row["values"]
         out_rows.append({
             "row_index": row["row_index"],
@@ -65,7 +68,7 @@ def segment_payload(db: Db, project: Project, segment: Segment, copy: str) -> di
             "values": values,
             "draft": draft,
             "accepted": row["accepted"],
-            "problems": problems.get(row["row_index"], []),
+            "problems": problems.get(row["row_index"], []) if cut is None else [],
             "updated_by": row["updated_by"],
             "updated_at": row["updated_at"],
         })
@@ -75,6 +78,7 @@ def segment_payload(db: Db, project: Project, segment: Segment, copy: str) -> di
         "participants": segment.participants,
         "entities": segment.entities,
         "copy": copy,
+        "layout": cut.revision if cut is not None else 0,
         "status": {"status": state.status, "reason": state.reason, "comment": state.comment,
                    "by": state.updated_by, "at": state.updated_at} if state else {"status": "open"},
         "assigned": assigned,

@@ -1,0 +1,184 @@
+"""Re-cutting a segment's rows: what a split, a merge, an insert or a delete does to the rows' values, and how
+rows of copies cut differently are matched to each other (by time overlap) for agreement and the draft.
+
+Pure functions on release-format rows; :mod:`rescue.review.crud` stores the results. Every function returns
+rows numbered 1..n in order, with the evidence-row references of every row renumbered to follow the cut, so a
+copy always exports as a valid sample.
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+import json
+from collections.abc import Callable
+from typing import Any
+
+from rescue.review.fields import FIELD_NAMES, SPECS
+
+Row = dict[str, Any]
+EVIDENCE = ("relation_pattern_evidence_rows", "relation_cycle_evidence_rows")
+# Below this, two boundaries are the same instant (a frame at 60 fps is 16 ms).
+MIN_ROW_SECONDS = 0.01
+
+
+class CutError(ValueError):
+    """A cut that cannot be made; ``field`` names what is wrong, for the 422 answer."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+def _time(row: Row, name: str) -> float:
+    value = row.get(name)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def _renumber(rows: list[Row], mapping: Callable[[int], int | None]) -> list[Row]:
+    """Rows numbered from 1, and each evidence reference ``old`` replaced by ``mapping(old)`` (dropped when None)."""
+    out = []
+    for position, row in enumerate(rows, start=1):
+        row = dict(row)
+        row["row_index"] = position
+        for name in EVIDENCE:
+            refs = row.get(name)
+            if isinstance(refs, list):
+                moved = [mapping(r) if isinstance(r, int) and not isinstance(r, bool) and r > 0 else r for r in refs]
+                row[name] = list(dict.fromkeys(r for r in moved if r is not None))
+        out.append(row)
+    return out
+
+
+def _check_at(row: Row, at: float, name: str = "at") -> None:
+    start, end = _time(row, "start_time"), _time(row, "end_time")
+    if not start + MIN_ROW_SECONDS <= at <= end - MIN_ROW_SECONDS:
+        raise CutError(name, f"{at:.3f} s is not inside row {row.get('row_index')} ({start:.3f}-{end:.3f} s)")
+
+
+def split(rows: list[Row], index: int, at: float, text_at: int | None = None) -> list[Row]:
+    """Row ``index`` (1-based) cut in two at ``at`` seconds. Both halves keep the row's annotation (the person
+    correcting it decides what belongs to whom); the dialogue is cut at character ``text_at`` when given."""
+    row = rows[index - 1]
+    _check_at(row, at)
+    first, second = _copy.deepcopy(row), _copy.deepcopy(row)
+    first["end_time"] = second["start_time"] = round(at, 3)
+    if text_at is not None:
+        text = str(row.get("dialogue_cleaned") or "")
+        if not 0 < text_at < len(text):
+            raise CutError("text_at", f"{text_at} is not inside the dialogue (1-{max(len(text) - 1, 0)})")
+        first["dialogue_cleaned"], second["dialogue_cleaned"] = text[:text_at].rstrip(), text[text_at:].lstrip()
+    # A reference to the split row keeps pointing at its first half.
+    return _renumber([*rows[: index - 1], first, second, *rows[index:]], lambda r: r if r <= index else r + 1)
+
+
+def _union(a: Any, b: Any) -> Any:
+    if isinstance(a, list) and isinstance(b, list):
+        seen = {json.dumps(x, sort_keys=True) for x in a}
+        return [*a, *(x for x in b if json.dumps(x, sort_keys=True) not in seen)]
+    return a if a not in (None, "", []) else b
+
+
+def merge(rows: list[Row], index: int) -> list[Row]:
+    """Rows ``index`` and ``index + 1`` as one: the first row's speaker and labels, the dialogue of both, list
+    fields (targets, cues, strategies...) of both, and the span of both."""
+    if not 1 <= index < len(rows):
+        raise CutError("row_index", f"row {index} has no next row to merge with")
+    first, second = rows[index - 1], rows[index]
+    merged = _copy.deepcopy(first)
+    merged["end_time"] = max(_time(first, "end_time"), _time(second, "end_time"))
+    texts = [str(r.get("dialogue_cleaned") or "").strip() for r in (first, second)]
+    merged["dialogue_cleaned"] = " ".join(t for t in texts if t)
+    for name in FIELD_NAMES:
+        if name == "dialogue_cleaned" or name in EVIDENCE:
+            continue
+        kind = SPECS[name].kind
+        if kind in ("list", "entities") or name in ("tone_of_voice", "relation_pattern_reason", "relation_cycle_reason"):
+            merged[name] = _copy.deepcopy(_union(first.get(name), second.get(name)))
+    for name in EVIDENCE:
+        merged[name] = _union(first.get(name), second.get(name))
+    return _renumber([*rows[: index - 1], merged, *rows[index + 1:]],
+                     lambda r: r if r <= index else r - 1)
+
+
+def blank_row(start: float, end: float, speaker: str = "", dialogue: str = "") -> Row:
+    """A row for speech nobody annotated: its span and what the person typed, every other field empty."""
+    row: Row = {"row_index": 0, "start_time": round(start, 3), "end_time": round(end, 3)}
+    for spec in SPECS.values():
+        if spec.kind in ("list", "entities"):
+            row[spec.name] = []
+        elif spec.name in ("relation_pattern", "relation_pattern_reason", "relation_pattern_evidence_rows",
+                           "relation_cycle_state", "relation_cycle_reason", "relation_cycle_evidence_rows"):
+            row[spec.name] = None
+        else:
+            row[spec.name] = ""
+    row["primary_speaker"], row["dialogue_cleaned"] = speaker, dialogue
+    return row
+
+
+def insert(rows: list[Row], new: Row) -> tuple[list[Row], int]:
+    """``new`` placed among ``rows`` by its start time (after rows starting at the same time); returns the rows
+    and the new row's index."""
+    start, end = _time(new, "start_time"), _time(new, "end_time")
+    if start < 0:
+        raise CutError("start_time", f"{start} is negative")
+    if end < start + MIN_ROW_SECONDS:
+        raise CutError("end_time", f"{end} must be after start_time {start}")
+    position = sum(1 for r in rows if _time(r, "start_time") <= start)
+    out = _renumber([*rows[:position], new, *rows[position:]], lambda r: r if r <= position else r + 1)
+    return out, position + 1
+
+
+def delete(rows: list[Row], index: int) -> list[Row]:
+    """Rows without row ``index``; references to it are dropped."""
+    if len(rows) <= 1:
+        raise CutError("row_index", "a segment keeps at least one row (discard the segment instead)")
+    return _renumber([*rows[: index - 1], *rows[index:]],
+                     lambda r: None if r == index else r if r < index else r - 1)
+
+
+def check_times(rows: list[Row], index: int, start: float, end: float) -> list[dict[str, str]]:
+    """Problems with row ``index`` spanning ``start``-``end`` among ``rows``: the span must be positive and rows
+    stay in order of their start times (a boundary never crosses a neighbour's start)."""
+    problems = []
+    if start < 0:
+        problems.append({"field": "start_time", "message": f"{start} is negative"})
+    if end < start + MIN_ROW_SECONDS:
+        problems.append({"field": "end_time", "message": f"{end} must be after start_time {start}"})
+    if index > 1 and start < _time(rows[index - 2], "start_time"):
+        problems.append({"field": "start_time", "message": f"{start} is before the previous row's start "
+                                                           f"{_time(rows[index - 2], 'start_time')}"})
+    if index < len(rows) and start > _time(rows[index], "start_time"):
+        problems.append({"field": "start_time", "message": f"{start} is after the next row's start "
+                                                           f"{_time(rows[index], 'start_time')}"})
+    return problems
+
+
+def overlap(a: Row, b: Row) -> float:
+    return min(_time(a, "end_time"), _time(b, "end_time")) - max(_time(a, "start_time"), _time(b, "start_time"))
+
+
+def align(reference: list[Row], rows: list[Row]) -> list[int | None]:
+    """For each reference row, the position (0-based) in ``rows`` of the row that overlaps it longest in time,
+    or None when none overlaps it. Ties go to the row whose midpoint is nearest; same-length lists with the
+    same spans map one to one, so uncut copies align by row number exactly as before."""
+    if len(reference) == len(rows) and all(
+        _time(a, "start_time") == _time(b, "start_time") and _time(a, "end_time") == _time(b, "end_time")
+        for a, b in zip(reference, rows)
+    ):
+        return list(range(len(rows)))
+    out: list[int | None] = []
+    for ref in reference:
+        middle = (_time(ref, "start_time") + _time(ref, "end_time")) / 2
+        best, key = None, (0.0, 0.0)
+        for i, row in enumerate(rows):
+            shared = overlap(ref, row)
+            # A zero-length row (the release has a few) matches the row whose span holds it.
+            instant = _time(ref, "start_time") == _time(ref, "end_time") or _time(row, "start_time") == _time(row, "end_time")
+            if shared < 0 or (shared == 0 and not instant):
+                continue
+            candidate = (shared, -abs((_time(row, "start_time") + _time(row, "end_time")) / 2 - middle))
+            if best is None or candidate > key:
+                best, key = i, candidate
+        out.append(best)
+    return out
