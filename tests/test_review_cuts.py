@@ -240,3 +240,26 @@ def test_alignment_by_time_overlap():
     assert cuts.align(draft, draft) == [0, 1, 2]
     assert cuts.align(recut, draft) == [0, 1, 1]
     assert cuts.align(draft, [cuts.blank_row(10, 11)]) == [None, None, None]
+
+
+def test_the_waveform_is_computed_once_from_the_clip_and_served_small(ann, project):
+    answer = ann.get(seg_url(FIRST) + "/waveform")
+    assert answer.status_code == 200, answer.text
+    wave = answer.json()
+    assert wave["fps"] == 5 and wave["rate"] == 50
+    assert abs(len(wave["peaks"]) - wave["duration"] * wave["rate"]) <= 1
+    assert max(wave["peaks"]) == 255 and len(answer.content) < 20_000  # the test clip is a steady tone
+    cached = list((project / ".review-cache" / "waveforms").glob("*.json"))
+    assert len(cached) >= 1
+    # served from the cache: a changed cache file is what the next answer says
+    for path in cached:
+        path.write_text(json.dumps({**json.loads(path.read_text()), "peaks": [1, 2, 3]}))
+    assert ann.get(seg_url(FIRST) + "/waveform").json()["peaks"] == [1, 2, 3]
+    for path in cached:
+        path.unlink()
+
+
+def test_no_waveform_without_a_clip(tmp_path):
+    app = make_app(make_review_project(tmp_path / "bare", media=False), tmp_path / "review.db")
+    answer = Client(app, "ann").get(seg_url(FIRST) + "/waveform")
+    assert answer.status_code == 404 and "no clip" in answer.json()["detail"]

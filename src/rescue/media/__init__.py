@@ -3,7 +3,8 @@
 
 - :func:`probe`: duration and streams; :func:`cut_clip`: a seekable H.264/AAC MP4 of a window;
 - :func:`grab_frames`: JPEG frames inside a span; :func:`scene_cuts`: scene-change times;
-- :func:`load_cues` / :func:`write_webvtt`: subtitles in (SRT, WebVTT, ASS) and re-timed WebVTT out.
+- :func:`load_cues` / :func:`write_webvtt`: subtitles in (SRT, WebVTT, ASS) and re-timed WebVTT out;
+- :func:`waveform`: a clip's audio as peaks, for the review tool's timeline.
 
 Each step is registered by name in :data:`STEPS` (one input, one output; outputs appear atomically).
 """
@@ -23,9 +24,10 @@ from rescue.media.subtitles import (
     webvtt,
     write_webvtt,
 )
+from rescue.media.waveform import waveform
 
 __all__ = [
     "STEPS", "Cue", "Frame", "MediaError", "MediaInfo", "SubtitleError", "clip_bytes", "cues_in", "cut_clip",
     "ffmpeg_exe", "frame_times", "get_step", "grab_frames", "load_cues", "parse_timestamp", "probe", "produce",
-    "scene_cuts", "webvtt", "write_webvtt",
+    "scene_cuts", "waveform", "webvtt", "write_webvtt",
 ]

@@ -40,7 +40,7 @@ def create_app(project_dir: str | Path | Project, db_url: str | None = None) -> 
     app.state.login_throttle = LoginThrottle()
     app.state.templates = Jinja2Templates(directory=str(HERE / "templates"))
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
-    for module in (login, users, rows, segments, media, agreement, export, pages):
+    for module in (login, users, rows, media, segments, agreement, export, pages):  # before segments' catch-all GET
         app.include_router(module.router)
 
     @app.get("/api/openapi.json", include_in_schema=False)

@@ -1,17 +1,23 @@
-"""GET /media/{path}: the clips and subtitles the manifest names, and nothing else.
+"""GET /media/{path}: the clips and subtitles the manifest names, and nothing else; GET
+/api/segments/{id}/waveform: a segment's clip audio as peaks for the timeline.
 
 Only paths listed in the manifest are served, and each must still resolve inside the project folder,
 so ``..``, absolute paths, encoded traversal and symlinks pointing out are all refused."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+import threading
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse
 
-from rescue.review.api.deps import CurrentUser, ProjectDep
+from rescue.io import write_atomic
+from rescue.review.api.deps import CurrentUser, ProjectDep, get_segment
 
 router = APIRouter(tags=["media"])
 
@@ -43,3 +49,41 @@ def media(path: str, request: Request, actor: CurrentUser, project: ProjectDep) 
     file = safe_media_path(project.root, project.media_files, raw, path)
     return FileResponse(file, media_type=MEDIA_TYPES.get(file.suffix.lower(), "application/octet-stream"),
                         headers={"Cache-Control": "private, max-age=3600"})
+
+
+CACHE_DIR = ".review-cache"  # inside the project folder: computed once, kept across restarts
+_waveform_lock = threading.Lock()  # one ffmpeg decode at a time; the second asker then reads the cache
+
+
+def clip_waveform(root: Path, clip: Path) -> dict[str, Any]:
+    """The clip's waveform (:func:`rescue.media.waveform`), cached under the project folder by the clip's path,
+    size and modification time, so a re-cut clip is measured again."""
+    from rescue.media import waveform  # ffmpeg work only the timeline asks for
+
+    stat = clip.stat()
+    key = hashlib.sha256(f"{clip.relative_to(root)}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()[:32]
+    cached = root / CACHE_DIR / "waveforms" / f"{key}.json"
+    with _waveform_lock:
+        if cached.is_file():
+            return json.loads(cached.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+        result = waveform(clip)
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(cached, json.dumps(result, separators=(",", ":")))
+        except OSError:
+            pass  # a read-only project folder: computed again next time, still correct
+    return result
+
+
+@router.get("/api/segments/{segment_id:path}/waveform")
+def segment_waveform(segment_id: str, actor: CurrentUser, project: ProjectDep) -> dict[str, Any]:
+    from rescue.media import MediaError
+
+    segment = get_segment(project, segment_id)
+    if not segment.clip:
+        raise HTTPException(404, "this segment has no clip")
+    clip = safe_media_path(project.root, project.media_files, segment.clip, segment.clip)
+    try:
+        return clip_waveform(project.root, clip)
+    except MediaError as exc:
+        raise HTTPException(422, str(exc)) from None
