@@ -116,7 +116,7 @@ def test_self_and_empty_targets():
     problems = messages(check(rows)[1])
     assert "row 1 target: self-target: Alan is the speaker and a target" in problems
     assert "row 3 target: empty target" in problems
-    assert "row 2 support_strategy[0].target: self-target: Therapist" in problems
+    assert "row 2 support_strategy[0].target: self-target: Therapist is the provider and a target" in problems
 
 
 def test_closed_entity_set():
@@ -152,7 +152,7 @@ def test_labels_in_the_scenario_taxonomy():
 def test_strategy_on_a_client_row():
     rows = copy.deepcopy(GOOD)
     rows[0]["support_strategy"] = copy.deepcopy(GOOD[1]["support_strategy"])
-    assert "row 1 support_strategy: only Therapist rows carry a support strategy" in messages(check(rows)[1])
+    assert "row 1 support_strategy: only Therapist rows carry a support strategy (this row's speaker is Alan)" in messages(check(rows)[1])
 
 
 def test_out_of_order_rows_are_listed_in_time_order_with_a_note():

@@ -136,16 +136,16 @@ def test_segment_rows_carry_version_values_draft_and_build_problems(ann):
 
 
 def test_save_changes_a_row_and_the_audit_log_records_it(ann):
-    answer = ann.save(3, {"target": ["Sam", "Therapist"]}, 0)
+    answer = ann.save(3, {"target": ["Sam", "Riley"]}, 0)
     assert answer.status_code == 200 and answer.json()["version"] == 1
     row = ann.segment()["rows"][2]
-    assert row["values"]["target"] == ["Sam", "Therapist"] and row["version"] == 1
+    assert row["values"]["target"] == ["Sam", "Riley"] and row["version"] == 1
     assert row["draft"]["target"] != row["values"]["target"]
     assert "target" in row["accepted"] and row["updated_by"] == "ann"
     assert ann.save(3, {"relation_pattern": "pursue_withdraw"}, 1).json()["version"] == 2
     log = ann.get(seg_url(FIRST) + "/rows/3/audit").json()
     edits = [(e["field"], e["new"], e["user"]) for e in log if e["action"] == "row.edit"]
-    assert edits == [("target", ["Sam", "Therapist"], "ann"), ("relation_pattern", "pursue_withdraw", "ann")]
+    assert edits == [("target", ["Sam", "Riley"], "ann"), ("relation_pattern", "pursue_withdraw", "ann")]
     assert log[0]["old"] == ann.segment()["rows"][2]["draft"]["target"]
 
 

@@ -20,6 +20,7 @@ from pydantic import TypeAdapter, ValidationError
 from rescue.build.manifest import Problem
 from rescue.build.prompts import RELATION_KEYS, ROW_KEYS
 from rescue.data.models import GROUP_LABELS, THERAPIST, Row, Scenario
+from rescue.data.rules import Cast, cast_of, check_row
 from rescue.data.taxonomy import (
     UTTERANCE_TYPE_NAMES,
     relation_taxonomy,
@@ -35,7 +36,6 @@ _EMPTY: dict[str, Any] = {key: [] for key in ROW_KEYS}
 _EMPTY.update(start_time=0.0, end_time=0.0, primary_speaker="", dialogue_cleaned="", utterance_type="",
               tone_of_voice="")
 _ADAPTERS = {key: TypeAdapter(cast(Any, Row.model_fields[key].annotation)) for key in ROW_KEYS}
-_PERSON_LISTS = ("body_posture", "facial_expressions", "self_directed_behavior")
 
 
 def words(text: str) -> list[str]:
@@ -152,13 +152,9 @@ def _check_names(row: _Row, scenario: Scenario, participants: Sequence[str], fal
                       f"shown as {fallback_speaker!r} until reviewed", fallback_speaker)
         speaker = fallback_speaker
     target = row.out["target"]
-    if not target:
-        row.problem("target", "empty target")
     unknown = [n for n in target if n not in entities]
     if unknown:
         row.set_aside("target", f"{', '.join(map(repr, unknown))} {closed}", [n for n in target if n in entities])
-    if speaker in row.out["target"]:
-        row.problem("target", f"self-target: {speaker} is the speaker and a target")
     for i, said in enumerate(row.out["background_dialogue"]):
         names = [said.get("speaker"), *said.get("target", [])]
         if any(n not in entities for n in names) or not said.get("target"):
@@ -167,17 +163,6 @@ def _check_names(row: _Row, scenario: Scenario, participants: Sequence[str], fal
                            if s.get("speaker") in entities and s.get("target")
                            and all(n in entities for n in s["target"])])
             break
-    for field in _PERSON_LISTS:
-        for i, cue in enumerate(row.out[field]):
-            if cue.get("person") not in people:
-                row.problem(f"{field}[{i}].person", f"{cue.get('person')!r} {closed}")
-    for i, act in enumerate(row.out["interaction_behavior"]):
-        if act.get("initiator") not in people or any(n not in entities for n in act.get("target", [])):
-            row.problem(f"interaction_behavior[{i}]", f"an initiator or target {closed}")
-        if not act.get("target"):
-            row.problem(f"interaction_behavior[{i}].target", "empty target")
-        if act.get("initiator") in act.get("target", []):
-            row.problem(f"interaction_behavior[{i}].target", f"self-target: {act.get('initiator')}")
     emotions = row.out["internal_emotion"]
     low, high = INTENSITY
     if any(e.get("person") not in people for e in emotions) or any(
@@ -190,39 +175,24 @@ def _check_names(row: _Row, scenario: Scenario, participants: Sequence[str], fal
     if any(v.get("source") not in entities or v.get("target") not in entities for v in views):
         row.set_aside("viewpoints_attitudes", f"a source or target {closed}",
                       [v for v in views if v.get("source") in entities and v.get("target") in entities])
-    for i, view in enumerate(row.out["viewpoints_attitudes"]):
-        if view.get("source") == view.get("target"):
-            row.problem(f"viewpoints_attitudes[{i}].target", f"self-target: {view.get('source')}")
 
 
 def _check_labels(row: _Row, scenario: Scenario) -> None:
-    speaker = row.out["primary_speaker"]
     utterance = row.out["utterance_type"]
-    if speaker == THERAPIST and utterance:
-        row.problem("utterance_type", f"must be \"\" on a {THERAPIST} row (got {utterance!r})")
     if utterance and utterance not in UTTERANCE_TYPE_NAMES:
         row.set_aside("utterance_type", f"{utterance!r} is not an utterance type", "")
-    elif speaker != THERAPIST and not utterance:
-        row.problem("utterance_type", "empty on a client row")
     moves = row.out["support_strategy"]
-    if moves and speaker != THERAPIST:
-        row.problem("support_strategy", f"only {THERAPIST} rows carry a support strategy")
     labels = strategy_taxonomy(scenario)
-    group = GROUP_LABELS[scenario]
     if any(m.get("strategy_type") not in labels.names for m in moves):
         bad = [m.get("strategy_type") for m in moves if m.get("strategy_type") not in labels.names]
         row.set_aside("support_strategy", f"{', '.join(map(repr, bad))} not a {scenario} support strategy",
                       [m for m in moves if m.get("strategy_type") in labels.names])
-    for i, move in enumerate(row.out["support_strategy"]):
-        target = move.get("target", [])
-        if move.get("provider", THERAPIST) != THERAPIST:
-            row.problem(f"support_strategy[{i}].provider", f"must be {THERAPIST}")
-        if not target:
-            row.problem(f"support_strategy[{i}].target", "empty target")
-        if THERAPIST in target:
-            row.problem(f"support_strategy[{i}].target", f"self-target: {THERAPIST}")
-        if scenario == "couple" and group in target and len(target) > 1:
-            row.problem(f"support_strategy[{i}].target", f"{group} must be the only target item")
+
+
+def _check_rules(row: _Row, cast: Cast) -> None:
+    """The rulebook on what is left once the values the release cannot hold are set aside."""
+    for breach in check_row(row.out, cast):
+        row.problem(breach.field, breach.message)
 
 
 def _covering_cue(cues: Sequence[Cue], time: float) -> Cue | None:
@@ -258,6 +228,7 @@ def check_rows(value: Any, cues: Sequence[Cue], *, scenario: Scenario, participa
         problems.append(Problem(message='the answer is not a JSON object {"rows": [...]}'))
         raw_rows = value if isinstance(value, list) else []
     rows: list[dict[str, Any]] = []
+    cast = cast_of(scenario, participants)
     for number, raw in enumerate(raw_rows, start=1):
         if not isinstance(raw, dict):
             problems.append(Problem(message=f"item {number} of rows is not a JSON object: {json.dumps(raw)[:80]}"))
@@ -268,6 +239,7 @@ def check_rows(value: Any, cues: Sequence[Cue], *, scenario: Scenario, participa
         fallback = start_cue.speakers[0] if start_cue and len(start_cue.speakers) == 1 else THERAPIST
         _check_names(row, scenario, participants, fallback)
         _check_labels(row, scenario)
+        _check_rules(row, cast)
         _check_times(row, cues, clip_duration)
         if row.invalid:
             row.out["draft_invalid"] = row.invalid

@@ -33,12 +33,17 @@ def validate_command(
         Path | None,
         typer.Option("--out", help="Where --fix writes (default: next to the input, NAME.fixed.jsonl or DIR.fixed)."),
     ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option("--strict", help="Hold the data to every rule of the rulebook at its own severity (self-targets, "
+                     "self-viewpoints, strategies on client rows, blank entries... are errors); see docs/data.md."),
+    ] = False,
 ) -> None:
     """Check every sample and report each problem as FILE:LINE: SAMPLE row N: FIELD: PROBLEM.
 
     Errors exit with status 2; warnings (such as mis-encoded text) are printed and do not fail.
     """
-    report = validate_path(data)
+    report = validate_path(data, strict)
     for issue in report.issues:
         target = err_console if issue.severity == "error" else console
         target.print(escape(str(issue)), highlight=False, soft_wrap=True)

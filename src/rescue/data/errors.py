@@ -17,6 +17,7 @@ class DataIssue:
     sample_id: str = ""
     row: int | None = None
     severity: Severity = "error"
+    rule: str = ""  # the rulebook's id (rescue.data.rules) when a rule of it is broken
 
     def __str__(self) -> str:
         from rescue.data.text import visible_text

@@ -19,10 +19,8 @@ from pydantic import ValidationError
 from rescue.data.encoding import fix_text, non_ascii_strings
 from rescue.data.errors import DataError, DataIssue, Severity
 from rescue.data.reading import RawRecord, infer_scenario, iter_records
-from rescue.data.models import GROUP_LABELS, THERAPIST, Row, Sample
-from rescue.data.taxonomy import UTTERANCE_TYPE_NAMES, relation_taxonomy, strategy_taxonomy
-
-INTENSITY_RANGE = (0, 10)  # whole numbers: the annotation scale is integer (7.0 reads as 7, 7.5 is an error)
+from rescue.data.models import Sample
+from rescue.data.rules import cast_of, check_row, severity_in
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -99,14 +97,16 @@ def _schema_message(errs: list[Any]) -> str:
 class _Collector:
     """Issues of one sample, so each check only says what is wrong and where."""
 
-    def __init__(self, record: RawRecord, sample_id: str):
+    def __init__(self, record: RawRecord, sample_id: str, strict: bool = False):
         self.record = record
         self.sample_id = sample_id
+        self.strict = strict
         self.issues: list[DataIssue] = []
 
-    def add(self, message: str, field_name: str = "", row: int | None = None, severity: Severity = "error") -> None:
+    def add(self, message: str, field_name: str = "", row: int | None = None, severity: Severity = "error",
+            rule: str = "") -> None:
         self.issues.append(
-            DataIssue(self.record.file, self.record.line, message, field_name, self.sample_id, row, severity)
+            DataIssue(self.record.file, self.record.line, message, field_name, self.sample_id, row, severity, rule)
         )
 
 
@@ -137,69 +137,16 @@ def _check_row_numbers(sample: Sample, out: _Collector) -> None:
             out.add(f"expected {position} (rows are numbered from 1 in order), got {row.row_index}", "row_index", position)
 
 
-def _check_names(sample: Sample, out: _Collector) -> None:
-    group = GROUP_LABELS[sample.scenario]
-    allowed = set(sample.participants) | {THERAPIST, group}
-    cast = f"participants {', '.join(sample.participants) or '(none)'}, {THERAPIST} or {group}"
-
-    # The field name is a template filled in only on failure: this runs for every name in the release.
-    def check(name: str, row: Row, template: str, *index: int, severity: Severity = "error") -> None:
-        if name not in allowed:
-            out.add(f"{name!r} is not one of {cast}", template.format(*index), row.row_index, severity)
-
-    for row in sample.rows:
-        check(row.primary_speaker, row, "primary_speaker")
-        for i, name in enumerate(row.target):
-            check(name, row, "target[{}]", i)
-        for i, move in enumerate(row.support_strategy):
-            for j, name in enumerate(move.target):
-                check(name, row, "support_strategy[{}].target[{}]", i, j)
-        for i, said in enumerate(row.background_dialogue):
-            check(said.speaker, row, "background_dialogue[{}].speaker", i)
-            for j, name in enumerate(said.target):
-                check(name, row, "background_dialogue[{}].target[{}]", i, j)
-        for i, emotion in enumerate(row.internal_emotion):
-            check(emotion.person, row, "internal_emotion[{}].person", i)
-        for i, view in enumerate(row.viewpoints_attitudes):
-            check(view.source, row, "viewpoints_attitudes[{}].source", i)
-            check(view.target, row, "viewpoints_attitudes[{}].target", i)
-        # Cues describe what annotators saw; a person named there only loses that cue, so it is a warning.
-        for cue_field in ("body_posture", "facial_expressions", "self_directed_behavior"):
-            for i, cue in enumerate(getattr(row, cue_field)):
-                check(cue.person, row, cue_field + "[{}].person", i, severity="warning")
-        for i, act in enumerate(row.interaction_behavior):
-            check(act.initiator, row, "interaction_behavior[{}].initiator", i, severity="warning")
-            for j, name in enumerate(act.target):
-                check(name, row, "interaction_behavior[{}].target[{}]", i, j, severity="warning")
-
-
-def _check_values(sample: Sample, out: _Collector) -> None:
-    low, high = INTENSITY_RANGE
-    # Sets, not Taxonomy.__contains__: this runs for every row of the release.
-    relations = set(relation_taxonomy(sample.scenario).names)
-    strategies = set(strategy_taxonomy(sample.scenario).names)
-    for row in sample.rows:
-        for i, emotion in enumerate(row.internal_emotion):
-            if emotion.intensity is None:
-                continue
-            if not low <= emotion.intensity <= high:
-                out.add(f"{emotion.intensity} is outside {low}-{high}", f"internal_emotion[{i}].intensity", row.row_index)
-            elif emotion.intensity != int(emotion.intensity):
-                out.add(f"{emotion.intensity} is not a whole number (the intensity scale is integer {low}-{high})",
-                        f"internal_emotion[{i}].intensity", row.row_index)
-        for name in ("relation_pattern", "relation_cycle_state"):
-            label = getattr(row, name)
-            if label and label.strip() not in relations:
-                out.add(f"{label!r} is not a {sample.scenario} relation pattern", name, row.row_index)
-        for i, move in enumerate(row.support_strategy):
-            if move.strategy_type and move.strategy_type.strip() not in strategies:
-                out.add(
-                    f"{move.strategy_type!r} is not a {sample.scenario} support strategy",
-                    f"support_strategy[{i}].strategy_type",
-                    row.row_index,
-                )
-        if row.utterance_type and row.utterance_type not in UTTERANCE_TYPE_NAMES:
-            out.add(f"{row.utterance_type!r} is not an utterance type", "utterance_type", row.row_index)
+def _check_rules(sample: Sample, out: _Collector) -> None:
+    """The rulebook (rescue.data.rules) on every row, read from the record as the file holds it."""
+    cast = cast_of(sample.scenario, sample.participants)
+    raw_rows = out.record.data["rows"]
+    for row, raw in zip(sample.rows, raw_rows):
+        for breach in check_row(raw, cast):
+            severity = severity_in(breach.rule, out.strict)
+            # A rule newer than the release: say what --strict would make of it.
+            note = f" [{breach.rule.id}: an error with --strict]" if severity != breach.severity else ""
+            out.add(breach.message + note, breach.field, row.row_index, severity, breach.rule.id)
 
 
 def _check_evidence(sample: Sample, out: _Collector) -> None:
@@ -264,12 +211,12 @@ def _in_row_order(issues: list[DataIssue]) -> list[DataIssue]:
     return sorted(issues, key=lambda issue: -1 if issue.row is None else issue.row)
 
 
-SAMPLE_CHECKS = (_check_row_numbers, _check_times, _check_names, _check_values, _check_evidence, _check_scenario)
+SAMPLE_CHECKS = (_check_row_numbers, _check_times, _check_rules, _check_evidence, _check_scenario)
 
 
-def check_sample(sample: Sample, record: RawRecord) -> list[DataIssue]:
-    """The benchmark's rules for one schema-valid sample."""
-    out = _Collector(record, sample.sample_id)
+def check_sample(sample: Sample, record: RawRecord, strict: bool = False) -> list[DataIssue]:
+    """The benchmark's rules for one schema-valid sample (``strict``: the rulebook at its own severities)."""
+    out = _Collector(record, sample.sample_id, strict)
     if not sample.sample_id.strip():
         out.add("must not be empty", "sample_id")
     for check in SAMPLE_CHECKS:
@@ -277,7 +224,7 @@ def check_sample(sample: Sample, record: RawRecord) -> list[DataIssue]:
     return out.issues
 
 
-def _validate_record(record: RawRecord, first_seen: dict[str, str]) -> tuple[Sample | None, list[DataIssue]]:
+def _validate_record(record: RawRecord, first_seen: dict[str, str], strict: bool) -> tuple[Sample | None, list[DataIssue]]:
     if record.parse_error:
         return None, [DataIssue(record.file, record.line, record.parse_error)]
     if not isinstance(record.data, dict):
@@ -295,7 +242,7 @@ def _validate_record(record: RawRecord, first_seen: dict[str, str]) -> tuple[Sam
         sample = Sample.model_validate(record.data, strict=True)
     except ValidationError as exc:
         return None, _in_row_order(encoding.issues + _schema_issues(record, exc))
-    issues = encoding.issues + check_sample(sample, record)
+    issues = encoding.issues + check_sample(sample, record, strict)
     if sample.sample_id in first_seen:
         issues.append(
             DataIssue(
@@ -311,22 +258,25 @@ def _validate_record(record: RawRecord, first_seen: dict[str, str]) -> tuple[Sam
     return sample, _in_row_order(issues)
 
 
-def validate_records(records: Iterable[RawRecord]) -> ValidationReport:
-    """Validate every record; valid samples (warnings allowed) are kept, every issue is reported."""
+def validate_records(records: Iterable[RawRecord], strict: bool = False) -> ValidationReport:
+    """Validate every record; valid samples (warnings allowed) are kept, every issue is reported.
+
+    ``strict`` applies every rule of the rulebook at its own severity; without it, breaches of rules newer
+    than the release format (``Rule.lenient``) are warnings."""
     report = ValidationReport()
     first_seen: dict[str, str] = {}  # sample_id -> FILE:LINE, for duplicate messages
     for record in records:
         report.records += 1
-        sample, issues = _validate_record(record, first_seen)
+        sample, issues = _validate_record(record, first_seen, strict)
         report.issues.extend(issues)
         if sample is not None:
             report.samples.append(sample)
     return report
 
 
-def validate_path(path: str | Path | None) -> ValidationReport:
+def validate_path(path: str | Path | None, strict: bool = False) -> ValidationReport:
     """Read and validate everything under ``path`` (the demo dataset when None)."""
     try:
-        return validate_records(iter_records(path))
+        return validate_records(iter_records(path), strict)
     except DataError as exc:  # the path itself is unusable (missing, or holds no sample files)
         return ValidationReport(issues=list(exc.issues))

@@ -21,6 +21,7 @@ import json
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import delete, select, text, update
@@ -29,7 +30,15 @@ from sqlalchemy.orm import Session
 
 from rescue.data.errors import RescueError
 from rescue.review import cuts, security
-from rescue.review.fields import FIELD_NAMES, TIME_FIELDS, FieldError, check_edit, sample_issues
+from rescue.review.fields import (
+    FIELD_NAMES,
+    TIME_FIELDS,
+    FieldError,
+    check_edit,
+    row_checks,
+    sample_issues,
+    unacknowledged,
+)
 from rescue.review.models import (
     FINAL,
     ROLES,
@@ -55,6 +64,15 @@ class Conflict(Exception):
     def __init__(self, current: dict[str, Any]):
         super().__init__("the row changed since it was loaded")
         self.current = current
+
+
+@dataclass(frozen=True)
+class Saved:
+    """A row as one save left it."""
+
+    version: int
+    values: dict[str, Any]
+    acknowledged: list[str]
 
 
 class ReviewError(RescueError, ValueError):
@@ -255,12 +273,16 @@ def copy_rows(db: Session, segment: Segment, copy: str, assigned: list[str] | No
         record = stored.get(index)
         if record is None:
             out.append({"row_index": index, "version": 0, "values": base[index - 1], "accepted": [],
-                        "updated_by": None, "updated_at": None})
+                        "acknowledged": [], "updated_by": None, "updated_at": None})
         else:
-            out.append({"row_index": index, "version": record.version, "values": json.loads(record.values_json),
-                        "accepted": json.loads(record.accepted_json), "updated_by": record.updated_by,
-                        "updated_at": record.updated_at})
+            out.append(_stored(record))
     return out
+
+
+def _stored(record: RowCopy) -> dict[str, Any]:
+    return {"row_index": record.row_index, "version": record.version, "values": json.loads(record.values_json),
+            "accepted": json.loads(record.accepted_json), "acknowledged": json.loads(record.acknowledged_json or "[]"),
+            "updated_by": record.updated_by, "updated_at": record.updated_at}
 
 
 def _current_row(db: Session, segment: Segment, copy: str, row_index: int, assigned: list[str] | None) -> dict[str, Any]:
@@ -274,11 +296,9 @@ def _current_row(db: Session, segment: Segment, copy: str, row_index: int, assig
             values = _base_rows(db, segment, copy, assigned, only=row_index)[row_index - 1]
         else:
             values = dict(segment.rows[row_index - 1])
-        return {"row_index": row_index, "version": 0, "values": values, "accepted": [], "updated_by": None,
-                "updated_at": None}
-    return {"row_index": row_index, "version": record.version, "values": json.loads(record.values_json),
-            "accepted": json.loads(record.accepted_json), "updated_by": record.updated_by,
-            "updated_at": record.updated_at}
+        return {"row_index": row_index, "version": 0, "values": values, "accepted": [], "acknowledged": [],
+                "updated_by": None, "updated_at": None}
+    return _stored(record)
 
 
 def save_row(
@@ -291,10 +311,13 @@ def save_row(
     fields: dict[str, Any],
     accepted: list[str] | None = None,
     assigned: list[str] | None = None,
-) -> int:
-    """Apply ``fields`` to one row of a copy if its stored version is still ``version``; returns the new version.
+    acknowledged: list[str] | None = None,
+) -> Saved:
+    """Apply ``fields`` to one row of a copy if its stored version is still ``version``.
 
-    Raises Conflict (someone saved first), FieldError (a value the benchmark would reject) or ReviewError.
+    ``acknowledged`` (when given) replaces the row's acknowledged warnings: keys ``rule@field`` of warnings the
+    row has after the save. Raises Conflict (someone saved first), FieldError (a value the benchmark would
+    reject, or an acknowledgement of something that is not a warning of the row) or ReviewError.
     """
     cut = copy_cut(db, segment.sample_id, copy)
     count = cut.rows if cut is not None else len(segment.rows)
@@ -317,14 +340,23 @@ def save_row(
         problems = cuts.check_times(siblings, row_index, float(updated["start_time"]), float(updated["end_time"]))
         if problems:
             raise FieldError(problems)
+    warnings = {b.key for b in row_checks(segment, updated) if b.severity == "warning"}
+    if acknowledged is not None:
+        wrong = [key for key in acknowledged if key not in warnings]
+        if wrong:
+            raise FieldError([{"field": key.partition("@")[2] or key, "message": f"{key!r} is not a warning of this "
+                               "row (only warnings can be acknowledged; errors must be fixed)"} for key in wrong])
+    # An acknowledgement lapses with its warning: should the warning come back later, it is asked for again.
+    old_acks = sorted(current["acknowledged"])
+    new_acks = sorted(k for k in (current["acknowledged"] if acknowledged is None else set(acknowledged)) if k in warnings)
     with _writing(db, segment.sample_id):
         old_accepted = list(current["accepted"])
         new_accepted = sorted(set(old_accepted) | (set(fields) & set(FIELD_NAMES)) | set(accepted or []))
         stamp = now()
         if version == 0:
             db.add(RowCopy(segment_id=segment.sample_id, copy=copy, row_index=row_index, version=1,
-                           values_json=_dump(updated), accepted_json=_dump(new_accepted), updated_by=actor,
-                           updated_at=stamp))
+                           values_json=_dump(updated), accepted_json=_dump(new_accepted),
+                           acknowledged_json=_dump(new_acks), updated_by=actor, updated_at=stamp))
             try:
                 db.flush()
             except IntegrityError:  # someone stored the row first
@@ -336,7 +368,7 @@ def save_row(
                 .where(RowCopy.segment_id == segment.sample_id, RowCopy.copy == copy, RowCopy.row_index == row_index,
                        RowCopy.version == version)
                 .values(version=version + 1, values_json=_dump(updated), accepted_json=_dump(new_accepted),
-                        updated_by=actor, updated_at=stamp)
+                        acknowledged_json=_dump(new_acks), updated_by=actor, updated_at=stamp)
             )
             if result.rowcount != 1:  # type: ignore[attr-defined]
                 raise Conflict(_current_row(db, segment, copy, row_index, assigned))
@@ -348,8 +380,10 @@ def save_row(
                 _audit(db, actor, "row.edit", segment.sample_id, copy, row_index, name, old_values.get(name), updated.get(name))
         if new_accepted != sorted(old_accepted):
             _audit(db, actor, "row.accept", segment.sample_id, copy, row_index, "accepted", sorted(old_accepted), new_accepted)
+        if new_acks != old_acks:
+            _audit(db, actor, "row.acknowledge", segment.sample_id, copy, row_index, "acknowledged", old_acks, new_acks)
         _reopen(db, actor, segment.sample_id, copy)
-    return version + 1
+    return Saved(version + 1, updated, new_acks)
 
 
 def _audit_adopted(db: Session, actor: str, segment: Segment, copy: str, row_index: int, values: dict[str, Any],
@@ -409,13 +443,16 @@ def _recut(db: Session, actor: str, segment: Segment, copy: str, layout: int, ve
                 continue  # the same row at the same place (its evidence references may have been renumbered)
             old = rows[source - 1] if source is not None else None
             accepted = _dump(old["accepted"]) if old is not None else "[]"
+            acknowledged = _dump(old["acknowledged"]) if old is not None else "[]"  # the row's warnings move with it
             if record is None:
                 db.add(RowCopy(segment_id=segment.sample_id, copy=copy, row_index=position, version=fresh,
-                               values_json=_dump(values), accepted_json=accepted, updated_by=actor, updated_at=stamp))
+                               values_json=_dump(values), accepted_json=accepted, acknowledged_json=acknowledged,
+                               updated_by=actor, updated_at=stamp))
                 if copy == FINAL and old is not None and old["version"] == 0:
                     _audit_adopted(db, actor, segment, copy, source or position, values, ())
             else:
                 record.version, record.values_json, record.accepted_json = fresh, _dump(values), accepted
+                record.acknowledged_json = acknowledged
                 record.updated_by, record.updated_at = actor, stamp
         for position, record in stored.items():
             if position > len(new_rows):
@@ -504,12 +541,19 @@ def _reopen(db: Session, actor: str, segment_id: str, copy: str) -> None:
 
 
 def verify(db: Session, actor: str, segment: Segment, copy: str, assigned: list[str] | None = None) -> None:
-    """Accept the copy as it stands: every row counts as reviewed. Refused while it has validation errors."""
+    """Accept the copy as it stands: every row counts as reviewed. Refused while it has validation errors or
+    a warning of the rulebook nobody acknowledged."""
     with _writing(db, segment.sample_id):
         rows = copy_rows(db, segment, copy, assigned)
         issues = sample_issues(segment, [r["values"] for r in rows])
         if issues:
-            raise FieldError([{"field": i.field or "rows", "row_index": i.row, "message": i.message} for i in issues])
+            raise FieldError([{"field": i.field or "rows", "row_index": i.row, "message": i.message,
+                               **({"rule": i.rule} if i.rule else {})} for i in issues])
+        open_warnings = [{"field": b.field, "row_index": row["row_index"], "rule": b.rule.id, "key": b.key,
+                          "message": f"{b.message} (a warning: fix it or acknowledge it)"}
+                         for row in rows for b in unacknowledged(segment, row["values"], row["acknowledged"])]
+        if open_warnings:
+            raise FieldError(open_warnings)
         stored = stored_rows(db, segment.sample_id, copy)
         everything = sorted(FIELD_NAMES)
         for row in rows:

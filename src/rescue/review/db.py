@@ -8,12 +8,12 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy import Engine, create_engine, event, inspect, make_url, text
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from rescue.data.errors import RescueError
-from rescue.review.models import Base
+from rescue.review.models import ADDED_COLUMNS, Base
 
 DB_FILE = "review.db"
 
@@ -58,6 +58,7 @@ def make_engine(url: str) -> Engine:
         else:
             engine = create_engine(url, pool_pre_ping=True, pool_size=16, max_overflow=16)
         Base.metadata.create_all(engine)
+        _add_missing_columns(engine)
     except (ArgumentError, NoSuchModuleError) as exc:
         raise DatabaseError(f"--db {_shown(url)}: not a usable SQLAlchemy URL ({exc})") from None
     except ModuleNotFoundError as exc:
@@ -66,6 +67,25 @@ def make_engine(url: str) -> Engine:
     except OperationalError as exc:
         raise DatabaseError(f"--db {_shown(url)}: cannot open the database ({exc.orig})") from None
     return engine
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    """Bring a database made by an earlier version up to the current tables (create_all adds only tables)."""
+    def missing() -> list[tuple[str, str, str]]:
+        inspector = inspect(engine)
+        return [(table, column, kind) for table, column, kind in ADDED_COLUMNS
+                if column not in {c["name"] for c in inspector.get_columns(table)}]
+
+    todo = missing()
+    if not todo:
+        return
+    try:
+        with engine.begin() as connection:
+            for table, column, kind in todo:
+                connection.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {kind}"))
+    except DBAPIError:
+        if missing():  # not another server starting on the same database at the same moment
+            raise
 
 
 def _shown(url: str) -> str:

@@ -59,7 +59,8 @@ def build_export(db: Session, project: Project) -> tuple[list[dict[str, Any]], d
             "recut": {"draft_rows": len(segment.rows), "rows": len(rows)} if recut else None,
             "build": segment.provenance,
         })
-    report = validate_records([raw_record(s, "export", i) for i, s in enumerate(samples, start=1)])
+    # The rulebook at its own severities, as on every save and verify: nothing the rules forbid leaves the tool.
+    report = validate_records([raw_record(s, "export", i) for i, s in enumerate(samples, start=1)], strict=True)
     if report.errors:
         raise DataError(report.errors)
     provenance = {

@@ -1,9 +1,11 @@
 """The editable fields of a row, their controls, and the check a save goes through.
 
 The kinds tell the browser which control to draw; the check reuses the benchmark's own validation
-(schema, taxonomy, closed entity set) on the sample as it would stand after the save, and reports only
-the problems in the fields being changed, so a bad label left in the model's draft elsewhere in the
-row never blocks an unrelated correction.
+(schema, then the rulebook of rescue.data.rules at its own severities) on the sample as it would stand
+after the save. A save is refused for an error in a field it changes or for an error it brings in; an
+error left in the model's draft elsewhere in the row never blocks an unrelated correction (verify does).
+Warnings (rules a person may knowingly override) never block a save; verify waits until each is fixed or
+acknowledged.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rescue.data.errors import DataIssue
+from rescue.data.rules import Breach, Cast, cast_of, check_row
 from rescue.data.taxonomy import UTTERANCE_TYPES, Label, relation_taxonomy, strategy_taxonomy
 from rescue.data.validation import validate_records
 from rescue.review.project import Segment, raw_record
@@ -136,12 +139,32 @@ def sample_with(segment: Segment, rows: list[dict[str, Any]]) -> dict[str, Any]:
     return data
 
 
+def cast(segment: Segment) -> Cast:
+    return cast_of(segment.scenario if segment.scenario in ("couple", "family") else "couple",  # type: ignore[arg-type]
+                   segment.participants)
+
+
+def row_checks(segment: Segment, values: dict[str, Any]) -> list[Breach]:
+    """Every rule of the rulebook that one row of the segment breaks."""
+    return check_row(values, cast(segment))
+
+
+def unacknowledged(segment: Segment, values: dict[str, Any], acknowledged: list[str]) -> list[Breach]:
+    """The warnings of a row nobody has acknowledged yet."""
+    return [b for b in row_checks(segment, values) if b.severity == "warning" and b.key not in acknowledged]
+
+
+def checks_payload(segment: Segment, values: dict[str, Any], acknowledged: list[str]) -> list[dict[str, Any]]:
+    """A row's breaches of the rulebook as the page shows them, each saying whether it was acknowledged."""
+    return [{**b.as_dict(), "acknowledged": b.key in acknowledged} for b in row_checks(segment, values)]
+
+
 def sample_issues(segment: Segment, rows: list[dict[str, Any]]) -> list[DataIssue]:
-    """Errors the benchmark's validation finds in the segment with these rows (mis-encoded text is only
-    ever a warning, so the encoding scan is skipped)."""
+    """Errors the benchmark's validation finds in the segment with these rows, every rule of the rulebook
+    at its own severity (mis-encoded text is only ever a warning, so the encoding scan is skipped)."""
     record = raw_record(sample_with(segment, rows), "segment", 1)
     record.ascii_only = True
-    report = validate_records([record])
+    report = validate_records([record], strict=True)
     return [issue for issue in report.issues if issue.severity == "error"]
 
 
@@ -169,10 +192,12 @@ def check_edit(segment: Segment, current: dict[str, Any], row_index: int, fields
             emotion["intensity"] = int(value)
     updated = {**current, **fields}
     probe = [updated if i == row_index else _stub(row, i) for i, row in enumerate(rows or segment.rows, start=1)]
+    before = {b.key for b in row_checks(segment, current) if b.severity == "error"}
     problems: list[dict[str, Any]] = []
     for issue in sample_issues(segment, probe):
-        if issue.row == row_index and _root(issue.field) in fields:
-            problems.append({"field": issue.field, "message": issue.message})
+        brought_in = bool(issue.rule) and f"{issue.rule}@{issue.field}" not in before
+        if issue.row == row_index and (_root(issue.field) in fields or brought_in):
+            problems.append({"field": issue.field, "message": issue.message, **({"rule": issue.rule} if issue.rule else {})})
     if problems:
         raise FieldError(problems)
     return updated

@@ -27,6 +27,8 @@ class User(Base):
     role: Mapped[str] = mapped_column(String(16))
     password_hash: Mapped[str] = mapped_column(String(255))
     created_at: Mapped[str] = mapped_column(String(40), default=now)
+    # When the account was disabled ("" while active): a disabled person's work and audit stay, the login goes.
+    disabled_at: Mapped[str] = mapped_column(String(40), default="")
 
 
 class LoginSession(Base):
@@ -58,6 +60,8 @@ class RowCopy(Base):
     version: Mapped[int] = mapped_column(Integer)
     values_json: Mapped[str] = mapped_column(Text)
     accepted_json: Mapped[str] = mapped_column(Text, default="[]")
+    # Keys ("rule@field") of the rulebook's warnings a person knowingly let stand on this row.
+    acknowledged_json: Mapped[str] = mapped_column(Text, default="[]")
     updated_by: Mapped[str] = mapped_column(String(64))
     updated_at: Mapped[str] = mapped_column(String(40), default=now)
 
@@ -118,3 +122,11 @@ class AuditEntry(Base):
     field: Mapped[str] = mapped_column(String(64), default="")
     old_json: Mapped[str] = mapped_column(Text, default="null")
     new_json: Mapped[str] = mapped_column(Text, default="null")
+
+
+# Columns added after the first release of the tool: (table, column, SQL type and default). make_engine adds
+# any of them an existing database lacks, so a lab's review.db keeps working after an upgrade.
+ADDED_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("users", "disabled_at", "VARCHAR(40) NOT NULL DEFAULT ''"),
+    ("row_copies", "acknowledged_json", "TEXT NOT NULL DEFAULT '[]'"),
+)

@@ -10,7 +10,7 @@
   let seg = null;          // the segment as the server last sent it
   let selected = 0;        // position of the chosen row
   let loop = false;
-  let pending = load();    // row_index -> {base, fields, accepted}
+  let pending = load();    // row_index -> {base, fields, accepted, acknowledged?}
   let video = null;
   let readOnly = false;
   const copyParam = B.copy && B.copy !== "mine" ? `?copy=${encodeURIComponent(B.copy)}` : "";
@@ -20,7 +20,7 @@
   }
   function persist() {
     for (const [k, v] of Object.entries(pending)) {
-      if (!Object.keys(v.fields).length && !v.accepted.length) delete pending[k];
+      if (!Object.keys(v.fields).length && !v.accepted.length && !v.acknowledged) delete pending[k];
     }
     if (Object.keys(pending).length) localStorage.setItem(storeKey, JSON.stringify(pending));
     else localStorage.removeItem(storeKey);
@@ -190,7 +190,8 @@
     el("td.num", { text: (r.end_time - r.start_time).toFixed(1) + "s" }),
     el("td", {}, el("span.badge." + reviewState(r).replace(/[^a-z]/g, "") || "none", { text: reviewState(r) })),
     el("td", {}, el("span.badge." + editState(r), { text: editState(r) })),
-    el("td", { title: r.problems.map((p) => p.message).join("\n") }, r.problems.length ? el("span.warn", { text: "⚠ " + r.problems.length }) : ""));
+    el("td", { title: [...r.problems.map((p) => p.message), ...openChecks(r).map((c) => `${c.field}: ${c.message}`)].join("\n") },
+      r.problems.length + openChecks(r).length ? el("span.warn", { text: "⚠ " + (r.problems.length + openChecks(r).length) }) : ""));
     if (i === selected) tr.classList.add("selected");
     return tr;
   }
@@ -255,6 +256,7 @@
           el("button", { id: "history", type: "button", onclick: () => history(r), text: "History" })),
         el("p", { id: "save-status", class: "save-status" })),
       r.problems.length ? el("ul.problems", {}, ...r.problems.map((p) => el("li", { text: `${p.field ? p.field + ": " : ""}${p.message} (${p.source})` }))) : null,
+      (r.checks || []).length ? el("ul.checks#checks", {}, ...r.checks.map((c) => checkItem(r, c))) : null,
       el("div#conflict"),
       ...[...groups].map(([name, blocks]) => el("fieldset.dimension", {}, el("legend", { text: name }), ...blocks)),
       more.length ? el("details.more-fields", { id: "more-fields" },
@@ -399,14 +401,39 @@
   }
 
   // --- saving ----------------------------------------------------------------------------------------
+  // The rulebook's verdict on the row as saved: errors must be fixed; warnings may be acknowledged.
+  function acknowledgedOf(r) {
+    const p = pending[r.row_index];
+    return (p && p.acknowledged) || r.acknowledged || [];
+  }
+  function openChecks(r) {
+    return (r.checks || []).filter((c) => c.severity === "error" || !acknowledgedOf(r).includes(c.key));
+  }
+  function checkItem(r, c) {
+    const item = el("li", { class: "check-" + c.severity }, `${c.severity === "error" ? "✖" : "⚠"} ${c.field}: ${c.message} `);
+    if (c.severity === "warning") {
+      item.append(el("label", {}, el("input.ack", { type: "checkbox", "data-key": c.key, checked: acknowledgedOf(r).includes(c.key),
+        disabled: readOnly, onchange: (e) => {
+          const keys = new Set(acknowledgedOf(r));
+          if (e.target.checked) keys.add(c.key); else keys.delete(c.key);
+          pendingFor(r).acknowledged = [...keys];
+          persist();
+          refreshRowItem(r);
+        } }), " acknowledge (I know, it stays)"));
+    }
+    return item;
+  }
+
   async function save(r) {
     const p = pending[r.row_index];
-    if (!p || (!Object.keys(p.fields).length && !p.accepted.length)) { status("Nothing to save"); return true; }
+    if (!p || (!Object.keys(p.fields).length && !p.accepted.length && !p.acknowledged)) { status("Nothing to save"); return true; }
     status("Saving…");
     document.querySelectorAll("#editor p.error").forEach((n) => { n.textContent = ""; });
     let answer;
     try {
-      answer = await api("PUT", `${segmentUrl(B.segment)}/rows/${r.row_index}${copyParam}`, { version: p.base, fields: p.fields, accepted: p.accepted });
+      const body = { version: p.base, fields: p.fields, accepted: p.accepted };
+      if (p.acknowledged) body.acknowledged = p.acknowledged;
+      answer = await api("PUT", `${segmentUrl(B.segment)}/rows/${r.row_index}${copyParam}`, body);
     } catch (e) {
       status("Not saved: no connection. Your edits are kept in this browser; save again when back online.", "bad");
       return false;
@@ -415,6 +442,8 @@
       r.values = { ...r.values, ...p.fields };
       r.accepted = [...new Set([...r.accepted, ...Object.keys(p.fields), ...p.accepted])];
       r.version = answer.data.version;
+      r.checks = answer.data.checks;
+      r.acknowledged = answer.data.acknowledged;
       r.updated_by = B.me;
       delete pending[r.row_index];
       persist();

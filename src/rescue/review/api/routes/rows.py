@@ -18,7 +18,7 @@ from rescue.review.project import Segment
 
 from rescue.review import crud
 from rescue.review.api.deps import CurrentUser, Db, ProjectDep, get_segment, resolve_copy, segment_assignees
-from rescue.review.fields import FieldError
+from rescue.review.fields import FieldError, checks_payload
 
 router = APIRouter(prefix="/api", tags=["rows"])
 
@@ -28,6 +28,8 @@ class RowSave(BaseModel):
     version: StrictInt
     fields: dict[str, Any] = Field(default_factory=dict)
     accepted: list[str] = Field(default_factory=list)
+    # Keys ("rule@field") of the row's warnings its annotator knowingly lets stand; None leaves them as they are.
+    acknowledged: list[str] | None = None
 
 
 @router.put("/segments/{segment_id:path}/rows/{row_index:int}", response_model=None)
@@ -36,8 +38,8 @@ def save_row(segment_id: str, row_index: int, body: RowSave, actor: CurrentUser,
     segment = get_segment(project, segment_id)
     target = resolve_copy(db, actor, segment_id, copy, write=True)
     try:
-        version = crud.save_row(db, actor.name, segment, target, row_index, body.version, body.fields, body.accepted,
-                                segment_assignees(db, segment_id))
+        saved = crud.save_row(db, actor.name, segment, target, row_index, body.version, body.fields, body.accepted,
+                              segment_assignees(db, segment_id), body.acknowledged)
     except crud.Conflict as exc:
         return JSONResponse(status_code=409, content={
             "detail": f"row {row_index} was saved by {exc.current.get('updated_by') or 'someone'} since you loaded "
@@ -49,7 +51,8 @@ def save_row(segment_id: str, row_index: int, body: RowSave, actor: CurrentUser,
         raise HTTPException(422, {"message": str(exc), "problems": exc.problems}) from None
     except crud.ReviewError as exc:
         raise HTTPException(404, str(exc)) from None
-    return {"version": version, "copy": target}
+    return {"version": saved.version, "copy": target, "acknowledged": saved.acknowledged,
+            "checks": checks_payload(segment, saved.values, saved.acknowledged)}
 
 
 class CutBase(BaseModel):

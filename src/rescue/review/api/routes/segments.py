@@ -23,12 +23,14 @@ from rescue.review.api.deps import (
     resolve_copy,
     segment_assignees,
 )
-from rescue.review.fields import DISCARD_REASONS, FieldError, field_schema, label_sets
+from rescue.review.fields import DISCARD_REASONS, FieldError, checks_payload, field_schema, label_sets
+from rescue.data.rules import RULES
 from rescue.review.models import FINAL
 from rescue.review.progress import project_progress
 from rescue.review.project import Project, Segment
 
 router = APIRouter(prefix="/api", tags=["segments"])
+RULEBOOK = [{"id": r.id, "fields": r.fields, "severity": r.severity, "message": r.message} for r in RULES]
 
 
 class DiscardBody(BaseModel):
@@ -68,6 +70,8 @@ def segment_payload(db: Db, project: Project, segment: Segment, copy: str) -> di
             "values": values,
             "draft": draft,
             "accepted": row["accepted"],
+            "acknowledged": row["acknowledged"],
+            "checks": checks_payload(segment, values, row["acknowledged"]),
             "problems": problems.get(row["row_index"], []) if cut is None else [],
             "updated_by": row["updated_by"],
             "updated_at": row["updated_at"],
@@ -89,6 +93,7 @@ def segment_payload(db: Db, project: Project, segment: Segment, copy: str) -> di
         "comments": crud.comments(db, segment.sample_id),
         "labels": label_sets(segment.scenario),
         "fields": field_schema(),
+        "rules": RULEBOOK,
         "discard_reasons": DISCARD_REASONS,
     }
 
