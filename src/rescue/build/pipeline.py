@@ -51,6 +51,7 @@ from rescue.build.segments import (
     sample_id,
     write_segments_csv,
 )
+from rescue.llm.secrets import redact_url
 from rescue.media import Cue, cues_in, ffmpeg_exe, get_step, scene_cuts
 
 if TYPE_CHECKING:
@@ -253,7 +254,7 @@ def _provenance(config: BuildConfig, item: Planned, draft: SegmentDraft, annotat
         "source_video_bytes": stat.st_size, "subtitles_file": str(spec.subtitles), "segments_from": item.segments_from,
         "segment_number": item.segment.number, "segment_name": item.segment.name,
         "group": spec.group, "model": annotated,
-        "base_url": config.base_url if annotated else None, "video_input": config.annotate.video_input,
+        "base_url": redact_url(config.base_url) if annotated else None, "video_input": config.annotate.video_input,
         "settings": asdict(config.annotate), "requests": draft.requests, "reasked": draft.reasked,
         "ffmpeg": ffmpeg_exe(), "rescue_version": __version__, "python": platform.python_version(),
     }

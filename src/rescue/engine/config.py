@@ -163,8 +163,13 @@ class RunConfig(BaseModel):
         return GenerationSettings(**merged)
 
     def to_json(self) -> dict[str, Any]:
+        from rescue.llm.secrets import redact_url
+
         data = self.model_dump(mode="json")
         data["models"] = self.model_specs
+        # A key in an endpoint URL never reaches results.json; resume compares the redacted forms.
+        for name in ("base_url", "judge_base_url"):
+            data[name] = redact_url(data[name])
         return data
 
     def result_fields(self) -> dict[str, Any]:

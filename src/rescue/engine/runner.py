@@ -31,6 +31,7 @@ from rescue.engine.types import TaskModel, TaskRequest, as_task_model
 from rescue.llm.cache import ResponseCache
 from rescue.llm.cost import PriceTable
 from rescue.llm.reliable import Budget, ReliableModel
+from rescue.llm.secrets import refused_notes
 from rescue.llm.session import Session
 from rescue.llm.types import ChatAnswer, ChatRequest, Model, Usage, require_model
 from rescue.tasks.base import PARSE_POLICIES, VIDEO_MODES, Instance, Prediction, PredictionRecord, RenderOptions, Task, make_record
@@ -565,6 +566,9 @@ class Runner:
                 log.listeners.append(_endpoint_alarm(display, {**endpoints, **judge_endpoints}))
                 # The model layer's notices (a Retry-After over the cap) appear above the bars, quiet or not.
                 session.notice = lambda message: display.warn(terminal_safe(message))
+                for note in refused_notes():  # a key too short to mask: said once, never quoted
+                    log.event("warning", message=note)
+                    display.warn(note)
                 trackers: dict[tuple[str, str], TaskProgress] = {}
 
                 def on_retry(request: ChatRequest, spec: str) -> None:

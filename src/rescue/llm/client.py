@@ -192,7 +192,8 @@ class OpenAIModel:
     # The identity the cache keys on: where the model lives, not how this process reaches it.
     @property
     def cache_identity(self) -> str:
-        return self.endpoint.base_url
+        # Keys in the URL (user info, query) are secrets: the identity is stored and shown, so it goes without them.
+        return secrets.redact_url(self.endpoint.base_url) or self.endpoint.base_url
 
     def cache_settings(self) -> dict[str, Any]:
         return {"model": self.endpoint.model_id, **self.settings.key_fields()}
@@ -280,7 +281,7 @@ class OpenAIModel:
             raise TransientError("timeout", f"no complete answer within {self.settings.timeout:g} s") from None
         except httpx.HTTPError as exc:
             detail = str(exc) or type(exc).__name__
-            raise TransientError("connection", secrets.clip(f"{type(exc).__name__}: {detail} ({self.endpoint.base_url})",
+            raise TransientError("connection", secrets.clip(f"{type(exc).__name__}: {detail} ({self.cache_identity})",
                                                             ERROR_CHARS)) from None
         body = b"".join(chunks)
         if status != 200:

@@ -131,6 +131,7 @@ def resolve_endpoint(
     key_env: str | None
     if base_url:
         url = normalize_base_url(base_url)
+        secrets.register_url(url)
         # An explicit endpoint takes the spec as the model id verbatim, unless it names a preset, whose
         # prefix is then dropped (``--model openai/gpt-4o --base-url <proxy>``).
         preset = PRESETS.get(prefix) if rest else None
