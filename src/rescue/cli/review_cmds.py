@@ -76,6 +76,70 @@ def user_add(
     console.print(f"Added {user.name} ({user.role})", highlight=False)
 
 
+@user_app.command("list")
+def user_list(directory: DirArgument, db: DbOption = None) -> None:
+    """List the accounts: name, role, created, and whether disabled."""
+    from rich.table import Table
+
+    from rescue.review import crud
+
+    _, session = _db(directory, db)
+    with session:
+        users = crud.list_users(session)
+    table = Table("name", "role", "created", "status")
+    for user in users:
+        table.add_row(user["name"], user["role"], user["created_at"],
+                      f"disabled {user['disabled_at']}" if user["disabled"] else "active")
+    console.print(table)
+
+
+@user_app.command("passwd")
+def user_passwd(
+    directory: DirArgument,
+    name: Annotated[str, typer.Argument(help="Login name.", show_default=False)],
+    db: DbOption = None,
+) -> None:
+    """Set a new password, read from the first line of standard input; the account's sessions end."""
+    from rescue.review import crud
+
+    password = sys.stdin.readline().rstrip("\r\n")
+    _, session = _db(directory, db)
+    with session:
+        crud.set_password(session, "cli", name, password)
+    console.print(f"New password set for {name}; their sessions have ended", highlight=False)
+
+
+@user_app.command("disable")
+def user_disable(
+    directory: DirArgument,
+    name: Annotated[str, typer.Argument(help="Login name.", show_default=False)],
+    db: DbOption = None,
+) -> None:
+    """Disable an account: no more logins, its sessions end; its copies, comments and audit stay."""
+    from rescue.review import crud
+
+    _, session = _db(directory, db)
+    with session:
+        crud.set_disabled(session, "cli", name, True)
+    console.print(f"Disabled {name} (their work and audit are kept; `rescue review user enable` undoes it)",
+                  highlight=False)
+
+
+@user_app.command("enable")
+def user_enable(
+    directory: DirArgument,
+    name: Annotated[str, typer.Argument(help="Login name.", show_default=False)],
+    db: DbOption = None,
+) -> None:
+    """Enable a disabled account again."""
+    from rescue.review import crud
+
+    _, session = _db(directory, db)
+    with session:
+        crud.set_disabled(session, "cli", name, False)
+    console.print(f"Enabled {name}", highlight=False)
+
+
 @review_app.command("assign")
 def assign(
     directory: DirArgument,

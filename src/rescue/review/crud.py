@@ -79,6 +79,10 @@ class ReviewError(RescueError, ValueError):
     """A write that makes no sense (unknown user, bad role...); the message says why."""
 
 
+class AccountDisabled(ReviewError):
+    """The right password for an account an admin disabled."""
+
+
 def _dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
@@ -123,9 +127,7 @@ def create_user(db: Session, actor: str, name: str, role: str, password: str) ->
         raise ReviewError(f"user name {name!r}: use 1-64 letters, digits, '.', '_' or '-' (and not {FINAL!r})")
     if role not in ROLES:
         raise ReviewError(f"role {role!r}: choose one of {', '.join(ROLES)}")
-    if len(password) < 8:
-        raise ReviewError("password: at least 8 characters")
-    password_hash = security.hash_password(password)
+    password_hash = security.hash_password(_checked_password(password))
     with _writing(db, ACCOUNTS):
         if db.scalar(select(User).where(User.name == name)) is not None:
             raise ReviewError(f"user {name!r} already exists")
@@ -135,13 +137,63 @@ def create_user(db: Session, actor: str, name: str, role: str, password: str) ->
     return user
 
 
+def _checked_password(password: str) -> str:
+    if len(password) < 8:
+        raise ReviewError("password: at least 8 characters")
+    return password
+
+
+def list_users(db: Session) -> list[dict[str, Any]]:
+    return [{"name": u.name, "role": u.role, "created_at": u.created_at, "disabled": bool(u.disabled_at),
+             "disabled_at": u.disabled_at or None} for u in db.scalars(select(User).order_by(User.name))]
+
+
+def _user(db: Session, name: str) -> User:
+    user = db.scalar(select(User).where(User.name == name))
+    if user is None:
+        raise ReviewError(f"no user {name!r}")
+    return user
+
+
+def _end_sessions(db: Session, user: User) -> None:
+    db.execute(delete(LoginSession).where(LoginSession.user_id == user.id))
+
+
+def set_password(db: Session, actor: str, name: str, password: str) -> None:
+    """A new password; every session of the account ends (whoever knew the old one is logged out)."""
+    password_hash = security.hash_password(_checked_password(password))
+    with _writing(db, ACCOUNTS):
+        user = _user(db, name)
+        user.password_hash = password_hash
+        _end_sessions(db, user)
+        _audit(db, actor, "user.passwd", field="password", new={"name": name})
+
+
+def set_disabled(db: Session, actor: str, name: str, disabled: bool) -> None:
+    """Disable an account (it can no longer log in and its sessions end; its copies, comments, assignments and
+    audit stay as they are) or enable it again."""
+    with _writing(db, ACCOUNTS):
+        user = _user(db, name)
+        if bool(user.disabled_at) == disabled:
+            return
+        user.disabled_at = now() if disabled else ""
+        if disabled:
+            _end_sessions(db, user)
+        _audit(db, actor, "user.disable" if disabled else "user.enable", field="disabled", old=not disabled,
+               new={"name": name, "disabled": disabled})
+
+
 def login(db: Session, name: str, password: str) -> tuple[User, str, str] | None:
+    """A new session for a right name and password; None otherwise. Raises AccountDisabled (for the right
+    password only, so the answer tells a guesser nothing)."""
     user = db.scalar(select(User).where(User.name == name))
     if user is None:
         security.burn_time(password)
         return None
     if not security.verify_password(user.password_hash, password):
         return None
+    if user.disabled_at:
+        raise AccountDisabled(f"the account {name!r} is disabled; an admin can enable it again")
     token, csrf = security.new_token(), security.new_token()
     with _writing(db, None):
         db.add(LoginSession(token_hash=security.token_hash(token), user_id=user.id, csrf=csrf, created_at=now(),
@@ -162,10 +214,13 @@ def assign(db: Session, actor: str, project: Project, k: int, annotators: Iterab
     """Give every segment to ``k`` annotators, spreading the load evenly (round robin over segments)."""
     users = list(db.scalars(select(User).order_by(User.name)))
     by_name = {u.name: u for u in users}
-    names = list(annotators) if annotators else [u.name for u in users if u.role == "annotator"]
+    names = list(annotators) if annotators else [u.name for u in users if u.role == "annotator" and not u.disabled_at]
     unknown = [n for n in names if n not in by_name]
     if unknown:
         raise ReviewError(f"unknown user(s): {', '.join(unknown)}")
+    disabled = [n for n in names if by_name[n].disabled_at]
+    if disabled:
+        raise ReviewError(f"disabled account(s): {', '.join(disabled)}")
     if not 1 <= k <= len(names):
         raise ReviewError(f"overlap k={k}: needs between 1 and {len(names)} annotators ({', '.join(names) or 'none'})")
     plan: dict[str, list[str]] = {}

@@ -76,7 +76,7 @@ def _actor(request: Request, db: Session) -> Actor | None:
     if found is None:
         return None
     session, user = found
-    if security.expired(session.expires_at):
+    if security.expired(session.expires_at) or user.disabled_at:  # disabling ends sessions; this holds meanwhile
         return None
     return Actor(user.id, user.name, user.role, session.csrf, token)
 

@@ -22,7 +22,10 @@ def login(body: LoginBody, request: Request, response: Response, db: Db) -> dict
     throttle: security.LoginThrottle = request.app.state.login_throttle
     if throttle.blocked(body.name):
         raise HTTPException(429, "too many failed logins for this name; wait a few minutes")
-    found = crud.login(db, body.name, body.password)
+    try:
+        found = crud.login(db, body.name, body.password)
+    except crud.AccountDisabled as exc:
+        raise HTTPException(403, str(exc)) from None
     if found is None:
         throttle.failed(body.name)
         raise HTTPException(401, "wrong name or password")

@@ -11,9 +11,9 @@ from sqlalchemy import select
 
 from rescue.review.agreement import compute_agreement
 from rescue.review.api.deps import Db, PageUser, ProjectDep, get_segment, has_assignments
-from rescue.review.crud import assignments
+from rescue.review.crud import assignments, list_users
 from rescue.review.guidelines import load_guidelines
-from rescue.review.models import User
+from rescue.review.models import ROLES, User
 from rescue.review.progress import dashboard, project_progress
 
 router = APIRouter(include_in_schema=False)
@@ -79,3 +79,10 @@ def agreement_page(request: Request, actor: PageUser, db: Db, project: ProjectDe
     if not actor.at_least("adjudicator"):
         return RedirectResponse("/", status_code=303)
     return render(request, "agreement.html", actor, result=compute_agreement(db, project))
+
+
+@router.get("/admin", response_class=HTMLResponse)
+def admin_page(request: Request, actor: PageUser, db: Db) -> Response:
+    if not actor.at_least("admin"):
+        return RedirectResponse("/", status_code=303)
+    return render(request, "admin.html", actor, users=list_users(db), roles=ROLES)

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import select
 
 from rescue.review import crud
 from rescue.review.api.deps import Adjudicator, Admin, Db, PlainText, ProjectDep
-from rescue.review.models import User
 
 router = APIRouter(prefix="/api", tags=["users"])
 
@@ -28,9 +27,41 @@ class AssignBody(BaseModel):
     annotators: list[PlainText] | None = None
 
 
+class PasswordBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    password: PlainText
+
+
 @router.get("/users")
 def list_users(actor: Adjudicator, db: Db) -> list[dict[str, Any]]:
-    return [{"name": u.name, "role": u.role, "created_at": u.created_at} for u in db.scalars(select(User).order_by(User.name))]
+    return crud.list_users(db)
+
+
+def _account_write(write: Callable[[], None]) -> dict[str, Any]:
+    try:
+        write()
+    except crud.ReviewError as exc:
+        raise HTTPException(404 if str(exc).startswith("no user") else 422, str(exc)) from None
+    return {"ok": True}
+
+
+@router.post("/users/{name}/password")
+def set_password(name: str, body: PasswordBody, actor: Admin, db: Db) -> dict[str, Any]:
+    """A new password for an account; its sessions end."""
+    return _account_write(lambda: crud.set_password(db, actor.name, name, body.password))
+
+
+@router.post("/users/{name}/disable")
+def disable_user(name: str, actor: Admin, db: Db) -> dict[str, Any]:
+    """The account can no longer log in and its sessions end; its work and audit stay."""
+    if name == actor.name:
+        raise HTTPException(422, "you cannot disable your own account")
+    return _account_write(lambda: crud.set_disabled(db, actor.name, name, True))
+
+
+@router.post("/users/{name}/enable")
+def enable_user(name: str, actor: Admin, db: Db) -> dict[str, Any]:
+    return _account_write(lambda: crud.set_disabled(db, actor.name, name, False))
 
 
 @router.post("/users", status_code=201)
