@@ -179,3 +179,30 @@ def test_a_right_draft_of_20_rows_verifies_in_21_keystrokes(browser, server):
         out.write_text(json.dumps({"rows": 20, "keystrokes": len(keys), "keys": keys}), encoding="utf-8")
     assert not errors, errors
     context.close()
+
+
+def test_the_dashboard_queue_filters_sorts_and_searches_the_transcript(browser, server):
+    context, page = login(browser, server, "ada")
+    errors = _errors(page)
+    assert page.locator("#segments tbody tr").count() == 2
+    page.select_option("#f-speakers", page.evaluate(
+        "[...document.querySelectorAll('#f-speakers option')].map((o) => o.value).filter(Boolean).pop()"))
+    page.click("#apply-filters")
+    page.wait_for_selector("#queue-count")
+    assert [r.get_attribute("data-id") for r in page.locator("#segments tbody tr").all()] == [FAMILY]
+    page.click("a:text('Clear')")
+    page.click("#sort-duration")
+    page.click("#sort-duration")  # the second click: longest first
+    page.wait_for_selector("#sort-duration.desc")
+    assert page.locator("#segments tbody tr").first.get_attribute("data-id") == FAMILY
+    page.fill("#q", "slow down")
+    page.press("#q", "Enter")
+    page.wait_for_selector("#search-hits")
+    hit = page.locator("#search-hits tbody tr").first
+    assert "slow down" in hit.inner_text().lower()
+    row = hit.locator("td").nth(1).inner_text()
+    hit.locator("a").click()
+    page.wait_for_selector(f"#row-{row}.selected")
+    assert page.inner_text("#editor h2") == f"Row {row}"
+    assert not errors, errors
+    context.close()

@@ -12,7 +12,7 @@ from fastapi.templating import Jinja2Templates
 from sqlalchemy.exc import DataError
 
 from rescue.review.api.deps import CurrentUser, LoginRequired
-from rescue.review.api.routes import agreement, export, login, media, pages, rows, segments, users
+from rescue.review.api.routes import agreement, export, login, media, pages, rows, search, segments, users
 from rescue.review.db import default_url, make_engine, session_factory
 from rescue.review.project import Project, load_project
 from rescue.review.security import LoginThrottle
@@ -40,7 +40,7 @@ def create_app(project_dir: str | Path | Project, db_url: str | None = None) -> 
     app.state.login_throttle = LoginThrottle()
     app.state.templates = Jinja2Templates(directory=str(HERE / "templates"))
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
-    for module in (login, users, rows, media, segments, agreement, export, pages):  # before segments' catch-all GET
+    for module in (login, users, rows, media, segments, search, agreement, export, pages):  # before segments' catch-all GET
         app.include_router(module.router)
 
     @app.get("/api/openapi.json", include_in_schema=False)

@@ -8,7 +8,7 @@
   const storeKey = `rescue-review:${B.me}:${B.copy}:${B.segment}`;
   const SPEEDS = [0.5, 0.75, 1, 1.25, 1.5, 2];
   let seg = null;          // the segment as the server last sent it
-  let selected = 0;        // position of the chosen row
+  let selected = Math.max(0, Number((location.hash.match(/^#row-(\d+)$/) || [0, 1])[1]) - 1);  // position of the chosen row (a search hit links to #row-N)
   let loop = false;
   let pending = load();    // row_index -> {base, fields, accepted, acknowledged?}
   let video = null;

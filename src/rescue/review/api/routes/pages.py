@@ -4,6 +4,7 @@ every value; data for the scripts travels as JSON inside a non-executed script e
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -14,7 +15,8 @@ from rescue.review.api.deps import Db, PageUser, ProjectDep, get_segment, has_as
 from rescue.review.crud import assignments, list_users
 from rescue.review.guidelines import load_guidelines
 from rescue.review.models import ROLES, User
-from rescue.review.progress import dashboard, project_progress
+from rescue.review.progress import dashboard
+from rescue.review.queue import SORT_KEYS, STATUS_ORDER, QueueQuery, narrow, queue, search
 
 router = APIRouter(include_in_schema=False)
 
@@ -33,20 +35,49 @@ def login_page(request: Request, next: str = "/") -> HTMLResponse:
     return render(request, "login.html", None, next_url=_safe_next(next))
 
 
+def _number(value: str, kind: type[int] | type[float]) -> int | float | None:
+    try:
+        return kind(value) if value.strip() else None
+    except ValueError:
+        return None
+
+
+# The dashboard's filter form sends every field, empty ones included; an empty or unreadable value filters nothing.
+QUEUE_PARAMS = ("status", "assignee", "problems", "speakers", "min_duration", "max_duration", "sort", "order", "q")
+
+
+def _queue_query(params: dict[str, str]) -> QueueQuery:
+    return QueueQuery(
+        status=params["status"] if params["status"] in STATUS_ORDER else None,
+        assignee=params["assignee"] or None,
+        problems={"true": True, "false": False}.get(params["problems"]),
+        speakers=_number(params["speakers"], int),  # type: ignore[arg-type]
+        min_duration=_number(params["min_duration"], float),
+        max_duration=_number(params["max_duration"], float),
+        sort=params["sort"] if params["sort"] in SORT_KEYS else "sample_id",
+        descending=params["order"] == "desc",
+    )
+
+
 @router.get("/", response_class=HTMLResponse)
 def dashboard_page(request: Request, actor: PageUser, db: Db, project: ProjectDep) -> HTMLResponse:
     users = [(u.name, u.role) for u in db.scalars(select(User).order_by(User.name))]
     numbers = dashboard(db, project, users)
-    progress = project_progress(db, project)
-    queue_only = has_assignments(db) and not actor.at_least("adjudicator")
-    segments = [
-        {"id": sid, "rows": len(s.rows), "scenario": s.scenario, "status": progress[sid].status,
-         "mine": progress[sid].states.get(actor.name, {}).get("status", "open"),
-         "assigned": progress[sid].assigned, "problems": len(s.problems), "comments": progress[sid].comments,
-         "media": s.clip is not None}
-        for sid, s in project.segments.items() if not queue_only or actor.name in progress[sid].assigned
-    ]
-    return render(request, "dashboard.html", actor, numbers=numbers, segments=segments, root=str(project.root))
+    params = {name: request.query_params.get(name, "") for name in QUEUE_PARAMS}
+    only_assigned = has_assignments(db) and not actor.at_least("adjudicator")
+    everything = queue(db, project, actor.name, only_assigned=only_assigned)
+    segments = narrow(everything, _queue_query(params))
+    found = search(db, project, params["q"], [s["sample_id"] for s in everything],
+                   None if actor.at_least("adjudicator") else [actor.name]) if params["q"].strip() else None
+
+    def sort_url(key: str) -> str:  # a column header: sort by it, the second click reverses
+        order = "desc" if params["sort"] == key and params["order"] != "desc" else "asc"
+        return "/?" + urlencode({**{k: v for k, v in params.items() if v}, "sort": key, "order": order})
+
+    choices = {"statuses": STATUS_ORDER, "assignees": sorted({n for s in everything for n in s["assigned"]}),
+               "speakers": sorted({s["speakers"] for s in everything})}
+    return render(request, "dashboard.html", actor, numbers=numbers, segments=segments, total=len(everything),
+                  root=str(project.root), params=params, choices=choices, found=found, sort_url=sort_url)
 
 
 @router.get("/segments/{segment_id:path}/adjudicate", response_class=HTMLResponse)

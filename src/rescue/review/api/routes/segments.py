@@ -5,10 +5,10 @@ takes everything up to the action suffix, so both spellings reach the same route
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from rescue.review import crud
@@ -26,8 +26,8 @@ from rescue.review.api.deps import (
 from rescue.review.fields import DISCARD_REASONS, FieldError, checks_payload, field_schema, label_sets
 from rescue.data.rules import RULES
 from rescue.review.models import FINAL
-from rescue.review.progress import project_progress
 from rescue.review.project import Project, Segment
+from rescue.review.queue import QueueQuery, SortKey, Status, narrow, queue
 
 router = APIRouter(prefix="/api", tags=["segments"])
 RULEBOOK = [{"id": r.id, "fields": r.fields, "severity": r.severity, "message": r.message} for r in RULES]
@@ -99,30 +99,18 @@ def segment_payload(db: Db, project: Project, segment: Segment, copy: str) -> di
 
 
 @router.get("/segments")
-def list_segments(actor: CurrentUser, db: Db, project: ProjectDep, mine: bool = False) -> list[dict[str, Any]]:
-    """The caller's queue once segments are assigned; adjudicators see every segment unless ``?mine=true``."""
-    progress = project_progress(db, project)
-    queue_only = has_assignments(db) and (mine or not actor.at_least("adjudicator"))
-    out = []
-    for sample_id, segment in project.segments.items():
-        p = progress[sample_id]
-        if queue_only and actor.name not in p.assigned:
-            continue
-        out.append({
-            "sample_id": sample_id,
-            "scenario": segment.scenario,
-            "rows": len(segment.rows),
-            "duration": max((float(r.get("end_time") or 0) for r in segment.rows), default=0.0),
-            "has_media": segment.clip is not None,
-            "problems": len(segment.problems),
-            "comments": p.comments,
-            "assigned": p.assigned,
-            "status": p.status,
-            "my_status": p.states.get(actor.name, {}).get("status", "open"),
-            "my_reviewed_rows": p.reviewed.get(actor.name, 0),
-            "final_status": p.states.get(FINAL, {}).get("status"),
-        })
-    return out
+def list_segments(
+    actor: CurrentUser, db: Db, project: ProjectDep, mine: bool = False,
+    status: Status | None = None, assignee: str | None = None, problems: bool | None = None,
+    speakers: Annotated[int | None, Query(ge=0)] = None, min_duration: Annotated[float | None, Query(ge=0)] = None,
+    max_duration: Annotated[float | None, Query(ge=0)] = None, sort: SortKey = "sample_id",
+    order: Literal["asc", "desc"] = "asc",
+) -> list[dict[str, Any]]:
+    """The caller's queue once segments are assigned; adjudicators see every segment unless ``?mine=true``.
+    Filters (status, assignee, problems, speakers, min/max_duration) and a sort (with ``order``) narrow it."""
+    query = QueueQuery(status, assignee, problems, speakers, min_duration, max_duration, sort, order == "desc")
+    items = queue(db, project, actor.name, only_assigned=has_assignments(db) and (mine or not actor.at_least("adjudicator")))
+    return narrow(items, query)
 
 
 @router.get("/segments/{segment_id:path}/audit")
