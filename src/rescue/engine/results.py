@@ -124,6 +124,7 @@ class ModelCost(BaseModel):
     total: float | None = None  # None: a price was missing for some of the model's usage
     tasks: dict[str, float | None] = Field(default_factory=dict)
     judge: float | None = None
+    incomplete: bool = False  # some answers came without a readable usage: total is a lower bound
 
 
 class ModelResults(BaseModel):

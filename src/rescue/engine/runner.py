@@ -314,6 +314,8 @@ def _usage_block(model: ReliableModel | None, judge_usage: dict[str, list[dict[s
             usage[task] = stats.as_dict()
             task_cost = prices.cost(name, stats.usage)
             cost["tasks"][task] = None if task_cost is None else round(task_cost, 6)
+            if stats.usage.unknown:  # answers kept without a readable usage: the cost is a lower bound
+                cost["incomplete"] = True
             total = None if total is None or task_cost is None else total + task_cost
     if judge_usage:
         usage["judge"] = judge_usage

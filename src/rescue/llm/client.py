@@ -279,6 +279,15 @@ class OpenAIModel:
             raise TransientError("timeout", f"no complete answer within {self.settings.timeout:g} s") from None
         except httpx.TimeoutException:
             raise TransientError("timeout", f"no complete answer within {self.settings.timeout:g} s") from None
+        except httpx.RemoteProtocolError as exc:
+            if "Receive buffer too long" not in str(exc):
+                raise TransientError("connection", secrets.clip(f"RemoteProtocolError: {exc} ({self.cache_identity})",
+                                                                ERROR_CHARS)) from None
+            # The same headers come back on every retry: an error to fix at the endpoint, not a fault to wait out.
+            return ChatAnswer(None, "request_error",
+                              "response_headers_too_large: the endpoint's response headers are larger than the HTTP "
+                              "client accepts (httpx/h11 reads at most 100 KiB of headers: 'Receive buffer too long'); "
+                              "not retried", meta={"error_class": "response_headers_too_large"})
         except httpx.HTTPError as exc:
             detail = str(exc) or type(exc).__name__
             raise TransientError("connection", secrets.clip(f"{type(exc).__name__}: {detail} ({self.cache_identity})",
@@ -337,9 +346,14 @@ class OpenAIModel:
         finish = choice.get("finish_reason") or ""
         if not isinstance(finish, str):
             raise MalformedAnswer(f"finish_reason is a {type(finish).__name__}, not text")
-        usage = _usage(data.get("usage"))
+        meta: dict[str, Any] = {"finish_reason": finish}
+        try:
+            usage = _usage(data.get("usage"))
+        except MalformedAnswer as exc:
+            # The answer is good; only the bookkeeping is not. Counted as unknown, never paid for again.
+            usage = Usage(unknown=1)
+            meta["usage_unknown"] = secrets.clip(str(exc), ERROR_CHARS)
         text = secrets.scrub(text) if text else text
-        meta = {"finish_reason": finish}
         if finish == "content_filter":
             return ChatAnswer(text, "refused", "refused: finish_reason=content_filter", usage, meta)
         if not text or not text.strip():

@@ -77,6 +77,8 @@ class CallStats:
             # Parts of input_tokens, where the provider reports them (video mode's frames and clips).
             "image_tokens": self.usage.image_tokens,
             "video_tokens": self.usage.video_tokens,
+            # Answers kept whose usage block could not be read: their tokens (and cost) are not counted.
+            "usage_unknown": self.usage.unknown,
         }
 
 
@@ -150,6 +152,7 @@ class ReliableModel:
         self.stats: dict[tuple[str, str], CallStats] = {}
         self._total_failures = 0
         self._capped_noticed = False
+        self._usage_noticed = False
 
     # The Model protocol, passed through: a wrapped model is still the same model.
     @property
@@ -212,6 +215,13 @@ class ReliableModel:
         answer = _scrubbed(await self._ask(request, stats))
         if not answer.meta.get("not_requested"):
             stats.requests += 1
+        if answer.meta.get("usage_unknown"):
+            self.log.event("usage_unknown", model=self.name, purpose=request.purpose, instances=list(request.ids),
+                           error=answer.meta["usage_unknown"])
+            if not self._usage_noticed:
+                self._usage_noticed = True
+                self._say(f"{self.name}: an answer's usage block could not be read ({answer.meta['usage_unknown']}); "
+                          "the answer is kept, its tokens are counted as unknown and the cost is incomplete")
         if answer.status == "ok":
             stats.usage.add(answer.usage)
             if self.budget is not None:

@@ -179,6 +179,9 @@ class Usage:
     # Parts of input_tokens where the provider reports them (Qwen-VL, some vLLM builds).
     image_tokens: int = 0
     video_tokens: int = 0
+    # Answers whose usage block could not be read (NaN, negative, not numbers): their tokens are not counted,
+    # so a cost over them is a lower bound.
+    unknown: int = 0
 
     def add(self, more: Usage) -> None:
         self.input_tokens += more.input_tokens
@@ -186,11 +189,15 @@ class Usage:
         self.cached_input_tokens += more.cached_input_tokens
         self.image_tokens += more.image_tokens
         self.video_tokens += more.video_tokens
+        self.unknown += more.unknown
 
     def as_dict(self) -> dict[str, int]:
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                "cached_input_tokens": self.cached_input_tokens, "image_tokens": self.image_tokens,
-                "video_tokens": self.video_tokens}
+        counts = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                  "cached_input_tokens": self.cached_input_tokens, "image_tokens": self.image_tokens,
+                  "video_tokens": self.video_tokens}
+        if self.unknown:
+            counts["unknown"] = self.unknown
+        return counts
 
 
 @dataclass

@@ -167,14 +167,11 @@ class Reply:
         reply.echo_key = True
         return reply
 
-    # Completions of the wrong shape, as some proxies and half-compatible servers send them.
+    # Completions of the wrong shape, as some proxies and half-compatible servers send them. (A bad usage block
+    # alone is not one: the answer is kept and its usage counted as unknown; ``Reply(usage=...)`` sends one.)
     MALFORMED_SHAPES: ClassVar[dict[str, Any]] = {
         "message_string": {"choices": [{"message": "hello", "finish_reason": "stop"}]},
         "content_number": {"choices": [{"message": {"role": "assistant", "content": 42}, "finish_reason": "stop"}]},
-        "usage_string": {"choices": [{"message": {"role": "assistant", "content": "{}"}, "finish_reason": "stop"}],
-                         "usage": "lots"},
-        "usage_many": {"choices": [{"message": {"role": "assistant", "content": "{}"}, "finish_reason": "stop"}],
-                       "usage": {"prompt_tokens": "many", "completion_tokens": 3}},
         "choices_string": {"choices": "none"},
         "choice_list": {"choices": [["not", "an", "object"]]},
         "body_list": [1, 2, 3],
