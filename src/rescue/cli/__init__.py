@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
 import sys
+import threading
 
 from rich.markup import escape
 
@@ -29,10 +31,22 @@ def main() -> None:
         app()
     except RescueError as exc:
         err_console.print(f"[bold red]error:[/] {escape(visible_lines(str(exc)))}", highlight=False, soft_wrap=True)
-        sys.exit(getattr(exc, "exit_code", 2))
+        _exit(getattr(exc, "exit_code", 2))
     except KeyboardInterrupt:
         err_console.print("interrupted.", highlight=False)
         sys.exit(130)
+
+
+def _exit(code: int) -> None:
+    runner = sys.modules.get("rescue.engine.runner")  # no run, no worker: the runner is not even imported
+    prefix = getattr(runner, "WORKER_PREFIX", None)
+    if prefix and any(t.is_alive() and t.name.startswith(prefix) for t in threading.enumerate()):
+        # Ctrl-C left a model computation (BERTScore) running in a daemon thread; everything the run keeps is
+        # written and closed, and a normal exit would wait for the computation or abort inside torch.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 def visible_lines(text: str) -> str:

@@ -293,11 +293,11 @@ def rescore_command(
         "--media-root", help="Video-mode runs: where the media is now, if it moved since the run.")] = None,
     parse: Annotated[Optional[str], typer.Option(
         "--parse", help="Re-read the cached answers as strict or lenient (default: the run's own policy).")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print the leaderboard.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display or leaderboard.")] = False,
 ) -> None:
     """Recompute predictions and metrics of a run from its cached answers; no model is asked."""
     from rescue.engine.runner import rescore
 
     outcome = rescore(run_dir, data=None if data is None else str(data),
-                      media_root=None if media_root is None else str(media_root), parse=parse)
+                      media_root=None if media_root is None else str(media_root), parse=parse, quiet=quiet)
     _finish(outcome, quiet)

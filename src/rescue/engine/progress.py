@@ -47,7 +47,7 @@ class RunLog:
 class TaskProgress:
     """Counters of one (model, task) pair; the display reads them."""
 
-    def __init__(self, display: ProgressDisplay, model: str, task: str, total: int):
+    def __init__(self, display: ProgressDisplay, model: str, task: str, total: int, label: str | None = None):
         self.display = display
         self.model = model
         self.task = task
@@ -57,13 +57,18 @@ class TaskProgress:
         self._id: Any = None
         if display.progress is not None:
             # Model ids come from the user or a suite file: never markup, never raw control characters.
-            label = f"{terminal_text(model, max_length=40)} · {terminal_text(task)}"
+            label = label or f"{terminal_text(model, max_length=40)} · {terminal_text(task)}"
             self._id = display.progress.add_task(label, total=total, failures=0, retries=0)
 
     def advance(self, instances: int, failures: int = 0) -> None:
         self.failures += failures
         if self._id is not None:
             self.display.progress.update(self._id, advance=instances, failures=self.failures)
+
+    def describe(self, label: str) -> None:
+        """A new label (a phase saying what it is doing now)."""
+        if self._id is not None:
+            self.display.progress.update(self._id, description=label)
 
     def retry(self) -> None:
         self.retries += 1
@@ -124,6 +129,10 @@ class ProgressDisplay:
 
     def task(self, model: str, task: str, total: int) -> TaskProgress:
         return TaskProgress(self, model, task, total)
+
+    def phase(self, label: str, total: int) -> TaskProgress:
+        """A bar for a phase of the run that is not one model on one task (BERTScore): count, rate, time left."""
+        return TaskProgress(self, "", "", total, label=label)
 
     def __enter__(self) -> ProgressDisplay:
         if self.progress is not None:

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rescue.data.errors import RescueError
 from rescue.data.models import Sample
@@ -43,6 +44,8 @@ from rescue.io import DirectoryLock, LockedError, check_out_folder, remove_stale
 
 __all__ = ["RunConfig", "RunError", "RunOutcome", "Runner", "rescore", "run", "run_async"]
 
+T = TypeVar("T")
+WORKER_PREFIX = "rescue-compute-"  # the daemon threads of in_daemon_thread
 CACHE = "cache.sqlite"
 LOG = "run.log"
 SCOPES = ("couple", "family")
@@ -221,16 +224,78 @@ async def _judge(pair: PairResult, instances: list[Instance], judges: list[Model
     pair.judge_usage = [s.to_dict() for s in stats.values()]
 
 
-def _bertscore(pairs: list[PairResult], config: RunConfig) -> dict[str, Any] | None:
+async def in_daemon_thread(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in a daemon thread. Unlike ``asyncio.to_thread``, a cancelled caller (Ctrl-C) does not wait for
+    it, nor does the interpreter at exit: a model call that cannot be stopped half-way (loading weights, a forward
+    pass) no longer holds the run up; its result is dropped."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(setter: Callable[[Any], None], value: Any) -> None:
+        if not future.done():
+            setter(value)
+
+    def work() -> None:
+        try:
+            result = fn(*args)
+        except BaseException as exc:  # handed to the awaiting coroutine, whatever it is
+            outcome: tuple[Callable[[Any], None], Any] = (future.set_exception, exc)
+        else:
+            outcome = (future.set_result, result)
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
+
+    threading.Thread(target=work, name=f"{WORKER_PREFIX}{getattr(fn, '__name__', 'work')}", daemon=True).start()
+    return await future
+
+
+class BertScoreInterrupted(Exception):
+    """Ctrl-C during BERTScore: the run writes its results marked incomplete, then stops."""
+
+    def __init__(self, note: str):
+        super().__init__(note)
+        self.note = note
+
+
+async def _bertscore(pairs: list[PairResult], config: RunConfig, display: ProgressDisplay, log: RunLog,
+                     cache_path: Path | None) -> dict[str, Any] | None:
+    """BERTScore for every ER/VP pair: distinct text pairs once, cached ones not again, the rest in chunks with a
+    progress bar; Ctrl-C between two chunks raises :class:`BertScoreInterrupted` (computed scores are kept)."""
     generative = [p for p in pairs if load_task(p.task).declaration.bertscore is not None]
     if not config.bertscore or not generative:
         return None
-    from rescue.scoring.bertscore import BertScoreConfig, score_bertscore
+    from rescue.scoring.bertscore import SCORE_CACHE, BertScoreConfig, BertScoreJob, PairScoreCache, _scorer
 
     bert = BertScoreConfig.from_option(config.bertscore_model, num_layers=config.bertscore_layers,
                                        rescale=config.bertscore_rescale)
-    for pair in generative:
-        score_bertscore(pair.records, bert, task_name=pair.task)
+    started = time.monotonic()
+    cache = None if cache_path is None else PairScoreCache(cache_path / SCORE_CACHE)
+    try:
+        job = BertScoreJob([(p.task, p.records) for p in generative], bert, cache)
+        log.event("bertscore_start", pairs=len(job.pairs), cached=job.cached, todo=len(job.todo))
+        bar = display.phase(f"BERTScore · {len(job.todo)} new pairs, {job.cached} cached", len(job.todo))
+        try:
+            if job.todo:
+                bar.describe("BERTScore · loading the backbone")
+                await in_daemon_thread(_scorer, bert)
+                bar.describe(f"BERTScore · {len(job.todo)} new pairs, {job.cached} cached")
+            while part := job.next_chunk():
+                job.record(part, await in_daemon_thread(job.compute, part))
+                bar.advance(len(part))
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            log.event("bertscore_interrupted", computed=job.computed, todo=len(job.todo),
+                      elapsed_s=round(time.monotonic() - started, 3))
+            saved = f"; the {job.computed} computed are saved and not computed again" if cache else ""
+            raise BertScoreInterrupted(f"interrupted during BERTScore ({job.computed} of {len(job.todo)} new "
+                                       f"pairs scored{saved}); rerun the same command to finish") from None
+        job.finish()
+    finally:
+        if cache is not None:
+            cache.close()
+    log.event("bertscore_done", pairs=len(job.pairs), cached=job.cached, computed=job.computed,
+              elapsed_s=round(time.monotonic() - started, 3))
     return bert.describe()  # type: ignore[no-any-return]
 
 
@@ -386,6 +451,7 @@ class Runner:
         self.out = Path(config.out)
         self.prices = PriceTable.load(config.prices)
         self.saved_answers = 0
+        self.interrupted_note: str | None = None  # set when Ctrl-C stopped BERTScore and the results were written
         self.plans: dict[str, BatchPlan] = {}
         self._stale: list[Path] = []  # leftover temporary files removed from the run directory
         # A model of your own that lacks part of the protocol fails here, before any work.
@@ -483,7 +549,9 @@ class Runner:
     def _clear_folder(self) -> None:
         names = [RESULTS, PREDICTIONS, LOG]
         if not self.config.cache_dir:
-            names += [CACHE, CACHE + "-wal", CACHE + "-shm"]
+            from rescue.scoring.bertscore import SCORE_CACHE
+
+            names += [CACHE, CACHE + "-wal", CACHE + "-shm", SCORE_CACHE, SCORE_CACHE + "-wal", SCORE_CACHE + "-shm"]
         for name in names:
             (self.out / name).unlink(missing_ok=True)
 
@@ -563,8 +631,9 @@ class Runner:
         judges: list[ReliableModel] = []
         pairs: list[PairResult] = []
         interrupted = False
+        interrupted_note: str | None = None
         try:
-            with ProgressDisplay(config.quiet or self.offline) as display:
+            with ProgressDisplay(config.quiet) as display:
                 log.listeners.append(_endpoint_alarm(display, {**endpoints, **judge_endpoints}))
                 # The model layer's notices (a Retry-After over the cap) appear above the bars, quiet or not.
                 session.notice = lambda message: display.warn(terminal_safe(message))
@@ -609,7 +678,12 @@ class Runner:
                     return pair
 
                 pairs = list(await asyncio.gather(*(one(s, n) for s, n in todo)))
-            bertscore = _bertscore(pairs, config)
+                try:
+                    bertscore = await _bertscore(pairs, config, display, log,
+                                                 self._cache_folder() if cache is not None else None)
+                except BertScoreInterrupted as exc:
+                    # Every answer is in: the results are written (without BERTScore) and say they are incomplete.
+                    bertscore, interrupted_note = None, exc.note
         except (KeyboardInterrupt, asyncio.CancelledError):
             interrupted = True
             raise
@@ -625,7 +699,7 @@ class Runner:
             if interrupted:
                 log.event("interrupted", new_answers_saved=self.saved_answers)
                 log.close()
-        stopped_parts: list[str] = []
+        stopped_parts: list[str] = [interrupted_note] if interrupted_note else []
         if budget.exhausted:
             stopped_parts.append(f"--max-cost {config.max_cost} reached")
         stopped_parts += [f"{terminal_safe(s)}: {terminal_safe(m.fatal)}" for s, m in reliable.items() if m.fatal]
@@ -660,6 +734,9 @@ class Runner:
         log.event("done", complete=stopped is None, stopped=stopped, cost=results.cost.model_dump(),
                   elapsed_s=round(time.monotonic() - started, 3))
         log.close()
+        if interrupted_note:
+            self.interrupted_note = interrupted_note
+            raise asyncio.CancelledError  # the caller says so and exits as on any Ctrl-C
         return RunOutcome(results.model_dump(mode="json"), records, self.out, stopped is None, stopped,
                           typed=results)
 
@@ -747,6 +824,9 @@ async def run_async(config: RunConfig, *, write: bool = True, models: Iterable[M
 
 
 def _interrupt_message(runner: Runner) -> str:
+    if runner.interrupted_note:
+        where = f"; {runner.out / RESULTS} is written and marked incomplete" if runner.write else ""
+        return f"{runner.interrupted_note}{where}"
     return (f"interrupted: {runner.saved_answers} new answer(s) of this run are saved in the cache; "
             "rerun the same command to resume (saved answers are not asked again)")
 
@@ -756,12 +836,12 @@ def run(config: RunConfig, *, models: Iterable[Model | TaskModel] = ()) -> RunOu
     runner = Runner(config, models=models)
     try:
         return asyncio.run(runner.run())
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):
         raise RunInterrupted(_interrupt_message(runner)) from None
 
 
 def rescore(run_dir: str | Path, *, data: str | None = None, media_root: str | None = None,
-            parse: str | None = None) -> RunOutcome:
+            parse: str | None = None, quiet: bool = False) -> RunOutcome:
     """Recompute a run directory's records and metrics from its cached answers, asking no model.
 
     A video-mode run needs its media to rebuild the requests; ``media_root`` says where it is now.
@@ -784,4 +864,9 @@ def rescore(run_dir: str | Path, *, data: str | None = None, media_root: str | N
         if config.mode not in VIDEO_MODES:
             raise RunError(f"--media-root: {root} is a {config.mode}-mode run, which uses no media")
         config.video.media_root = str(Path(media_root).resolve())
-    return asyncio.run(Runner(config, offline=True).run())
+    config.quiet = quiet
+    runner = Runner(config, offline=True)
+    try:
+        return asyncio.run(runner.run())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        raise RunInterrupted(_interrupt_message(runner)) from None

@@ -52,6 +52,18 @@ def request_key(endpoint: str, settings: dict[str, Any], messages: list[MessageL
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+def open_wal(path: Path, schema: str) -> sqlite3.Connection:
+    """A SQLite file in WAL mode, autocommit (each INSERT is its own transaction, committed before its result is
+    used), shared by several processes (busy timeout), with ``schema`` applied. The BERTScore cache uses it too."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("PRAGMA busy_timeout=30000")
+    db.executescript(schema)
+    return db
+
+
 class UnreadableEntry(Exception):
     """A stored answer that can no longer be read; the row is gone, so the request is simply asked again."""
 
@@ -59,13 +71,7 @@ class UnreadableEntry(Exception):
 class ResponseCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # Autocommit: each INSERT is its own transaction, committed before the answer is used.
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=30000")
-        self._db.executescript(SCHEMA)
+        self._db = open_wal(self.path, SCHEMA)
 
     def close(self) -> None:
         self._db.close()

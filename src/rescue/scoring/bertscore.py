@@ -23,15 +23,19 @@ it). ``--bertscore-model distilbert-base-uncased`` is the authors' backbone (lay
 no rescaling), loaded through the normal Hugging Face path, so it needs the hub or a local copy. Numbers from
 different backbones are not comparable; ``describe()`` says which one produced them.
 
-torch and bert-score are imported only when a score is computed, so the CLI starts fast.
+torch and bert-score are imported only when a score is computed, so the CLI starts fast. A run scores each
+distinct pair once, keeps every pair's score in ``bertscore.sqlite`` (:class:`PairScoreCache`) and computes in
+chunks (:class:`BertScoreJob`), showing progress and stopping on Ctrl-C between two chunks.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.metadata
+import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -243,36 +247,142 @@ def match_viewpoints(f1: Sequence[Sequence[float]]) -> float:
     return float(matrix[rows, cols].sum() / max(matrix.shape))
 
 
-def score_bertscore(records: Sequence[PredictionRecord], config: BertScoreConfig, *, task_name: str) -> None:
-    """Fill ``record.scores["bertscore_f1"]`` for records of a task with a text scorer (all pairs in one batch)."""
-    from rescue.tasks import TASKS
+class PairScoreCache:
+    """Each pair's BERTScore F1, kept in SQLite (``bertscore.sqlite`` beside the run's ``cache.sqlite``) so a rerun
+    or a rescore computes only pairs it has not seen.
 
-    task = TASKS.get(task_name)
-    scorer = task.declaration.bertscore if task is not None else None
-    if scorer is None:
-        scored = [name for name, t in TASKS.items() if t.declaration.bertscore is not None]
-        raise ValueError(f"BERTScore is computed for {' and '.join(scored)}, not {task_name!r}")
-    candidates: list[str] = []
-    references: list[str] = []
-    # For each record, the positions of its pairs in the flat lists (ER: one; VP: a #pred x #gold grid).
-    layout: list[tuple[PredictionRecord, list[list[int]]]] = []
-    for record in records:
-        predicted = [p for p in scorer.texts(record.prediction) if p] if record.ok else []
-        gold = scorer.texts(record.gold)
-        grid: list[list[int]] = []
-        for p in predicted:
-            row = []
-            for g in gold:
-                row.append(len(candidates))
-                candidates.append(p)
-                references.append(g)
-            grid.append(row)
-        layout.append((record, grid))
-    f1 = bertscore_f1(candidates, references, config) if candidates else []
-    for record, grid in layout:
-        if not grid or not grid[0]:
-            record.scores["bertscore_f1"] = 0.0
-        elif scorer.matching == "single":
-            record.scores["bertscore_f1"] = f1[grid[0][0]]
-        else:
-            record.scores["bertscore_f1"] = match_viewpoints([[f1[i] for i in row] for row in grid])
+    A pair's key is the SHA-256 of its candidate and reference texts with :func:`score_identity` (backbone, layer,
+    rescaling, library and weight versions): another backbone or a library upgrade never reads an old score.
+    Scores are committed one chunk at a time, so a run stopped mid-way keeps what it computed.
+    """
+
+    def __init__(self, path: Path):
+        from rescue.llm.cache import open_wal
+
+        self.path = path
+        self._db = open_wal(path, _CACHE_SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, float]:
+        found: dict[str, float] = {}
+        for start in range(0, len(keys), 500):  # SQLite's bound-parameter limit
+            part = list(keys[start:start + 500])
+            marks = ",".join("?" * len(part))
+            for key, f1 in self._db.execute(f"SELECT key, f1 FROM scores WHERE key IN ({marks})", part):
+                found[key] = float(f1)
+        return found
+
+    def put_many(self, items: Sequence[tuple[str, float]]) -> None:
+        with self._db:  # one transaction per chunk
+            self._db.execute("BEGIN")
+            self._db.executemany("INSERT OR REPLACE INTO scores VALUES (?, ?)", items)
+
+
+_CACHE_SCHEMA = "CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, f1 REAL NOT NULL);"
+SCORE_CACHE = "bertscore.sqlite"
+# Pairs per scoring call: the progress bar moves and the cache is written once per call.
+CHUNK_PAIRS = 32
+
+
+def score_identity(config: BertScoreConfig) -> str:
+    """What a cached score depends on besides its two texts, as canonical JSON."""
+    described = config.describe()
+    identity = {key: described[key] for key in ("model", "source", "num_layers", "rescale_with_baseline", "idf",
+                                               "lang", "bert_score_version", "transformers_version",
+                                               "weights_version")}
+    identity["torch_version"] = _version("torch")
+    if config.source == "local folder":  # two folders of one name are two models
+        identity["model_path"] = config.model_path
+    return json.dumps(identity, sort_keys=True, separators=(",", ":"))
+
+
+def _pair_key(identity: str, candidate: str, reference: str) -> str:
+    payload = json.dumps([identity, candidate, reference], ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class BertScoreJob:
+    """BERTScore for the records of one or more (task, records) groups: every distinct (candidate, reference)
+    pair is scored once, pairs the cache holds are not computed, and :meth:`chunks` computes the rest a chunk at
+    a time (the caller shows progress and may stop between chunks). :meth:`finish` fills ``record.scores``."""
+
+    def __init__(self, groups: Sequence[tuple[str, Sequence[PredictionRecord]]], config: BertScoreConfig,
+                 cache: PairScoreCache | None = None):
+        from rescue.tasks import TASKS
+
+        self.config = config
+        self.cache = cache
+        # For each record, the positions of its pairs (ER: one; VP: a #pred x #gold grid) and its matching.
+        self._layout: list[tuple[PredictionRecord, str, list[list[tuple[str, str]]]]] = []
+        distinct: dict[tuple[str, str], None] = {}
+        for task_name, records in groups:
+            task = TASKS.get(task_name)
+            scorer = task.declaration.bertscore if task is not None else None
+            if scorer is None:
+                scored = [name for name, t in TASKS.items() if t.declaration.bertscore is not None]
+                raise ValueError(f"BERTScore is computed for {' and '.join(scored)}, not {task_name!r}")
+            for record in records:
+                predicted = [p for p in scorer.texts(record.prediction) if p] if record.ok else []
+                gold = scorer.texts(record.gold)
+                grid = [[(p, g) for g in gold] for p in predicted]
+                for row in grid:
+                    distinct.update(dict.fromkeys(row))
+                self._layout.append((record, scorer.matching, grid))
+        self.pairs = list(distinct)
+        # An empty text scores 0.0 without a model.
+        self.scores: dict[tuple[str, str], float] = {
+            pair: 0.0 for pair in self.pairs if not (pair[0].strip() and pair[1].strip())}
+        self._keys: dict[tuple[str, str], str] = {}
+        todo = [pair for pair in self.pairs if pair not in self.scores]
+        if cache is not None and todo:
+            identity = score_identity(config)
+            self._keys = {pair: _pair_key(identity, *pair) for pair in todo}
+            found = cache.get_many(list(self._keys.values()))
+            for pair in todo:
+                if self._keys[pair] in found:
+                    self.scores[pair] = found[self._keys[pair]]
+        self.cached = sum(1 for pair in todo if pair in self.scores)
+        self.todo = [pair for pair in todo if pair not in self.scores]
+        self.computed = 0
+
+    def compute(self, part: Sequence[tuple[str, str]]) -> list[float]:
+        """The F1 of ``part`` (touches nothing else, so it may run in another thread)."""
+        return bertscore_f1([c for c, _ in part], [r for _, r in part], self.config)
+
+    def record(self, part: Sequence[tuple[str, str]], values: Sequence[float]) -> None:
+        """Keep the scores of a computed chunk, and save them (one transaction)."""
+        self.scores.update(zip(part, values))
+        if self.cache is not None:
+            self.cache.put_many([(self._keys[pair], value) for pair, value in zip(part, values)])
+        self.computed += len(part)
+
+    def next_chunk(self, size: int = CHUNK_PAIRS) -> list[tuple[str, str]]:
+        return self.todo[self.computed:self.computed + size]
+
+    def chunks(self, size: int = CHUNK_PAIRS) -> Iterator[int]:
+        """Compute the pairs left, ``size`` at a time, saving each chunk; yields how many each chunk scored."""
+        while part := self.next_chunk(size):
+            self.record(part, self.compute(part))
+            yield len(part)
+
+    def finish(self) -> None:
+        """Fill ``record.scores["bertscore_f1"]`` (every pair must be scored)."""
+        for record, matching, grid in self._layout:
+            if not grid or not grid[0]:
+                record.scores["bertscore_f1"] = 0.0
+            elif matching == "single":
+                record.scores["bertscore_f1"] = self.scores[grid[0][0]]
+            else:
+                record.scores["bertscore_f1"] = match_viewpoints([[self.scores[p] for p in row] for row in grid])
+
+
+def score_bertscore(records: Sequence[PredictionRecord], config: BertScoreConfig, *, task_name: str,
+                    cache: PairScoreCache | None = None) -> None:
+    """Fill ``record.scores["bertscore_f1"]`` for records of a task with a text scorer (what ``cache`` holds is
+    not computed again)."""
+    job = BertScoreJob([(task_name, records)], config, cache)
+    for _ in job.chunks():
+        pass
+    job.finish()
