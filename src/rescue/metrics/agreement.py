@@ -1,11 +1,16 @@
 """Agreement statistics between raters, as plain functions (no rescue imports): exact agreement, MAE,
-correlations, Cohen's kappa and Krippendorff's alpha. Statistics libraries are imported when a statistic
+correlations, Cohen's kappa, Krippendorff's alpha, and for free text exact agreement after normalisation and
+a token-overlap score. Statistics libraries are imported when a statistic
 is computed, so importing this module stays cheap."""
 
 from __future__ import annotations
 
 import math
+import re
+import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Sequence
+from itertools import combinations
 from typing import Literal
 
 
@@ -69,3 +74,40 @@ def alpha(
     if np.unique(values[~np.isnan(values)]).size < 2:
         return None  # no variation: alpha is 0/0
     return _finite(krippendorff.alpha(reliability_data=matrix, level_of_measurement=level))
+
+
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u02bc": "'", "`": "'"})
+
+
+def text_tokens(text: str) -> list[str]:
+    """The words of ``text`` after normalisation: Unicode NFKC, case folded, typographic apostrophes made
+    plain, punctuation and spacing dropped (``"Leans  IN, arms crossed."`` -> ``["leans", "in", "arms",
+    "crossed"]``)."""
+    return _WORD.findall(unicodedata.normalize("NFKC", text).translate(_QUOTES).casefold())
+
+
+def token_overlap(a: str, b: str) -> float:
+    """Token F1 of two texts (the multiset overlap of their words, as SQuAD scores answers): 1.0 for the same
+    words in any order, 0.0 for none shared; two empty texts agree (1.0), an empty and a non-empty one do not."""
+    left, right = Counter(text_tokens(a)), Counter(text_tokens(b))
+    if not left or not right:
+        return 1.0 if not left and not right else 0.0
+    shared = sum((left & right).values())
+    if shared == 0:
+        return 0.0
+    precision, recall = shared / sum(right.values()), shared / sum(left.values())
+    return 2 * precision * recall / (precision + recall)
+
+
+def text_agreement(units: Iterable[Sequence[str]]) -> dict[str, float | int | None]:
+    """Agreement on free text over units each rated by two or more raters (units with fewer are skipped):
+    ``exact`` is the share of units on which every text is the same after normalisation (:func:`text_tokens`),
+    ``token_overlap`` the mean over units of the mean pairwise :func:`token_overlap`; ``None`` with no unit."""
+    rated = [list(texts) for texts in units if len(texts) >= 2]
+    if not rated:
+        return {"units": 0, "exact": None, "token_overlap": None}
+    exact = sum(1 for texts in rated if len({tuple(text_tokens(t)) for t in texts}) == 1)
+    overlap = [sum(token_overlap(a, b) for a, b in pairs) / len(pairs)
+               for pairs in (list(combinations(texts, 2)) for texts in rated)]
+    return {"units": len(rated), "exact": exact / len(rated), "token_overlap": sum(overlap) / len(overlap)}
