@@ -312,6 +312,7 @@ def test_screenshot_of_the_segment_view(browser, server, tmp_path):
         v.currentTime = window.reviewState().rows[3].start + 0.5; })""")
     page.wait_for_selector("#row-4.playing")
     wait_until(page, "document.getElementById('video').readyState >= 3")
+    wait_until(page, "ReviewTimeline.state().wave !== null")  # the timeline's waveform is in the picture
     shot = SCREENSHOT if os.environ.get("RESCUE_UPDATE_SCREENSHOTS") == "1" else tmp_path / "review.png"
     page.screenshot(path=str(shot))
     assert shot.stat().st_size > 20_000

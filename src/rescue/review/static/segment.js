@@ -95,6 +95,7 @@
     app.replaceChildren(head, el("div.seg-body", {}, left, right), el("div#dialog-host"), ReviewGuide.panel(seg.labels),
       ReviewGuide.shortcutBar(SHORTCUTS));
     if (guideOpen) ReviewGuide.toggle(true);
+    if (seg.media.clip) ReviewTimeline.mount(view);
     renderEditor();
     selectRow(Math.min(selected, seg.rows.length - 1), false);
   }
@@ -167,7 +168,7 @@
     const body = el("tbody");
     seg.rows.forEach((r, i) => body.append(rowItem(r, i)));
     return el("div.rows", {}, el("table.grid.rowlist", {},
-      el("thead", {}, el("tr", {}, ...["#", "Time", "Speaker", "Target", "Dur.", "Review", "Edit", ""].map((h) => el("th", { text: h })))),
+      el("thead", {}, el("tr", {}, ...["#", "Time", "Speaker", "Target", "Text", "Dur.", "Review", "Edit", ""].map((h) => el("th", { text: h })))),
       body));
   }
   function reviewState(r) {
@@ -187,6 +188,7 @@
     el("td.num", { text: fmtTime(r.start_time) }),
     el("td", { text: w.primary_speaker }),
     el("td", { text: (w.target || []).join(", ") }),
+    el("td.text", { text: w.dialogue_cleaned || "", title: w.dialogue_cleaned || "" }),
     el("td.num", { text: (r.end_time - r.start_time).toFixed(1) + "s" }),
     el("td", {}, el("span.badge." + reviewState(r).replace(/[^a-z]/g, "") || "none", { text: reviewState(r) })),
     el("td", {}, el("span.badge." + editState(r), { text: editState(r) })),
@@ -199,6 +201,7 @@
     const old = document.getElementById("row-" + r.row_index);
     const i = seg.rows.indexOf(r);
     if (old) old.replaceWith(rowItem(r, i));
+    ReviewTimeline.refresh(r);
   }
 
   function selectRow(i, seek) {
@@ -208,6 +211,7 @@
     document.querySelectorAll(".rowlist tr.selected").forEach((n) => n.classList.remove("selected"));
     const item = document.getElementById("row-" + row().row_index);
     if (item) { item.classList.add("selected"); item.scrollIntoView({ block: "nearest" }); }
+    ReviewTimeline.selected(i);
     if (previous !== i || !document.getElementById("field-primary_speaker")) renderEditor();
     if (seek) seekRow(false);
   }
@@ -577,7 +581,7 @@
 
   const SHORTCUTS = [["j/k", "next/previous row"], ["a", "accept row, next"], ["Enter", "edit row"], ["Esc", "back to rows"],
     ["1–9", "label (in a label list)"], ["space", "play/pause"], ["r", "replay row"], ["l", "loop row"], ["[ ]", "speed"],
-    ["Ctrl+S", "save"], ["g", "guidelines"], ["Shift+V", "verify segment"]];
+    ["Ctrl+S", "save"], ["g", "guidelines"], ["Shift+V", "verify segment"], ...ReviewTimeline.KEYS];
 
   // --- keyboard --------------------------------------------------------------------------------------
   document.addEventListener("keydown", (e) => {
@@ -608,6 +612,19 @@
     video.playbackRate = SPEEDS[i];
     document.getElementById("speed").value = String(SPEEDS[i]);
   }
+
+  // What timeline.js (the timeline and the row cuts) needs of this view.
+  const view = {
+    get seg() { return seg; }, get selected() { return selected; }, get video() { return video; },
+    get readOnly() { return readOnly; }, me: B.me, copyParam,
+    working, status, fmtTime, saveAll, persist, pending: () => pending,
+    select: selectRow, refreshRow: refreshRowItem, reload: fetchSegment,
+    replace(data, index) {  // after a cut: the new rows, the playhead where it was
+      const at = video ? video.currentTime : 0;
+      seg = data; selected = Math.max(0, Math.min(index, seg.rows.length - 1)); render();
+      if (video && at) video.currentTime = at;
+    },
+  };
 
   window.reviewState = () => ({ selected, loop, pending, rows: seg && seg.rows.map((r) => ({ row_index: r.row_index, version: r.version, start: r.start_time, end: r.end_time })) });
   fetchSegment();
