@@ -21,6 +21,7 @@ LAYERS: dict[str, set[str] | str] = {
     "_version": set(),  # a leaf every layer may read
     "data": set(),
     "io": {"data"},  # atomic writes and safe names, for every layer above data
+    "proc": set(),  # child processes that end with rescue, for every layer above data
     "metrics": set(),  # plain functions: nothing from rescue at all
     "tasks": {"data", "metrics"},
     "llm": {"data"},  # the task-free model layer
@@ -37,7 +38,7 @@ LAYERS: dict[str, set[str] | str] = {
     "__init__": EVERYTHING,  # the notebook API
     "__main__": EVERYTHING,
 }
-LEAVES = {"_version", "io"}  # any layer above data may use them
+LEAVES = {"_version", "io", "proc"}  # any layer above data may use them
 TASK_NAMES = {"itp", "rpp", "stp", "ssp", "er", "vp"}
 # Where a task may still be named outside rescue.tasks: a user-facing option that is about one task.
 NAMED_TASKS_ALLOWED = {

@@ -76,7 +76,7 @@ def test_cut_is_accurate_seekable_and_resumable(video, tmp_path):
     assert head.find(b"moov") < head.find(b"mdat") or b"mdat" not in head  # +faststart: index first
     stamp = out.stat().st_mtime_ns
     assert cut_clip(video, 2.5, 8.5, out) is False and out.stat().st_mtime_ns == stamp
-    assert not list(out.parent.glob(".*partial*"))
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]
 
 
 def test_cut_scales_down_never_up(video, tmp_path):
@@ -87,9 +87,56 @@ def test_cut_scales_down_never_up(video, tmp_path):
 def test_cut_failure_leaves_nothing(tmp_path):
     junk = tmp_path / "junk.mp4"
     junk.write_bytes(b"nope")
-    with pytest.raises(MediaError, match="cut failed"):
+    with pytest.raises(MediaError, match="not a readable video"):
         cut_clip(junk, 0, 1, tmp_path / "out.mp4")
     assert list(tmp_path.iterdir()) == [junk]
+
+
+def test_a_cut_is_checked_before_it_appears(video, tmp_path):
+    from rescue.media.probe import verify_output
+
+    good = tmp_path / "good.mp4"
+    cut_clip(video, 0, 4, good)
+    assert verify_output(good, duration=4.0, video=True, audio=True).duration == pytest.approx(4.0, abs=0.1)
+    cut_short = tmp_path / "short.mp4"
+    cut_short.write_bytes(good.read_bytes()[: good.stat().st_size * 2 // 3])  # index first: only packets are gone
+    with pytest.raises(MediaError, match="short.mp4: unreadable to its end"):
+        verify_output(cut_short, duration=4.0, video=True, audio=True)
+    with pytest.raises(MediaError, match=r"holds video \+ audio stream\(s\), video asked"):
+        verify_output(good, duration=4.0, video=True, audio=False)
+    with pytest.raises(MediaError, match="lasts 4.0"):
+        verify_output(good, duration=6.0, video=True, audio=True)
+
+
+def test_a_dead_writers_leftovers_are_removed_and_its_clip_made_again(video, tmp_path):
+    out = tmp_path / "clips" / "a.mp4"
+    out.parent.mkdir()
+    stale = out.parent / ".a.mp4.999999999.tmp"  # above any pid_max: that writer is gone
+    stale.write_bytes(b"half a clip")
+    out.write_bytes(b"a clip an older rescue renamed while its killed ffmpeg still wrote the same temporary")
+    legacy = out.parent / ".a.partial.mp4"
+    legacy.write_bytes(b"that temporary")
+    assert cut_clip(video, 0, 2, out) is True
+    assert probe(out).duration == pytest.approx(2.0, abs=0.1)
+    assert sorted(p.name for p in out.parent.iterdir()) == ["a.mp4"]
+
+
+def test_kill_children_ends_the_children_of_every_thread():
+    import threading
+
+    from rescue import proc
+
+    started = threading.Event()
+
+    def interrupt() -> None:
+        while not proc.running_children():
+            threading.Event().wait(0.01)
+        started.set()
+        proc.kill_children()
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    result = proc.run(["sleep", "600"])
+    assert started.is_set() and result.returncode == -9 and proc.running_children() == []
 
 
 def test_frames_inside_span_rate_cap_and_size(video):

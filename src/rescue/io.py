@@ -19,7 +19,7 @@ from rescue.data.text import json_safe, latex_text, visible_text
 
 __all__ = [
     "DirectoryLock", "LockedError", "OutFolderError", "check_out_folder", "json_safe", "latex_text", "markdown_table",
-    "markdown_text", "remove_stale_temporaries", "safe_filename", "sha256_file", "terminal_text", "visible_text",
+    "markdown_text", "remove_stale_temporaries", "safe_filename", "sha256_file", "temporary_path", "terminal_text", "visible_text",
     "write_all_atomic", "write_atomic",
 ]
 
@@ -27,12 +27,14 @@ TEMP_SUFFIX = ".tmp"
 _TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.tmp$")
 
 
-def _temporary(path: Path) -> Path:
+def temporary_path(path: Path) -> Path:
+    """Where this process writes ``path`` before it is whole: hidden, beside it, named by the process id so
+    two writers never share one and :func:`remove_stale_temporaries` knows a dead writer's leftovers."""
     return path.with_name(f".{path.name}.{os.getpid()}{TEMP_SUFFIX}")
 
 
 def _write_temporary(path: Path, data: str | bytes) -> Path:
-    temporary = _temporary(path)
+    temporary = temporary_path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     try:
         with temporary.open("wb") as handle:

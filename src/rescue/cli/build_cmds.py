@@ -92,7 +92,11 @@ def build_command(
         max_retries=max_retries, max_failures=max_failures or None, max_cost=max_cost, retry_errors=retry_errors,
         prices=None if prices is None else str(prices), row_clips=row_clips, dry_run=dry_run, propose_only=propose_only,
     )
-    outcome = build(config, echo=lambda message: err_console.print(message, highlight=False, markup=False))
+    from rescue.proc import ending_children_on_signals
+
+    # SIGTERM (timeout, systemd, a scheduler) stops the build as Ctrl-C does: its ffmpeg children die with it.
+    with ending_children_on_signals():
+        outcome = build(config, echo=lambda message: err_console.print(message, highlight=False, markup=False))
     say = (lambda *a, **k: None) if quiet else console.print
     for gone in outcome.dropped:
         say(f"dropped {gone.sample_id} ({gone.start:g}-{gone.end:g} s): {gone.reason}", highlight=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rescue.media.ffmpeg import MediaError, run_ffmpeg
+from rescue.media.probe import MediaInfo, probe, verify_output
 from rescue.media.steps import media_step, produce
 
 DEFAULT_KEYFRAME_INTERVAL = 1.0
@@ -34,15 +35,34 @@ def cut_args(source: str | Path, start: float, end: float, out: str | Path, *,
 @media_step("cut", "a window of the source as a seekable H.264/AAC MP4 clip")
 def cut_clip(source: str | Path, start: float, end: float, out: str | Path, *,
              keyframe_interval: float = DEFAULT_KEYFRAME_INTERVAL, width: int | None = None) -> bool:
-    """Cut ``[start, end)`` seconds of ``source`` to ``out``; False (nothing done) when ``out`` exists."""
+    """Cut ``[start, end)`` seconds of ``source`` to ``out``; False (nothing done) when ``out`` exists.
+
+    The clip appears only once it holds the source's streams for the whole window (see :func:`verify_output`).
+    """
     if end <= start:
         raise MediaError(f"{source}: cannot cut an empty window {start:.3f}-{end:.3f}s")
+    source_info: list[MediaInfo] = []  # probed only when a cut is needed: a rerun skips it
 
     def make(tmp: Path) -> None:
+        info = probe(source)
+        if start >= info.duration:
+            raise MediaError(f"{source}: cannot cut {start:.3f}-{end:.3f}s of a {info.duration:.3f} s video")
+        source_info.append(info)
         run_ffmpeg(cut_args(source, start, end, tmp, keyframe_interval=keyframe_interval, width=width),
                    step="cut", subject=source)
 
-    return produce(out, make)
+    def verify(tmp: Path) -> None:
+        info = source_info[0]
+        verify_output(tmp, duration=min(end, info.duration) - start, video=info.has_video,
+                      audio=info.has_audio, tolerance=_tolerance(info))
+
+    return produce(out, make, verify)
+
+
+def _tolerance(info: MediaInfo) -> float:
+    # -t stops at the first frame past the window: up to a frame (two at a variable rate) of slack, and the
+    # audio encoder's own padding.
+    return 0.15 + 2.0 / (info.fps or 10.0)
 
 
 def clip_bytes(source: str | Path, start: float, end: float, scratch: str | Path) -> bytes:

@@ -1,4 +1,4 @@
-"""Finding and running ffmpeg.
+"""Finding and running ffmpeg (always through :func:`rescue.proc.run`: a child that ends with rescue).
 
 The system's ffmpeg wins where present (it may have hardware encoders); otherwise imageio-ffmpeg's static
 binary, which ``pip install`` brings, so a fresh machine needs no extra step. ffprobe is not assumed:
@@ -10,10 +10,10 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from rescue import proc
 from rescue.data.errors import RescueError
 
 # ffmpeg's own messages are long; the last lines say what went wrong.
@@ -43,8 +43,7 @@ def run_ffmpeg(args: Sequence[str | Path], *, step: str, subject: str | Path, ca
     A failure raises :class:`MediaError` naming the step and its subject, with ffmpeg's last words.
     """
     command = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", *map(str, args)]
-    result = subprocess.run(command, stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, check=False)
+    result = proc.run(command, capture=capture)
     if result.returncode != 0:
         tail = result.stderr.decode("utf-8", "replace").strip()[-_STDERR_TAIL:]
         raise MediaError(f"{subject}: {step} failed (ffmpeg exit {result.returncode}): {tail or 'no message'}")
@@ -53,6 +52,5 @@ def run_ffmpeg(args: Sequence[str | Path], *, step: str, subject: str | Path, ca
 
 def ffmpeg_info(path: str | Path) -> str:
     """What ``ffmpeg -i PATH`` prints about the input (it exits 1 because no output is given)."""
-    result = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-i", str(path)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    result = proc.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-i", str(path)])
     return result.stderr.decode("utf-8", "replace")

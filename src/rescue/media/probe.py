@@ -6,7 +6,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from rescue.media.ffmpeg import MediaError, ffmpeg_info
+from rescue import proc
+from rescue.media.ffmpeg import MediaError, ffmpeg_exe, ffmpeg_info
 
 _DURATION = re.compile(r"Duration:\s*(\d+):(\d\d):(\d\d(?:\.\d+)?)")
 _STREAM = re.compile(r"Stream #\d+:\d+[^:]*:\s*(Video|Audio|Subtitle|Data):\s*([^\s,]+)(.*)")
@@ -65,3 +66,25 @@ def probe(path: str | Path) -> MediaInfo:
     if not Path(path).is_file():
         raise MediaError(f"{path}: no such file")
     return parse_info(ffmpeg_info(path), str(path))
+
+
+def verify_output(path: str | Path, *, duration: float, video: bool, audio: bool, tolerance: float = 0.25) -> MediaInfo:
+    """Check a file a step just made holds what was asked: the streams (a video one iff ``video``, an audio
+    one iff ``audio``), ``duration`` seconds within ``tolerance``, and every packet readable to the end.
+
+    Reading the packets (no decoding: 2% of a cut's time, where a full decode costs a quarter) catches a
+    file cut short or written over by another writer, which the header alone does not show.
+    """
+    info = probe(path)
+    wanted = [kind for kind, asked in (("video", video), ("audio", audio)) if asked]
+    held = [kind for kind, has in (("video", info.has_video), ("audio", info.has_audio)) if has]
+    if held != wanted:
+        raise MediaError(f"{path}: holds {' + '.join(held) or 'no'} stream(s), {' + '.join(wanted)} asked")
+    if abs(info.duration - duration) > tolerance:
+        raise MediaError(f"{path}: lasts {info.duration:.3f} s, {duration:.3f} s asked")
+    result = proc.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-v", "error", "-xerror", "-i", str(path),
+                       "-map", "0", "-c", "copy", "-f", "null", "-"])
+    if result.returncode != 0 or result.stderr.strip():
+        tail = result.stderr.decode("utf-8", "replace").strip()[-600:]
+        raise MediaError(f"{path}: unreadable to its end (ffmpeg exit {result.returncode}): {tail or 'no message'}")
+    return info

@@ -4,9 +4,9 @@ decoding dominates)."""
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
+from rescue import proc
 from rescue.media.ffmpeg import MediaError, ffmpeg_exe
 from rescue.media.steps import media_step
 
@@ -20,7 +20,7 @@ def scene_cuts(source: str | Path, *, threshold: float = DEFAULT_THRESHOLD) -> l
         ffmpeg_exe(), "-hide_banner", "-nostdin", "-i", str(source), "-an", "-sn",
         "-vf", f"scale=160:-2,select='gt(scene,{threshold:g})',showinfo", "-f", "null", "-",
     ]
-    result = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    result = proc.run(command)
     text = result.stderr.decode("utf-8", "replace")
     if result.returncode != 0:
         raise MediaError(f"{source}: scene detection failed: {text.strip()[-600:]}")

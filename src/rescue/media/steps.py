@@ -1,7 +1,9 @@
 """The media steps, declared once and found by name; each takes one input and makes one output.
 
-A step's output is written to a temporary name beside it and moved into place when complete, so a crash
-leaves no half-written file and a rerun skips what exists (:func:`produce`).
+A step's output is written to a temporary name of its own beside it (``.NAME.PID.tmp``: a writer killed
+with its ffmpeg never shares it with the rerun's), checked, and only then moved into place, so a crash
+leaves no half-written file and a rerun skips what exists (:func:`produce`). A dead writer's temporaries
+are removed by the next one.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from rescue.io import remove_stale_temporaries, temporary_path
 
 STEPS: dict[str, MediaStep] = {}
 
@@ -39,20 +43,30 @@ def get_step(name: str) -> MediaStep:
         raise KeyError(f"no media step {name!r}; known: {', '.join(sorted(STEPS))}") from None
 
 
-def partial_path(out: Path) -> Path:
-    """Where ``out`` is written before it is complete (same folder, same suffix so muxers recognise it)."""
+def _legacy_partial(out: Path) -> Path:
+    """The fixed temporary name earlier versions used: the output beside one may have had two writers."""
     return out.with_name(f".{out.stem}.partial{out.suffix}")
 
 
-def produce(out: str | Path, make: Callable[[Path], object]) -> bool:
-    """Make ``out`` through ``make(temporary_path)`` unless it exists; True when it was made now."""
+def produce(out: str | Path, make: Callable[[Path], object], verify: Callable[[Path], object] | None = None) -> bool:
+    """Make ``out`` through ``make(temporary_path)`` unless it exists; True when it was made now.
+
+    ``verify(temporary_path)`` raises when what was made is not what was asked; the output then never appears.
+    """
     out = Path(out)
+    legacy = _legacy_partial(out)
+    if legacy.exists():  # left by a killed older rescue whose ffmpeg may have gone on writing `out` too
+        legacy.unlink(missing_ok=True)
+        out.unlink(missing_ok=True)
     if out.is_file():
         return False
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = partial_path(out)
+    remove_stale_temporaries(out.parent)
+    tmp = temporary_path(out)
     try:
         make(tmp)
+        if verify is not None:
+            verify(tmp)
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)
