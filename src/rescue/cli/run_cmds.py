@@ -131,6 +131,19 @@ def run_command(
     json_mode: Annotated[bool, typer.Option("--json-mode/--no-json-mode", help="Ask for a JSON object response.")] = True,
     extra: Annotated[Optional[list[str]], typer.Option(
         "--extra", help="A provider extra for the request body, KEY=JSON (e.g. enable_thinking=false); repeatable.")] = None,
+    stream: Annotated[Optional[bool], typer.Option(
+        "--stream/--no-stream", help="Ask for server-sent events (thinking models' long answers); default: "
+        "each preset's (on for DashScope when it thinks).")] = None,
+    thinking: Annotated[Optional[str], typer.Option(
+        "--thinking", help="on, off, low, medium or high: mapped to each provider's own switch (enable_thinking, "
+        "thinking.type, reasoning_effort ...) and recorded, so reports never compare runs that differ in it "
+        "silently. Default: the models' own.")] = None,
+    store_reasoning: Annotated[bool, typer.Option(
+        "--store-reasoning/--no-store-reasoning", help="Keep thinking models' reasoning with each record "
+        "(predictions.jsonl, the HTML drill-down).")] = True,
+    budget_retry: Annotated[Optional[float], typer.Option(
+        "--budget-retry", help="Ask an answer whose budget ran out before any answer (budget_exhausted) once more "
+        "with the budget multiplied by FACTOR.")] = None,
     model_settings: Annotated[Optional[Path], typer.Option(
         "--model-settings", help="TOML: per-model generation settings, one table per model spec.")] = None,
     timeout: Annotated[float, typer.Option(
@@ -212,6 +225,10 @@ def run_command(
         timeout=timeout,
         retry_after_cap=retry_after_cap,
         max_answer_bytes=max_answer_bytes,
+        stream=stream,
+        thinking=thinking,
+        store_reasoning=store_reasoning,
+        budget_retry=budget_retry,
         model_settings=_read_model_settings(model_settings),
         concurrency=concurrency,
         max_retries=max_retries,
@@ -252,6 +269,7 @@ def run_command(
 
 
 def _print_estimate(config: Any) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     from rescue.engine.dryrun import estimate_run
@@ -281,6 +299,8 @@ def _print_estimate(config: Any) -> None:
         console.print(f"judge {judge.judge}: at most {judge.requests_per_model:,} requests per model{every} (one per "
                       f"ER/VP instance, ~{tokens:,} input tokens; failed predictions are not sent): {cost}",
                       highlight=False, soft_wrap=True)
+    for warning in estimate.warnings:
+        err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
 
 
 @app.command("rescore")

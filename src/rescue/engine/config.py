@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 
 from rescue.data.errors import RescueError
 from rescue.llm.client import DEFAULT_MAX_ANSWER_BYTES, GenerationSettings
+from rescue.llm.providers import THINKING_LEVELS
 from rescue.llm.reliable import DEFAULT_RETRY_AFTER_CAP
 from rescue.tasks import graded_tasks
 from rescue.tasks.base import MODES, PARSE_POLICIES, TASK_NAMES, VIDEO_MODES
@@ -31,6 +32,9 @@ SAMPLE_CHOICES = ("first", "stratified")
 OPERATIONAL_FIELDS = frozenset({
     "out", "data", "api_key_env", "judge_api_key_env", "timeout", "concurrency", "max_retries", "max_failures",
     "max_cost", "retry_errors", "cache_dir", "prices", "quiet", "overwrite", "retry_after_cap",
+    # A streamed answer is the same answer; keeping reasoning changes no score; --budget-retry only adds
+    # answers for what ran out of budget, so a rerun with it continues the same run.
+    "stream", "store_reasoning", "budget_retry",
 })
 
 
@@ -62,6 +66,10 @@ class RunConfig(BaseModel):
     timeout: float = 240.0  # seconds for a whole request, the body included
     retry_after_cap: float = DEFAULT_RETRY_AFTER_CAP  # the longest Retry-After obeyed; asked twice for more: failed
     max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES  # a larger answer is a request_error, never stored
+    stream: bool | None = None  # server-sent events; None: each preset's default
+    thinking: str | None = None  # on, off, low, medium, high, mapped per provider; None: the models' defaults
+    store_reasoning: bool = True  # keep thinking models' reasoning with each record
+    budget_retry: float | None = None  # ask budget_exhausted answers once more with the budget times this
     model_settings: dict[str, dict[str, Any]] = {}  # per model spec: overrides
     concurrency: int = 16
     max_retries: int = 5
@@ -135,6 +143,11 @@ class RunConfig(BaseModel):
             raise RunError(f"--max-answer-bytes {self.max_answer_bytes}: a positive number of bytes")
         if self.max_retries < 0:
             raise RunError("--max-retries must be 0 or more")
+        if self.thinking is not None and self.thinking not in THINKING_LEVELS:
+            raise RunError(f"--thinking {self.thinking!r}: choose one of {', '.join(THINKING_LEVELS)}")
+        if self.budget_retry is not None and not self.budget_retry > 1:
+            raise RunError(f"--budget-retry {self.budget_retry}: a factor above 1 (2 asks again with twice the "
+                           "budget)")
         for spec in self.model_settings:
             self.settings_for(spec)  # unknown generation settings fail before any work
         self.task_options = _checked_task_options(self.task_options, self.rpp_gold)
@@ -151,7 +164,8 @@ class RunConfig(BaseModel):
     def settings_for(self, spec: str) -> GenerationSettings:
         base: dict[str, Any] = {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens,
                                 "json_mode": self.json_mode, "extra_body": dict(self.extra_body), "timeout": self.timeout,
-                                "max_answer_bytes": self.max_answer_bytes}
+                                "max_answer_bytes": self.max_answer_bytes, "stream": self.stream,
+                                "thinking": self.thinking, "store_reasoning": self.store_reasoning}
         own = self.model_settings.get(spec, {})
         merged = {**base, **{k: v for k, v in own.items() if k != "extra_body"}}
         merged["extra_body"] = {**base["extra_body"], **own.get("extra_body", {})}

@@ -73,6 +73,7 @@ class RunEstimate:
     models: list[ModelEstimate]
     video_input: str | None = None  # video modes: frames or clip
     judges: list[JudgeEstimate] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # e.g. a thinking model with small answer budgets
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -130,7 +131,37 @@ def estimate_run(config: Any) -> RunEstimate:
         model.cost_at_most = None if any(c is None for c in costs) else round(sum(c or 0.0 for c in costs), 4)
         models.append(model)
     judges = [_judge_estimate(spec, graded, config, prices) for spec in config.judges]
-    return RunEstimate(config.mode, len(samples), models, video.options.video_input if video else None, judges)
+    run = RunEstimate(config.mode, len(samples), models, video.options.video_input if video else None, judges)
+    budgets = {name: int(config.max_tokens or load_task(name).max_tokens) for name in config.tasks}
+    run.warnings = [w for spec in config.model_specs if (w := thinking_warning(config, spec, budgets))]
+    return run
+
+
+# Below this many answer tokens a thinking model often spends the whole budget thinking (finish_reason=length).
+THINKING_BUDGET = 4096
+
+
+def thinking_warning(config: Any, spec: str, budgets: dict[str, int]) -> str | None:
+    """A warning when ``spec`` is known to think and some task's answer budget looks too small for it."""
+    from rescue.llm.providers import PRESETS, known_to_think
+
+    if spec.startswith(("baseline/", "local/")):
+        return None
+    settings = config.settings_for(spec)
+    prefix, _, rest = spec.partition("/")
+    preset = PRESETS.get(prefix) if rest else None
+    extra = {**(preset.extra_body if preset else {}), **settings.extra_body}
+    if not known_to_think(spec, extra, config.thinking):
+        return None
+    if settings.max_tokens:  # the model's own --model-settings budget wins over each task's
+        budgets = dict.fromkeys(budgets, int(settings.max_tokens))
+    small = {name: budget for name, budget in budgets.items() if budget < THINKING_BUDGET}
+    if not small:
+        return None
+    shown = ", ".join(f"{name} {budget:,}" for name, budget in small.items())
+    return (f"{spec} is known to think before it answers, and these answer budgets look too small for that "
+            f"(tokens: {shown}; thinking counts against them): answers may end as budget_exhausted. Give "
+            f"--max-tokens {THINKING_BUDGET * 2} or more, --budget-retry 3, or --thinking off where the provider has it.")
 
 
 def _judge_estimate(spec: str, graded: dict[str, list[Any]], config: Any, prices: PriceTable) -> JudgeEstimate:

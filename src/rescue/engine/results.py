@@ -205,6 +205,8 @@ class StoredConfig(BaseModel):
     bertscore_enabled: bool | None = None
     rescue_version: str | None = None
     used: UsedValues = Field(default_factory=UsedValues)
+    thinking: str | None = None  # --thinking (None: the models' own default, and every run before it existed)
+    model_settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod

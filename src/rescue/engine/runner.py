@@ -135,45 +135,72 @@ def values_used(config: RunConfig, tasks: dict[str, Task], instances: dict[str, 
     return used
 
 
-def _from_answer(task: Task, answer: ChatAnswer, batch: list[Instance], policy: str = "strict") -> dict[str, Prediction]:
+def _from_answer(task: Task, answer: ChatAnswer, batch: list[Instance], policy: str = "strict",
+                 store_reasoning: bool = True) -> dict[str, Prediction]:
+    reasoning = answer.meta.get("reasoning") if store_reasoning else None
+    reasoning = reasoning if isinstance(reasoning, str) and reasoning else None
     if answer.status != "ok":
-        return {i.instance_id: Prediction(i.instance_id, answer.status, raw=answer.text, error=answer.error)
-                for i in batch}
+        return {i.instance_id: Prediction(i.instance_id, answer.status, raw=answer.text, error=answer.error,
+                                          reasoning=reasoning) for i in batch}
     try:
         predictions = task.parse(answer.text or "", batch, policy)  # type: ignore[arg-type]
     except Exception as exc:  # noqa: BLE001 - an answer no parser can take fails its instances, never the run
         error = visible_text(f"the answer could not be parsed: {type(exc).__name__}: {exc}", max_length=300)
         predictions = {i.instance_id: Prediction(i.instance_id, "parse_error", raw=answer.text, error=error)
                        for i in batch}
-    if answer.meta.get("finish_reason") == "length":
-        for p in predictions.values():
-            if p.status != "ok":
-                p.error = f"{p.error} (the answer hit max_tokens: finish_reason=length)".strip()
     for instance in batch:  # a parser that forgets an instance must not drop it
         if instance.instance_id not in predictions:
             predictions[instance.instance_id] = Prediction(instance.instance_id, "missing", raw=answer.text,
                                                            error="no answer item for this instance")
+    if answer.meta.get("finish_reason") == "length":
+        # The budget ran out before a usable answer: its own outcome, whose fix is a larger budget.
+        for p in predictions.values():
+            if p.status != "ok":
+                p.status = "budget_exhausted"
+                p.error = f"budget_exhausted: {p.error} (the answer hit max_tokens: finish_reason=length)".strip()
+    for p in predictions.values():
+        p.reasoning = reasoning
     return predictions
 
 
-async def _ask(model: TaskModel, task: Task, batch: list[Instance], options: RenderOptions) -> ChatAnswer:
+async def _ask(model: TaskModel, task: Task, batch: list[Instance], options: RenderOptions,
+               budget_factor: float | None = None) -> ChatAnswer:
     # The request itself is task-free; the tag and ids only group accounting and name the instances in logs.
     messages: list[Any] = task.render(batch, options)
     request = ChatRequest(messages=messages, max_tokens=int(task.max_tokens), tag=task.name,
-                          ids=tuple(i.instance_id for i in batch))
+                          ids=tuple(i.instance_id for i in batch), budget_factor=budget_factor)
     return await model.solve(TaskRequest(request, task, batch))
 
 
+@dataclass(frozen=True)
+class AnswerPolicy:
+    """How a run reads answers: the parse policy, whether reasoning is kept, and --budget-retry."""
+
+    parse: str = "strict"
+    store_reasoning: bool = True
+    budget_retry: float | None = None
+
+
 async def _run_batch(model: TaskModel, task: Task, batch: list[Instance], options: RenderOptions,
-                     progress: TaskProgress, policy: str = "strict") -> dict[str, Prediction]:
+                     progress: TaskProgress, policy: AnswerPolicy = AnswerPolicy()) -> dict[str, Prediction]:
     answer = await _ask(model, task, batch, options)
-    predictions = _from_answer(task, answer, batch, policy)
+    predictions = _from_answer(task, answer, batch, policy.parse, policy.store_reasoning)
     if len(batch) > 1:
         # The authors' rule, minus their fallbacks: what a batch answer did not settle is asked alone.
         again = [i for i in batch if predictions[i.instance_id].status in ("missing", "parse_error", "refused")]
         singles = await asyncio.gather(*(_ask(model, task, [i], options) for i in again))
         for instance, single in zip(again, singles):
-            predictions.update(_from_answer(task, single, [instance], policy))
+            predictions.update(_from_answer(task, single, [instance], policy.parse, policy.store_reasoning))
+    if policy.budget_retry:
+        # A spent budget is never asked again as it was; --budget-retry asks once more with a larger one.
+        spent = [i for i in batch if predictions[i.instance_id].status == "budget_exhausted"]
+        if spent and len(spent) == len(batch):
+            groups = [batch]
+        else:
+            groups = [[i] for i in spent]
+        retried = await asyncio.gather(*(_ask(model, task, g, options, policy.budget_retry) for g in groups))
+        for group, answer in zip(groups, retried):
+            predictions.update(_from_answer(task, answer, group, policy.parse, policy.store_reasoning))
     progress.advance(len(batch), sum(1 for p in predictions.values() if p.status != "ok"))
     return predictions
 
@@ -190,9 +217,11 @@ async def run_pair(model: TaskModel, task: Task, instances: list[Instance], conf
     # memory at once while waiting for the limiter. Twice the concurrency keeps the limiter fed.
     gate = asyncio.Semaphore(max(2 * config.concurrency, 8))
 
+    policy = AnswerPolicy(config.parse, config.store_reasoning, config.budget_retry)
+
     async def gated(batch: list[Instance]) -> dict[str, Prediction]:
         async with gate:
-            return await _run_batch(model, task, batch, options, progress, config.parse)
+            return await _run_batch(model, task, batch, options, progress, policy)
 
     answered = await asyncio.gather(*(gated(b) for b in batches))
     predictions: dict[str, Prediction] = {}
@@ -721,6 +750,9 @@ class Runner:
         status = {"requests": sum(s.requests for s in all_stats), "cache_hits": sum(s.cache_hits for s in all_stats),
                   "request_errors": sum(1 for r in records if r.status == "request_error"),
                   "judge_failures": judge_failures(records)}
+        spent = sum(1 for r in records if r.status == "budget_exhausted")
+        if spent:  # answers whose budget ran out before any answer (thinking): the summary names the fix
+            status["budget_exhausted"] = spent
         results = self._results(pairs, reliable, bertscore, budget, stopped, time.monotonic() - started,
                                 data_info, status)
         if self.write:

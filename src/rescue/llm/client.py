@@ -3,7 +3,13 @@
 The request is a plain ``POST {base_url}/chat/completions`` with a Bearer key, read as a stream so that two
 bounds hold whatever the endpoint does: ``timeout`` bounds the whole request (connect, headers and a body
 that trickles in a byte at a time), and ``max_answer_bytes`` bounds what is read (a 50 MB answer is an
-error, not 50 MB in memory). The openai SDK's non-streaming calls can bound neither.
+error, not 50 MB in memory). The openai SDK's non-streaming calls can bound neither. With ``stream`` the
+request asks for server-sent events (``stream_options.include_usage``): the answer and the reasoning are
+assembled from the deltas, usage comes from the final chunk, and both bounds hold for the whole stream.
+
+Reasoning (``reasoning_content``, DeepSeek/Qwen/vLLM; ``reasoning``, OpenRouter/Ollama) is never read as the
+answer: it travels in ``meta["reasoning"]``. An answer whose budget ran out before any content
+(``finish_reason: "length"``) is status ``budget_exhausted``, not an empty answer to retry.
 
 Retrying is the :mod:`rescue.llm.reliable` layer's job, so that every retry is visible, counted and paced
 by the shared adaptive limiter. This module only classifies what happened: an answer, a refusal (content
@@ -15,13 +21,14 @@ configured keys masked (:mod:`rescue.llm.secrets`) before it is cut.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from rescue.llm import secrets
-from rescue.llm.providers import Endpoint
+from rescue.llm.providers import Endpoint, thinking_extra
 from rescue.llm.types import ChatAnswer, ChatRequest, Usage, wire_messages
 
 # Provider codes and phrases that mean "the prompt (or answer) was rejected by a content filter".
@@ -50,6 +57,12 @@ class GenerationSettings:
     seed: int | None = None
     timeout: float = 240.0  # seconds for a whole request, body included (the authors' value)
     max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES  # a larger response body is an error, never stored
+    # Server-sent events; None: the preset's default (on where its provider wants thinking requests streamed).
+    # Not keyed: a streamed answer is the same answer.
+    stream: bool | None = None
+    store_reasoning: bool = True  # keep the reasoning text with the answer (its tokens are counted either way)
+    # --thinking on|off|low|medium|high: turned into the provider's own extras, which are keyed.
+    thinking: str | None = None
 
     def key_fields(self) -> dict[str, Any]:
         return {
@@ -145,13 +158,32 @@ def _usage(raw: Any) -> Usage:
     cached = details.get("cached_tokens")
     if cached is None:
         cached = raw.get("prompt_cache_hit_tokens")
+    completion = raw.get("completion_tokens_details")
+    if completion is None:
+        completion = {}
+    if not isinstance(completion, dict):
+        raise MalformedAnswer(f"usage.completion_tokens_details is a {type(completion).__name__}, not an object")
+    output = _count(raw.get("completion_tokens"), "usage.completion_tokens")
+    reasoning = _count(completion.get("reasoning_tokens"), "usage.completion_tokens_details.reasoning_tokens")
     return Usage(
         input_tokens=_count(raw.get("prompt_tokens"), "usage.prompt_tokens"),
-        output_tokens=_count(raw.get("completion_tokens"), "usage.completion_tokens"),
+        # completion_tokens includes the reasoning tokens (OpenAI's convention, followed by DeepSeek, Qwen,
+        # vLLM); an endpoint that counts them apart would otherwise have its thinking priced at nothing.
+        output_tokens=max(output, reasoning),
         cached_input_tokens=_count(cached, "usage cached tokens"),
         image_tokens=_count(details.get("image_tokens"), "usage.prompt_tokens_details.image_tokens"),
         video_tokens=_count(details.get("video_tokens"), "usage.prompt_tokens_details.video_tokens"),
+        reasoning_tokens=reasoning,
     )
+
+
+def _read_usage(raw: Any) -> tuple[Usage, str | None]:
+    """The usage of a kept answer, or (unknown, why) when its usage block cannot be read: the answer is good,
+    only the bookkeeping is not, so it is counted as unknown and never paid for again."""
+    try:
+        return _usage(raw), None
+    except MalformedAnswer as exc:
+        return Usage(unknown=1), secrets.clip(str(exc), ERROR_CHARS)
 
 
 def _content(message: Any) -> str | None:
@@ -167,6 +199,108 @@ def _content(message: Any) -> str | None:
     raise MalformedAnswer(f"choices[0].message.content is a {type(text).__name__}, not text")
 
 
+REASONING_FIELDS = ("reasoning_content", "reasoning")  # DeepSeek, Qwen, vLLM; OpenRouter, Ollama, Groq
+
+
+def _reasoning(message: dict[str, Any], where: str) -> str:
+    """The reasoning text of a message or delta ("" when none), from whichever field the provider uses."""
+    for name in REASONING_FIELDS:
+        value = message.get(name)
+        if value is None:
+            continue
+        if isinstance(value, str):
+            return value
+        if isinstance(value, dict) and isinstance(value.get("content"), str):  # some gateways nest it
+            return str(value["content"])
+        raise MalformedAnswer(f"{where}.{name} is a {type(value).__name__}, not text")
+    return ""
+
+
+class _StreamReader:
+    """Server-sent events of a streamed chat completion, assembled as they arrive.
+
+    Lines are split from the raw bytes (a line may span network chunks); ``data:`` lines carry one JSON chunk
+    each, ``data: [DONE]`` ends the stream, comments (``: keep-alive``) and other fields are skipped."""
+
+    def __init__(self) -> None:
+        self.pending = b""
+        self.content: list[str] = []
+        self.reasoning: list[str] = []
+        self.finish = ""
+        self.usage: Any = None
+        self.done = False
+        self.chunks = 0
+
+    def feed(self, data: bytes) -> None:
+        self.pending += data
+        while not self.done:
+            end = self.pending.find(b"\n")
+            if end < 0:
+                return
+            line, self.pending = self.pending[:end].rstrip(b"\r"), self.pending[end + 1 :]
+            self._line(line)
+
+    def close(self) -> None:
+        if self.pending.strip() and not self.done:
+            self._line(self.pending.rstrip(b"\r"))
+        self.pending = b""
+
+    def _line(self, line: bytes) -> None:
+        if not line.startswith(b"data:"):
+            return
+        payload = line[5:].strip()
+        if payload == b"[DONE]":
+            self.done = True
+            return
+        if not payload:
+            return
+        try:
+            chunk = json.loads(payload)
+        except (ValueError, RecursionError):
+            text = payload.decode("utf-8", errors="replace")
+            raise TransientError("bad_response", f"unreadable stream chunk: {secrets.clip(text, 200)!r}") from None
+        self.chunks += 1
+        if not isinstance(chunk, dict):
+            raise MalformedAnswer(f"a stream chunk is a JSON {type(chunk).__name__}, not an object")
+        if chunk.get("error") is not None:  # an error sent in the stream, after a 200
+            error = chunk["error"]
+            message = str(error.get("message") or error) if isinstance(error, dict) else str(error)
+            message = secrets.clip(message, ERROR_CHARS)
+            if _is_refusal(message) or (isinstance(error, dict) and _is_refusal(str(error.get("code") or ""))):
+                raise _StreamRefusal(message)
+            raise TransientError("server_error", f"error in the stream: {message}")
+        choices = chunk.get("choices")
+        if choices is None:
+            choices = []
+        if not isinstance(choices, list):
+            raise MalformedAnswer("a stream chunk's choices is not a list")
+        if chunk.get("usage") is not None:
+            self.usage = chunk["usage"]
+        for choice in choices[:1]:
+            if not isinstance(choice, dict):
+                raise MalformedAnswer(f"a stream chunk's choices[0] is a {type(choice).__name__}, not an object")
+            delta = choice.get("delta")
+            if delta is None:
+                delta = choice.get("message") or {}
+            if not isinstance(delta, dict):
+                raise MalformedAnswer(f"a stream chunk's delta is a {type(delta).__name__}, not an object")
+            piece = delta.get("content")
+            if isinstance(piece, str):
+                self.content.append(piece)
+            elif piece is not None:
+                raise MalformedAnswer(f"a stream chunk's delta.content is a {type(piece).__name__}, not text")
+            self.reasoning.append(_reasoning(delta, "delta"))
+            finish = choice.get("finish_reason")
+            if finish is not None:
+                if not isinstance(finish, str):
+                    raise MalformedAnswer(f"finish_reason is a {type(finish).__name__}, not text")
+                self.finish = finish
+
+
+class _StreamRefusal(Exception):
+    """A content-filter error sent inside a stream."""
+
+
 class OpenAIModel:
     """One model behind an OpenAI-compatible ``/chat/completions`` endpoint."""
 
@@ -177,11 +311,15 @@ class OpenAIModel:
         self.name = name or endpoint.spec
         secrets.register(endpoint.api_key)
         base = GenerationSettings() if settings is None else settings
-        # Provider extras (a preset's defaults) under the model's own settings.
-        extra = {**endpoint.extra_body, **base.extra_body}
+        # Provider extras (a preset's defaults) under --thinking's, under the model's own settings.
+        thinking = {} if base.thinking is None else thinking_extra(endpoint, base.thinking)
+        extra = {**endpoint.extra_body, **thinking, **base.extra_body}
         json_mode = base.json_mode and endpoint.json_mode
-        self.settings = GenerationSettings(base.temperature, base.max_tokens, json_mode, extra, base.seed,
-                                           base.timeout, base.max_answer_bytes)
+        stream = base.stream
+        if stream is None:
+            stream = bool(endpoint.stream_when_thinking) and (
+                extra.get("enable_thinking") is True or base.thinking not in (None, "off"))
+        self.settings = dataclasses.replace(base, json_mode=json_mode, extra_body=extra, stream=stream)
         # httpx clients of one connection each, free to take a request; every one made, to close them.
         self._free_clients: list[Any] = []
         self._clients: set[Any] = set()
@@ -240,6 +378,8 @@ class OpenAIModel:
             "temperature": overrides.get("temperature", self.settings.temperature),
             "max_tokens": self.settings.max_tokens or request.max_tokens,
         }
+        if request.budget_factor is not None:
+            body["max_tokens"] = math.ceil(body["max_tokens"] * request.budget_factor)
         seed = overrides.get("seed", self.settings.seed)
         if seed is not None:
             body["seed"] = seed
@@ -247,6 +387,9 @@ class OpenAIModel:
             body["response_format"] = {"type": "json_object"}
         # Provider extras go to the top level of the body, as the SDK's extra_body does.
         body.update(self.settings.extra_body)
+        if self.settings.stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
         return body
 
     async def complete(self, request: ChatRequest) -> ChatAnswer:
@@ -260,21 +403,36 @@ class OpenAIModel:
         import httpx
 
         limit = self.settings.max_answer_bytes
+        body = self._body(request)
+        events: _StreamReader | None = None
         try:
-            async with asyncio.timeout(self.settings.timeout):
-                async with client.stream("POST", "chat/completions", json=self._body(request)) as response:
+            async with asyncio.timeout(self.settings.timeout):  # the whole stream, not each chunk
+                async with client.stream("POST", "chat/completions", json=body) as response:
                     declared = response.headers.get("content-length")
                     if declared is not None and declared.isdigit() and int(declared) > limit:
                         return self._too_large(int(declared))
+                    status = response.status_code
+                    headers = response.headers
+                    if (status == 200 and body.get("stream")
+                            and "text/event-stream" in headers.get("content-type", "")):
+                        events = _StreamReader()
                     chunks: list[bytes] = []
                     size = 0
                     async for chunk in response.aiter_bytes():
                         size += len(chunk)
                         if size > limit:
                             return self._too_large(size, more=True)
-                        chunks.append(chunk)
-                    status = response.status_code
-                    headers = response.headers
+                        if events is None:
+                            chunks.append(chunk)
+                            continue
+                        try:
+                            events.feed(chunk)
+                        except MalformedAnswer as exc:
+                            return self._malformed(exc)
+                        except _StreamRefusal as exc:
+                            return ChatAnswer(None, "refused", f"refused (in the stream): {exc}")
+                        if events.done:
+                            break
         except TimeoutError:
             raise TransientError("timeout", f"no complete answer within {self.settings.timeout:g} s") from None
         except httpx.TimeoutException:
@@ -292,22 +450,42 @@ class OpenAIModel:
             detail = str(exc) or type(exc).__name__
             raise TransientError("connection", secrets.clip(f"{type(exc).__name__}: {detail} ({self.cache_identity})",
                                                             ERROR_CHARS)) from None
-        body = b"".join(chunks)
+        if events is not None:
+            return self._streamed(events)
+        raw = b"".join(chunks)
         if status != 200:
-            return self._status_error(status, body, headers)
+            return self._status_error(status, raw, headers)
         try:
-            data = json.loads(body)
+            data = json.loads(raw)
         except RecursionError:  # nested deeper than any completion: valid JSON, perhaps, but no answer
             return ChatAnswer(None, "request_error", "malformed_answer: the body is nested too deeply to read",
                               meta={"error_class": "malformed_answer"})
         except ValueError:  # a 200 whose body was cut off or is not JSON
-            text = body.decode("utf-8", errors="replace")
+            text = raw.decode("utf-8", errors="replace")
             raise TransientError("bad_response", f"unreadable body: {secrets.clip(text, 200)!r}") from None
         try:
             return self._answer(data)
         except MalformedAnswer as exc:
-            return ChatAnswer(None, "request_error", secrets.clip(f"malformed_answer: {exc}", ERROR_CHARS),
-                              meta={"error_class": "malformed_answer"})
+            return self._malformed(exc)
+
+    @staticmethod
+    def _malformed(exc: MalformedAnswer) -> ChatAnswer:
+        return ChatAnswer(None, "request_error", secrets.clip(f"malformed_answer: {exc}", ERROR_CHARS),
+                          meta={"error_class": "malformed_answer"})
+
+    def _streamed(self, events: _StreamReader) -> ChatAnswer:
+        try:
+            events.close()
+        except MalformedAnswer as exc:
+            return self._malformed(exc)
+        except _StreamRefusal as exc:
+            return ChatAnswer(None, "refused", f"refused (in the stream): {exc}")
+        if not events.done and not events.finish:
+            # The connection closed cleanly, but the answer never said it was finished: a cut stream.
+            raise TransientError("connection", f"the stream ended before the answer did ({events.chunks} chunks, "
+                                 f"no finish_reason, no [DONE]) ({self.endpoint.base_url})")
+        usage, unreadable = _read_usage(events.usage)
+        return self._outcome("".join(events.content), "".join(events.reasoning), events.finish, usage, unreadable)
 
     def _too_large(self, size: int, *, more: bool = False) -> ChatAnswer:
         limit = self.settings.max_answer_bytes
@@ -342,21 +520,40 @@ class OpenAIModel:
         choice = choices[0]
         if not isinstance(choice, dict):
             raise MalformedAnswer(f"choices[0] is a {type(choice).__name__}, not an object")
-        text = _content(choice.get("message"))
+        message = choice.get("message")
+        text = _content(message)
+        reasoning = _reasoning(message if isinstance(message, dict) else {}, "choices[0].message")
         finish = choice.get("finish_reason") or ""
         if not isinstance(finish, str):
             raise MalformedAnswer(f"finish_reason is a {type(finish).__name__}, not text")
-        meta: dict[str, Any] = {"finish_reason": finish}
-        try:
-            usage = _usage(data.get("usage"))
-        except MalformedAnswer as exc:
-            # The answer is good; only the bookkeeping is not. Counted as unknown, never paid for again.
-            usage = Usage(unknown=1)
-            meta["usage_unknown"] = secrets.clip(str(exc), ERROR_CHARS)
+        usage, unreadable = _read_usage(data.get("usage"))
+        return self._outcome(text, reasoning, finish, usage, unreadable)
+
+    def _outcome(self, text: str | None, reasoning: str, finish: str, usage: Usage,
+                 usage_unknown: str | None = None) -> ChatAnswer:
+        """What a complete answer (streamed or not) means: an answer, a refusal, a spent budget, or nothing."""
         text = secrets.scrub(text) if text else text
+        meta: dict[str, Any] = {"finish_reason": finish}
+        if usage_unknown is not None:
+            meta["usage_unknown"] = usage_unknown
+        if reasoning and self.settings.store_reasoning:
+            meta["reasoning"] = secrets.scrub(reasoning)
         if finish == "content_filter":
             return ChatAnswer(text, "refused", "refused: finish_reason=content_filter", usage, meta)
         if not text or not text.strip():
+            if finish == "length":
+                thought = f", {usage.reasoning_tokens:,} of them reasoning" if usage.reasoning_tokens else \
+                    (" thinking" if reasoning else "")
+                return ChatAnswer(None, "budget_exhausted",
+                                  f"budget_exhausted: the answer budget ran out ({usage.output_tokens:,} output "
+                                  f"tokens{thought}) before any answer (finish_reason=length)", usage,
+                                  {**meta, "error_class": "budget_exhausted"})
+            if reasoning:
+                # The model stopped on its own after thinking only: asking again at temperature 0 pays for the
+                # same thoughts, so it is a failure of this request, not a transient fault.
+                return ChatAnswer(None, "request_error",
+                                  f"thinking_only: the model reasoned but gave no answer "
+                                  f"(finish_reason={finish or 'none'})", usage, {**meta, "error_class": "thinking_only"})
             # Nothing to parse is no answer: asked again like any transient fault, never cached.
             raise TransientError("empty_answer", f"the answer has no content (finish_reason={finish or 'none'})")
         return ChatAnswer(text, "ok", "", usage, meta)

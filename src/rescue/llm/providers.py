@@ -34,12 +34,20 @@ class Provider:
     # Sent with every request to this provider unless the model's own settings say otherwise.
     extra_body: dict[str, Any] = field(default_factory=dict)
     json_mode: bool = True  # whether response_format={"type": "json_object"} is accepted
+    # How --thinking is said to this provider (a key of THINKING_STYLES); "" : it has no documented switch.
+    thinking: str = ""
+    # Why requests to this provider are streamed by default when it thinks ("": they are not).
+    stream_when_thinking: str = ""
 
+
+DASHSCOPE_STREAM = ("Model Studio answers its thinking models (enable_thinking true, QwQ, DeepSeek-R1) only or best "
+                    "as streams (\"Deep thinking\" page)")
 
 PRESETS: dict[str, Provider] = {
     p.name: p
     for p in (
-        Provider("openai", "https://api.openai.com/v1", "OPENAI_API_KEY"),
+        Provider("openai", "https://api.openai.com/v1", "OPENAI_API_KEY", thinking="reasoning_effort"),
+        # DeepSeek's own API chooses thinking by model: deepseek-reasoner thinks, deepseek-chat does not.
         Provider("deepseek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
         # DashScope's Qwen3 models think by default, which non-streaming calls reject; the paper's runs
         # disable it too (protocol 1.2, --disable-thinking).
@@ -48,20 +56,24 @@ PRESETS: dict[str, Provider] = {
             "https://dashscope.aliyuncs.com/compatible-mode/v1",
             "DASHSCOPE_API_KEY",
             extra_body={"enable_thinking": False},
+            thinking="enable_thinking",
+            stream_when_thinking=DASHSCOPE_STREAM,
         ),
         Provider("dashscope-intl", "https://dashscope-intl.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY",
-                 extra_body={"enable_thinking": False}),
-        Provider("kimi", "https://api.moonshot.ai/v1", "MOONSHOT_API_KEY"),
+                 extra_body={"enable_thinking": False}, thinking="enable_thinking",
+                 stream_when_thinking=DASHSCOPE_STREAM),
+        # Moonshot documents thinking={"type": "disabled"} for Kimi K2.5 (platform.moonshot.cn, "使用思考模型").
+        Provider("kimi", "https://api.moonshot.ai/v1", "MOONSHOT_API_KEY", thinking="thinking_type"),
         # MiniMax's OpenAI-compatible endpoint (the paper's MiniMax M2.5). JSON mode is not documented there:
         # the prompts ask for JSON and the parsers read it from plain text.
         Provider("minimax", "https://api.minimax.io/v1", "MINIMAX_API_KEY", json_mode=False),
-        Provider("openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
-        Provider("together", "https://api.together.xyz/v1", "TOGETHER_API_KEY"),
-        Provider("groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY"),
-        Provider("ollama", "http://127.0.0.1:11434/v1", None),
-        Provider("vllm", "http://127.0.0.1:8000/v1", None),
-        Provider("sglang", "http://127.0.0.1:30000/v1", None),
-        Provider("llamacpp", "http://127.0.0.1:8080/v1", None),
+        Provider("openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", thinking="openrouter"),
+        Provider("together", "https://api.together.xyz/v1", "TOGETHER_API_KEY", thinking="reasoning_effort"),
+        Provider("groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY", thinking="reasoning_effort"),
+        Provider("ollama", "http://127.0.0.1:11434/v1", None, thinking="reasoning_effort"),
+        Provider("vllm", "http://127.0.0.1:8000/v1", None, thinking="chat_template"),
+        Provider("sglang", "http://127.0.0.1:30000/v1", None, thinking="chat_template"),
+        Provider("llamacpp", "http://127.0.0.1:8080/v1", None, thinking="chat_template"),
     )
 }
 
@@ -81,6 +93,76 @@ class Endpoint:
     provider: str = ""
     extra_body: dict[str, Any] = field(default_factory=dict)
     json_mode: bool = True
+    thinking: str = ""  # the provider's thinking style (THINKING_STYLES); "": none known
+    stream_when_thinking: str = ""  # why its thinking requests are streamed by default
+
+
+# --thinking, one portable option, and what each provider style sends for it (merged into the body's extras).
+# None: the provider cannot say that level; the run stops with a message naming the preset.
+THINKING_LEVELS = ("on", "off", "low", "medium", "high")
+THINKING_STYLES: dict[str, dict[str, dict[str, Any] | None]] = {
+    # DashScope / Model Studio: hybrid models switch with enable_thinking (no effort levels).
+    "enable_thinking": {"on": {"enable_thinking": True}, "off": {"enable_thinking": False},
+                        "low": None, "medium": None, "high": None},
+    # Moonshot (Kimi K2.5) and others of that form: thinking={"type": ...}.
+    "thinking_type": {"on": {"thinking": {"type": "enabled"}}, "off": {"thinking": {"type": "disabled"}},
+                      "low": None, "medium": None, "high": None},
+    # OpenAI, Groq, Together, Ollama: reasoning_effort; "on" leaves the model's default effort.
+    "reasoning_effort": {"on": {}, "off": {"reasoning_effort": "none"}, "low": {"reasoning_effort": "low"},
+                         "medium": {"reasoning_effort": "medium"}, "high": {"reasoning_effort": "high"}},
+    # OpenRouter's unified reasoning object.
+    "openrouter": {"on": {"reasoning": {"enabled": True}}, "off": {"reasoning": {"enabled": False}},
+                   "low": {"reasoning": {"effort": "low"}}, "medium": {"reasoning": {"effort": "medium"}},
+                   "high": {"reasoning": {"effort": "high"}}},
+    # vLLM / SGLang / llama.cpp serving hybrid models (Qwen3): the chat template's enable_thinking switch;
+    # effort levels go as reasoning_effort (gpt-oss on vLLM).
+    "chat_template": {"on": {"chat_template_kwargs": {"enable_thinking": True}},
+                      "off": {"chat_template_kwargs": {"enable_thinking": False}},
+                      "low": {"reasoning_effort": "low"}, "medium": {"reasoning_effort": "medium"},
+                      "high": {"reasoning_effort": "high"}},
+}
+
+
+class ThinkingError(RescueError):
+    """--thinking asks for something the model's provider cannot be told."""
+
+
+def thinking_extra(endpoint: Endpoint, level: str) -> dict[str, Any]:
+    """The body extras that ask ``endpoint`` for thinking ``level`` (on, off, low, medium, high)."""
+    if level not in THINKING_LEVELS:
+        raise ThinkingError(f"--thinking {level!r}: choose one of {', '.join(THINKING_LEVELS)}")
+    style = endpoint.thinking
+    if not style:
+        where = f"the {endpoint.provider} preset" if endpoint.provider else "this endpoint"
+        raise ThinkingError(f"--thinking {level} for {endpoint.spec!r}: {where} has no documented thinking switch "
+                            "(choose a thinking or non-thinking model id, or send the provider's own switch with "
+                            "--extra or --model-settings)")
+    extra = THINKING_STYLES[style][level]
+    if extra is None:
+        allowed = [name for name, value in THINKING_STYLES[style].items() if value is not None]
+        raise ThinkingError(f"--thinking {level} for {endpoint.spec!r}: the {endpoint.provider or style} preset "
+                            f"takes only {', '.join(allowed)}")
+    return dict(extra)
+
+
+# Model ids known to think before they answer (with their provider's defaults), for --dry-run's budget warning.
+THINKING_MODEL_PATTERNS = ("*deepseek-r1*", "*reasoner*", "*kimi-k2*", "*minimax-m2*", "*qwq*", "*thinking*",
+                           "*/o1*", "*/o3*", "*/o4*", "*gpt-5*", "*gpt-oss*", "*glm-4.5*", "*glm-4.6*")
+
+
+def known_to_think(spec: str, extra_body: dict[str, Any], thinking: str | None) -> bool:
+    """Whether requests of ``spec`` with these extras will think: --thinking decides when given, else a
+    disabling extra (enable_thinking false ...), else the model id."""
+    import fnmatch
+
+    if thinking is not None:
+        return thinking != "off"
+    if extra_body.get("enable_thinking") is True or extra_body.get("thinking", {}) == {"type": "enabled"}:
+        return True
+    if extra_body.get("enable_thinking") is False or extra_body.get("thinking") == {"type": "disabled"}:
+        # DashScope's deepseek-r1 thinks whatever enable_thinking says.
+        return fnmatch.fnmatch(spec.lower(), "*deepseek-r1*")
+    return any(fnmatch.fnmatch(spec.lower(), pattern) for pattern in THINKING_MODEL_PATTERNS)
 
 
 def load_dotenv_once() -> None:
@@ -141,6 +223,9 @@ def resolve_endpoint(
         extra = dict(preset.extra_body) if preset else {}
         json_mode = preset.json_mode if preset else True
         key_optional = _is_local(url)
+        # Any other OpenAI-compatible server is most often vLLM or SGLang.
+        thinking = preset.thinking if preset else "chat_template"
+        stream_reason = preset.stream_when_thinking if preset else ""
     else:
         preset = PRESETS.get(prefix)
         if preset is None or not rest:
@@ -156,6 +241,7 @@ def resolve_endpoint(
         extra = dict(preset.extra_body)
         json_mode = preset.json_mode
         key_optional = preset.key_env is None or _is_local(url)
+        thinking, stream_reason = preset.thinking, preset.stream_when_thinking
     api_key = PLACEHOLDER_KEY
     if need_key and key_env:
         load_dotenv_once()
@@ -168,7 +254,7 @@ def resolve_endpoint(
                 + ("" if api_key_env else " (or name another variable with --api-key-env)")
             )
     secrets.register(api_key)
-    return Endpoint(spec, model_id, url, key_env, api_key, provider, extra, json_mode)
+    return Endpoint(spec, model_id, url, key_env, api_key, provider, extra, json_mode, thinking, stream_reason)
 
 
 def redact(text: str, keys: list[str]) -> str:

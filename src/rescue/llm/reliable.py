@@ -62,7 +62,8 @@ class CallStats:
     requests: int = 0  # new requests that got an answer or a final failure (not counting retries)
     cache_hits: int = 0
     retries: int = 0
-    failures: int = 0  # final failures: request_error or refused
+    failures: int = 0  # final failures: request_error, refused or budget_exhausted
+    budget_exhausted: int = 0  # of the failures: answers whose budget ran out before any answer (thinking)
     usage: Usage = field(default_factory=Usage)  # tokens of every answer used, cached ones included
 
     def as_dict(self) -> dict[str, Any]:
@@ -79,6 +80,9 @@ class CallStats:
             "video_tokens": self.usage.video_tokens,
             # Answers kept whose usage block could not be read: their tokens (and cost) are not counted.
             "usage_unknown": self.usage.unknown,
+            # Part of output_tokens: spent thinking, priced as output.
+            "reasoning_tokens": self.usage.reasoning_tokens,
+            "budget_exhausted": self.budget_exhausted,
         }
 
 
@@ -111,6 +115,8 @@ def _scrubbed(answer: ChatAnswer) -> ChatAnswer:
         answer.text = secrets.scrub(without_lone_surrogates(answer.text))
     if answer.error:
         answer.error = secrets.scrub(without_lone_surrogates(answer.error))
+    if isinstance(answer.meta.get("reasoning"), str):
+        answer.meta["reasoning"] = secrets.scrub(without_lone_surrogates(answer.meta["reasoning"]))
     return answer
 
 
@@ -201,6 +207,8 @@ class ReliableModel:
             if recorded is not None and recorded[0] != "request_error":
                 stats.failures += 1
                 status, error = recorded
+                if status == "budget_exhausted":
+                    stats.budget_exhausted += 1
                 return ChatAnswer(None, status, f"{error} [recorded earlier; --retry-errors asks again]",  # type: ignore[arg-type]
                                   meta={"recorded": True})
         if self.offline and key is not None:
@@ -234,6 +242,8 @@ class ReliableModel:
         stats.failures += 1
         if answer.meta.get("not_requested"):
             return answer
+        if answer.status == "budget_exhausted":
+            stats.budget_exhausted += 1
         stats.usage.add(answer.usage)
         if self.budget is not None:
             self.budget.charge(self.name, answer.usage)

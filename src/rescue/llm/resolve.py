@@ -48,7 +48,7 @@ class LocalModel:
             stack = contextlib.ExitStack()
             base_url = stack.enter_context(local_server(self.local_name))
             self._stack = stack
-            endpoint = Endpoint(self.name, self.local_name, base_url, None)
+            endpoint = Endpoint(self.name, self.local_name, base_url, None, thinking="chat_template")
             self._client = OpenAIModel(endpoint, self.settings, name=self.name)
         return self._client
 

@@ -16,7 +16,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-AnswerStatus = Literal["ok", "request_error", "refused"]
+# budget_exhausted: the answer budget ran out (finish_reason "length") before any usable answer, typically spent
+# thinking. It is an outcome, not a fault: asking again at the same budget would pay for the same end.
+AnswerStatus = Literal["ok", "request_error", "refused", "budget_exhausted"]
 
 
 @dataclass(frozen=True)
@@ -165,10 +167,14 @@ class ChatRequest:
     # Ask anew even when the cache holds an answer (the judge's --retry-errors for answers it could not use);
     # the new answer replaces the stored one. Not part of the cache key.
     fresh: bool = False
+    # --budget-retry: the answer budget (the model's max_tokens, else the request's) multiplied by this.
+    # A different request, so it is keyed apart from the one that ran out.
+    budget_factor: float | None = None
 
     def overrides(self) -> dict[str, Any]:
         return {k: v for k, v in (("temperature", self.temperature), ("seed", self.seed),
-                                  ("json_mode", self.json_mode)) if v is not None}
+                                  ("json_mode", self.json_mode), ("budget_factor", self.budget_factor))
+                if v is not None}
 
 
 @dataclass
@@ -182,6 +188,8 @@ class Usage:
     # Answers whose usage block could not be read (NaN, negative, not numbers): their tokens are not counted,
     # so a cost over them is a lower bound.
     unknown: int = 0
+    # Part of output_tokens (completion_tokens_details.reasoning_tokens): tokens spent thinking, billed as output.
+    reasoning_tokens: int = 0
 
     def add(self, more: Usage) -> None:
         self.input_tokens += more.input_tokens
@@ -190,11 +198,12 @@ class Usage:
         self.image_tokens += more.image_tokens
         self.video_tokens += more.video_tokens
         self.unknown += more.unknown
+        self.reasoning_tokens += more.reasoning_tokens
 
     def as_dict(self) -> dict[str, int]:
         counts = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                   "cached_input_tokens": self.cached_input_tokens, "image_tokens": self.image_tokens,
-                  "video_tokens": self.video_tokens}
+                  "video_tokens": self.video_tokens, "reasoning_tokens": self.reasoning_tokens}
         if self.unknown:
             counts["unknown"] = self.unknown
         return counts

@@ -6,6 +6,7 @@ backbones differ, or that cover different instances. Before any table is built, 
 - the data: the sha256 each run recorded (``results.json`` config.used.data_sha256);
 - the task options: RPP gold field, context size per task, parse policy;
 - the scorers, for ER/VP: judge models, judge scale, BERTScore backbone;
+- thinking (``--thinking``, or a model's own ``thinking`` setting);
 - the gold of every shared instance;
 - the instance set per task (a ``--limit-samples`` run beside a full one).
 
@@ -93,7 +94,15 @@ def _setting_checks() -> list[tuple[str, Sequence[str] | None, Callable[[System]
         ("judge", GENERATIVE, _judges),
         ("judge scale", GENERATIVE, lambda s: s.config.judge_scale if _judges(s) else None),
         ("BERTScore backbone", GENERATIVE, bertscore_text),
+        # A thinking model with thinking off is another system: never compared with it silently.
+        ("thinking (--thinking)", None, thinking_text),
     ]
+
+
+def thinking_text(system: System) -> str:
+    """The thinking setting a system ran with: its own model settings' or the run's --thinking, else the default."""
+    own = (system.config.model_settings.get(system.model) or {}).get("thinking")
+    return str(own or system.config.thinking or "the model's default")
 
 
 def _context_sizes(system: System) -> dict[str, int]:

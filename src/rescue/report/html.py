@@ -161,11 +161,14 @@ def _instances(systems: Sequence[System]) -> list[dict[str, Any]]:
     rows = []
     for system in systems:
         for r in system.records:
-            rows.append({
+            item = {
                 "system": system.label, "task": r.task, "scenario": r.scenario, "sample": r.sample_id,
                 "row": r.row_index, "id": r.instance_id, "gold": r.gold, "pred": r.prediction, "raw": r.raw,
                 "status": r.status, "error": r.error, "outcome": outcome(r), "scores": r.scores, "judge": None if r.judge is None else r.judge.model_dump(mode="json"),
-            })
+            }
+            if r.reasoning:  # thinking models only: shown collapsed in the drill-down
+                item["reasoning"] = r.reasoning
+            rows.append(item)
     return rows
 
 

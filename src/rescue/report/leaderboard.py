@@ -48,6 +48,7 @@ class LeaderRow:
     scope: str
     cells: dict[str, Cell] = field(default_factory=dict)
     counts: dict[str, tuple[int, int]] = field(default_factory=dict)  # task -> (instances, failures)
+    budget: dict[str, int] = field(default_factory=dict)  # task -> failures that ran out of answer budget
     published: bool = False  # a reference row from the paper: no interval, never tested
 
 
@@ -115,6 +116,8 @@ def build_leaderboard(
             row = LeaderRow(system.label, scope)
             for task in tasks:
                 row.counts[task] = _counts(system, task, scope)
+                if row.counts[task][1]:
+                    row.budget[task] = _budget_count(system, task, scope)
                 task_columns = columns_for(task, tuple(columns))
                 intervals: dict[str, Interval] = {}
                 records = in_scope(system.task_records(task), scope)
@@ -213,7 +216,17 @@ def _cell_text(cell: Cell | None, column: Column, *, bold: str = "") -> str:
 
 
 def _counts_text(row: LeaderRow, tasks: Sequence[str]) -> str:
-    return " ".join(f"{t.upper()} {n}/{f}" for t, (n, f) in row.counts.items() if t in tasks and n)
+    return " ".join(f"{t.upper()} {n}/{f}" + (f" ({row.budget[t]} budget)" if row.budget.get(t) else "")
+                    for t, (n, f) in row.counts.items() if t in tasks and n)
+
+
+def _budget_count(system: System, task: str, scope: str) -> int:
+    """Failures of ``task`` in ``scope`` whose answer budget ran out (status budget_exhausted)."""
+    records = in_scope(system.task_records(task), scope)
+    if records:
+        return sum(1 for r in records if r.status == "budget_exhausted")
+    stored = system.results.scope(task, scope)
+    return 0 if stored is None else int(stored.value("budget_exhausted") or 0)
 
 
 def _markdown(headers: Sequence[str], body: Sequence[Sequence[str]]) -> str:
@@ -242,6 +255,9 @@ def legend(board: Leaderboard) -> str:
         + f"{MARKER}: differs from {board.reference} (paired bootstrap on the shared instances, p < {board.alpha}; "
         f"n per test in the comparisons). Counts: instances/failures per task (failures score as wrong)."
     )
+    if any(any(r.budget.values()) for r in board.rows):
+        text += (" (N budget): failures whose answer budget ran out before any answer (thinking models; "
+                 "rerun with --budget-retry 2 or a larger --max-tokens).")
     if board.scorers:
         text += " " + board.scorers
     if board.mixed:

@@ -44,9 +44,21 @@ def print_run_summary(console: Any, results: RunResults, out: Any) -> None:
     console.print(f"[bold]RESCUE-Bench[/], {mode} mode, pooled" + (f" ({units})" if units else "") + f": {terminal_text(str(out))}",
                   highlight=False, soft_wrap=True)
     console.print(terminal_leaderboard(results))
+    spent = budget_exhausted(results)
+    if spent:
+        console.print(f"[yellow]{spent} answer(s) ran out of budget before answering[/] (budget_exhausted: "
+                      "finish_reason=length, most often spent thinking; counted as failures). Fix: rerun the same "
+                      "command with --budget-retry 2 (asks those once more with twice the budget), or give a "
+                      "larger --max-tokens, or --thinking low/off.", highlight=False, soft_wrap=True)
     console.print("Full tables, confidence intervals and the HTML report:", highlight=False)
     shown = terminal_text(str(out))
     console.print(f"  rescue report {shown} --out {shown}/report", highlight=False, soft_wrap=True)
+
+
+def budget_exhausted(results: RunResults) -> int:
+    """How many of the run's pooled instances ran out of answer budget (0 for runs written before it was counted)."""
+    return sum(int(s.value("budget_exhausted") or 0) for m in results.models.values()
+               for t in TASK_NAMES if (s := m.scope(t)) is not None)
 
 
 def _terminal_columns(models: Mapping[str, ModelResults]) -> list[Column]:
@@ -80,7 +92,8 @@ def terminal_leaderboard(results: RunResults, *, title: str | None = None) -> Ta
         failures = sum(s.failures for s in pooled)
         instances = sum(s.instances for s in pooled)
         cells = [c.format(c.pick(entry.scope(c.task))) for c in columns]
-        cells.append(f"{failures}/{instances}")
+        spent = sum(int(s.value("budget_exhausted") or 0) for s in pooled)
+        cells.append(f"{failures}/{instances}" + (f" ({spent} budget)" if spent else ""))
         if show_cost:
             cells.append("—" if costs[name] is None else f"{costs[name]:.2f}")
         table.add_row(terminal_text(name, max_length=60), *cells)  # an id is shown, never styled or sent raw

@@ -118,12 +118,22 @@ def scoped_aggregates(task: Task, records: list[PredictionRecord]) -> dict[str, 
     for record in records:
         by_scenario[record.scenario].append(record)
         by_sample[record.sample_id].append(record)
-    scopes: dict[str, Any] = {"all": task.aggregate(records)}
+    scopes: dict[str, Any] = {"all": _aggregate(task, records)}
     for scenario in SCENARIOS:
         if by_scenario.get(scenario):
-            scopes[scenario] = task.aggregate(by_scenario[scenario])
-    scopes["samples"] = {sample_id: task.aggregate(rs) for sample_id, rs in sorted(by_sample.items())}
+            scopes[scenario] = _aggregate(task, by_scenario[scenario])
+    scopes["samples"] = {sample_id: _aggregate(task, rs) for sample_id, rs in sorted(by_sample.items())}
     return scopes
+
+
+def _aggregate(task: Task, records: list[PredictionRecord]) -> dict[str, Any]:
+    """The task's aggregate, plus how many of its failures ran out of answer budget (only when some did, so
+    runs without any read as before)."""
+    result: dict[str, Any] = dict(task.aggregate(records))
+    spent = sum(1 for r in records if r.status == "budget_exhausted")
+    if spent:
+        result["budget_exhausted"] = spent
+    return result
 
 
 __all__ = ["SCENARIOS", "TASKS", "get_task", "graded_tasks", "judged_tasks", "parse_task_options",

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from rescue.data.models import Sample
 from rescue.tasks.render import RowCache
@@ -34,7 +34,9 @@ Mode = Literal["dialogue", "audio", "visual", "audiovisual", "video", "video+cue
 VIDEO_MODES = ("video", "video+cues")
 TASK_NAMES = ("itp", "rpp", "stp", "ssp", "er", "vp")
 
-Status = Literal["ok", "parse_error", "missing", "request_error", "refused"]
+# budget_exhausted: the answer budget ran out (finish_reason "length") before a usable answer, most often
+# spent thinking; a failure like the others, counted apart so the run can name its fix (--budget-retry).
+Status = Literal["ok", "parse_error", "missing", "request_error", "refused", "budget_exhausted"]
 # strict: one unknown label voids the answer, prose is not read; lenient: unknown labels are dropped from
 # rankings and a clear yes/no is read from prose (as the authors' scripts do), and what it did is recorded.
 ParsePolicy = Literal["strict", "lenient"]
@@ -93,6 +95,7 @@ class Prediction:
     error: str = ""
     # What lenient parsing did to get ``value``: {"dropped": [labels]} or {"read_from_prose": text}.
     lenient: dict[str, Any] | None = None
+    reasoning: str | None = None  # a thinking model's reasoning, apart from its answer (None: none or not kept)
 
 
 JudgeStatus = Literal["ok", "failed", "minimum"]
@@ -155,10 +158,20 @@ class PredictionRecord(BaseModel):
     scores: dict[str, float | None] = Field(default_factory=dict)
     judge: JudgeResults | None = None  # ER/VP: judge ratings and notes, per judge model
     lenient: dict[str, Any] | None = None  # --parse lenient: what was dropped or read from prose (None: nothing)
+    # A thinking model's reasoning (--no-store-reasoning: not kept). Left out of the JSON when None, so records
+    # of models that do not think are written byte for byte as before.
+    reasoning: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @model_serializer(mode="wrap")
+    def _without_absent_reasoning(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("reasoning", "") is None:
+            del data["reasoning"]
+        return data
 
 
 @runtime_checkable
@@ -212,6 +225,7 @@ def make_record(task: Task, model: str, instance: Instance, prediction: Predicti
         status=prediction.status,
         error=prediction.error,
         lenient=prediction.lenient if prediction.status == "ok" else None,
+        reasoning=prediction.reasoning,
     )
     record.scores = task.instance_scores(record)
     return record

@@ -59,6 +59,17 @@ class Reply:
     chunked: bool = False  # the body is streamed in chunks without a Content-Length
     # "{api_key}" in the content or body is replaced by the Bearer key the request came with.
     echo_key: bool = False
+    # Thinking models: the reasoning text, sent as message.reasoning_content (or delta.reasoning_content when
+    # streamed; ``reasoning_field="reasoning"`` for the OpenRouter style) and counted as reasoning tokens.
+    reasoning: str | None = None
+    reasoning_field: str = "reasoning_content"
+    # Streamed answers (when the request says stream: true): faults of the event stream itself.
+    chunk_delay: float = 0.0  # seconds between events
+    cut_after: int | None = None  # stop after this many events: no finish_reason, no [DONE]
+    reset: bool = False  # with cut_after: break the connection instead of closing it cleanly
+    bad_chunk: bool = False  # one event is not JSON
+    stream_error: str | None = None  # an error event in the middle of the stream (after a 200)
+    ignore_stream: bool = False  # answer a streaming request with a plain JSON completion
 
     @classmethod
     def text(cls, content: str, *, delay: float = 0.0) -> Reply:
@@ -166,6 +177,18 @@ class Reply:
         reply = cls.error(status, template, type="invalid_request_error")
         reply.echo_key = True
         return reply
+
+    @classmethod
+    def thinking(cls, content: str | None, reasoning: str, *, finish_reason: str = "stop",
+                 field: str = "reasoning_content", delay: float = 0.0) -> Reply:
+        """A thinking model's answer: ``reasoning`` apart from the ``content`` (None or "": thinking only)."""
+        return cls(content=content, reasoning=reasoning, finish_reason=finish_reason, reasoning_field=field,
+                   delay=delay)
+
+    @classmethod
+    def budget_spent(cls, reasoning: str = "Let me think about this step by step. " * 20) -> Reply:
+        """The whole answer budget spent thinking: no content, ``finish_reason="length"``."""
+        return cls(content=None, reasoning=reasoning, finish_reason="length")
 
     # Completions of the wrong shape, as some proxies and half-compatible servers send them. (A bad usage block
     # alone is not one: the answer is kept and its usage counted as unknown; ``Reply(usage=...)`` sends one.)
@@ -334,15 +357,27 @@ def _estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4) if text else 0
 
 
-def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+def _usage(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    if reply.usage is not None:
+        return reply.usage
     prompt_tokens = _estimate_tokens(message_text(body))
-    completion_tokens = _estimate_tokens(reply.content or "")
-    usage = reply.usage or {
+    reasoning_tokens = _estimate_tokens(reply.reasoning or "")
+    completion_tokens = _estimate_tokens(reply.content or "") + reasoning_tokens
+    usage: dict[str, Any] = {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
         "prompt_tokens_details": {"cached_tokens": 0},
     }
+    if reply.reasoning is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+    return usage
+
+
+def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.reasoning is not None:
+        message[reply.reasoning_field] = reply.reasoning
     return {
         "id": f"chatcmpl-test-{time.monotonic_ns()}",
         "object": "chat.completion",
@@ -351,12 +386,12 @@ def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": reply.content},
+                "message": message,
                 "finish_reason": reply.finish_reason,
                 "logprobs": None,
             }
         ],
-        "usage": usage,
+        "usage": _usage(body, reply),
     }
 
 
@@ -367,6 +402,55 @@ def _dumps(value: Any) -> str:
     except UnicodeEncodeError:  # a lone surrogate in scripted content goes out as the JSON escape \ud800
         return json.dumps(value)
     return text
+
+
+def _pieces(text: str, size: int = 16) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _sse_events(body: dict[str, Any], reply: Reply) -> list[str]:
+    """The completion as server-sent events, as OpenAI-style providers stream it: a role delta, reasoning
+    deltas, content deltas, a finish chunk, a usage chunk (``stream_options.include_usage``) and ``[DONE]``."""
+    base = {"id": f"chatcmpl-test-{time.monotonic_ns()}", "object": "chat.completion.chunk",
+            "created": int(time.time()), "model": body.get("model", "test-model")}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None, **more: Any) -> str:
+        data = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **more}
+        return "data: " + _dumps(data) + "\n\n"
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    events += [chunk({reply.reasoning_field: piece, "content": None}) for piece in _pieces(reply.reasoning or "")]
+    events += [chunk({"content": piece}) for piece in _pieces(reply.content or "")]
+    if reply.bad_chunk:
+        events.insert(len(events) // 2 + 1, "data: {\"choices\": [{\"delta\": {\"content\": \"x\"\n\n")
+    if reply.stream_error is not None:
+        error = {"error": {"message": reply.stream_error, "type": "server_error", "code": None}}
+        events.insert(len(events) // 2 + 1, "data: " + json.dumps(error) + "\n\n")
+    events.append(chunk({}, reply.finish_reason))
+    if (body.get("stream_options") or {}).get("include_usage"):
+        events.append("data: " + json.dumps({**base, "choices": [], "usage": _usage(body, reply)}) + "\n\n")
+    events.append("data: [DONE]\n\n")
+    return events
+
+
+class _StreamReset(Exception):
+    """Raised inside a streamed body: the server drops the connection mid-answer."""
+
+
+async def _sse(state: ServerState, events: list[str], reply: Reply, key: str) -> Any:
+    for n, event in enumerate(events):
+        if reply.cut_after is not None and n >= reply.cut_after:
+            if reply.reset:
+                raise _StreamReset("connection dropped mid-stream")
+            return
+        data = event.replace("{api_key}", key).encode() if reply.echo_key else event.encode()
+        if reply.trickle > 0:
+            async for byte in _stream(state, data, reply.trickle):
+                yield byte
+        else:
+            yield data
+        if reply.chunk_delay > 0 and not await state.sleep(reply.chunk_delay):
+            return
 
 
 async def _stream(state: ServerState, data: bytes, seconds_per_byte: float) -> Any:
@@ -422,6 +506,10 @@ def create_app(state: ServerState) -> FastAPI:
             if wait > 0 and not await state.sleep(wait):
                 return JSONResponse({"error": {"message": "server shutting down", "type": "server_error",
                                                "code": None, "param": None}}, status_code=503)
+            given = request.headers.get("authorization", "").removeprefix("Bearer ")
+            if body.get("stream") and reply.status == 200 and not reply.raw and not reply.ignore_stream:
+                return StreamingResponse(_sse(state, _sse_events(body, reply), reply, given), status_code=200,
+                                         headers={"content-type": "text/event-stream", **reply.headers})
             if reply.raw:
                 payload = str(reply.body)
             elif reply.status != 200:
@@ -429,7 +517,6 @@ def create_app(state: ServerState) -> FastAPI:
             else:
                 payload = _dumps(_completion(body, reply))
             if reply.echo_key:
-                given = request.headers.get("authorization", "").removeprefix("Bearer ")
                 payload = payload.replace("{api_key}", given)
             headers = {"content-type": "application/json", **reply.headers}
             if reply.trickle > 0 or reply.chunked:
