@@ -4,6 +4,7 @@ fixed); values the release cannot hold are set aside in draft_invalid so the dra
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
@@ -204,3 +205,74 @@ def test_prompt_takes_labels_and_precedence_from_the_taxonomy(scenario):
     for field in ("facial_expressions", "self_directed_behavior", "interaction_behavior", "internal_emotion",
                   "viewpoints_attitudes", "support_strategy"):
         assert field in prompt.split("must be considered on every row")[1].split("\n")[0]
+
+
+# A row where every list holds an item and every name or label slot holds a valid value: the generator
+# below puts a wrong value into each slot in turn (issue #20, item 3).
+FULL = _row(5.0, 8.0, "Therapist", ["Alan", "Evelyn"], "What does better mean to you?",
+            background_dialogue=[{"speaker": "Evelyn", "target": ["Alan"], "content": "mm"}],
+            body_posture=[{"person": "Alan", "description": "leans in"}],
+            facial_expressions=[{"person": "Evelyn", "description": "frowns"}],
+            self_directed_behavior=[{"person": "Alan", "description": "rubs hands"}],
+            interaction_behavior=[{"initiator": "Evelyn", "target": ["Alan"], "description": "turns away"}],
+            internal_emotion=[{"person": "Evelyn", "emotion_description": "hurt", "intensity": 6}],
+            viewpoints_attitudes=[{"source": "Evelyn", "target": "Alan", "viewpoint": "v", "attitude": "a"}],
+            support_strategy=[{"provider": "Therapist", "target": ["Alan"], "strategy_type": "evoke",
+                               "strategy_content": "invites his hope"}])
+
+
+def _slots(value, path=()):
+    """Every scalar leaf of a row except free text and times: (path, value)."""
+    free = {"dialogue_cleaned", "tone_of_voice", "description", "content", "viewpoint", "attitude",
+            "emotion_description", "strategy_content", "start_time", "end_time"}
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key not in free:
+                yield from _slots(item, (*path, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _slots(item, (*path, i))
+    else:
+        yield path, value
+
+
+def _wrong_values(value):
+    if isinstance(value, int | float):
+        return [11, -1, 7.5]
+    return ["India", "Couple" if value != "Couple" else "Family", "", "therapist", "Alan "]
+
+
+def _wrong_rows():
+    for path, value in _slots(FULL):
+        for wrong in _wrong_values(value):
+            row = copy.deepcopy(FULL)
+            holder = row
+            for part in path[:-1]:
+                holder = holder[part]
+            holder[path[-1]] = wrong
+            yield ".".join(map(str, path)), wrong, row
+
+
+def test_every_wrong_name_or_label_anywhere_leaves_a_valid_draft():
+    from rescue.data.reading import RawRecord
+    from rescue.data.validation import validate_records
+
+    cases = list(_wrong_rows())
+    assert len(cases) > 60
+    for where, wrong, row in cases:
+        rows, _problems = check([copy.deepcopy(GOOD[0]), row, copy.deepcopy(GOOD[2])])
+        record = {"sample_id": "s", "scenario": "couple", "participants": ["Alan", "Evelyn"], "rows": rows}
+        errors = validate_records([RawRecord("draft", 1, record)]).errors
+        assert errors == [], f"{where} = {wrong!r}: {[str(e) for e in errors]}"
+        kept = rows[1].get("draft_invalid", {})
+        if wrong not in ("", "Couple") and where.split(".")[0] in kept:  # what moved is kept verbatim
+            assert json.dumps(wrong) in json.dumps(kept)
+
+
+def test_a_nested_target_outside_the_cast_moves_to_draft_invalid():
+    row = copy.deepcopy(GOOD[1])
+    row["support_strategy"][0]["target"] = ["Alan", "India"]
+    rows, problems = check([copy.deepcopy(GOOD[0]), row, copy.deepcopy(GOOD[2])])
+    assert rows[1]["support_strategy"][0]["target"] == ["Alan"]
+    assert rows[1]["draft_invalid"]["support_strategy"][0]["target"] == ["Alan", "India"]
+    assert any(p.field == "support_strategy[0].target[1]" and "'India'" in p.message for p in problems)

@@ -114,7 +114,8 @@ def test_broken_drafts_are_caught_and_reasked(out, segs, session_files, kind):
     listed = "\n".join(r.body["messages"][-1]["content"] for r in reask)
     expected = {"missing_keys": "(tone_of_voice): missing key", "uncovered_line": "is not quoted in full",
                 "outside_cue": "lies outside every subtitle line", "self_target": "is the speaker and a target",
-                "unknown_label": "'hypnotise' not a couple support strategy", "not_json": "not valid JSON"}[kind]
+                "unknown_label": "'hypnotise' not a couple support strategy", "not_json": "not valid JSON",
+                "hallucinated": "is not quoted in full"}[kind]
     assert expected in listed
 
 
@@ -124,14 +125,35 @@ def test_what_the_reask_does_not_fix_is_kept_as_open_problems(out, segs, session
     assert outcome.complete  # answered, with problems for the reviewer
     segment = read_manifest(out / "manifest.json").segments[0]
     text = [str(p) for p in segment.problems]
-    assert any("is not quoted in full" in t for t in text)
     assert "row 1 target: self-target: Alan is the speaker and a target" in text
     assert "row 1 utterance_type: 'complaint' is not an utterance type" in text
     rows = read_draft(out)[0]["rows"]
     assert rows[0]["draft_invalid"]["utterance_type"] == "complaint"  # kept verbatim, not silently fixed
     assert rows[0]["target"] == ["Alan"]  # a self-target is kept as the model gave it
-    # Only the row each window's answer left out is missing (reported above), nothing was dropped.
-    assert len(rows) == len([line for line in session_files.lines if line[1] <= 310]) - 2
+    # The line each window's answer left out is a row of its own, with the problem on that row: none is lost.
+    lines = [line for line in session_files.lines if line[1] <= 310]
+    assert [r["dialogue_cleaned"] for r in rows] == [line[3] for line in lines]
+    left_out = [p for p in segment.problems if "not quoted in full by the model's rows" in p.message]
+    assert len(left_out) == 2 and all(p.row_index is not None for p in left_out)
+    for problem in left_out:
+        row = rows[problem.row_index - 1]
+        line = next(line for line in lines if line[3] == row["dialogue_cleaned"])
+        assert (row["start_time"], row["end_time"]) == (line[0], line[1])  # the line's own times, re-timed to 0 here
+        assert row["primary_speaker"] == line[2] and row["tone_of_voice"] == "" and row["body_posture"] == []
+    assert validate_path(out / "draft.jsonl").errors == []
+
+
+def test_a_hallucinating_answer_keeps_every_line(out, segs, session_files):
+    # 8 rows of invented words for each window's lines, again after the re-ask: every line stays, as its own row.
+    with serve(script=draft_script("hallucinated", fix_on_reask=False)) as server:
+        build(config(out, [spec(session_files, segments=segs)], server))
+    rows = read_draft(out)[0]["rows"]
+    lines = [line for line in session_files.lines if line[1] <= 310]
+    said = [r["dialogue_cleaned"] for r in rows]
+    assert [t for t in said if not t.startswith("Invented")] == [line[3] for line in lines]
+    assert len(rows) - len(lines) >= 8  # the invented rows the windows own stay too, for the reviewer to delete
+    problems = read_manifest(out / "manifest.json").segments[0].problems
+    assert sum("not quoted in full by the model's rows" in p.message for p in problems) == len(lines)
     assert validate_path(out / "draft.jsonl").errors == []
 
 

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from rescue.build.checks import (
     TIME_TOLERANCE,
-    _coverage,
     check_relations,
     check_rows,
     parse_answer,
+    uncovered_cues,
 )
 from rescue.build.manifest import Problem
 from rescue.build.prompts import (
@@ -283,8 +283,9 @@ def _owner(row: dict[str, Any], cues: Sequence[Cue]) -> int:
 
 def merge_windows(job: SegmentJob, results: Sequence[tuple[Window, list[dict[str, Any]], list[Problem]]]
                   ) -> tuple[list[dict[str, Any]], list[Problem]]:
-    """The rows each window owns, in time order and renumbered; row problems follow their rows, the
-    coverage check is redone on the merged rows."""
+    """The rows each window owns, in time order and renumbered; row problems follow their rows. Coverage is
+    checked again on the merged rows, and every line they still leave out becomes a row of its own (the
+    subtitles' words and speaker, nothing annotated, a problem on it), so no line is ever lost."""
     tagged: list[tuple[dict[str, Any], list[Problem]]] = []
     segment_problems: list[Problem] = []
     single = len(results) == 1
@@ -297,13 +298,18 @@ def merge_windows(job: SegmentJob, results: Sequence[tuple[Window, list[dict[str
         for p in problems:
             if p.row_index is None and not p.message.startswith("subtitle line ["):
                 segment_problems.append(p if single else Problem(field=p.field, message=f"window {window.number}: {p.message}"))
+    for cue in uncovered_cues([row for row, _ in tagged], job.cues):
+        rows, stand_in = skeleton_rows([cue])
+        tagged.append((rows[0], [*stand_in, Problem(field="dialogue_cleaned", message=(
+            f"subtitle line [{cue.index}] ({cue.start:.2f}-{cue.end:.2f}) {cue.text!r} is not quoted in full by the "
+            "model's rows; kept as a row of its own from the subtitles, not annotated"))]))
     tagged.sort(key=lambda item: item[0]["start_time"])
     rows_out, problems_out = [], []
     for index, (row, row_problems) in enumerate(tagged, start=1):
         row["row_index"] = index
         rows_out.append(row)
         problems_out += [Problem(row_index=index, field=p.field, message=p.message) for p in row_problems]
-    return rows_out, segment_problems + _coverage(rows_out, job.cues) + problems_out
+    return rows_out, segment_problems + problems_out
 
 
 async def _relations(model: Model, job: SegmentJob, rows: list[dict[str, Any]], settings: AnnotateSettings,

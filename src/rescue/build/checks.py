@@ -20,7 +20,7 @@ from pydantic import TypeAdapter, ValidationError
 from rescue.build.manifest import Problem
 from rescue.build.prompts import RELATION_KEYS, ROW_KEYS
 from rescue.data.models import GROUP_LABELS, THERAPIST, Row, Scenario
-from rescue.data.rules import Cast, cast_of, check_row
+from rescue.data.rules import Cast, cast_of, check_row, severity_in
 from rescue.data.taxonomy import (
     UTTERANCE_TYPE_NAMES,
     relation_taxonomy,
@@ -215,6 +215,49 @@ def _check_times(row: _Row, cues: Sequence[Cue], clip_duration: float) -> None:
             row.problem(name, f"{value} lies outside every subtitle line (rows stay inside their lines)")
 
 
+_PATH_PART = re.compile(r"\[(\d+)\]|([A-Za-z_]\w*)")
+
+
+def _release_errors(row: dict[str, Any], cast: Cast) -> list[tuple[str, str]]:
+    """(field path, message) of every breach plain ``rescue validate`` calls an error: what the release cannot
+    hold, from the rulebook itself, so the draft and the release never disagree."""
+    return [(b.field, b.message) for b in check_row(row, cast) if severity_in(b.rule, False) == "error"]
+
+
+def _without(value: Any, path: list[int | str]) -> Any:
+    """A copy of ``value`` without the list element at the last index of ``path``: the bad name itself when
+    the path ends in a list (``target[1]``), else the item holding the bad value (``internal_emotion[0]``)."""
+    cut = max(i for i, part in enumerate(path) if isinstance(part, int))
+    copy = json.loads(json.dumps(value))
+    holder = copy
+    for part in path[:cut]:
+        holder = holder[part]
+    del holder[path[cut]]
+    return copy
+
+
+def _hold_in_release(row: _Row, cast: Cast) -> None:
+    """Every value anywhere in the row (nested ones too) that the release cannot hold moves to
+    ``draft_invalid``, the field keeping everything else, so ``rescue validate``, ``stats`` and ``tasks``
+    accept the draft."""
+    for _ in range(256):  # each pass removes at least one value; a row holds far fewer
+        errors = _release_errors(row.out, cast)
+        if not errors:
+            return
+        where, message = errors[0]
+        path: list[int | str] = [int(i) if i else name for i, name in _PATH_PART.findall(where)]
+        field = str(path[0])
+        if field not in ROW_KEYS:  # pragma: no cover - the probe carries only the row's own keys
+            return
+        nested = any(isinstance(part, int) for part in path)
+        replacement = _without({field: row.out[field]}, path)[field] if nested else _empty(field)
+        if replacement == row.out[field]:  # pragma: no cover - nothing left to move: the problem says the rest
+            return
+        row.invalid.setdefault(field, row.out[field])
+        row.problem(where, f"{message} (kept in draft_invalid)")
+        row.out[field] = replacement
+
+
 def check_rows(value: Any, cues: Sequence[Cue], *, scenario: Scenario, participants: Sequence[str],
                clip_duration: float) -> tuple[list[dict[str, Any]], list[Problem]]:
     """Rows (release form, in time order, numbered from 1) and the problems of one parsed answer."""
@@ -239,6 +282,7 @@ def check_rows(value: Any, cues: Sequence[Cue], *, scenario: Scenario, participa
         fallback = start_cue.speakers[0] if start_cue and len(start_cue.speakers) == 1 else THERAPIST
         _check_names(row, scenario, participants, fallback)
         _check_labels(row, scenario)
+        _hold_in_release(row, cast)
         _check_rules(row, cast)
         _check_times(row, cues, clip_duration)
         if row.invalid:
@@ -260,17 +304,22 @@ def check_rows(value: Any, cues: Sequence[Cue], *, scenario: Scenario, participa
     return ordered, problems
 
 
-def _coverage(rows: Sequence[dict[str, Any]], cues: Sequence[Cue]) -> list[Problem]:
-    problems = []
+def uncovered_cues(rows: Sequence[dict[str, Any]], cues: Sequence[Cue]) -> list[Cue]:
+    """The subtitle lines whose words the rows spanning them do not quote in full, in order."""
+    out = []
     for cue in cues:
         near = [r for r in rows if r["start_time"] < cue.end + TIME_TOLERANCE and r["end_time"] > cue.start - TIME_TOLERANCE]
         said = [w for r in near for w in words(r["dialogue_cleaned"])]
         needed = words(cue.text)
         if needed and not _is_subsequence(needed, said):
-            problems.append(Problem(field="dialogue_cleaned", message=(
-                f"subtitle line [{cue.index}] ({cue.start:.2f}-{cue.end:.2f}) {cue.text!r} is not quoted in full "
-                "by the rows spanning it")))
-    return problems
+            out.append(cue)
+    return out
+
+
+def _coverage(rows: Sequence[dict[str, Any]], cues: Sequence[Cue]) -> list[Problem]:
+    return [Problem(field="dialogue_cleaned", message=(
+        f"subtitle line [{cue.index}] ({cue.start:.2f}-{cue.end:.2f}) {cue.text!r} is not quoted in full "
+        "by the rows spanning it")) for cue in uncovered_cues(rows, cues)]
 
 
 def check_relations(value: Any, rows: list[dict[str, Any]], scenario: Scenario) -> tuple[dict[int, dict[str, Any]], list[Problem]]:

@@ -3,7 +3,8 @@
 
 :func:`draft_script` reads the numbered subtitle lines and the closed entity set from each request's
 prompt and answers with a draft that follows every rule, or one broken in a chosen way (missing keys,
-an uncovered line, a row outside its line, a self-target, an unknown label, text that is not JSON). The
+an uncovered line, a row outside its line, a self-target, an unknown label, text that is not JSON, a few
+rows of invented words in place of the lines). The
 re-ask (the message listing violations) is answered correctly unless ``fix_on_reask`` is False.
 """
 
@@ -17,7 +18,8 @@ from typing import Any
 
 from rescue.testing.openai_server import Reply
 
-BROKEN_KINDS = ("missing_keys", "uncovered_line", "outside_cue", "self_target", "unknown_label", "not_json")
+BROKEN_KINDS = ("missing_keys", "uncovered_line", "outside_cue", "self_target", "unknown_label", "not_json",
+                "hallucinated")
 # Answers no JSON reader takes as they are: a number past Python's 4300-digit limit, a lone UTF-16 surrogate.
 # A float past the double range (1e999) reads as infinity.
 HOSTILE_KINDS = ("big_number", "huge_float", "lone_surrogate")
@@ -66,6 +68,9 @@ def break_rows(rows: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
             rows[0].pop(key)
     elif kind == "uncovered_line":
         rows.pop(len(rows) // 2)
+    elif kind == "hallucinated":  # a few rows of words nobody said, inside the first lines' times
+        rows = [{**row, "dialogue_cleaned": f"Invented sentence number {n} about the weather."}
+                for n, row in enumerate(rows[:8], start=1)]
     elif kind == "outside_cue":
         rows[0]["end_time"] = round(rows[0]["end_time"] + 0.6, 2)  # into the silence after the line
     elif kind == "self_target":
