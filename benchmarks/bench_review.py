@@ -6,7 +6,10 @@ mostly its own copy (no contention), and every few saves one of a handful of row
 copy that every annotator edits (read-modify-write: it appends its token to the row's tone, and on a
 409 takes the newer version from the answer and tries again). Afterwards every confirmed save is
 checked against the database: an own-copy row must hold the last value its annotator saw confirmed,
-and every confirmed token must still be in the shared rows (a lost update would drop one).
+and every confirmed token must still be in the shared rows (a lost update would drop one). Every few saves an
+annotator re-cuts its own copy of one segment that is kept out of the field saves (splits its longest row at the
+middle, then merges it back; the page's cut writes), and afterwards that copy's cut revision must count every
+confirmed cut and its row count must follow them.
 With ``--postgres`` (or ``--db URL``) the same run follows on PostgreSQL, optionally with ``--servers N`` serve
 processes sharing the database, and the table shows both side by side with their ratio.
 Run: ``python benchmarks/bench_review.py [--annotators 4] [--seconds 10] [--postgres [--servers 2]]``.
@@ -48,10 +51,15 @@ def _url(sample_id: str, row: int, copy: str) -> str:
 
 class Annotator(threading.Thread):
     def __init__(self, base: str, name: str, segments: dict[str, int], hot: list[tuple[str, int]], deadline: float,
-                 shared_every: int, seed: int):
+                 shared_every: int, seed: int, cut_segment: str | None = None, cut_every: int = 0):
         super().__init__(daemon=True)
         self.base, self.name, self.segments, self.hot, self.deadline = base, name, segments, hot, deadline
         self.shared_every, self.rng = shared_every, random.Random(seed)
+        self.cut_segment, self.cut_every = cut_segment, cut_every
+        self.cut_latencies: list[float] = []
+        self.cuts = 0  # confirmed cuts; the copy's layout revision must end equal to it
+        self.split_open = False  # a split not yet merged back: the copy has one row more than the draft
+        self.cut_state: dict = {}  # type: ignore[type-arg]
         self.latencies: list[float] = []
         self.conflicts = 0
         self.errors: list[str] = []
@@ -70,11 +78,13 @@ class Annotator(threading.Thread):
         with httpx.Client(base_url=self.base, timeout=30) as client:
             login = client.post("/api/login", json={"name": self.name, "password": PASSWORD})
             client.headers["X-CSRF-Token"] = login.json()["csrf"]
-            ids = list(self.segments)
+            ids = [i for i in self.segments if i != self.cut_segment]
             n = 0
             while time.monotonic() < self.deadline:
                 n += 1
-                if n % self.shared_every == 0:
+                if self.cut_every and n % self.cut_every == 0:
+                    self.recut(client)
+                elif n % self.shared_every == 0:
                     self.save_shared(client, self.rng.choice(self.hot), f"{self.name}-{n}")
                 else:
                     sample_id = self.rng.choice(ids)
@@ -87,6 +97,34 @@ class Annotator(threading.Thread):
                         self.own[key] = value
                     else:
                         self.errors.append(f"own {key}: {answer.status_code} {answer.text[:200]}")
+
+    def recut(self, client: httpx.Client) -> None:
+        """Split the segment's longest row at its middle, or merge it back with the half after it."""
+        url = f"/api/segments/{quote(str(self.cut_segment), safe='')}"
+        if not self.cut_state:
+            seg = client.get(url).json()
+            longest = max(range(len(seg["rows"])), key=lambda i: seg["rows"][i]["end_time"] - seg["rows"][i]["start_time"])
+            self.cut_state = {"layout": seg["layout"], "rows": seg["rows"], "index": longest + 1}
+        state, index = self.cut_state, self.cut_state["index"]
+        row = state["rows"][index - 1]
+        if self.split_open:
+            body = {"layout": state["layout"], "version": row["version"], "next_version": state["rows"][index]["version"]}
+            action = f"{url}/rows/{index}/merge"
+        else:
+            body = {"layout": state["layout"], "version": row["version"], "at": round((row["start_time"] + row["end_time"]) / 2, 3)}
+            action = f"{url}/rows/{index}/split"
+        start = time.perf_counter()
+        answer = client.post(action, json=body)
+        elapsed = (time.perf_counter() - start) * 1000
+        self.latencies.append(elapsed)
+        self.cut_latencies.append(elapsed)
+        if answer.status_code != 200:
+            self.errors.append(f"cut {action}: {answer.status_code} {answer.text[:200]}")
+            return
+        data = answer.json()
+        state["layout"], state["rows"] = data["layout"], data["segment"]["rows"]
+        self.cuts += 1
+        self.split_open = not self.split_open
 
     def save_shared(self, client: httpx.Client, key: tuple[str, int], token: str) -> None:
         version, tone = self.shared.get(key, (None, None))  # type: ignore[assignment]
@@ -122,6 +160,7 @@ def run_backend(args: argparse.Namespace, source: Path, db_url: str | None, serv
     segments = {s["sample_id"]: len(s["rows"]) for s in samples}
     first = samples[0]["sample_id"]
     hot = [(first, i) for i in range(1, min(args.hot_rows, segments[first]) + 1)]
+    cut_segment = samples[-1]["sample_id"] if args.cut_every and len(samples) > 1 else None
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
     db = ["--db", db_url] if db_url else []
     names = [f"a{i}" for i in range(1, args.annotators + 1)]
@@ -145,7 +184,8 @@ def run_backend(args: argparse.Namespace, source: Path, db_url: str | None, serv
             else:
                 raise SystemExit("the review server did not start: " + (server.stderr.read().decode() if server.stderr else ""))
         deadline = time.monotonic() + args.seconds
-        workers = [Annotator(bases[seed % servers], name, segments, hot, deadline, args.shared_every, seed)
+        workers = [Annotator(bases[seed % servers], name, segments, hot, deadline, args.shared_every, seed,
+                             cut_segment, args.cut_every)
                    for seed, name in enumerate(names)]
         start = time.perf_counter()
         for w in workers:
@@ -159,6 +199,10 @@ def run_backend(args: argparse.Namespace, source: Path, db_url: str | None, serv
             for w in workers:
                 client.post("/api/login", json={"name": w.name, "password": PASSWORD})
                 by_segment: dict[str, dict] = {}  # type: ignore[type-arg]
+                if cut_segment is not None and w.cuts:
+                    seg = client.get(f"/api/segments/{quote(cut_segment, safe='')}").json()
+                    lost += seg["layout"] != w.cuts  # a cut confirmed but not counted would be a lost write
+                    lost += len(seg["rows"]) != segments[cut_segment] + (1 if w.split_open else 0)
                 for (sample_id, row), value in w.own.items():
                     if sample_id not in by_segment:
                         by_segment[sample_id] = client.get(f"/api/segments/{quote(sample_id, safe='')}").json()
@@ -177,10 +221,12 @@ def run_backend(args: argparse.Namespace, source: Path, db_url: str | None, serv
         shutil.rmtree(work, ignore_errors=True)
 
     latencies = [x for w in workers for x in w.latencies]
+    cut_latencies = [x for w in workers for x in w.cut_latencies]
     saves = len(latencies) - sum(w.conflicts for w in workers)
     errors = [e for w in workers for e in w.errors]
     return {"saves": saves, "rate": saves / elapsed, "conflicts": sum(w.conflicts for w in workers),
             "p50": percentile(latencies, 50), "p95": percentile(latencies, 95), "p99": percentile(latencies, 99),
+            "cuts": len(cut_latencies), "cut_p95": percentile(cut_latencies, 95),
             "shared_edits": shared_edits, "tokens": len(tokens), "lost": lost, "errors": len(errors),
             "first_error": errors[0] if errors else "", "segments": len(segments), "rows": sum(segments.values())}
 
@@ -192,6 +238,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0, help="how long the annotators save (bounded)")
     parser.add_argument("--shared-every", type=int, default=4, help="every Nth save goes to a shared final row")
     parser.add_argument("--hot-rows", type=int, default=3, help="shared rows every annotator edits")
+    parser.add_argument("--cut-every", type=int, default=10,
+                        help="every Nth write re-cuts the annotator's copy of the last segment (0: no cuts)")
     parser.add_argument("--db", default=None, help="also run on this database URL (e.g. postgresql://...), side by side")
     parser.add_argument("--postgres", action="store_true",
                         help="also run on a throwaway PostgreSQL server started here (Debian's postgresql, review-pg extra)")
@@ -218,6 +266,7 @@ def main() -> None:
         ("confirmed saves/s", lambda r: f"{r['rate']:.0f} ({r['saves']})"),
         ("409 conflicts (retried)", lambda r: str(r["conflicts"])),
         ("latency p50 / p95 / p99 ms", lambda r: f"{r['p50']:.1f} / {r['p95']:.1f} / {r['p99']:.1f}"),
+        ("row cuts (p95 ms)", lambda r: f"{r['cuts']} ({float(r['cut_p95']):.1f})"),
         ("p95 vs target", lambda r: f"{float(r['p95']) / TARGET_P95_MS:.2f}x"),
         ("shared saves in the audit log", lambda r: f"{r['shared_edits']} of {r['tokens']}"),
         ("lost updates", lambda r: str(r["lost"])),
