@@ -132,3 +132,30 @@ def test_the_dashboard_page_filters_sorts_and_searches(project, tmp_path):
     word = ada.segment()["rows"][0]["values"]["dialogue_cleaned"].split()[1]
     found = ada.get("/", params={"q": word}).text
     assert 'id="search-hits"' in found and '#row-1">' in found
+
+
+def test_versions_align_each_copy_with_the_final_rows(project, tmp_path):
+    app = make_app(project, tmp_path / "db.sqlite")
+    ann, ada = Client(app, "ann"), Client(app, "ada")
+    assert ann.save(2, {"tone_of_voice": "icy"}).status_code == 200
+    versions = ada.get("/api/segments/" + quote(FIRST, safe="") + "/versions").json()
+    aligned = versions["aligned"]["ann"]
+    assert len(aligned) == len(versions["final"]["rows"]) and aligned[1]["tone_of_voice"] == "icy"
+    assert aligned == versions["copies"]["ann"]  # uncut copies line up row for row
+
+
+def test_versions_align_a_re_cut_copy_by_time(project, tmp_path):
+    app = make_app(project, tmp_path / "db.sqlite")
+    ann, ada = Client(app, "ann"), Client(app, "ada")
+    segment = ann.segment()
+    row = segment["rows"][1]
+    at = row["start_time"] + (row["end_time"] - row["start_time"]) / 3  # the second part overlaps row 2 longest
+    answer = ann.write("POST", "/api/segments/" + quote(FIRST, safe="") + "/rows/2/split",
+                       {"layout": segment["layout"], "version": row["version"], "at": at})
+    assert answer.status_code == 200, answer.text
+    assert ann.save(3, {"tone_of_voice": "the longer part"}).status_code == 200
+    versions = ada.get("/api/segments/" + quote(FIRST, safe="") + "/versions").json()
+    assert len(versions["copies"]["ann"]) == len(versions["final"]["rows"]) + 1
+    aligned = versions["aligned"]["ann"]
+    assert len(aligned) == len(versions["final"]["rows"]) and aligned[1]["tone_of_voice"] == "the longer part"
+    assert aligned[2] == versions["copies"]["ann"][3]  # the rows after the cut shift by one

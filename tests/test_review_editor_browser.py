@@ -206,3 +206,63 @@ def test_the_dashboard_queue_filters_sorts_and_searches_the_transcript(browser, 
     assert page.inner_text("#editor h2") == f"Row {row}"
     assert not errors, errors
     context.close()
+
+
+def test_adjudication_with_the_clip_row_filter_and_taking_rows_and_segments(browser, tmp_path):
+    from contextlib import closing
+
+    from test_review_browser import _api_client
+
+    sample = {s["sample_id"]: s for s in demo_samples()}[COUPLE]
+    sample["rows"] = [r for r in sample["rows"] if r["end_time"] <= 45]
+    for row in sample["rows"]:
+        for name in ("relation_pattern_evidence_rows", "relation_cycle_evidence_rows"):
+            if isinstance(row.get(name), list):
+                row[name] = [i for i in row[name] if 1 <= i <= len(sample["rows"])]
+    running = Server(make_app(make_review_project(tmp_path / "adj", [sample]), tmp_path / "db.sqlite"))
+    url = "/api/segments/" + COUPLE.replace("/", "%2F")
+    try:
+        with closing(_api_client(running, "root")) as root:
+            assert root.post("/api/assignments", json={"k": 2, "annotators": ["ann", "bob"]}).status_code == 200
+        # ann and bob agree on row 1 (an unchanged save stores it with sorted keys) and differ on rows 2 and 3
+        for name, tone2, tone3 in (("ann", "icy", "flat"), ("bob", "weary", "warm")):
+            with closing(_api_client(running, name)) as client:
+                assert client.put(url + "/rows/1", json={"version": 0, "fields": {}, "accepted": ["tone_of_voice"]}).status_code == 200
+                assert client.put(url + "/rows/2", json={"version": 0, "fields": {"tone_of_voice": tone2}}).status_code == 200
+                assert client.put(url + "/rows/3", json={"version": 0, "fields": {"tone_of_voice": tone3}}).status_code == 200
+                assert client.post(url + "/verify").status_code == 200
+        context, page = login(browser, running, "ada")
+        errors = _errors(page)
+        page.goto(running.url + "/segments/" + COUPLE.replace("/", "%2F") + "/adjudicate")
+        page.wait_for_selector("#verify-final")
+        assert page.locator("video#video").count() == 1
+        # rows where the copies differ: rows 2 and 3, every field of each
+        page.select_option("#adj-filter", "rows")
+        assert [h.get_attribute("id") for h in page.locator("tr.row-head").all()] == ["adj-row-2", "adj-row-3"]
+        assert page.locator("#adj-row-2 ~ tr th.field-name").count() >= 19
+        # one order for list entries, whichever copy they come from (stored copies have sorted keys)
+        page.select_option("#adj-filter", "all")
+        cells = page.locator("tr:has(th.field-name:text-is('Body posture'))").first.locator("div.value").all_inner_texts()
+        assert len(set(cells)) == 1, cells
+        # play a row: the clip seeks to it
+        page.click("#adj-row-2 .play-row")
+        wait_until(page, "document.getElementById('video').currentTime > 0")
+        # take bob's row 2, then all of ann's for the segment (only row 3 still differs from ann's)
+        page.select_option("#adj-filter", "rows")
+        page.click("#adj-row-2 button.take-row[data-name=bob]")
+        page.wait_for_selector("#adj-status:text('Took 1 row(s) from bob')")
+        final = page.evaluate("fetch('%s?copy=final').then((r) => r.json())" % url)
+        assert final["rows"][1]["values"]["tone_of_voice"] == "weary"
+        assert final["rows"][1]["values"]["body_posture"] == final["rows"][1]["draft"]["body_posture"]
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.click("button.take-all[data-name=ann]")
+        page.wait_for_selector("#adj-status:text('from ann')")
+        final = page.evaluate("fetch('%s?copy=final').then((r) => r.json())" % url)
+        assert [r["values"]["tone_of_voice"] for r in final["rows"][1:3]] == ["icy", "flat"]  # every row ann's
+        assert page.inner_text("#adj-status") == "Took 2 row(s) from ann"
+        page.click("#verify-final")
+        page.wait_for_selector(".badge.verified:has-text('final: verified')")
+        assert not errors, errors
+        context.close()
+    finally:
+        running.stop()

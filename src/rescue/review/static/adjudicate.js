@@ -1,14 +1,20 @@
-// The adjudication view: every annotator's version beside the draft and the final copy, row by row;
-// picking a cell writes that value into the final copy (versioned like any other save).
+// The adjudication view: every annotator's version beside the draft and the final copy, row by row, with the
+// clip to check them against. Picking a cell writes that value into the final copy; "take" writes an
+// annotator's whole row, or every row of theirs that differs, the same way (versioned, like any other save).
 "use strict";
 (() => {
   const { api, el, boot, segmentUrl } = Review;
   const B = boot();
   const app = document.getElementById("app");
   let data = null;
-  let onlyDiffering = true;
+  let mode = "fields";  // fields: only fields that differ | rows: whole rows where copies differ | all
+  let video = null;
+  let stopAt = null;    // playing one row: pause at its end
+  let busy = false;
   const same = Review.equal;
   const show = (v, f) => Review.show(v, f, "\n");
+  const fmtTime = (t) => (typeof t === "number" ? `${Math.floor(t / 60)}:${(t % 60).toFixed(1).padStart(4, "0")}` : "");
+
   async function load() {
     const answer = await api("GET", segmentUrl(B.segment) + "/versions");
     if (!answer.ok) { app.replaceChildren(el("p.error", { text: answer.data.detail })); return; }
@@ -16,50 +22,147 @@
     render();
   }
 
-  async function pick(row, field, value, note) {
-    const answer = await api("PUT", `${segmentUrl(B.segment)}/rows/${row.row_index}?copy=final`, { version: row.version, fields: { [field]: value } });
-    if (answer.ok) { await load(); note.textContent = ""; return; }
-    if (answer.status === 409) { note.textContent = "Someone changed the final copy meanwhile; reloaded — pick again."; await load(); return; }
-    note.textContent = (answer.data.problems || []).map((p) => `${p.field}: ${p.message}`).join("; ") || answer.data.detail;
+  // Each annotator's row for final row i (aligned by time on the server where the cuts differ).
+  const theirs = (name, i) => (data.aligned ? data.aligned[name][i] : data.copies[name][i]) || null;
+
+  function note(text) { const n = document.getElementById("adj-error"); if (n) n.textContent = text || ""; }
+  function problems(answer) {
+    return (answer.data.problems || []).map((p) => `${p.field}: ${p.message}`).join("; ") || answer.data.detail || String(answer.status);
   }
 
+  async function write(row, fields) {
+    return api("PUT", `${segmentUrl(B.segment)}/rows/${row.row_index}?copy=final`, { version: row.version, fields });
+  }
+  async function pick(row, field, value) {
+    const answer = await write(row, { [field]: value });
+    if (answer.ok) { note(""); await load(); return; }
+    if (answer.status === 409) { await load(); note("Someone changed the final copy meanwhile; reloaded — pick again."); return; }
+    note(problems(answer));
+  }
+
+  // The fields where an annotator's row departs from the final one.
+  function departures(name, i) {
+    const mine = theirs(name, i), row = data.final.rows[i];
+    if (!mine) return {};
+    const out = {};
+    for (const f of data.final.fields) if (!same(mine[f.name], row.values[f.name])) out[f.name] = mine[f.name];
+    return out;
+  }
+  async function takeRows(name, positions) {
+    if (busy) return;
+    busy = true;
+    let taken = 0;
+    try {
+      for (const i of positions) {
+        const fields = departures(name, i);
+        if (!Object.keys(fields).length) continue;
+        const row = data.final.rows[i];
+        const answer = await write(row, fields);
+        if (answer.status === 409) { await load(); note(`Row ${row.row_index} changed meanwhile; reloaded after taking ${taken} row(s) — take again.`); return; }
+        if (!answer.ok) { await load(); note(`Row ${row.row_index}: ${problems(answer)} (took ${taken} row(s) before it)`); return; }
+        row.version = answer.data.version;
+        taken += 1;
+      }
+      await load();
+      note("");
+      status(`Took ${taken} row(s) from ${name}`);
+    } finally { busy = false; }
+  }
+  function status(text) { const n = document.getElementById("adj-status"); if (n) n.textContent = text; }
+
+  // --- the clip ----------------------------------------------------------------------------------------
+  function player() {
+    const media = data.final.media || {};
+    if (!media.clip) { video = null; return el("div.media.none", {}, el("p.muted", { text: "No clip for this segment." })); }
+    video = el("video", { id: "video", controls: true, preload: "auto", src: media.clip });
+    if (media.subtitles) video.append(el("track", { kind: "subtitles", src: media.subtitles, srclang: "en", label: "Subtitles", default: true }));
+    video.addEventListener("timeupdate", () => {
+      if (stopAt !== null && video.currentTime >= stopAt) { video.pause(); stopAt = null; }
+      const t = video.currentTime;
+      document.getElementById("clock").textContent = fmtTime(t);
+      document.querySelectorAll("tr.row-head").forEach((tr) => {
+        tr.classList.toggle("playing", t >= Number(tr.dataset.start) && t < Number(tr.dataset.end));
+      });
+    });
+    return el("div.media.adj-media", {}, video, el("div.controls", {}, el("span.muted", { id: "clock" })));
+  }
+  function playRow(row) {
+    if (!video) return;
+    video.currentTime = row.start_time;
+    stopAt = row.end_time;
+    video.play();
+  }
+
+  // --- the table ---------------------------------------------------------------------------------------
   function render() {
     const final = data.final;
     const names = data.annotators;
-    const note = el("p.error", { id: "adj-error" });
     const body = [];
+    let shownRows = 0;
     final.rows.forEach((row, i) => {
-      for (const f of final.fields) {
-        const versions = names.map((n) => data.copies[n][i][f.name]);
-        const differs = versions.some((v) => !same(v, versions[0])) || versions.some((v) => !same(v, row.values[f.name]));
-        if (onlyDiffering && !differs) continue;
+      const fields = final.fields.map((f) => {
+        const versions = names.map((n) => (theirs(n, i) || {})[f.name]);
+        const copiesDiffer = versions.some((v) => !same(v, versions[0]));
+        const differs = copiesDiffer || versions.some((v) => !same(v, row.values[f.name]));
+        return { f, versions, copiesDiffer, differs };
+      });
+      const rowDiffers = fields.some((x) => x.copiesDiffer);
+      const shown = mode === "all" ? fields : mode === "rows" ? (rowDiffers ? fields : []) : fields.filter((x) => x.differs);
+      if (!shown.length) return;
+      shownRows += 1;
+      const speaker = row.values.primary_speaker || "";
+      body.push(el("tr.row-head" + (rowDiffers ? ".copies-differ" : ""), { id: "adj-row-" + row.row_index, "data-start": String(row.start_time), "data-end": String(row.end_time) },
+        el("th", { colspan: String(names.length + 4) },
+          el("span.row-title", { text: `Row ${row.row_index}` }), " ",
+          el("span.muted", { text: `${fmtTime(row.start_time)}–${fmtTime(row.end_time)} · ${speaker}` }), " ",
+          video ? el("button.link", { type: "button", class: "play-row", text: "▶ play", title: "Play this row", onclick: () => playRow(row) }) : "",
+          ...names.map((n) => (Object.keys(departures(n, i)).length
+            ? el("button.take-row", { type: "button", "data-name": n, text: `take ${n}'s row`, title: `Write ${n}'s version of every field of this row into the final copy`,
+              onclick: () => takeRows(n, [i]) })
+            : "")))));
+      for (const { f, versions, differs } of shown) {
         const cell = (value, label) => {
           const chosen = same(value, row.values[f.name]);
           return el("td" + (differs ? ".differs" : "") + (chosen ? ".chosen" : ""), {},
             el("div.value", { text: show(value, f) }),
             chosen ? el("span.badge.verified", { text: "final" }) :
-              el("button.link", { type: "button", text: "use " + label, onclick: () => pick(row, f.name, value, note) }));
+              el("button.link", { type: "button", text: "use " + label, onclick: () => pick(row, f.name, value) }));
         };
         body.push(el("tr", {}, el("td", { text: String(row.row_index) }), el("th.field-name", { text: f.title }),
           cell(row.draft[f.name], "draft"), ...names.map((n, j) => cell(versions[j], n)),
           el("td", {}, el("div.value", { text: show(row.values[f.name], f) }))));
       }
     });
-    app.replaceChildren(
-      el("div.seg-head", {}, el("div", {}, el("h1", { text: "Adjudicate " + final.sample_id }),
-        el("span.muted", { text: names.length ? `Annotators: ${names.map((n) => `${n} (${data.states[n]})`).join(", ")}` : "No annotator has worked on this segment yet." }),
-        " ", el("span.badge." + final.status.status, { text: "final: " + final.status.status })),
-      el("div.actions", {},
-        el("label.inline", {}, el("input", { type: "checkbox", id: "only-differing", checked: onlyDiffering, onchange: (e) => { onlyDiffering = e.target.checked; render(); } }), " only fields that differ"),
-        el("a.button", { href: "/segments/" + encodeURIComponent(final.sample_id) + "?copy=final", text: "Edit final copy" }),
-        el("button.primary", { id: "verify-final", type: "button", text: "Verify final", onclick: async () => {
-          const answer = await api("POST", `${segmentUrl(B.segment)}/verify?copy=final`);
-          if (answer.ok) await load(); else note.textContent = (answer.data.problems || []).map((p) => `row ${p.row_index ?? "-"} ${p.field}: ${p.message}`).join("; ");
-        } }))),
-      note,
-      el("table.grid.adj", {}, el("thead", {}, el("tr", {}, el("th", { text: "Row" }), el("th", { text: "Field" }), el("th", { text: "Draft" }),
-        ...names.map((n) => el("th", { text: n })), el("th", { text: "Final" }))),
-      el("tbody", {}, ...(body.length ? body : [el("tr", {}, el("td", { colspan: String(names.length + 4), text: "The annotators agree everywhere; verify the final copy or open it to edit." }))]))));
+    const filter = el("select", { id: "adj-filter", "aria-label": "Which rows", onchange: (e) => { mode = e.target.value; render(); } },
+      el("option", { value: "fields", text: "Fields that differ" }),
+      el("option", { value: "rows", text: "Rows where the copies differ" }),
+      el("option", { value: "all", text: "Every row" }));
+    filter.value = mode;
+    const head = el("div.seg-head", {}, el("div", {}, el("h1", { text: "Adjudicate " + final.sample_id }),
+      el("span.muted", { text: names.length ? `Annotators: ${names.map((n) => `${n} (${data.states[n]})`).join(", ")}` : "No annotator has worked on this segment yet." }),
+      " ", el("span.badge." + final.status.status, { text: "final: " + final.status.status })),
+    el("div.actions", {},
+      el("label.inline", {}, "Show ", filter),
+      typeof ReviewGuide !== "undefined" ? el("button", { type: "button", id: "guidelines-toggle", text: "Guidelines", onclick: () => ReviewGuide.toggle() }) : null,
+      el("a.button", { href: "/segments/" + encodeURIComponent(final.sample_id) + "?copy=final", text: "Edit final copy" }),
+      el("button.primary", { id: "verify-final", type: "button", text: "Verify final", onclick: async () => {
+        const answer = await api("POST", `${segmentUrl(B.segment)}/verify?copy=final`);
+        if (answer.ok) await load(); else note((answer.data.problems || []).map((p) => `row ${p.row_index ?? "-"} ${p.field}: ${p.message}`).join("; ") || answer.data.detail);
+      } })));
+    const columns = el("tr", {}, el("th", { text: "Row" }), el("th", { text: "Field" }), el("th", { text: "Draft" }),
+      ...names.map((n) => el("th", {}, n, " ", el("button.link.take-all", { type: "button", "data-name": n, text: "take all",
+        title: `Write ${n}'s version of every row where it differs into the final copy`,
+        onclick: () => { if (confirm(`Write ${n}'s version of every differing row into the final copy?`)) takeRows(n, final.rows.map((_, i) => i)); } }))),
+      el("th", { text: "Final" }));
+    const guideOpen = !(document.getElementById("guidelines") || { hidden: true }).hidden;
+    const keepVideo = video && video.isConnected ? video.parentElement : null;  // keep the playhead across re-renders
+    app.replaceChildren(head, el("div.adj-body", {}, keepVideo || player(), el("div", {},
+      el("p.error", { id: "adj-error" }), el("p.save-status.good", { id: "adj-status", "aria-live": "polite" }),
+      el("p.muted", { id: "adj-count", text: `${shownRows} of ${final.rows.length} rows shown` }),
+      el("table.grid.adj", {}, el("thead", {}, columns),
+        el("tbody", {}, ...(body.length ? body : [el("tr", {}, el("td", { colspan: String(names.length + 4), text: "The annotators agree everywhere; verify the final copy or open it to edit." }))]))))),
+    typeof ReviewGuide !== "undefined" ? ReviewGuide.panel(final.labels) : "");
+    if (guideOpen) ReviewGuide.toggle(true);
   }
   load();
 })();

@@ -11,7 +11,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from rescue.review import crud
+from rescue.review import crud, cuts
 from rescue.review.api.deps import (
     Adjudicator,
     CurrentUser,
@@ -128,7 +128,12 @@ def segment_versions(segment_id: str, actor: Adjudicator, db: Db, project: Proje
     copies = {name: [r["values"] for r in crud.copy_rows(db, segment, name)] for name in names}
     states = {name: (s.status if (s := crud.segment_state(db, segment_id, name)) else "open") for name in names}
     final = segment_payload(db, project, segment, FINAL)
-    return {"annotators": names, "states": states, "copies": copies, "final": final}
+    # Row by row of the final copy, each annotator's row for it: the same row where the cuts agree, else the row
+    # overlapping it longest (None where their copy has no speech there), so re-cut copies still line up.
+    final_values = [r["values"] for r in final["rows"]]
+    aligned = {name: [rows[m] if m is not None else None for m in cuts.align(final_values, rows)]
+               for name, rows in copies.items()}
+    return {"annotators": names, "states": states, "copies": copies, "aligned": aligned, "final": final}
 
 
 @router.post("/segments/{segment_id:path}/verify")
