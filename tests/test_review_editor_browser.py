@@ -236,6 +236,12 @@ def test_adjudication_with_the_clip_row_filter_and_taking_rows_and_segments(brow
         page.goto(running.url + "/segments/" + COUPLE.replace("/", "%2F") + "/adjudicate")
         page.wait_for_selector("#verify-final")
         assert page.locator("video#video").count() == 1
+        # the timeline of the final copy, read only: a block per row; a click seeks there
+        page.wait_for_selector("#timeline .block")
+        assert page.locator("#timeline .block").count() == len(sample["rows"])
+        assert page.locator("#cut-tools #split-row").is_hidden()
+        page.click("#block-3")
+        wait_until(page, f"document.getElementById('video').currentTime >= {sample['rows'][2]['start_time'] - 0.3}")
         # rows where the copies differ: rows 2 and 3, every field of each
         page.select_option("#adj-filter", "rows")
         assert [h.get_attribute("id") for h in page.locator("tr.row-head").all()] == ["adj-row-2", "adj-row-3"]

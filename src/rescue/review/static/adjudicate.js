@@ -11,6 +11,8 @@
   let video = null;
   let stopAt = null;    // playing one row: pause at its end
   let busy = false;
+  let side = null;      // the clip and its timeline: made once, kept across re-renders (and the playhead with them)
+  let chosen = 0;       // the final row last chosen on the timeline
   const same = Review.equal;
   const show = (v, f) => Review.show(v, f, "\n");
   const fmtTime = (t) => (typeof t === "number" ? `${Math.floor(t / 60)}:${(t % 60).toFixed(1).padStart(4, "0")}` : "");
@@ -86,6 +88,25 @@
     });
     return el("div.media.adj-media", {}, video, el("div.controls", {}, el("span.muted", { id: "clock" })));
   }
+  // The timeline (timeline.js, as in the segment view) over the final copy's rows, read only: a click on a block
+  // seeks there and brings that row's comparison into view.
+  const timelineView = {
+    get seg() { return data.final; }, get selected() { return chosen; }, get video() { return video; },
+    readOnly: true, me: B.me, copyParam: "?copy=final",
+    working: (r) => r.values, status: (text) => status(text), fmtTime,
+    select(i) {
+      chosen = i;
+      ReviewTimeline.selected(i);
+      const head = document.getElementById("adj-row-" + data.final.rows[i].row_index);
+      if (head) head.scrollIntoView({ block: "start" });
+    },
+  };
+  function sidePanel() {
+    if (side) return side;
+    side = el("div.adj-side", {}, player());
+    return side;
+  }
+
   function playRow(row) {
     if (!video) return;
     video.currentTime = row.start_time;
@@ -95,6 +116,8 @@
 
   // --- the table ---------------------------------------------------------------------------------------
   function render() {
+    const first = !side;
+    sidePanel();  // first: the rows' play buttons need to know whether there is a clip
     const final = data.final;
     const names = data.annotators;
     const body = [];
@@ -155,14 +178,16 @@
         onclick: () => { if (confirm(`Write ${n}'s version of every differing row into the final copy?`)) takeRows(n, final.rows.map((_, i) => i)); } }))),
       el("th", { text: "Final" }));
     const guideOpen = !(document.getElementById("guidelines") || { hidden: true }).hidden;
-    const keepVideo = video && video.isConnected ? video.parentElement : null;  // keep the playhead across re-renders
-    app.replaceChildren(head, el("div.adj-body", {}, keepVideo || player(), el("div", {},
+    app.replaceChildren(head, el("div.adj-body", {}, side, el("div", {},
       el("p.error", { id: "adj-error" }), el("p.save-status.good", { id: "adj-status", "aria-live": "polite" }),
       el("p.muted", { id: "adj-count", text: `${shownRows} of ${final.rows.length} rows shown` }),
       el("table.grid.adj", {}, el("thead", {}, columns),
         el("tbody", {}, ...(body.length ? body : [el("tr", {}, el("td", { colspan: String(names.length + 4), text: "The annotators agree everywhere; verify the final copy or open it to edit." }))]))))),
     typeof ReviewGuide !== "undefined" ? ReviewGuide.panel(final.labels) : "");
     if (guideOpen) ReviewGuide.toggle(true);
+    if (typeof ReviewTimeline !== "undefined" && video) {
+      if (first) ReviewTimeline.mount(timelineView); else ReviewTimeline.draw();
+    }
   }
   load();
 })();
