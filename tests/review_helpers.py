@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -80,3 +83,31 @@ def append_tokens(client: Any, url: str, row: dict[str, Any], tokens: list[str])
             current = answer.json()["current"]
             version, tone = current["version"], current["values"]["tone_of_voice"]
     return done
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    """uvicorn in a thread, bound to 127.0.0.1 on a free port, stopped at the end of the test."""
+
+    def __init__(self, app: Any):
+        import uvicorn
+
+        self.port = _free_port()
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.05)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)

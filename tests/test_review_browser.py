@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import threading
 import time
 from contextlib import closing
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from review_helpers import FIRST, PASSWORD, make_app
+from review_helpers import FIRST, PASSWORD, Server, make_app
 
 from rescue.data.validation import validate_path
 from rescue.testing.review_project import make_review_project
@@ -24,34 +22,6 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--autoplay-policy=no-user-gesture-required"]
 # The README's screenshot; a test run refreshes it only when asked, so running the suite never edits the tree.
 SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "img" / "review.png"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Server:
-    """uvicorn in a thread, bound to 127.0.0.1 on a free port, stopped at the end of the test."""
-
-    def __init__(self, app):  # type: ignore[no-untyped-def]
-        import uvicorn
-
-        self.port = _free_port()
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.05)
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
 
 
 @pytest.fixture(scope="module")

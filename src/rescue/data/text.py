@@ -28,6 +28,17 @@ def without_lone_surrogates(text: str) -> str:
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
+def deep_without_lone_surrogates(value: object) -> object:
+    """``value`` (JSON data) with :func:`without_lone_surrogates` applied to every string, keys included."""
+    if isinstance(value, str):
+        return without_lone_surrogates(value)
+    if isinstance(value, dict):
+        return {without_lone_surrogates(str(k)): deep_without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [deep_without_lone_surrogates(v) for v in value]
+    return value
+
+
 def _escape_char(char: str) -> str:
     code = ord(char)
     if char == "\n":

@@ -15,7 +15,7 @@ from rescue.review.api.deps import CurrentUser, LoginRequired
 from rescue.review.api.routes import agreement, export, login, media, pages, rows, search, segments, users
 from rescue.review.db import default_url, make_engine, session_factory
 from rescue.review.project import Project, load_project
-from rescue.review.security import LoginThrottle
+from rescue.review.security import BodyLimit, LoginThrottle
 
 HERE = Path(__file__).parent
 
@@ -62,6 +62,9 @@ def create_app(project_dir: str | Path | Project, db_url: str | None = None) -> 
     async def unstorable(request: Request, exc: DataError) -> Response:
         # A value the database refuses (PostgreSQL is stricter than SQLite); the request's own fault, not a crash.
         return JSONResponse({"detail": f"the database cannot store a value of this request: {exc.orig}"}, status_code=422)
+
+    # Inside the security headers (a 413 carries them too), outside everything that reads a body.
+    app.add_middleware(BodyLimit)
 
     @app.middleware("http")
     async def security_headers(request: Request, call_next):  # type: ignore[no-untyped-def]

@@ -178,6 +178,24 @@ def _stub(row: dict[str, Any], position: int) -> dict[str, Any]:
     return stub
 
 
+MAX_LIST_ENTRIES = 200  # a row's list (cues, viewpoints ...) never holds more than a few dozen
+
+
+def _oversized(value: Any) -> str:
+    """Why a field's value is larger than the release format needs, or ""."""
+    from rescue.review.security import MAX_TEXT_CHARS
+
+    if isinstance(value, str):
+        return f"longer than {MAX_TEXT_CHARS:,} characters" if len(value) > MAX_TEXT_CHARS else ""
+    if isinstance(value, list):
+        if len(value) > MAX_LIST_ENTRIES:
+            return f"more than {MAX_LIST_ENTRIES} entries"
+        return next((p for v in value if (p := _oversized(v))), "")
+    if isinstance(value, dict):
+        return next((p for v in [*value, *value.values()] if (p := _oversized(v))), "")
+    return ""
+
+
 def check_edit(segment: Segment, current: dict[str, Any], row_index: int, fields: dict[str, Any],
                rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Row ``row_index`` (now ``current``) after applying ``fields``; raises FieldError naming each bad field.
@@ -185,6 +203,10 @@ def check_edit(segment: Segment, current: dict[str, Any], row_index: int, fields
     unknown = [name for name in fields if name not in SPECS and name not in TIME_FIELDS]
     if unknown:
         raise FieldError([{"field": name, "message": "not an editable field"} for name in unknown])
+    oversized = [{"field": name, "message": problem} for name, value in fields.items()
+                 if (problem := _oversized(value))]
+    if oversized:
+        raise FieldError(oversized)
     for emotion in fields.get("internal_emotion") or []:
         # Validation accepts any number; the control offers whole points 0-10 as the paper's scale does.
         value = emotion.get("intensity") if isinstance(emotion, dict) else None

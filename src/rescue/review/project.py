@@ -16,6 +16,7 @@ from typing import Any
 from rescue.data.errors import DataError, DataIssue
 from rescue.data.loading import RawRecord, infer_participants, infer_scenario, iter_records
 from rescue.data.models import GROUP_LABELS, THERAPIST
+from rescue.data.text import deep_without_lone_surrogates, without_lone_surrogates
 from rescue.data.validation import validate_records
 
 DRAFT_FILE = "draft.jsonl"
@@ -140,6 +141,11 @@ def load_project(root: str | Path) -> Project:
             raise _issue(draft, record.line, "not a sample (needs a sample_id and a list of rows)")
         if not all(isinstance(r, dict) for r in data["rows"]):
             raise _issue(draft, record.line, "every row must be a JSON object", "rows")
+        # Text the reader accepts must render and store: a lone surrogate (\ud800) cannot be encoded as UTF-8.
+        # Validation below still reports it, at its row and field.
+        readable = deep_without_lone_surrogates(data)
+        assert isinstance(readable, dict)
+        data = readable
         _normalise(data)
         sample_id = str(data["sample_id"])
         if "\x00" in sample_id:  # no database but SQLite could store it
@@ -149,9 +155,10 @@ def load_project(root: str | Path) -> Project:
         segments[sample_id] = Segment(sample_id, data, record.line)
     if not segments:
         raise _issue(draft, 0, "holds no samples")
-    for issue in validate_records(records).issues:
-        if issue.sample_id in segments and issue.severity == "error":
-            segments[issue.sample_id].problems.append(Problem(issue.row, issue.field or None, issue.message, "validation"))
+    for issue in validate_records(records).issues:  # the records as read: a lone surrogate is reported
+        if without_lone_surrogates(issue.sample_id) in segments and issue.severity == "error":
+            segments[without_lone_surrogates(issue.sample_id)].problems.append(
+                Problem(issue.row, issue.field or None, without_lone_surrogates(issue.message), "validation"))
 
     manifest_path = root / MANIFEST_FILE
     has_manifest = manifest_path.is_file()

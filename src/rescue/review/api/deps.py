@@ -23,6 +23,8 @@ def _storable(value: str) -> str:
     # PostgreSQL's text columns cannot hold NUL (SQLite's can): refused alike on every backend, naming the field.
     if "\x00" in value:
         raise ValueError("must not contain a NUL character")
+    if len(value) > security.MAX_TEXT_CHARS:
+        raise ValueError(f"longer than {security.MAX_TEXT_CHARS:,} characters")
     return value
 
 

@@ -20,16 +20,19 @@ class LoginBody(BaseModel):
 @router.post("/login")
 def login(body: LoginBody, request: Request, response: Response, db: Db) -> dict[str, str]:
     throttle: security.LoginThrottle = request.app.state.login_throttle
-    if throttle.blocked(body.name):
-        raise HTTPException(429, "too many failed logins for this name; wait a few minutes")
+    client = request.client.host if request.client else ""
+    refused = throttle.begin(client, body.name)
+    if refused:
+        raise HTTPException(429, refused)
+    found = None
     try:
         found = crud.login(db, body.name, body.password)
     except crud.AccountDisabled as exc:
         raise HTTPException(403, str(exc)) from None
+    finally:
+        throttle.end(client, body.name, found is not None)
     if found is None:
-        throttle.failed(body.name)
         raise HTTPException(401, "wrong name or password")
-    throttle.succeeded(body.name)
     user, token, csrf = found
     response.set_cookie(
         security.SESSION_COOKIE, token, max_age=security.SESSION_HOURS * 3600, httponly=True, samesite="strict",
