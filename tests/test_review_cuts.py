@@ -263,3 +263,59 @@ def test_no_waveform_without_a_clip(tmp_path):
     app = make_app(make_review_project(tmp_path / "bare", media=False), tmp_path / "review.db")
     answer = Client(app, "ann").get(seg_url(FIRST) + "/waveform")
     assert answer.status_code == 404 and "no clip" in answer.json()["detail"]
+
+
+def test_concurrent_cuts_of_one_copy_lose_nothing(app):
+    """Several clients cut the final copy at once: from one layout exactly one cut wins; inserting with a retry
+    on 409 (taking the newer layout from the answer) keeps every confirmed row, each audited once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    clients = [Client(app, name) for name in ("ada", "root", "ada", "root", "ada", "root")]
+    draft = clients[0].segment(copy="final")["rows"]
+    at = draft[-1]["end_time"] + 1.0
+    with ThreadPoolExecutor(len(clients)) as pool:
+        first = list(pool.map(lambda c: cut(c, "insert", {"layout": 0, "start_time": at, "end_time": at + 0.5,
+                                                         "dialogue_cleaned": "first"}, copy="final").status_code, clients))
+    assert sorted(first) == [201] + [409] * (len(clients) - 1)
+
+    def insert(job: tuple[int, Client]) -> list[str]:
+        number, client = job
+        done, layout = [], 1
+        for n in range(3):
+            words = f"c{number}-{n}"
+            while True:
+                answer = cut(client, "insert", {"layout": layout, "start_time": at + 1 + number + n / 10,
+                                                "end_time": at + 1.05 + number + n / 10, "dialogue_cleaned": words},
+                             copy="final")
+                if answer.status_code == 201:
+                    layout = answer.json()["layout"]
+                    done.append(words)
+                    break
+                assert answer.status_code == 409, answer.text
+                layout = answer.json()["layout"]
+        return done
+
+    with ThreadPoolExecutor(len(clients)) as pool:
+        confirmed = [w for words in pool.map(insert, enumerate(clients)) for w in words]
+    rows = clients[0].segment(copy="final")["rows"]
+    texts = [r["values"]["dialogue_cleaned"] for r in rows[len(draft):]]
+    assert sorted(texts) == sorted(["first", *confirmed]) and len(confirmed) == 3 * len(clients)
+    assert [r["start_time"] for r in rows] == sorted(r["start_time"] for r in rows)
+    inserts = [e for e in clients[0].get(seg_url(FIRST) + "/audit").json() if e["action"] == "row.insert"]
+    assert len(inserts) == 1 + len(confirmed)
+
+
+def test_a_save_racing_a_split_lands_on_its_row_or_is_refused(app):
+    from concurrent.futures import ThreadPoolExecutor
+
+    ann, tab = Client(app, "ann"), Client(app, "ann")
+    rows = ann.segment()["rows"]
+    at = round((rows[0]["start_time"] + rows[0]["end_time"]) / 2, 3)
+    with ThreadPoolExecutor(2) as pool:
+        split = pool.submit(cut, ann, "split", {"layout": 0, "version": 0, "at": at}, 1)
+        saved = pool.submit(tab.save, 3, {"tone_of_voice": "raced"}, 0)
+        split_status, save_status = split.result().status_code, saved.result().status_code
+    assert split_status == 200 and save_status in (200, 409)
+    after = ann.segment()["rows"]
+    holders = [r["values"]["dialogue_cleaned"] for r in after if r["values"]["tone_of_voice"] == "raced"]
+    assert holders == ([rows[2]["values"]["dialogue_cleaned"]] if save_status == 200 else [])
