@@ -201,3 +201,22 @@ def test_baselines_on_real_data(real_samples):
     for task in (TASKS["er"], TASKS["vp"]):
         predictions = answer_all(make_baseline("baseline/nearest"), task, task.build(real_samples))
         assert all(p.status == "ok" for p in predictions.values())
+
+
+def test_a_run_on_one_sample_skips_the_baselines_that_need_two(tmp_path):
+    # The README's recipe on a one-segment export: `rescue run --data verified.jsonl` (issue #20, item 7).
+    import json
+
+    from typer.testing import CliRunner
+
+    from rescue.cli import app
+    from rescue.data.reading import demo_path
+
+    one = tmp_path / "verified.jsonl"
+    one.write_text(demo_path().read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["run", "--data", str(one), "--out", str(tmp_path / "run"), "--quiet",
+                                      "--no-bertscore"])
+    assert result.exit_code == 0, result.output
+    assert "baseline/uniform skips ER: it draws ER phrases from other samples and the data hold one sample" in result.output
+    results = json.loads((tmp_path / "run" / "results.json").read_text(encoding="utf-8"))
+    assert "itp" in json.dumps(results["models"]["baseline/uniform"]) and "er" not in results["models"]["baseline/uniform"]

@@ -160,13 +160,15 @@ def test_a_hallucinating_answer_keeps_every_line(out, segs, session_files):
 def test_rerun_resumes_without_cutting_or_asking_again(tmp_path, session_files):
     out = tmp_path / "out"
     with serve(script=draft_script("self_target")) as server:
-        build(config(out, [spec(session_files)], server))
+        made = build(config(out, [spec(session_files)], server))
         first = server.request_count
+        assert (made.sent, made.cached, made.reasked) == (first, 0, 2)  # what this run sent, said as such
         clip = out / "clips/alan_and_evelyn/s01e01_segment01.mp4"
         stamp = clip.stat().st_mtime_ns
         (out / "draft.jsonl").unlink()
-        build(config(out, [spec(session_files)], server))
+        again = build(config(out, [spec(session_files)], server))
         assert server.request_count == first  # no request re-sent
+        assert (again.sent, again.cached, again.reasked) == (0, 0, 0)  # a no-op rerun says 0 sent (was "8 request(s)")
         # A finished segment draft is reused even when the cache is gone.
         (out / "cache.sqlite").unlink()
         build(config(out, [spec(session_files)], server))
@@ -269,7 +271,13 @@ def test_segments_file_min_duration_row_clips_and_group(tmp_path, session_files)
     third = manifest.segment("g1/s01e01_segment03")
     assert (third.start, third.end) == (two, 399.5)
     assert third.rows[0].start_time == pytest.approx(next(line[0] for line in session_files.lines if line[0] >= two) - two)
-    assert third.provenance["segments_from"] == str(segments)
+    # Every path of the manifest is relative to DIR (the subtitles were relative to the working directory).
+    import os
+
+    assert third.provenance["segments_from"] == os.path.relpath(segments, out)
+    assert third.provenance["subtitles_file"] == os.path.relpath(session_files.subs, out)
+    assert (out / third.provenance["subtitles_file"]).resolve() == session_files.subs.resolve()
+    assert (out / third.source_video).resolve() == session_files.video.resolve()
     first = manifest.segment("g1/s01e01_segment01")
     assert first.provenance["segment_name"] == "intro"
     assert len(first.row_clips) == len(first.rows)

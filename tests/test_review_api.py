@@ -495,6 +495,11 @@ def test_cli_user_add_assign_and_export(tmp_path):
     assert not report.errors and [s.sample_id for s in report.samples] == [FIRST]
     sidecar = json.loads((out.parent / "verified.provenance.json").read_text())
     assert sidecar["segments"][0]["verified_by"] == ["ann"]
+    # Export files follow the umask, as every other file rescue writes (they were 0600; issue #20, item 7).
+    umask = os.umask(0o022)
+    os.umask(umask)
+    for written in (out, out.parent / "verified.provenance.json"):
+        assert written.stat().st_mode & 0o777 == 0o666 & ~umask
 
 
 def test_cli_serve_binds_to_localhost_and_serves_the_folder(tmp_path):

@@ -122,7 +122,10 @@ class BuildOutcome:
     failed: list[str] = field(default_factory=list)
     estimate: Estimate | None = None
     cost: float | None = None
-    requests: int = 0
+    requests: int = 0  # the requests behind the drafts, earlier runs' included
+    sent: int = 0  # requests this run sent to the endpoint
+    cached: int = 0  # answers this run took from DIR/cache.sqlite
+    reasked: int = 0  # re-asks this run sent
     spans: dict[str, tuple[float, float]] = field(default_factory=dict)  # sample id -> (start, end) in the source
 
     @property
@@ -251,7 +254,9 @@ def _provenance(config: BuildConfig, item: Planned, draft: SegmentDraft, annotat
     spec = item.session.spec
     stat = spec.video.stat()
     return {
-        "source_video_bytes": stat.st_size, "subtitles_file": str(spec.subtitles), "segments_from": item.segments_from,
+        "source_video_bytes": stat.st_size, "subtitles_file": _relative(spec.subtitles, config.out),
+        # A proposal's path is DIR/segments/...: already relative to DIR.
+        "segments_from": item.segments_from if spec.segments is None else _relative(spec.segments, config.out),
         "segment_number": item.segment.number, "segment_name": item.segment.name,
         "group": spec.group, "model": annotated,
         "base_url": redact_url(config.base_url) if annotated else None, "video_input": config.annotate.video_input,
@@ -260,8 +265,14 @@ def _provenance(config: BuildConfig, item: Planned, draft: SegmentDraft, annotat
     }
 
 
+def _relative(path: Path, out: Path) -> str:
+    """A path as the manifest holds every path: relative to DIR (one base, so the folder can move with its
+    sources)."""
+    return os.path.relpath(path.resolve(), out.resolve())
+
+
 async def _annotate_all(config: BuildConfig, items: list[Planned], log: BuildLog, model: Model | None,
-                        echo: Callable[[str], None]) -> tuple[dict[str, SegmentDraft], float | None]:
+                        echo: Callable[[str], None], outcome: BuildOutcome) -> tuple[dict[str, SegmentDraft], float | None]:
     from rescue.llm import Session, resolve_model
 
     drafts: dict[str, SegmentDraft] = {}
@@ -297,6 +308,11 @@ async def _annotate_all(config: BuildConfig, items: list[Planned], log: BuildLog
                     "requests": draft.requests, "reasked": draft.reasked})
 
         await asyncio.gather(*(one(item, key) for item, key in todo))
+        for (_purpose, tag), stats in wrapped.stats.items():
+            outcome.sent += stats.requests
+            outcome.cached += stats.cache_hits
+            if tag.endswith("-reask"):
+                outcome.reasked += stats.requests
         return drafts, session.spent
 
 
@@ -331,7 +347,7 @@ def build(config: BuildConfig, *, model: Model | None = None,
         for item in planned:
             _cut_media(config, item, log)
         if annotating:
-            drafts, outcome.cost = asyncio.run(_annotate_all(config, planned, log, model, echo))
+            drafts, outcome.cost = asyncio.run(_annotate_all(config, planned, log, model, echo, outcome))
         else:
             drafts = {}
             for item in planned:
@@ -351,7 +367,7 @@ def build(config: BuildConfig, *, model: Model | None = None,
             spec = item.session.spec
             manifest.segments.append(ManifestSegment(
                 sample_id=item.sample_id, scenario=spec.scenario, participants=list(spec.participants),
-                source_video=os.path.relpath(spec.video.resolve(), config.out.resolve()), start=item.segment.start, end=item.segment.end, clip=item.clip,
+                source_video=_relative(spec.video, config.out), start=item.segment.start, end=item.segment.end, clip=item.clip,
                 subtitles=item.subtitles, rows=_manifest_rows(draft.rows, item.cues), problems=draft.problems,
                 provenance=_provenance(config, item, draft, config.model or getattr(model, "name", None)),
                 row_clips=row_clips))
@@ -359,7 +375,8 @@ def build(config: BuildConfig, *, model: Model | None = None,
         write_text_atomic(config.out / "draft.jsonl", "".join(line + "\n" for line in lines))
         write_manifest(config.out / "manifest.json", manifest)
         log.event("finish", segments=len(planned), problems=outcome.problems, failed=outcome.failed,
-                  requests=outcome.requests, cost=outcome.cost)
+                  requests=outcome.requests, sent=outcome.sent, cached=outcome.cached, reasked=outcome.reasked,
+                  cost=outcome.cost)
         return outcome
     finally:
         log.close()

@@ -108,7 +108,8 @@ def build_command(
     if propose_only:
         return
     cost = f", ${outcome.cost:.4f}" if outcome.cost else ""
-    say(f"{len(outcome.segments)} segment(s), {outcome.requests} request(s){cost}, {outcome.problems} open problem(s) "
+    say(f"{len(outcome.segments)} segment(s), {outcome.sent} request(s) sent ({outcome.cached} answered from the "
+        f"cache, {outcome.reasked} re-ask(s)){cost}, {outcome.problems} open problem(s) "
         f"for review -> {out}/draft.jsonl, {out}/manifest.json", highlight=False)
     if not outcome.complete:
         for failure in outcome.failed[:10]:

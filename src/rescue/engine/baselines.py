@@ -163,6 +163,11 @@ class Baseline:
     def learn(self, state: _TaskState) -> None:
         """Subclass hook: precompute from the evaluated instances."""
 
+    def sits_out(self, task: Task, instances: list[Instance]) -> str | None:
+        """Why this baseline cannot answer ``task`` on these instances (too few samples), else None: a run
+        leaves the pair out with this note instead of failing."""
+        return None
+
     async def solve(self, ask: TaskRequest) -> ChatAnswer:
         task = ask.task
         state = self._states.get(task.name)
@@ -234,6 +239,11 @@ class MajorityBaseline(Baseline):
 
 class UniformBaseline(Baseline):
     kind = "uniform"
+
+    def sits_out(self, task: Task, instances: list[Instance]) -> str | None:
+        if task.declaration.answer in GENERATIVE_ANSWERS and len({i.sample_id for i in instances}) < 2:
+            return f"it draws {task.name.upper()} phrases from other samples and the data hold one sample"
+        return None
 
     def learn(self, state: _TaskState) -> None:
         if state.task.declaration.answer in GENERATIVE_ANSWERS:
@@ -311,6 +321,11 @@ class NearestBaseline(Baseline):
 
     def applies(self, task: Task) -> bool:
         return task.declaration.answer in GENERATIVE_ANSWERS and task.declaration.gold_rows is not None
+
+    def sits_out(self, task: Task, instances: list[Instance]) -> str | None:
+        if len({i.sample_id for i in instances}) < 2:
+            return f"it retrieves {task.name.upper()} answers from other samples and the data hold one sample"
+        return None
 
     def learn(self, state: _TaskState) -> None:
         rows_of = state.task.declaration.gold_rows

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from rescue.data.errors import RescueError
 from rescue.data.models import Sample
+from rescue.engine.baselines import Baseline
 from rescue.engine.config import RunConfig, RunError, config_differences
 from rescue.engine.progress import ProgressDisplay, RunLog, TaskProgress
 from rescue.engine.types import TaskModel, TaskRequest, as_task_model
@@ -686,6 +687,16 @@ class Runner:
                 # A baseline that does not apply to a task (persist has no RPP answer ...) sits that task out.
                 todo = [(spec, name) for spec in config.model_specs for name in config.tasks
                         if models[spec].applies_to(name)]
+                # One that cannot learn from these data (uniform's ER phrases come from other samples; a
+                # one-segment export has none) sits the task out with a note; the run goes on.
+                for spec, name in list(todo):
+                    model = models[spec]
+                    reason = model.sits_out(tasks[name], instances[name]) if isinstance(model, Baseline) else None
+                    if reason:
+                        todo.remove((spec, name))
+                        note = f"{spec} skips {name.upper()}: {reason}"
+                        log.event("warning", model=spec, task=name, message=note)
+                        display.warn(note)
                 for spec, name in todo:
                     trackers[(spec, name)] = display.task(spec, name, len(instances[name]))
 

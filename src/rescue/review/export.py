@@ -4,8 +4,6 @@ who verified what and what changed from the model's draft."""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from rescue.data.errors import DataError
 from rescue.data.validation import validate_records
+from rescue.io import write_atomic
 from rescue.review.crud import copy_cut, copy_values, draft_counterparts
 from rescue.review.fields import FIELD_NAMES
 from rescue.review.models import FINAL, now
@@ -81,22 +80,12 @@ def sidecar_path(out: Path) -> Path:
     return out.with_name(out.stem + ".provenance.json")
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_export(db: Session, project: Project, out: Path) -> tuple[int, Path]:
     """Write OUT (JSONL) and OUT's provenance sidecar; nothing is written if a sample would not validate."""
     samples, provenance = build_export(db, project)
     side = sidecar_path(out)
-    _atomic_write(out, to_jsonl(samples))
-    _atomic_write(side, json.dumps(provenance, ensure_ascii=False, indent=2) + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # The one atomic writer: files follow the umask like every other output (mkstemp made them 0600).
+    write_atomic(out, to_jsonl(samples))
+    write_atomic(side, json.dumps(provenance, ensure_ascii=False, indent=2) + "\n")
     return len(samples), side
