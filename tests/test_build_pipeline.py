@@ -342,6 +342,28 @@ def test_proposal_uses_scene_cuts_and_can_be_passed_back(tmp_path, session_files
     assert outcome.segments == ["alan_and_evelyn/s01e01_segment01", "alan_and_evelyn/s01e01_segment02"]
 
 
+def test_an_edited_proposal_is_used_without_segments(tmp_path, session_files):
+    # --propose-only, an edit, then the same build without --segments (issue #20, item 4): the edit counts,
+    # nothing is proposed again (no scene detection), and the log and the output say which file was used.
+    out = tmp_path / "out"
+    proposal = build(config(out, [spec(session_files)], propose_only=True)).proposals[0]
+    cut = gap_after(session_files.lines, SCENE_AT)
+    proposal.write_text(f"start,end,name\n0,{cut},first\n{cut},400,second\n", encoding="utf-8")
+    outcome = build(config(out, [spec(session_files)], dry_run=True))
+    assert outcome.spans == {"alan_and_evelyn/s01e01_segment01": (0.0, cut), "alan_and_evelyn/s01e01_segment02": (cut, 400.0)}
+    assert outcome.notes == [f"s01e01.mp4: using the segments in {proposal} (proposed earlier, edits included); "
+                             "delete it to propose again, or pass --segments FILE"]
+    outcome = build(config(out, [spec(session_files)], min_duration=60))
+    assert outcome.segments == ["alan_and_evelyn/s01e01_segment01", "alan_and_evelyn/s01e01_segment02"]
+    assert proposal.read_text(encoding="utf-8").endswith(f"{cut},400,second\n")  # never proposed over
+    manifest = read_manifest(out / "manifest.json")
+    assert manifest.segments[0].provenance["segment_name"] == "first"
+    assert manifest.segments[0].provenance["segments_from"] == "segments/alan_and_evelyn/s01e01.csv"
+    log = [json.loads(line) for line in (out / "build.log").read_text().splitlines()]
+    assert [e["message"] for e in log if e["event"] == "note"] == outcome.notes
+    assert not [e for e in log if e.get("step") == "propose" and e.get("status") == "done"][1:]
+
+
 def test_scene_cut_inside_a_silence_is_the_boundary():
     from rescue.build.segments import propose_segments
     from rescue.media import Cue

@@ -120,6 +120,7 @@ class BuildOutcome:
     proposals: list[Path] = field(default_factory=list)
     problems: int = 0
     failed: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the user should know (an earlier proposal used)
     estimate: Estimate | None = None
     cost: float | None = None
     requests: int = 0  # the requests behind the drafts, earlier runs' included
@@ -133,8 +134,9 @@ class BuildOutcome:
         return not self.failed
 
 
-def _plan(config: BuildConfig) -> tuple[list[Planned], list[Dropped], list[tuple[Path, list[Segment]]]]:
-    """Check every input and choose segments; raises :class:`BuildInputError` before anything is written."""
+def _plan(config: BuildConfig, notes: list[str]) -> tuple[list[Planned], list[Dropped], list[tuple[Path, list[Segment]]]]:
+    """Check every input and choose segments (``notes`` gets what the user should know about the choice);
+    raises :class:`BuildInputError` before anything is written."""
     sessions = load_sessions(config.sessions)
     planned: list[Planned] = []
     dropped: list[Dropped] = []
@@ -150,10 +152,21 @@ def _plan(config: BuildConfig) -> tuple[list[Planned], list[Dropped], list[tuple
                 continue
             source = str(spec.segments)
         else:
-            cuts = scene_cuts(spec.video, threshold=config.scene_threshold)
-            segments = propose_segments(session.cues, session.media.duration, cuts)
             source = f"segments/{spec.group}/{session.stem}.csv"
-            proposals.append((config.out / source, segments))
+            earlier = config.out / source
+            if earlier.is_file():
+                # Proposed by an earlier run and perhaps edited since: the user's word, never proposed over.
+                try:
+                    segments = read_segments_csv(earlier, session)
+                except BuildInputError as exc:
+                    problems += exc.problems
+                    continue
+                notes.append(f"{spec.video.name}: using the segments in {earlier} (proposed earlier, edits "
+                             "included); delete it to propose again, or pass --segments FILE")
+            else:
+                cuts = scene_cuts(spec.video, threshold=config.scene_threshold)
+                segments = propose_segments(session.cues, session.media.duration, cuts)
+                proposals.append((earlier, segments))
         kept, gone = keep_long_enough(spec.group, spec.video, segments, session.cues, config.min_duration)
         dropped += gone
         for segment in kept:
@@ -319,8 +332,9 @@ async def _annotate_all(config: BuildConfig, items: list[Planned], log: BuildLog
 def build(config: BuildConfig, *, model: Model | None = None,
           echo: Callable[[str], None] = lambda message: None) -> BuildOutcome:
     """Run the whole build; ``model`` replaces ``--model`` (a notebook's own :class:`~rescue.llm.Model`)."""
-    planned, dropped, proposals = _plan(config)
-    outcome = BuildOutcome(config.out, dropped=dropped,
+    notes: list[str] = []
+    planned, dropped, proposals = _plan(config, notes)
+    outcome = BuildOutcome(config.out, dropped=dropped, notes=notes,
                            spans={item.sample_id: (item.segment.start, item.segment.end) for item in planned})
     annotating = model is not None or config.model is not None
     if config.dry_run:
@@ -340,6 +354,8 @@ def build(config: BuildConfig, *, model: Model | None = None,
                 write_segments_csv(path, segments)
             outcome.proposals.append(path)
             log.step("propose", str(path.relative_to(config.out)), True, segments=len(segments))
+        for note in notes:
+            log.event("note", message=note)
         for gone in dropped:
             log.event("dropped", sample_id=gone.sample_id, reason=gone.reason)
         if config.propose_only:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rescue.build.inputs import BuildInputError, Session, clock
 from rescue.media import Cue, parse_timestamp
+from rescue.io import write_atomic
 
 DEFAULT_MIN_DURATION = 120.0
 # Proposal: a segment is closed at the first good boundary once it is `target` long, and at the widest
@@ -133,7 +134,7 @@ def propose_segments(cues: list[Cue], duration: float, cuts: list[float], *, tar
 def write_segments_csv(path: Path, segments: list[Segment]) -> None:
     lines = ["start,end,name"] + [f"{clock(s.start)},{clock(s.end)},{s.name}" for s in segments]
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write_atomic(path, "\n".join(lines) + "\n")
 
 
 def keep_long_enough(group: str, video: Path, segments: list[Segment], cues: list[Cue],

@@ -98,6 +98,8 @@ def build_command(
     with ending_children_on_signals():
         outcome = build(config, echo=lambda message: err_console.print(message, highlight=False, markup=False))
     say = (lambda *a, **k: None) if quiet else console.print
+    for note in outcome.notes:
+        say(note, highlight=False)
     for gone in outcome.dropped:
         say(f"dropped {gone.sample_id} ({gone.start:g}-{gone.end:g} s): {gone.reason}", highlight=False)
     for path in outcome.proposals:
