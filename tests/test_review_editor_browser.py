@@ -272,3 +272,31 @@ def test_adjudication_with_the_clip_row_filter_and_taking_rows_and_segments(brow
         context.close()
     finally:
         running.stop()
+
+
+def test_the_real_155_row_family_segment_shows_no_false_edit_after_verify(browser, real_data_path, tmp_path):
+    """The issue's own case: after a verify with no change, 107 of 155 rows showed "edited"."""
+    lines = real_data_path.read_text(encoding="utf-8").splitlines()
+    longest = max(lines, key=lambda line: len(json.loads(line)["rows"]))
+    sample = json.loads(longest)
+    assert len(sample["rows"]) >= 100
+    proj = tmp_path / "real"
+    proj.mkdir()
+    (proj / "draft.jsonl").write_text(longest + "\n", encoding="utf-8")
+    running = Server(make_app(proj, tmp_path / "db.sqlite"))
+    try:
+        context, page = login(browser, running, "ann")
+        errors = _errors(page)
+        open_segment(page, running, sample["sample_id"])
+        page.click("#verify")
+        page.wait_for_selector("#seg-status.verified")
+        page.reload()
+        page.wait_for_selector("#row-1")
+        count = len(sample["rows"])
+        assert page.locator(".rowlist .badge.edited").count() == 0
+        assert page.locator(".rowlist .badge.reviewed").count() == count
+        assert sum(_walk_rows(page, count)) == 0
+        assert not errors, errors
+        context.close()
+    finally:
+        running.stop()
