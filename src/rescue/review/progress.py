@@ -108,8 +108,8 @@ def dashboard(db: Session, project: Project, users: list[tuple[str, str]]) -> di
         copies = [FINAL] if p.states.get(FINAL) else p.annotators
         if p.status in ("verified", "discarded"):
             reviewed_rows += p.rows
-        elif copies:
-            reviewed_rows += min(p.reviewed.get(c, 0) for c in copies)
+        elif copies:  # counted in draft rows: a copy whose rows were split may hold more rows than the draft
+            reviewed_rows += min(p.rows, *(p.reviewed.get(c, 0) for c in copies))
     per_user = []
     for name, role in users:
         mine = [p for p in progress.values() if name in p.annotators]
