@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import Depends, HTTPException, Request
@@ -137,6 +137,25 @@ def may_annotate(db: Session, actor: Actor, segment_id: str) -> bool:
     if not has_assignments(db):
         return True
     return actor.name in segment_assignees(db, segment_id)
+
+
+def visible_audit(db: Session, actor: Actor, segment_id: str, row_index: int | None = None) -> list[dict[str, Any]]:
+    """The audit entries of a segment ``actor`` may read. Annotators: only segments in their queue, and only
+    their own copy's entries (blind double annotation: a co-annotator's edits stay unseen until adjudication)."""
+    from rescue.review.crud import audit_log
+
+    entries = audit_log(db, segment_id, row_index)
+    if actor.at_least("adjudicator"):
+        return entries
+    if not may_annotate(db, actor, segment_id):
+        raise HTTPException(403, "this segment is not in your queue")
+    return [e for e in entries if e["copy"] == actor.name]
+
+
+def require_queue(db: Session, actor: Actor, segment_id: str) -> None:
+    """403 unless ``actor`` may work on the segment (adjudicators: every one; annotators: their queue)."""
+    if not may_annotate(db, actor, segment_id):
+        raise HTTPException(403, "this segment is not in your queue")
 
 
 def resolve_copy(db: Session, actor: Actor, segment_id: str, requested: str | None, write: bool) -> str:

@@ -17,7 +17,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse
 
 from rescue.io import write_atomic
-from rescue.review.api.deps import CurrentUser, ProjectDep, get_segment
+from rescue.review.api.deps import CurrentUser, Db, ProjectDep, get_segment, may_annotate, require_queue
 
 router = APIRouter(tags=["media"])
 
@@ -44,9 +44,12 @@ def safe_media_path(root: Path, allowed: set[str], raw_path: str, path: str) -> 
 
 
 @router.get("/media/{path:path}")
-def media(path: str, request: Request, actor: CurrentUser, project: ProjectDep) -> FileResponse:
+def media(path: str, request: Request, actor: CurrentUser, db: Db, project: ProjectDep) -> FileResponse:
     raw = request.scope.get("raw_path", b"").decode("latin-1").split("/media/", 1)[-1]
     file = safe_media_path(project.root, project.media_files, raw, path)
+    owners = [s.sample_id for s in project.segments.values() if path in (s.clip, s.subtitles)]
+    if owners and not any(may_annotate(db, actor, owner) for owner in owners):
+        raise HTTPException(403, "this segment is not in your queue")
     return FileResponse(file, media_type=MEDIA_TYPES.get(file.suffix.lower(), "application/octet-stream"),
                         headers={"Cache-Control": "private, max-age=3600"})
 
@@ -76,10 +79,11 @@ def clip_waveform(root: Path, clip: Path) -> dict[str, Any]:
 
 
 @router.get("/api/segments/{segment_id:path}/waveform")
-def segment_waveform(segment_id: str, actor: CurrentUser, project: ProjectDep) -> dict[str, Any]:
+def segment_waveform(segment_id: str, actor: CurrentUser, db: Db, project: ProjectDep) -> dict[str, Any]:
     from rescue.media import MediaError
 
     segment = get_segment(project, segment_id)
+    require_queue(db, actor, segment_id)
     if not segment.clip:
         raise HTTPException(404, "this segment has no clip")
     clip = safe_media_path(project.root, project.media_files, segment.clip, segment.clip)

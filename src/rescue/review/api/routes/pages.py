@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy import select
 
 from rescue.review.agreement import compute_agreement
-from rescue.review.api.deps import Db, PageUser, ProjectDep, get_segment, has_assignments
+from rescue.review.api.deps import Db, PageUser, ProjectDep, get_segment, has_assignments, require_queue
 from rescue.review.crud import assignments, list_users
 from rescue.review.guidelines import load_guidelines
 from rescue.review.models import ROLES, User
@@ -77,7 +77,7 @@ def dashboard_page(request: Request, actor: PageUser, db: Db, project: ProjectDe
     choices = {"statuses": STATUS_ORDER, "assignees": sorted({n for s in everything for n in s["assigned"]}),
                "speakers": sorted({s["speakers"] for s in everything})}
     return render(request, "dashboard.html", actor, numbers=numbers, segments=segments, total=len(everything),
-                  root=str(project.root), params=params, choices=choices, found=found, sort_url=sort_url)
+                  root=str(project.root) if actor.at_least("adjudicator") else None, params=params, choices=choices, found=found, sort_url=sort_url)
 
 
 @router.get("/segments/{segment_id:path}/adjudicate", response_class=HTMLResponse)
@@ -93,6 +93,7 @@ def adjudicate_page(segment_id: str, request: Request, actor: PageUser, project:
 def segment_page(segment_id: str, request: Request, actor: PageUser, db: Db, project: ProjectDep,
                  copy: str = "mine") -> HTMLResponse:
     get_segment(project, segment_id)
+    require_queue(db, actor, segment_id)
     ids = list(project.segments)
     if has_assignments(db) and not actor.at_least("adjudicator"):  # previous / next within the queue
         plan = assignments(db)

@@ -17,7 +17,15 @@ from rescue.review.api.routes.segments import segment_payload
 from rescue.review.project import Segment
 
 from rescue.review import crud
-from rescue.review.api.deps import CurrentUser, Db, ProjectDep, get_segment, resolve_copy, segment_assignees
+from rescue.review.api.deps import (
+    CurrentUser,
+    Db,
+    ProjectDep,
+    get_segment,
+    resolve_copy,
+    segment_assignees,
+    visible_audit,
+)
 from rescue.review.fields import FieldError, checks_payload
 
 router = APIRouter(prefix="/api", tags=["rows"])
@@ -135,4 +143,4 @@ def delete_row(segment_id: str, row_index: int, body: DeleteBody, actor: Current
 @router.get("/segments/{segment_id:path}/rows/{row_index:int}/audit")
 def row_audit(segment_id: str, row_index: int, actor: CurrentUser, db: Db, project: ProjectDep) -> list[dict[str, Any]]:
     get_segment(project, segment_id)
-    return crud.audit_log(db, segment_id, row_index)
+    return visible_audit(db, actor, segment_id, row_index)

@@ -22,6 +22,7 @@ from rescue.review.api.deps import (
     has_assignments,
     resolve_copy,
     segment_assignees,
+    visible_audit,
 )
 from rescue.review.fields import DISCARD_REASONS, FieldError, checks_payload, field_schema, label_sets
 from rescue.data.rules import RULES
@@ -116,7 +117,7 @@ def list_segments(
 @router.get("/segments/{segment_id:path}/audit")
 def segment_audit(segment_id: str, actor: CurrentUser, db: Db, project: ProjectDep, row: int | None = None) -> list[dict[str, Any]]:
     get_segment(project, segment_id)
-    return crud.audit_log(db, segment_id, row)
+    return visible_audit(db, actor, segment_id, row)
 
 
 @router.get("/segments/{segment_id:path}/versions")
