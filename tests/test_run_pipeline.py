@@ -108,7 +108,8 @@ def test_unusable_answers_are_failures_that_count(tmp_path, fault):
         run(_config(tmp_path, server, limit_samples=1))
     records = {r["instance_id"]: r for r in read_jsonl(tmp_path / "run" / "predictions.jsonl")}
     assert len(records) == len(instances)
-    expected = {"malformed": "parse_error", "truncated": "parse_error", "refused": "refused"}[fault]
+    # A truncated answer (finish_reason=length) that cannot be parsed ran out of budget (issue #23).
+    expected = {"malformed": "parse_error", "truncated": "budget_exhausted", "refused": "refused"}[fault]
     assert records[bad.instance_id]["status"] == expected
     assert records[bad.instance_id]["prediction"] is None
     if fault == "truncated":

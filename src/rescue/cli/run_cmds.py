@@ -278,14 +278,19 @@ def _print_estimate(config: Any) -> None:
     media = {"frames": ("images", lambda t: str(t.images)), "clip": ("clip s", lambda t: f"{t.clip_seconds:.0f}")}
     shown = media.get(estimate.video_input or "")
     table = Table(title=f"Dry run, {estimate.mode} mode, {estimate.samples} samples: nothing is sent", title_justify="left")
-    for header in ("model", "task", "requests", *((shown[0], "media tok ~") if shown else ()), "in tok ~", "out max"):
+    for header in ("model", "task", "requests", *((shown[0], "media tok ~") if shown else ()), "in tok ~",
+                   "cacheable", "out max"):
         table.add_column(header, justify="left" if header in ("model", "task") else "right", no_wrap=True)
     for model in estimate.models:
         for n, t in enumerate(model.tasks):
             cells = (shown[1](t), f"{t.media_tokens:,}") if shown else ()
+            share = "—" if t.cacheable_share is None else f"{t.cacheable_share:.0%}"
             table.add_row(model.model if n == 0 else "", t.task, str(t.requests), *cells, f"{t.input_tokens:,}",
-                          f"{t.max_output_tokens:,}")
+                          share, f"{t.max_output_tokens:,}")
     console.print(table)
+    console.print("cacheable: the share of prompt text a provider's prefix cache can serve in the order rescue "
+                  "sends requests (one sample at a time, rows in order); cached input costs 0.1-0.5x (prices.toml).",
+                  highlight=False, soft_wrap=True)
     for model in estimate.models:
         cost = "no price in the table" if model.cost_at_most is None else f"at most ${model.cost_at_most:.2f}"
         console.print(f"{model.model}: {cost}", highlight=False)

@@ -35,10 +35,29 @@ class TaskEstimate:
     text_tokens: int = 0
     media_tokens: int = 0
     max_output_tokens: int = 0
+    # Of text_tokens: the prefix each prompt shares with the one sent before it (rescue.engine.runner.send_chains),
+    # what a provider's prompt cache can serve.
+    cacheable_tokens: int = 0
 
     @property
     def input_tokens(self) -> int:
         return self.text_tokens + self.media_tokens
+
+    @property
+    def cacheable_share(self) -> float | None:
+        return None if not self.text_tokens else round(self.cacheable_tokens / self.text_tokens, 4)
+
+
+def common_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of ``a`` and ``b`` (binary search over C-speed comparisons)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 @dataclass
@@ -90,7 +109,7 @@ def _content_text(messages: list[dict[str, Any]]) -> str:
 def estimate_run(config: Any) -> RunEstimate:
     """Count what ``rescue run`` with ``config`` would send; reads the data (and probes the media), writes nothing."""
     from rescue.data.loading import load_samples
-    from rescue.engine.runner import _build_options, batch_plan, load_task
+    from rescue.engine.runner import _build_options, batch_plan, load_task, send_chains
 
     samples = load_samples(config.data)
     if config.limit_samples:
@@ -112,9 +131,20 @@ def estimate_run(config: Any) -> RunEstimate:
             graded[name] = instances
         batches = [[i] for i in instances] if video is not None else batch_plan(config, task, instances).batches
         estimate = TaskEstimate(name, instances=len(instances))
-        for batch in batches:
+        chains = send_chains(batches, config.concurrency)
+        head = ""  # the first prompt of the chain before: what every chain shares (the instructions)
+        order = [(n, batch) for chain in chains for n, batch in enumerate(chain)]
+        previous = ""
+        for n, batch in order:
+            prompt = _content_text(task.render(batch, options))
+            # What a prefix cache can serve: the prefix shared with the prompt sent just before in its chain
+            # (or, for a chain's first request, with the chain before's first).
+            estimate.cacheable_tokens += common_prefix(prompt, previous if n else head) // CHARS_PER_TOKEN
+            if n == 0:
+                head = prompt
+            previous = prompt
             estimate.requests += 1
-            estimate.text_tokens += text_tokens(_content_text(task.render(batch, options)))
+            estimate.text_tokens += text_tokens(prompt)
             estimate.max_output_tokens += int(config.max_tokens or task.max_tokens)
             if video is not None:
                 images, seconds, tokens = video.media_count(task, batch[0], config.context_size)

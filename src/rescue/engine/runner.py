@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import threading
 import time
 import uuid
@@ -206,6 +207,22 @@ async def _run_batch(model: TaskModel, task: Task, batch: list[Instance], option
     return predictions
 
 
+def send_chains(batches: list[list[Instance]], concurrency: int) -> list[list[list[Instance]]]:
+    """The order a task's requests are sent in, for providers' prompt caches: one chain per sample, its
+    batches in row order, each sent after the one before it is answered, so each prompt finds the prefix it
+    shares with the previous one (RPP's all-prior-rows context makes it a prefix extension) already cached.
+    Chains run side by side; when there are fewer samples than ``concurrency``, chains are cut into
+    consecutive segments so that as many requests as before are in flight."""
+    chains: dict[str, list[list[Instance]]] = {}
+    for batch in batches:
+        chains.setdefault(batch[0].sample_id, []).append(batch)
+    ordered = [sorted(chain, key=lambda b: b[0].row_index) for chain in chains.values()]
+    if len(ordered) >= concurrency or not batches:
+        return ordered
+    length = max(1, math.ceil(len(batches) / concurrency))
+    return [chain[i : i + length] for chain in ordered for i in range(0, len(chain), length)]
+
+
 async def run_pair(model: TaskModel, task: Task, instances: list[Instance], config: RunConfig,
                    progress: TaskProgress, rows: RowCache | None = None) -> list[PredictionRecord]:
     """Every instance of ``task`` asked of ``model``; ``rows``: the run's row cache, shared by all its pairs
@@ -213,18 +230,21 @@ async def run_pair(model: TaskModel, task: Task, instances: list[Instance], conf
     options = RenderOptions(mode=config.mode, context_size=config.context_size,  # type: ignore[arg-type]
                             rows=rows if rows is not None else RowCache())
     model.prepare(task, instances)
-    batches = batch_plan(config, task, instances).batches
+    chains = send_chains(batch_plan(config, task, instances).batches, config.concurrency)
     # A batch renders its prompt as soon as it starts; without a gate every prompt of the run would sit in
     # memory at once while waiting for the limiter. Twice the concurrency keeps the limiter fed.
     gate = asyncio.Semaphore(max(2 * config.concurrency, 8))
 
     policy = AnswerPolicy(config.parse, config.store_reasoning, config.budget_retry)
 
-    async def gated(batch: list[Instance]) -> dict[str, Prediction]:
+    async def chained(chain: list[list[Instance]]) -> dict[str, Prediction]:
         async with gate:
-            return await _run_batch(model, task, batch, options, progress, policy)
+            out: dict[str, Prediction] = {}
+            for batch in chain:  # in row order, each sent once the one before it is answered
+                out.update(await _run_batch(model, task, batch, options, progress, policy))
+            return out
 
-    answered = await asyncio.gather(*(gated(b) for b in batches))
+    answered = await asyncio.gather(*(chained(c) for c in chains))
     predictions: dict[str, Prediction] = {}
     for part in answered:
         predictions.update(part)
@@ -407,7 +427,9 @@ def _usage_block(model: ReliableModel | None, judge_usage: dict[str, list[dict[s
             if purpose != "predict":
                 continue
             usage[task] = stats.as_dict()
-            task_cost = prices.cost(name, stats.usage)
+            price = prices.price(name)
+            # Time-of-day prices bill each answer at its hour (counted as answers came); flat ones the total.
+            task_cost = stats.cost if price is not None and price.peak is not None else prices.cost(name, stats.usage)
             cost["tasks"][task] = None if task_cost is None else round(task_cost, 6)
             if stats.usage.unknown:  # answers kept without a readable usage: the cost is a lower bound
                 cost["incomplete"] = True

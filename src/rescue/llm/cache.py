@@ -80,11 +80,12 @@ class ResponseCache:
         """The stored answer, None when there is none; :class:`UnreadableEntry` (the row removed) when one
         is stored but cannot be read any more (bytes that are not UTF-8, usage or meta that is not ours)."""
         try:
-            row = self._db.execute("SELECT text, usage, meta FROM answers WHERE key = ?", (key,)).fetchone()
+            row = self._db.execute("SELECT text, usage, meta, created FROM answers WHERE key = ?", (key,)).fetchone()
             if row is None:
                 return None
             usage = Usage(**json.loads(row[1]))
-            meta = {**json.loads(row[2]), "cached": True}
+            # When it was answered: time-of-day prices bill it at that hour.
+            meta = {**json.loads(row[2]), "cached": True, "answered_at": row[3]}
             if not isinstance(row[0], str) or not row[0]:
                 raise TypeError(f"the stored text is a {type(row[0]).__name__}")
         except (sqlite3.OperationalError, ValueError, TypeError, RecursionError) as exc:
@@ -100,7 +101,7 @@ class ResponseCache:
         if not answer.text:
             raise ValueError("an answer without content is never cached")
         usage = answer.usage.as_dict()
-        meta = {k: v for k, v in answer.meta.items() if k != "cached"}
+        meta = {k: v for k, v in answer.meta.items() if k not in ("cached", "answered_at")}
         self._db.execute(
             "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (key, model, endpoint, purpose, canonical_json(request), answer.text, canonical_json(usage),

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from rescue.data.text import without_lone_surrogates
@@ -65,6 +67,17 @@ class CallStats:
     failures: int = 0  # final failures: request_error, refused or budget_exhausted
     budget_exhausted: int = 0  # of the failures: answers whose budget ran out before any answer (thinking)
     usage: Usage = field(default_factory=Usage)  # tokens of every answer used, cached ones included
+    # Their cost, each answer at the rates of the hour it was answered (time-of-day prices); None: no price.
+    cost: float | None = 0.0
+
+    def count(self, usage: Usage, prices: PriceTable | None, model: str, answered_at: Any = None) -> None:
+        self.usage.add(usage)
+        if prices is None or self.cost is None:
+            self.cost = None
+            return
+        stamp = answered_at if isinstance(answered_at, (int, float)) else time.time()
+        spent = prices.cost(model, usage, datetime.fromtimestamp(stamp, timezone.utc))
+        self.cost = None if spent is None else self.cost + spent
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -83,6 +96,9 @@ class CallStats:
             # Part of output_tokens: spent thinking, priced as output.
             "reasoning_tokens": self.usage.reasoning_tokens,
             "budget_exhausted": self.budget_exhausted,
+            # Of the prompt tokens, the share the provider served from its prompt cache (answers' usage).
+            "cached_input_share": None if not self.usage.input_tokens else
+            round(self.usage.cached_input_tokens / self.usage.input_tokens, 4),
         }
 
 
@@ -95,7 +111,7 @@ class Budget:
         self.spent = 0.0
 
     def charge(self, model: str, usage: Usage) -> None:
-        cost = self.prices.cost(model, usage)
+        cost = self.prices.cost(model, usage, datetime.now(timezone.utc))
         if cost is not None:
             self.spent += cost
 
@@ -160,6 +176,10 @@ class ReliableModel:
         self._capped_noticed = False
         self._usage_noticed = False
 
+    @property
+    def _prices(self) -> PriceTable | None:
+        return None if self.budget is None else self.budget.prices
+
     # The Model protocol, passed through: a wrapped model is still the same model.
     @property
     def cache_identity(self) -> str | None:
@@ -201,7 +221,7 @@ class ReliableModel:
                                instances=list(request.ids), error=str(exc), then="asked again")
             if cached is not None:
                 stats.cache_hits += 1
-                stats.usage.add(cached.usage)
+                stats.count(cached.usage, self._prices, self.name, cached.meta.get("answered_at"))
                 return cached
             recorded = None if self.retry_errors else self.cache.get_failure(key)
             if recorded is not None and recorded[0] != "request_error":
@@ -231,7 +251,7 @@ class ReliableModel:
                 self._say(f"{self.name}: an answer's usage block could not be read ({answer.meta['usage_unknown']}); "
                           "the answer is kept, its tokens are counted as unknown and the cost is incomplete")
         if answer.status == "ok":
-            stats.usage.add(answer.usage)
+            stats.count(answer.usage, self._prices, self.name)
             if self.budget is not None:
                 self.budget.charge(self.name, answer.usage)
             if key is not None:
@@ -244,7 +264,7 @@ class ReliableModel:
             return answer
         if answer.status == "budget_exhausted":
             stats.budget_exhausted += 1
-        stats.usage.add(answer.usage)
+        stats.count(answer.usage, self._prices, self.name)
         if self.budget is not None:
             self.budget.charge(self.name, answer.usage)
         if key is not None:
