@@ -122,7 +122,7 @@ def test_compact_editor_by_role_with_label_digits_and_guidelines(browser, server
     therapist = next(r["row_index"] for r in rows if r["values"]["primary_speaker"] == "Therapist")
     page.click(f"#row-{client}")
     # a client row: strategy and relation fields folded away, no per-field accept boxes
-    assert not page.is_visible("#input-support_strategy") and not page.is_visible("#input-relation_pattern")
+    assert not page.is_visible("#block-support_strategy") and not page.is_visible("#block-relation_pattern")
     assert "Support strategies" in page.inner_text("#more-fields summary")
     assert page.locator("#editor input[type=checkbox][id^=accept-]").count() == 0
     client_height = _height(page)
@@ -133,9 +133,16 @@ def test_compact_editor_by_role_with_label_digits_and_guidelines(browser, server
     assert page.input_value("#input-utterance_type") == second
     assert page.locator(f"#row-{client} .badge.unsaved").count() == 1
     page.keyboard.press("0")
+    assert page.input_value("#input-utterance_type") == ""
+    # the editor follows the role: made a Therapist row, the strategy field opens (and focus stays on the speaker)
+    page.select_option("#input-primary_speaker", "Therapist")
+    page.wait_for_selector("#block-support_strategy", state="visible")
+    assert page.evaluate("document.activeElement.id") == "input-primary_speaker"
+    page.select_option("#input-primary_speaker", rows[client - 1]["values"]["primary_speaker"])
+    page.wait_for_selector("#block-support_strategy", state="hidden")
     page.keyboard.press("Escape")
     page.click(f"#row-{therapist}")
-    assert page.is_visible("#input-support_strategy") and not page.is_visible("#input-utterance_type")
+    assert page.is_visible("#block-support_strategy") and not page.is_visible("#block-utterance_type")
     therapist_height = _height(page)
     # the shortcut bar is in sight without scrolling; the guidelines panel opens with g
     bar = page.locator("#shortcut-bar").bounding_box()
