@@ -187,3 +187,26 @@ def test_a_cut_over_a_newer_cut_reloads_the_rows(browser, server, app):
     wait_until(page, "/changed since/.test(document.getElementById('save-status').textContent)")
     wait_until(page, f"window.reviewState().rows.length === {count - 1}")  # the other tab's cut, not a merge
     context.close()
+
+
+def test_without_a_clip_a_click_on_the_timeline_places_the_playhead_for_a_split(browser, tmp_path):
+    bare = make_review_project(tmp_path / "bare", media=False)
+    running = Server(make_app(bare, tmp_path / "review.db"))
+    try:
+        context, page = login(browser, running, "ann")
+        open_segment(page, running)
+        before = rows(page)
+        wait_until(page, f"document.querySelectorAll('#timeline .block').length === {len(before)}")
+        second = before[1]
+        middle = (second["start"] + second["end"]) / 2
+        pps = page.evaluate("ReviewTimeline.state().pxPerSecond")
+        box = page.locator("#waveform").bounding_box()
+        page.mouse.click(box["x"] + middle * pps, box["y"] + box["height"] / 2)
+        choose(page, 2)
+        press(page, "s")
+        wait_until(page, f"window.reviewState().rows.length === {len(before) + 1}")
+        cut_at = rows(page)[1]["end"]
+        assert abs(cut_at - middle) < 2 / pps and rows(page)[2]["start"] == cut_at
+        context.close()
+    finally:
+        running.stop()

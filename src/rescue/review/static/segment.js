@@ -95,7 +95,7 @@
     app.replaceChildren(head, el("div.seg-body", {}, left, right), el("div#dialog-host"), ReviewGuide.panel(seg.labels),
       ReviewGuide.shortcutBar(SHORTCUTS));
     if (guideOpen) ReviewGuide.toggle(true);
-    if (seg.media.clip) ReviewTimeline.mount(view);
+    ReviewTimeline.mount(view);
     renderEditor();
     selectRow(Math.min(selected, seg.rows.length - 1), false);
   }

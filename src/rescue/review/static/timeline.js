@@ -1,7 +1,8 @@
 // The segment's timeline under the video (the rows as blocks in one lane per speaker, the playhead, the clip's
 // waveform; click to seek, drag a block's edge to move that boundary) and the row cuts: split at the playhead,
 // merge with the next row, a new row at the playhead, delete, start/end to the playhead, frame steps.
-// segment.js owns the rows and the editor; it hands this file a `view` (see Review.segmentView there).
+// Without a clip the timeline still shows the rows, and a click places the playhead the cuts use.
+// segment.js owns the rows and the editor; it hands this file a `view` (see `const view` there).
 "use strict";
 const ReviewTimeline = (() => {
   const { api, el, segmentUrl } = Review;
@@ -14,6 +15,7 @@ const ReviewTimeline = (() => {
   let pxPerSecond = MIN_PX_PER_SECOND;
   let dragging = null;           // {index, which, block, time}
   let lastCaret = null;          // where the cursor last stood in the Dialogue box, for a split of the text
+  let cursor = 0;                // the playhead without a clip: where the timeline was last clicked
 
   const KEYS = [[", .", "frame back/forward"], ["s", "split at playhead"], ["m", "merge with next"], ["n", "new row at playhead"],
     ["i / o", "start / end to playhead"], ["Shift+Del", "delete row"]];
@@ -43,6 +45,7 @@ const ReviewTimeline = (() => {
     box = el("div.timeline", { id: "timeline", "aria-label": "Timeline: click to seek, drag a row's edge to move it" });
     const host = document.querySelector(".media");
     if (!host) return;
+    cursor = Math.min(cursor, duration());
     host.after(box, tools());
     draw();
     if (view.video) {
@@ -102,9 +105,10 @@ const ReviewTimeline = (() => {
     });
   }
 
+  const at = () => (view.video ? view.video.currentTime : cursor);
   function playhead() {
-    if (!head || !view.video) return;
-    const left = x(view.video.currentTime);
+    if (!head) return;
+    const left = x(at());
     head.style.left = left + "px";
     if (left < box.scrollLeft || left > box.scrollLeft + box.clientWidth - 20) box.scrollLeft = Math.max(0, left - box.clientWidth / 3);
   }
@@ -145,7 +149,8 @@ const ReviewTimeline = (() => {
       return;
     }
     if (block) view.select(Number(block.dataset.index), false);
-    if (view.video) view.video.currentTime = t;
+    cursor = t;
+    if (view.video) view.video.currentTime = t; else playhead();
   }
   function pointerMove(e) {
     if (!dragging) return;
@@ -156,7 +161,8 @@ const ReviewTimeline = (() => {
     const end = dragging.which === "end_time" ? dragging.time : r.end_time;
     dragging.block.style.left = x(Math.min(start, end)) + "px";
     dragging.block.style.width = Math.max(2, x(Math.abs(end - start))) + "px";
-    if (view.video) view.video.currentTime = dragging.time;
+    cursor = dragging.time;
+    if (view.video) view.video.currentTime = dragging.time; else playhead();
   }
   async function pointerUp() {
     track.removeEventListener("pointermove", pointerMove);
@@ -214,7 +220,7 @@ const ReviewTimeline = (() => {
     return false;
   }
 
-  const now = () => (view.video ? Math.round(view.video.currentTime * 1000) / 1000 : null);
+  const now = () => Math.round(at() * 1000) / 1000;
   // The row a playhead action means: the chosen row when the playhead is inside it, else the row under the playhead.
   function rowAt(t) {
     const chosen = view.seg.rows[view.selected];
@@ -224,7 +230,7 @@ const ReviewTimeline = (() => {
 
   function split() {
     const t = now();
-    const r = t === null ? null : rowAt(t);
+    const r = rowAt(t);
     if (!r) { view.status("Split: put the playhead inside a row first", "bad"); return; }
     const text = view.working(r).dialogue_cleaned || "";
     const caret = lastCaret && lastCaret.row === r.row_index && lastCaret.at > 0 && lastCaret.at < text.length ? lastCaret.at : null;
@@ -236,7 +242,7 @@ const ReviewTimeline = (() => {
     return cut("POST", rowUrl(r, "/merge"), () => ({ version: r.version, next_version: next.version }), `Merge rows ${r.row_index}+${next.row_index}`);
   }
   function insert() {
-    const start = now() ?? (view.seg.rows[view.selected] || { end_time: 0 }).end_time;
+    const start = now();
     const end = Math.min(Math.max(duration(), start + 0.1), start + NEW_ROW_SECONDS);
     return cut("POST", rowUrl(null), () => ({ start_time: start, end_time: Math.round(end * 1000) / 1000 }), "New row");
   }
@@ -246,9 +252,7 @@ const ReviewTimeline = (() => {
     return cut("DELETE", rowUrl(r), () => ({ version: r.version }), `Delete row ${r.row_index}`);
   }
   function toPlayhead(which) {
-    const t = now();
-    if (t === null) return;
-    return moveBoundary(view.selected, which, t);
+    return moveBoundary(view.selected, which, now());
   }
   function frame(step) {
     const video = view.video;
