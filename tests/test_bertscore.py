@@ -53,6 +53,42 @@ def test_identical_is_one_and_a_paraphrase_beats_an_unrelated_phrase(config):
     assert 0 < unrelated < paraphrase < identical
 
 
+LONG = ("she describes at great length how the years of arguments about money, the children, the in-laws and his "
+        "work schedule have worn her down until she no longer recognises herself")
+# Short candidates against longer references: some candidate tokens have only negative cosines with the
+# reference, which bert-score's padded batch matching turned into 0 (0.0050 higher for the first pair).
+PAIRS = [("ok", "he feels deeply hurt, abandoned and unseen by his wife"), ("N/A", "angry"),
+         ("calm", "furious and betrayed"), ("happy", "sad")]
+
+
+def test_a_pair_scores_the_same_alone_and_in_any_batch(config):
+    from bert_score import BERTScorer
+
+    alone = [bertscore_f1([c], [r], config)[0] for c, r in PAIRS]
+    # bert-score itself, one pair per call (no padding in its matching), is the reference value.
+    reference = BERTScorer(model_type=config.model_path, num_layers=config.num_layers, lang="en", device="cpu")
+    for (candidate, gold), value in zip(PAIRS, alone):
+        assert value == pytest.approx(float(reference.score([candidate], [gold])[2][0]), abs=1e-6)
+    candidates, references = [c for c, _ in PAIRS], [r for _, r in PAIRS]
+    batches = [
+        (candidates + [LONG], references + [LONG + " again and again"]),  # beside a long sentence
+        ([LONG, *reversed(candidates)], ["x", *reversed(references)]),  # other order, other neighbours
+        (candidates * 3, references * 3),  # repeats
+    ]
+    for cands, refs in batches:
+        for size in (1, 2, 16):
+            scored = dict(zip(zip(cands, refs), bertscore_f1(cands, refs, BertScoreConfig(
+                model=config.model, model_path=config.model_path, num_layers=config.num_layers, batch_size=size))))
+            for pair, value in zip(PAIRS, alone):
+                assert scored[pair] == pytest.approx(value, abs=1e-6), (pair, size)
+
+
+def test_results_record_the_bertscore_library_versions(config):
+    described = config.describe()
+    for key in ("bert_score_version", "transformers_version", "torch_version"):
+        assert described[key], key
+
+
 def test_empty_text_scores_zero_without_loading_anything():
     assert bertscore_f1(["", "x"], ["gold", ""], BertScoreConfig(model="never-loaded", model_path="/nonexistent")) == [0.0, 0.0]
 

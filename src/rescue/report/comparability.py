@@ -76,6 +76,9 @@ def bertscore_text(system: System) -> str | None:
         text += f", layer {bert.num_layers}"
     if bert.rescale_with_baseline:
         text += ", rescaled"
+    if not (bert.model_extra or {}).get("pair_matching"):
+        # Before issue 24 a pair's score depended on its batch neighbours (by up to 0.01): not the same numbers.
+        text += ", batch-dependent pair scores (older rescue)"
     return text
 
 

@@ -157,6 +157,8 @@ class BertScoreConfig:
             "lang": self.lang,
             "bert_score_version": _version("bert-score"),
             "transformers_version": _version("transformers"),
+            "torch_version": _version("torch"),
+            "pair_matching": "each pair on its own tokens (independent of the batch)",
             "weights_version": _version(PACKAGED_DISTRIBUTION) if self.source.startswith("package") else None,
             "vp_matching": "one-to-one assignment maximising F1; sum / max(#pred, #gold)",
         }
@@ -221,7 +223,10 @@ def _remedy(config: BertScoreConfig) -> str:
 
 
 def bertscore_f1(candidates: Sequence[str], references: Sequence[str], config: BertScoreConfig) -> list[float]:
-    """BERTScore F1 of each candidate against its reference (same length). Empty strings score 0.0."""
+    """BERTScore F1 of each candidate against its reference (same length). Empty strings score 0.0.
+
+    A pair's score depends on that pair alone, never on what else is scored with it (see :func:`_pair_f1`).
+    """
     if len(candidates) != len(references):
         raise ValueError("candidates and references must pair up")
     scores = [0.0] * len(candidates)
@@ -229,10 +234,62 @@ def bertscore_f1(candidates: Sequence[str], references: Sequence[str], config: B
     if not todo:
         return scores
     scorer = _scorer(config)
-    _, _, f1 = scorer.score([candidates[i] for i in todo], [references[i] for i in todo], batch_size=config.batch_size)
-    for i, value in zip(todo, f1.tolist()):
-        scores[i] = float(value)
+    embeddings = _embed(scorer, [candidates[i] for i in todo] + [references[i] for i in todo], config.batch_size)
+    baseline = float(scorer.baseline_vals[2].item()) if config.rescale_with_baseline else None
+    for i in todo:
+        f1 = _pair_f1(embeddings[candidates[i].strip()], embeddings[references[i].strip()])
+        scores[i] = f1 if baseline is None else (f1 - baseline) / (1.0 - baseline)
     return scores
+
+
+def _embed(scorer: Any, sentences: Sequence[str], batch_size: int) -> dict[str, tuple[Any, Any]]:
+    """Each distinct sentence's unit-length token embeddings and idf weights, from bert-score's model and
+    tokenizer, encoded only beside sentences of the same token length: nothing is ever padded, so a sentence's
+    embedding cannot depend on its batch."""
+    import torch
+    from bert_score.utils import bert_encode, sent_encode
+
+    tokenizer = scorer._tokenizer
+    # bert-score's weights without idf: every word piece 1, [CLS] and [SEP] 0.
+    skipped = {tokenizer.sep_token_id, tokenizer.cls_token_id}
+    by_length: dict[int, list[tuple[str, list[int]]]] = {}
+    for sentence in dict.fromkeys(s.strip() for s in sentences):
+        ids = sent_encode(tokenizer, sentence)
+        by_length.setdefault(len(ids), []).append((sentence, ids))
+    out: dict[str, tuple[Any, Any]] = {}
+    for length, group in by_length.items():
+        for start in range(0, len(group), max(1, batch_size)):
+            chunk = group[start:start + max(1, batch_size)]
+            ids = torch.tensor([i for _, i in chunk], dtype=torch.long, device=scorer.device)
+            mask = torch.ones((len(chunk), length), dtype=torch.long, device=scorer.device)
+            emb = bert_encode(scorer._model, ids, attention_mask=mask, all_layers=False).float().cpu()
+            emb = emb / emb.norm(dim=-1, keepdim=True)
+            for k, (sentence, token_ids) in enumerate(chunk):
+                weights = torch.tensor([0.0 if t in skipped else 1.0 for t in token_ids])
+                out[sentence] = (emb[k], weights)
+    return out
+
+
+def _pair_f1(candidate: tuple[Any, Any], reference: tuple[Any, Any]) -> float:
+    """BERTScore F1 of one pair: greedy cosine matching weighted by idf, as bert-score computes it for a pair
+    scored alone.
+
+    bert-score's batched matching pads every pair of a batch to the batch's longest sentence and zeroes the
+    padded similarities, so a padded position (0) beats a token whose best real cosine is negative — common
+    with MiniLM — and a short pair scored beside a long sentence scored up to 0.01 higher than alone. Here each
+    pair is matched on its own tokens only.
+    """
+    hyp, hyp_idf = candidate
+    ref, ref_idf = reference
+    if not float(hyp_idf.sum()) or not float(ref_idf.sum()):
+        return 0.0  # only [CLS]/[SEP]: bert-score's empty-sentence rule
+    sim = hyp @ ref.T
+    precision = float((sim.max(dim=1).values * hyp_idf / hyp_idf.sum()).sum())
+    recall = float((sim.max(dim=0).values * ref_idf / ref_idf.sum()).sum())
+    if precision + recall == 0.0:
+        return 0.0
+    f1 = 2 * precision * recall / (precision + recall)
+    return 0.0 if f1 != f1 else f1  # NaN (bert-score fills 0)
 
 
 def match_viewpoints(f1: Sequence[Sequence[float]]) -> float:
