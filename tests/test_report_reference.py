@@ -208,3 +208,25 @@ def test_minimax_preset():
 
     endpoint = resolve_endpoint("minimax/MiniMax-M2.5", need_key=False)
     assert endpoint.key_env == "MINIMAX_API_KEY" and endpoint.model_id == "MiniMax-M2.5"
+
+
+def test_a_lenient_itp_column_names_where_it_differs_from_the_authors_reading(baselines):
+    from rescue.report.columns import COLUMNS
+    from rescue.report.reference import _reason
+
+    system = load_run(baselines)[0]
+    f1 = next(c for c in COLUMNS if c.id == "itp.f1")
+    system.config.used.parse = "lenient"
+    assert _reason(system, f1, 10, "all")[0] == ""
+    assert "authors' ITP reading" not in _reason(system, f1, 10, "all")[1]  # nothing read differently
+    records = system.task_records("itp")
+    records[0].lenient = {"read_from_prose": "Yes, the therapist should speak now."}
+    records[1].status, records[1].error = "parse_error", "expected yes or no, got 'yes/no'"
+    reason, caveat = _reason(system, f1, 10, "all")
+    assert reason == ""
+    assert "1 answer(s) read as yes/no from prose" in caveat and "1 unreadable answer(s)" in caveat
+    assert '"eyes"' in caveat and "fallback no" in caveat
+
+
+def test_the_paper_json_counts_the_bertscore_cells_that_differ():
+    assert "seven BERTScore cells" in load_paper()["source"]

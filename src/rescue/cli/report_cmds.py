@@ -100,11 +100,15 @@ def _print_reference(items: list) -> None:
                     reasons.append(item.reason)
                 difference = f"not comparable [{reasons.index(item.reason) + 1}]"
             elif item.caveat:
-                caveats.add(item.caveat.split(":")[0])
+                caveats.update(part for part in item.caveat.split("; ") if part.startswith("lenient differs"))
+                if "includes sampling" in item.caveat:
+                    caveats.add("sampling")
             table.add_row(row[3], row[4], row[6], difference)
         console.print(table)
     for number, reason in enumerate(reasons, start=1):
         console.print(f"[{number}] {reason}.", highlight=False)
-    if caveats:
+    if "sampling" in caveats:
         console.print("Comparable columns of a run smaller than the paper's differ by sampling too: see the "
                       "intervals in reference.md and report.html.", highlight=False)
+    for caveat in sorted(caveats - {"sampling"}):
+        console.print(f"ITP: {caveat}.", highlight=False, soft_wrap=True)

@@ -134,10 +134,28 @@ def _reason(system: System, column: Column, instances: int, scope: str) -> tuple
     if column.task in right_wrong_tasks() and policy != setup["parse"] and failed:
         return (f"parse policy: ours is {policy} and {failed} answer(s) failed to parse that the authors' lenient "
                 "parser may have read (rescore with --parse lenient)", "")
-    caveat = ""
+    caveats = []
+    if column.task == "itp" and policy == "lenient":
+        caveats.extend(_lenient_differences(system))
     if expected is not None and instances != expected:
-        caveat = f"on {instances} of the paper's {expected} instances: the difference includes sampling"
-    return "", caveat
+        caveats.append(f"on {instances} of the paper's {expected} instances: the difference includes sampling")
+    return "", "; ".join(caveats)
+
+
+def _lenient_differences(system: System) -> list[str]:
+    """Where rescue's lenient ITP reading may differ from the authors' scripts on this run's answers
+    (docs/tasks.md, "Lenient is not exactly the authors' reading")."""
+    records = system.task_records("itp")
+    prose = sum(1 for r in records if (r.lenient or {}).get("read_from_prose"))
+    unread = sum(1 for r in records if r.status == "parse_error")
+    parts = []
+    if prose:
+        parts.append(f"{prose} answer(s) read as yes/no from prose, which the authors' scripts read by substring "
+                     "(yes before no) or, with no JSON in the answer, as the fallback no")
+    if unread:
+        parts.append(f"{unread} unreadable answer(s) scored as failures, which the authors' scripts read by "
+                     "substring (\"yes/no\", \"eyes\", [\"yes\"] as yes) or as the fallback no")
+    return ["lenient differs from the authors' ITP reading here: " + "; ".join(parts)] if parts else []
 
 
 def compare_with_paper(systems: Sequence[System], board: Leaderboard) -> list[ReferenceComparison]:
