@@ -162,22 +162,20 @@ def align(reference: list[Row], rows: list[Row]) -> list[int | None]:
     """For each reference row, the position (0-based) in ``rows`` of the row that overlaps it longest in time,
     or None when none overlaps it. Ties go to the row whose midpoint is nearest; same-length lists with the
     same spans map one to one, so uncut copies align by row number exactly as before."""
-    if len(reference) == len(rows) and all(
-        _time(a, "start_time") == _time(b, "start_time") and _time(a, "end_time") == _time(b, "end_time")
-        for a, b in zip(reference, rows)
-    ):
+    ref_spans = [(_time(r, "start_time"), _time(r, "end_time")) for r in reference]
+    spans = [(_time(r, "start_time"), _time(r, "end_time")) for r in rows]
+    if ref_spans == spans:
         return list(range(len(rows)))
     out: list[int | None] = []
-    for ref in reference:
-        middle = (_time(ref, "start_time") + _time(ref, "end_time")) / 2
+    for ref_start, ref_end in ref_spans:
+        middle = (ref_start + ref_end) / 2
         best, key = None, (0.0, 0.0)
-        for i, row in enumerate(rows):
-            shared = overlap(ref, row)
+        for i, (start, end) in enumerate(spans):
+            shared = min(ref_end, end) - max(ref_start, start)
             # A zero-length row (the release has a few) matches the row whose span holds it.
-            instant = _time(ref, "start_time") == _time(ref, "end_time") or _time(row, "start_time") == _time(row, "end_time")
-            if shared < 0 or (shared == 0 and not instant):
+            if shared < 0 or (shared == 0 and ref_start != ref_end and start != end):
                 continue
-            candidate = (shared, -abs((_time(row, "start_time") + _time(row, "end_time")) / 2 - middle))
+            candidate = (shared, -abs((start + end) / 2 - middle))
             if best is None or candidate > key:
                 best, key = i, candidate
         out.append(best)

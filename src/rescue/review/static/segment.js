@@ -618,7 +618,7 @@
     get seg() { return seg; }, get selected() { return selected; }, get video() { return video; },
     get readOnly() { return readOnly; }, me: B.me, copyParam,
     working, status, fmtTime, saveAll, persist, pending: () => pending,
-    select: selectRow, refreshRow: refreshRowItem, reload: fetchSegment,
+    select: selectRow, refreshRow: refreshRowItem, reload: fetchSegment, editor: renderEditor,
     replace(data, index) {  // after a cut: the new rows, the playhead where it was
       const at = video ? video.currentTime : 0;
       seg = data; selected = Math.max(0, Math.min(index, seg.rows.length - 1)); render();

@@ -188,6 +188,7 @@ const ReviewTimeline = (() => {
       r.version = answer.data.version;
       r.updated_by = view.me;
       view.refreshRow(r);
+      if (i === view.selected) view.editor();  // its header shows the span
       draw();
       view.status(`${which === "start_time" ? "Start" : "End"} of row ${r.row_index} moved to ${view.fmtTime(t)}`, "good");
       return;
