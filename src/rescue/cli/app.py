@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -37,11 +38,19 @@ def _main(
 ) -> None:
     """RESCUE-Bench end to end: validate data, build tasks, run models, score and report."""
 
-DataOption = Annotated[
-    Optional[Path],
-    typer.Option(
-        "--data",
-        help="A .jsonl file (release format), a folder of .jsonl files, or a folder of per-sample .json "
-        "files (<group>/<sample>.json). Default: the bundled demo dataset.",
-    ),
-]
+DATA_HELP = ("A .jsonl file (release format), a folder of .jsonl files, or a folder of per-sample .json "
+             "files (<group>/<sample>.json). Default: the bundled demo dataset.")
+DataOption = Annotated[Optional[Path], typer.Option("--data", help=DATA_HELP)]
+
+
+# Choices the task registry defines, written out so that `rescue --help` need not import the registry (pydantic,
+# every task); tests/test_cli_help.py holds them equal to the registry's.
+class RppGoldChoice(str, Enum):
+    auto = "auto"
+    relation_pattern = "relation_pattern"
+    relation_cycle_state = "relation_cycle_state"
+
+
+class JudgedTask(str, Enum):
+    er = "er"
+    vp = "vp"

@@ -5,19 +5,16 @@ from __future__ import annotations
 import os
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
-from rich.table import Table
 
 from rescue.cli.app import DataOption, app, console, data_app, err_console
-from rescue.data import fetch as release
-from rescue.data import stats as dataset_stats
-from rescue.data.encoding import fix_path
-from rescue.data.loading import load_samples
-from rescue.data.validation import validate_path
+from rescue.data import fetch as release  # light: it imports httpx and the validation only to download
+
+if TYPE_CHECKING:
+    from rescue.data import stats as dataset_stats
 
 DATA_ERROR_EXIT = 2
 
@@ -43,6 +40,9 @@ def validate_command(
 
     Errors exit with status 2; warnings (such as mis-encoded text) are printed and do not fail.
     """
+    from rescue.data.encoding import fix_path
+    from rescue.data.validation import validate_path
+
     report = validate_path(data, strict)
     for issue in report.issues:
         target = err_console if issue.severity == "error" else console
@@ -54,6 +54,9 @@ def validate_command(
         highlight=False,
         soft_wrap=True,
     )
+    if report.mis_encoded and not fix:
+        console.print(f"{report.mis_encoded} mis-encoded text(s): `rescue validate --data {data} --fix` writes a "
+                      "repaired copy", highlight=False, soft_wrap=True)
     if fix:
         if data is None:
             raise typer.BadParameter("--fix needs --data PATH (the demo dataset is already clean)")
@@ -78,6 +81,9 @@ def stats_command(
     ] = StatsFormat.table,
 ) -> None:
     """Dataset statistics as in the paper's Table 3 (per scenario and overall), then label distributions."""
+    from rescue.data import stats as dataset_stats
+    from rescue.data.loading import load_samples
+
     stats = dataset_stats.compute(load_samples(data))
     if output_format is StatsFormat.json:
         typer.echo(dataset_stats.render_json(stats), nl=False)
@@ -90,6 +96,10 @@ def stats_command(
 
 
 def _print_tables(stats: dataset_stats.DatasetStats) -> None:
+    from rich.table import Table
+
+    from rescue.data import stats as dataset_stats
+
     # Transposed (one row per statistic, one column per scope): the paper's seven headers do not fit 80 columns.
     rows = dataset_stats.table3_cells(stats)
     table = Table(title="Dataset statistics (paper Table 3)", title_justify="left")
@@ -137,18 +147,30 @@ def fetch_command(
     ] = None,
 ) -> None:
     """Download the official release (benchmark_191.jsonl) from the authors' GitHub repository, pinned to a commit."""
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
     official = url == release.RELEASE_URL
-    with Progress(
-        TextColumn("[bold]downloading[/]"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), console=err_console
-    ) as progress:
-        task = progress.add_task("download", total=None)
+    # The bar appears with the first bytes: a download that never starts (no network) draws no "0/?" bar.
+    progress = Progress(TextColumn("[bold]downloading[/]"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                        console=err_console)
+    bar: list[object] = []
+
+    def advance(done: int, total: int | None) -> None:
+        if not bar:
+            progress.start()
+            bar.append(progress.add_task("download", total=total))
+        progress.update(bar[0], completed=done, total=total)  # type: ignore[arg-type]
+
+    try:
         result = release.fetch_release(
             dest,
             url=url,
             expected_sha256=sha256,
             expected_samples=release.RELEASE_SAMPLES if official else None,
-            progress=lambda done, total: progress.update(task, completed=done, total=total),
+            progress=advance,
         )
+    finally:
+        progress.stop()
     console.print(f"saved {result.path} ({result.size:,} bytes)", highlight=False, soft_wrap=True)
     console.print(f"sha256 {result.sha256}", highlight=False, soft_wrap=True)
     console.print(

@@ -8,13 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
-
-from rescue.cli.app import app, console
-from rescue.tasks import judged_tasks
-
-# The choices come from the task registry: every task that declares a judge rubric.
-JudgedTask = Enum("JudgedTask", {name: name for name in judged_tasks()}, type=str)  # type: ignore[misc]
+from rescue.cli.app import JudgedTask, app, console
 
 
 class AgreementFormat(str, Enum):
@@ -69,6 +63,8 @@ def judge_agreement_command(
         typer.echo(text)
         return
     for name, block in report["tasks"].items():
+        from rich.table import Table
+
         table = Table(
             title=f"{name.upper()}: human vs judge on {block['judge_score']} — {block['ratings']} ratings of "
             f"{block['instances']} instances by {len(block['raters'])} rater(s)"

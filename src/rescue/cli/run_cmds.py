@@ -11,8 +11,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from rescue.cli.app import DataOption, app, console, err_console
-from rescue.tasks.base import TASK_NAMES
+from rescue.cli.app import DATA_HELP, RppGoldChoice, app, console, err_console
+
+# The option panels of `rescue run --help`.
+P_DATA, P_MODELS, P_GENERATION = "Data", "Models", "Generation"
+P_JUDGING, P_RUN, P_OUTPUT = "Judging and scoring", "Run control", "Output"
 
 if TYPE_CHECKING:
     from rescue.engine.runner import RunOutcome
@@ -79,120 +82,125 @@ def _finish(outcome: RunOutcome, quiet: bool) -> None:
 @app.command("run")
 def run_command(
     ctx: typer.Context,
-    out: Annotated[Optional[Path], typer.Option(
-        "--out", help="The run directory (results.json, predictions.jsonl, cache, log); not needed with --dry-run.")] = None,
-    model: Annotated[Optional[list[str]], typer.Option(
-        "--model", help="A model to evaluate; repeat for several. PRESET/ID (openai/, deepseek/, dashscope/, "
-        "kimi/, openrouter/, ollama/ ...), any id with --base-url, baseline/NAME or local/NAME. "
-        "Default: the offline baselines.")] = None,
-    tasks: Annotated[str, typer.Option("--tasks", help="Comma-separated tasks, any case.")] = ",".join(TASK_NAMES),
-    data: DataOption = None,
-    mode: Annotated[str, typer.Option("--mode", help="dialogue, audio, visual or audiovisual evidence; video or "
+    tasks: Annotated[Optional[str], typer.Option("--tasks", rich_help_panel=P_DATA, help="Comma-separated tasks, any "
+                                                 "case (default: all six; `rescue tasks` lists them).")] = None,
+    data: Annotated[Optional[Path], typer.Option("--data", rich_help_panel=P_DATA, help=DATA_HELP)] = None,
+    mode: Annotated[str, typer.Option("--mode", rich_help_panel=P_DATA, help="dialogue, audio, visual or audiovisual evidence; video or "
                                       "video+cues send each instance's media too (needs --media-root).")] = "dialogue",
     media_root: Annotated[Optional[Path], typer.Option(
-        "--media-root", help="Video modes: the folder of the samples' videos, or a `rescue build --out` folder.")] = None,
+        "--media-root", rich_help_panel=P_DATA, help="Video modes: the folder of the samples' videos, or a `rescue build --out` folder.")] = None,
     media_match: Annotated[str, typer.Option(
-        "--media-match", help="How a sample finds its video: source_file, id, or auto (manifest, source_file, id).")] = "auto",
+        "--media-match", rich_help_panel=P_DATA, help="How a sample finds its video: source_file, id, or auto (manifest, source_file, id).")] = "auto",
     video_input: Annotated[str, typer.Option(
-        "--video-input", help="frames (images sampled inside the context rows) or clip (the window as video_url).")] = "frames",
-    frame_rate: Annotated[float, typer.Option("--frame-rate", help="Frames per second of context sent.")] = 1.0,
-    max_frames: Annotated[int, typer.Option("--max-frames", help="Most frames per request (thinned evenly).")] = 16,
+        "--video-input", rich_help_panel=P_DATA, help="frames (images sampled inside the context rows) or clip (the window as video_url).")] = "frames",
+    frame_rate: Annotated[float, typer.Option("--frame-rate", rich_help_panel=P_DATA, help="Frames per second of context sent.")] = 1.0,
+    max_frames: Annotated[int, typer.Option("--max-frames", rich_help_panel=P_DATA, help="Most frames per request (thinned evenly).")] = 16,
     frame_size: Annotated[int, typer.Option(
-        "--frame-size", help="Longest side in pixels of a frame or the cut clip.")] = 448,
+        "--frame-size", rich_help_panel=P_DATA, help="Longest side in pixels of a frame or the cut clip.")] = 448,
     image_detail: Annotated[Optional[str], typer.Option(
-        "--image-detail", help="Frames: low, high or auto for OpenAI-style APIs (low: ~85 tokens a frame).")] = None,
+        "--image-detail", rich_help_panel=P_DATA, help="Frames: low, high or auto for OpenAI-style APIs (low: ~85 tokens a frame).")] = None,
     media_workers: Annotated[int, typer.Option(
-        "--media-workers", help="ffmpeg processes at once while video mode makes frames and clips.")] = 2,
-    context_size: Annotated[Optional[int], typer.Option(
-        "--context-size", help="Prior rows shown (-1: all; default: each task's own).")] = None,
+        "--media-workers", rich_help_panel=P_DATA, help="ffmpeg processes at once while video mode makes frames and clips.")] = 2,
     limit_samples: Annotated[Optional[int], typer.Option(
-        "--limit-samples", help="Only N samples (see --sample-choice); the ones taken are listed in results.json.")] = None,
+        "--limit-samples", rich_help_panel=P_DATA, help="Only N samples (see --sample-choice); the ones taken are listed in results.json.")] = None,
     sample_choice: Annotated[str, typer.Option(
-        "--sample-choice", help="With --limit-samples: 'first' N in file order, or 'stratified' (each scenario in "
+        "--sample-choice", rich_help_panel=P_DATA, help="With --limit-samples: 'first' N in file order, or 'stratified' (each scenario in "
         "its share, spread over the file).")] = "first",
-    batch_size: Annotated[str, typer.Option(
-        "--batch-size", help="Instances per request (of one sample), or 'authors' for each task's own; "
-        "split wherever one item would show another's hidden row.")] = "1",
-    parse: Annotated[str, typer.Option(
-        "--parse", help="strict: an unknown label voids the answer; lenient: drop unknown labels from rankings "
-        "and read a clear yes/no from prose, as the authors' scripts do (counted in results).")] = "strict",
-    rpp_gold: Annotated[Optional[str], typer.Option("--rpp-gold", help="RPP gold label source (see docs/tasks).")] = None,
+    rpp_gold: Annotated[Optional[RppGoldChoice], typer.Option(
+        "--rpp-gold", rich_help_panel=P_DATA, help="The row field holding RPP gold: auto (relation_pattern where a "
+        "sample has it, else relation_cycle_state), relation_pattern or relation_cycle_state (docs/tasks.md).")] = None,
     task_option: Annotated[Optional[list[str]], typer.Option(
-        "--task-option", help="A task's build option, TASK.OPTION=VALUE (repeatable), e.g. er.checkpoints_per_sample=3 "
+        "--task-option", rich_help_panel=P_DATA, help="A task's build option, TASK.OPTION=VALUE (repeatable), e.g. er.checkpoints_per_sample=3 "
         "or itp.itp_max_per_class=10; `rescue tasks --help` and docs/tasks.md list them.")] = None,
+    model: Annotated[Optional[list[str]], typer.Option(
+        "--model", rich_help_panel=P_MODELS, help="A model to evaluate; repeat for several. PRESET/ID (openai/, deepseek/, dashscope/, "
+        "kimi/, openrouter/, ollama/ ...), any id with --base-url, baseline/NAME or local/NAME. "
+        "Default: the offline baselines.")] = None,
     base_url: Annotated[Optional[str], typer.Option(
-        "--base-url", help="An OpenAI-compatible endpoint for every --model (vLLM, SGLang, llama.cpp, a gateway).")] = None,
+        "--base-url", rich_help_panel=P_MODELS, help="An OpenAI-compatible endpoint for every --model (vLLM, SGLang, llama.cpp, a gateway).")] = None,
     api_key_env: Annotated[Optional[str], typer.Option(
-        "--api-key-env", help="The environment variable that holds the key (default: the preset's, or OPENAI_API_KEY).")] = None,
-    temperature: Annotated[float, typer.Option("--temperature")] = 0.0,
-    seed: Annotated[Optional[int], typer.Option(
-        "--seed", help="Sent as the request's seed where the API supports it; seeds baseline/uniform (default 0).")] = None,
-    max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", help="Answer budget (default: each task's).")] = None,
-    json_mode: Annotated[bool, typer.Option("--json-mode/--no-json-mode", help="Ask for a JSON object response.")] = True,
+        "--api-key-env", rich_help_panel=P_MODELS, help="The environment variable that holds the key (default: the preset's, or OPENAI_API_KEY).")] = None,
     extra: Annotated[Optional[list[str]], typer.Option(
-        "--extra", help="A provider extra for the request body, KEY=JSON (e.g. enable_thinking=false); repeatable.")] = None,
+        "--extra", rich_help_panel=P_MODELS, help="A provider extra for the request body, KEY=JSON (e.g. enable_thinking=false); repeatable.")] = None,
+    model_settings: Annotated[Optional[Path], typer.Option(
+        "--model-settings", rich_help_panel=P_MODELS, help="TOML: per-model generation settings, one table per model spec.")] = None,
+    prices: Annotated[Optional[Path], typer.Option("--prices", rich_help_panel=P_MODELS, help="A price table (TOML) consulted first.")] = None,
+    suite: Annotated[Optional[str], typer.Option(
+        "--suite", rich_help_panel=P_MODELS, help="paper (the paper's ten models, settings and judge) or a suite TOML file of your own: "
+        "its models and run settings (options given here win). See docs/report.md.")] = None,
+    context_size: Annotated[Optional[int], typer.Option(
+        "--context-size", rich_help_panel=P_GENERATION, help="Prior rows shown (-1: all; default: each task's own).")] = None,
+    batch_size: Annotated[str, typer.Option(
+        "--batch-size", rich_help_panel=P_GENERATION, help="Instances per request (of one sample), or 'authors' for each task's own; "
+        "split wherever one item would show another's hidden row.")] = "1",
+    temperature: Annotated[float, typer.Option("--temperature", rich_help_panel=P_GENERATION,
+                                                      help="Sampling temperature sent with every request (0: the "
+                                                      "most likely answer; a suite may set it per model).")] = 0.0,
+    seed: Annotated[Optional[int], typer.Option(
+        "--seed", rich_help_panel=P_GENERATION, help="Sent as the request's seed where the API supports it; seeds baseline/uniform (default 0).")] = None,
+    max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", rich_help_panel=P_GENERATION, help="Answer budget (default: each task's).")] = None,
+    json_mode: Annotated[bool, typer.Option("--json-mode/--no-json-mode", rich_help_panel=P_GENERATION, help="Ask for a JSON object response.")] = True,
     stream: Annotated[Optional[bool], typer.Option(
-        "--stream/--no-stream", help="Ask for server-sent events (thinking models' long answers); default: "
+        "--stream/--no-stream", rich_help_panel=P_GENERATION, help="Ask for server-sent events (thinking models' long answers); default: "
         "each preset's (on for DashScope when it thinks).")] = None,
     thinking: Annotated[Optional[str], typer.Option(
-        "--thinking", help="on, off, low, medium or high: mapped to each provider's own switch (enable_thinking, "
+        "--thinking", rich_help_panel=P_GENERATION, help="on, off, low, medium or high: mapped to each provider's own switch (enable_thinking, "
         "thinking.type, reasoning_effort ...) and recorded, so reports never compare runs that differ in it "
         "silently. Default: the models' own.")] = None,
     store_reasoning: Annotated[bool, typer.Option(
-        "--store-reasoning/--no-store-reasoning", help="Keep thinking models' reasoning with each record "
+        "--store-reasoning/--no-store-reasoning", rich_help_panel=P_GENERATION, help="Keep thinking models' reasoning with each record "
         "(predictions.jsonl, the HTML drill-down).")] = True,
     budget_retry: Annotated[Optional[float], typer.Option(
-        "--budget-retry", help="Ask an answer whose budget ran out before any answer (budget_exhausted) once more "
+        "--budget-retry", rich_help_panel=P_GENERATION, help="Ask an answer whose budget ran out before any answer (budget_exhausted) once more "
         "with the budget multiplied by FACTOR.")] = None,
-    model_settings: Annotated[Optional[Path], typer.Option(
-        "--model-settings", help="TOML: per-model generation settings, one table per model spec.")] = None,
     timeout: Annotated[float, typer.Option(
-        "--timeout", help="Seconds per request attempt, the whole answer included.")] = 240.0,
-    retry_after_cap: Annotated[float, typer.Option(
-        "--retry-after-cap", help="The longest Retry-After wait obeyed, in seconds; a request told to wait "
-        "longer twice fails.")] = 300.0,
+        "--timeout", rich_help_panel=P_GENERATION, help="Seconds per request attempt, the whole answer included.")] = 240.0,
     max_answer_bytes: Annotated[int, typer.Option(
-        "--max-answer-bytes", help="A larger answer is recorded as a request error, not stored.")] = 8 * 1024 * 1024,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Most requests in flight per model.")] = 16,
-    max_retries: Annotated[int, typer.Option("--max-retries", help="Retries of a transient failure.")] = 5,
-    max_failures: Annotated[int, typer.Option(
-        "--max-failures", help="Stop asking a model after this many failed requests (0: never stop).")] = 50,
-    max_cost: Annotated[Optional[float], typer.Option(
-        "--max-cost", help="Stop (resumably) once this run has spent this many dollars.")] = None,
-    retry_errors: Annotated[bool, typer.Option("--retry-errors", help="Ask again what failed in earlier runs.")] = False,
-    cache_dir: Annotated[Optional[Path], typer.Option(
-        "--cache-dir", help="A cache folder shared between runs (default: the run directory).")] = None,
-    prices: Annotated[Optional[Path], typer.Option("--prices", help="A price table (TOML) consulted first.")] = None,
-    judge: Annotated[Optional[list[str]], typer.Option("--judge", help="A judge model for ER/VP; repeatable.")] = None,
+        "--max-answer-bytes", rich_help_panel=P_GENERATION, help="A larger answer is recorded as a request error, not stored.")] = 8 * 1024 * 1024,
+    parse: Annotated[str, typer.Option(
+        "--parse", rich_help_panel=P_JUDGING, help="strict: an unknown label voids the answer; lenient: drop unknown labels from rankings "
+        "and read a clear yes/no from prose, as the authors' scripts do (counted in results).")] = "strict",
+    judge: Annotated[Optional[list[str]], typer.Option("--judge", rich_help_panel=P_JUDGING, help="A judge model for ER/VP; repeatable.")] = None,
     judge_base_url: Annotated[Optional[str], typer.Option(
-        "--judge-base-url", help="An OpenAI-compatible endpoint for the judges (default: a preset judge such as "
+        "--judge-base-url", rich_help_panel=P_JUDGING, help="An OpenAI-compatible endpoint for the judges (default: a preset judge such as "
         "openai/... goes to its provider, any other judge to --base-url).")] = None,
     judge_api_key_env: Annotated[Optional[str], typer.Option(
-        "--judge-api-key-env", help="The environment variable that holds the judges' key "
+        "--judge-api-key-env", rich_help_panel=P_JUDGING, help="The environment variable that holds the judges' key "
         "(default: the judge preset's, or OPENAI_API_KEY).")] = None,
-    judge_scale: Annotated[str, typer.Option("--judge-scale", help="likert (1-5) or authors (VP).")] = "likert",
-    bertscore: Annotated[bool, typer.Option("--bertscore/--no-bertscore", help="BERTScore for ER/VP.")] = True,
+    judge_scale: Annotated[str, typer.Option("--judge-scale", rich_help_panel=P_JUDGING, help="likert (1-5) or authors (VP).")] = "likert",
+    bertscore: Annotated[bool, typer.Option("--bertscore/--no-bertscore", rich_help_panel=P_JUDGING, help="BERTScore for ER/VP.")] = True,
     bertscore_model: Annotated[Optional[str], typer.Option(
-        "--bertscore-model", help="BERTScore backbone: a Hugging Face name or a local folder "
+        "--bertscore-model", rich_help_panel=P_JUDGING, help="BERTScore backbone: a Hugging Face name or a local folder "
         "(default: the packaged all-MiniLM-L6-v2, works offline).")] = None,
     bertscore_layers: Annotated[Optional[int], typer.Option(
-        "--bertscore-layers", help="The backbone layer BERTScore reads (required for a local folder).")] = None,
+        "--bertscore-layers", rich_help_panel=P_JUDGING, help="The backbone layer BERTScore reads (required for a local folder).")] = None,
     bertscore_rescale: Annotated[bool, typer.Option(
-        "--bertscore-rescale", help="Rescale with bert-score's baseline (only for backbones it has one for).")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display or table (CI).")] = False,
+        "--bertscore-rescale", rich_help_panel=P_JUDGING, help="Rescale with bert-score's baseline (only for backbones it has one for).")] = False,
+    retry_after_cap: Annotated[float, typer.Option(
+        "--retry-after-cap", rich_help_panel=P_RUN, help="The longest Retry-After wait obeyed, in seconds; a request told to wait "
+        "longer twice fails.")] = 300.0,
+    concurrency: Annotated[int, typer.Option("--concurrency", rich_help_panel=P_RUN, help="Most requests in flight per model.")] = 16,
+    max_retries: Annotated[int, typer.Option("--max-retries", rich_help_panel=P_RUN, help="Retries of a transient failure.")] = 5,
+    max_failures: Annotated[int, typer.Option(
+        "--max-failures", rich_help_panel=P_RUN, help="Stop asking a model after this many failed requests (0: never stop).")] = 50,
+    max_cost: Annotated[Optional[float], typer.Option(
+        "--max-cost", rich_help_panel=P_RUN, help="Stop (resumably) once this run has spent this many dollars.")] = None,
+    retry_errors: Annotated[bool, typer.Option("--retry-errors", rich_help_panel=P_RUN, help="Ask again what failed in earlier runs.")] = False,
+    cache_dir: Annotated[Optional[Path], typer.Option(
+        "--cache-dir", rich_help_panel=P_RUN, help="A cache folder shared between runs (default: the run directory).")] = None,
     dry_run: Annotated[bool, typer.Option(
-        "--dry-run", help="Print the requests, images and estimated tokens and cost per model and task; send "
+        "--dry-run", rich_help_panel=P_RUN, help="Print the requests, images and estimated tokens and cost per model and task; send "
         "and write nothing.")] = False,
-    suite: Annotated[Optional[str], typer.Option(
-        "--suite", help="paper (the paper's ten models, settings and judge) or a suite TOML file of your own: "
-        "its models and run settings (options given here win). See docs/report.md.")] = None,
     overwrite: Annotated[bool, typer.Option(
-        "--overwrite", help="Replace a run directory that holds a run with another configuration "
+        "--overwrite", rich_help_panel=P_RUN, help="Replace a run directory that holds a run with another configuration "
         "(default: refuse; the same configuration resumes).")] = False,
+    out: Annotated[Optional[Path], typer.Option(
+        "--out", rich_help_panel=P_OUTPUT, help="The run directory (results.json, predictions.jsonl, cache, log); not needed with --dry-run.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", rich_help_panel=P_OUTPUT, help="No progress display or table (CI).")] = False,
 ) -> None:
     """Evaluate models on the tasks and write the run directory, then print a leaderboard."""
     from rescue.engine.runner import RunConfig, run
-    from rescue.tasks import parse_task_options
+    from rescue.tasks import TASK_NAMES, parse_task_options
 
     if out is None and not dry_run:
         from rescue.engine.runner import RunError
@@ -201,7 +209,7 @@ def run_command(
     config = RunConfig(
         out=str(out or "."),
         models=list(model or []),
-        tasks=tasks.split(","),
+        tasks=tasks.split(",") if tasks else list(TASK_NAMES),
         data=None if data is None else str(data),
         mode=mode,
         video=None if media_root is None else {
@@ -213,7 +221,7 @@ def run_command(
         sample_choice=sample_choice,
         batch_size=batch_size,
         parse=parse,
-        rpp_gold=rpp_gold,
+        rpp_gold=None if rpp_gold is None else rpp_gold.value,
         task_options=parse_task_options(task_option or []),
         base_url=base_url,
         api_key_env=api_key_env,

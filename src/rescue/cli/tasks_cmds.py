@@ -7,12 +7,7 @@ from enum import Enum
 from typing import Annotated
 
 import typer
-from rich.table import Table
-
-from rescue.cli.app import DataOption, app, console
-from rescue.data.loading import load_samples
-from rescue.tasks import SCENARIOS, TASKS, parse_task_options, task_counts
-from rescue.tasks.rpp import DEFAULT_RPP_GOLD
+from rescue.cli.app import DataOption, RppGoldChoice, app, console
 
 
 class OutputFormat(str, Enum):
@@ -20,13 +15,7 @@ class OutputFormat(str, Enum):
     json = "json"
 
 
-class RppGoldChoice(str, Enum):
-    auto = "auto"
-    relation_pattern = "relation_pattern"
-    relation_cycle_state = "relation_cycle_state"
-
-
-DEFAULT_RPP_GOLD_CHOICE = RppGoldChoice(DEFAULT_RPP_GOLD)
+DEFAULT_RPP_GOLD_CHOICE = RppGoldChoice.auto  # rescue.tasks.rpp.DEFAULT_RPP_GOLD (a test holds them equal)
 
 
 @app.command("tasks")
@@ -50,6 +39,11 @@ def tasks_command(
     ] = None,
 ) -> None:
     """Count the instances and samples each task builds, per scenario (compare with the paper's Table 6)."""
+    from rich.table import Table
+
+    from rescue.data.loading import load_samples
+    from rescue.tasks import SCENARIOS, TASKS, parse_task_options, task_counts
+
     samples = load_samples(data)
     options = parse_task_options(task_option or [])
     options.setdefault("rpp", {}).setdefault("rpp_gold", rpp_gold.value)

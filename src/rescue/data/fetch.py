@@ -13,10 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+from typing import TYPE_CHECKING
 
 from rescue.data.errors import RescueError
-from rescue.data.validation import ValidationReport, validate_path
+
+if TYPE_CHECKING:  # httpx and the validation are imported when a download starts: `rescue --help` stays fast
+    from rescue.data.validation import ValidationReport
 
 RELEASE_REPO = "Tomsawyerhu/RESCUE-bench"
 RELEASE_COMMIT = "0d0b0793e23157c7af76d1d301e63fc705b27f2a"
@@ -53,8 +55,10 @@ def download(
     timeout: float = 30.0,
     progress: ProgressCallback | None = None,
 ) -> tuple[str, int]:
-    """Stream ``url`` into ``dest`` atomically; returns (sha256 hex, size in bytes)."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    """Stream ``url`` into ``dest`` atomically; returns (sha256 hex, size in bytes). The folder is made once the
+    server answers: a failed download leaves no empty folder behind."""
+    import httpx
+
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")
     digest = hashlib.sha256()
     size = 0
@@ -63,6 +67,7 @@ def download(
             if response.status_code != 200:
                 raise FetchError(f"{url}: the server answered HTTP {response.status_code} {response.reason_phrase}")
             total = int(response.headers["content-length"]) if "content-length" in response.headers else None
+            dest.parent.mkdir(parents=True, exist_ok=True)
             with tmp.open("wb") as handle:
                 for chunk in response.iter_bytes():
                     handle.write(chunk)
@@ -101,6 +106,10 @@ def fetch_release(
     The file is kept even when validation finds errors, so that the errors can be inspected with
     ``rescue validate``; a FetchError then says so.
     """
+    import httpx
+
+    from rescue.data.validation import validate_path
+
     name = Path(httpx.URL(url).path).name or "release.jsonl"
     path = dest_dir / name
     sha256, size = download(url, path, expected_sha256=expected_sha256, progress=progress)

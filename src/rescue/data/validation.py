@@ -38,6 +38,14 @@ class ValidationReport:
     def warnings(self) -> list[DataIssue]:
         return [i for i in self.issues if i.severity == "warning"]
 
+    @property
+    def mis_encoded(self) -> int:
+        """Issues `rescue validate --fix` repairs (said once after the list, not on every line)."""
+        return sum(1 for i in self.issues if i.message.startswith(MIS_ENCODED))
+
+
+MIS_ENCODED = "mis-encoded text"
+
 
 # --- schema ------------------------------------------------------------------------------------------------
 
@@ -188,8 +196,8 @@ def _check_encoding(record: RawRecord, out: _Collector) -> None:
             continue
         bad = next((i for i, (a, b) in enumerate(zip(text, fixed)) if a != b), 0)
         out.add(
-            f"mis-encoded text {text[max(0, bad - 12) : bad + 12]!r}, probably "
-            f"{fixed[max(0, bad - 12) : bad + 10]!r}; `rescue validate --fix` writes a repaired copy",
+            f"{MIS_ENCODED} {text[max(0, bad - 12) : bad + 12]!r}, probably "
+            f"{fixed[max(0, bad - 12) : bad + 10]!r}",
             field_name,
             row,
             "warning",

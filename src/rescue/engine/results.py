@@ -52,7 +52,7 @@ class RunStatus(BaseModel):
 
 
 class DataInfo(BaseModel):
-    path: str | None  # as given (None: the bundled demo data)
+    path: str | None  # absolute (runs before #28: as given); None: the bundled demo data
     sha256: str
     samples: int  # samples the run used
     sample_choice: str = "all"  # all | first | stratified

@@ -636,7 +636,8 @@ class Runner:
         video = self._locate_media(samples)  # as does a sample without media
         instances = {name: task.build(samples, **_build_options(config, task)) for name, task in tasks.items()}
         self.used = values_used(config, tasks, instances, data_sha)
-        data_info = {"path": config.data, "sha256": data_sha, "samples": len(samples), "sample_choice": choice,
+        # Absolute, beside its sha256: `rescue rescore` finds the data from any folder.
+        data_info = {"path": str(Path(config.data).resolve()) if config.data else None, "sha256": data_sha, "samples": len(samples), "sample_choice": choice,
                      "sample_ids": [s.sample_id for s in samples] if choice != "all" else None}
         lock = None
         self._stale = []
@@ -921,6 +922,8 @@ def rescore(run_dir: str | Path, *, data: str | None = None, media_root: str | N
     config.out = str(root)
     if data is not None:
         config.data = data
+    elif stored.data is not None and stored.data.path:
+        config.data = stored.data.path  # absolute since #28; older runs stored the path as given
     if parse is not None:
         if parse not in PARSE_POLICIES:
             raise RunError(f"--parse {parse!r}: choose one of {', '.join(PARSE_POLICIES)}")

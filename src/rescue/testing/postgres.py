@@ -39,7 +39,7 @@ def find_bindir() -> Path | None:
 def unavailable() -> str | None:
     """Why a throwaway server cannot be started here, or None when it can."""
     if importlib.util.find_spec("psycopg") is None:
-        return "the PostgreSQL driver is not installed (pip install 'rescue[review-pg]')"
+        return "the PostgreSQL driver is not installed (pip install 'rescue-bench[review-pg]')"
     bindir = find_bindir()
     if bindir is None or not (bindir / "initdb").exists() or not (bindir / "pg_ctl").exists():
         return "PostgreSQL server binaries (initdb, pg_ctl) not found (apt-get install postgresql)"

@@ -7,7 +7,7 @@ model it is (matched by model id), else the ten-model average. A difference is s
 means something; a column is *not comparable* when the paper measured it another way:
 
 - RPP accuracy: the paper scored about 2,605 instances, not the 2,133 of its Table 6 that rescue builds;
-- BERTScore: the paper does not state its backbone;
+- BERTScore: the paper does not name its backbone (``rescue.scoring.bertscore.PAPER_BACKBONE``);
 - ER/VP judge: only GPT-5.4 on the 1-5 scale is the paper's judge;
 - the right/wrong tasks under strict parsing, where strict parsing failed answers the authors' lenient
   parser would have read.
@@ -27,6 +27,7 @@ from typing import Any
 from rescue.io import markdown_table
 from rescue.report.columns import Column
 from rescue.report.comparability import bertscore_text
+from rescue.scoring.bertscore import PAPER_BACKBONE
 from rescue.report.leaderboard import Cell, Leaderboard, LeaderRow
 from rescue.report.runs import ReportError, System
 from rescue.tasks import right_wrong_tasks
@@ -117,7 +118,7 @@ def _reason(system: System, column: Column, instances: int, scope: str) -> tuple
     """(why the column is not comparable with the paper, or ""; a caveat when it is comparable)."""
     setup = load_paper()["setup"]
     if column.key == "bertscore_f1":
-        return f"BERTScore backbone: the paper does not state its own; ours is {bertscore_text(system) or 'off'}", ""
+        return f"{PAPER_BACKBONE} Ours: {bertscore_text(system) or 'off'}", ""
     if column.key in ("s_er", "judge"):
         judges = system.config.judges
         scale = system.config.judge_scale

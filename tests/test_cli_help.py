@@ -1,0 +1,122 @@
+"""A CLI that helps (issue #28 item 4): `rescue run --help` in option panels without `<bool>` types, every option
+explained, choices listed; `rescue --help` imports none of the heavy modules (benchmarks/bench_cli_help.py times
+it); an offline `rescue data fetch` leaves nothing behind."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+from _cli import invoke_main
+
+HEAVY = ("pydantic", "httpx", "asyncio", "ftfy", "rescue.tasks", "rescue.data.validation", "rich.markdown",
+         "markdown_it", "numpy")
+
+
+def _help(*args: str, columns: int = 100):
+    return invoke_main([*args, "--help"], env={"COLUMNS": str(columns)})
+
+
+def test_top_level_help_imports_nothing_heavy():
+    code = ("import sys; sys.argv = ['rescue', '--help']\nfrom rescue.cli import main\ntry:\n    main()\n"
+            "except SystemExit:\n    pass\nprint('MODULES', ' '.join(sorted(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert "Commands:" in done.stdout and "run " in done.stdout
+    modules = set(done.stdout.split("MODULES", 1)[1].split())
+    assert not [m for m in HEAVY if m in modules]
+
+
+def test_run_help_groups_its_options_into_panels():
+    result = _help("run")
+    assert result.exit_code == 0
+    panels = re.findall(r"╭─ ([A-Za-z ]+?) ─", result.stdout)
+    assert panels == ["Options", "Data", "Models", "Generation", "Judging and scoring", "Run control", "Output"]
+    assert "<bool>" not in result.stdout
+
+
+def test_every_run_option_is_explained_and_choices_are_listed():
+    import typer.main
+
+    from rescue.cli import app
+
+    run = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
+    unexplained = [p.opts[0] for p in run.params if not getattr(p, "help", None)]
+    assert unexplained == []
+    words = " ".join(re.sub("[│╭╮╰╯─]", " ", _help("run", columns=250).stdout).split())
+    assert "--temperature" in words and "Sampling temperature" in words
+    assert "<auto|relation_pattern|relation_cycle_state>" in words
+
+
+def test_the_cli_choices_are_the_registrys():
+    from rescue.cli.app import JudgedTask, RppGoldChoice
+    from rescue.tasks import judged_tasks
+    from rescue.tasks.rpp import DEFAULT_RPP_GOLD, RPP_GOLD_CHOICES
+
+    assert [c.value for c in RppGoldChoice] == list(RPP_GOLD_CHOICES)
+    assert RppGoldChoice.auto.value == DEFAULT_RPP_GOLD
+    assert [c.value for c in JudgedTask] == list(judged_tasks())
+
+
+def test_rpp_gold_refuses_an_unknown_field():
+    result = invoke_main(["run", "--rpp-gold", "nope", "--dry-run"])
+    assert result.exit_code == 2 and "nope" in result.output
+
+
+def test_an_offline_fetch_leaves_no_folder_and_draws_no_empty_bar(tmp_path):
+    dest = tmp_path / "data"
+    result = invoke_main(["data", "fetch", "--url", "http://127.0.0.1:9/benchmark_191.jsonl", "--dest", str(dest)])
+    assert result.exit_code == 2 and "no network" in result.stderr
+    assert not dest.exists()
+    assert "0/?" not in result.output and "downloading" not in result.output
+
+
+def test_rescore_finds_relative_data_from_another_folder(tmp_path, monkeypatch):
+    import json
+    import shutil
+
+    from rescue.data.reading import demo_path
+
+    first = tmp_path / "project"
+    first.mkdir()
+    shutil.copy(demo_path(), first / "demo.jsonl")
+    monkeypatch.chdir(first)
+    ran = invoke_main(["run", "--out", "run", "--data", "demo.jsonl", "--tasks", "itp", "-q"])
+    assert ran.exit_code == 0, ran.output
+    stored = json.loads((first / "run" / "results.json").read_text(encoding="utf-8"))["data"]
+    assert stored["path"] == str(first / "demo.jsonl") and stored["sha256"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    rescored = invoke_main(["rescore", str(first / "run"), "-q"])
+    assert rescored.exit_code == 0, rescored.output
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_one_sourced_statement_on_the_papers_bertscore_backbone():
+    from pathlib import Path
+
+    from rescue.scoring.bertscore import PAPER_BACKBONE
+
+    root = Path(__file__).resolve().parent.parent
+    assert "d38edcc" in PAPER_BACKBONE and "distilbert-base-uncased" in PAPER_BACKBONE
+    for doc in ("README.md", "docs/judging.md"):
+        assert _words(PAPER_BACKBONE) in _words((root / doc).read_text(encoding="utf-8")), doc
+
+
+def test_the_local_model_timing_is_for_the_readme_command():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    readme = [line for line in (root / "README.md").read_text(encoding="utf-8").splitlines()
+              if line.startswith("rescue run --model local/smollm2")]
+    guide = (root / "docs/local-model.md").read_text(encoding="utf-8")
+    timed = re.search(r"ITP on one demo sample with\s+`([^`]+)`", guide)
+    assert readme and timed is not None
+    assert all(option in readme[0] for option in timed.group(1).split(" --"))
+    assert readme[0] in guide
