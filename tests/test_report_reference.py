@@ -126,7 +126,7 @@ def test_judge_columns_compare_only_with_the_papers_judge(baselines):
     system.config.judges, system.config.judge_scale = ["openai/gpt-5.4"], "likert"
     assert _reason(system, judge, 855, "all") == ("", "")
     bert = next(c for c in COLUMNS if c.id == "vp.bertscore_f1")
-    assert "does not state" in _reason(system, bert, 855, "all")[0]
+    assert "does not name its BERTScore backbone" in _reason(system, bert, 855, "all")[0]
 
 
 def test_unknown_reference_is_refused(baselines, tmp_path):
