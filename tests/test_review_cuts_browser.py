@@ -201,8 +201,10 @@ def test_without_a_clip_a_click_on_the_timeline_places_the_playhead_for_a_split(
         middle = (second["start"] + second["end"]) / 2
         pps = page.evaluate("ReviewTimeline.state().pxPerSecond")
         box = page.locator("#waveform").bounding_box()
+        choose(page, 2)  # choosing a row puts the playhead at its start and its block in view
+        assert abs(float(page.evaluate("parseFloat(document.getElementById('playhead').style.left)")) - second["start"] * pps) < 0.5
+        box = page.locator("#waveform").bounding_box()
         page.mouse.click(box["x"] + middle * pps, box["y"] + box["height"] / 2)
-        choose(page, 2)
         press(page, "s")
         wait_until(page, f"window.reviewState().rows.length === {len(before) + 1}")
         cut_at = rows(page)[1]["end"]

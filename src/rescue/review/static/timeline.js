@@ -131,7 +131,12 @@ const ReviewTimeline = (() => {
     box.querySelectorAll(".block.selected").forEach((n) => n.classList.remove("selected"));
     const r = view.seg.rows[i];
     const block = r && document.getElementById("block-" + r.row_index);
-    if (block) block.classList.add("selected");
+    if (!block) return;
+    block.classList.add("selected");
+    // Choosing a row brings its block into view (with a clip the seek to its start moves the playhead there).
+    if (!view.video) { cursor = r.start_time; playhead(); }
+    const left = x(r.start_time);
+    if (left < box.scrollLeft || left > box.scrollLeft + box.clientWidth - 40) box.scrollLeft = Math.max(0, left - box.clientWidth / 3);
   }
 
   // --- pointer: seek, choose, drag an edge -----------------------------------------------------------------
