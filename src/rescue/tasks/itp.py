@@ -163,6 +163,10 @@ class InterventionTimingTask(ClosedTask):
     def instance_scores(self, record: PredictionRecord) -> dict[str, float | None]:
         return {"correct": 1.0 if record.ok and record.prediction == record.gold else 0.0}
 
+    def lenient_differences(self, records: list[PredictionRecord]) -> list[str]:
+        """What ``rescue report --reference paper`` says of a lenient ITP column (see the module function)."""
+        return lenient_differences(records)
+
     def aggregate(self, records: list[PredictionRecord]) -> dict[str, float | int | None]:
         """Precision / recall / F1 of "yes" (the paper's numbers), the same for "no", accuracy and balanced
         accuracy, micro over the records given. Failures count as neither yes nor no: always wrong."""
@@ -173,6 +177,21 @@ class InterventionTimingTask(ClosedTask):
         result.update({key: (value if records else None) for key, value in scores.items()})
         result.update(lenient_counts(records))
         return result
+
+
+def lenient_differences(records: list[PredictionRecord]) -> list[str]:
+    """Where the lenient reading of these ITP answers may differ from the authors' scripts: answers read from
+    prose, and answers left unreadable (docs/tasks.md, "Lenient is not exactly the authors' reading")."""
+    prose = sum(1 for r in records if (r.lenient or {}).get("read_from_prose"))
+    unread = sum(1 for r in records if r.status == "parse_error")
+    parts = []
+    if prose:
+        parts.append(f"{prose} answer(s) read as yes/no from prose, which the authors' scripts read by substring "
+                     "(yes before no) or, with no JSON in the answer, as the fallback no")
+    if unread:
+        parts.append(f"{unread} unreadable answer(s) scored as failures, which the authors' scripts read by "
+                     "substring (\"yes/no\", \"eyes\", [\"yes\"] as yes) or as the fallback no")
+    return ["lenient differs from the authors' ITP reading here: " + "; ".join(parts)] if parts else []
 
 
 def _read_yes_no(value: Any, instance: Instance, notes: dict[str, Any] | None) -> str:

@@ -30,7 +30,7 @@ from rescue.report.comparability import bertscore_text
 from rescue.scoring.bertscore import PAPER_BACKBONE
 from rescue.report.leaderboard import Cell, Leaderboard, LeaderRow
 from rescue.report.runs import ReportError, System
-from rescue.tasks import right_wrong_tasks
+from rescue.tasks import TASKS, right_wrong_tasks
 
 REFERENCES = ("paper",)
 AVERAGE = "ten-model average"
@@ -136,27 +136,19 @@ def _reason(system: System, column: Column, instances: int, scope: str) -> tuple
         return (f"parse policy: ours is {policy} and {failed} answer(s) failed to parse that the authors' lenient "
                 "parser may have read (rescore with --parse lenient)", "")
     caveats = []
-    if column.task == "itp" and policy == "lenient":
-        caveats.extend(_lenient_differences(system))
+    if policy == "lenient":
+        caveats.extend(_lenient_differences(system, column.task))
     if expected is not None and instances != expected:
         caveats.append(f"on {instances} of the paper's {expected} instances: the difference includes sampling")
     return "", "; ".join(caveats)
 
 
-def _lenient_differences(system: System) -> list[str]:
-    """Where rescue's lenient ITP reading may differ from the authors' scripts on this run's answers
-    (docs/tasks.md, "Lenient is not exactly the authors' reading")."""
-    records = system.task_records("itp")
-    prose = sum(1 for r in records if (r.lenient or {}).get("read_from_prose"))
-    unread = sum(1 for r in records if r.status == "parse_error")
-    parts = []
-    if prose:
-        parts.append(f"{prose} answer(s) read as yes/no from prose, which the authors' scripts read by substring "
-                     "(yes before no) or, with no JSON in the answer, as the fallback no")
-    if unread:
-        parts.append(f"{unread} unreadable answer(s) scored as failures, which the authors' scripts read by "
-                     "substring (\"yes/no\", \"eyes\", [\"yes\"] as yes) or as the fallback no")
-    return ["lenient differs from the authors' ITP reading here: " + "; ".join(parts)] if parts else []
+def _lenient_differences(system: System, task: str) -> list[str]:
+    """Where rescue's lenient reading may differ from the authors' scripts on this run's answers of the task
+    (a task that knows declares ``lenient_differences``; docs/tasks.md, "Lenient is not exactly the authors'
+    reading")."""
+    differences = getattr(TASKS.get(task), "lenient_differences", None)
+    return list(differences(system.task_records(task))) if differences else []
 
 
 def compare_with_paper(systems: Sequence[System], board: Leaderboard) -> list[ReferenceComparison]:
