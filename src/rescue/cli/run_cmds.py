@@ -153,6 +153,11 @@ def run_command(
     budget_retry: Annotated[Optional[float], typer.Option(
         "--budget-retry", rich_help_panel=P_GENERATION, help="Ask an answer whose budget ran out before any answer (budget_exhausted) once more "
         "with the budget multiplied by FACTOR.")] = None,
+    batch: Annotated[bool, typer.Option(
+        "--batch", rich_help_panel=P_RUN, help="Send the requests (and the judge's) through the providers' batch "
+        "APIs at about half the price; a killed run resumes polling the same batches. See docs/engine.md.")] = False,
+    batch_poll: Annotated[float, typer.Option(
+        "--batch-poll", rich_help_panel=P_RUN, help="Seconds between two reads of a batch's status.")] = 30.0,
     timeout: Annotated[float, typer.Option(
         "--timeout", rich_help_panel=P_GENERATION, help="Seconds per request attempt, the whole answer included.")] = 240.0,
     max_answer_bytes: Annotated[int, typer.Option(
@@ -237,6 +242,8 @@ def run_command(
         thinking=thinking,
         store_reasoning=store_reasoning,
         budget_retry=budget_retry,
+        batch=batch,
+        batch_poll=batch_poll,
         model_settings=_read_model_settings(model_settings),
         concurrency=concurrency,
         max_retries=max_retries,

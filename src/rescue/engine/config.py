@@ -35,6 +35,8 @@ OPERATIONAL_FIELDS = frozenset({
     # A streamed answer is the same answer; keeping reasoning changes no score; --budget-retry only adds
     # answers for what ran out of budget, so a rerun with it continues the same run.
     "stream", "store_reasoning", "budget_retry",
+    # A batch answer is the same answer, stored under the same key: a run may be continued with or without it.
+    "batch", "batch_poll",
 })
 
 
@@ -70,6 +72,8 @@ class RunConfig(BaseModel):
     thinking: str | None = None  # on, off, low, medium, high, mapped per provider; None: the models' defaults
     store_reasoning: bool = True  # keep thinking models' reasoning with each record
     budget_retry: float | None = None  # ask budget_exhausted answers once more with the budget times this
+    batch: bool = False  # send the requests through the providers' batch APIs (rescue.llm.batch)
+    batch_poll: float = 30.0  # seconds between two reads of a batch's status
     model_settings: dict[str, dict[str, Any]] = {}  # per model spec: overrides
     concurrency: int = 16
     max_retries: int = 5
@@ -143,6 +147,8 @@ class RunConfig(BaseModel):
             raise RunError(f"--max-answer-bytes {self.max_answer_bytes}: a positive number of bytes")
         if self.max_retries < 0:
             raise RunError("--max-retries must be 0 or more")
+        if not self.batch_poll > 0:
+            raise RunError(f"--batch-poll {self.batch_poll}: a positive number of seconds")
         if self.thinking is not None and self.thinking not in THINKING_LEVELS:
             raise RunError(f"--thinking {self.thinking!r}: choose one of {', '.join(THINKING_LEVELS)}")
         if self.budget_retry is not None and not self.budget_retry > 1:

@@ -251,6 +251,81 @@ async def run_pair(model: TaskModel, task: Task, instances: list[Instance], conf
     return [make_record(task, model.name, i, predictions[i.instance_id]) for i in instances]
 
 
+# ---------------------------------------------------------------------------------------------------------
+# --batch: the providers' batch APIs
+
+
+def _batchable(model: ReliableModel) -> bool:
+    from rescue.llm.client import OpenAIModel
+
+    return isinstance(model.inner, OpenAIModel) and model.inner.endpoint.batch
+
+
+async def _send_batches(model: ReliableModel, requests: list[ChatRequest], purpose: str, label: str,
+                        config: RunConfig, display: ProgressDisplay, out: Path) -> None:
+    from rescue.llm.batch import LEDGER, BatchLedger, run_in_batches
+
+    if not requests:
+        return
+    if not _batchable(model):
+        from rescue.llm.providers import PRESETS
+
+        able = ", ".join(name for name, p in PRESETS.items() if p.batch)
+        display.warn(f"--batch: {terminal_safe(model.name)} has no batch API in rescue (presets with one: {able}); "
+                     "its requests go online")
+        return
+    bar = display.task(model.name, label, len(requests))
+    done: dict[str, int] = {}
+
+    def progress(batch_id: str, completed: int, failed: int, total: int) -> None:
+        # Requests done per batch, as the provider counts them.
+        step = completed + failed - done.get(batch_id, 0)
+        if step > 0:
+            bar.advance(step, failed - (done.get(batch_id + ":failed", 0)))
+            done[batch_id] = completed + failed
+            done[batch_id + ":failed"] = failed
+
+    outcome = await run_in_batches(model, requests, BatchLedger(out / LEDGER), purpose=purpose,
+                                   poll_interval=config.batch_poll, on_progress=progress)
+    model.log.event("batch_done", model=model.name, purpose=purpose, submitted=outcome.submitted,
+                    resumed=outcome.resumed, skipped=outcome.skipped, answered=outcome.answered,
+                    left_to_online=outcome.failed, batches=outcome.batches)
+
+
+async def _batch_predictions(config: RunConfig, reliable: dict[str, ReliableModel], tasks: dict[str, Task],
+                             instances: dict[str, list[Instance]], rows: RowCache, display: ProgressDisplay,
+                             out: Path) -> None:
+    """Every prediction request of the run, as run_pair will ask it (same messages, budget, tag), in batches."""
+    options = RenderOptions(mode=config.mode, context_size=config.context_size, rows=rows)  # type: ignore[arg-type]
+    requests: list[ChatRequest] = []
+    for name, task in tasks.items():
+        for chain in send_chains(batch_plan(config, task, instances[name]).batches, config.concurrency):
+            for batch in chain:
+                messages: list[Any] = task.render(batch, options)
+                requests.append(ChatRequest(messages=messages, max_tokens=int(task.max_tokens), tag=task.name,
+                                            ids=tuple(i.instance_id for i in batch)))
+    await asyncio.gather(*(_send_batches(model, requests, "predict", "batch", config, display, out)
+                           for model in reliable.values()))
+
+
+async def _batch_judges(config: RunConfig, judges: list[ReliableModel], pairs: list[PairResult],
+                        instances: dict[str, list[Instance]], display: ProgressDisplay, out: Path) -> None:
+    """The judge's first request for every graded prediction (as rescue.scoring.judge asks it), in batches."""
+    from rescue.scoring.judge import JUDGE_MAX_TOKENS, Turn, judge_prompt
+
+    requests: list[ChatRequest] = []
+    for pair in pairs:
+        by_id = {i.instance_id: i for i in instances[pair.task]}
+        for record in pair.records:
+            if record.ok:
+                prompt = judge_prompt(pair.task, config.judge_scale, Turn.of(by_id[record.instance_id]),  # type: ignore[arg-type]
+                                      record.prediction, record.gold)
+                requests.append(ChatRequest(messages=[{"role": "user", "content": prompt}],
+                                            max_tokens=JUDGE_MAX_TOKENS, purpose="judge"))
+    await asyncio.gather(*(_send_batches(judge, requests, "judge", "judge batch", config, display, out)
+                           for judge in judges))
+
+
 def aggregate_scopes(task: Task, records: list[PredictionRecord]) -> dict[str, Any]:
     """``{"all": .., "couple": .., "family": .., "samples": {sample_id: ..}}``: micro over instances per scope."""
     from rescue.tasks import scoped_aggregates
@@ -428,8 +503,16 @@ def _usage_block(model: ReliableModel | None, judge_usage: dict[str, list[dict[s
                 continue
             usage[task] = stats.as_dict()
             price = prices.price(name)
-            # Time-of-day prices bill each answer at its hour (counted as answers came); flat ones the total.
-            task_cost = stats.cost if price is not None and price.peak is not None else prices.cost(name, stats.usage)
+            # Time-of-day prices bill each answer at its hour, batch answers at batch rates (both counted as the
+            # answers came); flat online prices the total.
+            if price is not None and (price.peak is not None or stats.batch_answers):
+                task_cost = stats.cost
+            else:
+                task_cost = prices.cost(name, stats.usage)
+            if stats.batch_answers:
+                batch_cost = prices.cost(name, stats.batch_usage, batch=True)
+                cost["batch"] = None if batch_cost is None or cost.get("batch", 0.0) is None else \
+                    round(cost.get("batch", 0.0) + batch_cost, 6)
             cost["tasks"][task] = None if task_cost is None else round(task_cost, 6)
             if stats.usage.unknown:  # answers kept without a readable usage: the cost is a lower bound
                 cost["incomplete"] = True
@@ -439,8 +522,14 @@ def _usage_block(model: ReliableModel | None, judge_usage: dict[str, list[dict[s
         judge_cost: float | None = 0.0
         for entries in judge_usage.values():
             for entry in entries:
-                spent = prices.cost(entry["judge"], Usage(entry["input_tokens"], entry["output_tokens"],
-                                                          entry["cached_input_tokens"]))
+                batch = Usage(entry.get("batch_input_tokens", 0), entry.get("batch_output_tokens", 0),
+                              entry.get("batch_cached_input_tokens", 0))
+                online = Usage(entry["input_tokens"] - batch.input_tokens, entry["output_tokens"] - batch.output_tokens,
+                               entry["cached_input_tokens"] - batch.cached_input_tokens)
+                spent = prices.cost(entry["judge"], online)
+                if batch.input_tokens or batch.output_tokens:
+                    in_batch = prices.cost(entry["judge"], batch, batch=True)
+                    spent = None if spent is None or in_batch is None else spent + in_batch
                 judge_cost = None if judge_cost is None or spent is None else judge_cost + spent
         cost["judge"] = None if judge_cost is None else round(judge_cost, 6)
         total = None if total is None or judge_cost is None else total + judge_cost
@@ -725,22 +814,35 @@ class Runner:
 
                 # Samples do not change during a run, so every task and model renders from one row cache.
                 rows = RowCache()
+                # --batch: every request goes through the providers' batch APIs first; the online pass then reads
+                # their answers from the cache and asks online only what the batches could not answer.
+                batched = config.batch and self.write and not self.offline
+                if batched:
+                    await _batch_predictions(config, reliable, tasks, instances, rows, display, self.out)
+
+                async def judge_pair(pair: PairResult) -> None:
+                    judge_bar = None
+                    if judges:
+                        judge_bar = display.task(pair.model, f"{pair.task} judge",
+                                                 len(judges) * sum(1 for r in pair.records if r.ok))
+                    await _judge(pair, instances[pair.task], list(judges), config, judge_bar)
 
                 async def one(spec: str, name: str) -> PairResult:
                     records = await run_pair(models[spec], tasks[name], instances[name], config, trackers[(spec, name)],
                                              rows)
                     pair = PairResult(spec, name, records)
-                    if tasks[name].declaration.judge is not None:
-                        judge_bar = None
-                        if judges:
-                            judge_bar = display.task(spec, f"{name} judge", len(judges) * sum(1 for r in records if r.ok))
-                        await _judge(pair, instances[name], list(judges), config, judge_bar)
+                    if tasks[name].declaration.judge is not None and not batched:
+                        await judge_pair(pair)
                     tracker = trackers[(spec, name)]
                     log.event("task_done", model=spec, task=name, instances=len(records), failures=tracker.failures,
                               retries=tracker.retries)
                     return pair
 
                 pairs = list(await asyncio.gather(*(one(s, n) for s, n in todo)))
+                if batched:  # the judge's requests need every prediction: one batch for them, then the grades
+                    graded = [p for p in pairs if tasks[p.task].declaration.judge is not None]
+                    await _batch_judges(config, judges, graded, instances, display, self.out)
+                    await asyncio.gather(*(judge_pair(p) for p in graded))
                 try:
                     bertscore = await _bertscore(pairs, config, display, log,
                                                  self._cache_folder() if cache is not None else None)

@@ -392,6 +392,13 @@ class OpenAIModel:
             body["stream_options"] = {"include_usage": True}
         return body
 
+    def batch_body(self, request: ChatRequest) -> dict[str, Any]:
+        """The body of ``request`` as a line of a batch file: the online body, never streamed."""
+        body = self._body(request)
+        body.pop("stream", None)
+        body.pop("stream_options", None)
+        return body
+
     async def complete(self, request: ChatRequest) -> ChatAnswer:
         client = self._take_client()
         try:

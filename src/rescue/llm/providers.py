@@ -38,6 +38,8 @@ class Provider:
     thinking: str = ""
     # Why requests to this provider are streamed by default when it thinks ("": they are not).
     stream_when_thinking: str = ""
+    # Whether it takes OpenAI-style batches (/files + /batches, rescue.llm.batch; --batch).
+    batch: bool = False
 
 
 DASHSCOPE_STREAM = ("Model Studio answers its thinking models (enable_thinking true, QwQ, DeepSeek-R1) only or best "
@@ -46,7 +48,7 @@ DASHSCOPE_STREAM = ("Model Studio answers its thinking models (enable_thinking t
 PRESETS: dict[str, Provider] = {
     p.name: p
     for p in (
-        Provider("openai", "https://api.openai.com/v1", "OPENAI_API_KEY", thinking="reasoning_effort"),
+        Provider("openai", "https://api.openai.com/v1", "OPENAI_API_KEY", thinking="reasoning_effort", batch=True),
         # DeepSeek's own API chooses thinking by model: deepseek-reasoner thinks, deepseek-chat does not.
         Provider("deepseek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
         # DashScope's Qwen3 models think by default, which non-streaming calls reject; the paper's runs
@@ -58,18 +60,23 @@ PRESETS: dict[str, Provider] = {
             extra_body={"enable_thinking": False},
             thinking="enable_thinking",
             stream_when_thinking=DASHSCOPE_STREAM,
+            batch=True,
         ),
         Provider("dashscope-intl", "https://dashscope-intl.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY",
                  extra_body={"enable_thinking": False}, thinking="enable_thinking",
-                 stream_when_thinking=DASHSCOPE_STREAM),
+                 stream_when_thinking=DASHSCOPE_STREAM, batch=True),
         # Moonshot documents thinking={"type": "disabled"} for Kimi K2.5 (platform.moonshot.cn, "使用思考模型").
         Provider("kimi", "https://api.moonshot.ai/v1", "MOONSHOT_API_KEY", thinking="thinking_type"),
         # MiniMax's OpenAI-compatible endpoint (the paper's MiniMax M2.5). JSON mode is not documented there:
         # the prompts ask for JSON and the parsers read it from plain text.
         Provider("minimax", "https://api.minimax.io/v1", "MINIMAX_API_KEY", json_mode=False),
         Provider("openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", thinking="openrouter"),
-        Provider("together", "https://api.together.xyz/v1", "TOGETHER_API_KEY", thinking="reasoning_effort"),
-        Provider("groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY", thinking="reasoning_effort"),
+        Provider("together", "https://api.together.xyz/v1", "TOGETHER_API_KEY", thinking="reasoning_effort",
+                 batch=True),
+        Provider("groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY", thinking="reasoning_effort", batch=True),
+        # Gemini's OpenAI-compatible endpoint takes batches too.
+        Provider("gemini", "https://generativelanguage.googleapis.com/v1beta/openai", "GEMINI_API_KEY",
+                 thinking="reasoning_effort", batch=True),
         Provider("ollama", "http://127.0.0.1:11434/v1", None, thinking="reasoning_effort"),
         Provider("vllm", "http://127.0.0.1:8000/v1", None, thinking="chat_template"),
         Provider("sglang", "http://127.0.0.1:30000/v1", None, thinking="chat_template"),
@@ -95,6 +102,7 @@ class Endpoint:
     json_mode: bool = True
     thinking: str = ""  # the provider's thinking style (THINKING_STYLES); "": none known
     stream_when_thinking: str = ""  # why its thinking requests are streamed by default
+    batch: bool = True  # takes OpenAI-style batches (a preset says; any --base-url endpoint is trusted to)
 
 
 # --thinking, one portable option, and what each provider style sends for it (merged into the body's extras).
@@ -226,6 +234,7 @@ def resolve_endpoint(
         # Any other OpenAI-compatible server is most often vLLM or SGLang.
         thinking = preset.thinking if preset else "chat_template"
         stream_reason = preset.stream_when_thinking if preset else ""
+        batch = preset.batch if preset else True
     else:
         preset = PRESETS.get(prefix)
         if preset is None or not rest:
@@ -241,7 +250,7 @@ def resolve_endpoint(
         extra = dict(preset.extra_body)
         json_mode = preset.json_mode
         key_optional = preset.key_env is None or _is_local(url)
-        thinking, stream_reason = preset.thinking, preset.stream_when_thinking
+        thinking, stream_reason, batch = preset.thinking, preset.stream_when_thinking, preset.batch
     api_key = PLACEHOLDER_KEY
     if need_key and key_env:
         load_dotenv_once()
@@ -254,7 +263,7 @@ def resolve_endpoint(
                 + ("" if api_key_env else " (or name another variable with --api-key-env)")
             )
     secrets.register(api_key)
-    return Endpoint(spec, model_id, url, key_env, api_key, provider, extra, json_mode, thinking, stream_reason)
+    return Endpoint(spec, model_id, url, key_env, api_key, provider, extra, json_mode, thinking, stream_reason, batch)
 
 
 def redact(text: str, keys: list[str]) -> str:

@@ -67,16 +67,23 @@ class CallStats:
     failures: int = 0  # final failures: request_error, refused or budget_exhausted
     budget_exhausted: int = 0  # of the failures: answers whose budget ran out before any answer (thinking)
     usage: Usage = field(default_factory=Usage)  # tokens of every answer used, cached ones included
-    # Their cost, each answer at the rates of the hour it was answered (time-of-day prices); None: no price.
+    # Their cost, each answer at the rates of the hour it was answered (time-of-day prices) or of the batch API
+    # it came through; None: no price.
     cost: float | None = 0.0
+    batch_answers: int = 0  # of the answers used, those that came through a provider's batch API (--batch)
+    batch_usage: Usage = field(default_factory=Usage)  # their tokens (part of usage), billed at batch rates
 
-    def count(self, usage: Usage, prices: PriceTable | None, model: str, answered_at: Any = None) -> None:
+    def count(self, usage: Usage, prices: PriceTable | None, model: str, answered_at: Any = None,
+              batch: bool = False) -> None:
         self.usage.add(usage)
+        if batch:
+            self.batch_answers += 1
+            self.batch_usage.add(usage)
         if prices is None or self.cost is None:
             self.cost = None
             return
         stamp = answered_at if isinstance(answered_at, (int, float)) else time.time()
-        spent = prices.cost(model, usage, datetime.fromtimestamp(stamp, timezone.utc))
+        spent = prices.cost(model, usage, datetime.fromtimestamp(stamp, timezone.utc), batch=batch)
         self.cost = None if spent is None else self.cost + spent
 
     def as_dict(self) -> dict[str, Any]:
@@ -99,6 +106,8 @@ class CallStats:
             # Of the prompt tokens, the share the provider served from its prompt cache (answers' usage).
             "cached_input_share": None if not self.usage.input_tokens else
             round(self.usage.cached_input_tokens / self.usage.input_tokens, 4),
+            **({"batch_answers": self.batch_answers, "batch_input_tokens": self.batch_usage.input_tokens,
+                "batch_output_tokens": self.batch_usage.output_tokens} if self.batch_answers else {}),
         }
 
 
@@ -110,8 +119,8 @@ class Budget:
         self.prices = prices
         self.spent = 0.0
 
-    def charge(self, model: str, usage: Usage) -> None:
-        cost = self.prices.cost(model, usage, datetime.now(timezone.utc))
+    def charge(self, model: str, usage: Usage, *, batch: bool = False) -> None:
+        cost = self.prices.cost(model, usage, datetime.now(timezone.utc), batch=batch)
         if cost is not None:
             self.spent += cost
 
@@ -221,7 +230,8 @@ class ReliableModel:
                                instances=list(request.ids), error=str(exc), then="asked again")
             if cached is not None:
                 stats.cache_hits += 1
-                stats.count(cached.usage, self._prices, self.name, cached.meta.get("answered_at"))
+                stats.count(cached.usage, self._prices, self.name, cached.meta.get("answered_at"),
+                            batch=bool(cached.meta.get("batch")))
                 return cached
             recorded = None if self.retry_errors else self.cache.get_failure(key)
             if recorded is not None and recorded[0] != "request_error":

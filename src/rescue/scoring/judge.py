@@ -161,9 +161,17 @@ class JudgeStats:
     output_tokens: int = 0
     cached_input_tokens: int = 0
     errors: list[str] = field(default_factory=list)  # first few failure reasons, for the log
+    # Of the tokens, those of answers that came through a batch API (--batch), billed at batch rates.
+    batch_input_tokens: int = 0
+    batch_output_tokens: int = 0
+    batch_cached_input_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if not (self.batch_input_tokens or self.batch_output_tokens):  # runs without --batch read as before
+            for key in ("batch_input_tokens", "batch_output_tokens", "batch_cached_input_tokens"):
+                del data[key]
+        return data
 
 
 async def _grade_one(
@@ -188,6 +196,10 @@ async def _grade_one(
         stats.input_tokens += answer.usage.input_tokens
         stats.output_tokens += answer.usage.output_tokens
         stats.cached_input_tokens += answer.usage.cached_input_tokens
+        if answer.meta.get("batch"):
+            stats.batch_input_tokens += answer.usage.input_tokens
+            stats.batch_output_tokens += answer.usage.output_tokens
+            stats.batch_cached_input_tokens += answer.usage.cached_input_tokens
         return answer
 
     for attempt in range(1, max_attempts + 1):

@@ -299,6 +299,18 @@ class LoggedRequest:
     peer: str = ""  # the client's host:port: one value per TCP connection it used
 
 
+@dataclass
+class BatchBehaviour:
+    """How the scripted batch endpoint behaves: ``polls`` status reads before a batch ends, then ``outcome``:
+    ``completed`` (every line answered by the script; non-200 replies go to the error file), ``expired``
+    (only the first ``expire_after`` lines answered, the rest in the error file as ``batch_expired``) or
+    ``failed`` (nothing run: the batch's own ``errors``)."""
+
+    polls: int = 1
+    outcome: str = "completed"
+    expire_after: int = 0
+
+
 class ServerState:
     """What the app reads (script, latency) and records (requests, in-flight counts); thread-safe."""
 
@@ -315,6 +327,12 @@ class ServerState:
         # shutdown does not wait for them.
         self.loop: asyncio.AbstractEventLoop | None = None
         self.stopping: asyncio.Event | None = None
+        # The batch API (/v1/files, /v1/batches): uploaded files, batches, and how batches behave.
+        self.files: dict[str, tuple[str, bytes]] = {}  # id -> (purpose, content)
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.batch_behaviour = BatchBehaviour()
+        self.batch_bodies: list[dict[str, Any]] = []  # every request a batch ran (not counted as online requests)
+        self.ids = itertools.count(1)
 
     async def sleep(self, seconds: float) -> bool:
         """Wait ``seconds``; False when the server is stopping first."""
@@ -526,7 +544,134 @@ def create_app(state: ServerState) -> FastAPI:
         finally:
             state.done()
 
+    @app.post("/v1/files")
+    async def upload_file(request: Request) -> Response:
+        denied = unauthorised(request)
+        if denied is not None:
+            return denied
+        fields = _multipart(request.headers.get("content-type", ""), await request.body())
+        if "file" not in fields:
+            return _api_error(400, "a multipart body with a 'file' field is required")
+        file_id = f"file-test-{next(state.ids)}"
+        purpose = fields.get("purpose", b"").decode()
+        state.files[file_id] = (purpose, fields["file"])
+        return JSONResponse({"id": file_id, "object": "file", "bytes": len(fields["file"]), "purpose": purpose,
+                             "filename": "input.jsonl", "created_at": int(time.time())})
+
+    @app.get("/v1/files/{file_id}/content")
+    async def file_content(file_id: str, request: Request) -> Response:
+        denied = unauthorised(request)
+        if denied is not None:
+            return denied
+        if file_id not in state.files:
+            return _api_error(404, f"No such file: {file_id}")
+        return Response(state.files[file_id][1], media_type="application/octet-stream")
+
+    @app.post("/v1/batches")
+    async def create_batch(request: Request) -> Response:
+        denied = unauthorised(request)
+        if denied is not None:
+            return denied
+        body = await request.json()
+        file_id = body.get("input_file_id")
+        if file_id not in state.files:
+            return _api_error(400, f"input_file_id {file_id!r} is not an uploaded file")
+        if body.get("endpoint") != "/v1/chat/completions":
+            return _api_error(400, "endpoint must be /v1/chat/completions")
+        lines = [json.loads(line) for line in state.files[file_id][1].splitlines() if line.strip()]
+        batch_id = f"batch_test_{next(state.ids)}"
+        state.batches[batch_id] = {
+            "id": batch_id, "object": "batch", "endpoint": body["endpoint"], "input_file_id": file_id,
+            "completion_window": body.get("completion_window", "24h"), "status": "validating",
+            "output_file_id": None, "error_file_id": None, "created_at": int(time.time()), "errors": None,
+            "request_counts": {"total": len(lines), "completed": 0, "failed": 0}, "_lines": lines, "_polls": 0,
+        }
+        return JSONResponse(_public(state.batches[batch_id]))
+
+    @app.get("/v1/batches/{batch_id}")
+    async def get_batch(batch_id: str, request: Request) -> Response:
+        denied = unauthorised(request)
+        if denied is not None:
+            return denied
+        batch = state.batches.get(batch_id)
+        if batch is None:
+            return _api_error(404, f"No batch found with id '{batch_id}'.")
+        if batch["status"] in ("validating", "in_progress"):
+            batch["_polls"] += 1
+            if batch["_polls"] < state.batch_behaviour.polls:
+                batch["status"] = "in_progress"
+                total = batch["request_counts"]["total"]
+                batch["request_counts"]["completed"] = total * batch["_polls"] // state.batch_behaviour.polls
+            else:
+                await _finish_batch(state, batch)
+        return JSONResponse(_public(batch))
+
     return app
+
+
+def _api_error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": "invalid_request_error", "code": None,
+                                   "param": None}}, status_code=status)
+
+
+def _public(batch: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in batch.items() if not k.startswith("_")}
+
+
+def _multipart(content_type: str, body: bytes) -> dict[str, bytes]:
+    """The fields of a multipart/form-data body (the standard library's MIME parser; no extra dependency)."""
+    from email import message_from_bytes
+    from email.policy import HTTP
+
+    message = message_from_bytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + body, policy=HTTP)
+    fields: dict[str, bytes] = {}
+    for part in message.iter_parts() if message.is_multipart() else []:
+        name = part.get_param("name", header="content-disposition")
+        payload = part.get_payload(decode=True)
+        if isinstance(name, str) and isinstance(payload, bytes):
+            fields[name] = payload
+    return fields
+
+
+async def _finish_batch(state: ServerState, batch: dict[str, Any]) -> None:
+    """Run the batch's lines through the script, as the provider would, and end it as the behaviour says."""
+    behaviour = state.batch_behaviour
+    lines = batch["_lines"]
+    if behaviour.outcome == "failed":
+        batch["status"] = "failed"
+        batch["errors"] = {"object": "list", "data": [{"code": "invalid_request", "message": "scripted failure",
+                                                       "line": 1}]}
+        return
+    answered = lines if behaviour.outcome != "expired" else lines[: behaviour.expire_after]
+    output, errors = [], []
+    for n, line in enumerate(lines):
+        entry: dict[str, Any] = {"id": f"batch_req_{n}", "custom_id": line.get("custom_id"), "error": None}
+        if n >= len(answered):
+            entry["response"] = None
+            entry["error"] = {"code": "batch_expired",
+                              "message": "This request could not be executed before the completion window expired."}
+            errors.append(entry)
+            continue
+        body = line.get("body") or {}
+        state.batch_bodies.append(body)
+        result = state.script(body)
+        if inspect.isawaitable(result):
+            result = await result
+        reply = _as_reply(result)
+        if reply.status == 200 and not reply.raw:
+            entry["response"] = {"status_code": 200, "request_id": f"req_{n}", "body": _completion(body, reply)}
+            output.append(entry)
+        else:
+            payload = reply.body if not reply.raw else {"error": {"message": str(reply.body)}}
+            entry["response"] = {"status_code": reply.status, "request_id": f"req_{n}", "body": payload}
+            errors.append(entry)
+    for name, entries in (("output_file_id", output), ("error_file_id", errors)):
+        if entries:
+            file_id = f"file-test-{next(state.ids)}"
+            state.files[file_id] = ("batch_output", "".join(_dumps(e) + "\n" for e in entries).encode())
+            batch[name] = file_id
+    batch["request_counts"] = {"total": len(lines), "completed": len(output), "failed": len(errors)}
+    batch["status"] = "expired" if behaviour.outcome == "expired" else "completed"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -588,6 +733,21 @@ class Server:
 
     def reset(self) -> None:
         self._state.reset()
+
+    @property
+    def batch_behaviour(self) -> BatchBehaviour:
+        """How batches end (:class:`BatchBehaviour`); change it between batches."""
+        return self._state.batch_behaviour
+
+    @property
+    def batch_bodies(self) -> list[dict[str, Any]]:
+        """Every request a batch ran (online requests are in :attr:`requests`)."""
+        return list(self._state.batch_bodies)
+
+    @property
+    def batches(self) -> dict[str, dict[str, Any]]:
+        """Every batch created, by id, as the API shows it."""
+        return {k: _public(v) for k, v in self._state.batches.items()}
 
 
 def _bind_ephemeral(host: str) -> socket.socket:
