@@ -60,9 +60,11 @@ def test_overlapping_and_reversed_cues(tmp_path, short_video):
                                           (7, 7.5, "Alan", "four")])
     problems = _problems(tmp_path, _spec(short_video, subs))
     assert problems == [
-        f"{subs}: cue 2 (00:00:04.000 --> 00:00:06.000): overlaps the previous cue (cue 1 ends at 00:00:05.000)",
+        f"{subs}: cue 2 (00:00:04.000 --> 00:00:06.000): overlaps the previous cue (cue 1 ends at 00:00:05.000; "
+        "overlaps up to --overlap-tolerance are trimmed)",
         f"{subs}: cue 3 (00:00:09.000 --> 00:00:08.000): ends before it starts (reversed or empty cue)",
-        f"{subs}: cue 4 (00:00:07.000 --> 00:00:07.500): starts before the previous cue (cue 3 ends at 00:00:08.000)",
+        f"{subs}: cue 4 (00:00:07.000 --> 00:00:07.500): starts before the previous cue (cue 3 ends at 00:00:08.000; "
+        "overlaps up to --overlap-tolerance are trimmed)",
     ]
 
 
@@ -173,3 +175,112 @@ def test_speaker_names_match_the_cast_whatever_their_case(tmp_path, short_video)
     subs = write_srt(tmp_path / "s.srt", [(1, 2, "ALAN", "hi"), (3, 4, "THERAPIST", "hello")])
     session = load_session(_spec(short_video, subs))
     assert [c.speakers for c in session.cues] == [("Alan",), ("Therapist",)]
+
+
+# Real transcripts (issue #20, item 5).
+
+
+def test_a_speaker_map_names_the_cast(tmp_path, short_video):
+    from rescue.build.inputs import load_session, parse_speaker_map
+
+    subs = write_srt(tmp_path / "s.srt", [(1, 2, "Dr. Okafor", "hello"), (3, 4, "M", "hi"), (5, 6, "Alan", "yes")])
+    mapping = parse_speaker_map("Dr. Okafor=Therapist,M=Evelyn", "--speaker-map", ("Alan", "Evelyn"))
+    session = load_session(_spec(short_video, subs, speaker_map=mapping))
+    assert [c.speakers for c in session.cues] == [("Therapist",), ("Evelyn",), ("Alan",)]
+    with pytest.raises(BuildInputError, match="'Maya' is not one of Alan, Evelyn, Therapist"):
+        parse_speaker_map("M=Maya", "--speaker-map", ("Alan", "Evelyn"))
+    with pytest.raises(BuildInputError, match="'Okafor' is not NAME=CAST_NAME"):
+        parse_speaker_map("Okafor", "--speaker-map", ("Alan", "Evelyn"))
+    # Without the map the same file is refused, naming the speaker.
+    assert "speaker 'Dr. Okafor' is not one of" in _problems(tmp_path, _spec(short_video, subs))[0]
+
+
+def test_a_speaker_map_column_in_the_sessions_csv(tmp_path, short_video):
+    subs = write_srt(tmp_path / "s.srt", [(1, 2, "Dr. Okafor", "hello")])
+    csv_file = tmp_path / "sessions.csv"
+    csv_file.write_text("video,subtitles,scenario,participants,group,speaker_map\n"
+                        f'{short_video},{subs},couple,"Alan,Evelyn",g,"Dr. Okafor=Therapist"\n'
+                        f'{short_video},{subs},couple,"Alan,Evelyn",h,\n', encoding="utf-8")
+    first, second = read_sessions_csv(csv_file, default_map=(("Dr. Okafor", "Alan"),))
+    assert first.speaker_map == (("Dr. Okafor", "Therapist"),) and second.speaker_map == (("Dr. Okafor", "Alan"),)
+
+
+def test_small_overlaps_are_trimmed_and_reported(tmp_path, short_video):
+    from rescue.build.inputs import load_session
+
+    subs = write_srt(tmp_path / "s.srt", [(1, 5.15, "Alan", "one"), (5, 6, "Evelyn", "two"), (6.0, 7, "Alan", "x")])
+    session = load_session(_spec(short_video, subs))
+    assert [(c.start, c.end) for c in session.cues] == [(1, 5), (5, 6), (6, 7)]
+    assert session.notes[0] == (f"{subs}: cue 1 (00:00:01.000 --> 00:00:05.150): overlapped cue 2 by 0.150 s (within "
+                                "--overlap-tolerance 0.2 s): now ends at 00:00:05.000")
+    assert _problems(tmp_path, _spec(short_video, subs, overlap_tolerance=0.1))[0].endswith(
+        "overlaps the previous cue (cue 1 ends at 00:00:05.150; overlaps up to --overlap-tolerance are trimmed)")
+
+
+@pytest.mark.parametrize("layout", ["two lines", "one line"])
+def test_a_line_of_two_speakers_is_split_in_proportion(tmp_path, short_video, layout):
+    from rescue.build.inputs import load_session
+
+    sep = "\n" if layout == "two lines" else " / "
+    subs = tmp_path / "s.srt"
+    subs.write_text(f"1\n00:00:02,000 --> 00:00:08,000\n- Alan: I never said that.{sep}- Evelyn: You did, twice, "
+                    "last week.\n", encoding="utf-8")
+    session = load_session(_spec(short_video, subs))
+    assert [(c.index, c.start, c.end, c.speakers, c.text) for c in session.cues] == [
+        (1, 2.0, 4.667, ("Alan",), "I never said that."), (2, 4.667, 8.0, ("Evelyn",), "You did, twice, last week.")]
+    assert [start for start, _ in session.split] == [2.0, 4.667]  # 4 words and 5 share 6 s
+    assert "holds Alan and Evelyn: split at a time proportional to the words" in session.split[1][1]
+    if layout == "one line":  # the draft's two rows carry the flag, for the reviewer to check the boundary
+        from rescue.build import read_manifest
+
+        segments = tmp_path / "seg.csv"
+        segments.write_text("0,20\n", encoding="utf-8")
+        build(BuildConfig(out=tmp_path / "out", sessions=[_spec(short_video, subs, segments=segments)], min_duration=1))
+        problems = read_manifest(tmp_path / "out" / "manifest.json").segments[0].problems
+        flagged = [p for p in problems if "split at a time proportional" in p.message]
+        assert [(p.row_index, p.field) for p in flagged] == [(1, "start_time"), (2, "start_time")]
+
+
+def test_a_video_without_audio_is_warned_about(tmp_path):
+    from rescue.build.inputs import load_session
+    from rescue.media import ffmpeg_exe
+
+    video = tmp_path / "silent.mp4"
+    subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i",
+                    "testsrc2=size=64x48:rate=5:duration=6", "-c:v", "libx264", "-preset", "ultrafast", str(video)],
+                   check=True)
+    subs = write_srt(tmp_path / "s.srt", [(1, 2, "Alan", "hi")])
+    session = load_session(_spec(video, subs))
+    assert session.notes == (f"{video}: has no audio track: the clips are silent, and neither the model nor the "
+                             "reviewers hear the session",)
+
+
+def test_the_key_is_checked_before_anything_is_cut(tmp_path, short_video, monkeypatch):
+    from rescue.llm import CredentialError
+    from rescue.testing.openai_server import serve
+
+    subs = write_srt(tmp_path / "s.srt", [(1, 2, "Alan", "hi")])
+    segments = tmp_path / "seg.csv"
+    segments.write_text("0,20\n", encoding="utf-8")
+    spec = _spec(short_video, subs, segments=segments)
+    monkeypatch.delenv("RESCUE_TEST_KEY", raising=False)
+    out = tmp_path / "out"
+    with pytest.raises(CredentialError, match="no API key: set RESCUE_TEST_KEY"):
+        build(BuildConfig(out=out, sessions=[spec], model="m", base_url="https://example.invalid/v1",
+                          api_key_env="RESCUE_TEST_KEY", min_duration=1))
+    assert not out.exists()
+    # A dry run says which key is missing (and exits 2 from the command line).
+    dry = build(BuildConfig(out=out, sessions=[spec], model="m", base_url="https://example.invalid/v1",
+                            api_key_env="RESCUE_TEST_KEY", min_duration=1, dry_run=True))
+    assert "RESCUE_TEST_KEY" in (dry.key_problem or "")
+    result = cli(str(short_video), "--subs", str(subs), "--scenario", "couple", "--participants", "Alan,Evelyn",
+                 "--segments", str(segments), "--min-duration", "1", "--model", "m", "--base-url",
+                 "https://example.invalid/v1", "--api-key-env", "RESCUE_TEST_KEY", "--out", str(out), "--dry-run")
+    assert result.returncode == 2 and "RESCUE_TEST_KEY" in result.stderr and "requests:" in result.stdout
+    # A key the endpoint refuses on /models stops the build before the first cut.
+    monkeypatch.setenv("RESCUE_TEST_KEY", "wrong-key-0123456789")
+    with serve(api_key="right-key-0123456789") as server:
+        with pytest.raises(CredentialError, match=r"refuses the key in RESCUE_TEST_KEY \(HTTP 401 on /models\)"):
+            build(BuildConfig(out=out, sessions=[spec], model="m", base_url=server.base_url,
+                              api_key_env="RESCUE_TEST_KEY", min_duration=1))
+    assert not out.exists()

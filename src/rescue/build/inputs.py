@@ -18,7 +18,10 @@ from rescue.media import Cue, MediaError, MediaInfo, SubtitleError, load_cues, p
 
 # Subtitle and container clocks disagree by a frame or two at the very end.
 END_TOLERANCE = 0.1
+# Real transcripts let one line run into the next by a few frames; up to this much is trimmed, not refused.
+OVERLAP_TOLERANCE = 0.2
 MANIFEST_COLUMNS = ("video", "subtitles", "scenario", "participants", "group")
+OPTIONAL_COLUMNS = ("segments", "speaker_map")
 _GROUP_NAME = re.compile(r"^[\w][\w.\-]*$")
 
 
@@ -41,6 +44,8 @@ class SessionSpec:
     group: str
     segments: Path | None = None
     origin: str = ""  # "sessions.csv:3" for a CSV line, for messages
+    speaker_map: tuple[tuple[str, str], ...] = ()  # subtitle name -> cast name ("Dr. Okafor" -> "Therapist")
+    overlap_tolerance: float = OVERLAP_TOLERANCE
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,8 @@ class Session:
     spec: SessionSpec
     media: MediaInfo
     cues: list[Cue]
+    notes: tuple[str, ...] = ()  # what was repaired or is worth knowing (trimmed overlaps, no audio)
+    split: tuple[tuple[float, str], ...] = ()  # (start in the source, message) of each half of a split line
 
     @property
     def stem(self) -> str:
@@ -86,6 +93,62 @@ def default_group(participants: tuple[str, ...]) -> str:
     return "_and_".join(re.sub(r"\W+", "_", n.lower()).strip("_") for n in participants)
 
 
+def parse_speaker_map(text: str, where: str, participants: tuple[str, ...] | None) -> tuple[tuple[str, str], ...]:
+    """``"Dr. Okafor=Therapist,M=Maya"`` (``;`` works too): each subtitle name and the cast name it stands for
+    (one of ``participants`` or Therapist; None: the cast varies, each session's speakers are checked later)."""
+    allowed = (*(participants or ()), THERAPIST)
+    pairs, problems = [], []
+    for item in (i.strip() for i in re.split(r"[;,]", text) if i.strip()):
+        said, sep, meant = (part.strip() for part in item.partition("="))
+        if not sep or not said or not meant:
+            problems.append(f"{where}: speaker map: {item!r} is not NAME=CAST_NAME (e.g. \"Dr. Okafor=Therapist\")")
+        elif participants is not None and meant not in allowed:
+            problems.append(f"{where}: speaker map: {item!r}: {meant!r} is not one of {', '.join(allowed)}")
+        else:
+            pairs.append((said, meant))
+    if problems:
+        raise BuildInputError(problems)
+    return tuple(pairs)
+
+
+def trim_overlaps(path: Path, cues: list[Cue], tolerance: float) -> tuple[list[Cue], list[str]]:
+    """A cue running into the next by at most ``tolerance`` seconds ends where the next begins; each trim is
+    reported. Longer overlaps are left for :func:`check_cues` to refuse."""
+    out: list[Cue] = []
+    notes = []
+    for cue in cues:
+        if out:
+            previous = out[-1]
+            overlap = previous.end - cue.start
+            if 0 < overlap <= tolerance + 1e-9 and cue.start > previous.start:
+                out[-1] = replace(previous, end=cue.start)
+                notes.append(f"{_cue_name(path, previous)}: overlapped cue {cue.index} by {overlap:.3f} s "
+                             f"(within --overlap-tolerance {tolerance:g} s): now ends at {clock(cue.start)}")
+        out.append(cue)
+    return out, notes
+
+
+def split_shared_lines(path: Path, cues: list[Cue]) -> tuple[list[Cue], list[tuple[float, str]]]:
+    """A cue holding the turns of several speakers ("- Jon: ... / - Maya: ...") becomes one cue per turn, its
+    time shared in proportion to the words; each half is flagged for review (the boundary is a guess)."""
+    out: list[Cue] = []
+    flagged: list[tuple[float, str]] = []
+    for cue in cues:
+        if len(cue.parts) < 2:
+            out.append(cue)
+            continue
+        sizes = [max(1, len(text.split())) for _, text in cue.parts]
+        start = cue.start
+        names = " and ".join(who for who, _ in cue.parts)
+        for n, ((who, text), size) in enumerate(zip(cue.parts, sizes)):
+            end = cue.end if n == len(sizes) - 1 else round(start + (cue.end - cue.start) * size / sum(sizes), 3)
+            out.append(replace(cue, start=start, end=end, text=text, speakers=(who,), parts=()))
+            flagged.append((start, f"{_cue_name(path, cue)} holds {names}: split at a time proportional to the "
+                                   f"words ({clock(start)}-{clock(end)} is {who}'s); check the boundary"))
+            start = end
+    return [replace(cue, index=i) for i, cue in enumerate(out, start=1)], flagged
+
+
 def check_cues(path: Path, cues: list[Cue], duration: float, participants: tuple[str, ...]) -> list[str]:
     """The timing and speaker rules of the paper (§7.2): every problem, each naming file and cue."""
     allowed = set(participants) | {THERAPIST}
@@ -99,7 +162,8 @@ def check_cues(path: Path, cues: list[Cue], duration: float, participants: tuple
             problems.append(f"{name}: runs past the video's end ({clock(duration)})")
         if previous is not None and cue.start < previous.end:
             what = "starts before the previous cue" if cue.start < previous.start else "overlaps the previous cue"
-            problems.append(f"{name}: {what} (cue {previous.index} ends at {clock(previous.end)})")
+            problems.append(f"{name}: {what} (cue {previous.index} ends at {clock(previous.end)}; overlaps up to "
+                            "--overlap-tolerance are trimmed)")
         for speaker in cue.speakers:
             if speaker not in allowed:
                 problems.append(f"{name}: speaker {speaker!r} is not one of {', '.join(sorted(allowed))}")
@@ -107,13 +171,17 @@ def check_cues(path: Path, cues: list[Cue], duration: float, participants: tuple
     return problems
 
 
-def canonical_speakers(cues: list[Cue], participants: tuple[str, ...]) -> list[Cue]:
-    """Speaker names as the cast spells them: subtitles often write ``ALAN:`` or ``therapist:``."""
+def canonical_speakers(cues: list[Cue], participants: tuple[str, ...],
+                       speaker_map: tuple[tuple[str, str], ...] = ()) -> list[Cue]:
+    """Speaker names as the cast spells them: subtitles often write ``ALAN:`` or ``therapist:``, and a
+    transcript names people its own way (``--speaker-map "Dr. Okafor=Therapist"``)."""
     by_fold = {name.casefold(): name for name in (*participants, THERAPIST)}
+    by_fold.update({said.casefold(): meant for said, meant in speaker_map})
     out = []
     for cue in cues:
-        named = tuple(by_fold.get(s.casefold(), s) for s in cue.speakers)
-        out.append(cue if named == cue.speakers else replace(cue, speakers=named))
+        named = tuple(dict.fromkeys(by_fold.get(s.casefold(), s) for s in cue.speakers))
+        parts = tuple((by_fold.get(who.casefold(), who), text) for who, text in cue.parts)
+        out.append(cue if (named, parts) == (cue.speakers, cue.parts) else replace(cue, speakers=named, parts=parts))
     return out
 
 
@@ -132,14 +200,19 @@ def load_session(spec: SessionSpec) -> Session:
         cues = load_cues(spec.subtitles)
     except SubtitleError as exc:
         problems.append(str(exc))
-    cues = canonical_speakers(cues, spec.participants)
+    cues = canonical_speakers(cues, spec.participants, spec.speaker_map)
+    cues, notes = trim_overlaps(spec.subtitles, cues, spec.overlap_tolerance)
     if media is not None and cues:
         problems += check_cues(spec.subtitles, cues, media.duration, spec.participants)
+    cues, split = split_shared_lines(spec.subtitles, cues)
+    if media is not None and media.has_video and not media.has_audio:
+        notes.append(f"{spec.video}: has no audio track: the clips are silent, and neither the model nor the "
+                     "reviewers hear the session")
     if spec.segments is not None and not spec.segments.is_file():
         problems.append(f"{spec.segments}: no such segments file")
     if problems or media is None:
         raise BuildInputError(problems)
-    return Session(spec, media, cues)
+    return Session(spec, media, cues, tuple(notes), tuple(split))
 
 
 def load_sessions(specs: list[SessionSpec]) -> list[Session]:
@@ -187,10 +260,12 @@ def check_group(value: str, where: str) -> str:
     return value
 
 
-def read_sessions_csv(path: Path) -> list[SessionSpec]:
-    """``--manifest sessions.csv``: a header ``video,subtitles,scenario,participants,group[,segments]``,
-    one line per video; paths relative to the CSV's folder; participants separated by ``;`` (or ``,``
-    inside quotes)."""
+def read_sessions_csv(path: Path, *, default_map: tuple[tuple[str, str], ...] = (),
+                      overlap_tolerance: float = OVERLAP_TOLERANCE) -> list[SessionSpec]:
+    """``--manifest sessions.csv``: a header ``video,subtitles,scenario,participants,group[,segments]
+    [,speaker_map]``, one line per video; paths relative to the CSV's folder; participants and speaker-map
+    items separated by ``;`` (or ``,`` inside quotes). A line's ``speaker_map`` replaces ``default_map``
+    (``--speaker-map``)."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -200,7 +275,7 @@ def read_sessions_csv(path: Path) -> list[SessionSpec]:
     missing = [c for c in MANIFEST_COLUMNS if c not in header]
     if missing:
         raise BuildInputError([(f"{path}:1: missing column(s) {', '.join(missing)} "
-                               f"(expected {','.join(MANIFEST_COLUMNS)}[,segments])")])
+                               f"(expected {','.join(MANIFEST_COLUMNS)}[,segments][,speaker_map])")])
     base = path.parent
     specs, problems = [], []
     for line, raw in enumerate(reader, start=2):
@@ -214,11 +289,13 @@ def read_sessions_csv(path: Path) -> list[SessionSpec]:
                 raise BuildInputError([f"{where}: {c}: empty" for c in empty])
             participants = parse_participants(row["participants"], where)
             segments = row.get("segments") or ""
+            mapping = parse_speaker_map(row.get("speaker_map") or "", where, participants)
             specs.append(SessionSpec(
                 video=base / row["video"], subtitles=base / row["subtitles"],
                 scenario=check_scenario(row["scenario"], where), participants=participants,
                 group=check_group(row["group"] or default_group(participants), where),
                 segments=base / segments if segments else None, origin=where,
+                speaker_map=mapping or default_map, overlap_tolerance=overlap_tolerance,
             ))
         except BuildInputError as exc:
             problems += exc.problems

@@ -121,6 +121,7 @@ class BuildOutcome:
     problems: int = 0
     failed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what the user should know (an earlier proposal used)
+    key_problem: str | None = None  # why --model could not answer (a dry run reports it, a run stops)
     estimate: Estimate | None = None
     cost: float | None = None
     requests: int = 0  # the requests behind the drafts, earlier runs' included
@@ -144,6 +145,7 @@ def _plan(config: BuildConfig, notes: list[str]) -> tuple[list[Planned], list[Dr
     problems: list[str] = []
     for session in sessions:
         spec = session.spec
+        notes += session.notes
         if spec.segments is not None:
             try:
                 segments = read_segments_csv(spec.segments, session)
@@ -236,6 +238,22 @@ def _row_clips(config: BuildConfig, item: Planned, rows: list[dict[str, Any]], l
     return paths
 
 
+def _split_problems(item: Planned, rows: list[dict[str, Any]]) -> list[Problem]:
+    """A problem on each row that starts where a line holding two speakers was split (the time is a guess)."""
+    out = []
+    for start, message in item.session.split:
+        if not item.segment.start <= start < item.segment.end:
+            continue
+        clip_time = start - item.segment.start
+        for row in rows:
+            if abs(row["start_time"] - clip_time) <= 0.05:
+                out.append(Problem(row_index=row["row_index"], field="start_time", message=message))
+                break
+        else:
+            out.append(Problem(field="start_time", message=message))
+    return out
+
+
 def _manifest_rows(rows: list[dict[str, Any]], cues: tuple[Cue, ...]) -> list[ManifestRow]:
     """Each row's span with the subtitle text and speakers of the cues it spans (the ground truth)."""
     out = []
@@ -276,6 +294,22 @@ def _provenance(config: BuildConfig, item: Planned, draft: SegmentDraft, annotat
         "settings": asdict(config.annotate), "requests": draft.requests, "reasked": draft.reasked,
         "ffmpeg": ffmpeg_exe(), "rescue_version": __version__, "python": platform.python_version(),
     }
+
+
+def _check_model(config: BuildConfig) -> str | None:
+    """What stops ``--model`` from answering (no key, a refused key, no endpoint), else None."""
+    from rescue.llm import CredentialError, check_endpoint, resolve_endpoint
+
+    assert config.model is not None
+    if config.model.startswith("local/"):
+        return None
+    try:
+        endpoint = resolve_endpoint(config.model, base_url=config.base_url, api_key_env=config.api_key_env)
+        if not config.dry_run:
+            check_endpoint(endpoint)
+    except CredentialError as exc:
+        return str(exc)
+    return None
 
 
 def _relative(path: Path, out: Path) -> str:
@@ -337,6 +371,14 @@ def build(config: BuildConfig, *, model: Model | None = None,
     outcome = BuildOutcome(config.out, dropped=dropped, notes=notes,
                            spans={item.sample_id: (item.segment.start, item.segment.end) for item in planned})
     annotating = model is not None or config.model is not None
+    if config.model is not None and model is None:
+        # The key (and the endpoint, where it lists /models) before anything is cut: a missing or refused key
+        # found after an hour of cutting is an hour lost. A dry run sends nothing, so it checks the key only.
+        outcome.key_problem = _check_model(config)
+        if outcome.key_problem and not config.dry_run:
+            from rescue.llm import CredentialError
+
+            raise CredentialError(outcome.key_problem)
     if config.dry_run:
         outcome.estimate = Estimate()
         if annotating:
@@ -375,6 +417,8 @@ def build(config: BuildConfig, *, model: Model | None = None,
         lines = []
         for item in planned:
             draft = drafts[item.sample_id]
+            draft = SegmentDraft(draft.rows, [*draft.problems, *_split_problems(item, draft.rows)], draft.requests,
+                                 draft.reasked, draft.failed)
             outcome.failed += [f"{item.sample_id}: {f}" for f in draft.failed]
             outcome.requests += draft.requests
             outcome.problems += len(draft.problems)

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from rescue.cli.app import app, console, err_console
 
@@ -24,6 +25,12 @@ def build_command(
         "--segments", help="CSV start,end[,name] (seconds or HH:MM:SS.mmm); default: proposed and written to DIR/segments/.")] = None,
     manifest: Annotated[Path | None, typer.Option(
         "--manifest", help="CSV video,subtitles,scenario,participants,group[,segments]: one line per video.")] = None,
+    speaker_map: Annotated[str | None, typer.Option(
+        "--speaker-map", help='Subtitle speaker names for cast names, e.g. "Dr. Okafor=Therapist,M=Maya" '
+        "(a manifest's speaker_map column, where given, wins).")] = None,
+    overlap_tolerance: Annotated[float, typer.Option(
+        "--overlap-tolerance", help="Subtitle lines overlapping the next by at most this many seconds are "
+        "trimmed (and reported), not refused.")] = 0.2,
     min_duration: Annotated[float, typer.Option("--min-duration", help="Drop segments shorter than this (seconds).")] = 120.0,
     propose_only: Annotated[bool, typer.Option("--propose-only", help="Write proposed segments and stop.")] = False,
     model: Annotated[str | None, typer.Option(
@@ -63,16 +70,20 @@ def build_command(
         check_scenario,
         default_group,
         parse_participants,
+        parse_speaker_map,
         read_sessions_csv,
     )
     from rescue.cli.run_cmds import _parse_extras
 
     if video_input not in VIDEO_INPUTS:
         raise BuildInputError([f"--video-input {video_input!r}: choose one of {', '.join(VIDEO_INPUTS)}"])
+    if overlap_tolerance < 0:
+        raise BuildInputError([f"--overlap-tolerance {overlap_tolerance:g}: give 0 or more seconds"])
     if manifest is not None:
         if video is not None:
             raise BuildInputError(["give either VIDEO or --manifest, not both"])
-        specs = read_sessions_csv(manifest)
+        default_map = parse_speaker_map(speaker_map, "--speaker-map", None) if speaker_map else ()
+        specs = read_sessions_csv(manifest, default_map=default_map, overlap_tolerance=overlap_tolerance)
     else:
         missing = [name for name, value in (("VIDEO", video), ("--subs", subs), ("--scenario", scenario),
                                             ("--participants", participants)) if value is None]
@@ -80,8 +91,10 @@ def build_command(
             raise BuildInputError([f"missing {', '.join(missing)} (or give --manifest sessions.csv)"])
         assert video is not None and subs is not None and scenario is not None and participants is not None
         names = parse_participants(participants, "--participants")
+        mapping = parse_speaker_map(speaker_map, "--speaker-map", names) if speaker_map else ()
         specs = [SessionSpec(video, subs, check_scenario(scenario, "--scenario"), names,
-                             check_group(group or default_group(names), "--group"), segments)]
+                             check_group(group or default_group(names), "--group"), segments,
+                             speaker_map=mapping, overlap_tolerance=overlap_tolerance)]
     settings = AnnotateSettings(video_input=video_input, frame_rate=frame_rate,  # type: ignore[arg-type]
                                 frames_per_cue=frames_per_line, max_images=max_images, frame_width=frame_width,
                                 window_cues=window_lines, window_overlap=window_overlap, max_tokens=max_tokens,
@@ -106,6 +119,9 @@ def build_command(
         say(f"proposed segments: {path} (edit and pass back with --segments)", highlight=False)
     if outcome.estimate is not None:
         _print_estimate(config, outcome, say)
+        if outcome.key_problem:
+            err_console.print(f"[bold red]a real run would stop here:[/] {escape(outcome.key_problem)}", highlight=False)
+            raise typer.Exit(2)
         return
     if propose_only:
         return

@@ -27,7 +27,7 @@ from rescue.llm.client import (
 )
 from rescue.llm.cost import Price, PriceTable
 from rescue.llm.limiter import AdaptiveLimiter
-from rescue.llm.providers import PRESETS, CredentialError, Endpoint, resolve_endpoint
+from rescue.llm.providers import PRESETS, CredentialError, Endpoint, check_endpoint, resolve_endpoint
 from rescue.llm.reliable import Budget, CallStats, EventLog, ReliableModel
 from rescue.llm.resolve import LocalModel, resolve_model
 from rescue.llm.secrets import scrub
@@ -56,6 +56,7 @@ __all__ = [
     "ChatAnswer",
     "ChatRequest",
     "CredentialError",
+    "check_endpoint",
     "Endpoint",
     "EventLog",
     "FatalError",

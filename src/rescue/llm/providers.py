@@ -266,6 +266,24 @@ def resolve_endpoint(
     return Endpoint(spec, model_id, url, key_env, api_key, provider, extra, json_mode, thinking, stream_reason, batch)
 
 
+def check_endpoint(endpoint: Endpoint, *, timeout: float = 15.0) -> None:
+    """Ask the endpoint's ``/models`` with the key before any work that needs it: a refused key (401/403) or
+    an endpoint nobody answers at raises :class:`CredentialError`; an endpoint without ``/models`` (404 and
+    the like) passes, as there is nothing to ask."""
+    import httpx
+
+    headers = {} if endpoint.api_key == PLACEHOLDER_KEY else {"Authorization": f"Bearer {endpoint.api_key}"}
+    where = f"--model {endpoint.spec!r} at {secrets.scrub(endpoint.base_url, [])}"
+    try:
+        status = httpx.get(f"{endpoint.base_url.rstrip('/')}/models", headers=headers, timeout=timeout).status_code
+    except httpx.HTTPError as exc:
+        raise CredentialError(f"{where}: the endpoint does not answer ({type(exc).__name__}: "
+                              f"{secrets.scrub(str(exc), [endpoint.api_key])})") from None
+    if status in (401, 403):
+        source = f"the key in {endpoint.key_env}" if endpoint.key_env else "no key"
+        raise CredentialError(f"{where}: the endpoint refuses {source} (HTTP {status} on /models)")
+
+
 def redact(text: str, keys: list[str]) -> str:
     """``text`` with ``keys`` (and every key configured in this process) masked: :func:`rescue.llm.secrets.scrub`."""
     return secrets.scrub(text, keys)

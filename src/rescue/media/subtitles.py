@@ -22,6 +22,8 @@ _VOICE = re.compile(r"<v(?:\.[^ \t>]*)?[ \t]+([^>]+)>")
 # "Alan: text", "- Alan: text", "[Alan] text", "ALAN: text": a name of at most four words.
 _PREFIX = re.compile(r"^\s*-?\s*(?:\[([^\]\n]{1,40})\]|([A-Z][\w.'\- ]{0,38}?)\s*:)\s+")
 
+_INLINE_TURN = re.compile(r"\s+/\s+(?=-\s*\S)")
+
 
 class SubtitleError(RescueError):
     """A subtitle file cannot be read or breaks the timing rules."""
@@ -34,6 +36,8 @@ class Cue:
     end: float
     text: str  # speaker prefixes removed, lines joined by a space
     speakers: tuple[str, ...] = field(default_factory=tuple)
+    # (speaker, text) per speaker when the cue's lines name several ("- Jon: ... / - Maya: ..."), else ()
+    parts: tuple[tuple[str, str], ...] = field(default_factory=tuple)
 
     def shifted(self, offset: float) -> Cue:
         return replace(self, start=round(self.start - offset, 3), end=round(self.end - offset, 3))
@@ -60,20 +64,27 @@ def parse_timestamp(text: str) -> float:
     return round(seconds, 3)
 
 
-def _split_speakers(text: str) -> tuple[str, tuple[str, ...]]:
+def _split_speakers(text: str) -> tuple[str, tuple[str, ...], tuple[tuple[str, str], ...]]:
     speakers: list[str] = []
     lines = []
-    for line in text.splitlines():
+    parts: list[list[str]] = []  # [speaker, words...] per run of lines of one speaker
+    # "- Jon: Hi. / - Maya: Hello." on one line is two lines of dialogue.
+    for line in (piece for raw in text.splitlines() for piece in _INLINE_TURN.split(raw)):
         match = _PREFIX.match(line)
         if match:
             name = (match.group(1) or match.group(2)).strip()
             if name not in speakers:
                 speakers.append(name)
             line = line[match.end():]
+            if not parts or parts[-1][0] != name:
+                parts.append([name])
         line = line.strip()
         if line:
             lines.append(line)
-    return " ".join(lines), tuple(speakers)
+            if parts:
+                parts[-1].append(line)
+    said = tuple((part[0], " ".join(part[1:])) for part in parts if len(part) > 1)
+    return " ".join(lines), tuple(speakers), said if len(speakers) > 1 and len(said) > 1 else ()
 
 
 def load_cues(path: str | Path) -> list[Cue]:
@@ -100,12 +111,12 @@ def load_cues(path: str | Path) -> list[Cue]:
     for event in events:
         if event.is_comment:
             continue
-        text, speakers = _split_speakers(event.plaintext)
+        text, speakers, parts = _split_speakers(event.plaintext)
         if event.name.strip() and not speakers:  # ASS carries the speaker in the Name field
             speakers = (event.name.strip(),)
         if not text:
             continue
-        cues.append(Cue(len(cues) + 1, event.start / 1000.0, event.end / 1000.0, text, speakers))
+        cues.append(Cue(len(cues) + 1, event.start / 1000.0, event.end / 1000.0, text, speakers, parts))
     if not cues:
         raise SubtitleError(f"{path}: holds no subtitle cues")
     return cues
