@@ -47,6 +47,8 @@ ROUTES = [
     ("POST", "/api/segments/{segment_id:path}/rows/{row_index:int}/merge", ROWS + "/1/merge",
      {"layout": 999, "version": 999, "next_version": 999}, "queue"),
     ("POST", "/api/segments/{segment_id:path}/rows", ROWS, {"layout": 999, "start_time": 0, "end_time": 1}, "queue"),
+    ("POST", "/api/segments/{segment_id:path}/rows/take", ROWS + "/take?copy=final", {"layout": 999, "source": "ann"},
+     "adjudicator"),
     ("DELETE", "/api/segments/{segment_id:path}/rows/{row_index:int}", ROWS + "/1", {"layout": 999, "version": 999},
      "queue"),
     ("POST", "/api/segments/{segment_id:path}/comments", SEG + "/comments", {"text": "a note"}, "queue"),

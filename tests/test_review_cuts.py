@@ -319,3 +319,28 @@ def test_a_save_racing_a_split_lands_on_its_row_or_is_refused(app):
     after = ann.segment()["rows"]
     holders = [r["values"]["dialogue_cleaned"] for r in after if r["values"]["tone_of_voice"] == "raced"]
     assert holders == ([rows[2]["values"]["dialogue_cleaned"]] if save_status == 200 else [])
+
+
+def test_an_adjudicator_takes_an_annotators_cut_into_the_final_copy(app):
+    ann, bob = _two_annotators(app)
+    row = ann.segment()["rows"][1]
+    middle = round((row["start_time"] + row["end_time"]) / 2, 3)
+    assert cut(ann, "split", {"layout": 0, "version": 0, "at": middle}, row=2).status_code == 200
+    assert ann.save(3, {"tone_of_voice": "second half"}, ann.segment()["rows"][2]["version"]).status_code == 200
+    theirs = ann.segment()["rows"]
+    ada = Client(app, "ada")
+    url = seg_url(FIRST) + "/rows/take"
+    assert ann.write("POST", url + "?copy=final", {"layout": 0, "source": "bob"}).status_code == 403
+    assert ada.write("POST", url, {"layout": 0, "source": "ann"}).status_code == 422  # only into the final copy
+    assert ada.write("POST", url + "?copy=final", {"layout": 0, "source": "zed"}).status_code == 404
+    answer = ada.write("POST", url + "?copy=final", {"layout": 0, "source": "ann"})
+    assert answer.status_code == 200, answer.text
+    final = answer.json()["segment"]
+    assert final["layout"] == 1 and [r["values"] for r in final["rows"]] == [r["values"] for r in theirs]
+    assert ada.write("POST", url + "?copy=final", {"layout": 0, "source": "bob"}).status_code == 409
+    take = [e for e in ada.get(seg_url(FIRST) + "/audit").json() if e["action"] == "rows.take"]
+    assert len(take) == 1 and take[0]["new"]["rows"] == len(theirs) and take[0]["user"] == "ada"
+    # the final copy, with ann's cut, verifies and exports
+    assert ada.verify(copy="final").status_code == 200
+    exported = [json.loads(line) for line in ada.get("/api/export").text.splitlines()]
+    assert len(exported[0]["rows"]) == len(theirs) and exported[0]["rows"][2]["tone_of_voice"] == "second half"

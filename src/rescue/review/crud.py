@@ -517,7 +517,7 @@ def _recut(db: Session, actor: str, segment: Segment, copy: str, layout: int, ve
                            updated_at=stamp))
         else:
             cut.rows, cut.revision, cut.updated_by, cut.updated_at = len(new_rows), revision + 1, actor, stamp
-        touched = [i for i in versions] or [reported]
+        touched = list(range(1, len(rows) + 1)) if action == "rows.take" else [i for i in versions] or [reported]
         _audit(db, actor, action, segment.sample_id, copy, reported, "rows",
                {"rows": len(rows), "changed": [rows[i - 1]["values"] for i in touched if 1 <= i <= len(rows)]},
                {"rows": len(new_rows), "changed": [new_rows[i - 1] for i in _new_positions(action, reported)
@@ -527,6 +527,8 @@ def _recut(db: Session, actor: str, segment: Segment, copy: str, layout: int, ve
 
 
 def _new_positions(action: str, reported: int) -> list[int]:
+    if action == "rows.take":
+        return list(range(1, 100_000))
     return [reported, reported + 1] if action == "row.split" else [] if action == "row.delete" else [reported]
 
 
@@ -559,6 +561,18 @@ def insert_row(db: Session, actor: str, segment: Segment, copy: str, layout: int
         return new, [*range(1, position), None, *range(position, len(rows) + 1)], position
 
     return _recut(db, actor, segment, copy, layout, {}, "row.insert", change, assigned)
+
+
+def take_rows(db: Session, actor: str, segment: Segment, copy: str, layout: int, source: str,
+              assigned: list[str] | None = None) -> tuple[int, int]:
+    """Every row of the copy replaced by the rows of copy ``source`` as they stand, its cut included: how an
+    adjudicator takes an annotator's segmentation (field-by-field picks cannot add or remove rows)."""
+    theirs = [dict(r["values"]) for r in copy_rows(db, segment, source, assigned)]
+
+    def change(rows: Rows) -> tuple[Rows, list[int | None], int]:
+        return cuts.renumbered(theirs), [None] * len(theirs), 1
+
+    return _recut(db, actor, segment, copy, layout, {}, "rows.take", change, assigned)
 
 
 def delete_row(db: Session, actor: str, segment: Segment, copy: str, layout: int, row_index: int, version: int,

@@ -50,6 +50,11 @@ def _renumber(rows: list[Row], mapping: Callable[[int], int | None]) -> list[Row
     return out
 
 
+def renumbered(rows: list[Row]) -> list[Row]:
+    """Rows as they are, numbered 1..n."""
+    return _renumber(rows, lambda r: r)
+
+
 def _check_at(row: Row, at: float, name: str = "at") -> None:
     start, end = _time(row, "start_time"), _time(row, "end_time")
     if not start + MIN_ROW_SECONDS <= at <= end - MIN_ROW_SECONDS:

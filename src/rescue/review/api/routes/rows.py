@@ -1,6 +1,6 @@
 """Rows of one copy: PUT /api/segments/{id}/rows/{row_index} saves fields of one row (its start and end too),
 optimistically versioned; POST .../rows inserts a row, POST .../rows/{i}/split and .../rows/{i}/merge re-cut,
-DELETE .../rows/{i} removes one. A cut names the copy's ``layout`` (its cut revision, in the segment payload)
+DELETE .../rows/{i} removes one, POST .../rows/take?copy=final gives the final copy an annotator's rows. A cut names the copy's ``layout`` (its cut revision, in the segment payload)
 and the versions of the rows it touches; either being stale is a 409, as for a save. A cut answers with the
 whole segment as it now stands, since every row after the cut moved."""
 
@@ -12,21 +12,21 @@ from fastapi import APIRouter, HTTPException
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
-from rescue.review.api.deps import PlainText
-from rescue.review.api.routes.segments import segment_payload
-from rescue.review.project import Segment
-
 from rescue.review import crud
 from rescue.review.api.deps import (
     CurrentUser,
     Db,
+    PlainText,
     ProjectDep,
     get_segment,
     resolve_copy,
     segment_assignees,
     visible_audit,
 )
+from rescue.review.api.routes.segments import segment_payload
 from rescue.review.fields import FieldError, checks_payload
+from rescue.review.models import FINAL
+from rescue.review.project import Segment
 
 router = APIRouter(prefix="/api", tags=["rows"])
 
@@ -90,6 +90,10 @@ class DeleteBody(CutBase):
     version: StrictInt
 
 
+class TakeBody(CutBase):
+    source: PlainText
+
+
 def _cut(db: Db, project: ProjectDep, actor: CurrentUser, segment: Segment, copy: str | None,
          run: Any) -> dict[str, Any] | JSONResponse:
     target = resolve_copy(db, actor, segment.sample_id, copy, write=True)
@@ -130,6 +134,20 @@ def insert_row(segment_id: str, body: InsertBody, actor: CurrentUser, db: Db, pr
     return _cut(db, project, actor, segment, copy, lambda target, assigned: crud.insert_row(
         db, actor.name, segment, target, body.layout, body.start_time, body.end_time, body.primary_speaker,
         body.dialogue_cleaned, assigned))
+
+
+@router.post("/segments/{segment_id:path}/rows/take", response_model=None)
+def take_rows(segment_id: str, body: TakeBody, actor: CurrentUser, db: Db, project: ProjectDep,
+              copy: str | None = None) -> dict[str, Any] | JSONResponse:
+    """The final copy's rows become an annotator's, their cut included (adjudicators)."""
+    segment = get_segment(project, segment_id)
+    if resolve_copy(db, actor, segment_id, copy, write=True) != FINAL:  # adjudicators only, like any final write
+        raise HTTPException(422, {"message": "only the final copy takes another copy's rows", "problems": [
+            {"field": "copy", "message": "use ?copy=final"}]})
+    if body.source not in crud.annotator_copies(db, segment_id, segment_assignees(db, segment_id)):
+        raise HTTPException(404, f"{body.source!r} has no copy of this segment")
+    return _cut(db, project, actor, segment, copy, lambda target, assigned: crud.take_rows(
+        db, actor.name, segment, target, body.layout, body.source, assigned))
 
 
 @router.delete("/segments/{segment_id:path}/rows/{row_index:int}", response_model=None)
