@@ -8,6 +8,7 @@ an endpoint's error body) pass through :func:`safe_filename` before they name a 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -19,7 +20,7 @@ from rescue.data.text import json_safe, latex_text, visible_text
 
 __all__ = [
     "DirectoryLock", "LockedError", "OutFolderError", "check_out_folder", "json_safe", "latex_text", "markdown_table",
-    "markdown_text", "remove_stale_temporaries", "safe_filename", "sha256_file", "temporary_path", "terminal_text", "visible_text",
+    "environment_error", "markdown_text", "process_alive", "remove_stale_temporaries", "safe_filename", "sha256_file", "temporary_path", "terminal_text", "visible_text",
     "write_all_atomic", "write_atomic",
 ]
 
@@ -77,7 +78,8 @@ def write_all_atomic(files: Iterable[tuple[str | Path, str | bytes]]) -> None:
             temporary.unlink(missing_ok=True)
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (this one included)."""
     if pid == os.getpid():
         return True
     try:
@@ -97,7 +99,7 @@ def remove_stale_temporaries(folder: str | Path) -> list[Path]:
         return removed
     for entry in root.iterdir():
         match = _TEMP_NAME.match(entry.name)
-        if match is None or not entry.is_file() or _alive(int(match["pid"])):
+        if match is None or not entry.is_file() or process_alive(int(match["pid"])):
             continue
         try:
             entry.unlink()
@@ -204,6 +206,22 @@ class DirectoryLock:
         os.write(fd, f"{os.getpid()}\n".encode("ascii"))
         self._fd = fd
 
+    @classmethod
+    def writer(cls, folder: str | Path) -> int | None:
+        """The process holding ``folder``'s lock now (-1 when it cannot be named), None when nobody does.
+        A folder without a lock file was never written by a locking command and is left as it is."""
+        if not (Path(folder) / cls.NAME).is_file():
+            return None
+        probe = cls(folder)
+        try:
+            probe.acquire()
+        except LockedError as exc:
+            return exc.pid if exc.pid is not None else -1
+        except OSError:
+            return None
+        probe.release()
+        return None
+
     def release(self) -> None:
         if self._fd is not None:
             import fcntl
@@ -227,3 +245,26 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str
         return "| " + " | ".join(markdown_text(str(c)) for c in cells) + " |"
 
     return "\n".join([line(headers), "|" + "---|" * len(headers), *(line(r) for r in rows)]) + "\n"
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """An OSError of a full disk or quota, a file over the size limit, or SQLite's "database or disk is full"."""
+    if isinstance(exc, OSError) and exc.errno in _FULL:
+        return True
+    return type(exc).__name__ in ("OperationalError", "DatabaseError") and "disk is full" in str(exc)
+
+
+def environment_error(exc: BaseException) -> str:
+    """One line for an error of the machine (not of the input or of rescue): what failed, where, and that what
+    was written before is intact (every file is written whole or not at all, answers are committed one by one)."""
+    where = getattr(exc, "filename", None)
+    place = f"{where}: " if where else ""
+    if is_disk_full(exc):
+        return (f"{place}the disk is full (or its quota or the file size limit is reached): {exc}. Nothing was "
+                "lost: every file written before is whole, answers already received are kept in the cache. Free "
+                "some space and run the same command again.")
+    reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    return f"{place}{reason}. Nothing was lost: every file written before is whole; fix this and run the command again."

@@ -36,6 +36,16 @@ def main() -> None:
     except KeyboardInterrupt:
         err_console.print("interrupted.", highlight=False)
         sys.exit(130)
+    except Exception as exc:
+        if not isinstance(exc, OSError) and type(exc).__module__ != "sqlite3":
+            raise
+        from rescue.io import environment_error
+
+        # The machine's fault, not the program's: a full disk, a folder that is a file, no permission. Every
+        # file rescue writes is written whole or not at all, so what was there before is still there.
+        err_console.print(f"[bold red]error:[/] {escape(visible_lines(environment_error(exc)))}", highlight=False,
+                          soft_wrap=True)
+        _exit(2)
 
 
 def command() -> Any:

@@ -271,9 +271,24 @@ def _first_error(exc: ValidationError) -> str:
     return f"field {where}: {first['msg']}"
 
 
+def locked_message(folder: Path) -> str | None:
+    """Why ``folder`` cannot be read now: a running ``rescue run`` holds its lock; None when none does."""
+    from rescue.io import DirectoryLock
+
+    pid = DirectoryLock.writer(folder)
+    if pid is None:
+        return None
+    who = f"process {pid}" if pid > 0 else "another process"
+    return (f"{folder}: locked by a running run ({who} is writing this run directory now); wait for it to "
+            "finish, then try again")
+
+
 def read_results(path: str | Path) -> RunResults:
     file = Path(path)
     if not file.is_file():
+        locked = locked_message(file.parent)
+        if locked:
+            raise RunDirError(locked)
         raise RunDirError(f"{file}: missing (is this a run directory written by `rescue run --out`?)")
     try:
         data = json.loads(file.read_text(encoding="utf-8"))

@@ -41,7 +41,15 @@ from rescue.tasks.base import PARSE_POLICIES, VIDEO_MODES, Instance, Prediction,
 from rescue.tasks.batching import BatchPlan, plan_batches
 from rescue.tasks.render import RowCache
 
-from rescue.engine.results import PREDICTIONS, RESULTS, SCHEMA_VERSION, PredictionsInfo, RunResults, read_results
+from rescue.engine.results import (
+    PREDICTIONS,
+    RESULTS,
+    SCHEMA_VERSION,
+    PredictionsInfo,
+    RunResults,
+    locked_message,
+    read_results,
+)
 from rescue.io import DirectoryLock, LockedError, check_out_folder, remove_stale_temporaries, visible_text, write_atomic
 
 __all__ = ["RunConfig", "RunError", "RunOutcome", "Runner", "rescore", "run", "run_async"]
@@ -1016,6 +1024,9 @@ def rescore(run_dir: str | Path, *, data: str | None = None, media_root: str | N
     ``parse`` re-reads the cached answers under another parse policy ("strict" or "lenient"): a re-ask the
     original run never sent (strict needs more of them) is then a request_error, never a new request."""
     root = Path(run_dir)
+    locked = locked_message(root)  # before reading: a running run may not have written results.json yet
+    if locked:
+        raise RunError(locked)
     try:
         stored = read_results(root / RESULTS)
     except RescueError as exc:

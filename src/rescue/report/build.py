@@ -5,6 +5,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
+import re
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +20,7 @@ import pandas as pd
 from rescue.data.groups import SessionGroups, check_groups, folder_of, infer_groups, read_groups
 from rescue.data.loading import load_samples
 from rescue.data.models import Sample
-from rescue.io import remove_stale_temporaries, safe_filename, write_atomic
+from rescue.io import process_alive, remove_stale_temporaries, safe_filename, visible_text, write_atomic
 from rescue.report import analyses
 from rescue.report.bootstrap import DEFAULT_CLUSTER
 from rescue.report.columns import COLUMNS, HEADLINE
@@ -155,24 +158,74 @@ def plotting(wanted: bool | None) -> tuple[ModuleType | None, str | None]:
     return figures, None
 
 
+FAILED_MARK = "REPORT-FAILED.txt"
+_STAGE = re.compile(r"^\.report\.(?P<pid>\d+)\.tmp$")
+
+
 def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path | None = None,
                  options: ReportOptions | None = None) -> ReportOutput:
-    options = options or ReportOptions()
+    """Write the report into ``out``. Every file is made in a staging folder inside ``out`` first and moved
+    into place only when the whole report is made, so a report that fails (bad input, a crash, a full disk)
+    adds nothing to ``out``; when ``out`` holds an earlier report, REPORT-FAILED.txt says its files are not
+    this command's."""
     out_dir = Path(out)
+    stage = out_dir / f".report.{os.getpid()}.tmp"
+    staged: list[str] = []
+    try:
+        result = _build(run_dirs, out_dir, stage, staged, data, options or ReportOptions())
+        _publish(stage, out_dir, staged)
+    except BaseException as exc:
+        shutil.rmtree(stage, ignore_errors=True)
+        _mark_failed(out_dir, exc)
+        raise
+    return result
+
+
+def _publish(stage: Path, out_dir: Path, staged: list[str]) -> None:
+    for folder in sorted({(out_dir / r).parent for r in staged}):
+        folder.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(folder)
+    if out_dir.is_dir():
+        for entry in out_dir.iterdir():  # staging folders of killed reports
+            match = _STAGE.match(entry.name)
+            if match and entry.is_dir() and entry != stage and not process_alive(int(match["pid"])):
+                shutil.rmtree(entry, ignore_errors=True)
+    for relative in staged:
+        os.replace(stage / relative, out_dir / relative)
+    shutil.rmtree(stage, ignore_errors=True)
+    (out_dir / FAILED_MARK).unlink(missing_ok=True)
+
+
+def _mark_failed(out_dir: Path, exc: BaseException) -> None:
+    """Files of an earlier report in ``out`` stay whole, but must not pass for this command's output."""
+    try:
+        if not out_dir.is_dir() or not any(p.name != FAILED_MARK and not p.name.startswith(".")
+                                           for p in out_dir.iterdir()):
+            return
+        reason = visible_text(str(exc) or type(exc).__name__, max_length=500)
+        write_atomic(out_dir / FAILED_MARK,
+                     f"The last `rescue report` into this folder failed and wrote none of its files:\n{reason}\n"
+                     "The other files here are from an earlier report, not from that command.\n")
+    except OSError:
+        pass  # a full disk or a read-only folder: the command's own error says what happened
+
+
+def _build(run_dirs: Sequence[str | Path], out_dir: Path, stage: Path, staged: list[str], data: Path | None,
+           options: ReportOptions) -> ReportOutput:
     result = ReportOutput(out_dir)
     plots, no_plots = plotting(options.figures)
-    cleaned: set[Path] = set()
+    if options.reference:  # checked with every other input, before any file is made
+        from rescue.report import reference
+
+        reference.check_reference(options.reference)
 
     def write(relative: str, content: str | bytes) -> None:
-        # Folders appear with the first file (bad run directories write nothing); each file is replaced
-        # atomically, so a killed report leaves the previous file or the new one, never an empty one.
-        path = out_dir / relative
-        if path.parent not in cleaned:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            remove_stale_temporaries(path.parent)
-            cleaned.add(path.parent)
+        # Into the staging folder: build_report moves the files into place once the whole report is made.
+        path = stage / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, content)
-        result.files.append(path)
+        staged.append(relative)
+        result.files.append(out_dir / relative)
 
     started = time.monotonic()
 
@@ -216,7 +269,6 @@ def build_report(run_dirs: Sequence[str | Path], out: str | Path, *, data: Path 
     if options.reference:
         from rescue.report import reference
 
-        reference.check_reference(options.reference)
         # Added after every test: published rows are never compared, bolded or resampled.
         board.rows.extend(reference.reference_rows(board))
         result.reference = reference.compare_with_paper(systems, board)
