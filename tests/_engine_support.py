@@ -57,3 +57,23 @@ def itp_instances(limit_samples: int | None = None) -> list[Instance]:
 
 def read_jsonl(path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def start_slow_run(server, out):
+    """``rescue run`` of ITP (one sample, one request at a time) as a child process, returned once it holds
+    ``out`` and is asking ``server``: a run directory another process is writing now."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    process = subprocess.Popen([sys.executable, "-m", "rescue", "run", "--model", "m", "--base-url", server.base_url,
+                                "--tasks", "itp", "--limit-samples", "1", "--out", str(out), "--quiet",
+                                "--no-bertscore", "--concurrency", "1"],
+                               env={**os.environ, "OPENAI_API_KEY": "k"}, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while server.request_count == 0:
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.05)
+    return process

@@ -7,14 +7,10 @@ directory a running ``rescue run`` holds say it is locked, not that results.json
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 
 import pytest
 from _cli import invoke_main
-from _engine_support import itp_instances, oracle_answers, oracle_script
+from _engine_support import itp_instances, oracle_answers, oracle_script, start_slow_run
 
 from rescue.testing.openai_server import serve
 
@@ -102,15 +98,7 @@ def test_rescore_and_report_on_a_directory_a_run_is_writing_say_it_is_locked(tmp
     instances = itp_instances(1)
     out = tmp_path / "run"
     with serve(oracle_script(oracle_answers("itp", instances)), latency=0.5) as server:
-        first = subprocess.Popen([sys.executable, "-m", "rescue", "run", "--model", "m", "--base-url", server.base_url,
-                                  "--tasks", "itp", "--limit-samples", "1", "--out", str(out), "--quiet",
-                                  "--no-bertscore", "--concurrency", "1"],
-                                 env={**os.environ, "OPENAI_API_KEY": "k"}, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while server.request_count == 0:
-            assert first.poll() is None and time.monotonic() < deadline, first.communicate()
-            time.sleep(0.05)
+        first = start_slow_run(server, out)
         rescore = invoke_main(["rescore", str(out)])
         report = invoke_main(["report", str(out), "--out", str(tmp_path / "R"), "--bootstrap", "20"])
         first.communicate(timeout=120)

@@ -11,7 +11,7 @@ import socket
 
 import pytest
 from _cli import invoke_main
-from _engine_support import itp_instances, oracle_answers, oracle_script
+from _engine_support import itp_instances, oracle_answers, oracle_script, start_slow_run
 
 from rescue.engine.config import RunError
 from rescue.engine.results import RunDirError, read_run
@@ -275,22 +275,12 @@ def test_rescore_help_says_the_data_default_is_the_runs_own():
 
 
 def test_a_second_process_into_the_same_run_directory_fails_at_once(tmp_path):
-    import subprocess
-    import sys
     import time
 
     instances = itp_instances(1)
     out = tmp_path / "run"
     with serve(oracle_script(oracle_answers("itp", instances)), latency=0.5) as server:
-        first = subprocess.Popen([sys.executable, "-m", "rescue", "run", "--model", "m", "--base-url", server.base_url,
-                                  "--tasks", "itp", "--limit-samples", "1", "--out", str(out), "--quiet",
-                                  "--no-bertscore", "--concurrency", "1"],
-                                 env={**os.environ, "OPENAI_API_KEY": "k"}, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while server.request_count == 0:  # the first run holds the directory and is asking
-            assert first.poll() is None and time.monotonic() < deadline, first.communicate()
-            time.sleep(0.05)
+        first = start_slow_run(server, out)
         started = time.monotonic()
         second = _cli("run", "--tasks", "rpp", "--limit-samples", "1", "--out", str(out), "--quiet", "--no-bertscore")
         assert time.monotonic() - started < 10  # at once, not after the first finishes
