@@ -1,4 +1,5 @@
-"""Test infrastructure that ships with the package: a scripted OpenAI-compatible server (tests, benchmarks)."""
+"""Test infrastructure that ships with the package: a scripted OpenAI-compatible server (chat and
+audio transcription; tests, benchmarks)."""
 
 from rescue.testing.openai_server import (
     LoggedRequest,
@@ -11,6 +12,8 @@ from rescue.testing.openai_server import (
     request_key,
     sequence,
     serve,
+    verbose_json,
+    wav_duration,
 )
 
 __all__ = [
@@ -24,4 +27,6 @@ __all__ = [
     "request_key",
     "sequence",
     "serve",
+    "verbose_json",
+    "wav_duration",
 ]

@@ -222,7 +222,10 @@ def _as_reply(result: ScriptResult) -> Reply:
 
 
 def request_key(body: dict[str, Any]) -> str:
-    """Identifies a request by its messages, so a retry of the same request maps to the same key."""
+    """Identifies a request by its messages (a transcription by its audio), so a retry of the same request maps
+    to the same key."""
+    if "messages" not in body and isinstance(body.get("file"), dict):
+        return str(body["file"].get("sha256"))
     messages = json.dumps(body.get("messages"), sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(messages.encode()).hexdigest()
 
@@ -286,6 +289,42 @@ def default_script(body: dict[str, Any]) -> ScriptResult:
     return Reply.json({"predictions": []})
 
 
+def verbose_json(segments: list[dict[str, Any]], words: list[dict[str, Any]] | None = None, *,
+                 duration: float | None = None, language: str = "english") -> dict[str, Any]:
+    """A transcription in OpenAI's ``verbose_json`` shape. ``segments``: ``{"start", "end", "text"}`` and,
+    as diarizing servers (whisperX, speaches with diarization) add it, ``"speaker"``; ``words``: ``{"word",
+    "start", "end"}`` (``timestamp_granularities[]=word``), speaker optional too."""
+    full = []
+    for n, segment in enumerate(segments):
+        full.append({"id": n, "seek": 0, "tokens": [], "temperature": 0.0, "avg_logprob": -0.2,
+                     "compression_ratio": 1.2, "no_speech_prob": 0.01, **segment})
+    end = max([s["end"] for s in segments] + [w["end"] for w in words or []] + [0.0])
+    answer: dict[str, Any] = {"task": "transcribe", "language": language,
+                              "duration": end if duration is None else duration,
+                              "text": " ".join(str(s["text"]).strip() for s in segments), "segments": full}
+    if words is not None:
+        answer["words"] = words
+    return answer
+
+
+def wav_duration(data: bytes) -> float | None:
+    """Seconds of a WAV upload (None when it is not one), for scripts that answer by the audio's length."""
+    import io
+    import wave
+
+    try:
+        with wave.open(io.BytesIO(data)) as reader:
+            return reader.getnframes() / float(reader.getframerate())
+    except (wave.Error, EOFError):
+        return None
+
+
+def default_transcription(body: dict[str, Any]) -> ScriptResult:
+    seconds = wav_duration(body["file"]["data"]) or 1.0
+    return verbose_json([{"start": 0.0, "end": round(seconds, 3), "text": "Scripted transcription."}],
+                        duration=seconds)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The app
 
@@ -314,8 +353,11 @@ class BatchBehaviour:
 class ServerState:
     """What the app reads (script, latency) and records (requests, in-flight counts); thread-safe."""
 
-    def __init__(self, script: Script | ScriptResult | None, latency: float, api_key: str | None, model_ids: list[str]):
+    def __init__(self, script: Script | ScriptResult | None, latency: float, api_key: str | None, model_ids: list[str],
+                 transcribe: Script | ScriptResult | None = None):
         self.script: Script = default_script if script is None else (script if callable(script) else constant(script))
+        self.transcribe: Script = default_transcription if transcribe is None else (
+            transcribe if callable(transcribe) else constant(transcribe))
         self.latency = latency
         self.api_key = api_key
         self.model_ids = model_ids
@@ -606,6 +648,53 @@ def create_app(state: ServerState) -> FastAPI:
                 await _finish_batch(state, batch)
         return JSONResponse(_public(batch))
 
+    @app.post("/v1/audio/transcriptions")
+    async def transcriptions(request: Request) -> Response:
+        """OpenAI's transcription upload: multipart ``file`` plus form fields. The script sees the fields (lists
+        for repeated ones such as ``timestamp_granularities[]``) and ``file``: ``filename``, ``content_type``,
+        ``size``, ``sha256`` and the bytes as ``data``. A dict or :func:`verbose_json` answer is sent as the body;
+        a :class:`Reply` with an error status as that error (429, 500 ...)."""
+        parts = _multipart_parts(request.headers.get("content-type", ""), await request.body())
+        uploads = [part for part in parts if part[0] == "file"]
+        if not uploads:
+            return _api_error(400, "expected multipart/form-data with a file")
+        body: dict[str, Any] = {}
+        for name, _filename, _type, value in parts:
+            if name == "file":
+                continue
+            text = value.decode("utf-8", "replace")
+            if name.endswith("[]"):
+                body.setdefault(name, []).append(text)
+            else:
+                body[name] = text
+        _name, filename, content_type, data = uploads[0]
+        body["file"] = {"filename": filename, "content_type": content_type, "size": len(data),
+                        "sha256": hashlib.sha256(data).hexdigest(), "data": data}
+        peer = f"{request.client.host}:{request.client.port}" if request.client else ""
+        state.log(LoggedRequest("/v1/audio/transcriptions", body, dict(request.headers), time.monotonic(), peer))
+        try:
+            denied = unauthorised(request)
+            if denied is not None:
+                return denied
+            result = state.transcribe(body)
+            if inspect.isawaitable(result):
+                result = await result
+            reply = _as_reply(result)
+            wait = state.latency + reply.delay
+            if wait > 0 and not await state.sleep(wait):
+                return JSONResponse({"error": {"message": "server shutting down", "type": "server_error",
+                                               "code": None, "param": None}}, status_code=503)
+            if reply.raw:
+                payload = str(reply.body)
+            elif reply.status != 200:
+                payload = _dumps(reply.body)
+            else:
+                payload = reply.content or ""
+            return Response(payload, status_code=reply.status, headers={"content-type": "application/json",
+                                                                         **reply.headers})
+        finally:
+            state.done()
+
     return app
 
 
@@ -620,17 +709,24 @@ def _public(batch: dict[str, Any]) -> dict[str, Any]:
 
 def _multipart(content_type: str, body: bytes) -> dict[str, bytes]:
     """The fields of a multipart/form-data body (the standard library's MIME parser; no extra dependency)."""
+
+    return {name: payload for name, _filename, _type, payload in _multipart_parts(content_type, body)}
+
+
+def _multipart_parts(content_type: str, body: bytes) -> list[tuple[str, str | None, str, bytes]]:
+    """Every part of a multipart/form-data body in order: (name, filename, content type, bytes); repeated
+    names (``timestamp_granularities[]``) each have their own."""
     from email import message_from_bytes
     from email.policy import HTTP
 
     message = message_from_bytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + body, policy=HTTP)
-    fields: dict[str, bytes] = {}
-    for part in message.iter_parts() if message.is_multipart() else []:
+    parts: list[tuple[str, str | None, str, bytes]] = []
+    for part in message.iter_parts() if message.is_multipart() else []:  # type: ignore[attr-defined]
         name = part.get_param("name", header="content-disposition")
         payload = part.get_payload(decode=True)
         if isinstance(name, str) and isinstance(payload, bytes):
-            fields[name] = payload
-    return fields
+            parts.append((name, part.get_filename(), part.get_content_type(), payload))
+    return parts
 
 
 async def _finish_batch(state: ServerState, batch: dict[str, Any]) -> None:
@@ -703,6 +799,14 @@ class Server:
         self._state.script = value if callable(value) else constant(value)
 
     @property
+    def transcribe(self) -> Script:
+        return self._state.transcribe
+
+    @transcribe.setter
+    def transcribe(self, value: Script | ScriptResult) -> None:
+        self._state.transcribe = value if callable(value) else constant(value)
+
+    @property
     def latency(self) -> float:
         return self._state.latency
 
@@ -767,12 +871,14 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 0,
     start_timeout: float = 10.0,
+    transcribe: Script | ScriptResult | None = None,
 ) -> Iterator[Server]:
     """Run the server in a background thread (its own event loop) until the block exits.
 
     ``port=0`` takes a free ephemeral port. ``api_key`` set: requests without that Bearer key get 401.
+    ``transcribe`` answers ``/v1/audio/transcriptions`` (default: one segment spanning the uploaded WAV).
     """
-    state = ServerState(script, latency, api_key, model_ids or ["test-model"])
+    state = ServerState(script, latency, api_key, model_ids or ["test-model"], transcribe)
     sock = _bind_ephemeral(host) if port == 0 else None
     config = uvicorn.Config(
         create_app(state),
