@@ -284,3 +284,21 @@ def test_the_key_is_checked_before_anything_is_cut(tmp_path, short_video, monkey
             build(BuildConfig(out=out, sessions=[spec], model="m", base_url=server.base_url,
                               api_key_env="RESCUE_TEST_KEY", min_duration=1))
     assert not out.exists()
+
+
+def test_review_height_sets_the_clips_height(tmp_path, short_video):
+    from rescue.build import read_manifest
+    from rescue.media import probe
+
+    subs = write_srt(tmp_path / "s.srt", [(1, 2, "Alan", "hi")])
+    segments = tmp_path / "seg.csv"
+    segments.write_text("0,20\n", encoding="utf-8")
+    spec = _spec(short_video, subs, segments=segments)
+    for height, expected in ((None, 120), (60, 60)):  # default: the source's 120 lines (under 720)
+        out = tmp_path / f"out{height}"
+        build(BuildConfig(out=out, sessions=[spec], min_duration=1, review_height=height))
+        clip = out / read_manifest(out / "manifest.json").segments[0].clip
+        assert probe(clip).height == expected
+    result = cli(str(short_video), "--subs", str(subs), "--scenario", "couple", "--participants", "Alan,Evelyn",
+                 "--segments", str(segments), "--min-duration", "1", "--review-height", "8", "--out", str(tmp_path / "x"))
+    assert result.returncode == 2 and "--review-height 8: give a height of at least 16 lines" in result.stderr

@@ -204,3 +204,23 @@ def test_espeak_speech_sits_inside_its_lines(tmp_path):
     lines = [(1.0, 4.0, "Alan", "I just want to be better."), (6.0, 9.0, "Therapist", "What would better look like?")]
     video = make_video(tmp_path / "spoken.mp4", 10.0, speech=lines)
     assert _mean_volume(video, 1.2, 2.5) > _mean_volume(video, 4.6, 5.8) + 20  # speech vs. the silence between
+
+
+def test_review_clips_are_scaled_to_the_review_height_with_a_capped_rate(tmp_path):
+    # Issue #20, item 6: review clips were re-encoded at full resolution (105 MB for 5 min of 640x360).
+    from rescue.media.cut import REVIEW_CRF, cut_args, review_height
+
+    assert review_height(1080) == 720 and review_height(360) == 360 and review_height(1080, 480) == 480
+    assert review_height(None) == 720
+    args = cut_args("in.mp4", 0, 10, "out.mp4", height=1080, crf=REVIEW_CRF)
+    assert args[args.index("-maxrate") + 1] == "2000k" and args[args.index("-crf") + 1] == "28"
+    assert "-maxrate" not in cut_args("in.mp4", 0, 10, "out.mp4")  # the model's copies and the benchmark's as before
+    source = make_video(tmp_path / "wide.mp4", 8.0, size="640x360", rate=25)
+    full, small = tmp_path / "full.mp4", tmp_path / "small.mp4"
+    cut_clip(source, 0, 8, full)
+    cut_clip(source, 0, 8, small, height=240, crf=REVIEW_CRF)
+    info = probe(small)
+    assert (info.width, info.height) == (426, 240)
+    assert small.stat().st_size < full.stat().st_size / 2
+    cut_clip(source, 0, 8, tmp_path / "never_up.mp4", height=720, crf=REVIEW_CRF)
+    assert probe(tmp_path / "never_up.mp4").height == 360

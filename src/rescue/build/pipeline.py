@@ -53,6 +53,7 @@ from rescue.build.segments import (
 )
 from rescue.llm.secrets import redact_url
 from rescue.media import Cue, cues_in, ffmpeg_exe, get_step, scene_cuts
+from rescue.media.cut import REVIEW_CRF, review_height
 
 if TYPE_CHECKING:
     from rescue.llm import Model
@@ -83,6 +84,7 @@ class BuildConfig:
     propose_only: bool = False
     keyframe_interval: float = 1.0
     scene_threshold: float = 0.3
+    review_height: int | None = None  # review clips' height; None: the source's, at most 720
 
 
 @dataclass
@@ -219,9 +221,11 @@ def _run_step(log: BuildLog, name: str, subject: str, *args: Any, fields: dict[s
 
 def _cut_media(config: BuildConfig, item: Planned, log: BuildLog) -> None:
     spec = item.session.spec
+    height = review_height(item.session.media.height, config.review_height)
     _run_step(log, "cut", item.sample_id, spec.video, item.segment.start, item.segment.end, config.out / item.clip,
-              keyframe_interval=config.keyframe_interval,
-              fields={"source": str(spec.video), "start": item.segment.start, "end": item.segment.end})
+              keyframe_interval=config.keyframe_interval, height=height, crf=REVIEW_CRF,
+              fields={"source": str(spec.video), "start": item.segment.start, "end": item.segment.end,
+                      "height": height})
     _run_step(log, "retime", item.sample_id, list(item.cues), config.out / item.subtitles, fields={"cues": len(item.cues)})
 
 
@@ -233,7 +237,8 @@ def _row_clips(config: BuildConfig, item: Planned, rows: list[dict[str, Any]], l
             continue
         relative = f"row_clips/{item.stem}/row{row['row_index']:03d}.mp4"
         _run_step(log, "cut", f"{item.sample_id}#row{row['row_index']}", config.out / item.clip, start, end,
-                  config.out / relative, keyframe_interval=config.keyframe_interval)
+                  config.out / relative, keyframe_interval=config.keyframe_interval, crf=REVIEW_CRF,
+                  height=review_height(item.session.media.height, config.review_height))
         paths.append(relative)
     return paths
 

@@ -57,6 +57,9 @@ def build_command(
     retry_errors: Annotated[bool, typer.Option("--retry-errors", help="Ask again what failed in earlier runs.")] = False,
     prices: Annotated[Path | None, typer.Option("--prices", help="A price table (TOML) consulted first.")] = None,
     row_clips: Annotated[bool, typer.Option("--row-clips", help="Also cut one clip per row.")] = False,
+    review_height: Annotated[int | None, typer.Option(
+        "--review-height", help="Height of the clips for review, in lines (never above the source's); "
+        "default: the source's, at most 720.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the requests, images, tokens and cost; send and write nothing.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
@@ -77,6 +80,8 @@ def build_command(
 
     if video_input not in VIDEO_INPUTS:
         raise BuildInputError([f"--video-input {video_input!r}: choose one of {', '.join(VIDEO_INPUTS)}"])
+    if review_height is not None and review_height < 16:
+        raise BuildInputError([f"--review-height {review_height}: give a height of at least 16 lines"])
     if overlap_tolerance < 0:
         raise BuildInputError([f"--overlap-tolerance {overlap_tolerance:g}: give 0 or more seconds"])
     if manifest is not None:
@@ -104,6 +109,7 @@ def build_command(
         annotate=settings, extra_body=_parse_extras(list(extra or [])), timeout=timeout, concurrency=concurrency,
         max_retries=max_retries, max_failures=max_failures or None, max_cost=max_cost, retry_errors=retry_errors,
         prices=None if prices is None else str(prices), row_clips=row_clips, dry_run=dry_run, propose_only=propose_only,
+        review_height=review_height,
     )
     from rescue.proc import ending_children_on_signals
 

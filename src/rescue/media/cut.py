@@ -10,21 +10,43 @@ from rescue.media.probe import MediaInfo, probe, verify_output
 from rescue.media.steps import media_step, produce
 
 DEFAULT_KEYFRAME_INTERVAL = 1.0
+# Review clips: the source's height up to 720 lines unless asked otherwise, and a quality that keeps an hour
+# of 1080p near 1 GB (CRF 28, capped at 2 Mbit/s of video at 1080p, in proportion to the pixels below it).
+REVIEW_MAX_HEIGHT = 720
+REVIEW_CRF = 28
+_MAXRATE_1080P_KBIT = 2000
+
+
+def review_height(source_height: int | None, asked: int | None = None) -> int | None:
+    """The height review clips are cut at: ``asked`` (``--review-height``), else the source's capped at 720."""
+    if asked is not None:
+        return asked
+    return min(source_height, REVIEW_MAX_HEIGHT) if source_height else REVIEW_MAX_HEIGHT
 
 
 def cut_args(source: str | Path, start: float, end: float, out: str | Path, *,
              keyframe_interval: float = DEFAULT_KEYFRAME_INTERVAL, preset: str = "veryfast", crf: int = 23,
-             width: int | None = None) -> list[str]:
+             width: int | None = None, height: int | None = None) -> list[str]:
     """The ffmpeg arguments of one cut (after the binary and global flags); shared with the benchmark.
-    ``width`` scales the picture down to at most that width (height follows), e.g. for a copy sent to a model."""
+    ``width`` scales the picture down to at most that width (height follows), e.g. for a copy sent to a model;
+    ``height`` to at most that height (width follows), with the bit rate capped for it, e.g. for review."""
     # Even dimensions are required by yuv420p H.264; a smaller source is never scaled up.
-    scale = f"scale='trunc(min({width},iw)/2)*2':-2" if width else "scale=trunc(iw/2)*2:trunc(ih/2)*2"
+    if width:
+        scale = f"scale='trunc(min({width},iw)/2)*2':-2"
+    elif height:
+        scale = f"scale=-2:'trunc(min({height},ih)/2)*2'"
+    else:
+        scale = "scale=trunc(iw/2)*2:trunc(ih/2)*2"
+    rate: list[str] = []
+    if height:
+        cap = max(300, round(_MAXRATE_1080P_KBIT * (height / 1080) ** 2))
+        rate = ["-maxrate", f"{cap}k", "-bufsize", f"{2 * cap}k"]
     # -ss before -i seeks the input; with re-encoding, ffmpeg decodes from the previous key frame and
     # drops frames before `start`, so the cut is frame-accurate and the clip's timeline starts at 0.
     return [
         "-y", "-ss", f"{start:.3f}", "-i", str(source), "-t", f"{end - start:.3f}",
         "-map", "0:v:0?", "-map", "0:a:0?", "-sn", "-dn", "-map_metadata", "-1",
-        "-c:v", "libx264", "-preset", preset, "-crf", str(crf), "-pix_fmt", "yuv420p",
+        "-c:v", "libx264", "-preset", preset, "-crf", str(crf), *rate, "-pix_fmt", "yuv420p",
         "-vf", scale,
         "-force_key_frames", f"expr:gte(t,n_forced*{keyframe_interval:g})",
         "-c:a", "aac", "-b:a", "128k",
@@ -34,7 +56,8 @@ def cut_args(source: str | Path, start: float, end: float, out: str | Path, *,
 
 @media_step("cut", "a window of the source as a seekable H.264/AAC MP4 clip")
 def cut_clip(source: str | Path, start: float, end: float, out: str | Path, *,
-             keyframe_interval: float = DEFAULT_KEYFRAME_INTERVAL, width: int | None = None) -> bool:
+             keyframe_interval: float = DEFAULT_KEYFRAME_INTERVAL, width: int | None = None,
+             height: int | None = None, crf: int = 23) -> bool:
     """Cut ``[start, end)`` seconds of ``source`` to ``out``; False (nothing done) when ``out`` exists.
 
     The clip appears only once it holds the source's streams for the whole window (see :func:`verify_output`).
@@ -48,8 +71,8 @@ def cut_clip(source: str | Path, start: float, end: float, out: str | Path, *,
         if start >= info.duration:
             raise MediaError(f"{source}: cannot cut {start:.3f}-{end:.3f}s of a {info.duration:.3f} s video")
         source_info.append(info)
-        run_ffmpeg(cut_args(source, start, end, tmp, keyframe_interval=keyframe_interval, width=width),
-                   step="cut", subject=source)
+        run_ffmpeg(cut_args(source, start, end, tmp, keyframe_interval=keyframe_interval, width=width,
+                            height=height, crf=crf), step="cut", subject=source)
 
     def verify(tmp: Path) -> None:
         info = source_info[0]
