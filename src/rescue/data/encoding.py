@@ -10,30 +10,41 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
-
-import ftfy
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from rescue.data.errors import RescueError
 
-_ENCODING_ONLY = ftfy.TextFixerConfig(
-    unescape_html=False,
-    remove_terminal_escapes=False,
-    fix_latin_ligatures=False,
-    fix_character_width=False,
-    uncurl_quotes=False,
-    fix_line_breaks=False,
-    remove_control_chars=False,
-    normalization=None,
-    explain=False,
-)
+if TYPE_CHECKING:
+    import ftfy
+
+
+@cache
+def _encoding_only() -> ftfy.TextFixerConfig:
+    # ftfy takes a third of a second to import: only text that is not ASCII ever needs it (the review server's
+    # first page and an ASCII-only dataset never do).
+    import ftfy
+
+    return ftfy.TextFixerConfig(
+        unescape_html=False,
+        remove_terminal_escapes=False,
+        fix_latin_ligatures=False,
+        fix_character_width=False,
+        uncurl_quotes=False,
+        fix_line_breaks=False,
+        remove_control_chars=False,
+        normalization=None,
+        explain=False,
+    )
 
 
 def fix_text(text: str) -> str:
     """``text`` with encoding damage undone; anything else is left exactly as it was."""
     if text.isascii():  # mojibake always involves non-ASCII characters; this keeps validation fast
         return text
-    return ftfy.fix_text(text, _ENCODING_ONLY)
+    import ftfy
+
+    return ftfy.fix_text(text, _encoding_only())
 
 
 def non_ascii_strings(value: Any) -> list[tuple[str, str]]:

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
-from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.exc import DataError
@@ -42,6 +42,11 @@ def create_app(project_dir: str | Path | Project, db_url: str | None = None) -> 
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
     for module in (login, users, rows, media, segments, search, agreement, export, pages):  # before segments' catch-all GET
         app.include_router(module.router)
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> FileResponse:
+        # Pages link /static/favicon.svg; a browser showing a JSON answer or a download still asks for this.
+        return FileResponse(HERE / "static" / "favicon.svg", media_type="image/svg+xml")
 
     @app.get("/api/openapi.json", include_in_schema=False)
     def openapi(actor: CurrentUser) -> dict[str, Any]:

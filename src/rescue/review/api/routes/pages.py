@@ -10,7 +10,6 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy import select
 
-from rescue.review.agreement import compute_agreement
 from rescue.review.api.deps import Db, PageUser, ProjectDep, get_segment, has_assignments, require_queue
 from rescue.review.crud import assignments, list_users
 from rescue.review.guidelines import load_guidelines
@@ -110,6 +109,8 @@ def segment_page(segment_id: str, request: Request, actor: PageUser, db: Db, pro
 def agreement_page(request: Request, actor: PageUser, db: Db, project: ProjectDep) -> Response:
     if not actor.at_least("adjudicator"):
         return RedirectResponse("/", status_code=303)
+    from rescue.review.agreement import compute_agreement  # see routes/agreement.py
+
     return render(request, "agreement.html", actor, result=compute_agreement(db, project))
 
 
