@@ -202,9 +202,12 @@ class DirectoryLock:
                 holder = None
             os.close(fd)
             raise LockedError(self.path, holder) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode("ascii"))
         self._fd = fd
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+        except OSError:
+            pass  # a full disk: the lock holds all the same; only the holder's pid is not there to name
 
     @classmethod
     def writer(cls, folder: str | Path) -> int | None:
@@ -254,7 +257,9 @@ def is_disk_full(exc: BaseException) -> bool:
     """An OSError of a full disk or quota, a file over the size limit, or SQLite's "database or disk is full"."""
     if isinstance(exc, OSError) and exc.errno in _FULL:
         return True
-    return type(exc).__name__ in ("OperationalError", "DatabaseError") and "disk is full" in str(exc)
+    text = str(exc)
+    return type(exc).__name__ in ("OperationalError", "DatabaseError", "DiskFull") and (
+        "disk is full" in text or "No space left on device" in text)
 
 
 def environment_error(exc: BaseException) -> str:

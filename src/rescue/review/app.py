@@ -9,8 +9,9 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
-from sqlalchemy.exc import DataError
+from sqlalchemy.exc import DataError, OperationalError
 
+from rescue.io import is_disk_full
 from rescue.review.api.deps import CurrentUser, LoginRequired
 from rescue.review.api.routes import agreement, export, login, media, pages, rows, search, segments, users
 from rescue.review.db import default_url, make_engine, session_factory
@@ -62,6 +63,17 @@ def create_app(project_dir: str | Path | Project, db_url: str | None = None) -> 
         body = {"detail": detail["message"], **{k: v for k, v in detail.items() if k != "message"}} \
             if isinstance(detail, dict) else {"detail": detail}
         return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+    async def disk_full(request: Request, exc: Exception) -> Response:
+        if not is_disk_full(exc):
+            raise exc
+        # 507 Insufficient Storage: the transaction rolled back, nothing half-written; the page keeps the edit.
+        return JSONResponse({"detail": "the server's disk is full, so this change was not saved (nothing stored "
+                                       "was lost). Your edit is kept in this browser: save again once an "
+                                       "administrator has freed space"}, status_code=507)
+
+    app.add_exception_handler(OSError, disk_full)
+    app.add_exception_handler(OperationalError, disk_full)
 
     @app.exception_handler(DataError)
     async def unstorable(request: Request, exc: DataError) -> Response:

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from rescue.data.errors import DataError
 from rescue.data.validation import validate_records
-from rescue.io import write_atomic
+from rescue.io import write_all_atomic
 from rescue.review.crud import copy_cut, copy_values, draft_counterparts
 from rescue.review.fields import FIELD_NAMES
 from rescue.review.models import FINAL, now
@@ -86,6 +86,6 @@ def write_export(db: Session, project: Project, out: Path) -> tuple[int, Path]:
     side = sidecar_path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     # The one atomic writer: files follow the umask like every other output (mkstemp made them 0600).
-    write_atomic(out, to_jsonl(samples))
-    write_atomic(side, json.dumps(provenance, ensure_ascii=False, indent=2) + "\n")
+    # Both or neither: a full disk after the data would leave a release without its provenance.
+    write_all_atomic([(out, to_jsonl(samples)), (side, json.dumps(provenance, ensure_ascii=False, indent=2) + "\n")])
     return len(samples), side
