@@ -98,6 +98,11 @@ def test_timeline_shows_rows_text_and_waveform_and_seeks_and_steps_frames(browse
     # clicking a block chooses its row
     page.click("#block-3 .block-label", force=True)
     wait_until(page, "window.reviewState().selected === 2")
+    # zoom in: twice the pixels a second, the blocks twice as wide
+    width = page.locator("#block-3").bounding_box()["width"]
+    page.click("#zoom-in")
+    wait_until(page, f"ReviewTimeline.state().pxPerSecond === {2 * pps}")
+    assert abs(page.locator("#block-3").bounding_box()["width"] - 2 * width) < 2
     context.close()
 
 

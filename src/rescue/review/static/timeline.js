@@ -13,6 +13,7 @@ const ReviewTimeline = (() => {
   let wave = null;               // {duration, fps, rate, peaks} once loaded; null without a clip
   let box = null, track = null, canvas = null, head = null;
   let pxPerSecond = MIN_PX_PER_SECOND;
+  let zoom = 1;                  // times the fitted scale; the buttons double or halve it
   let dragging = null;           // {index, which, block, time}
   let lastCaret = null;          // where the cursor last stood in the Dialogue box, for a split of the text
   let cursor = 0;                // the playhead without a clip: where the timeline was last clicked
@@ -66,7 +67,7 @@ const ReviewTimeline = (() => {
   function draw() {
     if (!box || !view) return;
     const names = lanes();
-    pxPerSecond = Math.max(MIN_PX_PER_SECOND, (box.clientWidth || 600) / duration());
+    pxPerSecond = Math.max(MIN_PX_PER_SECOND, (box.clientWidth || 600) / duration()) * zoom;
     canvas = el("canvas.wave", { id: "waveform", height: 36, width: Math.min(16_000, Math.ceil(x(duration()))) });
     head = el("div.playhead", { id: "playhead" });
     const laneNodes = names.map((name, lane) => el("div.lane", { "data-speaker": name },
@@ -268,10 +269,19 @@ const ReviewTimeline = (() => {
     video.currentTime = Math.max(0, Math.min(duration(), video.currentTime + step / fps));
   }
 
+  function rezoom(factor) {
+    zoom = Math.max(0.25, Math.min(16, zoom * factor));
+    draw();
+    const left = x(at());  // keep the playhead in view
+    box.scrollLeft = Math.max(0, left - box.clientWidth / 2);
+  }
+
   function tools() {
     const disabled = view.readOnly;
     const button = (id, text, title, onclick) => el("button", { id, type: "button", title, text, disabled, onclick });
     return el("div.cut-tools", { id: "cut-tools" },
+      el("button", { id: "zoom-out", type: "button", title: "Zoom the timeline out", text: "−", onclick: () => rezoom(0.5) }),
+      el("button", { id: "zoom-in", type: "button", title: "Zoom the timeline in", text: "+", onclick: () => rezoom(2) }),
       el("button", { id: "frame-back", type: "button", title: "One frame back (,)", text: "◂ frame", onclick: () => frame(-1) }),
       el("button", { id: "frame-forward", type: "button", title: "One frame forward (.)", text: "frame ▸", onclick: () => frame(1) }),
       button("set-start", "Start ⇤", "Set the row's start to the playhead (i)", () => toPlayhead("start_time")),
@@ -301,5 +311,5 @@ const ReviewTimeline = (() => {
   });
   window.addEventListener("resize", () => { if (box) draw(); });
 
-  return { mount, draw, refresh, selected, KEYS, state: () => ({ pxPerSecond, wave: wave && { duration: wave.duration, fps: wave.fps, peaks: wave.peaks.length } }) };
+  return { mount, draw, refresh, selected, KEYS, state: () => ({ pxPerSecond, zoom, wave: wave && { duration: wave.duration, fps: wave.fps, peaks: wave.peaks.length } }) };
 })();
