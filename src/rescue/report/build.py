@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import shutil
@@ -122,8 +123,13 @@ def groups_csv(groups: SessionGroups) -> str:
 
 
 def _slug(text: str) -> str:
-    # Bounded and collision-free: a 300-character or newline-laden model id still names a file.
-    return safe_filename(text, max_length=60)
+    """The part of a file name that names a system (or any id from data): a short safe slug plus a hash of the
+    whole id, so the name is short, stable and distinct whatever the id holds (markup, newlines, 300
+    characters); files.csv says which file belongs to which system. The fixed word "gold" stays as it is."""
+    if text == "gold":
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{safe_filename(text, max_length=24)}-{digest}"
 
 
 def _frame_table(title: str, frame: pd.DataFrame, note: str = "", digits: int = 3) -> HtmlTable:
@@ -298,6 +304,7 @@ def _build(run_dirs: Sequence[str | Path], out_dir: Path, stage: Path, staged: l
         result.notes.append(f"{len(unknown)} sample(s) of the runs are not in {data_name} (e.g. {min(unknown)}): "
                             "they are left out of position analyses and have no transcript.")
 
+    named: dict[str, str] = {}  # file -> the system (or id) its name stands for
     figs: list[Figure] = []
     if no_plots:
         result.notes.append(no_plots)
@@ -339,6 +346,8 @@ def _build(run_dirs: Sequence[str | Path], out_dir: Path, stage: Path, staged: l
         for (source, scenario), matrix in analyses.transitions(systems, task).items():
             key = f"{task}_transitions_{_slug(source)}_{scenario}"
             write(f"analyses/{key}.csv", matrix.to_csv())
+            if source != "gold":
+                named[f"analyses/{key}.csv"] = source
             title = f"{name} label transitions, {source} ({scenario})"
             note = "Row-normalised % of consecutive labelled rows; self-transitions excluded."
             if source == "gold":  # the paper's Fig. 3; each system's own matrix is a table below
@@ -363,6 +372,7 @@ def _build(run_dirs: Sequence[str | Path], out_dir: Path, stage: Path, staged: l
     for (label, task, scenario), matrix in analyses.confusion_matrices(systems).items():
         key = f"confusion_{_slug(label)}_{task}_{scenario}"
         write(f"analyses/{key}.csv", matrix.to_csv())
+        named[f"analyses/{key}.csv"] = label
         title = f"{task.upper()} confusion, {label} ({scenario})"
         matrices.append(shaded_table(title, matrix, "Rows: gold; columns: top-1 prediction; cells: instances."))
 
@@ -385,6 +395,14 @@ def _build(run_dirs: Sequence[str | Path], out_dir: Path, stage: Path, staged: l
     for fig in figs:
         for fmt, content in fig.image.files().items():
             write(f"figures/{fig.key}.{fmt}", content)
+    if named:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(["file", "system"])
+        writer.writerows(sorted(named.items()))
+        write("files.csv", buffer.getvalue())
+        result.notes.append("files.csv says which file belongs to which system (file names carry a short slug "
+                            "and a hash of the system's id).")
 
     if options.html:
         step("report.html")

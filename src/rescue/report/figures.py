@@ -29,7 +29,15 @@ DPI = 150
 FORMATS = ("png", "svg", "pdf")
 plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 9,
                      "xtick.labelsize": 9, "ytick.labelsize": 9, "svg.hashsalt": "rescue", "pdf.compression": 6,
-                     "svg.fonttype": "none"})  # real text in the SVG: editable in a paper, searchable
+                     "svg.fonttype": "none",  # real text in the SVG: editable in a paper, searchable
+                     # Model ids and labels are text, never markup: "$\\textbf{x}$" must not reach mathtext.
+                     "text.parse_math": False, "text.usetex": False})
+
+
+def _legend_label(name: object) -> str:
+    # matplotlib leaves a label starting with "_" out of the legend; a model id may well start with one.
+    text = str(name)
+    return "\u200b" + text if text.startswith("_") else text
 
 
 def _png(figure: Figure) -> Rendered:
@@ -81,7 +89,7 @@ def position_curve(frame: pd.DataFrame, title: str = "Accuracy by dialogue posit
         accuracy = part["accuracy"].astype(float).to_numpy() * 100
         se = part["se"].astype(float).to_numpy() * 100
         style = {"linewidth": 2.5, "color": "black"} if system == "all systems" else {"linewidth": 1.4}
-        line = axes.plot(part["bin"], accuracy, marker="o", label=str(system), **style)[0]
+        line = axes.plot(part["bin"], accuracy, marker="o", label=_legend_label(system), **style)[0]
         axes.fill_between(part["bin"], accuracy - se, accuracy + se, alpha=0.15, color=line.get_color())
     per_bin = frame.drop_duplicates("bin").sort_values("bin")
     # Instances per bin: every system is scored on the same instances, so one system's count is the bin's.
@@ -106,7 +114,7 @@ def stacked_shares(frame: pd.DataFrame, title: str) -> Rendered:
     colours = plt.get_cmap("tab10")
     for k, label in enumerate(table.columns):
         values = table[label].to_numpy() * 100
-        axes.bar(range(len(table)), values, bottom=bottom, label=str(label), color=colours(k % 10))
+        axes.bar(range(len(table)), values, bottom=bottom, label=_legend_label(label), color=colours(k % 10))
         bottom += values
     axes.set_xticks(range(len(table)), list(positions), rotation=30)
     axes.set_xlabel("position in the session (row index, normalised)")
@@ -160,7 +168,7 @@ def preference_bars(frame: pd.DataFrame, title: str) -> Rendered:
     figure, axes = plt.subplots(figsize=(9.0, 4.2), layout="constrained")
     width = 0.8 / max(len(table.columns), 1)
     for k, system in enumerate(table.columns):
-        axes.bar(np.arange(len(table)) + k * width, table[system].fillna(0).to_numpy(), width, label=str(system))
+        axes.bar(np.arange(len(table)) + k * width, table[system].fillna(0).to_numpy(), width, label=_legend_label(system))
     axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
     handles, labels = axes.get_legend_handles_labels()
     for system in converged[~converged].index:
