@@ -151,3 +151,29 @@ def test_a_database_from_before_the_rulebook_is_upgraded_in_place(tmp_path):
     with sqlite3.connect(path) as con:
         assert con.execute("SELECT version, acknowledged_json FROM row_copies").fetchall() == [(3, "[]")]
         assert "disabled_at" in [c[1] for c in con.execute("PRAGMA table_info(users)")]
+
+
+@pytest.mark.slow
+def test_a_postgresql_database_from_before_the_rulebook_is_upgraded_in_place(postgres_url):
+    from sqlalchemy import create_engine, text
+
+    from rescue.review.db import make_engine, resolve_url
+
+    old = create_engine(resolve_url(postgres_url))
+    with old.begin() as con:
+        con.execute(text("CREATE TABLE users (id SERIAL PRIMARY KEY, name VARCHAR(64) UNIQUE, role VARCHAR(16), "
+                         "password_hash VARCHAR(255), created_at VARCHAR(40))"))
+        con.execute(text("CREATE TABLE row_copies (id SERIAL PRIMARY KEY, segment_id TEXT, copy VARCHAR(64), row_index "
+                         "INTEGER, version INTEGER, values_json TEXT, accepted_json TEXT, updated_by VARCHAR(64), "
+                         "updated_at VARCHAR(40), UNIQUE (segment_id, copy, row_index))"))
+        con.execute(text("INSERT INTO row_copies (segment_id, copy, row_index, version, values_json, accepted_json, "
+                         "updated_by, updated_at) VALUES ('s/1', 'ann', 1, 3, '{}', '[]', 'ann', 'then')"))
+    old.dispose()
+    make_engine(postgres_url).dispose()
+    make_engine(postgres_url).dispose()
+    check = create_engine(resolve_url(postgres_url))
+    with check.connect() as con:
+        assert con.execute(text("SELECT version, acknowledged_json FROM row_copies")).all() == [(3, "[]")]
+        assert con.execute(text("SELECT count(*) FROM information_schema.columns WHERE table_name = 'users' "
+                                "AND column_name = 'disabled_at'")).scalar() == 1
+    check.dispose()
