@@ -45,6 +45,10 @@ def judge_agreement_command(
     model: Annotated[str | None, typer.Option("--model", help="Only this evaluated model of the run.")] = None,
     output_format: Annotated[AgreementFormat, typer.Option("--format", help="table for people, json for scripts.")] = AgreementFormat.table,
     out: Annotated[Path | None, typer.Option("--out", help="Also write the JSON report to this file.")] = None,
+    epsilon: Annotated[float, typer.Option(
+        "--epsilon", min=0.0, max=1.0, help="The alternative annotator test's cost-benefit margin ε: how much "
+        "less often the judge may align with the other raters than a human does and still replace one (the "
+        "paper's guidance: 0.2 for crowd workers, 0.15 for skilled annotators, 0.1 for experts).")] = 0.2,
 ) -> None:
     """Compare human ratings with the judge scores of a run: exact agreement, MAE, Spearman, Pearson,
     quadratic-weighted Cohen's κ and Krippendorff's α, per task and judge."""
@@ -52,7 +56,8 @@ def judge_agreement_command(
     from rescue.report.runs import read_predictions
 
     records = read_predictions(run_dir / "predictions.jsonl")
-    report = judge_agreement(records, read_ratings(ratings), task=task.value if task else None, model=model)
+    report = judge_agreement(records, read_ratings(ratings), task=task.value if task else None, model=model,
+                             epsilon=epsilon)
     from rescue.io import json_safe, write_atomic
 
     # Strict JSON (an undefined correlation is null, not NaN), written whole or not at all.
@@ -77,8 +82,33 @@ def judge_agreement_command(
         console.print(table)
         if block["human_alpha"] is not None:
             console.print(f"Inter-rater α among the humans: {block['human_alpha']:.3f}")
+        for judge, stats in block["judges"].items():
+            _print_checks(judge, stats)
+    for warning in report["warnings"]:
+        console.print(f"warning: {warning}", style="yellow", highlight=False, soft_wrap=True)
     if report["unmatched_ratings"]:
         console.print(
             f"{report['unmatched_ratings']} rating(s) match no instance of the run, e.g. "
             f"{', '.join(report['unmatched_examples'])}", style="yellow"
         )
+
+
+def _print_checks(judge: str, stats: dict[str, Any]) -> None:
+    """The alternative annotator test's verdict and the length-bias check of one judge, in a line each."""
+    alt = stats.get("alt_test")
+    if alt is None:
+        console.print(f"{judge}: alternative annotator test needs ratings by at least 2 raters (3 or more "
+                      "advised)", highlight=False, soft_wrap=True)
+    elif alt["winning_rate"] is None:
+        console.print(f"{judge}: alternative annotator test: no rater shares enough items with another",
+                      highlight=False, soft_wrap=True)
+    else:
+        verdict = "passes: it may replace a human rater" if alt["passed"] else "fails: keep the human raters"
+        console.print(f"{judge}: alternative annotator test (ε={alt['epsilon']}) {verdict}; winning rate "
+                      f"{alt['winning_rate']:.2f} over {alt['raters_tested']} rater(s), advantage probability "
+                      f"{alt['advantage_probability']:.2f}", highlight=False, soft_wrap=True)
+    bias = stats.get("length_bias") or {}
+    if bias.get("rho") is not None:
+        flag = " — the judge may reward length" if bias["warning"] else ""
+        console.print(f"{judge}: score vs prediction length within gold-length strata: ρ = {bias['rho']:.2f} on "
+                      f"{bias['records']} graded record(s){flag}", highlight=False, soft_wrap=True)

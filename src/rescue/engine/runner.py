@@ -926,6 +926,10 @@ class Runner:
 
         config_json["rescue_version"] = __version__
         config_json["used"] = getattr(self, "used", {})
+        if self.config.judges:
+            from rescue.scoring.judge import prompt_hashes
+
+            config_json["judge_prompt_sha256"] = prompt_hashes(self.config.judge_scale)  # type: ignore[arg-type]
         block: dict[str, Any] = {}
         total: float | None = 0.0
         ran = {pair.model for pair in pairs}

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rescue.data.errors import RescueError
-from rescue.metrics.agreement import alpha, pair_statistics
+from rescue.metrics.agreement import alpha, alt_test, pair_statistics
 from rescue.tasks import TASKS, judged_tasks
 from rescue.tasks.base import PredictionRecord
 from rescue.tasks.rubric import inter_judge_alpha
@@ -113,8 +113,14 @@ def judge_agreement(
     *,
     task: str | None = None,
     model: str | None = None,
+    epsilon: float = 0.2,
 ) -> dict[str, Any]:
     """Human ratings vs the stored judge scores of a run, per task and per judge.
+
+    Beside the agreement statistics: the alternative annotator test per judge (:func:`alt_test`, with the
+    cost-benefit margin ``epsilon``), a length-bias check per judge on every graded record of the run
+    (:func:`length_bias`), and a warning per judge that comes from the same model family as an evaluated
+    model (:func:`self_preference`).
 
     Ratings are matched to records by ``(model, task, instance_id)``; a rating's empty model or task matches
     any, but must then match exactly one record. Per judge: the statistics over all (rating, record) pairs
@@ -172,6 +178,13 @@ def judge_agreement(
                 )
                 for rater in raters
             } if len(raters) > 1 else {}
+            judge_by_item = {record.instance_id: score for (_, record), (_, score) in zip(pairs, graded)
+                             if score is not None}
+            humans: dict[str, dict[str, float]] = defaultdict(dict)
+            for rating, record in pairs:
+                humans[rating.rater][record.instance_id] = rating.score
+            stats["alt_test"] = alt_test(judge_by_item, dict(humans), epsilon=epsilon) if len(humans) >= 2 else None
+            stats["length_bias"] = length_bias([r for r in records if r.task == name], key, judge)
             per_judge[judge] = stats
         raters = sorted({rating.rater for rating, _ in pairs})
         units = sorted({record.instance_id for _, record in pairs})
@@ -190,4 +203,89 @@ def judge_agreement(
             "no rating matches an instance of the run"
             + (f" (first unmatched: {', '.join(unmatched[:3])})" if unmatched else "")
         )
-    return {"tasks": report, "unmatched_ratings": len(unmatched), "unmatched_examples": unmatched[:5]}
+    warnings = self_preference(sorted({j for block in report.values() for j in block["judges"]}),
+                               sorted({r.model for r in records}))
+    return {"tasks": report, "unmatched_ratings": len(unmatched), "unmatched_examples": unmatched[:5],
+            "warnings": warnings}
+
+
+# Model families by the start of the model's own name (after any provider/ prefix): a judge grading a model of
+# its own family may prefer it (self-preference, Panickssery et al. 2024; Wataoka et al. 2024).
+FAMILIES: tuple[tuple[str, str], ...] = (
+    ("gpt", "OpenAI"), ("o1", "OpenAI"), ("o3", "OpenAI"), ("o4", "OpenAI"), ("chatgpt", "OpenAI"),
+    ("claude", "Anthropic"), ("gemini", "Google"), ("gemma", "Google"), ("qwen", "Qwen"), ("qwq", "Qwen"),
+    ("deepseek", "DeepSeek"), ("kimi", "Moonshot"), ("moonshot", "Moonshot"), ("minimax", "MiniMax"),
+    ("abab", "MiniMax"), ("llama", "Meta"), ("mistral", "Mistral"), ("mixtral", "Mistral"), ("glm", "Zhipu"),
+    ("grok", "xAI"), ("phi", "Microsoft"),
+)
+
+
+def model_family(name: str) -> str | None:
+    """The family of a model id (``openai/gpt-4o`` → OpenAI), or None when it is not one rescue knows."""
+    stem = name.rsplit("/", 1)[-1].strip().lower()
+    for prefix, family in FAMILIES:
+        if stem.startswith(prefix):
+            return family
+    return None
+
+
+def self_preference(judges: Sequence[str], models: Sequence[str]) -> list[str]:
+    """A warning for each judge that comes from the same family as an evaluated model."""
+    out = []
+    for judge in judges:
+        family = model_family(judge)
+        same = [m for m in models if family is not None and model_family(m) == family]
+        if same:
+            out.append(f"judge {judge} and evaluated model(s) {', '.join(same)} are all {family} models: a judge may "
+                       "prefer answers of its own family (self-preference); check with a judge of another family")
+    return out
+
+
+def length_bias(records: Sequence[PredictionRecord], key: str, judge: str, *, strata: int = 3) -> dict[str, Any]:
+    """Does the judge reward longer answers? Spearman's ρ between the judge's score and the prediction's
+    length in words, within strata of the gold's length (terciles), so that long gold answers that invite
+    long predictions do not count as bias; ``rho`` is the instance-weighted mean of the strata's ρ.
+    ``warning`` when ρ ≥ 0.3 (a moderate correlation) with at least 20 graded records."""
+    import numpy as np
+    from scipy.stats import spearmanr  # type: ignore[import-untyped]
+
+    rows = []
+    for record in records:
+        score = _judge_scores(record, key).get(judge)
+        if score is None or not record.ok:
+            continue
+        rows.append((len(_words(record.prediction)), len(_words(record.gold)), float(score)))
+    result: dict[str, Any] = {"records": len(rows), "rho": None, "strata": [], "warning": False}
+    if len(rows) < 4:
+        return result
+    gold_lengths = np.asarray([g for _, g, _ in rows], dtype=float)
+    edges = np.unique(np.quantile(gold_lengths, np.linspace(0, 1, strata + 1)[1:-1]))
+    bins = np.searchsorted(edges, gold_lengths, side="right")
+    weighted, total = 0.0, 0
+    for b in sorted(set(bins.tolist())):
+        part = [rows[i] for i in np.flatnonzero(bins == b)]
+        lengths, scores = [p for p, _, _ in part], [s for _, _, s in part]
+        rho = None
+        if len(part) >= 3 and np.ptp(lengths) > 0 and np.ptp(scores) > 0:
+            rho = float(spearmanr(lengths, scores).statistic)
+            weighted += rho * len(part)
+            total += len(part)
+        result["strata"].append({"gold_words": [int(min(g for _, g, _ in part)), int(max(g for _, g, _ in part))],
+                                 "records": len(part), "rho": rho})
+    if total:
+        result["rho"] = weighted / total
+        result["warning"] = bool(result["rho"] >= 0.3 and len(rows) >= 20)
+    return result
+
+
+def _words(value: Any) -> list[str]:
+    """The words of a prediction or gold, whatever its shape (text, list of phrases, dict of fields)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return value.split()
+    if isinstance(value, dict):
+        return [w for v in value.values() for w in _words(v)]
+    if isinstance(value, (list, tuple)):
+        return [w for v in value for w in _words(v)]
+    return str(value).split()

@@ -65,7 +65,7 @@ FAILED_PREDICTION_NOTE = "prediction status {status}: scored the scale minimum w
 
 __all__ = [
     "FAILED_PREDICTION_NOTE", "NO_JUDGE_NOTE", "SCALES", "JudgeAnswerError", "JudgeConfigError", "JudgeStats",
-    "Turn", "judge_prompt", "judge_records", "parse_grade", "rubric_for",
+    "Turn", "judge_prompt", "judge_records", "parse_grade", "prompt_hashes", "rubric_for",
 ]
 
 
@@ -80,6 +80,15 @@ def rubric_for(task_name: str) -> JudgeRubric:
     if rubric is None:
         raise JudgeConfigError(f"no judge for task {task_name!r}; judged tasks: {', '.join(judged_tasks())}")
     return rubric
+
+
+def prompt_hashes(scale: Scale) -> dict[str, str]:
+    """The SHA-256 of each judged task's rubric prompt at ``scale`` (what results.json records, so that two
+    runs' judge scores are known to come from the same instructions)."""
+    import hashlib
+
+    return {name: hashlib.sha256(rubric_for(name).prompts[scale].encode("utf-8")).hexdigest()
+            for name in judged_tasks()}
 
 
 # ---------------------------------------------------------------------------------------------------------
