@@ -217,3 +217,27 @@ def test_without_a_clip_a_click_on_the_timeline_places_the_playhead_for_a_split(
         context.close()
     finally:
         running.stop()
+
+
+def test_the_adjudicator_takes_an_annotators_cut(browser, server, app):
+    Client(app, "root").write("POST", "/api/assignments", {"k": 2, "annotators": ["ann", "bob"]})
+    ann, bob = Client(app, "ann"), Client(app, "bob")
+    row = ann.segment()["rows"][1]
+    middle = round((row["start_time"] + row["end_time"]) / 2, 3)
+    assert ann.write("POST", seg_url(FIRST) + "/rows/2/split", {"layout": 0, "version": 0, "at": middle}).status_code == 200
+    for client in (ann, bob):
+        assert client.verify().status_code == 200
+    theirs = [(r["start_time"], r["end_time"]) for r in ann.segment()["rows"]]
+    context, page = login(browser, server, "ada")
+    page.goto(server.url + "/segments/" + FIRST.replace("/", "%2F") + "/adjudicate")
+    page.wait_for_selector("#verify-final")
+    assert page.locator("button.take-cut[data-name=bob]").count() == 0  # bob kept the draft's cut, as the final copy
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("button.take-cut[data-name=ann]")
+    page.wait_for_selector("#adj-status:text(\"ann's\")")
+    final = Client(app, "ada").segment(copy="final")
+    assert [(r["start_time"], r["end_time"]) for r in final["rows"]] == theirs and final["layout"] == 1
+    # the final copy now has ann's cut: now bob's is the one that differs
+    assert page.locator("button.take-cut[data-name=ann]").count() == 0
+    assert page.locator("button.take-cut[data-name=bob]").count() == 1
+    context.close()

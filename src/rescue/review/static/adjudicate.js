@@ -70,6 +70,20 @@
       status(`Took ${taken} row(s) from ${name}`);
     } finally { busy = false; }
   }
+  // An annotator who re-cut the rows (split, merged, inserted, deleted) has a segmentation the final copy lacks;
+  // taking it replaces the final copy's rows with theirs, cut included (POST .../rows/take).
+  const spans = (rows) => rows.map((r) => `${r.start_time}-${r.end_time}`).join(",");
+  const cutDiffers = (name) => spans(data.copies[name]) !== spans(data.final.rows.map((r) => r.values));
+  async function takeCut(name) {
+    if (busy || !confirm(`Replace every row of the final copy with ${name}'s rows (${data.copies[name].length} rows, their cut)?`)) return;
+    busy = true;
+    try {
+      const answer = await api("POST", `${segmentUrl(B.segment)}/rows/take?copy=final`, { layout: data.final.layout, source: name });
+      await load();
+      if (answer.ok) { note(""); status(`The final copy now has ${name}'s ${data.final.rows.length} rows`); }
+      else note(answer.status === 409 ? "The final copy's rows changed meanwhile; reloaded — take again." : problems(answer));
+    } finally { busy = false; }
+  }
   function status(text) { const n = document.getElementById("adj-status"); if (n) n.textContent = text; }
 
   // --- the clip ----------------------------------------------------------------------------------------
@@ -175,7 +189,9 @@
     const columns = el("tr", {}, el("th", { text: "Row" }), el("th", { text: "Field" }), el("th", { text: "Draft" }),
       ...names.map((n) => el("th", {}, n, " ", el("button.link.take-all", { type: "button", "data-name": n, text: "take all",
         title: `Write ${n}'s version of every row where it differs into the final copy`,
-        onclick: () => { if (confirm(`Write ${n}'s version of every differing row into the final copy?`)) takeRows(n, final.rows.map((_, i) => i)); } }))),
+        onclick: () => { if (confirm(`Write ${n}'s version of every differing row into the final copy?`)) takeRows(n, final.rows.map((_, i) => i)); } }),
+        cutDiffers(n) ? el("button.link.take-cut", { type: "button", "data-name": n, text: "take cut",
+          title: `${n} re-cut the rows: replace the final copy's rows with ${n}'s, their cut included`, onclick: () => takeCut(n) }) : null)),
       el("th", { text: "Final" }));
     const guideOpen = !(document.getElementById("guidelines") || { hidden: true }).hidden;
     app.replaceChildren(head, el("div.adj-body", {}, side, el("div", {},

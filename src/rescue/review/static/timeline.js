@@ -284,12 +284,12 @@ const ReviewTimeline = (() => {
       el("button", { id: "zoom-in", type: "button", title: "Zoom the timeline in", text: "+", onclick: () => rezoom(2) }),
       el("button", { id: "frame-back", type: "button", title: "One frame back (,)", text: "◂ frame", onclick: () => frame(-1) }),
       el("button", { id: "frame-forward", type: "button", title: "One frame forward (.)", text: "frame ▸", onclick: () => frame(1) }),
-      button("set-start", "Start ⇤", "Set the row's start to the playhead (i)", () => toPlayhead("start_time")),
+      ...(view.readOnly ? [] : [button("set-start", "Start ⇤", "Set the row's start to the playhead (i)", () => toPlayhead("start_time")),
       button("set-end", "⇥ End", "Set the row's end to the playhead (o)", () => toPlayhead("end_time")),
       button("split-row", "Split", "Split the row at the playhead (s); the dialogue at the cursor's place in the Dialogue box", split),
       button("merge-row", "Merge ↓", "Merge the row with the next (m)", merge),
       button("insert-row", "New row", "A new row at the playhead, for speech nobody annotated (n)", insert),
-      button("delete-row", "Delete", "Delete the row (Shift+Delete)", remove));
+      button("delete-row", "Delete", "Delete the row (Shift+Delete)", remove)]));
   }
 
   document.addEventListener("focusout", (e) => {
