@@ -63,10 +63,19 @@ class Terminated(SystemExit):
         super().__init__(128 + signal.SIGTERM)
 
 
-def run(command: Sequence[str | Path], *, capture: bool = False, env: dict[str, str] | None = None
-        ) -> subprocess.CompletedProcess[bytes]:
+class TimedOut(Exception):
+    """A child ran past its time limit and was killed."""
+
+    def __init__(self, seconds: float):
+        super().__init__(f"still running after {seconds:.0f} s")
+        self.seconds = seconds
+
+
+def run(command: Sequence[str | Path], *, capture: bool = False, env: dict[str, str] | None = None,
+        timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
     """Run ``command`` to its end (stdout kept when ``capture``, stderr always kept) as a child that ends with
-    rescue; any exception while it runs (Ctrl-C, SIGTERM) kills it, waits for it, and moves on."""
+    rescue; any exception while it runs (Ctrl-C, SIGTERM) kills it, waits for it, and moves on. Past
+    ``timeout`` seconds it is killed the same way and :class:`TimedOut` is raised."""
     process = subprocess.Popen(
         [str(part) for part in command], stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE if capture else subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
@@ -75,7 +84,11 @@ def run(command: Sequence[str | Path], *, capture: bool = False, env: dict[str, 
     with _LIVE_LOCK:
         _LIVE.add(process)
     try:
-        stdout, stderr = process.communicate()
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill(process)
+        process.communicate()
+        raise TimedOut(timeout or 0.0) from None
     except BaseException:
         _kill(process)
         process.wait()

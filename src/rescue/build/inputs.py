@@ -211,7 +211,8 @@ def load_session(spec: SessionSpec) -> Session:
     if spec.segments is not None and not spec.segments.is_file():
         problems.append(f"{spec.segments}: no such segments file")
     if problems or media is None:
-        raise BuildInputError(problems)
+        # A manifest line named these files: say which, so the line can be found and fixed.
+        raise BuildInputError([f"{spec.origin}: {p}" for p in problems] if spec.origin else problems)
     return Session(spec, media, cues, tuple(notes), tuple(split))
 
 
@@ -260,17 +261,33 @@ def check_group(value: str, where: str) -> str:
     return value
 
 
+def read_csv_text(path: Path) -> str:
+    """A CSV file's text; :class:`BuildInputError` naming FILE:LINE when it is not UTF-8 (a spreadsheet's
+    cp1252 "séance") or holds a NUL byte (a binary file), which the csv module would otherwise crash on."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise BuildInputError([f"{path}: no such file"]) from None
+    except IsADirectoryError:
+        raise BuildInputError([f"{path}: is a folder, not a CSV file"]) from None
+    if b"\x00" in data:
+        line = data.count(b"\n", 0, data.index(b"\x00")) + 1
+        raise BuildInputError([f"{path}:{line}: holds a NUL byte: a binary file, not a CSV text file"])
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise BuildInputError([f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x}); save the file as "
+                               "UTF-8 (a spreadsheet's \"CSV UTF-8\")"]) from None
+
+
 def read_sessions_csv(path: Path, *, default_map: tuple[tuple[str, str], ...] = (),
                       overlap_tolerance: float = OVERLAP_TOLERANCE) -> list[SessionSpec]:
     """``--manifest sessions.csv``: a header ``video,subtitles,scenario,participants,group[,segments]
     [,speaker_map]``, one line per video; paths relative to the CSV's folder; participants and speaker-map
     items separated by ``;`` (or ``,`` inside quotes). A line's ``speaker_map`` replaces ``default_map``
     (``--speaker-map``)."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise BuildInputError([f"{path}: no such file"]) from None
-    reader = csv.DictReader(text.splitlines())
+    reader = csv.DictReader(read_csv_text(path).splitlines())
     header = [h.strip() for h in reader.fieldnames or []]
     missing = [c for c in MANIFEST_COLUMNS if c not in header]
     if missing:

@@ -51,6 +51,8 @@ from rescue.build.segments import (
     sample_id,
     write_segments_csv,
 )
+from rescue.llm.client import DEFAULT_MAX_ANSWER_BYTES
+from rescue.llm.reliable import DEFAULT_RETRY_AFTER_CAP
 from rescue.llm.secrets import redact_url
 from rescue.media import Cue, cues_in, ffmpeg_exe, get_step, scene_cuts
 from rescue.media.cut import REVIEW_CRF, review_height
@@ -85,6 +87,8 @@ class BuildConfig:
     keyframe_interval: float = 1.0
     scene_threshold: float = 0.3
     review_height: int | None = None  # review clips' height; None: the source's, at most 720
+    retry_after_cap: float = DEFAULT_RETRY_AFTER_CAP  # the longest Retry-After obeyed, as `rescue run`
+    max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES  # a larger answer is a request error, as `rescue run`
 
 
 @dataclass
@@ -342,11 +346,12 @@ async def _annotate_all(config: BuildConfig, items: list[Planned], log: BuildLog
     async with Session(cache=config.out / "cache.sqlite", concurrency=config.concurrency,
                        max_retries=config.max_retries, retry_errors=config.retry_errors,
                        max_failures=config.max_failures, max_cost=config.max_cost, prices=config.prices,
-                       log=log, notice=echo) as session:
+                       retry_after_cap=config.retry_after_cap, log=log, notice=echo) as session:
         if model is None:
             assert config.model is not None
             model = resolve_model(config.model, base_url=config.base_url, api_key_env=config.api_key_env,
-                                  json_mode=True, timeout=config.timeout, extra_body=config.extra_body)
+                                  json_mode=True, timeout=config.timeout, extra_body=config.extra_body,
+                                  max_answer_bytes=config.max_answer_bytes)
         wrapped = session.wrap(model)
 
         async def one(item: Planned, key: str) -> None:

@@ -11,7 +11,7 @@ import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
-from rescue.build.inputs import BuildInputError, Session, clock
+from rescue.build.inputs import BuildInputError, Session, clock, read_csv_text
 from rescue.media import Cue, parse_timestamp
 from rescue.io import write_atomic
 
@@ -54,7 +54,7 @@ def read_segments_csv(path: Path, session: Session) -> list[Segment]:
     """``start,end[,name]`` per line (a header line is optional); times in seconds or HH:MM:SS.mmm."""
     problems: list[str] = []
     segments: list[Segment] = []
-    lines = list(csv.reader(path.read_text(encoding="utf-8-sig").splitlines()))
+    lines = list(csv.reader(read_csv_text(path).splitlines()))
     duration = session.media.duration
     for line_number, fields in enumerate(lines, start=1):
         fields = [f.strip() for f in fields]

@@ -50,6 +50,11 @@ def build_command(
     temperature: Annotated[float | None, typer.Option("--temperature")] = None,
     extra: Annotated[list[str] | None, typer.Option("--extra", help="A provider extra, KEY=JSON; repeatable.")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request attempt.")] = 600.0,
+    retry_after_cap: Annotated[float, typer.Option(
+        "--retry-after-cap", help="The longest Retry-After wait obeyed, in seconds; a request told to wait longer "
+        "twice fails.")] = 300.0,
+    max_answer_bytes: Annotated[int, typer.Option(
+        "--max-answer-bytes", help="A larger answer is recorded as a request error, not stored.")] = 8 * 1024 * 1024,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Most requests in flight.")] = 4,
     max_retries: Annotated[int, typer.Option("--max-retries", help="Retries of a transient failure.")] = 5,
     max_failures: Annotated[int, typer.Option("--max-failures", help="Stop asking after this many failed requests (0: never).")] = 50,
@@ -109,7 +114,7 @@ def build_command(
         annotate=settings, extra_body=_parse_extras(list(extra or [])), timeout=timeout, concurrency=concurrency,
         max_retries=max_retries, max_failures=max_failures or None, max_cost=max_cost, retry_errors=retry_errors,
         prices=None if prices is None else str(prices), row_clips=row_clips, dry_run=dry_run, propose_only=propose_only,
-        review_height=review_height,
+        review_height=review_height, retry_after_cap=retry_after_cap, max_answer_bytes=max_answer_bytes,
     )
     from rescue.proc import ending_children_on_signals
 

@@ -72,7 +72,8 @@ def cut_clip(source: str | Path, start: float, end: float, out: str | Path, *,
             raise MediaError(f"{source}: cannot cut {start:.3f}-{end:.3f}s of a {info.duration:.3f} s video")
         source_info.append(info)
         run_ffmpeg(cut_args(source, start, end, tmp, keyframe_interval=keyframe_interval, width=width,
-                            height=height, crf=crf), step="cut", subject=source)
+                            height=height, crf=crf), step="cut", subject=source,
+                   duration=min(end, info.duration) - start)
 
     def verify(tmp: Path) -> None:
         info = source_info[0]

@@ -58,6 +58,7 @@ def grab_frames(source: str | Path, start: float, end: float, *, rate: float = 1
     times = frame_times(start, end, rate, cap)
     if not times:
         return []
-    data = run_ffmpeg(frame_args(source, times, width), step="frames", subject=source, capture=True)
+    data = run_ffmpeg(frame_args(source, times, width), step="frames", subject=source, capture=True,
+                      duration=end - start)
     images = split_jpegs(data)
     return [Frame(time, jpeg) for time, jpeg in zip(times, images)]

@@ -6,8 +6,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from rescue import proc
-from rescue.media.ffmpeg import MediaError, ffmpeg_exe, ffmpeg_info
+from rescue.media.ffmpeg import MediaError, ffmpeg_exe, ffmpeg_info, run_bounded
 
 _DURATION = re.compile(r"Duration:\s*(\d+):(\d\d):(\d\d(?:\.\d+)?)")
 _STREAM = re.compile(r"Stream #\d+:\d+[^:]*:\s*(Video|Audio|Subtitle|Data):\s*([^\s,]+)(.*)")
@@ -82,8 +81,9 @@ def verify_output(path: str | Path, *, duration: float, video: bool, audio: bool
         raise MediaError(f"{path}: holds {' + '.join(held) or 'no'} stream(s), {' + '.join(wanted)} asked")
     if abs(info.duration - duration) > tolerance:
         raise MediaError(f"{path}: lasts {info.duration:.3f} s, {duration:.3f} s asked")
-    result = proc.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-v", "error", "-xerror", "-i", str(path),
-                       "-map", "0", "-c", "copy", "-f", "null", "-"])
+    result = run_bounded([ffmpeg_exe(), "-hide_banner", "-nostdin", "-v", "error", "-xerror", "-i", str(path),
+                          "-map", "0", "-c", "copy", "-f", "null", "-"], step="verify", subject=path,
+                         duration=info.duration)
     if result.returncode != 0 or result.stderr.strip():
         tail = result.stderr.decode("utf-8", "replace").strip()[-600:]
         raise MediaError(f"{path}: unreadable to its end (ffmpeg exit {result.returncode}): {tail or 'no message'}")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rescue import proc
-from rescue.media.ffmpeg import MediaError, ffmpeg_exe
+from rescue.media.ffmpeg import MediaError, ffmpeg_exe, run_bounded
+from rescue.media.probe import probe
 from rescue.media.steps import media_step
 
 _PTS = re.compile(r"pts_time:\s*([\d.]+)")
@@ -20,7 +20,7 @@ def scene_cuts(source: str | Path, *, threshold: float = DEFAULT_THRESHOLD) -> l
         ffmpeg_exe(), "-hide_banner", "-nostdin", "-i", str(source), "-an", "-sn",
         "-vf", f"scale=160:-2,select='gt(scene,{threshold:g})',showinfo", "-f", "null", "-",
     ]
-    result = proc.run(command)
+    result = run_bounded(command, step="scene detection", subject=source, duration=probe(source).duration)
     text = result.stderr.decode("utf-8", "replace")
     if result.returncode != 0:
         raise MediaError(f"{source}: scene detection failed: {text.strip()[-600:]}")

@@ -87,6 +87,36 @@ def _split_speakers(text: str) -> tuple[str, tuple[str, ...], tuple[tuple[str, s
     return " ".join(lines), tuple(speakers), said if len(speakers) > 1 and len(said) > 1 else ()
 
 
+# A timing line of SRT or WebVTT ("00:00:01,000 --> 00:00:02,500") and the times of an ASS Dialogue line.
+_TIMING = re.compile(r"^\s*(\S+)\s*-->\s*(\S+)")
+_ASS_TIMES = re.compile(r"^\s*Dialogue:\s*[^,]*,\s*([^,]*),\s*([^,]*),")
+
+
+def _raw_problems(path: Path, raw: str) -> list[str]:
+    """What pysubs2 would read silently wrong, as FILE:LINE: a NUL or other control character (a binary or
+    corrupted file), a negative time (pysubs2 drops the sign: -00:00:01,000 would be read as 1 s)."""
+    problems: list[str] = []
+    for number, line in enumerate(raw.split("\n"), start=1):
+        where = f"{path}:{number}"
+        bad = next((c for c in line if c in _CONTROLS), None)
+        if bad is not None:
+            problems.append(f"{where}: holds the control character {bad!r} (a binary or damaged file?)")
+            continue
+        timing = _TIMING.match(line) or _ASS_TIMES.match(line)
+        if timing is None:
+            continue
+        start, end = timing.group(1), timing.group(2)
+        if start.startswith("-") or end.startswith("-"):
+            problems.append(f"{where}: negative time in {line.strip()!r}: times start at 00:00:00")
+            continue
+        if len(problems) >= 20:
+            break
+    return problems
+
+
+_CONTROLS = frozenset(chr(c) for c in range(32) if chr(c) not in "\t\n\r") | {"\x7f"}
+
+
 def load_cues(path: str | Path) -> list[Cue]:
     """Every non-empty cue of ``path`` in file order (SRT, WebVTT, ASS/SSA)."""
     import pysubs2
@@ -101,6 +131,9 @@ def load_cues(path: str | Path) -> list[Cue]:
         raise SubtitleError(f"{path}: no such file") from None
     except UnicodeDecodeError as exc:
         raise SubtitleError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    problems = _raw_problems(path, raw)
+    if problems:
+        raise SubtitleError("\n".join(problems))
     if fmt == "vtt":
         raw = _VOICE.sub(lambda m: f"{m.group(1).strip()}: ", raw).replace("</v>", "")
     try:

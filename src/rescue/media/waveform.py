@@ -22,7 +22,7 @@ def waveform(path: str | Path) -> dict[str, Any]:
     if not info.has_audio:
         return {"duration": info.duration, "fps": info.fps, "rate": PEAKS_PER_SECOND, "peaks": []}
     raw = run_ffmpeg(["-i", path, "-vn", "-ac", "1", "-ar", str(SAMPLE_RATE), "-f", "s16le", "-acodec", "pcm_s16le", "-"],
-                     step="waveform", subject=path, capture=True)
+                     step="waveform", subject=path, capture=True, duration=info.duration)
     samples = array("h")
     samples.frombytes(raw[: len(raw) - len(raw) % 2])
     duration = len(samples) / SAMPLE_RATE

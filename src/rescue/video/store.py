@@ -154,7 +154,8 @@ class MediaStore:
             run_ffmpeg(["-y", "-ss", f"{seek:.6f}", "-i", str(path), "-an", "-sn", "-dn",
                         "-vf", f"select='{pick}',scale={width}:{height}", "-fps_mode", "passthrough",
                         "-frames:v", str(len(chunk)), "-q:v", str(self.options.jpeg_quality), "-f", "image2",
-                        "-start_number", "0", str(scratch / "%07d.jpg")], step="frames", subject=path)
+                        "-start_number", "0", str(scratch / "%07d.jpg")], step="frames", subject=path,
+                       duration=(chunk[-1] - first + 1) / source.fps)
             made = sorted(scratch.glob("*.jpg"))
             if len(made) != len(chunk):
                 raise VideoError(f"{path}: asked ffmpeg for {len(chunk)} frames from frame {first}, got {len(made)} "
@@ -196,7 +197,8 @@ class MediaStore:
                         "-t", f"{duration:.6f}", "-map", "0:v:0", "-map", "0:a:0?", "-sn", "-dn",
                         "-map_metadata", "-1", "-vf", f"scale={width}:{height}", "-c:v", "libx264",
                         "-preset", "veryfast", "-crf", "28", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "64k",
-                        "-movflags", "+faststart", "-f", "mp4", str(tmp)], step="clip", subject=path)
+                        "-movflags", "+faststart", "-f", "mp4", str(tmp)], step="clip", subject=path,
+                       duration=duration)
             os.replace(tmp, out)
         finally:
             tmp.unlink(missing_ok=True)
