@@ -104,8 +104,8 @@ def run_command(
     limit_samples: Annotated[Optional[int], typer.Option(
         "--limit-samples", rich_help_panel=P_DATA, help="Only N samples (see --sample-choice); the ones taken are listed in results.json.")] = None,
     sample_choice: Annotated[str, typer.Option(
-        "--sample-choice", rich_help_panel=P_DATA, help="With --limit-samples: 'first' N in file order, or 'stratified' (each scenario in "
-        "its share, spread over the file).")] = "first",
+        "--sample-choice", rich_help_panel=P_DATA, help="With --limit-samples: 'stratified' (each scenario in its share, from as many "
+        "session groups as possible, so intervals can be computed) or 'first' N in file order.")] = "stratified",
     rpp_gold: Annotated[Optional[RppGoldChoice], typer.Option(
         "--rpp-gold", rich_help_panel=P_DATA, help="The row field holding RPP gold: auto (relation_pattern where a "
         "sample has it, else relation_cycle_state), relation_pattern or relation_cycle_state (docs/tasks.md).")] = None,

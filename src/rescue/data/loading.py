@@ -4,6 +4,7 @@ without cycles: reading <- validation <- loading."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from rescue.data.errors import DataError
@@ -28,8 +29,9 @@ def load_samples(path: str | Path | None = None, *, strict: bool = True) -> list
 
 
 def choose_samples(samples: list[Sample], limit: int, how: str = "first") -> list[Sample]:
-    """``limit`` samples: the first in file order, or ``stratified``: each scenario in its share of the data
-    (at least one of each while ``limit`` allows), spread evenly over that scenario's file order."""
+    """``limit`` samples: the first in file order, or ``stratified`` (the default of ``rescue run``): each
+    scenario in its share of the data (at least one of each while ``limit`` allows) and, within a scenario, as
+    many session groups (:mod:`rescue.data.groups`) as possible, spread evenly over the file order."""
     if limit >= len(samples):
         return list(samples)
     if how == "first":
@@ -47,8 +49,32 @@ def choose_samples(samples: list[Sample], limit: int, how: str = "first") -> lis
     while sum(quota.values()) < limit:  # largest remainders first
         name = max((n for n in quota if quota[n] < len(groups[n])), key=lambda n: (shares[n] - quota[n], n))
         quota[name] += 1
+    from rescue.data.groups import infer_groups
+
+    sessions = infer_groups(samples)
     chosen: set[int] = set()
     for name, group in groups.items():
-        k = quota[name]
-        chosen.update(id(group[int(i * len(group) / k)]) for i in range(k))
+        chosen.update(id(s) for s in _across_groups(group, quota[name], sessions.group_of))
     return [s for s in samples if id(s) in chosen]
+
+
+def _across_groups(samples: list[Sample], k: int, group_of: Callable[[str], str]) -> list[Sample]:
+    """``k`` of one scenario's samples from as many session groups as possible (the bootstrap resamples groups:
+    with one couple's clips only it has no interval to give), spread evenly over the file order: the groups
+    take turns, each giving its clips in order, evenly spaced within it."""
+    by_group: dict[str, list[Sample]] = {}
+    for sample in samples:
+        by_group.setdefault(group_of(sample.sample_id), []).append(sample)
+    names = list(by_group)
+    # Which groups, when fewer than all: evenly spaced over the file order.
+    names = [names[int(i * len(names) / k)] for i in range(k)] if k < len(names) else names
+    taken: dict[str, int] = dict.fromkeys(names, 0)
+    while sum(taken.values()) < k:
+        for name in names:
+            if sum(taken.values()) < k and taken[name] < len(by_group[name]):
+                taken[name] += 1
+    picked: list[Sample] = []
+    for name in names:
+        clips, n = by_group[name], taken[name]
+        picked.extend(clips[int(i * len(clips) / n)] for i in range(n))
+    return picked

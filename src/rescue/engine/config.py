@@ -53,7 +53,8 @@ class RunConfig(BaseModel):
     video: Any = None  # video modes: rescue.video.VideoOptions (media root, frames or clip ...); stored as a dict
     context_size: int | None = None  # None: each task's default
     limit_samples: int | None = None
-    sample_choice: str = "first"  # with limit_samples: the first N in file order, or stratified by scenario
+    # with limit_samples: stratified by scenario and session group (enough groups for intervals), or the first N
+    sample_choice: str = "stratified"
     batch_size: str = "1"  # "1", a number, or "authors" (each task's authors' batch size)
     parse: str = "strict"  # "strict" or "lenient" (rescue.tasks.base.ParsePolicy); rescore can switch it
     rpp_gold: str | None = None  # shorthand for task_options["rpp"]["rpp_gold"]
@@ -197,6 +198,8 @@ class RunConfig(BaseModel):
         data = {k: v for k, v in self.to_json().items() if k not in OPERATIONAL_FIELDS}
         if isinstance(data.get("video"), dict):  # where the media lie and how many make them changes no request
             data["video"] = {k: v for k, v in data["video"].items() if k not in ("media_root", "workers")}
+        if self.limit_samples is None:  # every sample: how N would be chosen changes nothing
+            data.pop("sample_choice", None)
         if not set(self.tasks) & set(graded_tasks()):  # judges and BERTScore score nothing else
             for key in [k for k in data if k.startswith(("bertscore", "judge"))]:
                 del data[key]

@@ -43,6 +43,7 @@ class Comparison:
     mcnemar_only_b: int | None = None
     p_mcnemar: float | None = None
     p_mcnemar_cluster: float | None = None
+    resamples: int = 0  # the paired bootstrap's replicates: its p-value is never below 2 / (resamples + 1)
 
 
 
@@ -107,6 +108,7 @@ def compare_systems(
                         p.a, p.b, p.diff, p.low, p.high, p.p_value,
                         mcnemar.only_a if exact else None, mcnemar.only_b if exact else None,
                         mcnemar.p_value if exact else None, mcnemar.p_cluster if exact else None,
+                        p.resamples,
                     ))
     return results
 
@@ -118,7 +120,18 @@ def _fmt(column: Column, value: float | None) -> str:
 def _p(value: float | None) -> str:
     if value is None:
         return "—"
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def p_bootstrap_text(comparison: Comparison) -> str:
+    """The paired bootstrap's p-value; at its floor (no replicate crossed zero) "< 2/(R+1)", e.g. "< 0.002":
+    the test cannot say how much smaller it is."""
+    value = comparison.p_bootstrap
+    if value is None:
+        return "—"
+    if comparison.resamples and value <= 2.0 / (comparison.resamples + 1) + 1e-12:
+        return f"< {2.0 / (comparison.resamples + 1):.3f}"
+    return _p(value)
 
 
 def comparisons_markdown(comparisons: Sequence[Comparison], alpha: float = 0.05, *, cluster: str = DEFAULT_CLUSTER) -> str:
@@ -127,7 +140,7 @@ def comparisons_markdown(comparisons: Sequence[Comparison], alpha: float = 0.05,
     rows: list[list[str]] = []
     for c in informative(comparisons):
         ci = f"{_fmt(c.column, c.diff)} [{_fmt(c.column, c.low)}, {_fmt(c.column, c.high)}]"
-        p_boot = _p(c.p_bootstrap) + ("†" if c.p_bootstrap is not None and c.p_bootstrap < alpha else "")
+        p_boot = p_bootstrap_text(c) + ("†" if c.p_bootstrap is not None and c.p_bootstrap < alpha else "")
         mcnemar = "" if c.p_mcnemar is None else f"{c.mcnemar_only_a}/{c.mcnemar_only_b}, {_p(c.p_mcnemar)}"
         clustered = "" if c.p_mcnemar_cluster is None else _p(c.p_mcnemar_cluster)
         if c.p_mcnemar_cluster is not None and c.p_mcnemar_cluster < alpha:

@@ -11,14 +11,14 @@ import base64
 import gzip
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
 from rescue.data.models import Sample
-from rescue.report.comparisons import Comparison, comparisons_note, informative
+from rescue.report.comparisons import Comparison, comparisons_note, informative, p_bootstrap_text
 from rescue.report.leaderboard import MARKER, Cell, Leaderboard, _counts_text, cell_parts, legend
 from rescue.report.outcomes import outcome
 from rescue.report.runs import System
@@ -56,6 +56,8 @@ class HtmlTable:
     rows: list[list[Any]]  # str, or Markup for cells with their own markup
     note: str = ""
     collapsed: bool = False  # inside a closed <details>
+    css: str = ""  # the table's class: "board" (leaderboard layout), "wraps" (long text wraps)
+    groups: list[tuple[str, int]] = field(default_factory=list)  # a header row above: (label, columns spanned)
 
 
 def html_cell(cell: Cell | None, column: Any) -> Markup:
@@ -63,7 +65,8 @@ def html_cell(cell: Cell | None, column: Any) -> Markup:
     value, interval, count = cell_parts(cell, column)
     shown = Markup("<strong>{}</strong>").format(value) if cell is not None and cell.best else escape(value)
     extra = " ".join(p for p in (interval, count) if p)
-    return shown + (Markup(' <small class="ci">{}</small>').format(extra) if extra else Markup(""))
+    # The interval on a line of its own: a column is as wide as its value, not value and interval side by side.
+    return shown + (Markup('<br><small class="ci">{}</small>').format(extra) if extra else Markup(""))
 
 
 def leaderboard_tables(board: Leaderboard) -> list[HtmlTable]:
@@ -76,10 +79,19 @@ def leaderboard_tables(board: Leaderboard) -> list[HtmlTable]:
             rows.append([name, *(html_cell(r.cells.get(c.id), c) for c in board.columns),
                          "" if r.published else _counts_text(r, tasks)])
         title = "Pooled (both scenarios)" if scope == "all" else f"Scenario: {scope}"
-        tables.append(HtmlTable(title, ["System", *(c.header for c in board.columns), "Instances/failures"], rows))
+        # Grouped headers: the task once above its metrics ("ITP" over "F1 | P | R"), not "ITP F1 | ITP P ...".
+        groups = [("", 1)] + [(task.upper(), sum(1 for c in board.columns if c.task == task))
+                              for task in dict.fromkeys(c.task for c in board.columns)] + [("", 1)]
+        headers = ["System", *(_metric_label(c) for c in board.columns), "Instances/failures"]
+        tables.append(HtmlTable(title, headers, rows, css="board", groups=groups))
     if tables:
         tables[-1].note = legend(board)
     return tables
+
+
+def _metric_label(column: Any) -> str:
+    prefix = column.task.upper() + " "
+    return column.header[len(prefix):] if column.header.startswith(prefix) else column.header
 
 
 def _p_text(value: float | None, alpha: float) -> str:
@@ -100,7 +112,9 @@ def comparison_tables(comparisons: Sequence[Comparison], alpha: float, cluster: 
                 c.column.format(c.low), c.column.format(c.high))
             mcnemar = "" if c.p_mcnemar is None else f"{c.mcnemar_only_a}/{c.mcnemar_only_b}, {_p_text(c.p_mcnemar, alpha)}"
             out.append([c.a, c.b, c.scope, c.metric, str(c.instances), c.column.format(c.value_a),
-                        c.column.format(c.value_b), diff, _p_text(c.p_bootstrap, alpha), mcnemar,
+                        c.column.format(c.value_b), diff,
+                        "" if c.p_bootstrap is None else p_bootstrap_text(c) + (MARKER if c.p_bootstrap < alpha else ""),
+                        mcnemar,
                         _p_text(c.p_mcnemar_cluster, alpha)])
         return out
 
@@ -143,7 +157,7 @@ def reproduction_table(items: Sequence[Any], title: str = "Our scores against th
         del cells[5]
         rows.append(cells)
     headers = [h for k, h in enumerate(HEADERS) if k != 5]
-    return HtmlTable(title, headers, rows, "" if collapsed else reference_note(), collapsed=collapsed)
+    return HtmlTable(title, headers, rows, "" if collapsed else reference_note(), collapsed=collapsed, css="wraps")
 
 
 def _transcripts(samples: Sequence[Sample], wanted: set[str]) -> dict[str, list[dict[str, Any]]]:

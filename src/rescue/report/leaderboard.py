@@ -17,7 +17,7 @@ from typing import Any
 
 from rescue.io import latex_text, markdown_table, markdown_text
 from rescue.data.groups import GROUP_WORDS, SessionGroups
-from rescue.report.bootstrap import DEFAULT_CLUSTER, Interval, bootstrap_ci
+from rescue.report.bootstrap import DEFAULT_CLUSTER, MIN_SAMPLES, Interval, bootstrap_ci
 from rescue.report.columns import COLUMNS, Column, columns_for
 from rescue.report.comparability import MIXED_MARK, Comparability, bertscore_text, judge_text
 from rescue.report.runs import System
@@ -40,6 +40,13 @@ class Cell:
     mixed: bool = False  # computed on another instance set than the other systems' (--allow-mixed)
     best: bool = False  # the best value of its column and scope
     paired_on: int | None = None  # shared instances of the paired test behind the marker
+    failures: int = 0
+    no_ci: bool = False  # measured on records, but the bootstrap had too few clusters for an interval
+
+    @property
+    def all_failed(self) -> bool:
+        """Every instance failed (no answer at all): the value is the failure floor, not a measurement."""
+        return self.instances > 0 and self.failures >= self.instances
 
 
 @dataclass
@@ -142,6 +149,9 @@ def build_leaderboard(
                         interval.high if interval else None,
                         instances=row.counts[task][0],
                         mixed=mixed,
+                        failures=row.counts[task][1],
+                        no_ci=bool(records) and aggregate is not None and n_resamples > 0
+                        and (interval is None or interval.low is None),
                     )
             rows.append(row)
     reference = systems[0].label if systems else ""
@@ -172,7 +182,8 @@ def mark_best(board: Leaderboard) -> None:
     for scope in dict.fromkeys(r.scope for r in board.rows):
         rows = [r for r in board.scope_rows(scope) if not r.published]
         for column in board.columns:
-            cells = [c for r in rows if (c := r.cells.get(column.id)) is not None and c.value is not None]
+            cells = [c for r in rows
+                     if (c := r.cells.get(column.id)) is not None and c.value is not None and not c.all_failed]
             if len(cells) < 2:
                 continue
             top = max(round(c.value * column.scale, column.digits) for c in cells)  # type: ignore[operator]
@@ -198,10 +209,14 @@ def cell_parts(cell: Cell | None, column: Column) -> tuple[str, str, str]:
     """(value with its marks, interval, instance count where mixed) as plain text; empty parts are ''."""
     if cell is None or cell.value is None:
         return "—", "", ""
+    if cell.all_failed:
+        return "—", "", f"all {cell.failures} failed"
     value = column.format(cell.value) + (MARKER if cell.significant else "") + (MIXED_MARK if cell.mixed else "")
     interval = ""
     if cell.low is not None and cell.high is not None:
         interval = f"[{column.format(cell.low)}, {column.format(cell.high)}]"
+    elif cell.no_ci:
+        interval = NO_CI
     count = f"n={cell.instances}" if cell.mixed else ""
     if cell.significant and cell.paired_on is not None and cell.paired_on != cell.instances:
         count = ", ".join(p for p in (count, f"{MARKER} on {cell.paired_on} shared") if p)
@@ -235,6 +250,19 @@ def _markdown(headers: Sequence[str], body: Sequence[Sequence[str]]) -> str:
 
 
 CLUSTER_WORDS = {"group": GROUP_WORDS, "sample": "samples (clips)"}
+NO_CI = "[no CI]"
+
+
+def no_ci_text(board: Leaderboard) -> str:
+    """Why some cells have no interval, and what gives them one ("" when every measured cell has one)."""
+    if not any(c.no_ci and not c.all_failed for r in board.rows for c in r.cells.values()):
+        return ""
+    unit = "session groups" if board.cluster == "group" else "samples"
+    fix = ("rerun with more samples (--limit-samples N takes them stratified across scenarios and session "
+           "groups), or report with --cluster sample (clips resampled as if independent)"
+           if board.cluster == "group" else "rerun with more samples")
+    return (f"{NO_CI}: no interval and no significance test: the bootstrap resamples {unit} within each "
+            f"scenario and this scope has fewer than {MIN_SAMPLES} of them; {fix}.")
 
 
 def grouping_text(groups: SessionGroups | None) -> str:
@@ -255,6 +283,11 @@ def legend(board: Leaderboard) -> str:
         + f"{MARKER}: differs from {board.reference} (paired bootstrap on the shared instances, p < {board.alpha}; "
         f"n per test in the comparisons). Counts: instances/failures per task (failures score as wrong)."
     )
+    missing = no_ci_text(board)
+    if missing:
+        text += " " + missing
+    if any(r.cells.get(c.id) is not None and r.cells[c.id].all_failed for r in board.rows for c in board.columns):
+        text += " — (all N failed): every instance of the task failed (no answer), so there is no score to show."
     if any(any(r.budget.values()) for r in board.rows):
         text += (" (N budget): failures whose answer budget ran out before any answer (thinking models; "
                  "rerun with --budget-retry 2 or a larger --max-tokens).")
@@ -289,6 +322,8 @@ def to_latex(board: Leaderboard) -> str:
     lines = [
         r"\begin{table*}[t]",
         r"\centering\small",
+        # As wide as the text at most, whatever the number of columns (needs \usepackage{graphicx}).
+        r"\resizebox{\textwidth}{!}{%",
         r"\begin{tabular}{ll" + "r" * len(columns) + "}",
         r"\toprule",
         "Model & Scen. & " + " & ".join(latex_escape(c.header) for c in columns) + r" \\",
@@ -302,7 +337,7 @@ def to_latex(board: Leaderboard) -> str:
             values, intervals = [], []
             for column in columns:
                 cell = row.cells.get(column.id)
-                if cell is None or cell.value is None:
+                if cell is None or cell.value is None or cell.all_failed:
                     values.append("--")
                     intervals.append("")
                     continue
@@ -320,7 +355,7 @@ def to_latex(board: Leaderboard) -> str:
         f"{latex_escape(CLUSTER_WORDS.get(board.cluster, board.cluster))}. $^\\dagger$: differs from "
         f"{latex_escape(board.reference)} (paired bootstrap, $p<{board.alpha}$).}}"
     )
-    lines += [r"\bottomrule", r"\end{tabular}", caption, r"\end{table*}"]
+    lines += [r"\bottomrule", r"\end{tabular}}", caption, r"\end{table*}"]
     return "\n".join(lines) + "\n"
 
 
