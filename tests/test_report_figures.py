@@ -36,3 +36,34 @@ def test_preference_bars_omit_a_fit_that_did_not_converge():
                          columns=["system", "scenario", "label", "strength", "bias", "log_spread", "converged"])
     svg = _svg(figures.preference_bars(frame, "SSP preference"))
     assert "wild: did not converge, omitted" in svg and "kept" in svg
+
+
+def test_a_heatmap_says_in_the_figure_why_its_diagonal_is_zero():
+    from rescue.report.build import TRANSITION_NOTE
+
+    matrix = pd.DataFrame([[0.0, 1.0], [1.0, 0.0]], index=["a", "b"], columns=["a", "b"])
+    svg = _svg(figures.heatmap(matrix, "transitions", percent=True, footnote=TRANSITION_NOTE))
+    assert "The diagonal is 0 by construction" in svg
+
+
+def test_preference_bars_of_a_baseline_carry_the_caveat_in_the_figure():
+    frame = pd.DataFrame([("baseline/uniform", "couple", "x", 3.0, 0.5, 0.1, True),
+                          ("baseline/uniform", "couple", "y", 0.4, 0.5, 0.1, True)],
+                         columns=["system", "scenario", "label", "strength", "bias", "log_spread", "converged"])
+    svg = _svg(figures.preference_bars(frame, "SSP preference"))
+    assert "not a preference" in svg and "uniform draws at random" in svg
+    model = frame.assign(system="some/model")
+    assert "not a preference" not in _svg(figures.preference_bars(model, "SSP preference"))
+
+
+def test_score_panels_list_only_systems_with_a_value():
+    from rescue.report.columns import COLUMNS
+    from rescue.report.leaderboard import Cell, Leaderboard, LeaderRow
+
+    itp, stp = next(c for c in COLUMNS if c.task == "itp"), next(c for c in COLUMNS if c.task == "stp")
+    rows = [LeaderRow("has-both", "all", cells={itp.id: Cell(0.5), stp.id: Cell(0.4)}),
+            LeaderRow("itp-only", "all", cells={itp.id: Cell(0.3)})]
+    board = Leaderboard([itp, stp], rows, "has-both", 0.95, 0.05, 100, "group", "", False, "")
+    svg = _svg(figures.metric_bars(board, [itp.id, stp.id]))
+    assert svg.count(">itp-only<") == 1  # in the ITP panel, not as an empty row of the STP panel
+    assert svg.count(">has-both<") == 2

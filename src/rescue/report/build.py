@@ -142,6 +142,8 @@ def _frame_table(title: str, frame: pd.DataFrame, note: str = "", digits: int = 
 
 
 PLOT_EXTRA = "pip install 'rescue-bench[plot]'"
+TRANSITION_NOTE = ("Row-normalised % of consecutive labelled rows. The diagonal is 0 by construction: "
+                   "a label followed by itself is not counted as a transition.")
 
 
 def plotting(wanted: bool | None) -> tuple[ModuleType | None, str | None]:
@@ -349,10 +351,11 @@ def _build(run_dirs: Sequence[str | Path], out_dir: Path, stage: Path, staged: l
             if source != "gold":
                 named[f"analyses/{key}.csv"] = source
             title = f"{name} label transitions, {source} ({scenario})"
-            note = "Row-normalised % of consecutive labelled rows; self-transitions excluded."
+            note = TRANSITION_NOTE
             if source == "gold":  # the paper's Fig. 3; each system's own matrix is a table below
                 if plots is not None:
-                    figs.append(Figure(key, title, plots.heatmap(matrix, title, percent=True), note))
+                    figs.append(Figure(key, title, plots.heatmap(matrix, title, percent=True, footnote=TRANSITION_NOTE),
+                                       note))
             else:
                 matrices.append(shaded_table(title, matrix, note, percent=True))
     for task in [t for t in analyses.tasks_with("per_label") if any(s.task_records(t) for s in systems)]:

@@ -55,9 +55,10 @@ def _png(figure: Figure) -> Rendered:
     return Rendered(out["png"], out["svg"], out["pdf"])
 
 
-def heatmap(matrix: pd.DataFrame, title: str, *, percent: bool = False) -> Rendered:
+def heatmap(matrix: pd.DataFrame, title: str, *, percent: bool = False, footnote: str = "") -> Rendered:
     """A labelled heatmap; cell text is the count, or the percentage for row-normalised matrices, and the
-    colour bar is in the same unit as the cells."""
+    colour bar is in the same unit as the cells. ``footnote`` is printed under it, inside the image (a figure
+    copied into a paper or a slide keeps what it needs to be read)."""
     values = matrix.to_numpy(dtype=float) * (100.0 if percent else 1.0)
     rows, cols = values.shape
     figure, axes = plt.subplots(figsize=(max(6.0, 1.6 + 0.9 * cols), max(3.5, 1.4 + 0.6 * rows)), layout="constrained")
@@ -76,6 +77,8 @@ def heatmap(matrix: pd.DataFrame, title: str, *, percent: bool = False) -> Rende
     axes.set_title(title)
     bar = figure.colorbar(image, ax=axes, fraction=0.046, pad=0.04)
     bar.set_label("% of the row" if percent else "instances")
+    if footnote:
+        figure.text(0.01, 0.0, footnote, ha="left", va="top", fontsize=8, color="#444444", wrap=True)
     return _png(figure)
 
 
@@ -132,7 +135,6 @@ def metric_bars(board: Leaderboard, headers: Sequence[str], scope: str = "all", 
     count = max(len(columns), 1)
     ncols = 2 if count > 1 else 1
     nrows = (count + ncols - 1) // ncols
-    names = [r.system for r in rows]
     height = max(2.2, 0.8 + 0.32 * len(rows))
     figure, axes_grid = plt.subplots(nrows, ncols, figsize=(10.0, height * nrows), squeeze=False, layout="constrained")
     for k, axes in enumerate(axes_grid.flat):
@@ -140,16 +142,17 @@ def metric_bars(board: Leaderboard, headers: Sequence[str], scope: str = "all", 
             axes.set_visible(False)
             continue
         column = columns[k]
-        for y, row in enumerate(rows):
-            cell = row.cells.get(column.id)
-            if cell is None or cell.value is None:
-                continue
-            value = cell.value * column.scale
+        # Only the systems with a value here: a baseline without this task (persist has no STP) gets no empty row.
+        shown = [r for r in rows if (c := r.cells.get(column.id)) is not None and c.value is not None
+                 and not c.all_failed]
+        for y, row in enumerate(shown):
+            cell = row.cells[column.id]
+            value = cell.value * column.scale  # type: ignore[operator]
             error = None
             if cell.low is not None and cell.high is not None:
                 error = [[value - cell.low * column.scale], [cell.high * column.scale - value]]
             axes.barh(y, value, xerr=error, capsize=3, color="#4C72B0")
-        axes.set_yticks(range(len(rows)), names if k % ncols == 0 else [""] * len(rows))
+        axes.set_yticks(range(len(shown)), [r.system for r in shown])
         axes.invert_yaxis()
         axes.set_title(column.header + (" (%)" if column.scale == 100 else ""))
         axes.grid(axis="x", alpha=0.3)
@@ -157,6 +160,10 @@ def metric_bars(board: Leaderboard, headers: Sequence[str], scope: str = "all", 
             axes.set_xlim(0, 100)
     figure.suptitle(title or f"Scores with {round(board.level * 100)}% bootstrap CIs ({scope})")
     return _png(figure)
+
+
+BASELINE_CAVEAT = ("baseline/*: not models. Their bars show the baseline's rule (uniform draws at random, majority "
+                   "always answers one label) and sampling noise on few instances, not a preference.")
 
 
 def preference_bars(frame: pd.DataFrame, title: str) -> Rendered:
@@ -180,4 +187,6 @@ def preference_bars(frame: pd.DataFrame, title: str) -> Rendered:
     axes.set_ylabel("Bradley–Terry strength (1 = none)")
     axes.set_title(title)
     axes.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1))
+    if any(str(system).startswith("baseline/") for system in table.columns):
+        figure.text(0.01, 0.0, BASELINE_CAVEAT, ha="left", va="top", fontsize=8, color="#444444", wrap=True)
     return _png(figure)
