@@ -2,11 +2,15 @@
 
 (a) media preparation — rescue's cuts (``rescue.media.cut_clip``) and frame grabs (``grab_frames``) against
     the bare ffmpeg commands doing the same cuts and grabs (target: >= 90% of bare ffmpeg's speed);
+(c) a whole ``rescue build`` without a model (a fresh process: start-up, input checks, cuts with their checks,
+    subtitles, draft, manifest) of a multi-minute session against the bare ffmpeg commands with the same
+    arguments, as seconds per video-minute; min / median / max of the ratio over alternating rounds;
 (b) pre-annotation throughput — ``rescue build --model`` (a fresh process, start-up and input checks
     included) against the lean async client (``_clients.py lean``: raw httpx and a semaphore) sending the
     very requests rescue sent, to the scripted server answering after ``--latency`` (target: >= 85%).
 
     .venv/bin/python benchmarks/bench_build_media.py [--cuts 4] [--segments 12] [--latency 0.2]
+        [--build-minutes 8] [--only a,b,c]
 """
 
 from __future__ import annotations
@@ -67,6 +71,54 @@ def media(folder: Path, cuts: int, seconds: float, spans: int, rounds: int) -> t
     return min(timings["ours"]), min(timings["bare"])
 
 
+def whole_build(folder: Path, minutes: float, segment_minutes: float, rounds: int) -> dict[str, float]:
+    """(c): ``rescue build`` (no model) against the bare ffmpeg commands it runs, the same arguments."""
+    import statistics
+
+    from rescue.media import probe
+    from rescue.media.cut import REVIEW_CRF, review_height
+
+    seconds = minutes * 60
+    lines = conversation(seconds)
+    video = make_video(folder / "session.mp4", seconds, size="320x240", rate=25, speech=lines)
+    subs = write_srt(folder / "session.srt", lines)
+    bounds = [0.0]
+    step = segment_minutes * 60
+    while bounds[-1] + step < seconds - 1:  # each boundary in the silence after a line
+        bounds.append(next((a[1] + b[0]) / 2 for a, b in itertools.pairwise(lines) if a[1] >= bounds[-1] + step))
+    bounds.append(seconds)
+    (folder / "segments.csv").write_text("".join(f"{a},{b}\n" for a, b in itertools.pairwise(bounds)), encoding="utf-8")
+    height = review_height(probe(video).height)
+    env = {"PYTHONPATH": str(REPO / "src")}
+    command = [sys.executable, "-m", "rescue", "build", str(video), "--subs", str(subs), "--scenario", "couple",
+               "--participants", "Alan,Evelyn", "--segments", str(folder / "segments.csv"), "--min-duration", "10",
+               "--quiet"]
+
+    def bare(out: Path) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        for i, (a, b) in enumerate(itertools.pairwise(bounds)):
+            _bare(cut_args(video, a, b, out / f"clip{i}.mp4", height=height, crf=REVIEW_CRF))
+
+    ratios, ours_all, bare_all = [], [], []
+    for round_ in range(rounds):  # alternate which runs first; the machine may be shared
+        timings = {}
+        order = ("bare", "ours") if round_ % 2 == 0 else ("ours", "bare")
+        for name in order:
+            out = folder / f"{name}{round_}"
+            start = time.perf_counter()
+            if name == "ours":
+                run_child([*command, "--out", str(out)], env=env)
+            else:
+                bare(out)
+            timings[name] = time.perf_counter() - start
+            shutil.rmtree(out, ignore_errors=True)
+        ours_all.append(timings["ours"] / minutes)
+        bare_all.append(timings["bare"] / minutes)
+        ratios.append(timings["ours"] / timings["bare"])
+    return {"segments": len(bounds) - 1, "ours_min": min(ours_all), "bare_min": min(bare_all),
+            "ratio_min": min(ratios), "ratio_median": statistics.median(ratios), "ratio_max": max(ratios)}
+
+
 def annotation(folder: Path, segments: int, sessions: int, latency: float, concurrency: int,
                rounds: int) -> dict[str, float]:
     from rescue.testing.drafts import draft_script
@@ -123,15 +175,29 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=8, help="sessions pre-annotated (copies of one recording)")
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--build-minutes", type=float, default=8.0, help="(c): the session's length")
+    parser.add_argument("--segment-minutes", type=float, default=2.0, help="(c): about this long each")
+    parser.add_argument("--only", default="a,b,c", help="which parts to run, e.g. a,c")
     args = parser.parse_args()
+    parts = set(args.only.split(","))
     with tempfile.TemporaryDirectory(prefix="bench-build-") as tmp:
         folder = Path(tmp)
-        (folder / "a").mkdir()
-        (folder / "b").mkdir()
-        ours, bare = media(folder / "a", args.cuts, args.cut_seconds, args.spans, args.rounds)
-        print(f"(a) media: {args.cuts} cuts of {args.cut_seconds:g} s (320x240, 25 fps) + {args.spans} frame grabs")
-        print(f"    rescue.media {ours:6.2f} s | bare ffmpeg {bare:6.2f} s | rescue at {bare / ours:6.1%} of bare ffmpeg's speed "
-              "(target >= 90%)")
+        for name in "abc":
+            (folder / name).mkdir()
+        if "a" in parts:
+            ours, bare = media(folder / "a", args.cuts, args.cut_seconds, args.spans, args.rounds)
+            print(f"(a) media: {args.cuts} cuts of {args.cut_seconds:g} s (320x240, 25 fps) + {args.spans} frame grabs")
+            print(f"    rescue.media {ours:6.2f} s | bare ffmpeg {bare:6.2f} s | rescue at {bare / ours:6.1%} of bare "
+                  "ffmpeg's speed (target >= 90%)")
+        if "c" in parts:
+            built = whole_build(folder / "c", args.build_minutes, args.segment_minutes, args.rounds)
+            print(f"(c) rescue build (no model) of a {args.build_minutes:g}-minute session (320x240, 25 fps, "
+                  f"{built['segments']} segments) against the same ffmpeg cuts run bare, {args.rounds} rounds")
+            print(f"    rescue build {built['ours_min']:6.2f} s per video-minute | bare ffmpeg {built['bare_min']:6.2f} s "
+                  f"(best rounds) | rescue's time / bare's: {built['ratio_min']:.2f} / {built['ratio_median']:.2f} / "
+                  f"{built['ratio_max']:.2f} (min / median / max; target <= 1.11, i.e. >= 90% of the speed)")
+        if "b" not in parts:
+            return
         result = annotation(folder / "b", args.segments, args.sessions, args.latency, args.concurrency,
                             max(1, args.rounds - 1))
         n = result["requests"]
