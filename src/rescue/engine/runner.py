@@ -27,7 +27,6 @@ from typing import Any, TypeVar
 
 from rescue.data.errors import RescueError
 from rescue.data.models import Sample
-from rescue.engine.baselines import Baseline
 from rescue.engine.config import RunConfig, RunError, config_differences
 from rescue.engine.progress import ProgressDisplay, RunLog, TaskProgress
 from rescue.engine.types import TaskModel, TaskRequest, as_task_model
@@ -809,6 +808,8 @@ class Runner:
                         if models[spec].applies_to(name)]
                 # One that cannot learn from these data (uniform's ER phrases come from other samples; a
                 # one-segment export has none) sits the task out with a note; the run goes on.
+                from rescue.engine.baselines import Baseline  # lazily: it imports scikit-learn (seconds)
+
                 for spec, name in list(todo):
                     model = models[spec]
                     reason = model.sits_out(tasks[name], instances[name]) if isinstance(model, Baseline) else None
