@@ -46,6 +46,9 @@ class SessionSpec:
     origin: str = ""  # "sessions.csv:3" for a CSV line, for messages
     speaker_map: tuple[tuple[str, str], ...] = ()  # subtitle name -> cast name ("Dr. Okafor" -> "Therapist")
     overlap_tolerance: float = OVERLAP_TOLERANCE
+    subs_offset: float = 0.0  # --subs-offset: seconds added to every line's times (late subtitles: negative)
+    # --transcribe: ``subtitles`` is the transcript rescue writes (DIR/transcripts/<group>/<stem>.srt)
+    transcribe: bool = False
 
 
 @dataclass(frozen=True)
@@ -200,8 +203,18 @@ def load_session(spec: SessionSpec) -> Session:
         cues = load_cues(spec.subtitles)
     except SubtitleError as exc:
         problems.append(str(exc))
+    notes: list[str] = []
+    if spec.subs_offset:
+        from rescue.build.align import shift_cues
+
+        moved = shift_cues(cues, spec.subs_offset)
+        if len(moved) < len(cues):
+            notes.append(f"{spec.subtitles}: --subs-offset {spec.subs_offset:g} moved {len(cues) - len(moved)} "
+                         "line(s) before the video's start; they are left out")
+        cues = moved
     cues = canonical_speakers(cues, spec.participants, spec.speaker_map)
-    cues, notes = trim_overlaps(spec.subtitles, cues, spec.overlap_tolerance)
+    cues, trimmed = trim_overlaps(spec.subtitles, cues, spec.overlap_tolerance)
+    notes += trimmed
     if media is not None and cues:
         problems += check_cues(spec.subtitles, cues, media.duration, spec.participants)
     cues, split = split_shared_lines(spec.subtitles, cues)

@@ -16,7 +16,7 @@ import json
 import os
 import platform
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -89,6 +89,14 @@ class BuildConfig:
     review_height: int | None = None  # review clips' height; None: the source's, at most 720
     retry_after_cap: float = DEFAULT_RETRY_AFTER_CAP  # the longest Retry-After obeyed, as `rescue run`
     max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES  # a larger answer is a request error, as `rescue run`
+    # --transcribe: sessions whose spec says ``transcribe`` get their subtitles from this speech-to-text model.
+    transcribe: str | None = None
+    transcribe_model: str | None = None  # --transcribe-model: weights on disk for local/faster-whisper
+    transcribe_base_url: str | None = None
+    transcribe_api_key_env: str | None = None
+    language: str | None = None
+    check_alignment: bool = True  # subtitles checked against the speech in the audio
+    chunk_seconds: float = 600.0  # --transcribe: the longest audio sent in one request (cut at silences)
 
 
 @dataclass
@@ -135,6 +143,11 @@ class BuildOutcome:
     cached: int = 0  # answers this run took from DIR/cache.sqlite
     reasked: int = 0  # re-asks this run sent
     spans: dict[str, tuple[float, float]] = field(default_factory=dict)  # sample id -> (start, end) in the source
+    transcripts: list[Path] = field(default_factory=list)  # written by this run
+    audio_seconds: float = 0.0  # of the sessions still to transcribe (a dry run) or transcribed now
+    transcribe_cost: float | None = None
+    untranscribed: list[str] = field(default_factory=list)  # a dry run: videos with no transcript yet
+    offsets: dict[str, float] = field(default_factory=dict)  # video -> the offset the alignment check found
 
     @property
     def complete(self) -> bool:
@@ -263,6 +276,34 @@ def _split_problems(item: Planned, rows: list[dict[str, Any]]) -> list[Problem]:
     return out
 
 
+def _attribution_problems(item: Planned, rows: list[dict[str, Any]]) -> list[Problem]:
+    """A transcript without speakers leaves lines unnamed and the model names who speaks: each row over such a
+    line is a guess for the reviewer to confirm."""
+    if not item.session.spec.transcribe:
+        return []
+    unnamed = [c for c in item.cues if not c.speakers]
+    out = []
+    for row in rows:
+        if any(c.start < row["end_time"] and c.end > row["start_time"] for c in unnamed):
+            out.append(Problem(row_index=row["row_index"], field="primary_speaker",
+                               message=f"the transcript names no speaker here: {row.get('primary_speaker')!r} is "
+                                       "the model's attribution; confirm it"))
+    return out
+
+
+def _silent_line_problems(item: Planned, rows: list[dict[str, Any]], silent: set[int]) -> list[Problem]:
+    """A problem for each line of the segment with no speech under it in the audio, on the first row over it."""
+    out = []
+    for cue in item.cues:
+        if cue.index not in silent:
+            continue
+        row = next((r for r in rows if r["start_time"] < cue.end and r["end_time"] > cue.start), None)
+        out.append(Problem(row_index=None if row is None else row["row_index"], field="start_time",
+                           message=f"subtitle line {cue.index} ({cue.start:g}-{cue.end:g} s in the clip) has no "
+                                   "speech under it in the audio: check its timing (--subs-offset) or its text"))
+    return out
+
+
 def _manifest_rows(rows: list[dict[str, Any]], cues: tuple[Cue, ...]) -> list[ManifestRow]:
     """Each row's span with the subtitle text and speakers of the cues it spans (the ground truth)."""
     out = []
@@ -321,6 +362,102 @@ def _check_model(config: BuildConfig) -> str | None:
     return None
 
 
+def _transcripts(config: BuildConfig, model: Model | None, transcriber: Model | None,
+                 echo: Callable[[str], None], notes: list[str]) -> BuildOutcome:
+    """Transcribe every ``--transcribe`` session that has no transcript yet (a dry run counts their audio and
+    its cost instead); the keys of both models are checked before a second of audio is sent."""
+    from rescue.build.transcribe import TranscriptJob, transcribe_all
+
+    outcome = BuildOutcome(config.out)
+    wanted = [s for s in config.sessions if s.transcribe]
+    pending = [s for s in wanted if not s.subtitles.is_file()]
+    for spec in wanted:
+        if spec.subtitles.is_file():
+            notes.append(f"{spec.video.name}: using the transcript {spec.subtitles} (written earlier, edits "
+                         "included); delete it to transcribe again")
+    if not pending:
+        return outcome
+    if config.transcribe is None and transcriber is None:
+        raise BuildInputError([f"{s.video}: no subtitles and no --transcribe MODEL" for s in pending])
+    if config.dry_run:
+        from rescue.llm import PriceTable, Usage
+        from rescue.media import MediaError, probe
+
+        for spec in pending:
+            try:
+                outcome.audio_seconds += probe(spec.video).duration
+            except MediaError as exc:
+                raise BuildInputError([str(exc)]) from None
+            outcome.untranscribed.append(str(spec.video))
+        name = config.transcribe or str(getattr(transcriber, "name", ""))
+        outcome.transcribe_cost = PriceTable.load(config.prices).cost(name, Usage(audio_seconds=outcome.audio_seconds))
+        return outcome
+    from rescue.llm import CredentialError, check_endpoint
+    from rescue.llm.transcribe import TranscriptionModel, resolve_transcriber
+
+    if transcriber is None:
+        assert config.transcribe is not None
+        resolved = resolve_transcriber(config.transcribe, weights=config.transcribe_model,
+                                       base_url=config.transcribe_base_url, api_key_env=config.transcribe_api_key_env,
+                                       language=config.language, timeout=config.timeout)
+        if isinstance(resolved, TranscriptionModel):
+            check_endpoint(resolved.endpoint)
+        transcriber = resolved
+    if config.model is not None and model is None:
+        problem = _check_model(config)  # before paying for the audio, not after
+        if problem:
+            raise CredentialError(problem)
+    jobs = [TranscriptJob(spec.video, spec.subtitles,
+                          config.out / "audio" / spec.group / f"{spec.video.stem}.wav", f"{spec.group}/{spec.video.stem}")
+            for spec in pending]
+    config.out.mkdir(parents=True, exist_ok=True)
+    log = BuildLog(config.out / "build.log")
+    try:
+        done = asyncio.run(transcribe_all(jobs, transcriber, cache=config.out / "cache.sqlite",
+                                          concurrency=config.concurrency, max_retries=config.max_retries,
+                                          retry_errors=config.retry_errors, max_failures=config.max_failures,
+                                          max_cost=config.max_cost, prices=config.prices, log=log, echo=echo,
+                                          chunk_seconds=config.chunk_seconds, retry_after_cap=config.retry_after_cap))
+    finally:
+        log.close()
+    outcome.transcripts, outcome.failed = done.written, done.failed
+    outcome.sent, outcome.cached, outcome.transcribe_cost = done.sent, done.cached, done.cost
+    notes += done.notes
+    outcome.notes = notes
+    return outcome
+
+
+def _check_alignment(config: BuildConfig, planned: list[Planned], log: BuildLog,
+                     outcome: BuildOutcome) -> dict[str, set[int]]:
+    """Each session's lines against the speech in its audio: the global offset reported (a note and
+    ``build.log``), and the lines with no speech under them (their indices, by video)."""
+    from rescue.build.align import estimate_offset
+    from rescue.media import silences
+
+    sessions = {str(item.session.spec.video): item.session for item in planned}
+    silent_lines: dict[str, set[int]] = {}
+    for video, session in sessions.items():
+        if not session.media.has_audio or not session.cues:
+            continue
+        found = estimate_offset(session.cues, silences(session.spec.video, duration=session.media.duration),
+                                session.media.duration)
+        silent_lines[video] = {cue.index for cue in found.silent}
+        if found.reliable:
+            outcome.offsets[video] = found.offset
+        log.event("alignment", video=video, offset=found.offset, matched=found.matched, lines=found.lines,
+                  reliable=found.reliable, silent_lines=sorted(silent_lines[video]))
+        if found.reportable:
+            when = "after" if found.offset < 0 else "before"
+            outcome.notes.append(
+                f"{session.spec.subtitles}: the lines start {abs(found.offset):.2f} s {when} the speech in the audio "
+                f"({found.matched} of {found.lines} line starts match at that offset); "
+                f"--subs-offset {found.offset:+.2f} moves them onto it")
+        if found.silent:
+            outcome.notes.append(f"{session.spec.subtitles}: {len(found.silent)} line(s) have no speech under them "
+                                 "in the audio (flagged as problems)")
+    return silent_lines
+
+
 def _relative(path: Path, out: Path) -> str:
     """A path as the manifest holds every path: relative to DIR (one base, so the folder can move with its
     sources)."""
@@ -373,13 +510,21 @@ async def _annotate_all(config: BuildConfig, items: list[Planned], log: BuildLog
         return drafts, session.spent
 
 
-def build(config: BuildConfig, *, model: Model | None = None,
+def build(config: BuildConfig, *, model: Model | None = None, transcriber: Model | None = None,
           echo: Callable[[str], None] = lambda message: None) -> BuildOutcome:
-    """Run the whole build; ``model`` replaces ``--model`` (a notebook's own :class:`~rescue.llm.Model`)."""
+    """Run the whole build; ``model`` replaces ``--model`` (a notebook's own :class:`~rescue.llm.Model`),
+    ``transcriber`` replaces ``--transcribe``."""
     notes: list[str] = []
+    first = _transcripts(config, model, transcriber, echo, notes)
+    if first.failed:
+        return first
+    if first.untranscribed:  # a dry run: nothing to plan for a session not transcribed yet
+        config = replace(config, sessions=[s for s in config.sessions if str(s.video) not in first.untranscribed])
     planned, dropped, proposals = _plan(config, notes)
     outcome = BuildOutcome(config.out, dropped=dropped, notes=notes,
-                           spans={item.sample_id: (item.segment.start, item.segment.end) for item in planned})
+                           spans={item.sample_id: (item.segment.start, item.segment.end) for item in planned},
+                           transcripts=first.transcripts, audio_seconds=first.audio_seconds,
+                           transcribe_cost=first.transcribe_cost, untranscribed=first.untranscribed)
     annotating = model is not None or config.model is not None
     if config.model is not None and model is None:
         # The key (and the endpoint, where it lists /models) before anything is cut: a missing or refused key
@@ -406,6 +551,7 @@ def build(config: BuildConfig, *, model: Model | None = None,
                 write_segments_csv(path, segments)
             outcome.proposals.append(path)
             log.step("propose", str(path.relative_to(config.out)), True, segments=len(segments))
+        silent_lines = _check_alignment(config, planned, log, outcome) if config.check_alignment else {}
         for note in notes:
             log.event("note", message=note)
         for gone in dropped:
@@ -427,8 +573,11 @@ def build(config: BuildConfig, *, model: Model | None = None,
         lines = []
         for item in planned:
             draft = drafts[item.sample_id]
-            draft = SegmentDraft(draft.rows, [*draft.problems, *_split_problems(item, draft.rows)], draft.requests,
-                                 draft.reasked, draft.failed)
+            extra = [*_split_problems(item, draft.rows),
+                     *_silent_line_problems(item, draft.rows, silent_lines.get(str(item.session.spec.video), set()))]
+            if annotating:
+                extra += _attribution_problems(item, draft.rows)
+            draft = SegmentDraft(draft.rows, [*draft.problems, *extra], draft.requests, draft.reasked, draft.failed)
             outcome.failed += [f"{item.sample_id}: {f}" for f in draft.failed]
             outcome.requests += draft.requests
             outcome.problems += len(draft.problems)

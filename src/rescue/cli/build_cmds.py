@@ -16,6 +16,22 @@ def build_command(
     out: Annotated[Path, typer.Option("--out", help="Output folder: draft.jsonl, manifest.json, clips/, build.log.")],
     video: Annotated[Path | None, typer.Argument(help="A session video (or use --manifest for many).")] = None,
     subs: Annotated[Path | None, typer.Option("--subs", help="The video's subtitles: .srt, .vtt or .ass.")] = None,
+    transcribe: Annotated[str | None, typer.Option(
+        "--transcribe", help="No subtitles: transcribe the audio with this speech-to-text model (PRESET/ID such as "
+        "openai/whisper-1, any id with --transcribe-base-url, or local/faster-whisper) into "
+        "DIR/transcripts/<group>/<stem>.srt, then build from it.")] = None,
+    transcribe_model: Annotated[str | None, typer.Option(
+        "--transcribe-model", help="local/faster-whisper: the weights' folder (or a faster-whisper model name).")] = None,
+    transcribe_base_url: Annotated[str | None, typer.Option(
+        "--transcribe-base-url", help="An OpenAI-compatible endpoint with /audio/transcriptions for --transcribe.")] = None,
+    transcribe_api_key_env: Annotated[str | None, typer.Option(
+        "--transcribe-api-key-env", help="The environment variable that holds --transcribe's key.")] = None,
+    language: Annotated[str | None, typer.Option(
+        "--language", help="The spoken language for --transcribe (ISO 639-1, e.g. en); default: detected.")] = None,
+    subs_offset: Annotated[float, typer.Option(
+        "--subs-offset", help="Seconds added to every subtitle time (negative: the subtitles run late).")] = 0.0,
+    no_align_check: Annotated[bool, typer.Option(
+        "--no-align-check", help="Skip checking the subtitles against the speech in the audio.")] = False,
     scenario: Annotated[str | None, typer.Option("--scenario", help="couple or family.")] = None,
     participants: Annotated[str | None, typer.Option(
         "--participants", help='The people on screen, e.g. "Alan,Evelyn" (the therapist is always Therapist).')] = None,
@@ -93,18 +109,29 @@ def build_command(
         if video is not None:
             raise BuildInputError(["give either VIDEO or --manifest, not both"])
         default_map = parse_speaker_map(speaker_map, "--speaker-map", None) if speaker_map else ()
+        if transcribe is not None:
+            raise BuildInputError(["--transcribe takes one VIDEO; a sessions CSV names subtitles for each video"])
         specs = read_sessions_csv(manifest, default_map=default_map, overlap_tolerance=overlap_tolerance)
+        if subs_offset:
+            from dataclasses import replace
+
+            specs = [replace(spec, subs_offset=subs_offset) for spec in specs]
     else:
-        missing = [name for name, value in (("VIDEO", video), ("--subs", subs), ("--scenario", scenario),
-                                            ("--participants", participants)) if value is None]
+        if subs is not None and transcribe is not None:
+            raise BuildInputError(["give --subs FILE or --transcribe MODEL, not both"])
+        missing = [name for name, value in (("VIDEO", video), ("--subs (or --transcribe MODEL)", subs or transcribe),
+                                            ("--scenario", scenario), ("--participants", participants))
+                   if value is None]
         if missing:
             raise BuildInputError([f"missing {', '.join(missing)} (or give --manifest sessions.csv)"])
-        assert video is not None and subs is not None and scenario is not None and participants is not None
+        assert video is not None and scenario is not None and participants is not None
         names = parse_participants(participants, "--participants")
         mapping = parse_speaker_map(speaker_map, "--speaker-map", names) if speaker_map else ()
-        specs = [SessionSpec(video, subs, check_scenario(scenario, "--scenario"), names,
-                             check_group(group or default_group(names), "--group"), segments,
-                             speaker_map=mapping, overlap_tolerance=overlap_tolerance)]
+        chosen_group = check_group(group or default_group(names), "--group")
+        transcript = out / "transcripts" / chosen_group / f"{video.stem}.srt"
+        specs = [SessionSpec(video, subs if subs is not None else transcript, check_scenario(scenario, "--scenario"),
+                             names, chosen_group, segments, speaker_map=mapping, overlap_tolerance=overlap_tolerance,
+                             subs_offset=subs_offset, transcribe=subs is None)]
     settings = AnnotateSettings(video_input=video_input, frame_rate=frame_rate,  # type: ignore[arg-type]
                                 frames_per_cue=frames_per_line, max_images=max_images, frame_width=frame_width,
                                 window_cues=window_lines, window_overlap=window_overlap, max_tokens=max_tokens,
@@ -115,6 +142,8 @@ def build_command(
         max_retries=max_retries, max_failures=max_failures or None, max_cost=max_cost, retry_errors=retry_errors,
         prices=None if prices is None else str(prices), row_clips=row_clips, dry_run=dry_run, propose_only=propose_only,
         review_height=review_height, retry_after_cap=retry_after_cap, max_answer_bytes=max_answer_bytes,
+        transcribe=transcribe, transcribe_model=transcribe_model, transcribe_base_url=transcribe_base_url,
+        transcribe_api_key_env=transcribe_api_key_env, language=language, check_alignment=not no_align_check,
     )
     from rescue.proc import ending_children_on_signals
 
@@ -126,6 +155,9 @@ def build_command(
         say(note, highlight=False)
     for gone in outcome.dropped:
         say(f"dropped {gone.sample_id} ({gone.start:g}-{gone.end:g} s): {gone.reason}", highlight=False)
+    for path in outcome.transcripts:
+        say(f"transcript: {path} (edit it, or name its speakers with --speaker-map SPEAKER_1=NAME,...)",
+            highlight=False)
     for path in outcome.proposals:
         say(f"proposed segments: {path} (edit and pass back with --segments)", highlight=False)
     if outcome.estimate is not None:
@@ -151,6 +183,12 @@ def _print_estimate(config, outcome, say) -> None:  # type: ignore[no-untyped-de
     from rescue.llm import PriceTable, Usage
 
     est = outcome.estimate
+    if outcome.untranscribed:
+        cost = outcome.transcribe_cost
+        say(f"transcription ({config.transcribe}): {len(outcome.untranscribed)} video(s), "
+            f"{outcome.audio_seconds / 60:.1f} min of audio, estimated cost "
+            f"{f'${cost:.4f}' if cost is not None else f'unknown (no price for {config.transcribe})'}; their "
+            "segments and annotation requests are known once transcribed", highlight=False)
     say(f"dry run: {len(outcome.segments)} segment(s); nothing was sent or written", highlight=False)
     for sample_id, (start, end) in outcome.spans.items():
         say(f"  {sample_id}: {start:g}-{end:g} s", highlight=False)

@@ -440,23 +440,8 @@ class OpenAIModel:
                             return ChatAnswer(None, "refused", f"refused (in the stream): {exc}")
                         if events.done:
                             break
-        except TimeoutError:
-            raise TransientError("timeout", f"no complete answer within {self.settings.timeout:g} s") from None
-        except httpx.TimeoutException:
-            raise TransientError("timeout", f"no complete answer within {self.settings.timeout:g} s") from None
-        except httpx.RemoteProtocolError as exc:
-            if "Receive buffer too long" not in str(exc):
-                raise TransientError("connection", secrets.clip(f"RemoteProtocolError: {exc} ({self.cache_identity})",
-                                                                ERROR_CHARS)) from None
-            # The same headers come back on every retry: an error to fix at the endpoint, not a fault to wait out.
-            return ChatAnswer(None, "request_error",
-                              "response_headers_too_large: the endpoint's response headers are larger than the HTTP "
-                              "client accepts (httpx/h11 reads at most 100 KiB of headers: 'Receive buffer too long'); "
-                              "not retried", meta={"error_class": "response_headers_too_large"})
-        except httpx.HTTPError as exc:
-            detail = str(exc) or type(exc).__name__
-            raise TransientError("connection", secrets.clip(f"{type(exc).__name__}: {detail} ({self.cache_identity})",
-                                                            ERROR_CHARS)) from None
+        except (TimeoutError, httpx.HTTPError) as exc:
+            return self._transport_failure(exc)
         if events is not None:
             return self._streamed(events)
         raw = b"".join(chunks)
@@ -474,6 +459,31 @@ class OpenAIModel:
             return self._answer(data)
         except MalformedAnswer as exc:
             return self._malformed(exc)
+
+    def _transport_failure(self, exc: Exception) -> ChatAnswer:
+        """What a request that raised a timeout or an httpx error means: a :class:`TransientError` to retry, or
+        an answer that says why no retry helps. Shared by every request this client makes (chat, transcription)."""
+        import httpx
+
+        try:
+            raise exc
+        except TimeoutError:
+            raise TransientError("timeout", f"no complete answer within {self.settings.timeout:g} s") from None
+        except httpx.TimeoutException:
+            raise TransientError("timeout", f"no complete answer within {self.settings.timeout:g} s") from None
+        except httpx.RemoteProtocolError as exc:
+            if "Receive buffer too long" not in str(exc):
+                raise TransientError("connection", secrets.clip(f"RemoteProtocolError: {exc} ({self.cache_identity})",
+                                                                ERROR_CHARS)) from None
+            # The same headers come back on every retry: an error to fix at the endpoint, not a fault to wait out.
+            return ChatAnswer(None, "request_error",
+                              "response_headers_too_large: the endpoint's response headers are larger than the HTTP "
+                              "client accepts (httpx/h11 reads at most 100 KiB of headers: 'Receive buffer too long'); "
+                              "not retried", meta={"error_class": "response_headers_too_large"})
+        except httpx.HTTPError as exc:
+            detail = str(exc) or type(exc).__name__
+            raise TransientError("connection", secrets.clip(f"{type(exc).__name__}: {detail} ({self.cache_identity})",
+                                                            ERROR_CHARS)) from None
 
     @staticmethod
     def _malformed(exc: MalformedAnswer) -> ChatAnswer:

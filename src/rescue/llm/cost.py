@@ -30,15 +30,19 @@ class Rates:
     input: float
     output: float
     cached_input: float | None = None
+    audio_minute: float | None = None  # speech-to-text: dollars per minute of audio
 
     def cost(self, usage: Usage) -> float:
         cached = min(usage.cached_input_tokens, usage.input_tokens)
         cached_rate = self.input if self.cached_input is None else self.cached_input
-        return ((usage.input_tokens - cached) * self.input + cached * cached_rate + usage.output_tokens * self.output) / 1e6
+        tokens = ((usage.input_tokens - cached) * self.input + cached * cached_rate
+                  + usage.output_tokens * self.output) / 1e6
+        return tokens + (usage.audio_seconds / 60 * self.audio_minute if self.audio_minute else 0.0)
 
     def times(self, factor: float) -> Rates:
         return Rates(self.input * factor, self.output * factor,
-                     None if self.cached_input is None else self.cached_input * factor)
+                     None if self.cached_input is None else self.cached_input * factor,
+                     None if self.audio_minute is None else self.audio_minute * factor)
 
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -68,10 +72,11 @@ class Price:
     batch: Rates | None = None  # batch API rates; None: half the online rates (the providers' usual discount)
     source: str = ""  # the page the figures come from
     checked: str = ""  # when they were read there
+    audio_minute: float | None = None  # speech-to-text models: dollars per minute of audio
 
     @property
     def rates(self) -> Rates:
-        return Rates(self.input, self.output, self.cached_input)
+        return Rates(self.input, self.output, self.cached_input, self.audio_minute)
 
     def rates_at(self, at: datetime | None = None, *, batch: bool = False) -> Rates:
         if batch:
@@ -92,9 +97,13 @@ BATCH_DISCOUNT = 0.5
 def _rates(entry: Any, where: str) -> Rates:
     if not isinstance(entry, dict):
         raise PriceError(f"{where}: expected a table with input and output prices")
+    # A speech-to-text entry prices minutes of audio; its token prices may be left out (then 0).
+    audio = entry.get("audio_minute")
+    tokens = {"input": 0.0, "output": 0.0} if audio is not None else {}
     try:
-        return Rates(float(entry["input"]), float(entry["output"]),
-                     None if entry.get("cached_input") is None else float(entry["cached_input"]))
+        return Rates(float({**tokens, **entry}["input"]), float({**tokens, **entry}["output"]),
+                     None if entry.get("cached_input") is None else float(entry["cached_input"]),
+                     None if audio is None else float(audio))
     except KeyError as exc:
         raise PriceError(f"{where}: missing field {exc.args[0]}") from None
     except (TypeError, ValueError):
@@ -129,7 +138,7 @@ def _period(entry: Any, where: str) -> Period:
     return Period(spans, frozenset(WEEKDAYS.index(d.lower()) for d in days), rates)
 
 
-ENTRY_FIELDS = {"input", "output", "cached_input", "peak", "batch", "source", "checked"}
+ENTRY_FIELDS = {"input", "output", "cached_input", "peak", "batch", "source", "checked", "audio_minute"}
 
 
 def _read_table(text: str, origin: str) -> list[tuple[str, Price]]:
@@ -153,7 +162,7 @@ def _read_table(text: str, origin: str) -> list[tuple[str, Price]]:
             if name in entry and not isinstance(entry[name], str):
                 raise PriceError(f"{where}: {name} must be text")
         table.append((pattern, Price(rates.input, rates.output, rates.cached_input, peak, batch,
-                                     str(entry.get("source", "")), str(entry.get("checked", "")))))
+                                     str(entry.get("source", "")), str(entry.get("checked", "")), rates.audio_minute)))
     return table
 
 

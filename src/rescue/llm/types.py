@@ -94,7 +94,28 @@ class VideoPart(_MediaPart):
         return {"type": "video", "sha256": self.sha256, "mime": self.mime}
 
 
-Part = TextPart | ImagePart | VideoPart
+@dataclass(frozen=True, repr=False)
+class AudioPart(_MediaPart):
+    """Audio, keyed by content like every media part. A transcription model uploads its bytes as a file; a chat
+    model that takes audio gets it as an ``input_audio`` part (OpenAI's form)."""
+
+    mime: str = "audio/wav"
+
+    @classmethod
+    def from_file(cls, path: str | Path, *, mime: str | None = None) -> AudioPart:
+        file = Path(path)
+        return cls(file.read_bytes(), mime or _mime_of(file, "audio/wav"))
+
+    def wire(self) -> dict[str, Any]:
+        fmt = self.mime.rsplit("/", 1)[-1].removeprefix("x-")
+        return {"type": "input_audio",
+                "input_audio": {"data": base64.b64encode(self.data).decode("ascii"), "format": fmt}}
+
+    def key(self) -> dict[str, Any]:
+        return {"type": "audio", "sha256": self.sha256, "mime": self.mime}
+
+
+Part = TextPart | ImagePart | VideoPart | AudioPart
 
 
 @dataclass(frozen=True)
@@ -190,6 +211,8 @@ class Usage:
     unknown: int = 0
     # Part of output_tokens (completion_tokens_details.reasoning_tokens): tokens spent thinking, billed as output.
     reasoning_tokens: int = 0
+    # Seconds of audio transcribed (speech-to-text is billed by the minute).
+    audio_seconds: float = 0.0
 
     def add(self, more: Usage) -> None:
         self.input_tokens += more.input_tokens
@@ -199,13 +222,16 @@ class Usage:
         self.video_tokens += more.video_tokens
         self.unknown += more.unknown
         self.reasoning_tokens += more.reasoning_tokens
+        self.audio_seconds += more.audio_seconds
 
-    def as_dict(self) -> dict[str, int]:
-        counts = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+    def as_dict(self) -> dict[str, Any]:
+        counts: dict[str, Any] = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                   "cached_input_tokens": self.cached_input_tokens, "image_tokens": self.image_tokens,
                   "video_tokens": self.video_tokens, "reasoning_tokens": self.reasoning_tokens}
         if self.unknown:
             counts["unknown"] = self.unknown
+        if self.audio_seconds:
+            counts["audio_seconds"] = round(self.audio_seconds, 3)
         return counts
 
 

@@ -4,11 +4,13 @@
 - :func:`probe`: duration and streams; :func:`cut_clip`: a seekable H.264/AAC MP4 of a window;
 - :func:`grab_frames`: JPEG frames inside a span; :func:`scene_cuts`: scene-change times;
 - :func:`load_cues` / :func:`write_webvtt`: subtitles in (SRT, WebVTT, ASS) and re-timed WebVTT out;
-- :func:`waveform`: a clip's audio as peaks, for the review tool's timeline.
+- :func:`waveform`: a clip's audio as peaks, for the review tool's timeline;
+- :func:`extract_audio` / :func:`silences` / :func:`wav_slice`: audio for transcription and alignment.
 
 Each step is registered by name in :data:`STEPS` (one input, one output; outputs appear atomically).
 """
 
+from rescue.media.audio import extract_audio, silences, speech_spans, wav_seconds, wav_slice
 from rescue.media.cut import clip_bytes, cut_clip
 from rescue.media.ffmpeg import MediaError, ffmpeg_exe
 from rescue.media.frames import Frame, frame_times, grab_frames
@@ -29,5 +31,6 @@ from rescue.media.waveform import waveform
 __all__ = [
     "STEPS", "Cue", "Frame", "MediaError", "MediaInfo", "SubtitleError", "clip_bytes", "cues_in", "cut_clip",
     "ffmpeg_exe", "frame_times", "get_step", "grab_frames", "load_cues", "parse_timestamp", "probe", "produce",
-    "scene_cuts", "waveform", "webvtt", "write_webvtt",
+    "scene_cuts", "waveform", "webvtt", "write_webvtt", "extract_audio", "silences", "speech_spans", "wav_seconds",
+    "wav_slice",
 ]

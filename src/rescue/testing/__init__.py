@@ -13,7 +13,6 @@ from rescue.testing.openai_server import (
     sequence,
     serve,
     verbose_json,
-    wav_duration,
 )
 
 __all__ = [
@@ -28,5 +27,4 @@ __all__ = [
     "sequence",
     "serve",
     "verbose_json",
-    "wav_duration",
 ]

@@ -307,20 +307,10 @@ def verbose_json(segments: list[dict[str, Any]], words: list[dict[str, Any]] | N
     return answer
 
 
-def wav_duration(data: bytes) -> float | None:
-    """Seconds of a WAV upload (None when it is not one), for scripts that answer by the audio's length."""
-    import io
-    import wave
-
-    try:
-        with wave.open(io.BytesIO(data)) as reader:
-            return reader.getnframes() / float(reader.getframerate())
-    except (wave.Error, EOFError):
-        return None
-
-
 def default_transcription(body: dict[str, Any]) -> ScriptResult:
-    seconds = wav_duration(body["file"]["data"]) or 1.0
+    from rescue.llm.transcribe import wav_seconds
+
+    seconds = wav_seconds(body["file"]["data"]) or 1.0
     return verbose_json([{"start": 0.0, "end": round(seconds, 3), "text": "Scripted transcription."}],
                         duration=seconds)
 
