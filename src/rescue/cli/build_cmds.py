@@ -119,11 +119,12 @@ def build_command(
     else:
         if subs is not None and transcribe is not None:
             raise BuildInputError(["give --subs FILE or --transcribe MODEL, not both"])
-        missing = [name for name, value in (("VIDEO", video), ("--subs (or --transcribe MODEL)", subs or transcribe),
+        missing = [name for name, value in (("VIDEO", video), ("--subs", subs or transcribe),
                                             ("--scenario", scenario), ("--participants", participants))
                    if value is None]
         if missing:
-            raise BuildInputError([f"missing {', '.join(missing)} (or give --manifest sessions.csv)"])
+            raise BuildInputError([f"missing {', '.join(missing)} (or give --manifest sessions.csv; without "
+                                   "subtitles, --transcribe MODEL)"])
         assert video is not None and scenario is not None and participants is not None
         names = parse_participants(participants, "--participants")
         mapping = parse_speaker_map(speaker_map, "--speaker-map", names) if speaker_map else ()
