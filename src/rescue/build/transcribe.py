@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rescue.io import write_atomic
+from rescue.llm.reliable import DEFAULT_RETRY_AFTER_CAP
 from rescue.llm.transcribe import read_transcription, transcription_request
 from rescue.media import extract_audio, silences, wav_seconds, wav_slice
 
@@ -161,13 +162,14 @@ def audio_plan(job: TranscriptJob, log: BuildLog | None = None, *,
 async def transcribe_all(jobs: list[TranscriptJob], model: Model, *, cache: Path, concurrency: int, max_retries: int,
                          retry_errors: bool, max_failures: int | None, max_cost: float | None, prices: str | None,
                          log: BuildLog, echo: Callable[[str], None],
-                         chunk_seconds: float = CHUNK_SECONDS, retry_after_cap: float | None = None) -> TranscriptOutcome:
+                         chunk_seconds: float = CHUNK_SECONDS,
+                         retry_after_cap: float = DEFAULT_RETRY_AFTER_CAP) -> TranscriptOutcome:
     from rescue.llm import Session
 
     outcome = TranscriptOutcome()
     async with Session(cache=cache, concurrency=concurrency, max_retries=max_retries, retry_errors=retry_errors,
                        max_failures=max_failures, max_cost=max_cost, prices=prices, log=log, notice=echo,
-                       **({} if retry_after_cap is None else {"retry_after_cap": retry_after_cap})) as session:
+                       retry_after_cap=retry_after_cap) as session:
         wrapped = session.wrap(model)
 
         async def one(job: TranscriptJob) -> None:
