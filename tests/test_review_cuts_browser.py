@@ -241,3 +241,27 @@ def test_the_adjudicator_takes_an_annotators_cut(browser, server, app):
     assert page.locator("button.take-cut[data-name=ann]").count() == 0
     assert page.locator("button.take-cut[data-name=bob]").count() == 1
     context.close()
+
+
+def test_unsaved_edits_from_before_a_cut_elsewhere_are_set_aside_not_misapplied(browser, server, app):
+    context, page = login(browser, server, "ann")
+    open_segment(page, server)
+    fourth = Client(app, "ann").segment()["rows"][3]
+    choose(page, 4)
+    page.fill("#input-tone_of_voice", "meant for row four")
+    wait_until(page, "Object.keys(window.reviewState().pending).length === 1")
+    # another tab deletes row 1: what was row 4 is now row 3, and row 4 is another row
+    other = Client(app, "ann")
+    assert other.write("DELETE", seg_url(FIRST) + "/rows/1", {"layout": 0, "version": 0}).status_code == 200
+    page.keyboard.press("Control+s")
+    page.wait_for_selector("#set-aside")
+    assert "meant for row four" in page.inner_text("#set-aside")
+    assert page.evaluate("Object.keys(window.reviewState().pending).length") == 0
+    rows_now = Client(app, "ann").segment()["rows"]
+    assert all(r["values"]["tone_of_voice"] != "meant for row four" for r in rows_now)
+    assert rows_now[2]["values"]["dialogue_cleaned"] == fourth["values"]["dialogue_cleaned"]
+    page.reload()  # still shown after a reload, until dismissed
+    page.wait_for_selector("#set-aside")
+    page.click("#dismiss-aside")
+    wait_until(page, "!document.getElementById('set-aside')")
+    context.close()

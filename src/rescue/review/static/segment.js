@@ -33,7 +33,7 @@
     return p ? { ...r.values, ...p.fields } : r.values;
   }
   function pendingFor(r) {
-    if (!pending[r.row_index]) pending[r.row_index] = { base: r.version, fields: {}, accepted: [] };
+    if (!pending[r.row_index]) pending[r.row_index] = { base: r.version, layout: seg.layout || 0, fields: {}, accepted: [] };
     return pending[r.row_index];
   }
   function setField(r, name, value) {
@@ -64,7 +64,33 @@
     }
     seg = answer.data;
     readOnly = seg.copy !== B.me && seg.copy !== "final";
+    setAside();
     render();
+  }
+
+  // Unsaved edits are kept by row number, and a cut (in another tab) renumbers rows: edits made before the
+  // current cut are set aside and shown beside the rows, never applied to whatever row now has their number.
+  const asideKey = storeKey + ":aside";
+  const asideList = () => { try { return JSON.parse(localStorage.getItem(asideKey) || "[]"); } catch (e) { return []; } };
+  function setAside() {
+    const aside = asideList();
+    for (const [k, p] of Object.entries(pending)) {
+      if ((p.layout || 0) === (seg.layout || 0)) continue;
+      if (Object.keys(p.fields).length) aside.push({ row: Number(k), fields: p.fields });
+      delete pending[k];
+    }
+    persist();
+    if (aside.length) localStorage.setItem(asideKey, JSON.stringify(aside)); else localStorage.removeItem(asideKey);
+  }
+  function asideNotice() {
+    const aside = asideList();
+    if (!aside.length) return null;
+    return el("div.set-aside", { id: "set-aside", role: "status" },
+      el("h3", { text: "Unsaved edits from before the rows were re-cut" }),
+      el("p.muted", { text: "Row numbers have changed since: copy what you still need into the right row." }),
+      el("ul", {}, ...aside.map((a) => el("li", {}, el("b", { text: `row ${a.row}: ` }),
+        Object.entries(a.fields).map(([name, value]) => `${name} = ${show(value, name)}`).join("; ")))),
+      el("button", { type: "button", id: "dismiss-aside", text: "Dismiss", onclick: () => { localStorage.removeItem(asideKey); render(); } }));
   }
 
   // --- layout ----------------------------------------------------------------------------------------
@@ -89,7 +115,7 @@
           } }),
         el("button.danger", { id: "discard", type: "button", onclick: discardDialog, disabled: readOnly, text: "Discard…" })));
 
-    const left = el("section.left", {}, mediaBlock(), rowList(), segmentNotes());
+    const left = el("section.left", {}, asideNotice(), mediaBlock(), rowList(), segmentNotes());
     const right = el("section.right", { id: "editor" });
     const guideOpen = !(document.getElementById("guidelines") || { hidden: true }).hidden;
     app.replaceChildren(head, el("div.seg-body", {}, left, right), el("div#dialog-host"), ReviewGuide.panel(seg.labels),
@@ -472,6 +498,10 @@
   }
 
   function conflict(r, data) {
+    if (data.layout !== undefined && data.layout !== (seg.layout || 0)) {  // re-cut meanwhile: the row number moved
+      fetchSegment().then(() => status("The rows were re-cut meanwhile (another tab): your unsaved edits are set aside, shown above the clip", "bad"));
+      return;
+    }
     const p = pending[r.row_index];
     const theirs = data.current;
     const box = document.getElementById("conflict");
@@ -621,7 +651,7 @@
     select: selectRow, refreshRow: refreshRowItem, reload: fetchSegment, editor: renderEditor,
     replace(data, index) {  // after a cut: the new rows, the playhead where it was
       const at = video ? video.currentTime : 0;
-      seg = data; selected = Math.max(0, Math.min(index, seg.rows.length - 1)); render();
+      seg = data; selected = Math.max(0, Math.min(index, seg.rows.length - 1)); setAside(); render();
       if (video && at) video.currentTime = at;
     },
   };

@@ -54,6 +54,8 @@ def save_row(segment_id: str, row_index: int, body: RowSave, actor: CurrentUser,
                       f"version {body.version}",
             "current": exc.current,
             "yours": {"version": body.version, "fields": body.fields},
+            # a newer cut means the row number may name another row now: the page then reloads instead of merging
+            "layout": cut.revision if (cut := crud.copy_cut(db, segment_id, target)) else 0,
         })
     except FieldError as exc:
         raise HTTPException(422, {"message": str(exc), "problems": exc.problems}) from None
