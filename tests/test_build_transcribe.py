@@ -119,13 +119,24 @@ def test_a_bare_video_becomes_a_validated_draft_with_the_words_where_they_were_s
 
 
 @pytest.mark.slow
-def test_without_speakers_the_model_attributes_and_each_is_flagged(tmp_path, spoken):
+def test_one_command_without_speakers_the_model_attributes_and_each_is_flagged(tmp_path, spoken):
+    """The lab's one command: a bare video, a transcription endpoint, an annotation endpoint; then validate."""
+    import subprocess
+    import sys
+
+    from test_build_inputs import cli
+
     session, audio = spoken
     out = tmp_path / "out"
     with serve(draft_script(), transcribe=TimedWords(audio, session.words, diarize=False)) as server:
-        outcome = build(config(out, [spec(session, out)], server))
-    assert outcome.complete
-    assert validate_path(out / "draft.jsonl").errors == []
+        done = cli(str(session.video), "--transcribe", "whisper-1", "--transcribe-base-url", server.base_url,
+                   "--model", "test-model", "--base-url", server.base_url, "--video-input", "none",
+                   "--scenario", "couple", "--participants", "Alan,Evelyn", "--min-duration", "20", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "transcript: " in done.stdout and "open problem(s)" in done.stdout
+    checked = subprocess.run([sys.executable, "-m", "rescue", "validate", "--data", str(out / "draft.jsonl")],
+                             capture_output=True, text=True, check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
     manifest = json.loads((out / "manifest.json").read_text())
     problems = [p for s in manifest["segments"] for p in s["problems"]]
     flagged = [p for p in problems if "model's attribution" in p["message"]]
@@ -191,3 +202,35 @@ def test_alignment_finds_a_known_shift_and_subs_offset_undoes_it(tmp_path, spoke
     moved = load_session(SessionSpec(session.video, tmp_path / "late.srt", "couple", ("Alan", "Evelyn"), "g",
                                      subs_offset=-1.5))
     assert moved.cues[0].start == pytest.approx(truth[0][0])
+
+
+def test_local_faster_whisper_needs_its_extra_and_weights(tmp_path):
+    from rescue.llm import CredentialError
+    from rescue.llm.transcribe import resolve_transcriber
+
+    with pytest.raises(CredentialError, match="--transcribe-model PATH"):
+        resolve_transcriber("local/faster-whisper")
+    try:
+        import faster_whisper  # noqa: F401
+    except ImportError:
+        with pytest.raises(CredentialError, match=r"rescue-bench\[transcribe\]"):
+            resolve_transcriber("local/faster-whisper", weights=str(tmp_path))
+
+
+@pytest.mark.slow
+def test_local_faster_whisper_transcribes_espeak_speech(tmp_path, spoken):
+    """Runs only where the transcribe extra is installed and RESCUE_WHISPER_WEIGHTS names weights on disk."""
+    import os
+    from pathlib import Path
+
+    pytest.importorskip("faster_whisper", reason="the transcribe extra (faster-whisper) is not installed")
+    weights = os.environ.get("RESCUE_WHISPER_WEIGHTS")
+    if not weights or not Path(weights).exists():
+        pytest.skip("no faster-whisper weights on disk (set RESCUE_WHISPER_WEIGHTS to a model folder)")
+    session, _audio = spoken
+    out = tmp_path / "out"
+    outcome = build(BuildConfig(out=out, sessions=[spec(session, out)], transcribe="local/faster-whisper",
+                                transcribe_model=weights, min_duration=20, language="en"))
+    assert outcome.complete and validate_path(out / "draft.jsonl").errors == []
+    heard = " ".join(c.text for c in load_cues(out / "transcripts/g/session.srt")).lower()
+    assert sum(word in heard for word in ("listens", "fight", "scared", "thank")) >= 3
