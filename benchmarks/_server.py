@@ -48,7 +48,8 @@ def main() -> None:
                     for body in server.bodies:
                         log.write(json.dumps(body, ensure_ascii=False) + "\n")
                 stats = {"requests": server.request_count, "max_in_flight": server.max_in_flight,
-                         "oracle_hits": script.hits, "oracle_misses": script.misses, "answers_known": len(script)}
+                         "oracle_hits": script.hits, "oracle_misses": script.misses, "answers_known": len(script),
+                         "batch_requests": len(server.batch_bodies), "batches": len(server.batches)}
                 tmp = args.stats.with_suffix(".tmp")
                 tmp.write_text(json.dumps(stats))
                 tmp.replace(args.stats)  # the benchmark waits for this file: it must appear complete

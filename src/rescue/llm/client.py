@@ -232,13 +232,18 @@ class _StreamReader:
         self.chunks = 0
 
     def feed(self, data: bytes) -> None:
-        self.pending += data
-        while not self.done:
-            end = self.pending.find(b"\n")
-            if end < 0:
+        if self.done:
+            return
+        if b"\n" not in data:
+            self.pending += data
+            return
+        lines = (self.pending + data).split(b"\n")
+        self.pending = lines.pop()  # an unfinished line waits for the next chunk
+        for line in lines:
+            if self.done:
                 return
-            line, self.pending = self.pending[:end].rstrip(b"\r"), self.pending[end + 1 :]
-            self._line(line)
+            if line.startswith(b"data:"):
+                self._line(line.rstrip(b"\r"))
 
     def close(self) -> None:
         if self.pending.strip() and not self.done:
@@ -438,8 +443,8 @@ class OpenAIModel:
                             return self._malformed(exc)
                         except _StreamRefusal as exc:
                             return ChatAnswer(None, "refused", f"refused (in the stream): {exc}")
-                        if events.done:
-                            break
+                        # Read on to the body's end even after [DONE]: a body left unread closes the connection
+                        # instead of returning it to the pool (a new TCP connection for every request).
         except (TimeoutError, httpx.HTTPError) as exc:
             return self._transport_failure(exc)
         if events is not None:
