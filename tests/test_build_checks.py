@@ -276,3 +276,49 @@ def test_a_nested_target_outside_the_cast_moves_to_draft_invalid():
     assert rows[1]["support_strategy"][0]["target"] == ["Alan"]
     assert rows[1]["draft_invalid"]["support_strategy"][0]["target"] == ["Alan", "India"]
     assert any(p.field == "support_strategy[0].target[1]" and "'India'" in p.message for p in problems)
+
+
+# --- faithful to the subtitles (issue 24, item 2) -----------------------------------------------------------
+
+
+def test_an_invented_sentence_is_found():
+    rows = copy.deepcopy(GOOD)
+    rows[0]["dialogue_cleaned"] += " And I love her more than anything."
+    found = [p for p in check(rows)[1] if p.field == "dialogue_cleaned" and p.row_index == 1]
+    assert found and "words not in the subtitle lines" in str(found[0]) and "anything" in str(found[0])
+    reordered = copy.deepcopy(GOOD)
+    reordered[0]["dialogue_cleaned"] = "Better be I just wanna."
+    assert any("out of their order" in str(p) for p in check(reordered)[1])
+    trimmed = copy.deepcopy(GOOD)
+    trimmed[0]["dialogue_cleaned"] = "I wanna be better."  # a word left out is cleaning, not invention
+    assert not [p for p in check(trimmed)[1] if p.row_index == 1]
+
+
+def test_a_line_moved_to_another_speaker_is_found():
+    rows = copy.deepcopy(GOOD)
+    rows[2]["primary_speaker"] = "Alan"  # Evelyn's line, attributed to Alan
+    rows[2]["target"] = ["Therapist"]
+    assert any(p.field == "primary_speaker" and "Evelyn's" in str(p) for p in check(rows)[1])
+
+
+def test_two_speakers_in_one_row_are_found():
+    rows = [copy.deepcopy(GOOD[0]), copy.deepcopy(GOOD[1])]
+    rows[0].update(end_time=8.0, dialogue_cleaned="I just wanna be better. What does better mean to you?")
+    problems = check(rows[:1], duration=12.0)[1]
+    assert any("start a new row at every speaker change" in str(p) for p in problems)
+
+
+@pytest.mark.parametrize("field, value", [("tone_of_voice", "N/A"), ("tone_of_voice", "unknown"),
+                                          ("tone_of_voice", "none.")])
+def test_placeholders_are_found(field, value):
+    rows = copy.deepcopy(GOOD)
+    rows[0][field] = value
+    assert any(p.field == field and "placeholder" in str(p) for p in check(rows)[1])
+
+
+def test_empty_evidence_is_found():
+    rows = copy.deepcopy(GOOD)
+    rows[2]["viewpoints_attitudes"] = [{"source": "Evelyn", "target": "Alan", "viewpoint": "", "attitude": "hurt"}]
+    assert any(p.field == "viewpoints_attitudes[0].viewpoint" and "empty" in str(p) for p in check(rows)[1])
+    rows[2]["viewpoints_attitudes"][0]["viewpoint"] = "N/A"
+    assert any("placeholder" in str(p) for p in check(rows)[1])

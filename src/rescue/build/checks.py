@@ -301,7 +301,96 @@ def check_rows(value: Any, cues: Sequence[Cue], *, scenario: Scenario, participa
     ordered = [rows[i] for i in order]
     for index, record in enumerate(ordered, start=1):
         record["row_index"] = index
+    problems += faithfulness(ordered, cues)
     return ordered, problems
+
+
+# Values that stand for "nothing observed": the paper's output rules forbid them (§7.3: no null/None/N/A);
+# an empty list or "" says nothing was observed.
+PLACEHOLDERS = frozenset({"n/a", "na", "none", "null", "nil", "unknown", "not applicable", "not available",
+                          "unclear", "-", "--", "—", "?", "...", "…", "tbd", "nothing"})
+_TEXTS = {"tone_of_voice": None, "dialogue_cleaned": None, "body_posture": "description",
+          "facial_expressions": "description", "self_directed_behavior": "description",
+          "interaction_behavior": "description", "internal_emotion": "emotion_description",
+          "viewpoints_attitudes": "viewpoint", "background_dialogue": "content",
+          "support_strategy": "strategy_content"}
+
+
+def _spanned(row: dict[str, Any], cues: Sequence[Cue]) -> list[Cue]:
+    """The subtitle lines a row's time span overlaps by more than the timing tolerance (a line that only
+    touches the row's edge is a neighbour's)."""
+    start, end = row["start_time"], row["end_time"]
+    if not isinstance(start, float | int) or not isinstance(end, float | int):
+        return []
+    return [c for c in cues if min(c.end, end) - max(c.start, start) > min(TIME_TOLERANCE, (c.end - c.start) / 2)]
+
+
+def _added(said: list[str], source: list[str]) -> list[str]:
+    """The words of ``said`` that do not follow, in order, from ``source`` (greedy: each word takes the next
+    occurrence after the previous match)."""
+    extra, at = [], 0
+    for word in said:
+        try:
+            at = source.index(word, at) + 1
+        except ValueError:
+            extra.append(word)
+    return extra
+
+
+def _quoted(cue: Cue, said: list[str]) -> bool:
+    """Whether a row quotes the line: at least half of the line's words are among the row's."""
+    needed = words(cue.text)
+    pool = list(said)
+    found = 0
+    for word in needed:
+        if word in pool:
+            pool.remove(word)
+            found += 1
+    return bool(needed) and found * 2 >= len(needed)
+
+
+def faithfulness(rows: Sequence[dict[str, Any]], cues: Sequence[Cue]) -> list[Problem]:
+    """The paper's rules that subtitles are the ground truth of speech (§7.1-7.3), row by row:
+
+    - a row's words come only from the subtitle lines its span overlaps, in their order, none added (words
+      may be left out: fillers, repeats, a speaker prefix);
+    - a row quotes the lines of one speaker: a new row starts at every speaker change;
+    - a row's speaker is the speaker of the lines it quotes, where the subtitles name one;
+    - no placeholder (N/A, none, unknown, ...) stands for a value (an empty evidence text is the rulebook's
+      empty-text rule).
+    """
+    problems: list[Problem] = []
+    for number, row in enumerate(rows, start=1):
+        def problem(field: str, message: str, number: int = number) -> None:
+            problems.append(Problem(row_index=number, field=field, message=message))
+
+        for field, part in _TEXTS.items():
+            value = row.get(field)
+            entries = [(field, value)] if part is None else [
+                (f"{field}[{i}].{part}", e.get(part)) for i, e in enumerate(value or []) if isinstance(e, dict)]
+            for where, text in entries:
+                # An empty evidence text is the rulebook's (rescue.data.rules, empty-text), checked in _check_rules.
+                if isinstance(text, str) and text.strip().strip(".").casefold() in PLACEHOLDERS:
+                    problem(where, f"{text!r} is a placeholder: leave the field empty (\"\" or []) when nothing "
+                            "was observed")
+        said = words(row.get("dialogue_cleaned") or "")
+        spanned = _spanned(row, cues)
+        if not said or not spanned:
+            continue
+        extra = _added(said, [w for c in spanned for w in words(c.text)])
+        if extra:
+            shown = " ".join(extra[:12]) + (" ..." if len(extra) > 12 else "")
+            problem("dialogue_cleaned", f"words not in the subtitle lines the row spans (or out of their order): "
+                    f"{shown!r}; quote the lines, add nothing")
+        quoted = [c for c in spanned if c.speakers and _quoted(c, said)]
+        speakers = list(dict.fromkeys(s for c in quoted for s in c.speakers))
+        if len({c.speakers for c in quoted}) > 1:
+            problem("dialogue_cleaned", f"quotes lines of {' and '.join(speakers)}: start a new row at every "
+                    "speaker change")
+        elif len(speakers) == 1 and row.get("primary_speaker") != speakers[0]:
+            problem("primary_speaker", f"{row.get('primary_speaker')!r}, but the subtitle lines this row quotes "
+                    f"are {speakers[0]}'s")
+    return problems
 
 
 def uncovered_cues(rows: Sequence[dict[str, Any]], cues: Sequence[Cue]) -> list[Cue]:
