@@ -71,7 +71,7 @@ def media(folder: Path, cuts: int, seconds: float, spans: int, rounds: int) -> t
     return min(timings["ours"]), min(timings["bare"])
 
 
-def whole_build(folder: Path, minutes: float, segment_minutes: float, rounds: int) -> dict[str, float]:
+def whole_build(folder: Path, minutes: float, segment_minutes: float, rounds: int, size: str) -> dict[str, float]:
     """(c): ``rescue build`` (no model) against the bare ffmpeg commands it runs, the same arguments."""
     import statistics
 
@@ -80,7 +80,7 @@ def whole_build(folder: Path, minutes: float, segment_minutes: float, rounds: in
 
     seconds = minutes * 60
     lines = conversation(seconds)
-    video = make_video(folder / "session.mp4", seconds, size="320x240", rate=25, speech=lines)
+    video = make_video(folder / "session.mp4", seconds, size=size, rate=25, speech=lines)
     subs = write_srt(folder / "session.srt", lines)
     bounds = [0.0]
     step = segment_minutes * 60
@@ -177,6 +177,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--build-minutes", type=float, default=8.0, help="(c): the session's length")
     parser.add_argument("--segment-minutes", type=float, default=2.0, help="(c): about this long each")
+    parser.add_argument("--build-size", default="640x360", help="(c): the session's picture size")
     parser.add_argument("--only", default="a,b,c", help="which parts to run, e.g. a,c")
     args = parser.parse_args()
     parts = set(args.only.split(","))
@@ -190,8 +191,8 @@ def main() -> None:
             print(f"    rescue.media {ours:6.2f} s | bare ffmpeg {bare:6.2f} s | rescue at {bare / ours:6.1%} of bare "
                   "ffmpeg's speed (target >= 90%)")
         if "c" in parts:
-            built = whole_build(folder / "c", args.build_minutes, args.segment_minutes, args.rounds)
-            print(f"(c) rescue build (no model) of a {args.build_minutes:g}-minute session (320x240, 25 fps, "
+            built = whole_build(folder / "c", args.build_minutes, args.segment_minutes, args.rounds, args.build_size)
+            print(f"(c) rescue build (no model) of a {args.build_minutes:g}-minute session ({args.build_size}, 25 fps, "
                   f"{built['segments']} segments) against the same ffmpeg cuts run bare, {args.rounds} rounds")
             print(f"    rescue build {built['ours_min']:6.2f} s per video-minute | bare ffmpeg {built['bare_min']:6.2f} s "
                   f"(best rounds) | rescue's time / bare's: {built['ratio_min']:.2f} / {built['ratio_median']:.2f} / "
