@@ -571,7 +571,7 @@ def test_a_missing_database_driver_is_a_clear_error():
                None)
     if url is None:
         pytest.skip("every PostgreSQL driver tried is installed here")
-    with pytest.raises(DatabaseError, match=r"driver is not installed.*rescue\[review-pg\]") as caught:
+    with pytest.raises(DatabaseError, match=r"driver is not installed.*rescue-bench\[review-pg\]") as caught:
         make_engine(url)
     assert "secret" not in str(caught.value)
 

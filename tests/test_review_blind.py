@@ -31,6 +31,7 @@ ROUTES = [
     ("GET", "/api/me", "/api/me", None, "all"),
     ("GET", "/api/openapi.json", "/api/openapi.json", None, "all"),
     ("GET", "/login", "/login", None, "all"),
+    ("GET", "/favicon.ico", "/favicon.ico", None, "all"),
     ("GET", "/", "/", None, "all"),
     ("GET", "/api/segments", "/api/segments", None, "all"),
     ("GET", "/api/search", "/api/search?q=the", None, "all"),
