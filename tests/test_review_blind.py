@@ -150,6 +150,17 @@ def test_an_annotator_reads_only_her_own_copys_audit(app):
     assert "ann-secret-tone" in both and "bob-secret-tone" in both
 
 
+def test_an_annotator_sees_no_comment_of_her_co_annotator(app):
+    ann, bob, ada = Client(app, "ann"), Client(app, "bob"), Client(app, "ada")
+    assert bob.write("POST", SEG + "/comments", {"text": "bob-thinks-pursue-withdraw"}).status_code == 201
+    assert ann.write("POST", SEG + "/comments", {"text": "ann-own-note"}).status_code == 201
+    assert ada.write("POST", SEG + "/comments", {"text": "ada-guidance"}).status_code == 201
+    seen = [c["text"] for c in ann.segment()["comments"]]
+    assert "bob-thinks-pursue-withdraw" not in seen and {"ann-own-note", "ada-guidance"} <= set(seen)
+    final = [c["text"] for c in ada.segment(copy="final")["comments"]]
+    assert {"bob-thinks-pursue-withdraw", "ann-own-note", "ada-guidance"} <= set(final)
+
+
 def test_the_dashboard_shows_the_project_path_to_adjudicators_only(app, project):
     for user, shown in (("ann", False), ("cat", False), ("ada", True), ("root", True)):
         page = Client(app, user).get("/").text

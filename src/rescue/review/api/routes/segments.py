@@ -11,6 +11,8 @@ from urllib.parse import quote
 from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel, ConfigDict, Field
 
+from sqlalchemy import select
+
 from rescue.review import crud, cuts
 from rescue.review.api.deps import (
     Adjudicator,
@@ -26,7 +28,7 @@ from rescue.review.api.deps import (
 )
 from rescue.review.fields import DISCARD_REASONS, FieldError, checks_payload, field_schema, label_sets
 from rescue.data.rules import RULES
-from rescue.review.models import FINAL
+from rescue.review.models import FINAL, User
 from rescue.review.project import Project, Segment
 from rescue.review.queue import QueueQuery, SortKey, Status, narrow, queue
 
@@ -48,6 +50,16 @@ class CommentBody(BaseModel):
 
 def media_url(path: str | None) -> str | None:
     return "/media/" + quote(path) if path else None
+
+
+def _copy_comments(db: Db, segment_id: str, copy: str) -> list[dict[str, Any]]:
+    """The comments shown with a copy: on an annotator's copy, hers and those of adjudicators and admins, never a
+    co-annotator's (blind double annotation); on the final copy, all of them."""
+    found = crud.comments(db, segment_id)
+    if copy == FINAL:
+        return found
+    annotators = set(db.scalars(select(User.name).where(User.role == "annotator")))
+    return [c for c in found if c["author"] == copy or c["author"] not in annotators]
 
 
 def segment_payload(db: Db, project: Project, segment: Segment, copy: str) -> dict[str, Any]:
@@ -91,7 +103,7 @@ def segment_payload(db: Db, project: Project, segment: Segment, copy: str) -> di
         "source_video": segment.source_video,
         "problems": problems.get(None, []),
         "rows": out_rows,
-        "comments": crud.comments(db, segment.sample_id),
+        "comments": _copy_comments(db, segment.sample_id, copy),
         "labels": label_sets(segment.scenario),
         "fields": field_schema(),
         "rules": RULEBOOK,
