@@ -89,7 +89,7 @@ def test_a_bare_video_becomes_a_validated_draft_with_the_words_where_they_were_s
         # Diarized: the transcript names SPEAKER_n, which the cast does not hold until mapped.
         from rescue.build.inputs import BuildInputError
 
-        with pytest.raises(BuildInputError, match="SPEAKER_1"):
+        with pytest.raises(BuildInputError, match=r"are not in the cast: name them with --speaker-map \"SPEAKER_1=NAME"):
             build(config(out, [spec(session, out)], server))
         transcript = out / "transcripts/g/session.srt"
         assert transcript.is_file()
@@ -116,6 +116,8 @@ def test_a_bare_video_becomes_a_validated_draft_with_the_words_where_they_were_s
     assert max(errors) < 0.05
     manifest = json.loads((out / "manifest.json").read_text())
     assert not [p for s in manifest["segments"] for p in s["problems"] if "no speech" in p["message"]]
+    provenance = manifest["segments"][0]["provenance"]
+    assert provenance["transcribed_by"] == "whisper-1" and provenance["subtitles_file"] == "transcripts/g/session.srt"
 
 
 @pytest.mark.slow

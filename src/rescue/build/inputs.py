@@ -217,6 +217,15 @@ def load_session(spec: SessionSpec) -> Session:
     notes += trimmed
     if media is not None and cues:
         problems += check_cues(spec.subtitles, cues, media.duration, spec.participants)
+    if spec.transcribe:
+        cast = {*spec.participants, THERAPIST}
+        unnamed = sorted({sp for cue in cues for sp in cue.speakers if sp not in cast},
+                         key=lambda name: (len(name), name))
+        if unnamed:
+            # Said first: the one fix for every line below (the transcript stays; nothing is transcribed again).
+            problems.insert(0, f"{spec.subtitles}: the transcript's speakers {', '.join(unnamed)} are not in the "
+                               f"cast: name them with --speaker-map \"{unnamed[0]}=NAME,...\" (names: "
+                               f"{', '.join(sorted(cast))}) or edit the file, then run the same command again")
     cues, split = split_shared_lines(spec.subtitles, cues)
     if media is not None and media.has_video and not media.has_audio:
         notes.append(f"{spec.video}: has no audio track: the clips are silent, and neither the model nor the "

@@ -343,6 +343,10 @@ def _provenance(config: BuildConfig, item: Planned, draft: SegmentDraft, annotat
         "base_url": redact_url(config.base_url) if annotated else None, "video_input": config.annotate.video_input,
         "settings": asdict(config.annotate), "requests": draft.requests, "reasked": draft.reasked,
         "ffmpeg": ffmpeg_exe(), "rescue_version": __version__, "python": platform.python_version(),
+        # The subtitles' own history: made by --transcribe (which model), moved by --subs-offset.
+        "transcribed_by": (config.transcribe or "your own model") if spec.transcribe else None,
+        "transcribe_base_url": redact_url(config.transcribe_base_url) if spec.transcribe else None,
+        "subs_offset": spec.subs_offset,
     }
 
 
