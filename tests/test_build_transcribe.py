@@ -236,3 +236,24 @@ def test_local_faster_whisper_transcribes_espeak_speech(tmp_path, spoken):
     assert outcome.complete and validate_path(out / "draft.jsonl").errors == []
     heard = " ".join(c.text for c in load_cues(out / "transcripts/g/session.srt")).lower()
     assert sum(word in heard for word in ("listens", "fight", "scared", "thank")) >= 3
+
+
+def test_propose_only_transcribes_proposes_and_stops(tmp_path, spoken):
+    session, audio = spoken
+    out = tmp_path / "out"
+    with serve(draft_script(), transcribe=TimedWords(audio, session.words, diarize=False)) as server:
+        outcome = build(config(out, [spec(session, out)], server, propose_only=True))
+        paths = [r.path for r in server.requests]
+    assert (out / "transcripts/g/session.srt").is_file() and outcome.proposals and outcome.proposals[0].is_file()
+    assert "/v1/chat/completions" not in paths and not (out / "clips").exists()
+
+
+def test_a_late_subtitle_file_is_reported_with_the_offset_that_fixes_it(tmp_path, spoken):
+    session, _audio = spoken
+    late = write_srt(tmp_path / "late.srt", [(a + 1.5, b + 1.5, "Alan", t) for a, b, _w, t in session.lines])
+    out = tmp_path / "out"
+    outcome = build(BuildConfig(out=out, sessions=[SessionSpec(session.video, late, "couple", ("Alan", "Evelyn"), "g")],
+                                min_duration=20, propose_only=True))
+    assert any("start 1.50 s after the speech" in n and "--subs-offset -1.50" in n for n in outcome.notes)
+    events = [json.loads(line) for line in (out / "build.log").read_text().splitlines()]
+    assert [e["offset"] for e in events if e["event"] == "alignment"] == [-1.5]
