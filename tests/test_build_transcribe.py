@@ -257,3 +257,24 @@ def test_a_late_subtitle_file_is_reported_with_the_offset_that_fixes_it(tmp_path
     assert any("start 1.50 s after the speech" in n and "--subs-offset -1.50" in n for n in outcome.notes)
     events = [json.loads(line) for line in (out / "build.log").read_text().splitlines()]
     assert [e["offset"] for e in events if e["event"] == "alignment"] == [-1.5]
+
+
+def test_a_sessions_csv_transcribes_the_lines_without_subtitles(tmp_path, spoken):
+    from test_build_inputs import cli
+
+    from rescue.build.inputs import BuildInputError, read_sessions_csv
+
+    session, _audio = spoken
+    write_srt(tmp_path / "given.srt", [(1.0, 4.0, "Alan", "Hello there.")])
+    sessions = tmp_path / "sessions.csv"
+    sessions.write_text("video,subtitles,scenario,participants,group\n"
+                        f"{session.video},,couple,Alan;Evelyn,g\n{session.video},given.srt,couple,Alan;Evelyn,h\n")
+    specs = read_sessions_csv(sessions, transcripts=tmp_path / "o/transcripts")
+    assert [(s.transcribe, s.subtitles) for s in specs] == [
+        (True, tmp_path / "o/transcripts/g/session.srt"), (False, tmp_path / "given.srt")]
+    with pytest.raises(BuildInputError, match=r"sessions.csv:2: subtitles: empty"):
+        read_sessions_csv(sessions)  # without --transcribe an empty subtitles column is an error
+    done = cli("--manifest", str(sessions), "--transcribe", "openai/whisper-1", "--out", str(tmp_path / "o"),
+               "--min-duration", "1", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert "1 video(s), 1.1 min of audio" in done.stdout and not (tmp_path / "o").exists()

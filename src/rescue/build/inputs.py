@@ -304,11 +304,13 @@ def read_csv_text(path: Path) -> str:
 
 
 def read_sessions_csv(path: Path, *, default_map: tuple[tuple[str, str], ...] = (),
-                      overlap_tolerance: float = OVERLAP_TOLERANCE) -> list[SessionSpec]:
+                      overlap_tolerance: float = OVERLAP_TOLERANCE,
+                      transcripts: Path | None = None) -> list[SessionSpec]:
     """``--manifest sessions.csv``: a header ``video,subtitles,scenario,participants,group[,segments]
     [,speaker_map]``, one line per video; paths relative to the CSV's folder; participants and speaker-map
     items separated by ``;`` (or ``,`` inside quotes). A line's ``speaker_map`` replaces ``default_map``
-    (``--speaker-map``)."""
+    (``--speaker-map``). With ``transcripts`` (``--transcribe``: ``DIR/transcripts``) a line with an empty
+    ``subtitles`` is transcribed into ``transcripts/<group>/<video stem>.srt``."""
     reader = csv.DictReader(read_csv_text(path).splitlines())
     header = [h.strip() for h in reader.fieldnames or []]
     missing = [c for c in MANIFEST_COLUMNS if c not in header]
@@ -323,18 +325,22 @@ def read_sessions_csv(path: Path, *, default_map: tuple[tuple[str, str], ...] = 
             continue
         where = f"{path}:{line}"
         try:
-            empty = [c for c in ("video", "subtitles") if not row.get(c)]
+            transcribe = transcripts is not None and not row.get("subtitles")
+            empty = [c for c in ("video", "subtitles") if not row.get(c) and not (c == "subtitles" and transcribe)]
             if empty:
                 raise BuildInputError([f"{where}: {c}: empty" for c in empty])
             participants = parse_participants(row["participants"], where)
             segments = row.get("segments") or ""
             mapping = parse_speaker_map(row.get("speaker_map") or "", where, participants)
+            group = check_group(row["group"] or default_group(participants), where)
+            video = base / row["video"]
+            subtitles = transcripts / group / f"{video.stem}.srt" if transcripts is not None and transcribe \
+                else base / row["subtitles"]
             specs.append(SessionSpec(
-                video=base / row["video"], subtitles=base / row["subtitles"],
+                video=video, subtitles=subtitles,
                 scenario=check_scenario(row["scenario"], where), participants=participants,
-                group=check_group(row["group"] or default_group(participants), where),
-                segments=base / segments if segments else None, origin=where,
-                speaker_map=mapping or default_map, overlap_tolerance=overlap_tolerance,
+                group=group, segments=base / segments if segments else None, origin=where,
+                speaker_map=mapping or default_map, overlap_tolerance=overlap_tolerance, transcribe=transcribe,
             ))
         except BuildInputError as exc:
             problems += exc.problems

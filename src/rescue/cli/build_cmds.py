@@ -109,9 +109,8 @@ def build_command(
         if video is not None:
             raise BuildInputError(["give either VIDEO or --manifest, not both"])
         default_map = parse_speaker_map(speaker_map, "--speaker-map", None) if speaker_map else ()
-        if transcribe is not None:
-            raise BuildInputError(["--transcribe takes one VIDEO; a sessions CSV names subtitles for each video"])
-        specs = read_sessions_csv(manifest, default_map=default_map, overlap_tolerance=overlap_tolerance)
+        specs = read_sessions_csv(manifest, default_map=default_map, overlap_tolerance=overlap_tolerance,
+                                  transcripts=out / "transcripts" if transcribe is not None else None)
         if subs_offset:
             from dataclasses import replace
 
