@@ -30,7 +30,8 @@ def report_dir(tmp_path_factory) -> Path:
         assert result.exit_code == 0, result.output
         runs.append(str(out))
     report = root / "report"
-    result = CliRunner().invoke(app, ["report", *runs, "--out", str(report), "--bootstrap", "200"])
+    result = CliRunner().invoke(app, ["report", *runs, "--out", str(report), "--bootstrap", "200",
+                                      "--reference", "paper"])  # the reproduction table, caveat column and all
     assert result.exit_code == 0, result.output
     return report
 
@@ -56,7 +57,7 @@ def _widths(report: Path, viewport: int) -> list[dict]:
 def test_the_leaderboard_fits_a_1440_px_window(report_dir):
     widths = _widths(report_dir, 1440)
     boards = [w for w in widths if w["css"] == "board"]
-    assert boards, widths
+    assert boards and any(w["css"] == "wraps" for w in widths), widths
     for width in widths:
         assert width["table"] <= width["column"] <= 1400, width  # no horizontal scroll
     print("leaderboard widths at 1440 px:", [w["table"] for w in boards], "column", boards[0]["column"])
