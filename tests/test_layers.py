@@ -34,6 +34,7 @@ LAYERS: dict[str, set[str] | str] = {
     "report": {"data", "metrics", "tasks", "scoring", "engine"},  # engine: the typed results it reads
     "suites": {"data", "tasks", "llm", "engine"},
     "testing": {"data", "tasks", "llm"},
+    "exports": {"data", "tasks"},  # fine-tuning chats and datasets folders, rendered by the tasks themselves
     "cli": EVERYTHING,
     "__init__": EVERYTHING,  # the notebook API
     "__main__": EVERYTHING,

@@ -16,7 +16,8 @@ from rescue.data.errors import RescueError
 from rescue.data.text import visible_text  # not via rescue.io: its regexes cost `--help` time
 
 # Each module registers its commands on `app` when imported.
-_COMMAND_MODULES = ("data_cmds", "tasks_cmds", "run_cmds", "judge_cmds", "report_cmds", "review_cmds", "build_cmds")
+_COMMAND_MODULES = ("data_cmds", "tasks_cmds", "run_cmds", "judge_cmds", "report_cmds", "review_cmds", "build_cmds",
+                    "splits_cmds", "export_cmds")
 for _name in _COMMAND_MODULES:
     importlib.import_module(f"rescue.cli.{_name}")
 

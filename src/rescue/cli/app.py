@@ -54,3 +54,26 @@ class RppGoldChoice(str, Enum):
 class JudgedTask(str, Enum):
     er = "er"
     vp = "vp"
+
+
+SplitOption = Annotated[
+    Optional[str],
+    typer.Option("--split", help="Only the samples of this split (train, dev, test, fold1, ...) of the --splits file "
+                 "that `rescue splits` wrote."),
+]
+SplitsFileOption = Annotated[
+    Path, typer.Option("--splits", help="The splits file --split reads (written by `rescue splits`).")
+]
+DEFAULT_SPLITS_FILE = Path("splits.json")
+
+
+def load_data(data: Optional[Path], split: Optional[str] = None, splits: Path = DEFAULT_SPLITS_FILE) -> list:  # type: ignore[type-arg]
+    """The validated samples of ``data``, restricted to ``split`` of the ``splits`` file when one is named."""
+    from rescue.data.loading import load_samples
+
+    samples = load_samples(data)
+    if split is None:
+        return samples
+    from rescue.data.splits import select_split
+
+    return select_split(samples, splits, split)

@@ -10,7 +10,17 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from rescue.cli.app import DataOption, app, console, data_app, err_console
+from rescue.cli.app import (
+    DEFAULT_SPLITS_FILE,
+    DataOption,
+    SplitOption,
+    SplitsFileOption,
+    app,
+    console,
+    data_app,
+    err_console,
+    load_data,
+)
 from rescue.data import fetch as release  # light: it imports httpx and the validation only to download
 
 if TYPE_CHECKING:
@@ -79,12 +89,13 @@ def stats_command(
     output_format: Annotated[
         StatsFormat, typer.Option("--format", help="table for people; json, markdown or latex for papers and scripts.")
     ] = StatsFormat.table,
+    split: SplitOption = None,
+    splits: SplitsFileOption = DEFAULT_SPLITS_FILE,
 ) -> None:
     """Dataset statistics as in the paper's Table 3 (per scenario and overall), then label distributions."""
     from rescue.data import stats as dataset_stats
-    from rescue.data.loading import load_samples
 
-    stats = dataset_stats.compute(load_samples(data))
+    stats = dataset_stats.compute(load_data(data, split, splits))
     if output_format is StatsFormat.json:
         typer.echo(dataset_stats.render_json(stats), nl=False)
     elif output_format is StatsFormat.markdown:
@@ -92,17 +103,18 @@ def stats_command(
     elif output_format is StatsFormat.latex:
         typer.echo(dataset_stats.render_latex(stats), nl=False)
     else:
-        _print_tables(stats)
+        print_stats_tables(stats)
 
 
-def _print_tables(stats: dataset_stats.DatasetStats) -> None:
+def print_stats_tables(stats: dataset_stats.DatasetStats, title: str = "Dataset statistics (paper Table 3)") -> None:
+    """Table 3 and the label distributions on the terminal."""
     from rich.table import Table
 
     from rescue.data import stats as dataset_stats
 
     # Transposed (one row per statistic, one column per scope): the paper's seven headers do not fit 80 columns.
     rows = dataset_stats.table3_cells(stats)
-    table = Table(title="Dataset statistics (paper Table 3)", title_justify="left")
+    table = Table(title=title, title_justify="left")
     table.add_column("Statistic", no_wrap=True)
     for cells in rows:
         table.add_column(cells[0], justify="right", no_wrap=True)

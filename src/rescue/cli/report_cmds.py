@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from rescue.cli.app import app, console, err_console
+from rescue.cli.app import DEFAULT_SPLITS_FILE, SplitOption, SplitsFileOption, app, console, err_console
 
 
 @app.command("report")
@@ -46,6 +46,8 @@ def report(
         "by default they are drawn when it is installed and a note says how to get it when not. --figures "
         "makes a missing extra an error.", show_default=False)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+    split: SplitOption = None,
+    splits: SplitsFileOption = DEFAULT_SPLITS_FILE,
 ) -> None:
     """Leaderboards (Markdown, LaTeX, CSV) with bootstrap CIs, paired comparisons, the paper's analyses,
     figures and a self-contained HTML report, from one or more run directories."""
@@ -66,7 +68,7 @@ def report(
 
     options = ReportOptions(n_resamples=bootstrap, seed=seed, level=level, alpha=alpha, context_rows=context_rows,
                             html=html, cluster=cluster, groups=groups, allow_mixed=allow_mixed, reference=reference,
-                            figures=figures, progress=None if quiet else progress)
+                            figures=figures, progress=None if quiet else progress, split=split, splits=splits)
     result = build_report(run_dirs, out, data=data, options=options)
     if result.reference:
         _print_reference(result.reference)

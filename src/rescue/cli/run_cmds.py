@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from rescue.cli.app import DATA_HELP, RppGoldChoice, app, console, err_console
+from rescue.cli.app import DATA_HELP, DEFAULT_SPLITS_FILE, RppGoldChoice, app, console, err_console
 
 # The option panels of `rescue run --help`.
 P_DATA, P_MODELS, P_GENERATION = "Data", "Models", "Generation"
@@ -109,6 +109,11 @@ def run_command(
     rpp_gold: Annotated[Optional[RppGoldChoice], typer.Option(
         "--rpp-gold", rich_help_panel=P_DATA, help="The row field holding RPP gold: auto (relation_pattern where a "
         "sample has it, else relation_cycle_state), relation_pattern or relation_cycle_state (docs/tasks.md).")] = None,
+    split: Annotated[Optional[str], typer.Option(
+        "--split", rich_help_panel=P_DATA, help="Only the samples of this split (train, dev, test, fold1, ...) of "
+        "the --splits file `rescue splits` wrote; taken before --limit-samples.")] = None,
+    splits: Annotated[Path, typer.Option(
+        "--splits", rich_help_panel=P_DATA, help="The splits file --split reads.")] = DEFAULT_SPLITS_FILE,
     task_option: Annotated[Optional[list[str]], typer.Option(
         "--task-option", rich_help_panel=P_DATA, help="A task's build option, TASK.OPTION=VALUE (repeatable), e.g. er.checkpoints_per_sample=3 "
         "or itp.itp_max_per_class=10; `rescue tasks --help` and docs/tasks.md list them.")] = None,
@@ -224,6 +229,8 @@ def run_command(
         context_size=context_size,
         limit_samples=limit_samples,
         sample_choice=sample_choice,
+        split=split,
+        splits=str(splits.resolve()) if split is not None else None,
         batch_size=batch_size,
         parse=parse,
         rpp_gold=None if rpp_gold is None else rpp_gold.value,

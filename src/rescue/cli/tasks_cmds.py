@@ -7,7 +7,7 @@ from enum import Enum
 from typing import Annotated
 
 import typer
-from rescue.cli.app import DataOption, RppGoldChoice, app, console
+from rescue.cli.app import DEFAULT_SPLITS_FILE, DataOption, RppGoldChoice, SplitOption, SplitsFileOption, app, console, load_data
 
 
 class OutputFormat(str, Enum):
@@ -37,14 +37,15 @@ def tasks_command(
         typer.Option("--task-option", help="A task's build option, TASK.OPTION=VALUE (repeatable), e.g. "
                      "er.checkpoints_per_sample=3; see docs/tasks.md."),
     ] = None,
+    split: SplitOption = None,
+    splits: SplitsFileOption = DEFAULT_SPLITS_FILE,
 ) -> None:
     """Count the instances and samples each task builds, per scenario (compare with the paper's Table 6)."""
     from rich.table import Table
 
-    from rescue.data.loading import load_samples
     from rescue.tasks import SCENARIOS, TASKS, parse_task_options, task_counts
 
-    samples = load_samples(data)
+    samples = load_data(data, split, splits)
     options = parse_task_options(task_option or [])
     options.setdefault("rpp", {}).setdefault("rpp_gold", rpp_gold.value)
     counts = task_counts(samples, options=options)

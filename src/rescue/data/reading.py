@@ -194,6 +194,29 @@ def _read_sample_json(path: Path, root: Path) -> RawRecord:
     return RawRecord(display, 1, data, not_finite=not_finite_paths(data) if ("NaN" in text or "Infinity" in text) else [])
 
 
+def _read_hf_folder(root: Path) -> Iterator[RawRecord]:
+    """A Hugging Face ``datasets`` folder of samples (``rescue export --format hf --kind samples``): each split's
+    ``record`` column holds a sample as the release writes it; it is read as one line of a .jsonl would be, and
+    named ``FOLDER/SPLIT:ROW``."""
+    try:
+        import datasets  # type: ignore[import-untyped]
+    except ImportError:
+        raise DataError([DataIssue(str(root), 0, "a Hugging Face datasets folder: reading it needs the 'hf' extra "
+                                   "(missing: datasets): pip install 'rescue-bench[hf]'")]) from None
+    loaded = datasets.load_from_disk(str(root))
+    parts = loaded.items() if isinstance(loaded, datasets.DatasetDict) else [("", loaded)]
+    seen = False
+    for split, table in parts:
+        if "record" not in table.column_names:
+            raise DataError([DataIssue(f"{root}/{split}".rstrip("/"), 0, "a datasets folder without a 'record' "
+                                       "column: only a samples export (--kind samples) holds whole samples")])
+        for number, text in enumerate(table["record"], start=1):
+            seen = True
+            yield _parse_line(f"{root}/{split}".rstrip("/"), number, str(text).encode("utf-8"))
+    if not seen:
+        raise DataError([DataIssue(str(root), 0, "holds no samples")])
+
+
 def iter_records(path: str | Path | None) -> Iterator[RawRecord]:
     """Yield raw sample records from a .jsonl file, a folder of .jsonl files, or a folder of per-sample .json files."""
     if path is None:
@@ -207,6 +230,9 @@ def iter_records(path: str | Path | None) -> Iterator[RawRecord]:
             yield _read_sample_json(root, root.parent)
         else:
             yield from _read_jsonl(root, str(root))
+        return
+    if (root / "dataset_dict.json").is_file() or (root / "state.json").is_file():
+        yield from _read_hf_folder(root)
         return
     # A folder (or a link to one) named *.jsonl is no data file; a broken or looping link is said as such.
     jsonl_files = sorted(p for p in root.rglob("*.jsonl") if not p.is_dir())

@@ -14,6 +14,8 @@ goes through the same ``parse`` and scoring as a real model's.
   carried forward; the first instance of a sample, which has none, gets the majority ranking.
 - ``baseline/nearest`` (ER, VP): the gold annotation of the most similar client turn of ANOTHER sample
   (TF-IDF cosine over the turn's dialogue), never of the same sample.
+- ``baseline/supervised`` (ITP, RPP, STP, SSP): TF-IDF + logistic regression on what the prompt shows, fitted
+  out of fold by session group (:mod:`rescue.engine.supervised`).
 
 ``docs/baselines.md`` gives every definition and tie-break.
 """
@@ -33,7 +35,7 @@ from sklearn.metrics.pairwise import linear_kernel  # type: ignore[import-untype
 from rescue.data.errors import RescueError
 from rescue.data.models import GROUP_LABELS, THERAPIST
 from rescue.engine.types import ChatAnswer, TaskRequest
-from rescue.tasks.base import Instance, Task
+from rescue.tasks.base import Instance, RenderOptions, Task
 
 PREFIX = "baseline/"
 TOP_K = 3
@@ -118,6 +120,7 @@ class _TaskState:
 
     task: Task
     instances: list[Instance]
+    options: RenderOptions
     counts: dict[str, Counter[str]] = field(default_factory=dict)  # per scenario: gold label counts
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -148,7 +151,7 @@ class Baseline:
         task = _task(task_name)
         return task is not None and self.applies(task)
 
-    def prepare(self, task: Task, instances: list[Instance]) -> None:
+    def prepare(self, task: Task, instances: list[Instance], options: RenderOptions | None = None) -> None:
         if not self.applies(task):
             from rescue.tasks import TASKS
 
@@ -156,7 +159,7 @@ class Baseline:
             raise BaselineError(
                 f"{self.name} does not apply to task {task.name!r}; it applies to: {', '.join(sorted(usable))}"
             )
-        state = _TaskState(task, list(instances), _label_counts(instances))
+        state = _TaskState(task, list(instances), options or RenderOptions(), _label_counts(instances))
         self.learn(state)
         self._states[task.name] = state
 
@@ -167,6 +170,10 @@ class Baseline:
         """Why this baseline cannot answer ``task`` on these instances (too few samples), else None: a run
         leaves the pair out with this note instead of failing."""
         return None
+
+    def describe(self) -> dict[str, Any]:
+        """What ``results.json`` records of how this baseline answered, per task (empty: nothing to add)."""
+        return {}
 
     async def solve(self, ask: TaskRequest) -> ChatAnswer:
         task = ask.task
@@ -389,8 +396,41 @@ def _transfer_viewpoints(gold: list[dict[str, Any]], instance: Instance) -> list
     return result
 
 
+class SupervisedBaseline(Baseline):
+    kind = "supervised"
+
+    def applies(self, task: Task) -> bool:
+        return task.declaration.answer in ("label", "ranking")
+
+    def sits_out(self, task: Task, instances: list[Instance]) -> str | None:
+        from rescue.data.groups import infer_groups
+
+        groups = infer_groups({i.sample_id: i.sample for i in instances}.values())
+        if len({groups.group_of(i.sample_id) for i in instances}) < 2:
+            return "it trains on other session groups than the one it answers and the data hold one group"
+        return None
+
+    def learn(self, state: _TaskState) -> None:
+        from rescue.engine.supervised import out_of_fold_rankings
+
+        state.extra["rankings"], state.extra["scheme"] = out_of_fold_rankings(state.task, state.instances,
+                                                                              state.options)
+
+    def answer(self, state: _TaskState, instance: Instance) -> Any:
+        ranking = state.extra["rankings"][instance.instance_id]
+        return ranking[0] if state.task.declaration.answer == "label" else ranking[:TOP_K]
+
+    def describe(self) -> dict[str, Any]:
+        from rescue.engine.supervised import FEATURES, MODEL
+
+        return {name: {"model": MODEL, "features": FEATURES, "mode": state.options.mode,
+                       **state.extra["scheme"].as_dict()}
+                for name, state in self._states.items()}
+
+
 BASELINES: dict[str, type[Baseline]] = {
-    PREFIX + cls.kind: cls for cls in (MajorityBaseline, UniformBaseline, PersistBaseline, NearestBaseline)
+    PREFIX + cls.kind: cls
+    for cls in (MajorityBaseline, UniformBaseline, PersistBaseline, NearestBaseline, SupervisedBaseline)
 }
 BASELINE_NAMES: tuple[str, ...] = tuple(BASELINES)
 

@@ -31,7 +31,7 @@ SAMPLE_CHOICES = ("first", "stratified")
 # Fields that may differ between a run and its resume: they change neither requests nor scores.
 OPERATIONAL_FIELDS = frozenset({
     "out", "data", "api_key_env", "judge_api_key_env", "timeout", "concurrency", "max_retries", "max_failures",
-    "max_cost", "retry_errors", "cache_dir", "prices", "quiet", "overwrite", "retry_after_cap",
+    "max_cost", "retry_errors", "cache_dir", "prices", "quiet", "overwrite", "retry_after_cap", "splits",
     # A streamed answer is the same answer; keeping reasoning changes no score; --budget-retry only adds
     # answers for what ran out of budget, so a rerun with it continues the same run.
     "stream", "store_reasoning", "budget_retry",
@@ -55,6 +55,8 @@ class RunConfig(BaseModel):
     limit_samples: int | None = None
     # with limit_samples: stratified by scenario and session group (enough groups for intervals), or the first N
     sample_choice: str = "stratified"
+    split: str | None = None  # only this split of the splits file (rescue.data.splits), before limit_samples
+    splits: str | None = None  # the splits file --split reads (None: ./splits.json)
     batch_size: str = "1"  # "1", a number, or "authors" (each task's authors' batch size)
     parse: str = "strict"  # "strict" or "lenient" (rescue.tasks.base.ParsePolicy); rescore can switch it
     rpp_gold: str | None = None  # shorthand for task_options["rpp"]["rpp_gold"]

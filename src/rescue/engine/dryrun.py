@@ -109,13 +109,9 @@ def _content_text(messages: list[dict[str, Any]]) -> str:
 def estimate_run(config: Any) -> RunEstimate:
     """Count what ``rescue run`` with ``config`` would send; reads the data (and probes the media), writes nothing."""
     from rescue.data.loading import load_samples
-    from rescue.engine.runner import _build_options, batch_plan, load_task, send_chains
+    from rescue.engine.runner import _build_options, batch_plan, load_task, select_samples, send_chains
 
-    samples = load_samples(config.data)
-    if config.limit_samples:
-        from rescue.data.loading import choose_samples
-
-        samples = choose_samples(samples, config.limit_samples, config.sample_choice)
+    samples, _ = select_samples(config, load_samples(config.data))
     video = None
     if config.mode in VIDEO_MODES:
         from rescue.video import VideoContext

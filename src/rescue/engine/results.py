@@ -55,8 +55,9 @@ class DataInfo(BaseModel):
     path: str | None  # absolute (runs before #28: as given); None: the bundled demo data
     sha256: str
     samples: int  # samples the run used
-    sample_choice: str = "all"  # all | first | stratified
-    sample_ids: list[str] | None = None  # with --limit-samples: exactly which samples were taken
+    sample_choice: str = "all"  # all | first | stratified | split:NAME
+    sample_ids: list[str] | None = None  # with --limit-samples or --split: exactly which samples were taken
+    split: str | None = None  # --split: the split of the splits file the samples came from
 
 
 class PredictionsInfo(BaseModel):

@@ -144,6 +144,22 @@ def values_used(config: RunConfig, tasks: dict[str, Task], instances: dict[str, 
     return used
 
 
+def select_samples(config: RunConfig, samples: list[Sample]) -> tuple[list[Sample], str]:
+    """The samples a run evaluates: its ``--split`` of the splits file, then ``--limit-samples`` of those;
+    and how they were chosen (``all``, ``first``, ``stratified``; ``split:NAME`` for a whole split)."""
+    from rescue.data.loading import choose_samples
+
+    choice = "all"
+    if config.split is not None:
+        from rescue.data.splits import SPLITS_FILE, select_split
+
+        samples = select_split(samples, config.splits or SPLITS_FILE, config.split)
+        choice = f"split:{config.split}"
+    if not config.limit_samples:
+        return samples, choice
+    return choose_samples(samples, config.limit_samples, config.sample_choice), config.sample_choice
+
+
 def _from_answer(task: Task, answer: ChatAnswer, batch: list[Instance], policy: str = "strict",
                  store_reasoning: bool = True) -> dict[str, Prediction]:
     reasoning = answer.meta.get("reasoning") if store_reasoning else None
@@ -236,7 +252,7 @@ async def run_pair(model: TaskModel, task: Task, instances: list[Instance], conf
     (a row's prompt JSON depends on the mode alone, and a run has one mode), else one for this pair."""
     options = RenderOptions(mode=config.mode, context_size=config.context_size,  # type: ignore[arg-type]
                             rows=rows if rows is not None else RowCache())
-    model.prepare(task, instances)
+    model.prepare(task, instances, options)
     chains = send_chains(batch_plan(config, task, instances).batches, config.concurrency)
     # A batch renders its prompt as soon as it starts; without a gate every prompt of the run would sit in
     # memory at once while waiting for the limiter. Twice the concurrency keeps the limiter fed.
@@ -653,12 +669,7 @@ class Runner:
         return model
 
     def _select_samples(self, samples: list[Sample]) -> tuple[list[Sample], str]:
-        from rescue.data.loading import choose_samples
-
-        config = self.config
-        if not config.limit_samples:
-            return samples, "all"
-        return choose_samples(samples, config.limit_samples, config.sample_choice), config.sample_choice
+        return select_samples(self.config, samples)
 
     def _prepare_folder(self, data_sha: str) -> None:
         """Refuse a folder that holds a run with another configuration, unless --overwrite; clean leftovers."""
@@ -734,7 +745,8 @@ class Runner:
         self.used = values_used(config, tasks, instances, data_sha)
         # Absolute, beside its sha256: `rescue rescore` finds the data from any folder.
         data_info = {"path": str(Path(config.data).resolve()) if config.data else None, "sha256": data_sha, "samples": len(samples), "sample_choice": choice,
-                     "sample_ids": [s.sample_id for s in samples] if choice != "all" else None}
+                     "sample_ids": [s.sample_id for s in samples] if choice != "all" else None,
+                     "split": config.split}
         lock = None
         self._stale = []
         if self.write:
@@ -848,6 +860,10 @@ class Runner:
                     return pair
 
                 pairs = list(await asyncio.gather(*(one(s, n) for s, n in todo)))
+                # How a trained baseline answered (its folds and features) is part of what the run used.
+                described = {spec: getattr(m, "describe", dict)() for spec, m in models.items()}
+                if any(described.values()):
+                    self.used["baselines"] = {spec: d for spec, d in described.items() if d}
                 if batched:  # the judge's requests need every prediction: one batch for them, then the grades
                     graded = [p for p in pairs if tasks[p.task].declaration.judge is not None]
                     await _batch_judges(config, judges, graded, instances, display, self.out)

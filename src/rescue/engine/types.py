@@ -21,7 +21,7 @@ from rescue.llm.types import (
     Usage,
     require_model,
 )
-from rescue.tasks.base import Instance, Task
+from rescue.tasks.base import Instance, RenderOptions, Task
 
 __all__ = ["AnswerStatus", "ChatAnswer", "ChatRequest", "Model", "ModelAdapter", "TaskModel", "TaskRequest",
            "Usage", "as_task_model"]
@@ -41,8 +41,9 @@ class TaskModel(Protocol):
     def applies_to(self, task_name: str) -> bool:
         """Whether it answers this task at all (a baseline may not: persist has no ITP answer)."""
 
-    def prepare(self, task: Task, instances: list[Instance]) -> None:
-        """Called once per task before any request (baselines learn label frequencies here)."""
+    def prepare(self, task: Task, instances: list[Instance], options: RenderOptions | None = None) -> None:
+        """Called once per task before any request (baselines learn label frequencies here); ``options``: how
+        the run renders prompts (a trained baseline featurises what a model would be shown)."""
 
     async def solve(self, ask: TaskRequest) -> ChatAnswer: ...
 
@@ -59,7 +60,7 @@ class ModelAdapter:
     def applies_to(self, task_name: str) -> bool:
         return True
 
-    def prepare(self, task: Task, instances: list[Instance]) -> None:
+    def prepare(self, task: Task, instances: list[Instance], options: RenderOptions | None = None) -> None:
         return None
 
     async def solve(self, ask: TaskRequest) -> ChatAnswer:

@@ -68,6 +68,8 @@ class ReportOptions:
     reference: str | None = None  # "paper": the published numbers as reference rows and a reproduction section
     figures: bool | None = None  # None: draw them when matplotlib (the plot extra) is installed; True: require it
     progress: Callable[[str], None] | None = None  # told each step as it starts
+    split: str | None = None  # only the records of this split of the ``splits`` file (rescue splits)
+    splits: Path = Path("splits.json")
 
 
 @dataclass
@@ -243,6 +245,15 @@ def _build(run_dirs: Sequence[str | Path], out_dir: Path, stage: Path, staged: l
 
     step(f"reading {len(run_dirs)} run director{'y' if len(run_dirs) == 1 else 'ies'}")
     systems = load_systems(list(run_dirs))
+    if options.split is not None:
+        from rescue.data.splits import read_plan
+        from rescue.report.runs import restrict_systems
+
+        plan = read_plan(options.splits)
+        if options.split not in plan.splits:
+            raise ReportError(f"{options.splits}: no split {options.split!r}; it holds: {', '.join(plan.names())}")
+        result.notes.extend(restrict_systems(systems, set(plan.splits[options.split]),
+                                             f"--split {options.split} of {options.splits}"))
     comparability = check(systems, scopes_of(systems))
     if not comparability.ok:
         if not options.allow_mixed:

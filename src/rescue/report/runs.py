@@ -103,3 +103,26 @@ def load_systems(run_dirs: list[str | Path]) -> list[System]:
     if duplicates:
         raise ReportError(f"the same run directory was given twice: {', '.join(duplicates)}")
     return systems
+
+
+def restrict_systems(systems: list[System], sample_ids: set[str], label: str) -> list[str]:
+    """Keep only the records of ``sample_ids`` (a split) in every system, with each task's stored metrics
+    recomputed from what is kept (usage and cost stay as run); returns notes for the report."""
+    from rescue.tasks import TASKS, scoped_aggregates
+
+    notes = []
+    for system in systems:
+        before = {r.sample_id for r in system.records}
+        system.records = [r for r in system.records if r.sample_id in sample_ids]
+        stored = system.results.model_dump(mode="json")
+        for task in {r.task for r in system.records}:
+            if task in TASKS:
+                stored[task] = scoped_aggregates(TASKS[task], system.task_records(task))
+        for task in [t for t in system.results.tasks if t not in {r.task for r in system.records}]:
+            stored.pop(task, None)
+        system.results = ModelResults.model_validate(stored)
+        kept = len({r.sample_id for r in system.records})
+        notes.append(f"{system.label}: {label}: {kept} of {len(before)} evaluated sample(s) kept")
+    if not any(s.records for s in systems):
+        raise ReportError(f"{label}: none of the runs evaluated a sample of this split")
+    return notes

@@ -210,6 +210,15 @@ def lenient_counts(records: list[PredictionRecord]) -> dict[str, int]:
     return counts
 
 
+def gold_value(task: Task, instance: Instance) -> Any:
+    """The gold as a prediction value (what a perfect model answers): ranking tasks answer a list with the gold
+    label first; for the others (a label, an emotion, viewpoints) the gold already has the prediction's shape."""
+    if task.declaration.answer == "ranking":
+        gold = instance.gold
+        return list(gold) if isinstance(gold, (list, tuple)) else [gold]
+    return instance.gold
+
+
 def make_record(task: Task, model: str, instance: Instance, prediction: Prediction) -> PredictionRecord:
     """The record stored for one instance: what was asked, what came back, and the task's per-instance scores."""
     record = PredictionRecord(

@@ -16,20 +16,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from rescue.data.models import Sample
-from rescue.tasks.base import Instance, RenderOptions, Task
+from rescue.tasks.base import Instance, RenderOptions, Task, gold_value
 from rescue.tasks.batching import plan_batches
 from rescue.tasks.prompts import context_size
 from rescue.tasks.render import RowCache
 from rescue.testing.openai_server import Reply, request_key
-
-
-def gold_value(task: Task, instance: Instance) -> Any:
-    """The gold as a prediction value: ranking tasks answer a list with the gold label first; for the
-    others (a label, an emotion, viewpoints) the gold already has the prediction's shape."""
-    if task.declaration.answer == "ranking":
-        gold = instance.gold
-        return list(gold) if isinstance(gold, (list, tuple)) else [gold]
-    return instance.gold
 
 
 def run_batches(task: Task, instances: list[Instance], batch_size: int, options: RenderOptions) -> list[list[Instance]]:

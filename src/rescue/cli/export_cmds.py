@@ -1,0 +1,78 @@
+"""``rescue export``: task instances as fine-tuning chats, or samples/instances as a Hugging Face datasets folder."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from rescue.cli.app import DEFAULT_SPLITS_FILE, DataOption, SplitOption, SplitsFileOption, app, console
+from rescue.tasks.base import TASK_NAMES
+
+
+class ExportFormat(str, Enum):
+    chat = "chat"
+    hf = "hf"
+
+
+class ExportKind(str, Enum):
+    instances = "instances"
+    samples = "samples"
+
+
+@app.command("export")
+def export_command(
+    out: Annotated[Path, typer.Option("--out", help="chat: the .jsonl to write; hf: the folder to write.")],
+    data: DataOption = None,
+    output_format: Annotated[ExportFormat, typer.Option(
+        "--format", help="chat: JSON lines of {messages, metadata} for fine-tuning; hf: a Hugging Face datasets "
+        "folder (load_from_disk) with a dataset card.")] = ExportFormat.chat,
+    kind: Annotated[ExportKind, typer.Option(
+        "--kind", help="hf only: one row per task instance, or per sample (the release record, readable by "
+        "rescue.load).")] = ExportKind.instances,
+    tasks: Annotated[str, typer.Option("--tasks", help="Comma-separated tasks to export.")] = ",".join(TASK_NAMES),
+    split: SplitOption = None,
+    splits: SplitsFileOption = DEFAULT_SPLITS_FILE,
+    all_splits: Annotated[bool, typer.Option(
+        "--all-splits", help="hf only: every split of the --splits file, each as a split of the dataset.")] = False,
+    mode: Annotated[str, typer.Option("--mode", help="The prompt mode, as rescue run's --mode (text modes).")] = "dialogue",
+    context_size: Annotated[Optional[int], typer.Option(
+        "--context-size", help="Prior rows shown (-1: all; default: each task's own), as rescue run.")] = None,
+) -> None:
+    """Export instances as chat examples whose user turn is exactly rescue's prompt and whose assistant turn is the
+    gold answer in the task's schema (a model trained on them is evaluated by `rescue run` unchanged), or a
+    datasets folder with a dataset card."""
+    from rescue.cli.app import load_data
+    from rescue.data.splits import read_plan, select_split
+    from rescue.exports.chat import chat_examples, chat_jsonl
+    from rescue.io import write_atomic
+    from rescue.tasks import get_task
+    from rescue.tasks.base import RenderOptions
+    from rescue.tasks.render import RowCache
+
+    task_list = [get_task(name.strip()) for name in tasks.split(",") if name.strip()]
+    options = RenderOptions(mode=mode, context_size=context_size, rows=RowCache())  # type: ignore[arg-type]
+    if all_splits:
+        everything = load_data(data)
+        named = {name: select_split(everything, splits, name) for name in read_plan(splits).names()}
+    else:
+        named = {split or "all": load_data(data, split, splits)}
+    if output_format is ExportFormat.chat:
+        if len(named) > 1:
+            raise typer.BadParameter("--all-splits is for --format hf; export one --split per chat file")
+        examples = list(chat_examples(next(iter(named.values())), task_list, options))
+        write_atomic(out, chat_jsonl(examples))
+        console.print(f"wrote {out}: {len(examples)} chat example(s) from {len(task_list)} task(s)", highlight=False,
+                      soft_wrap=True)
+        return
+    from rescue.exports.hf import write_hf
+
+    per_split = None
+    if kind is ExportKind.instances:
+        per_split = {name: list(chat_examples(group, task_list, options)) for name, group in named.items()}
+    rows = write_hf(out, kind.value, named, per_split)  # type: ignore[arg-type]
+    shown = ", ".join(f"{name} {n}" for name, n in rows.items())
+    console.print(f"wrote {out}: {kind.value} ({shown}) and README.md, the dataset card", highlight=False,
+                  soft_wrap=True)

@@ -1,0 +1,163 @@
+"""Leak-free dataset splits: train/dev/test (or K folds) assigned by **session group**.
+
+A session group is one couple, or one family across its clips (:mod:`rescue.data.groups`, the grouping the
+report's bootstrap resamples). Clips of one group share people, so a group lies wholly in one split: a model
+trained on a split never meets the test split's couples or families.
+
+The assignment is stratified by scenario and deterministic for a seed: within each scenario the groups are
+shuffled by ``random.Random(f"{seed}|{scenario}")`` and taken in that order;
+
+- hold-out (``test``/``dev`` shares): each group goes to the split furthest below its share of the scenario's
+  samples (train gets the rest; ties: train, then test, then dev);
+- folds (``folds=K``): the groups, largest first (ties: shuffled order), each go to the fold holding the
+  fewest samples of that scenario so far (ties: the lower fold), named ``fold1`` ... ``foldK``.
+
+The plan is written as ``splits.json`` (:class:`SplitPlan`) and read back by ``--split NAME`` on
+``rescue run``, ``tasks``, ``stats`` and ``report``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from rescue.data.errors import RescueError
+from rescue.data.groups import SessionGroups, infer_groups
+from rescue.data.models import Sample
+
+SPLITS_FILE = "splits.json"
+HOLDOUT_NAMES = ("train", "dev", "test")
+
+
+class SplitError(RescueError):
+    """A split that cannot be made or used; the message names the file and what is wrong."""
+
+
+class SplitPlan(BaseModel):
+    """``splits.json``: which samples (and session groups) each split holds, and how it was made."""
+
+    version: Literal[1] = 1
+    scheme: Literal["holdout", "folds"]
+    seed: int
+    test: float | None = None
+    dev: float | None = None
+    folds: int | None = None
+    grouping: str
+    data: str | None = None  # the data the plan was made from, as given
+    data_sha256: str | None = None
+    splits: dict[str, list[str]] = Field(default_factory=dict)  # split -> sample ids (data order)
+    groups: dict[str, list[str]] = Field(default_factory=dict)  # split -> session group names (sorted)
+
+    def names(self) -> list[str]:
+        return list(self.splits)
+
+    def split_of(self) -> dict[str, str]:
+        return {sample_id: name for name, ids in self.splits.items() for sample_id in ids}
+
+
+def _shuffled_groups(samples: list[Sample], groups: SessionGroups, scenario: str, seed: int) -> list[str]:
+    names = sorted({groups.group_of(s.sample_id) for s in samples if s.scenario == scenario})
+    random.Random(f"{seed}|{scenario}").shuffle(names)
+    return names
+
+
+def _sizes(samples: list[Sample], groups: SessionGroups) -> dict[str, int]:
+    sizes: dict[str, int] = {}
+    for sample in samples:
+        name = groups.group_of(sample.sample_id)
+        sizes[name] = sizes.get(name, 0) + 1
+    return sizes
+
+
+def make_splits(samples: Iterable[Sample], *, groups: SessionGroups | None = None, test: float = 0.2,
+                dev: float = 0.1, folds: int | None = None, seed: int = 0) -> SplitPlan:
+    """Assign every session group of ``samples`` to one split (module docstring); ``groups`` defaults to the
+    inferred grouping."""
+    samples = list(samples)
+    if not samples:
+        raise SplitError("no samples to split")
+    groups = groups or infer_groups(samples)
+    sizes = _sizes(samples, groups)
+    scenarios = sorted({s.scenario for s in samples})
+    assignment: dict[str, str] = {}
+    if folds is not None:
+        if folds < 2:
+            raise SplitError(f"--folds {folds}: at least 2 folds are needed")
+        names = [f"fold{k}" for k in range(1, folds + 1)]
+        for scenario in scenarios:
+            order = _shuffled_groups(samples, groups, scenario, seed)
+            load = dict.fromkeys(names, 0)
+            for group in sorted(order, key=lambda g: (-sizes[g], order.index(g))):
+                fold = min(names, key=lambda n: (load[n], names.index(n)))
+                assignment[group] = fold
+                load[fold] += sizes[group]
+        scheme: Literal["holdout", "folds"] = "folds"
+    else:
+        if not (0 <= test < 1 and 0 <= dev < 1 and test + dev < 1):
+            raise SplitError(f"--test {test} --dev {dev}: each share must be in [0, 1) and together under 1")
+        names = ["train", "test", "dev"]  # the order ties are broken in
+        shares = {"train": 1 - test - dev, "test": test, "dev": dev}
+        for scenario in scenarios:
+            order = _shuffled_groups(samples, groups, scenario, seed)
+            total = sum(sizes[g] for g in order)
+            held = dict.fromkeys(names, 0)
+            for group in order:
+                split = max(names, key=lambda n: (shares[n] * total - held[n], -names.index(n)))
+                assignment[group] = split
+                held[split] += sizes[group]
+        names = [n for n in HOLDOUT_NAMES if n != "dev" or dev > 0]
+        scheme = "holdout"
+    splits = {name: [s.sample_id for s in samples if assignment[groups.group_of(s.sample_id)] == name]
+              for name in names}
+    members = {name: sorted({g for g, n in assignment.items() if n == name}) for name in names}
+    return SplitPlan(scheme=scheme, seed=seed, test=None if folds else test, dev=None if folds else dev,
+                     folds=folds, grouping=groups.method, splits=splits, groups=members)
+
+
+def check_leak_free(plan: SplitPlan, groups: SessionGroups) -> None:
+    """Raise if a session group has samples in two splits (a plan edited by hand, or another grouping)."""
+    seen: dict[str, str] = {}
+    for name, ids in plan.splits.items():
+        for sample_id in ids:
+            group = groups.group_of(sample_id)
+            if seen.setdefault(group, name) != name:
+                raise SplitError(f"session group {group!r} is in two splits: {seen[group]!r} and {name!r}")
+
+
+def read_plan(path: str | Path) -> SplitPlan:
+    """A ``splits.json``; a missing or malformed file is a :class:`SplitError` naming it."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SplitError(f"{path}: no such splits file (make one with `rescue splits --out {path}`)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SplitError(f"{path}: cannot read the splits file: {exc}") from None
+    try:
+        return SplitPlan.model_validate(json.loads(text))
+    except json.JSONDecodeError as exc:
+        raise SplitError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise SplitError(f"{path}: field {field}: {first['msg']}") from None
+
+
+def select_split(samples: list[Sample], path: str | Path, name: str) -> list[Sample]:
+    """The samples of split ``name`` of the plan at ``path``, in data order. The plan must name only samples the
+    data holds, so a split of other data is never applied silently."""
+    plan = read_plan(path)
+    if name not in plan.splits:
+        raise SplitError(f"{path}: no split {name!r}; it holds: {', '.join(plan.names())}")
+    present = {s.sample_id for s in samples}
+    unknown = [i for ids in plan.splits.values() for i in ids if i not in present]
+    if unknown:
+        raise SplitError(f"{path}: names {len(unknown)} sample(s) the data does not hold (first: {unknown[0]!r}); "
+                         "was it made from other data?")
+    wanted = set(plan.splits[name])
+    return [s for s in samples if s.sample_id in wanted]

@@ -1,0 +1,204 @@
+"""``baseline/supervised``: how much of a task is learnable from RESCUE-Bench's own annotations.
+
+A small trained reference for the closed-answer tasks (ITP, RPP, STP, SSP): TF-IDF features of what the task
+shows a model, and a logistic regression (scikit-learn), **fitted out of fold by session group**. The
+instances are split into K folds of whole session groups (:mod:`rescue.data.groups`: a couple, or a family
+across its clips); each instance is answered by a model trained on the other folds only, so no prediction ever
+comes from a model that saw the instance's couple or family. Its answers are written with the task's own
+``format_answer`` and go through the same ``parse`` and scoring as any model's.
+
+Features, per instance, from the prompt the run renders for that instance alone (so the run's mode and context
+size decide what it sees, exactly as for a model, and nothing hidden from a model is seen):
+
+- the words of every field of the rows the item shows (dialogue, and in the cue modes tone, posture, face ...),
+  TF-IDF over word uni- and bigrams;
+- structure tokens for the last rows shown: who speaks (``therapist``, the group, or a person by recency) and
+  whom they address, and the scenario.
+
+People differ from one couple to the next, so names are never learnt as names: each person is re-named by how
+recently they spoke in what the item shows (``person1`` = the most recent client speaker). A label that names a
+person (STP's targets) is learnt and predicted in that form and mapped back to the instance's own names.
+Labels no training fold ever saw are ranked after the learnt ones, by training frequency, then in the closed
+set's order. ``docs/baselines.md`` gives the full definition.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from rescue.data.groups import infer_groups
+from rescue.data.models import GROUP_LABELS, THERAPIST
+from rescue.tasks.base import Instance, RenderOptions, Task
+
+FOLDS = 5
+MAX_ITER = 2000
+LAST_ROWS = 3
+_ITEMS_MARK = "Items:\n"
+_GROUPS = frozenset(GROUP_LABELS.values())
+
+
+def _prompt_text(messages: list[dict[str, Any]]) -> str:
+    """The text a model reads: every string content and every text part (video modes send parts)."""
+    pieces: list[str] = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, str):
+            pieces.append(content)
+        elif isinstance(content, list):
+            pieces.extend(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return "\n".join(pieces)
+
+
+def _item(text: str) -> dict[str, Any] | None:
+    """The one item of a single-instance prompt (the JSON list after ``Items:``), or None if not found."""
+    start = text.rfind(_ITEMS_MARK)
+    if start < 0:
+        return None
+    try:
+        items, _ = json.JSONDecoder().raw_decode(text[start + len(_ITEMS_MARK):].lstrip())
+    except ValueError:
+        return None
+    if isinstance(items, list) and items and isinstance(items[0], dict):
+        return items[0]
+    return None
+
+
+def _rows_shown(item: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = [r for r in item.get("prior_context") or [] if isinstance(r, dict)]
+    for key, value in item.items():  # the row being decided on (ITP's decision_row), when the task shows one
+        if key != "prior_context" and isinstance(value, dict) and "primary_speaker" in value:
+            rows.append(value)
+    return rows
+
+
+def _words(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [w for v in value for w in _words(v)]
+    if isinstance(value, dict):
+        return [w for v in value.values() for w in _words(v)]
+    return []
+
+
+@dataclass
+class Encoded:
+    """One instance as the classifier sees it."""
+
+    document: str
+    people: dict[str, str]  # the instance's names -> person1, person2, ... (by recency of speaking)
+
+    def label(self, label: str) -> str:
+        return self.people.get(label, label)
+
+
+def _role(name: str, people: dict[str, str]) -> str:
+    if name == THERAPIST:
+        return "therapist"
+    if name in _GROUPS:
+        return "group"
+    return people.get(name, "other")
+
+
+def encode(instance: Instance, messages: list[dict[str, Any]]) -> Encoded:
+    """Features of ``instance`` from its single-instance prompt ``messages`` (module docstring)."""
+    text = _prompt_text(messages)
+    item = _item(text)
+    rows = _rows_shown(item) if item else []
+    people: dict[str, str] = {}
+    for row in reversed(rows):  # most recent speaker first
+        speaker = str(row.get("primary_speaker") or "")
+        if speaker and speaker != THERAPIST and speaker not in _GROUPS and speaker not in people:
+            people[speaker] = f"person{len(people) + 1}"
+    for name in instance.labels:  # candidates who never spoke in what is shown
+        if name not in people and name != THERAPIST and name not in _GROUPS and name in instance.sample.participants:
+            people[name] = "personsilent"
+    tokens = [f"scenario{instance.scenario}"]
+    for back, row in enumerate(reversed(rows[-LAST_ROWS:]), start=1):
+        tokens.append(f"last{back}speaker{_role(str(row.get('primary_speaker') or ''), people)}")
+        tokens.extend(f"last{back}target{_role(str(t), people)}" for t in row.get("target") or [])
+    words = [w for row in rows for key, value in row.items()
+             if key not in ("row_index", "timestamp", "primary_speaker", "target") for w in _words(value)]
+    if item is None:  # a prompt of another shape: all of it
+        words = [text]
+    return Encoded(" ".join([*words, *tokens]), people)
+
+
+def _gold_label(instance: Instance) -> str | None:
+    gold = instance.gold
+    if isinstance(gold, str):
+        return gold
+    if isinstance(gold, (list, tuple)) and gold and isinstance(gold[0], str):
+        return gold[0]
+    return None
+
+
+@dataclass
+class FoldScheme:
+    """How the out-of-fold predictions were made (recorded in ``results.json``)."""
+
+    folds: int
+    groups: int
+    method: str
+    fold_of: dict[str, int]  # instance id -> the fold it was answered in (its model never saw that fold)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"folds": self.folds, "groups": self.groups, "grouping": self.method}
+
+
+FEATURES = ("TF-IDF (word 1-2 grams, sublinear tf, min_df 2) of the fields of the rows the prompt shows, "
+            f"plus speaker/target role tokens of the last {LAST_ROWS} rows and the scenario; people re-named by "
+            "recency of speaking")
+MODEL = f"scikit-learn LogisticRegression (lbfgs, C=1, max_iter {MAX_ITER}), one per fold"
+
+
+def out_of_fold_rankings(task: Task, instances: list[Instance], options: RenderOptions
+                         ) -> tuple[dict[str, list[str]], FoldScheme]:
+    """Every instance's candidate labels ranked by a model trained without its session group."""
+    from sklearn.feature_extraction.text import TfidfVectorizer  # type: ignore[import-untyped]
+    from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
+    from sklearn.model_selection import GroupKFold  # type: ignore[import-untyped]
+
+    from rescue.engine.baselines import BaselineError
+
+    samples = list({i.sample_id: i.sample for i in instances}.values())
+    grouping = infer_groups(samples)
+    groups = [grouping.group_of(i.sample_id) for i in instances]
+    distinct = len(set(groups))
+    if distinct < 2:
+        raise BaselineError(f"baseline/supervised trains on other session groups than the one it answers: it needs "
+                            f"at least two groups (couples or families), got {distinct}")
+    encoded = [encode(i, task.render([i], options)) for i in instances]
+    labels = [e.label(g) if (g := _gold_label(i)) is not None else None for i, e in zip(instances, encoded)]
+    folds = min(FOLDS, distinct)
+    rankings: dict[str, list[str]] = {}
+    indices = list(range(len(instances)))
+    fold_of: dict[str, int] = {}
+    for fold, (train, test) in enumerate(GroupKFold(n_splits=folds).split(indices, groups=groups), start=1):
+        fold_of.update((instances[n].instance_id, fold) for n in test)
+        train = [n for n in train if labels[n] is not None]
+        counts = Counter(labels[n] for n in train)
+        classes: list[str] = []
+        probabilities: list[list[float]] = [[] for _ in test]
+        if len(counts) >= 2:
+            vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=2)
+            try:
+                matrix = vectorizer.fit_transform([encoded[n].document for n in train])
+            except ValueError:  # too few words to keep any: a vocabulary of single occurrences
+                vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)
+                matrix = vectorizer.fit_transform([encoded[n].document for n in train])
+            model = LogisticRegression(C=1.0, max_iter=MAX_ITER)
+            model.fit(matrix, [labels[n] for n in train])
+            classes = [str(c) for c in model.classes_]
+            probabilities = model.predict_proba(vectorizer.transform([encoded[n].document for n in test])).tolist()
+        for position, n in enumerate(test):
+            instance, enc = instances[n], encoded[n]
+            score = dict(zip(classes, probabilities[position]))
+            order = {label: k for k, label in enumerate(instance.labels)}
+            rankings[instance.instance_id] = sorted(
+                instance.labels,
+                key=lambda label: (-score.get(enc.label(label), -1.0), -counts[enc.label(label)], order[label]))
+    return rankings, FoldScheme(folds, distinct, grouping.method, fold_of)

@@ -1,0 +1,55 @@
+"""Fine-tuning examples: each task instance as a chat whose user turn is exactly the prompt ``rescue run`` sends
+for it (one instance per request, the run's default ``--batch-size 1``) and whose assistant turn is the gold
+answer in the task's own answer schema (``task.format_answer``). A model trained on them answers in the form
+``rescue run`` parses, so it is evaluated without any change.
+
+Ranking tasks (RPP, STP, SSP) have one gold label: their assistant turn ranks it alone (the schema's list
+with one label), which the parser accepts and which scores Recall@1 = MRR = 1.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from rescue.data.models import Sample
+from rescue.tasks.base import Instance, RenderOptions, Task, gold_value
+from rescue.tasks.render import RowCache
+
+
+@dataclass
+class ChatExample:
+    """One instance as a chat: ``messages`` ends with the gold answer; ``metadata`` says where it comes from."""
+
+    task: str
+    instance: Instance
+    messages: list[dict[str, Any]]
+
+    @property
+    def answer(self) -> str:
+        return str(self.messages[-1]["content"])
+
+    def as_json(self) -> dict[str, Any]:
+        instance = self.instance
+        return {"messages": self.messages,
+                "metadata": {"task": self.task, "instance_id": instance.instance_id, "sample_id": instance.sample_id,
+                             "scenario": instance.scenario, "row_index": instance.row_index}}
+
+
+def chat_examples(samples: list[Sample], tasks: Iterable[Task], options: RenderOptions | None = None,
+                  build_options: dict[str, dict[str, Any]] | None = None) -> Iterator[ChatExample]:
+    """Every instance of every task, in task then instance order, as a :class:`ChatExample`."""
+    options = options or RenderOptions(rows=RowCache())
+    for task in tasks:
+        for instance in task.build(samples, **(build_options or {}).get(task.name, {})):
+            messages = list(task.render([instance], options))
+            answer = task.format_answer([instance], {instance.instance_id: gold_value(task, instance)})
+            yield ChatExample(task.name, instance, [*messages, {"role": "assistant", "content": answer}])
+
+
+def chat_jsonl(examples: Iterable[ChatExample]) -> str:
+    """The examples as JSON lines (``{"messages": [...], "metadata": {...}}``), the format OpenAI's, Together's
+    and most trainers' fine-tuning endpoints take."""
+    return "".join(json.dumps(e.as_json(), ensure_ascii=False) + "\n" for e in examples)

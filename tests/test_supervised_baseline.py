@@ -1,0 +1,81 @@
+"""baseline/supervised (issue 27 item 2): trained out of fold by session group, answered through parse and scoring."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rescue.data.groups import infer_groups
+from rescue.engine.baselines import BASELINE_NAMES, BaselineError, make_baseline
+from rescue.engine.supervised import encode, out_of_fold_rankings
+from rescue.tasks import get_task
+from rescue.tasks.base import RenderOptions
+from tests._cli import invoke_main
+
+
+@pytest.mark.parametrize("task_name", ["itp", "rpp", "stp", "ssp"])
+def test_every_instance_is_answered_by_a_model_that_never_saw_its_group(demo_samples, task_name):
+    task = get_task(task_name)
+    instances = task.build(demo_samples)
+    rankings, scheme = out_of_fold_rankings(task, instances, RenderOptions())
+    groups = infer_groups(demo_samples)
+    assert scheme.groups == len({groups.group_of(s.sample_id) for s in demo_samples}) == scheme.folds
+    folds_of_group: dict[str, set[int]] = {}
+    for instance in instances:
+        folds_of_group.setdefault(groups.group_of(instance.sample_id), set()).add(scheme.fold_of[instance.instance_id])
+    assert all(len(folds) == 1 for folds in folds_of_group.values())  # a group is answered in one fold only
+    for instance in instances:  # a full ranking of the instance's own closed set
+        assert sorted(rankings[instance.instance_id]) == sorted(instance.labels)
+
+
+def test_a_label_only_one_group_holds_is_never_ranked_first_for_that_group(demo_samples):
+    """Out of fold for real: relabel one group's SSP gold to a label no other group uses; a model that had seen
+    the group would learn it, a model trained on the others cannot rank it first."""
+    task = get_task("ssp")
+    instances = task.build(demo_samples)
+    groups = infer_groups(demo_samples)
+    target = groups.group_of(instances[0].sample_id)
+    private, other = instances[0].labels[0], instances[0].labels[1]
+    for instance in instances:
+        if groups.group_of(instance.sample_id) == target:
+            instance.gold = private
+        elif instance.gold == private:
+            instance.gold = other
+    rankings, _ = out_of_fold_rankings(task, instances, RenderOptions())
+    mine = [i for i in instances if groups.group_of(i.sample_id) == target]
+    assert mine and all(rankings[i.instance_id][0] != private for i in mine)
+
+
+def test_names_are_learnt_as_roles_not_as_names(demo_samples):
+    task = get_task("stp")
+    instance = task.build(demo_samples)[5]
+    encoded = encode(instance, task.render([instance], RenderOptions()))
+    people = [n for n in instance.labels if n in instance.sample.participants]
+    assert {encoded.label(n) for n in people} <= {"person1", "person2", "person3", "person4", "personsilent"}
+    assert instance.sample.group_label == encoded.label(instance.sample.group_label)
+    assert not any(name in encoded.document.split() for name in people if encoded.label(name) != name
+                   and name not in " ".join(instance.sample.row(r).dialogue_cleaned for r in range(instance.row_index)))
+
+
+def test_one_group_is_not_enough(demo_samples):
+    task = get_task("itp")
+    one = [s for s in demo_samples if s.scenario == "family"]
+    with pytest.raises(BaselineError, match="at least two groups"):
+        make_baseline("baseline/supervised").prepare(task, task.build(one))
+
+
+def test_a_run_scores_it_through_the_normal_path_and_records_its_folds(tmp_path):
+    assert "baseline/supervised" in BASELINE_NAMES
+    result = invoke_main(["run", "--model", "baseline/supervised", "--tasks", "itp,rpp,stp,ssp,er", "--no-bertscore",
+                          "--quiet", "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    model = results["models"]["baseline/supervised"]
+    assert set(model) >= {"itp", "rpp", "stp", "ssp"} and "er" not in model  # closed-answer tasks only
+    assert all(model[t]["all"]["failures"] == 0 and model[t]["all"]["instances"] > 0 for t in ("itp", "rpp", "stp", "ssp"))
+    described = results["config"]["used"]["baselines"]["baseline/supervised"]
+    assert described["itp"]["folds"] == 4 and "TF-IDF" in described["itp"]["features"]
+    assert "grouping" in described["rpp"] and described["rpp"]["mode"] == "dialogue"
+    records = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
+    assert {r["status"] for r in records} == {"ok"}
