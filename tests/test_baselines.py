@@ -35,7 +35,8 @@ def answer_all(model: TaskModel, task: Task, instances: list[Instance], batch_si
 
 
 def test_names_and_errors():
-    assert set(BASELINE_NAMES) == {"baseline/majority", "baseline/uniform", "baseline/persist", "baseline/nearest"}
+    assert set(BASELINE_NAMES) == {"baseline/majority", "baseline/uniform", "baseline/persist", "baseline/nearest",
+                                   "baseline/supervised"}
     with pytest.raises(BaselineError, match="unknown baseline"):
         make_baseline("baseline/oracle")
     persist = make_baseline("baseline/persist")

@@ -25,7 +25,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_default_command_runs_the_baselines_on_the_demo_data(tmp_path):
     out = tmp_path / "run"
-    result = CliRunner().invoke(app, ["run", "--out", str(out), "--no-bertscore", "--limit-samples", "2"])
+    result = CliRunner().invoke(app, ["run", "--out", str(out), "--no-bertscore", "--limit-samples", "2",
+                                      "--sample-choice", "first"])
     assert result.exit_code == 0, result.output
     assert "baseline/majority" in result.output  # the leaderboard
     results = json.loads((out / "results.json").read_text())
@@ -34,7 +35,8 @@ def test_default_command_runs_the_baselines_on_the_demo_data(tmp_path):
     # The first two demo sessions (both couples): instances per task, and which baseline answers which task.
     instances = {"itp": 28, "rpp": 15, "stp": 15, "ssp": 15, "er": 10, "vp": 10}
     tasks = {"baseline/majority": list(instances), "baseline/uniform": list(instances),
-             "baseline/persist": ["rpp"], "baseline/nearest": ["er", "vp"]}
+             "baseline/persist": ["rpp"], "baseline/nearest": ["er", "vp"],
+             "baseline/supervised": ["itp", "rpp", "stp", "ssp"]}
     assert {m: [t for t in v if t in instances] for m, v in models.items()} == tasks
     records = read_jsonl(out / "predictions.jsonl")
     per_pair = Counter((r["model"], r["task"]) for r in records)

@@ -7,6 +7,8 @@ import inspect
 
 import pytest
 
+from rescue.cli.app import DEFAULT_SPLITS_FILE
+from rescue.tasks import TASKS
 from rescue.cli.run_cmds import run_command
 from rescue.engine.config import OPERATIONAL_FIELDS, RunConfig, RunError
 
@@ -19,7 +21,7 @@ COMPOSITE = {"video": {"media_root", "media_match", "video_input", "frame_rate",
 NOT_CONFIG = {"dry_run", "suite", "ctx"}
 # The CLI spells a few "nothing" values its own way; RunConfig keeps None.
 CLI_SPELLING = {"max_failures": (50, 50), "tasks": (None, None), "model_settings": (None, {}), "cache_dir": (None, None),
-                "prices": (None, None)}
+                "prices": (None, None), "splits": (DEFAULT_SPLITS_FILE, None)}  # --splits is a path; stored only with --split
 
 
 def _cli_defaults() -> dict[str, object]:
@@ -50,7 +52,9 @@ def test_defaults_agree():
         if name in CLI_SPELLING:
             continue
         assert cli[name] == default, f"--{name.replace('_', '-')}: CLI default {cli[name]!r}, RunConfig {default!r}"
-    assert cli["tasks"] == ",".join(RunConfig.model_fields["tasks"].get_default(call_default_factory=True))
+    # --tasks defaults to None on the command line (so `--help` needs no task registry): every task, as RunConfig.
+    assert cli["tasks"] is None
+    assert RunConfig.model_fields["tasks"].get_default(call_default_factory=True) == list(TASKS)
 
 
 def test_unknown_fields_and_bad_values_are_refused():

@@ -9,7 +9,6 @@ from typing import Annotated, Optional
 import typer
 
 from rescue.cli.app import DEFAULT_SPLITS_FILE, DataOption, SplitOption, SplitsFileOption, app, console
-from rescue.tasks.base import TASK_NAMES
 
 
 class ExportFormat(str, Enum):
@@ -32,7 +31,7 @@ def export_command(
     kind: Annotated[ExportKind, typer.Option(
         "--kind", help="hf only: one row per task instance, or per sample (the release record, readable by "
         "rescue.load).")] = ExportKind.instances,
-    tasks: Annotated[str, typer.Option("--tasks", help="Comma-separated tasks to export.")] = ",".join(TASK_NAMES),
+    tasks: Annotated[Optional[str], typer.Option("--tasks", help="Comma-separated tasks to export (default: all six).")] = None,
     split: SplitOption = None,
     splits: SplitsFileOption = DEFAULT_SPLITS_FILE,
     all_splits: Annotated[bool, typer.Option(
@@ -52,7 +51,10 @@ def export_command(
     from rescue.tasks.base import RenderOptions
     from rescue.tasks.render import RowCache
 
-    task_list = [get_task(name.strip()) for name in tasks.split(",") if name.strip()]
+    from rescue.tasks import TASK_NAMES
+
+    names = tasks.split(",") if tasks else list(TASK_NAMES)
+    task_list = [get_task(name.strip()) for name in names if name.strip()]
     options = RenderOptions(mode=mode, context_size=context_size, rows=RowCache())  # type: ignore[arg-type]
     if all_splits:
         everything = load_data(data)

@@ -158,11 +158,6 @@ def run_command(
     budget_retry: Annotated[Optional[float], typer.Option(
         "--budget-retry", rich_help_panel=P_GENERATION, help="Ask an answer whose budget ran out before any answer (budget_exhausted) once more "
         "with the budget multiplied by FACTOR.")] = None,
-    batch: Annotated[bool, typer.Option(
-        "--batch", rich_help_panel=P_RUN, help="Send the requests (and the judge's) through the providers' batch "
-        "APIs at about half the price; a killed run resumes polling the same batches. See docs/engine.md.")] = False,
-    batch_poll: Annotated[float, typer.Option(
-        "--batch-poll", rich_help_panel=P_RUN, help="Seconds between two reads of a batch's status.")] = 30.0,
     timeout: Annotated[float, typer.Option(
         "--timeout", rich_help_panel=P_GENERATION, help="Seconds per request attempt, the whole answer included.")] = 240.0,
     max_answer_bytes: Annotated[int, typer.Option(
@@ -186,6 +181,11 @@ def run_command(
         "--bertscore-layers", rich_help_panel=P_JUDGING, help="The backbone layer BERTScore reads (required for a local folder).")] = None,
     bertscore_rescale: Annotated[bool, typer.Option(
         "--bertscore-rescale", rich_help_panel=P_JUDGING, help="Rescale with bert-score's baseline (only for backbones it has one for).")] = False,
+    batch: Annotated[bool, typer.Option(
+        "--batch", rich_help_panel=P_RUN, help="Send the requests (and the judge's) through the providers' batch "
+        "APIs at about half the price; a killed run resumes polling the same batches. See docs/engine.md.")] = False,
+    batch_poll: Annotated[float, typer.Option(
+        "--batch-poll", rich_help_panel=P_RUN, help="Seconds between two reads of a batch's status.")] = 30.0,
     retry_after_cap: Annotated[float, typer.Option(
         "--retry-after-cap", rich_help_panel=P_RUN, help="The longest Retry-After wait obeyed, in seconds; a request told to wait "
         "longer twice fails.")] = 300.0,

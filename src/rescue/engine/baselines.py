@@ -413,6 +413,9 @@ class SupervisedBaseline(Baseline):
     def learn(self, state: _TaskState) -> None:
         from rescue.engine.supervised import out_of_fold_rankings
 
+        why = self.sits_out(state.task, state.instances)
+        if why is not None:
+            raise BaselineError(f"{self.name}: {why} (it needs at least two groups: couples or families)")
         state.extra["rankings"], state.extra["scheme"] = out_of_fold_rankings(state.task, state.instances,
                                                                               state.options)
 

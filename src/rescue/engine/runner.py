@@ -820,11 +820,10 @@ class Runner:
                         if models[spec].applies_to(name)]
                 # One that cannot learn from these data (uniform's ER phrases come from other samples; a
                 # one-segment export has none) sits the task out with a note; the run goes on.
-                from rescue.engine.baselines import Baseline  # lazily: it imports scikit-learn (seconds)
-
                 for spec, name in list(todo):
-                    model = models[spec]
-                    reason = model.sits_out(tasks[name], instances[name]) if isinstance(model, Baseline) else None
+                    # Asked of whatever offers it (the baselines), so an endpoint's run never imports scikit-learn.
+                    sits_out = getattr(models[spec], "sits_out", None)
+                    reason = sits_out(tasks[name], instances[name]) if sits_out is not None else None
                     if reason:
                         todo.remove((spec, name))
                         note = f"{spec} skips {name.upper()}: {reason}"
@@ -861,7 +860,7 @@ class Runner:
 
                 pairs = list(await asyncio.gather(*(one(s, n) for s, n in todo)))
                 # How a trained baseline answered (its folds and features) is part of what the run used.
-                described = {spec: getattr(m, "describe", dict)() for spec, m in models.items()}
+                described: dict[str, dict[str, Any]] = {spec: getattr(m, "describe", dict)() for spec, m in models.items()}
                 if any(described.values()):
                     self.used["baselines"] = {spec: d for spec, d in described.items() if d}
                 if batched:  # the judge's requests need every prediction: one batch for them, then the grades

@@ -162,15 +162,12 @@ def out_of_fold_rankings(task: Task, instances: list[Instance], options: RenderO
     from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
     from sklearn.model_selection import GroupKFold  # type: ignore[import-untyped]
 
-    from rescue.engine.baselines import BaselineError
-
     samples = list({i.sample_id: i.sample for i in instances}.values())
     grouping = infer_groups(samples)
     groups = [grouping.group_of(i.sample_id) for i in instances]
     distinct = len(set(groups))
-    if distinct < 2:
-        raise BaselineError(f"baseline/supervised trains on other session groups than the one it answers: it needs "
-                            f"at least two groups (couples or families), got {distinct}")
+    if distinct < 2:  # the baseline sits such a task out before asking (SupervisedBaseline.sits_out)
+        raise ValueError(f"out-of-fold training needs at least two session groups, got {distinct}")
     encoded = [encode(i, task.render([i], options)) for i in instances]
     labels = [e.label(g) if (g := _gold_label(i)) is not None else None for i, e in zip(instances, encoded)]
     folds = min(FOLDS, distinct)
