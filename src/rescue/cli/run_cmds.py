@@ -13,7 +13,8 @@ import typer
 
 from rescue.cli.app import DATA_HELP, DEFAULT_SPLITS_FILE, RppGoldChoice, app, console, err_console
 
-# The option panels of `rescue run --help`.
+# The option panels of `rescue run --help`, shown in the order their first option appears in the signature: keep
+# each option beside the others of its panel (tests/test_cli_help.py checks the order).
 P_DATA, P_MODELS, P_GENERATION = "Data", "Models", "Generation"
 P_JUDGING, P_RUN, P_OUTPUT = "Judging and scoring", "Run control", "Output"
 
