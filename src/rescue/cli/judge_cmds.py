@@ -84,6 +84,13 @@ def judge_agreement_command(
             console.print(f"Inter-rater α among the humans: {block['human_alpha']:.3f}")
         for judge, stats in block["judges"].items():
             _print_checks(judge, stats)
+    for name, judges in report["stability"].items():
+        for judge, block in judges.items():
+            rate = "—" if block["flip_rate"] is None else f"{100 * block['flip_rate']:.1f}%"
+            alpha = "undefined" if block["alpha"] is None else f"{block['alpha']:.3f}"
+            console.print(f"{name.upper()} {judge}: across {block['repeats']} repeats, {block['flips']} of "
+                          f"{block['items']} item(s) flip ({rate}); α of the repeats on {block['score']} = {alpha}",
+                          highlight=False, soft_wrap=True)
     for warning in report["warnings"]:
         console.print(f"warning: {warning}", style="yellow", highlight=False, soft_wrap=True)
     if report["unmatched_ratings"]:

@@ -174,6 +174,9 @@ def run_command(
         "--judge-api-key-env", rich_help_panel=P_JUDGING, help="The environment variable that holds the judges' key "
         "(default: the judge preset's, or OPENAI_API_KEY).")] = None,
     judge_scale: Annotated[str, typer.Option("--judge-scale", rich_help_panel=P_JUDGING, help="likert (1-5) or authors (VP).")] = "likert",
+    judge_repeats: Annotated[int, typer.Option(
+        "--judge-repeats", min=1, rich_help_panel=P_JUDGING, help="Ask each judge N times per item at its settings "
+        "(each a request of its own) and report its flip rate and α across repeats; the first repeat's grade scores.")] = 1,
     bertscore: Annotated[bool, typer.Option("--bertscore/--no-bertscore", rich_help_panel=P_JUDGING, help="BERTScore for ER/VP.")] = True,
     bertscore_model: Annotated[Optional[str], typer.Option(
         "--bertscore-model", rich_help_panel=P_JUDGING, help="BERTScore backbone: a Hugging Face name or a local folder "
@@ -264,6 +267,7 @@ def run_command(
         judge_base_url=judge_base_url,
         judge_api_key_env=judge_api_key_env,
         judge_scale=judge_scale,
+        judge_repeats=judge_repeats,
         bertscore=bertscore,
         bertscore_model=bertscore_model,
         bertscore_layers=bertscore_layers,

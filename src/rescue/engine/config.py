@@ -89,6 +89,7 @@ class RunConfig(BaseModel):
     judge_base_url: str | None = None  # None: the judges' presets, or --base-url
     judge_api_key_env: str | None = None
     judge_scale: str = "likert"
+    judge_repeats: int = 1  # --judge-repeats: each judge asked this often per item (the first repeat scores)
     bertscore: bool = True
     bertscore_model: str | None = None
     bertscore_layers: int | None = None  # None: the backbone's default layer
@@ -142,6 +143,8 @@ class RunConfig(BaseModel):
             raise RunError(f"--sample-choice {self.sample_choice!r}: choose one of {', '.join(SAMPLE_CHOICES)}")
         if self.judge_scale not in JUDGE_SCALES:
             raise RunError(f"--judge-scale {self.judge_scale!r}: choose one of {', '.join(JUDGE_SCALES)}")
+        if self.judge_repeats < 1:
+            raise RunError(f"--judge-repeats {self.judge_repeats}: must be at least 1")
         if not self.timeout > 0:
             raise RunError(f"--timeout {self.timeout}: a positive number of seconds")
         if not self.retry_after_cap >= 0:
@@ -193,6 +196,8 @@ class RunConfig(BaseModel):
         # A key in an endpoint URL never reaches results.json; resume compares the redacted forms.
         for name in ("base_url", "judge_base_url"):
             data[name] = redact_url(data[name])
+        if self.judge_repeats == 1:  # judged once: results.json as before, and older runs resume
+            del data["judge_repeats"]
         return data
 
     def result_fields(self) -> dict[str, Any]:

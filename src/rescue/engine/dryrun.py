@@ -195,11 +195,12 @@ def _judge_estimate(spec: str, graded: dict[str, list[Any]], config: Any, prices
 
     estimate = JudgeEstimate(spec, models=len(config.model_specs))
     for name, instances in graded.items():
-        task = TaskEstimate(name, requests=len(instances), instances=len(instances))
+        repeats = getattr(config, "judge_repeats", 1)  # --judge-repeats: each instance asked this often
+        task = TaskEstimate(name, requests=len(instances) * repeats, instances=len(instances))
         for instance in instances:
-            task.text_tokens += text_tokens(judge_prompt(name, config.judge_scale, Turn.of(instance), instance.gold,
-                                                         instance.gold))
-            task.max_output_tokens += JUDGE_MAX_TOKENS
+            task.text_tokens += repeats * text_tokens(judge_prompt(name, config.judge_scale, Turn.of(instance),
+                                                                   instance.gold, instance.gold))
+            task.max_output_tokens += repeats * JUDGE_MAX_TOKENS
         estimate.tasks.append(task)
     costs = [prices.cost(spec, Usage(t.input_tokens, t.max_output_tokens)) for t in estimate.tasks]
     estimate.cost_per_model = None if any(c is None for c in costs) else round(sum(c or 0.0 for c in costs), 4)

@@ -343,8 +343,8 @@ async def _batch_judges(config: RunConfig, judges: list[ReliableModel], pairs: l
             if record.ok:
                 prompt = judge_prompt(pair.task, config.judge_scale, Turn.of(by_id[record.instance_id]),  # type: ignore[arg-type]
                                       record.prediction, record.gold)
-                requests.append(ChatRequest(messages=[{"role": "user", "content": prompt}],
-                                            max_tokens=JUDGE_MAX_TOKENS, purpose="judge"))
+                requests += [ChatRequest(messages=[{"role": "user", "content": prompt}], max_tokens=JUDGE_MAX_TOKENS,
+                                         purpose="judge", repeat=k) for k in range(config.judge_repeats)]
     await asyncio.gather(*(_send_batches(judge, requests, "judge", "judge batch", config, display, out)
                            for judge in judges))
 
@@ -368,6 +368,7 @@ async def _judge(pair: PairResult, instances: list[Instance], judges: list[Model
     pairs = [(by_id[r.instance_id], r) for r in pair.records]
     stats = await judge_records(pairs, judges=judges, task_name=pair.task, scale=config.judge_scale,  # type: ignore[arg-type]
                                 concurrency=config.concurrency, retry_errors=config.retry_errors,
+                                repeats=config.judge_repeats,
                                 on_graded=None if progress is None else lambda ok: progress.advance(1, 0 if ok else 1))
     pair.judge_usage = [s.to_dict() for s in stats.values()]
 
@@ -959,6 +960,10 @@ class Runner:
                 entry[pair.task] = aggregate_scopes(load_task(pair.task), pair.records)
                 if pair.judge_usage:
                     judge_usage[pair.task] = pair.judge_usage
+            if self.config.judges and self.config.judge_repeats > 1:
+                from rescue.scoring.agreement import judge_stability
+
+                entry["judge_stability"] = judge_stability([r for p in pairs if p.model == spec for r in p.records])
             usage, cost = _usage_block(models.get(spec), judge_usage, self.prices, spec)
             entry["usage"] = usage
             entry["cost"] = cost

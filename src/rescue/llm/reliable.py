@@ -208,7 +208,9 @@ class ReliableModel:
         return self.stats[key]
 
     def _settings(self, request: ChatRequest) -> dict[str, Any]:
-        return {**self.cache_settings(), **request.overrides(), "request_max_tokens": request.max_tokens}
+        # A first asking (repeat 0) keys as it always did: caches from before --judge-repeats stay valid.
+        repeat = {"repeat": request.repeat} if request.repeat else {}
+        return {**self.cache_settings(), **request.overrides(), "request_max_tokens": request.max_tokens, **repeat}
 
     def key(self, request: ChatRequest) -> str | None:
         """The request's cache key, or None when this model is not cached."""

@@ -191,6 +191,9 @@ class ChatRequest:
     # --budget-retry: the answer budget (the model's max_tokens, else the request's) multiplied by this.
     # A different request, so it is keyed apart from the one that ran out.
     budget_factor: float | None = None
+    # --judge-repeats: the judge's k-th asking of the same prompt (0: the first). Never sent; a repeat k > 0 is
+    # part of the cache key, so a repeat is a request of its own and not the first one's cached answer.
+    repeat: int = 0
 
     def overrides(self) -> dict[str, Any]:
         return {k: v for k, v in (("temperature", self.temperature), ("seed", self.seed),

@@ -25,7 +25,7 @@ from rescue.tasks.base import PredictionRecord
 from rescue.tasks.rubric import inter_judge_alpha
 
 __all__ = ["HumanRating", "RatingsError", "alpha", "inter_judge_alpha", "judge_agreement", "judge_score_key",
-           "pair_statistics", "read_ratings"]
+           "judge_stability", "pair_statistics", "read_ratings"]
 
 
 def judge_score_key(task: str) -> str:
@@ -120,7 +120,8 @@ def judge_agreement(
     Beside the agreement statistics: the alternative annotator test per judge (:func:`alt_test`, with the
     cost-benefit margin ``epsilon``), a length-bias check per judge on every graded record of the run
     (:func:`length_bias`), and a warning per judge that comes from the same model family as an evaluated
-    model (:func:`self_preference`).
+    model (:func:`self_preference`), and under ``stability`` each judge's flip rate and alpha across
+    ``--judge-repeats`` (:func:`judge_stability`; empty for a run judged once per item).
 
     Ratings are matched to records by ``(model, task, instance_id)``; a rating's empty model or task matches
     any, but must then match exactly one record. Per judge: the statistics over all (rating, record) pairs
@@ -205,8 +206,41 @@ def judge_agreement(
         )
     warnings = self_preference(sorted({j for block in report.values() for j in block["judges"]}),
                                sorted({r.model for r in records}))
+    stability = judge_stability([r for r in records if r.task in tasks and (model is None or r.model == model)])
     return {"tasks": report, "unmatched_ratings": len(unmatched), "unmatched_examples": unmatched[:5],
-            "warnings": warnings}
+            "warnings": warnings, "stability": stability}
+
+
+def judge_stability(records: Sequence[PredictionRecord]) -> dict[str, dict[str, dict[str, Any]]]:
+    """How stable each judge is across ``--judge-repeats``, per task and judge: ``{task: {judge: {...}}}``.
+
+    An item is one graded prediction (of any evaluated model among ``records``) with at least two valid
+    repeats. ``flip_rate``: the share of items whose grade (every score the judge gave) differs between
+    repeats; ``alpha``: Krippendorff's alpha (ordinal) of the repeats as raters of the task's human-comparable
+    score (``judge_score_key``), ``None`` when undefined (e.g. every repeat always the same grade). Empty for
+    a run judged once per item (no grade carries ``repeats``)."""
+    found: dict[str, dict[str, list[list[dict[str, float] | None]]]] = defaultdict(lambda: defaultdict(list))
+    for record in records:
+        if record.judge is None:
+            continue
+        for judge, grade in record.judge.judges.items():
+            repeats = (grade.model_extra or {}).get("repeats")
+            if isinstance(repeats, list) and len(repeats) > 1:
+                found[record.task][judge].append(repeats)
+    report: dict[str, dict[str, dict[str, Any]]] = {}
+    for task in sorted(found):
+        key = judge_score_key(task)
+        for judge, items in sorted(found[task].items()):
+            n = max(len(r) for r in items)
+            usable = [[g for g in r if g is not None] for r in items]
+            usable = [g for g in usable if len(g) >= 2]
+            flips = sum(1 for g in usable if any(other != g[0] for other in g[1:]))
+            matrix = [[(r[k] or {}).get(key) if k < len(r) else None for r in items] for k in range(n)]
+            report.setdefault(task, {})[judge] = {
+                "repeats": n, "graded": len(items), "items": len(usable), "flips": flips,
+                "flip_rate": flips / len(usable) if usable else None, "alpha": alpha(matrix), "score": key,
+            }
+    return report
 
 
 # Model families by the start of the model's own name (after any provider/ prefix): a judge grading a model of

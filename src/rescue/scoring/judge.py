@@ -192,6 +192,7 @@ async def _grade_one(
     max_tokens: int,
     stats: JudgeStats,
     retry_errors: bool = False,
+    repeat: int = 0,
 ) -> JudgeGrade:
     from rescue.llm.types import ChatRequest
 
@@ -200,7 +201,7 @@ async def _grade_one(
 
     async def ask(fresh: bool) -> Any:
         answer = await judge.complete(ChatRequest(messages=list(messages), max_tokens=max_tokens, purpose="judge",
-                                                  fresh=fresh))
+                                                  fresh=fresh, repeat=repeat))
         stats.requests += 1
         stats.input_tokens += answer.usage.input_tokens
         stats.output_tokens += answer.usage.output_tokens
@@ -270,6 +271,7 @@ async def judge_records(
     concurrency: int = 8,
     on_graded: Callable[[bool], None] | None = None,
     retry_errors: bool = False,
+    repeats: int = 1,
 ) -> dict[str, JudgeStats]:
     """Grade every (instance, record) pair with every judge; fills ``record.scores`` and ``record.judge``.
 
@@ -283,6 +285,10 @@ async def judge_records(
         max_tokens: the judge's answer budget (the authors' 1800: reasoning models spend tokens before answering).
         concurrency: judge requests in flight at once, over all judges.
         retry_errors: ask the judge again where its cached answer is not a valid grade (``--retry-errors``).
+        repeats: how often each judge is asked for each grade (``--judge-repeats``), each repeat its own request
+            (keyed apart in the cache). The first repeat's grade is the grade that scores; with more than one,
+            the grade also carries ``repeats``: every repeat's scores (``None`` where it gave no valid grade),
+            read by :func:`rescue.scoring.agreement.judge_stability`. ``1`` asks and records exactly as before.
 
     Returns:
         Per judge name, its request, retry, failure and token counts.
@@ -292,16 +298,26 @@ async def judge_records(
         raise JudgeConfigError(f"unknown judge scale {scale!r}; choose one of: {', '.join(SCALES)}")
     if max_attempts < 1:
         raise JudgeConfigError("max_attempts must be at least 1")
+    if repeats < 1:
+        raise JudgeConfigError("repeats must be at least 1")
     names = [judge.name for judge in judges]
     if len(set(names)) != len(names):
         raise JudgeConfigError(f"the same judge is given twice: {names}")
     stats = {judge.name: JudgeStats(judge=judge.name, task=task_name, scale=scale) for judge in judges}
     gate = asyncio.Semaphore(max(1, concurrency))
 
-    async def run(judge: Model, prompt: str) -> JudgeGrade:
+    async def ask(judge: Model, prompt: str, repeat: int) -> JudgeGrade:
         async with gate:
-            grade = await _grade_one(judge, prompt, task_name, scale, max_attempts, max_tokens, stats[judge.name],
-                                     retry_errors)
+            return await _grade_one(judge, prompt, task_name, scale, max_attempts, max_tokens, stats[judge.name],
+                                    retry_errors, repeat)
+
+    async def run(judge: Model, prompt: str) -> JudgeGrade:
+        grades = await asyncio.gather(*(ask(judge, prompt, k) for k in range(repeats)))
+        grade = grades[0]
+        if repeats > 1:
+            # An extra key, so a grade asked once serialises exactly as before.
+            grade = JudgeGrade.model_validate(
+                {**grade.model_dump(), "repeats": [g.scores if g.status == "ok" else None for g in grades]})
         if on_graded is not None:  # a progress bar: one call per (instance, judge) grade, with its success
             on_graded(grade.status == "ok")
         return grade
