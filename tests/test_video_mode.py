@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from video_media import (
     FPS,
+    audible_at_or_after,
+    clip_audio,
     clip_indices,
     data_url_bytes,
     jpeg_index,
@@ -46,7 +48,8 @@ def media_root(tmp_path_factory, samples):
     root = tmp_path_factory.mktemp("media")
     for sample in samples:
         stem = Path(sample.source_file).with_suffix(".mp4")
-        make_indexed_video(root / stem.parent.name / stem.name, sample.rows[-1].end_time + 2)
+        # 44.1 kHz (a real recording's rate) and a tone throughout: any sound past a clip's limit is heard.
+        make_indexed_video(root / stem.parent.name / stem.name, sample.rows[-1].end_time + 2, sample_rate=44100)
     return root
 
 
@@ -194,10 +197,44 @@ def test_clip_input_cuts_the_window_and_nothing_after_it(tmp_path, samples, medi
             limit = _limit(instance.sample, name, instance.row_index)
             assert indices and (max(indices) + 1) / FPS <= limit + 1e-9
             assert indices == sorted(indices)
+            # The clip starts a quarter frame before its first frame; its sound ends before the limit too,
+            # whether or not the player honours the MP4 edit list (AAC priming, issue 24 item 4).
+            limit_in_clip = limit - max(0.0, (min(indices) - 0.25) / FPS)
+            for ignore in (False, True):
+                sound = clip_audio(data, ignore_editlist=ignore)
+                assert any(abs(value) > 0.05 for value in sound), "the clip has its sound"
+                assert audible_at_or_after(sound, limit_in_clip) == 0, (instance.instance_id, ignore)
             clips += 1
     assert clips > 0
     usage = outcome.results["models"]["vlm"]["usage"]
     assert usage["itp"]["video_tokens"] + usage["ssp"]["video_tokens"] == VIDEO_TOKENS * clips
+
+
+@pytest.mark.parametrize("sound", ["from_the_limit", "throughout"])
+def test_a_clips_sound_ends_before_the_hidden_row_in_any_player(tmp_path, sound):
+    """Issue 24 item 4: at 25 fps a clip ends a quarter frame (441 samples at 44.1 kHz) before the limit, and a
+    player ignoring the MP4 edit list plays AAC 1024 samples late: 583 samples were heard past the limit."""
+    from rescue.media import ffmpeg_exe
+    from rescue.video.store import MediaStore, SourceInfo
+
+    fps, first, stop = 25, 10, 60
+    limit = stop / fps  # the first hidden row starts with frame `stop`
+    tone = "0.5*sin(2*PI*1000*t)"
+    level = f"if(gte(t\\,{limit})\\,{tone}\\,0)" if sound == "from_the_limit" else tone
+    source = tmp_path / "source.mkv"  # PCM: the source's own sound starts exactly at the limit
+    subprocess.run([ffmpeg_exe(), "-v", "error", "-y", "-f", "lavfi", "-i", f"color=c=gray:s=64x48:r={fps}:d=4",
+                    "-f", "lavfi", "-i", f"aevalsrc={level}:s=44100:d=4", "-c:v", "libx264", "-preset", "ultrafast",
+                    "-c:a", "pcm_s16le", "-shortest", str(source)], check=True)
+    info = SourceInfo("d" * 64, duration=4.0, fps=fps, width=64, height=48, has_audio=True)
+    clip = MediaStore(tmp_path / "media", VideoOptions()).make_clip(source, info, first, stop)
+    limit_in_clip = limit - (first - 0.25) / fps
+    for ignore in (False, True):
+        samples = clip_audio(clip.read_bytes(), ignore_editlist=ignore)
+        assert audible_at_or_after(samples, limit_in_clip) == 0, ignore
+        if sound == "from_the_limit":
+            assert audible_at_or_after(samples, 0.0) == 0, ignore  # nothing of the hidden row's sound
+        else:
+            assert audible_at_or_after(samples, limit_in_clip - 0.1) > 0, ignore  # sound up to near the limit
 
 
 def test_moving_the_media_folder_keeps_both_caches(tmp_path, samples, media_root):

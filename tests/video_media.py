@@ -19,14 +19,15 @@ def _ffmpeg() -> str:
     return ffmpeg_exe()
 
 
-def make_indexed_video(path: Path, seconds: float, *, fps: int = FPS, audio: bool = True) -> Path:
+def make_indexed_video(path: Path, seconds: float, *, fps: int = FPS, audio: bool = True,
+                       sample_rate: int = 8000) -> Path:
     """An H.264 (+AAC) MP4 whose frame n is one flat colour: R, G, B = 16 * (n's base-16 digits) + 8."""
     path.parent.mkdir(parents=True, exist_ok=True)
     colour = "r='mod(N,16)*16+8':g='mod(floor(N/16),16)*16+8':b='mod(floor(N/256),16)*16+8'"
     command = [_ffmpeg(), "-v", "error", "-y", "-f", "lavfi",
                "-i", f"nullsrc=s={SIZE}:r={fps}:d={seconds},format=rgb24,geq={colour}"]
     if audio:
-        command += ["-f", "lavfi", "-i", f"sine=f=440:sample_rate=8000:d={seconds}", "-c:a", "aac", "-b:a", "16k",
+        command += ["-f", "lavfi", "-i", f"sine=f=440:sample_rate={sample_rate}:d={seconds}", "-c:a", "aac", "-b:a", "16k",
                     "-shortest"]
     command += ["-c:v", "libx264", "-preset", "ultrafast", "-qp", "0", "-pix_fmt", "yuv444p", "-g", "8", str(path)]
     subprocess.run(command, check=True)
@@ -65,3 +66,26 @@ def clip_indices(data: bytes) -> list[int]:
 def data_url_bytes(url: str) -> tuple[str, bytes]:
     head, _, payload = url.partition(",")
     return head.removeprefix("data:").removesuffix(";base64"), base64.b64decode(payload)
+
+
+AUDIO_RATE = 48000  # clip audio is decoded at this rate (the rate rescue writes clips at)
+AUDIBLE = 0.01  # a sample louder than this (full scale 1) is heard; the test tones peak at 0.125 to 0.5
+
+
+def clip_audio(data: bytes, *, ignore_editlist: bool) -> list[float]:
+    """A clip's audio as mono samples at AUDIO_RATE, from its first decoded sample. With ``ignore_editlist``
+    the MP4 edit list is ignored, as some players do: AAC's encoder priming is then played too."""
+    import array
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "clip.mp4"
+        path.write_bytes(data)
+        command = [_ffmpeg(), "-v", "error", *(["-ignore_editlist", "1"] if ignore_editlist else []),
+                   "-i", str(path), "-vn", "-ac", "1", "-ar", str(AUDIO_RATE), "-f", "f32le", "-"]
+        samples = array.array("f", subprocess.run(command, check=True, capture_output=True).stdout)
+        return samples.tolist()
+
+
+def audible_at_or_after(samples: list[float], seconds: float) -> int:
+    """How many samples at or after ``seconds`` (clip time) are audible."""
+    return sum(abs(value) > AUDIBLE for value in samples[max(0, round(seconds * AUDIO_RATE)):])

@@ -25,6 +25,15 @@ _CHUNK = 1 << 20
 # Frames further apart than this are fetched by a new seek rather than by decoding everything between them.
 CHUNK_GAP_SECONDS = 8.0
 CHUNK_FRAMES = 48  # frames per ffmpeg call (the select expression grows with it)
+# A clip's AAC audio starts with one frame (1024 samples) of encoder priming that only the MP4 edit list
+# hides: a player that ignores the edit list plays every sample 1024 samples late, and the sound of the
+# clip's last moment would then be heard past the first hidden row (issue 24 item 4: 22 ms at 44.1 kHz).
+# So the sound stops two AAC frames before the clip's end (one for the priming, one for the MDCT window
+# that spreads a frame's coding noise over the next) and silence fills the track to the clip's end: any
+# decoder hears nothing at or after the limit, and a player that honours the edit list gets audio and video
+# of the same length. A fixed rate makes the guard a fixed time (2048 / 48000 s = 42.7 ms).
+CLIP_AUDIO_RATE = 48000
+CLIP_AUDIO_GUARD = 2 * 1024
 
 
 @dataclass(frozen=True)
@@ -171,7 +180,8 @@ class MediaStore:
     # -- clips ---------------------------------------------------------------------------------------------
 
     def clip_path(self, source: SourceInfo, first: int, stop: int) -> Path:
-        return (self.folder / "clips" / source.digest[:2] / source.digest / f"s{self.options.frame_size}"
+        # "clips2": clips cut before the audio guard (issue 24) may sound past their limit; never reuse them.
+        return (self.folder / "clips2" / source.digest[:2] / source.digest / f"s{self.options.frame_size}"
                 / f"{first:07d}-{stop:07d}.mp4")
 
     def make_clip(self, path: Path, source: SourceInfo, first: int, stop: int) -> Path:
@@ -192,13 +202,17 @@ class MediaStore:
         tmp = Path(name)
         try:
             # Re-encoding after an input seek makes the cut frame-accurate: the clip holds the frames whose
-            # timestamps lie in [start, start + duration) and the audio of exactly that stretch.
+            # timestamps lie in [start, start + duration). The audio track lasts exactly as long, but its
+            # sound ends CLIP_AUDIO_GUARD earlier and digital silence fills the rest (see the constant).
+            samples = round(duration * CLIP_AUDIO_RATE)
+            audio = (f"aresample={CLIP_AUDIO_RATE},atrim=end_sample={max(0, samples - CLIP_AUDIO_GUARD)},"
+                     f"apad=whole_len={samples}")
             run_ffmpeg(["-y", "-ss", f"{max(0.0, start - 0.25 / source.fps):.6f}", "-i", str(path),
                         "-t", f"{duration:.6f}", "-map", "0:v:0", "-map", "0:a:0?", "-sn", "-dn",
-                        "-map_metadata", "-1", "-vf", f"scale={width}:{height}", "-c:v", "libx264",
+                        "-map_metadata", "-1", "-vf", f"scale={width}:{height}", "-af", audio, "-c:v", "libx264",
                         "-preset", "veryfast", "-crf", "28", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "64k",
-                        "-movflags", "+faststart", "-f", "mp4", str(tmp)], step="clip", subject=path,
-                       duration=duration)
+                        "-ar", str(CLIP_AUDIO_RATE), "-movflags", "+faststart", "-f", "mp4", str(tmp)],
+                       step="clip", subject=path, duration=duration)
             os.replace(tmp, out)
         finally:
             tmp.unlink(missing_ok=True)
