@@ -50,8 +50,10 @@ def itp_instances(limit_samples: int | None = None) -> list[Instance]:
     from rescue.data.loading import load_samples
 
     samples = load_samples(None)
-    if limit_samples:
-        samples = samples[:limit_samples]
+    if limit_samples:  # the samples `--limit-samples N` takes (stratified by default), so the oracle knows them
+        from rescue.data.loading import choose_samples
+
+        samples = choose_samples(samples, limit_samples, "stratified")
     return get_task("itp").build(samples)
 
 

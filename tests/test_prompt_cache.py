@@ -21,9 +21,10 @@ from rescue.testing.openai_server import Reply, request_key, serve
 
 
 def _instances(task: str, samples: int):
-    from rescue.data.loading import load_samples
+    from rescue.data.loading import choose_samples, load_samples
 
-    return get_task(task).build(load_samples(None)[:samples])
+    # The samples `--limit-samples N` takes (stratified by default), so the scripts know every request.
+    return get_task(task).build(choose_samples(load_samples(None), samples, "stratified"))
 
 
 def test_chains_hold_one_sample_each_in_row_order():

@@ -101,7 +101,7 @@ def _config(tmp_path, server, media_root, **overrides) -> RunConfig:
     video.update(overrides.pop("video", {}))
     options = {"out": str(tmp_path / "run"), "models": ["vlm"], "tasks": list(TASKS), "base_url": server.base_url,
                "quiet": True, "bertscore": False, "max_retries": 1, "timeout": 20.0, "mode": "video", "video": video,
-               "limit_samples": 2, "concurrency": 4}
+               "limit_samples": 2, "sample_choice": "first", "concurrency": 4}  # the samples the media fixture made
     options.update(overrides)
     return RunConfig(**options)
 
@@ -165,7 +165,7 @@ def test_every_frame_of_every_request_ends_before_the_hidden_row(tmp_path, sampl
 def test_frames_come_from_the_shown_rows_only(tmp_path, samples, media_root):
     recorder = Recorder(samples[:1], ("itp", "stp"), "video")
     with serve(recorder) as server:
-        run(_config(tmp_path, server, media_root, tasks=["itp", "stp"], limit_samples=1,
+        run(_config(tmp_path, server, media_root, tasks=["itp", "stp"], limit_samples=1, sample_choice="first",
                     video={"frame_rate": 1, "max_frames": 40}))
     for name, instance, parts in recorder.seen:
         task = get_task(name)
@@ -184,7 +184,7 @@ def test_frames_come_from_the_shown_rows_only(tmp_path, samples, media_root):
 def test_clip_input_cuts_the_window_and_nothing_after_it(tmp_path, samples, media_root):
     recorder = Recorder(samples[:1], ("itp", "ssp"), "video")
     with serve(recorder) as server:
-        outcome = run(_config(tmp_path, server, media_root, tasks=["itp", "ssp"], limit_samples=1,
+        outcome = run(_config(tmp_path, server, media_root, tasks=["itp", "ssp"], limit_samples=1, sample_choice="first",
                               video={"video_input": "clip"}))
     clips = 0
     for name, instance, parts in recorder.seen:
@@ -335,7 +335,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 def test_cli_dry_run_and_missing_media(tmp_path, samples, media_root):
     out = tmp_path / "run"
     common = ["run", "--out", str(out), "--model", "openai/gpt-4o-mini", "--mode", "video", "--limit-samples", "2",
-              "--tasks", "itp,rpp"]
+              "--sample-choice", "first", "--tasks", "itp,rpp"]
     result = _cli(*common, "--media-root", str(media_root), "--dry-run")
     assert result.returncode == 0, result.stderr
     assert "Dry run, video mode, 2 samples" in result.stdout and "images" in result.stdout
@@ -358,7 +358,7 @@ def test_report_pairs_a_models_video_and_dialogue_runs(tmp_path, samples, media_
     no = get_task("itp")
     with serve(lambda body: Reply.text(_all_no(no, body))) as server:
         run(RunConfig(out=str(tmp_path / "dialogue"), models=["vlm"], tasks=["itp"], base_url=server.base_url,
-                      quiet=True, bertscore=False, limit_samples=2, max_retries=1))
+                      quiet=True, bertscore=False, limit_samples=2, sample_choice="first", max_retries=1))
     report = build_report([tmp_path / "video", tmp_path / "dialogue"], tmp_path / "report",
                           options=ReportOptions(n_resamples=200, html=False))
     assert tmp_path / "report" / "video_vs_text.md" in report.files

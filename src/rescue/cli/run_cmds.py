@@ -314,7 +314,16 @@ def _print_estimate(config: Any) -> None:
             share = "—" if t.cacheable_share is None else f"{t.cacheable_share:.0%}"
             table.add_row(model.model if n == 0 else "", t.task, str(t.requests), *cells, f"{t.input_tokens:,}",
                           share, f"{t.max_output_tokens:,}")
-    console.print(table)
+    from rich.measure import Measurement
+
+    # Every column whole, even past a narrow terminal's edge: a truncated figure ("ima…") is no figure.
+    needed = Measurement.get(console, console.options.update_width(10_000), table).maximum
+    narrow = console.width
+    console.width = max(narrow, needed)
+    try:
+        console.print(table)
+    finally:
+        console.width = narrow
     console.print("cacheable: the share of prompt text a provider's prefix cache can serve in the order rescue "
                   "sends requests (one sample at a time, rows in order); cached input costs 0.1-0.5x (prices.toml).",
                   highlight=False, soft_wrap=True)
