@@ -62,9 +62,14 @@ def test_a_run_sends_each_sample_in_row_order_one_at_a_time_and_keeps_concurrenc
     overlap: list[str] = []
     order: list[tuple[str, int]] = []
 
+    unknown: list[str] = []
+
     async def script(body):
         import asyncio
 
+        if request_key(body) not in row_of:  # named in the assertion below, not a bare 500
+            unknown.append(str(body.get("messages"))[:300])
+            return Reply.error(400, "unknown request", type="invalid_request_error")
         sample, row = row_of[request_key(body)]
         with lock:
             order.append((sample, row))
@@ -80,6 +85,7 @@ def test_a_run_sends_each_sample_in_row_order_one_at_a_time_and_keeps_concurrenc
         outcome = run(RunConfig(out=str(tmp_path / "run"), models=["m"], tasks=["itp"], base_url=server.base_url,
                                 limit_samples=3, quiet=True, bertscore=False, concurrency=3))
         peak = server.max_in_flight
+    assert not unknown, unknown
     assert outcome.complete
     assert not overlap  # never two requests of one sample at once
     for sample in {s for s, _ in order}:
