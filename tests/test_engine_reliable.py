@@ -128,12 +128,11 @@ def test_fatal_error_stops_asking(tmp_path):
 
 def test_concurrency_is_used_and_capped(tmp_path):
     with serve(Reply.json({"ok": 1}), latency=0.2) as server:
-        start = time.monotonic()
         answers = _run(_reliable(server, tmp_path, concurrency=8), [_request(i) for i in range(32)])
-        elapsed = time.monotonic() - start
+        # Eight at once seen by the server: used (not one after another) and capped. No wall-clock bound: it
+        # failed on a loaded machine while the behaviour was right.
         assert server.max_in_flight == 8
     assert all(a.status == "ok" for a in answers)
-    assert elapsed < 0.2 * 32 / 8 + 1.0  # about four rounds of 0.2 s, not 32 sequential requests
 
 
 def test_limiter_halves_on_rate_limit_and_grows_back():
