@@ -124,7 +124,7 @@ def test_results_record_the_batching_and_its_splits(tmp_path, real_data_path):
 
     out = tmp_path / "run"
     run(RunConfig(out=str(out), models=["baseline/majority"], tasks=["itp", "stp"], data=str(real_data_path),
-                  batch_size="authors", limit_samples=4, bertscore=False, quiet=True))
+                  batch_size="authors", limit_samples=4, sample_choice="first", bertscore=False, quiet=True))
     batching = json.loads((out / "results.json").read_text())["batching"]
     assert set(batching) == {"itp", "stp"}
     for name, block in batching.items():

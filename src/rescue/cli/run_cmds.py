@@ -223,7 +223,7 @@ def run_command(
     config = RunConfig(
         out=str(out or "."),
         models=list(model or []),
-        tasks=tasks.split(",") if tasks else list(TASK_NAMES),
+        tasks=tasks.split(",") if tasks is not None else list(TASK_NAMES),
         data=None if data is None else str(data),
         mode=mode,
         video=None if media_root is None else {
@@ -318,12 +318,12 @@ def _print_estimate(config: Any) -> None:
 
     # Every column whole, even past a narrow terminal's edge: a truncated figure ("ima…") is no figure.
     needed = Measurement.get(console, console.options.update_width(10_000), table).maximum
-    narrow = console.width
-    console.width = max(narrow, needed)
-    try:
+    if needed <= console.width:
         console.print(table)
-    finally:
-        console.width = narrow
+    else:  # a console of its own: the shared one keeps following the terminal's width
+        from rich.console import Console
+
+        Console(width=needed).print(table)
     console.print("cacheable: the share of prompt text a provider's prefix cache can serve in the order rescue "
                   "sends requests (one sample at a time, rows in order); cached input costs 0.1-0.5x (prices.toml).",
                   highlight=False, soft_wrap=True)
