@@ -30,7 +30,10 @@ def _console_errors(page) -> list[str]:  # type: ignore[no-untyped-def]
     found: list[str] = []
     page.on("console", lambda message: found.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda exc: found.append(str(exc)))
-    page.on("requestfailed", lambda request: found.append(f"failed: {request.url}"))
+    # A request the browser itself abandons because the page moved on (net::ERR_ABORTED: the favicon of a page
+    # left before it loaded) is no fault of the server's; any other failure is.
+    page.on("requestfailed", lambda request: found.append(f"failed: {request.url} ({request.failure})")
+            if "ERR_ABORTED" not in (request.failure or "") else None)
     page.on("response", lambda response: found.append(f"{response.status}: {response.url}") if response.status >= 400 else None)
     return found
 
