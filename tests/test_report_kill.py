@@ -24,7 +24,9 @@ def _hidden_temporaries(folder: Path) -> list[Path]:
 
 
 def _visible_files(folder: Path) -> list[Path]:
-    return [p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")]
+    # Files inside a hidden folder (a killed report's staging folder, .report.PID.tmp/) are not the report's.
+    return [p for p in folder.rglob("*")
+            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts)]
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +68,7 @@ def test_a_report_killed_while_writing_leaves_only_whole_files(run_dir, tmp_path
     done = subprocess.run(_report_command(run_dir, out), env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert _hidden_temporaries(out) == [], "a finished report leaves no temporary file of a killed one"
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == [], "a killed report's staging folder is left"
     # The report is deterministic (seeded bootstrap), so a whole file left by a killed report is byte for byte
     # the finished report's; anything else was cut. Files carrying the time they were made are checked by shape.
     for name, versions in seen.items():
