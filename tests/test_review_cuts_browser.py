@@ -8,23 +8,11 @@ from pathlib import Path
 
 import pytest
 from review_helpers import FIRST, Client, make_app, seg_url
-from test_review_browser import CHROMIUM, CHROMIUM_ARGS, Server, login, open_segment, wait_until
+from test_review_browser import Server, browser, login, open_segment, wait_until  # noqa: F401 (the browser fixture)
 
 from rescue.testing.review_project import make_review_project
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} not installed (scripts/test.sh installs Debian's chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from review_helpers import make_app
-from test_review_browser import CHROMIUM, CHROMIUM_ARGS, Server, login, open_segment, wait_until
+from test_review_browser import Server, browser, login, open_segment, wait_until  # noqa: F401 (the browser fixture)
 
 from rescue.testing.review_project import demo_samples, make_review_project
 
@@ -20,18 +20,6 @@ FAMILY = "demo_family_okafor/001_session"
 COUPLE = "demo_couple_riley_and_sam/001_session"
 # Where the measured heights and keystrokes go when asked (the closing note of issue 21 quotes them).
 MEASURE_OUT = os.environ.get("RESCUE_EDITOR_MEASURES")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} not installed (scripts/test.sh installs Debian's chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 GUIDELINES = """# Lab rules
