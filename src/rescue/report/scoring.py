@@ -106,14 +106,15 @@ def decomposed(task: str) -> Decomposed | None:
 
 
 def _score_floors(task: str) -> dict[str, float]:
-    """The floor a failed record scores per key (the task module's SCORE_FLOORS; none when it has none)."""
-    import importlib
+    """The floor a failed record scores per key (the task's declared ``score_floors``; none for a task the
+    registry does not know)."""
+    from rescue.data.errors import RescueError
+    from rescue.tasks import get_task
 
     try:
-        floors = getattr(importlib.import_module(f"rescue.tasks.{task}"), "SCORE_FLOORS", {})
-    except ImportError:
+        return dict(get_task(task).declaration.score_floors)
+    except RescueError:
         return {}
-    return dict(floors) if isinstance(floors, dict) else {}
 
 
 def mean_scores(task: str, columns: Sequence[Column]) -> Decomposed:

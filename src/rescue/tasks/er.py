@@ -188,6 +188,7 @@ class EmotionRecognition:
         outcome="graded",
         answer="emotion",
         judge=JUDGE,
+        score_floors=SCORE_FLOORS,
         bertscore=TextScorer(lambda value: [emotion_text(value)]),
         gold_rows=emotion_rows,
         paper_counts={"couple": (844, 174), "family": (82, 17)},

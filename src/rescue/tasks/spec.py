@@ -102,6 +102,9 @@ class Declaration:
     positive: str | None = None
     judge: JudgeRubric | None = None
     bertscore: TextScorer | None = None
+    # Graded tasks: the worst value of each score they report, what a failed instance scores (a failure is
+    # never better than the worst real answer). The report's vectorised means read it too.
+    score_floors: Mapping[str, float] = field(default_factory=dict)
     # A baseline that carries the latest earlier gold of the same sample forward makes sense (RPP).
     gold_persists: bool = False
     # Every row of a sample that could be an instance, with its gold (retrieval baselines draw from it).

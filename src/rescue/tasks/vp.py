@@ -213,6 +213,7 @@ class ViewpointPrediction:
         outcome="graded",
         answer="viewpoints",
         judge=JUDGE,
+        score_floors=SCORE_FLOORS,
         bertscore=TextScorer(viewpoint_texts, matching="one_to_one"),
         gold_rows=viewpoint_rows,
         paper_counts={"couple": (775, 170), "family": (80, 17)},
