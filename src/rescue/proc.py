@@ -37,7 +37,7 @@ def _load_prctl() -> Callable[..., int] | None:
         return None
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        return libc.prctl  # type: ignore[no-any-return]
+        return libc.prctl
     except (OSError, AttributeError):  # pragma: no cover - a Linux without glibc's prctl
         return None
 

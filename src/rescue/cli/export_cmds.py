@@ -74,7 +74,7 @@ def export_command(
     per_split = None
     if kind is ExportKind.instances:
         per_split = {name: list(chat_examples(group, task_list, options)) for name, group in named.items()}
-    rows = write_hf(out, kind.value, named, per_split)  # type: ignore[arg-type]
+    rows = write_hf(out, kind.value, named, per_split)
     shown = ", ".join(f"{name} {n}" for name, n in rows.items())
     console.print(f"wrote {out}: {kind.value} ({shown}) and README.md, the dataset card", highlight=False,
                   soft_wrap=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -80,7 +80,7 @@ def report(
                   + (f"; open {result.out / 'report.html'}" if html else ""), highlight=False)
 
 
-def _print_reference(items: list) -> None:
+def _print_reference(items: list[Any]) -> None:
     """Per system and metric (pooled): ours, the paper's, the difference, or a numbered reason why there is none."""
     from rich.table import Table
 

@@ -282,7 +282,7 @@ def run_command(
         from rescue.suites import apply_suite, load_suite
 
         loaded = load_suite(suite)
-        given = {n for n in ctx.params if ctx.get_parameter_source(n) == ParameterSource.COMMANDLINE}
+        given = {n for n in ctx.params if ctx.get_parameter_source(n) == ParameterSource.COMMANDLINE}  # type: ignore[comparison-overlap]
         renamed = {"judge": "judges", "model": "models"}  # option name -> RunConfig field
         config = apply_suite(config, loaded, explicit={renamed.get(n, n) for n in given})
     if dry_run:
@@ -302,7 +302,9 @@ def _print_estimate(config: Any) -> None:
     from rescue.engine.dryrun import estimate_run
 
     estimate = estimate_run(config)
-    media = {"frames": ("images", lambda t: str(t.images)), "clip": ("clip s", lambda t: f"{t.clip_seconds:.0f}")}
+    from collections.abc import Callable
+
+    media: dict[str, tuple[str, Callable[[Any], str]]] = {"frames": ("images", lambda t: str(t.images)), "clip": ("clip s", lambda t: f"{t.clip_seconds:.0f}")}
     shown = media.get(estimate.video_input or "")
     table = Table(title=f"Dry run, {estimate.mode} mode, {estimate.samples} samples: nothing is sent", title_justify="left")
     for header in ("model", "task", "requests", *((shown[0], "media tok ~") if shown else ()), "in tok ~",

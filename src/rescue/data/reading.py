@@ -161,7 +161,7 @@ def _names(value: Any) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
 
-def _items(value: Any) -> list[dict]:
+def _items(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
@@ -199,7 +199,7 @@ def _read_hf_folder(root: Path) -> Iterator[RawRecord]:
     ``record`` column holds a sample as the release writes it; it is read as one line of a .jsonl would be, and
     named ``FOLDER/SPLIT:ROW``."""
     try:
-        import datasets  # type: ignore[import-untyped]
+        import datasets
     except ImportError:
         raise DataError([DataIssue(str(root), 0, "a Hugging Face datasets folder: reading it needs the 'hf' extra "
                                    "(missing: datasets): pip install 'rescue-bench[hf]'")]) from None

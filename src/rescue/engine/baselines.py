@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from sklearn.feature_extraction.text import TfidfVectorizer  # type: ignore[import-untyped]
-from sklearn.metrics.pairwise import linear_kernel  # type: ignore[import-untyped]
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.metrics.pairwise import linear_kernel
 
 from rescue.data.errors import RescueError
 from rescue.data.models import GROUP_LABELS, THERAPIST
@@ -273,7 +273,8 @@ class UniformBaseline(Baseline):
         pool = [p for sample_id, p in phrases.get(instance.scenario, []) if sample_id != instance.sample_id]
         if not pool:  # the only sample of its scenario: draw from the other scenario
             pool = [p for group in phrases.values() for sample_id, p in group if sample_id != instance.sample_id]
-        return rng.choice(pool)
+        phrase: str = rng.choice(pool)
+        return phrase
 
     def answer(self, state: _TaskState, instance: Instance) -> Any:
         rng = self._rng(state, instance)

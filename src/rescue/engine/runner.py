@@ -445,7 +445,7 @@ async def _bertscore(pairs: list[PairResult], config: RunConfig, display: Progre
             cache.close()
     log.event("bertscore_done", pairs=len(job.pairs), cached=job.cached, computed=job.computed,
               elapsed_s=round(time.monotonic() - started, 3))
-    return bert.describe()  # type: ignore[no-any-return]
+    return bert.describe()
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -813,7 +813,7 @@ class Runner:
                     if isinstance(raw, TaskModel):
                         models[spec] = raw
                     else:
-                        reliable[spec] = session.wrap(raw, on_retry=lambda r, s=spec: on_retry(r, s))  # type: ignore[arg-type,misc]
+                        reliable[spec] = session.wrap(raw, on_retry=lambda r, s=spec: on_retry(r, s))  # type: ignore[misc]
                         models[spec] = as_task_model(reliable[spec])
                 judges = [session.wrap(raw) for raw in raw_judges]
                 # A baseline that does not apply to a task (persist has no RPP answer ...) sits that task out.

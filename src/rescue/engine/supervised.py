@@ -158,9 +158,9 @@ MODEL = f"scikit-learn LogisticRegression (lbfgs, C=1, max_iter {MAX_ITER}), one
 def out_of_fold_rankings(task: Task, instances: list[Instance], options: RenderOptions
                          ) -> tuple[dict[str, list[str]], FoldScheme]:
     """Every instance's candidate labels ranked by a model trained without its session group."""
-    from sklearn.feature_extraction.text import TfidfVectorizer  # type: ignore[import-untyped]
-    from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
-    from sklearn.model_selection import GroupKFold  # type: ignore[import-untyped]
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GroupKFold
 
     samples = list({i.sample_id: i.sample for i in instances}.values())
     grouping = infer_groups(samples)

@@ -59,7 +59,7 @@ class ExportError(RescueError):
 
 def _datasets() -> Any:
     try:
-        import datasets  # type: ignore[import-untyped]
+        import datasets
     except ImportError:
         raise ExportError(f"--format hf needs the 'hf' extra (missing: datasets): {HF_EXTRA}") from None
     return datasets

@@ -31,7 +31,7 @@ def main() -> None:
     _disable_extra_buffer_types()
     from llama_cpp.server.__main__ import main as serve
 
-    serve()
+    serve()  # type: ignore[no-untyped-call]  # llama_cpp ships no annotations
 
 
 if __name__ == "__main__":

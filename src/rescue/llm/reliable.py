@@ -299,7 +299,7 @@ class ReliableModel:
     def backoff(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait before retry ``attempt`` (0-based): exponential backoff with jitter, never shorter
         than the endpoint's Retry-After (capped at ``retry_after_cap``). A Retry-After of 0 still backs off."""
-        delay = min(self.backoff_max, self.backoff_base * 2**attempt) * (0.5 + random.random())
+        delay: float = min(self.backoff_max, self.backoff_base * 2**attempt) * (0.5 + random.random())
         if retry_after is not None:
             delay = max(delay, min(retry_after, self.retry_after_cap))
         return delay

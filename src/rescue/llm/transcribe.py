@@ -119,7 +119,7 @@ def wav_seconds(data: bytes) -> float:
 
     try:
         with wave.open(io.BytesIO(data)) as reader:
-            return reader.getnframes() / float(reader.getframerate())
+            return float(reader.getnframes()) / float(reader.getframerate())
     except (wave.Error, EOFError):
         return 0.0
 
@@ -142,7 +142,7 @@ class LocalWhisper(ModelBase):
 
     def _transcribe(self, data: bytes) -> str:
         if self._model is None:
-            from faster_whisper import WhisperModel  # type: ignore[import-not-found]
+            from faster_whisper import WhisperModel
 
             self._model = WhisperModel(self.weights, device="auto", compute_type="default")
         pieces, info = self._model.transcribe(io.BytesIO(data), language=self.language, word_timestamps=True)
@@ -169,7 +169,7 @@ def resolve_transcriber(spec: str, *, weights: str | None = None, base_url: str 
         if not weights:
             raise CredentialError(f"--transcribe {LOCAL_WHISPER}: give the weights' folder with --transcribe-model PATH")
         try:
-            import faster_whisper  # type: ignore[import-not-found]  # noqa: F401
+            import faster_whisper  # noqa: F401
         except ImportError:
             raise CredentialError(f"--transcribe {LOCAL_WHISPER}: faster-whisper is not installed "
                                   "(pip install 'rescue-bench[transcribe]')") from None

@@ -41,7 +41,7 @@ def extract_audio(source: str | Path, out: str | Path) -> bool:
 
 def wav_seconds(path: str | Path) -> float:
     with wave.open(str(path)) as reader:
-        return reader.getnframes() / reader.getframerate()
+        return float(reader.getnframes()) / float(reader.getframerate())
 
 
 def silences(path: str | Path, *, noise_db: float = SILENCE_DB, min_duration: float = MIN_SILENCE,

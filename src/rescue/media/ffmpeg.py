@@ -32,7 +32,7 @@ def ffmpeg_exe() -> str:
     if chosen:
         return chosen
     try:
-        import imageio_ffmpeg  # type: ignore[import-untyped]
+        import imageio_ffmpeg
     except ImportError:  # pragma: no cover - a dependency of the package
         raise MediaError("ffmpeg not found: install imageio-ffmpeg (pip install imageio-ffmpeg)") from None
     return str(imageio_ffmpeg.get_ffmpeg_exe())
@@ -84,4 +84,5 @@ def ffmpeg_info(path: str | Path) -> str:
     """What ``ffmpeg -i PATH`` prints about the input (it exits 1 because no output is given)."""
     result = run_bounded([ffmpeg_exe(), "-hide_banner", "-nostdin", "-i", str(path)], step="probe", subject=path,
                          duration=None)
-    return result.stderr.decode("utf-8", "replace")
+    info: str = result.stderr.decode("utf-8", "replace")
+    return info

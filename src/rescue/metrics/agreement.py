@@ -27,8 +27,8 @@ def pair_statistics(human: Sequence[float], judge: Sequence[float]) -> dict[str,
     and Krippendorff's alpha (ordinal). Correlations are ``None`` when a side is constant (undefined);
     kappa is ``None`` when a score is not a whole number (the mean of several judges)."""
     import numpy as np
-    from scipy.stats import pearsonr, spearmanr  # type: ignore[import-untyped]
-    from sklearn.metrics import accuracy_score, cohen_kappa_score, mean_absolute_error  # type: ignore[import-untyped]
+    from scipy.stats import pearsonr, spearmanr
+    from sklearn.metrics import accuracy_score, cohen_kappa_score, mean_absolute_error
 
     if len(human) != len(judge):
         raise ValueError("human and judge scores must pair up")
@@ -137,7 +137,7 @@ def alt_test(
     annotators and 0.1 for experts. Raters with fewer than ``min_items`` such items are left out (listed).
     """
     import numpy as np
-    from scipy.stats import false_discovery_control, ttest_1samp, wilcoxon  # type: ignore[import-untyped]
+    from scipy.stats import false_discovery_control, ttest_1samp, wilcoxon
 
     per_rater: dict[str, dict[str, object]] = {}
     skipped: dict[str, int] = {}

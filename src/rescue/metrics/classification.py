@@ -69,7 +69,8 @@ def accuracy(gold: Sequence[Any], pred: Sequence[Any]) -> float:
     _check(gold, pred)
     if not gold:
         return 0.0
-    return sum(p is not None and p == g for g, p in zip(gold, pred)) / len(gold)
+    hits: int = sum(p is not None and p == g for g, p in zip(gold, pred))
+    return hits / len(gold)
 
 
 def balanced_accuracy(gold: Sequence[Any], pred: Sequence[Any], *, labels: Sequence[str] | None = None) -> float:

@@ -91,7 +91,8 @@ def leaderboard_tables(board: Leaderboard) -> list[HtmlTable]:
 
 def _metric_label(column: Any) -> str:
     prefix = column.task.upper() + " "
-    return column.header[len(prefix):] if column.header.startswith(prefix) else column.header
+    header: str = column.header
+    return header[len(prefix):] if header.startswith(prefix) else header
 
 
 def _p_text(value: float | None, alpha: float) -> str:

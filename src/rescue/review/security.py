@@ -179,7 +179,8 @@ class BodyLimit:
             if not replayed:
                 replayed = True
                 return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()  # after the body: a disconnect, when it comes
+            message: dict[str, Any] = await receive()
+            return message  # after the body: a disconnect, when it comes
 
         await self.app(scope, replay, send)
 

@@ -281,7 +281,7 @@ def length_bias(records: Sequence[PredictionRecord], key: str, judge: str, *, st
     long predictions do not count as bias; ``rho`` is the instance-weighted mean of the strata's ρ.
     ``warning`` when ρ ≥ 0.3 (a moderate correlation) with at least 20 graded records."""
     import numpy as np
-    from scipy.stats import spearmanr  # type: ignore[import-untyped]
+    from scipy.stats import spearmanr
 
     rows = []
     for record in records:

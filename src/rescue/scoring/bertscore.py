@@ -146,7 +146,7 @@ class BertScoreConfig:
     def resolved_layers(self) -> int:
         if self.num_layers is not None:
             return self.num_layers
-        from bert_score.utils import model2layers  # type: ignore[import-untyped]
+        from bert_score.utils import model2layers
 
         if self.model_path not in model2layers:
             raise BertScoreError(
@@ -189,12 +189,12 @@ def _version(distribution: str) -> str | None:
 def _scorer(config: BertScoreConfig) -> Any:
     """One loaded scorer per config for the whole process (ER and VP share it)."""
     try:
-        from bert_score import BERTScorer  # type: ignore[import-untyped]
+        from bert_score import BERTScorer
         from transformers.utils import logging as transformers_logging
     except ImportError as exc:
         raise BertScoreError(f"BERTScore needs bert-score and torch: pip install bert-score torch ({exc})") from None
     # transformers draws its own weight-loading bar on stderr, which garbles rescue's progress display.
-    transformers_logging.disable_progress_bar()
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     path = config.model_path or (str(packaged_model_dir()) if config.source.startswith("package") else config.model)
     layers = config.resolved_layers()
     try:
@@ -303,7 +303,7 @@ def _pair_f1(candidate: tuple[Any, Any], reference: tuple[Any, Any]) -> float:
 def match_viewpoints(f1: Sequence[Sequence[float]]) -> float:
     """The VP instance score from a #pred x #gold F1 matrix: best one-to-one sum / max(#pred, #gold)."""
     import numpy as np
-    from scipy.optimize import linear_sum_assignment  # type: ignore[import-untyped]
+    from scipy.optimize import linear_sum_assignment
 
     matrix = np.asarray(f1, dtype=float)
     if matrix.size == 0:

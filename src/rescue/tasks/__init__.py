@@ -136,5 +136,5 @@ def _aggregate(task: Task, records: list[PredictionRecord]) -> dict[str, Any]:
     return result
 
 
-__all__ = ["SCENARIOS", "TASKS", "get_task", "graded_tasks", "judged_tasks", "parse_task_options",
+__all__ = ["SCENARIOS", "TASK_NAMES", "TASKS", "get_task", "graded_tasks", "judged_tasks", "parse_task_options",
            "right_wrong_tasks", "scoped_aggregates", "task_counts", "task_metrics"]

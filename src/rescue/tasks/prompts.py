@@ -92,7 +92,7 @@ def batch_sample(batch: Sequence[Any]) -> Sample:
     """The one sample a batch of instances comes from; a batch never mixes samples."""
     if not batch:
         raise PromptError("cannot render an empty batch")
-    sample = batch[0].sample
+    sample: Sample = batch[0].sample
     if any(instance.sample is not sample and instance.sample_id != sample.sample_id for instance in batch):
         raise PromptError(f"a batch must hold instances of one sample only, got {sorted({i.sample_id for i in batch})}")
     return sample

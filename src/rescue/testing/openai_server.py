@@ -717,7 +717,7 @@ def _multipart_parts(content_type: str, body: bytes) -> list[tuple[str, str | No
 
     message = message_from_bytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + body, policy=HTTP)
     parts: list[tuple[str, str | None, str, bytes]] = []
-    for part in message.iter_parts() if message.is_multipart() else []:  # type: ignore[attr-defined]
+    for part in message.iter_parts() if message.is_multipart() else []:
         name = part.get_param("name", header="content-disposition")
         payload = part.get_payload(decode=True)
         if isinstance(name, str) and isinstance(payload, bytes):

@@ -177,4 +177,4 @@ def resolve_copy(db: Session, actor: Actor, segment_id: str, requested: str | No
         raise HTTPException(403, "reading another annotator's copy needs the adjudicator role")
     if requested not in (assignments(db).get(segment_id) or []) and db.scalar(select(User.id).where(User.name == requested)) is None:
         raise HTTPException(404, f"no user {requested!r}")
-    return requested  # type: ignore[return-value]
+    return requested

@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from rescue.review import crud
+from rescue.review.crud import segment_assignees
 from rescue.review.api.deps import (
     CurrentUser,
     Db,
@@ -20,7 +21,6 @@ from rescue.review.api.deps import (
     ProjectDep,
     get_segment,
     resolve_copy,
-    segment_assignees,
     visible_audit,
 )
 from rescue.review.api.routes.segments import segment_payload

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 
 from rescue.review import crud, cuts
+from rescue.review.crud import segment_assignees
 from rescue.review.api.deps import (
     Adjudicator,
     CurrentUser,
@@ -23,7 +24,6 @@ from rescue.review.api.deps import (
     get_segment,
     has_assignments,
     resolve_copy,
-    segment_assignees,
     visible_audit,
 )
 from rescue.review.fields import DISCARD_REASONS, FieldError, checks_payload, field_schema, label_sets
