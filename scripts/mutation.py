@@ -58,12 +58,12 @@ MODULES: dict[str, Module] = {
     ),
     "llm": Module(
         ("src/rescue/llm/cache.py", "src/rescue/llm/reliable.py"),
-        ("tests/test_engine_cache_cost.py", "tests/test_engine_reliable.py", "tests/test_llm_layer.py",
+        ("tests/test_llm_cache_cost.py", "tests/test_llm_reliable.py", "tests/test_llm_layer.py",
          "tests/test_llm_cache_key.py", "tests/test_llm_faults.py"),
         # 23 s of whole runs, for the key masking of secrets.py (outside this module); and a wall-clock bound that
         # mutmut's tracing of the first pass overruns.
         ("--deselect", "tests/test_llm_faults.py::test_nothing_a_run_writes_holds_the_key",
-         "--deselect", "tests/test_engine_reliable.py::test_concurrency_is_used_and_capped"),
+         "--deselect", "tests/test_llm_reliable.py::test_concurrency_is_used_and_capped"),
     ),
     "report": Module(
         ("src/rescue/report/bootstrap.py", "src/rescue/report/significance.py"),

@@ -180,7 +180,7 @@ def test_report_resamples_real_families_and_records_the_grouping(real_data_path,
 
 
 def test_report_refuses_a_bad_groups_file_with_exit_2(tmp_path):
-    from rescue.engine.results import read_results  # noqa: F401  (the run below writes one)
+    from rescue.runs.folder import read_results  # noqa: F401  (the run below writes one)
 
     run = tmp_path / "run"
     result = CliRunner().invoke(app, ["run", "--out", str(run), "--model", "baseline/majority", "--tasks", "itp",

@@ -26,13 +26,14 @@ LAYERS: dict[str, set[str] | str] = {
     "metrics": set(),  # plain functions: nothing from rescue at all
     "tasks": {"data", "metrics"},
     "llm": {"data"},  # the task-free model layer
+    "runs": {"data", "tasks"},  # the run directory: results.json, predictions.jsonl, its lock and readers
     "media": {"data"},
     "scoring": {"data", "metrics", "tasks", "llm"},
     "video": {"data", "tasks", "llm", "media"},
-    "engine": {"data", "tasks", "llm", "scoring", "video"},
+    "engine": {"data", "tasks", "llm", "scoring", "video", "runs"},
     "build": {"data", "llm", "media"},
     "review": {"data", "metrics", "media"},
-    "report": {"data", "metrics", "tasks", "scoring", "engine"},  # engine: the typed results it reads
+    "report": {"data", "metrics", "tasks", "scoring", "runs"},  # runs, never engine: it reads runs, runs nothing
     "suites": {"data", "llm"},
     "testing": {"data", "tasks", "llm"},
     "exports": {"data", "tasks"},  # fine-tuning chats and datasets folders, rendered by the tasks themselves

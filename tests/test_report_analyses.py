@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rescue.engine.results import ModelResults, RunResults, StoredConfig
+from rescue.runs.results import ModelResults, RunResults, StoredConfig
 from rescue.report import analyses
 from rescue.report.columns import COLUMNS
 from rescue.report.leaderboard import (

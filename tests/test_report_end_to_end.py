@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rescue.cli import app
-from rescue.engine.results import read_results
+from rescue.runs.folder import read_results
 from rescue.report.html import decode_payload
 from rescue.report.summary import terminal_leaderboard
 from rescue.report.outcomes import is_correct

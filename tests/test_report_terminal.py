@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from rescue.cli import app
 from rescue.data.stats import TABLE3_COLUMNS
-from rescue.engine.results import RunResults
+from rescue.runs.results import RunResults
 from rescue.report.summary import print_run_summary, terminal_units
 
 

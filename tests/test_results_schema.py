@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from rescue.engine.config import RunConfig
-from rescue.engine.results import RunDirError, RunResults, ScopeMetrics, read_results
+from rescue.runs.results import RunResults, ScopeMetrics
+from rescue.runs.folder import RunDirError, read_results
 from rescue.engine.runner import run
 from rescue.report.runs import load_run
 
@@ -75,7 +76,7 @@ def _record_line(judge: object) -> str:
 
 
 def test_judge_grades_are_typed_and_a_bad_one_names_its_line_and_field(tmp_path: Path):
-    from rescue.engine.results import read_predictions
+    from rescue.runs.folder import read_predictions
     from rescue.tasks.base import JudgeGrade
 
     path = tmp_path / "predictions.jsonl"

@@ -14,7 +14,7 @@ from _cli import invoke_main
 from _engine_support import itp_instances, oracle_answers, oracle_script, start_slow_run
 
 from rescue.engine.config import RunError
-from rescue.engine.results import RunDirError, read_run
+from rescue.runs.folder import RunDirError, read_run
 from rescue.engine.runner import RunConfig, run
 from rescue.io import DirectoryLock
 from rescue.testing.openai_server import Reply, serve

@@ -123,7 +123,7 @@ def test_report_split_keeps_only_that_splits_instances(tmp_path):
     rows = (tmp_path / "rep" / "leaderboard.csv").read_text()
     full = json.loads((tmp_path / "run" / "results.json").read_text())["models"]["baseline/majority"]["itp"]["all"]
     from rescue.tasks import TASKS, scoped_aggregates
-    from rescue.engine.results import read_predictions
+    from rescue.runs.folder import read_predictions
     kept = [r for r in read_predictions(tmp_path / "run" / "predictions.jsonl") if r.task == "itp" and r.sample_id in test_ids]
     expected = scoped_aggregates(TASKS["itp"], kept)["all"]
     assert expected["instances"] < full["instances"]

@@ -432,7 +432,7 @@ def test_video_options_need_a_video_mode_and_rescore_media_root_a_video_run(tmp_
 
 
 def test_video_runs_pair_with_the_same_models_text_run():
-    from rescue.engine.results import ModelResults, StoredConfig
+    from rescue.runs.results import ModelResults, StoredConfig
     from rescue.report.runs import System
     from rescue.report.video_gain import video_pairs
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from rescue.data.models import Sample
-    from rescue.engine.results import RunResults
+    from rescue.runs.results import RunResults
     from rescue.llm.types import Model
     from rescue.tasks.base import PredictionRecord, RenderOptions, Task
 
@@ -169,7 +169,7 @@ def __getattr__(name: str) -> Any:
 
         return RenderOptions
     if name == "RunResults":
-        from rescue.engine.results import RunResults
+        from rescue.runs.results import RunResults
 
         return RunResults
     raise AttributeError(f"module 'rescue' has no attribute {name!r}")

@@ -1,6 +1,5 @@
 """The evaluation run: tasks asked of models, through the task-free model layer :mod:`rescue.llm` (endpoints,
-cache, retries, concurrency, cost). ``rescue.engine.cache``, ``client``, ``cost``, ``limiter``, ``local``,
-``providers`` and ``reliable`` are aliases of the :mod:`rescue.llm` modules they moved to.
+cache, retries, concurrency, cost); it writes the run directory through :mod:`rescue.runs`.
 
 ``resolve_model`` and ``ReliableModel`` are exported lazily so that importing :mod:`rescue.engine.types` stays cheap.
 """

@@ -8,7 +8,7 @@ budget; offline baselines answer from the task instead) → ``task.parse`` → i
 scenario and each sample. All batches of all models and tasks are in flight together; each model's limiter
 decides how many requests it really has open.
 
-``results.json`` and ``predictions.jsonl`` are written atomically (temporary file + ``os.replace``), so an
+``results.json`` and ``predictions.jsonl`` are written atomically (:func:`rescue.runs.folder.write_run`), so an
 interrupted run never leaves a half-written result; the cache makes the rerun cheap.
 """
 
@@ -40,23 +40,14 @@ from rescue.tasks.base import PARSE_POLICIES, VIDEO_MODES, Instance, Prediction,
 from rescue.tasks.batching import BatchPlan, plan_batches
 from rescue.tasks.render import RowCache
 
-from rescue.engine.results import (
-    PREDICTIONS,
-    RESULTS,
-    SCHEMA_VERSION,
-    PredictionsInfo,
-    RunResults,
-    locked_message,
-    read_results,
-)
-from rescue.io import DirectoryLock, LockedError, check_out_folder, remove_stale_temporaries, visible_text, write_atomic
+from rescue.io import check_out_folder, remove_stale_temporaries, visible_text
+from rescue.runs.folder import CACHE, LOG, RunDirError, lock_run, locked_message, read_results, write_run
+from rescue.runs.results import PREDICTIONS, RESULTS, SCHEMA_VERSION, RunResults
 
 __all__ = ["RunConfig", "RunError", "RunOutcome", "Runner", "rescore", "run", "run_async"]
 
 T = TypeVar("T")
 WORKER_PREFIX = "rescue-compute-"  # the daemon threads of in_daemon_thread
-CACHE = "cache.sqlite"
-LOG = "run.log"
 SCOPES = ("couple", "family")
 
 
@@ -452,14 +443,6 @@ async def _bertscore(pairs: list[PairResult], config: RunConfig, display: Progre
 # Writing
 
 
-def predictions_text(records: Iterable[PredictionRecord]) -> str:
-    return "".join(r.model_dump_json() + "\n" for r in records)
-
-
-def write_predictions(path: Path, records: Iterable[PredictionRecord]) -> None:
-    write_atomic(path, predictions_text(records))
-
-
 def _first_error(errors: list[str]) -> str:
     # "not requested: ..." only repeats the cause; the first real answer from the endpoint names it.
     real = [e for e in errors if not e.startswith("not requested")]
@@ -752,13 +735,10 @@ class Runner:
         self._stale = []
         if self.write:
             self.out.mkdir(parents=True, exist_ok=True)
-            lock = DirectoryLock(self.out)
             try:
-                lock.acquire()
-            except LockedError as exc:
-                who = f"process {exc.pid}" if exc.pid is not None else "another process"
-                raise RunError(f"--out {self.out}: {who} is writing this run directory now; wait for it to "
-                               "finish or choose another --out") from None
+                lock = lock_run(self.out)
+            except RunDirError as exc:
+                raise RunError(f"--out {exc}") from None
         try:
             if self.write:
                 self._prepare_folder(data_sha)
@@ -917,13 +897,7 @@ class Runner:
         results = self._results(pairs, reliable, bertscore, budget, stopped, time.monotonic() - started,
                                 data_info, status)
         if self.write:
-            text = predictions_text(records)
-            results.predictions = PredictionsInfo(sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
-                                                  records=len(records))
-            # predictions first: a kill before results.json is replaced leaves a pair the reader refuses
-            # (results.json names the hash of the predictions it was written with).
-            write_atomic(self.out / PREDICTIONS, text)
-            write_atomic(self.out / RESULTS, results.to_json_text())
+            write_run(self.out, results, records)
         log.event("done", complete=stopped is None, stopped=stopped, cost=results.cost.model_dump(),
                   elapsed_s=round(time.monotonic() - started, 3))
         log.close()

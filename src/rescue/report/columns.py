@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from rescue.engine.results import ScopeMetrics
+from rescue.runs.results import ScopeMetrics
 from rescue.tasks import task_metrics
 from rescue.tasks.spec import Metric
 

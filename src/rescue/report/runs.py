@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rescue.data.errors import RescueError
-from rescue.engine.results import ModelResults, StoredConfig
+from rescue.runs.results import ModelResults, StoredConfig
 from rescue.tasks.base import TASK_NAMES, VIDEO_MODES, PredictionRecord
 
 
@@ -47,8 +47,8 @@ class System:
 
 
 def read_predictions(path: Path) -> list[PredictionRecord]:
-    from rescue.engine.results import RunDirError
-    from rescue.engine.results import read_predictions as read
+    from rescue.runs.folder import RunDirError
+    from rescue.runs.folder import read_predictions as read
 
     try:
         return read(path)
@@ -58,7 +58,7 @@ def read_predictions(path: Path) -> list[PredictionRecord]:
 
 def load_run(run_dir: str | Path) -> list[System]:
     """The systems (one per model) of one run directory, labelled by model name only."""
-    from rescue.engine.results import RunDirError, read_run
+    from rescue.runs.folder import RunDirError, read_run
 
     root = Path(run_dir)
     # The one reader of a run directory: typed results, and a predictions file that matches them.

@@ -12,7 +12,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
-from rescue.engine.results import ModelResults, RunResults
+from rescue.runs.results import ModelResults, RunResults
 from rescue.io import terminal_text
 from rescue.report.columns import HEADLINE, Column
 from rescue.tasks.base import TASK_NAMES

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from rescue.engine.client import FatalError, GenerationSettings, OpenAIModel, TransientError
-from rescue.engine.providers import Endpoint
-from rescue.engine.types import ChatRequest
+from rescue.llm.client import FatalError, GenerationSettings, OpenAIModel, TransientError
+from rescue.llm.providers import Endpoint
+from rescue.llm.types import ChatRequest
 from rescue.testing.openai_server import Reply, serve
 
 KEY = "sk-secret-key-for-tests-123"

@@ -8,13 +8,13 @@ import time
 
 from _engine_support import complete_all
 
-from rescue.engine.cache import ResponseCache
-from rescue.engine.client import GenerationSettings, OpenAIModel
-from rescue.engine.limiter import AdaptiveLimiter
+from rescue.llm.cache import ResponseCache
+from rescue.llm.client import GenerationSettings, OpenAIModel
+from rescue.llm.limiter import AdaptiveLimiter
 from rescue.engine.progress import RunLog
-from rescue.engine.providers import Endpoint
-from rescue.engine.reliable import ReliableModel
-from rescue.engine.types import ChatRequest
+from rescue.llm.providers import Endpoint
+from rescue.llm.reliable import ReliableModel
+from rescue.llm.types import ChatRequest
 from rescue.testing.openai_server import Reply, fail_first, serve
 
 

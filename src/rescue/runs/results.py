@@ -1,14 +1,13 @@
-"""What a run directory holds, as typed models: ``results.json`` (with a schema version) and its predictions.
+"""``results.json`` as typed models: :class:`RunResults` → :class:`StoredConfig`, :class:`ModelResults` →
+:class:`TaskResults` → :class:`ScopeMetrics`, with the schema version they write.
 
-``results.json`` names the SHA-256 and record count of the ``predictions.jsonl`` written with it, so a reader
-can tell when the two come from different commands (a kill between the two replaces) instead of mixing them.
-:func:`read_run` is the one reader of a run directory; the report and ``rescue rescore`` both use it.
+The engine builds a :class:`RunResults` and :mod:`rescue.runs.folder` writes it; the report and
+``rescue rescore`` read it back through :func:`rescue.runs.folder.read_run`.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import (
@@ -16,13 +15,11 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
-    ValidationError,
     model_serializer,
     model_validator,
 )
 
-from rescue.data.errors import RescueError
-from rescue.tasks.base import TASK_NAMES, PredictionRecord
+from rescue.tasks.base import TASK_NAMES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,10 +28,6 @@ SCHEMA_VERSION = 2  # 1: results.json before it carried schema_version, run_id, 
 RESULTS = "results.json"
 PREDICTIONS = "predictions.jsonl"
 SCOPE_KEYS = ("all", "couple", "family")
-
-
-class RunDirError(RescueError):
-    """A run directory that cannot be read; the message names the file, line and field."""
 
 
 class RunStatus(BaseModel):
@@ -261,83 +254,3 @@ class RunResults(BaseModel):
 
         # JSON has no NaN or Infinity: such a metric is written as null.
         return json.dumps(json_safe(self.model_dump(mode="json")), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-
-
-def _first_error(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    loc = list(first["loc"])
-    if len(loc) > 3 and loc[0] == "models" and loc[2] == "tasks":  # the file has no "tasks" level
-        del loc[2]
-    where = ".".join(str(p) for p in loc) or "(top level)"
-    return f"field {where}: {first['msg']}"
-
-
-def locked_message(folder: Path) -> str | None:
-    """Why ``folder`` cannot be read now: a running ``rescue run`` holds its lock; None when none does."""
-    from rescue.io import DirectoryLock
-
-    pid = DirectoryLock.writer(folder)
-    if pid is None:
-        return None
-    who = f"process {pid}" if pid > 0 else "another process"
-    return (f"{folder}: locked by a running run ({who} is writing this run directory now); wait for it to "
-            "finish, then try again")
-
-
-def read_results(path: str | Path) -> RunResults:
-    file = Path(path)
-    if not file.is_file():
-        locked = locked_message(file.parent)
-        if locked:
-            raise RunDirError(locked)
-        raise RunDirError(f"{file}: missing (is this a run directory written by `rescue run --out`?)")
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise RunDirError(f"{file}: not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise RunDirError(f"{file}:{exc.lineno}: invalid JSON: {exc.msg}") from None
-    except RecursionError:
-        raise RunDirError(f"{file}:1: nested too deeply to be a results file") from None
-    if not isinstance(data, dict):
-        raise RunDirError(f"{file}:1: expected a JSON object at the top level")
-    if "config" not in data:
-        raise RunDirError(f"{file}: field config: missing; cannot know what the run was")
-    if isinstance(data.get("schema_version"), int) and data["schema_version"] > SCHEMA_VERSION:
-        raise RunDirError(f"{file}: field schema_version: {data['schema_version']} is newer than this rescue "
-                          f"understands ({SCHEMA_VERSION}); upgrade rescue")
-    try:
-        return RunResults.model_validate(data)
-    except ValidationError as exc:
-        raise RunDirError(f"{file}: {_first_error(exc)}") from None
-
-
-def read_predictions(path: str | Path) -> list[PredictionRecord]:
-    file = Path(path)
-    if not file.is_file():
-        raise RunDirError(f"{file}: missing (is this a run directory written by `rescue run --out`?)")
-    records: list[PredictionRecord] = []
-    with file.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append(PredictionRecord.model_validate_json(line))
-            except ValidationError as exc:
-                raise RunDirError(f"{file}:{number}: {_first_error(exc)}") from None
-    return records
-
-
-def read_run(run_dir: str | Path) -> tuple[RunResults, list[PredictionRecord]]:
-    """``results.json`` and the ``predictions.jsonl`` written with it; refuses a pair from different commands."""
-    from rescue.io import sha256_file
-
-    root = Path(run_dir)
-    results = read_results(root / RESULTS)
-    path = root / PREDICTIONS
-    if results.predictions is not None and path.is_file() and sha256_file(path) != results.predictions.sha256:
-        raise RunDirError(
-            f"{path}: does not match {root / RESULTS} (field predictions.sha256): the two files come from "
-            f"different commands, e.g. a run killed while writing them. Run `rescue rescore {root}` to rebuild "
-            "both from the cache, or rerun the run's command")
-    return results, read_predictions(path)

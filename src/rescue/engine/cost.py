@@ -1,7 +1,0 @@
-"""Moved to :mod:`rescue.llm.cost`; this name stays an alias of that module so existing imports keep working."""
-
-import sys
-
-from rescue.llm import cost as _moved
-
-sys.modules[__name__] = _moved
