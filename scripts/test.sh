@@ -9,11 +9,11 @@
 #      PostgreSQL server binaries with the review-pg extra (psycopg 3): the review tests start a throwaway
 #      cluster of their own on 127.0.0.1 (the system's cluster is never started or touched) — as root;
 #   6. Debian's texlive-latex-base (pdflatex) for the leaderboard.tex test — as root;
-#   7. ruff and mypy on the sources, the docs site (mkdocs build --strict: a page missing from the nav, a broken
+#   7. ruff, mypy and vulture (dead code) on the sources, the docs site (mkdocs build --strict: a page missing from the nav, a broken
 #      link or anchor fails), then pytest.
 # Every long step prints a heartbeat (elapsed time and the step) every 20 s (HEARTBEAT_S), see heartbeat.sh.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh -m "not slow"`. The exit status is pytest's when
-# the tests fail, else ruff's, mypy's or mkdocs's: every check runs and reports even when an earlier one failed.
+# the tests fail, else ruff's, mypy's, vulture's or mkdocs's: every check runs and reports even when an earlier one failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -96,6 +96,9 @@ beat "ruff" .venv/bin/python -m ruff check src tests benchmarks scripts || ruff_
 step "mypy (src/rescue, settings in pyproject.toml)"
 mypy_status=0
 beat "mypy" .venv/bin/python -m mypy || mypy_status=$?
+step "vulture (dead code; paths, confidence and framework callbacks in pyproject.toml, scripts/vulture_whitelist.py)"
+vulture_status=0
+beat "vulture" .venv/bin/python -m vulture || vulture_status=$?
 step "mkdocs build --strict (the docs site, mkdocs.yml; into a temporary folder)"
 docs_status=0
 docs_site=$(mktemp -d)
@@ -105,8 +108,9 @@ step "pytest $*"
 pytest_status=0
 beat "pytest" .venv/bin/python -m pytest -q "$@" || pytest_status=$?
 
-step "ruff: exit $ruff_status, mypy: exit $mypy_status, mkdocs: exit $docs_status, pytest: exit $pytest_status"
+step "ruff: exit $ruff_status, mypy: exit $mypy_status, vulture: exit $vulture_status, mkdocs: exit $docs_status, pytest: exit $pytest_status"
 if [ "$pytest_status" -ne 0 ]; then exit "$pytest_status"; fi
 if [ "$ruff_status" -ne 0 ]; then exit "$ruff_status"; fi
 if [ "$mypy_status" -ne 0 ]; then exit "$mypy_status"; fi
+if [ "$vulture_status" -ne 0 ]; then exit "$vulture_status"; fi
 exit "$docs_status"

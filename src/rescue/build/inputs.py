@@ -21,7 +21,6 @@ END_TOLERANCE = 0.1
 # Real transcripts let one line run into the next by a few frames; up to this much is trimmed, not refused.
 OVERLAP_TOLERANCE = 0.2
 MANIFEST_COLUMNS = ("video", "subtitles", "scenario", "participants", "group")
-OPTIONAL_COLUMNS = ("segments", "speaker_map")
 _GROUP_NAME = re.compile(r"^[\w][\w.\-]*$")
 
 

@@ -15,7 +15,6 @@ from rescue.build.inputs import BuildInputError, Session, clock, read_csv_text
 from rescue.media import Cue, parse_timestamp
 from rescue.io import write_atomic
 
-DEFAULT_MIN_DURATION = 120.0
 # Proposal: a segment is closed at the first good boundary once it is `target` long, and at the widest
 # silence before it reaches `longest`.
 PROPOSE_TARGET = 300.0

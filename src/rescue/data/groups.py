@@ -70,11 +70,6 @@ class SessionGroups:
             out.setdefault(scenario, {}).setdefault(self.of[sample_id], []).append(sample_id)
         return {s: dict(sorted(groups.items())) for s, groups in out.items()}
 
-    def restricted(self, sample_ids: Iterable[str]) -> SessionGroups:
-        wanted = set(sample_ids)
-        return SessionGroups({k: v for k, v in self.of.items() if k in wanted}, self.method,
-                             {k: v for k, v in self.scenarios.items() if k in wanted})
-
 
 def cast(sample: Sample) -> frozenset[str]:
     """The people of a clip: its named participants, else its row speakers; never Therapist or a group label."""

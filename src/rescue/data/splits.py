@@ -56,9 +56,6 @@ class SplitPlan(BaseModel):
     def names(self) -> list[str]:
         return list(self.splits)
 
-    def split_of(self) -> dict[str, str]:
-        return {sample_id: name for name, ids in self.splits.items() for sample_id in ids}
-
 
 def _shuffled_groups(samples: list[Sample], groups: SessionGroups, scenario: str, seed: int) -> list[str]:
     names = sorted({groups.group_of(s.sample_id) for s in samples if s.scenario == scenario})

@@ -48,7 +48,6 @@ __all__ = ["RunConfig", "RunError", "RunOutcome", "Runner", "rescore", "run", "r
 
 T = TypeVar("T")
 WORKER_PREFIX = "rescue-compute-"  # the daemon threads of in_daemon_thread
-SCOPES = ("couple", "family")
 
 
 @dataclass

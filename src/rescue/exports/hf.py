@@ -140,8 +140,3 @@ def write_hf(out: Path, kind: Literal["samples", "instances"], splits: dict[str,
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return rows
-
-
-def is_hf_folder(path: Path) -> bool:
-    """A folder ``save_to_disk`` wrote (a DatasetDict or a Dataset)."""
-    return (path / "dataset_dict.json").is_file() or (path / "state.json").is_file()

@@ -275,9 +275,4 @@ def _store(model: ReliableModel, inner: OpenAIModel, line: dict[str, Any], by_ke
     return False
 
 
-def batch_requests_note(outcome: BatchOutcome) -> str:
-    return (f"{outcome.submitted} request(s) sent in batch(es), {outcome.resumed} resumed, {outcome.skipped} already "
-            f"answered; {outcome.answered} answered, {outcome.failed} left to the online path")
-
-
 __all__ = ["LEDGER", "BatchEndpoint", "BatchError", "BatchLedger", "BatchOutcome", "run_in_batches"]

@@ -191,7 +191,3 @@ class PriceTable:
     def cost(self, model: str, usage: Usage, at: datetime | None = None, *, batch: bool = False) -> float | None:
         price = self.price(model)
         return None if price is None else price.cost(usage, at, batch=batch)
-
-
-def add_usage(total: Usage, more: Usage) -> None:
-    total.add(more)

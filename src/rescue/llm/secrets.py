@@ -165,8 +165,3 @@ def clip(text: str, limit: int) -> str:
     """Mask first, then cut to ``limit`` characters."""
     cleaned = scrub(text)
     return cleaned if len(cleaned) <= limit else cleaned[:limit] + "…"
-
-
-def contains_secret(text: str) -> bool:
-    """Whether any registered key, or 8+ characters of one, occurs in ``text`` (for tests and checks)."""
-    return bool(text) and bool(_keys) and bool(_spans(text))

@@ -151,22 +151,6 @@ def key_messages(messages: Sequence[MessageLike]) -> list[dict[str, Any]]:
     return [m.key() if isinstance(m, Message) else m for m in messages]
 
 
-def text_of(messages: Sequence[MessageLike]) -> str:
-    """Every text part of the messages joined (media left out), for logs and simple scripted models."""
-    out: list[str] = []
-    for message in messages:
-        content = message.content if isinstance(message, Message) else message.get("content")
-        if isinstance(content, str):
-            out.append(content)
-        elif isinstance(content, (list, tuple)):
-            for part in content:
-                if isinstance(part, TextPart):
-                    out.append(part.text)
-                elif isinstance(part, dict) and isinstance(part.get("text"), str):
-                    out.append(part["text"])
-    return "\n".join(out)
-
-
 @dataclass
 class ChatRequest:
     """A request: messages and settings, nothing about what they are for.

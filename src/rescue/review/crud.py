@@ -54,7 +54,6 @@ from rescue.review.models import (
 )
 from rescue.review.project import Project, Segment
 
-STATUSES = ("open", "verified", "discarded")
 _write_lock = threading.Lock()
 
 

@@ -66,11 +66,6 @@ class Segment:
         """The closed set a speaker or target is chosen from: the cast, the therapist and the group label."""
         return [*self.participants, THERAPIST, GROUP_LABELS.get(self.scenario, "Couple")]
 
-    def draft_row(self, row_index: int) -> dict[str, Any] | None:
-        rows = self.rows
-        return rows[row_index - 1] if 1 <= row_index <= len(rows) else None
-
-
 class ProjectError(DataError):
     pass
 

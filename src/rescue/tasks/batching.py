@@ -56,20 +56,6 @@ def shown_rows(task: Task, instance: Instance, context_size: int) -> set[int]:
     return rows
 
 
-def leaks(task: Task, batch: Sequence[Instance], context_size: int) -> list[tuple[str, str, int]]:
-    """``(hiding item, showing item, row)`` for every row one item of ``batch`` hides and another shows."""
-    found = []
-    for hider in batch:
-        hidden = hidden_rows(task, hider)
-        if not hidden:
-            continue
-        for shower in batch:
-            if shower is not hider:
-                found += [(hider.instance_id, shower.instance_id, row)
-                          for row in sorted(hidden & shown_rows(task, shower, context_size))]
-    return found
-
-
 def _shows(task: Task, instance: Instance, context_size: int, row: int) -> bool:
     """Whether ``row`` is in :func:`shown_rows` of ``instance``, without building that set (with all prior
     rows as context it holds the whole sample so far, for every item of every batch)."""

@@ -160,7 +160,6 @@ JUDGE = JudgeRubric(
     minimum={"likert": {"judge_emotion": 1.0}, "authors": {"judge_emotion": 1.0}},
     human_key="judge_emotion",
     finish=_finish_judged,
-    formula_keys=("intensity", "s_er"),
 )
 
 
@@ -182,7 +181,7 @@ class EmotionRecognition:
         options=ErOptions,
         metrics=(
             # The paper's S_ER = (judge emotion score + intensity score) / 2.
-            Metric("s_er", "judge", headline=True, percent=False, digits=2, needs_judge=True),
+            Metric("s_er", "judge", headline=True, percent=False, digits=2),
             Metric("bertscore_f1", "BERTScore", headline=True, percent=False, digits=4),
         ),
         outcome="graded",

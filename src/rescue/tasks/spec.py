@@ -53,8 +53,6 @@ class Metric:
     right_wrong: bool = False
     percent: bool = True
     digits: int = 2
-    # Shown only when a key it depends on is there (e.g. judge metrics need a judge run).
-    needs_judge: bool = False
 
 
 @dataclass(frozen=True)
@@ -83,7 +81,6 @@ class JudgeRubric:
     minimum: Mapping[str, Mapping[str, float]]
     human_key: str
     finish: Callable[[Any], None] | None = None
-    formula_keys: tuple[str, ...] = ()
 
     def judged_keys(self, scale: str) -> tuple[str, ...]:
         """The record.scores keys the judges' grades fill on ``scale``."""

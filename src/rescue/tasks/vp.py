@@ -207,7 +207,7 @@ class ViewpointPrediction:
         hidden="none",
         options=VpOptions,
         metrics=(
-            Metric("judge", "judge", headline=True, percent=False, digits=2, needs_judge=True),
+            Metric("judge", "judge", headline=True, percent=False, digits=2),
             Metric("bertscore_f1", "BERTScore", headline=True, percent=False, digits=4),
         ),
         outcome="graded",

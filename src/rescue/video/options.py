@@ -49,11 +49,6 @@ class VideoOptions:
         if self.workers < 1:
             raise VideoError("media workers must be at least 1")
 
-    def settings_key(self) -> dict[str, Any]:
-        """What decides the bytes of a frame or clip (not where the media lives or how fast it is made)."""
-        return {"video_input": self.video_input, "frame_rate": self.frame_rate, "max_frames": self.max_frames,
-                "frame_size": self.frame_size, "jpeg_quality": self.jpeg_quality, "image_detail": self.image_detail}
-
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
