@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from rescue.cli.app import app, console, err_console
+
+if TYPE_CHECKING:
+    from rescue.build import BuildConfig, BuildOutcome
+    from rescue.build.inputs import SessionSpec
 
 
 @app.command("build")
@@ -86,52 +91,11 @@ def build_command(
 ) -> None:
     """Cut session videos into segments and pre-annotate them into a draft release for review."""
     from rescue.build import AnnotateSettings, BuildConfig, build
-    from rescue.build.annotate import VIDEO_INPUTS
-    from rescue.build.inputs import (
-        BuildInputError,
-        SessionSpec,
-        check_group,
-        check_scenario,
-        default_group,
-        parse_participants,
-        parse_speaker_map,
-        read_sessions_csv,
-    )
     from rescue.cli.run_cmds import _parse_extras
 
-    if video_input not in VIDEO_INPUTS:
-        raise BuildInputError([f"--video-input {video_input!r}: choose one of {', '.join(VIDEO_INPUTS)}"])
-    if review_height is not None and review_height < 16:
-        raise BuildInputError([f"--review-height {review_height}: give a height of at least 16 lines"])
-    if overlap_tolerance < 0:
-        raise BuildInputError([f"--overlap-tolerance {overlap_tolerance:g}: give 0 or more seconds"])
-    if manifest is not None:
-        if video is not None:
-            raise BuildInputError(["give either VIDEO or --manifest, not both"])
-        default_map = parse_speaker_map(speaker_map, "--speaker-map", None) if speaker_map else ()
-        specs = read_sessions_csv(manifest, default_map=default_map, overlap_tolerance=overlap_tolerance,
-                                  transcripts=out / "transcripts" if transcribe is not None else None)
-        if subs_offset:
-            from dataclasses import replace
-
-            specs = [replace(spec, subs_offset=subs_offset) for spec in specs]
-    else:
-        if subs is not None and transcribe is not None:
-            raise BuildInputError(["give --subs FILE or --transcribe MODEL, not both"])
-        missing = [name for name, value in (("VIDEO", video), ("--subs", subs or transcribe),
-                                            ("--scenario", scenario), ("--participants", participants))
-                   if value is None]
-        if missing:
-            raise BuildInputError([f"missing {', '.join(missing)} (or give --manifest sessions.csv; without "
-                                   "subtitles, --transcribe MODEL)"])
-        assert video is not None and scenario is not None and participants is not None
-        names = parse_participants(participants, "--participants")
-        mapping = parse_speaker_map(speaker_map, "--speaker-map", names) if speaker_map else ()
-        chosen_group = check_group(group or default_group(names), "--group")
-        transcript = out / "transcripts" / chosen_group / f"{video.stem}.srt"
-        specs = [SessionSpec(video, subs if subs is not None else transcript, check_scenario(scenario, "--scenario"),
-                             names, chosen_group, segments, speaker_map=mapping, overlap_tolerance=overlap_tolerance,
-                             subs_offset=subs_offset, transcribe=subs is None)]
+    _check_options(video_input, review_height, overlap_tolerance)
+    specs = _session_specs(out, video, subs, transcribe, scenario, participants, group, segments, manifest,
+                           speaker_map, overlap_tolerance, subs_offset)
     settings = AnnotateSettings(video_input=video_input, frame_rate=frame_rate,  # type: ignore[arg-type]
                                 frames_per_cue=frames_per_line, max_images=max_images, frame_width=frame_width,
                                 window_cues=window_lines, window_overlap=window_overlap, max_tokens=max_tokens,
@@ -150,7 +114,68 @@ def build_command(
     # SIGTERM (timeout, systemd, a scheduler) stops the build as Ctrl-C does: its ffmpeg children die with it.
     with ending_children_on_signals():
         outcome = build(config, echo=lambda message: err_console.print(message, highlight=False, markup=False))
-    say = (lambda *a, **k: None) if quiet else console.print
+    _report(config, outcome, console.print if not quiet else (lambda *a, **k: None))
+
+
+def _check_options(video_input: str, review_height: int | None, overlap_tolerance: float) -> None:
+    from rescue.build.annotate import VIDEO_INPUTS
+    from rescue.build.inputs import BuildInputError
+
+    if video_input not in VIDEO_INPUTS:
+        raise BuildInputError([f"--video-input {video_input!r}: choose one of {', '.join(VIDEO_INPUTS)}"])
+    if review_height is not None and review_height < 16:
+        raise BuildInputError([f"--review-height {review_height}: give a height of at least 16 lines"])
+    if overlap_tolerance < 0:
+        raise BuildInputError([f"--overlap-tolerance {overlap_tolerance:g}: give 0 or more seconds"])
+
+
+def _session_specs(out: Path, video: Path | None, subs: Path | None, transcribe: str | None, scenario: str | None,
+                   participants: str | None, group: str | None, segments: Path | None, manifest: Path | None,
+                   speaker_map: str | None, overlap_tolerance: float, subs_offset: float) -> list[SessionSpec]:
+    """The sessions to build: the rows of ``--manifest``, or the one VIDEO with its options."""
+    from rescue.build.inputs import (
+        BuildInputError,
+        SessionSpec,
+        check_group,
+        check_scenario,
+        default_group,
+        parse_participants,
+        parse_speaker_map,
+        read_sessions_csv,
+    )
+
+    if manifest is not None:
+        if video is not None:
+            raise BuildInputError(["give either VIDEO or --manifest, not both"])
+        default_map = parse_speaker_map(speaker_map, "--speaker-map", None) if speaker_map else ()
+        specs = read_sessions_csv(manifest, default_map=default_map, overlap_tolerance=overlap_tolerance,
+                                  transcripts=out / "transcripts" if transcribe is not None else None)
+        if subs_offset:
+            from dataclasses import replace
+
+            specs = [replace(spec, subs_offset=subs_offset) for spec in specs]
+        return specs
+    if subs is not None and transcribe is not None:
+        raise BuildInputError(["give --subs FILE or --transcribe MODEL, not both"])
+    missing = [name for name, value in (("VIDEO", video), ("--subs", subs or transcribe),
+                                        ("--scenario", scenario), ("--participants", participants))
+               if value is None]
+    if missing:
+        raise BuildInputError([f"missing {', '.join(missing)} (or give --manifest sessions.csv; without "
+                               "subtitles, --transcribe MODEL)"])
+    assert video is not None and scenario is not None and participants is not None
+    names = parse_participants(participants, "--participants")
+    mapping = parse_speaker_map(speaker_map, "--speaker-map", names) if speaker_map else ()
+    chosen_group = check_group(group or default_group(names), "--group")
+    transcript = out / "transcripts" / chosen_group / f"{video.stem}.srt"
+    return [SessionSpec(video, subs if subs is not None else transcript, check_scenario(scenario, "--scenario"),
+                        names, chosen_group, segments, speaker_map=mapping, overlap_tolerance=overlap_tolerance,
+                        subs_offset=subs_offset, transcribe=subs is None)]
+
+
+def _report(config: BuildConfig, outcome: BuildOutcome, say: Callable[..., object]) -> None:
+    """What the build did, on the console; exit 2 for a dry run that a real run would stop on, 3 when incomplete."""
+    out = config.out
     for note in outcome.notes:
         say(note, highlight=False)
     for gone in outcome.dropped:
@@ -166,7 +191,7 @@ def build_command(
             err_console.print(f"[bold red]a real run would stop here:[/] {escape(outcome.key_problem)}", highlight=False)
             raise typer.Exit(2)
         return
-    if propose_only:
+    if config.propose_only:
         return
     cost = f", ${outcome.cost:.4f}" if outcome.cost else ""
     say(f"{len(outcome.segments)} segment(s), {outcome.sent} request(s) sent ({outcome.cached} answered from the "
