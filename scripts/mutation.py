@@ -45,7 +45,7 @@ MODULES: dict[str, Module] = {
     "metrics": Module(
         ("src/rescue/metrics/*",),
         ("tests/test_metrics_classification.py", "tests/test_metrics_ranking.py", "tests/test_metrics_contract.py",
-         "tests/test_agreement.py", "tests/test_er_vp.py"),
+         "tests/test_judge_agreement.py", "tests/test_er_vp.py"),
     ),
     "tasks": Module(
         ("src/rescue/tasks/*",),

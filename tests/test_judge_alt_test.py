@@ -9,7 +9,7 @@ import numpy as np
 from typer.testing import CliRunner
 
 from rescue.metrics.agreement import alt_test
-from rescue.scoring.agreement import judge_agreement, length_bias, model_family, read_ratings, self_preference
+from rescue.scoring.judge_agreement import judge_agreement, length_bias, model_family, read_ratings, self_preference
 from rescue.tasks.base import JudgeGrade, JudgeResults, PredictionRecord
 
 

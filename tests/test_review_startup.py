@@ -36,7 +36,7 @@ def test_every_page_links_a_favicon_and_favicon_ico_answers_without_a_login(app)
 def test_importing_the_app_leaves_what_the_first_page_does_not_need():
     """ftfy (mojibake repair: only non-ASCII data needs it) and the agreement statistics load when used."""
     code = ("import sys, rescue.review.api; "
-            "print(sorted(m for m in ('ftfy', 'httpx', 'rescue.review.agreement', 'rescue.metrics', 'krippendorff') "
+            "print(sorted(m for m in ('ftfy', 'httpx', 'rescue.review.annotator_agreement', 'rescue.metrics', 'krippendorff') "
             "if m in sys.modules))")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)

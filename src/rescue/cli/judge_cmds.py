@@ -52,7 +52,7 @@ def judge_agreement_command(
 ) -> None:
     """Compare human ratings with the judge scores of a run: exact agreement, MAE, Spearman, Pearson,
     quadratic-weighted Cohen's κ and Krippendorff's α, per task and judge."""
-    from rescue.scoring.agreement import judge_agreement, read_ratings
+    from rescue.scoring.judge_agreement import judge_agreement, read_ratings
     from rescue.report.runs import read_predictions
 
     records = read_predictions(run_dir / "predictions.jsonl")

@@ -934,7 +934,7 @@ class Runner:
                 if pair.judge_usage:
                     judge_usage[pair.task] = pair.judge_usage
             if self.config.judges and self.config.judge_repeats > 1:
-                from rescue.scoring.agreement import judge_stability
+                from rescue.scoring.judge_agreement import judge_stability
 
                 entry["judge_stability"] = judge_stability([r for p in pairs if p.model == spec for r in p.records])
             usage, cost = _usage_block(models.get(spec), judge_usage, self.prices, spec)

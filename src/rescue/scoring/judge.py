@@ -288,7 +288,7 @@ async def judge_records(
         repeats: how often each judge is asked for each grade (``--judge-repeats``), each repeat its own request
             (keyed apart in the cache). The first repeat's grade is the grade that scores; with more than one,
             the grade also carries ``repeats``: every repeat's scores (``None`` where it gave no valid grade),
-            read by :func:`rescue.scoring.agreement.judge_stability`. ``1`` asks and records exactly as before.
+            read by :func:`rescue.scoring.judge_agreement.judge_stability`. ``1`` asks and records exactly as before.
 
     Returns:
         Per judge name, its request, retry, failure and token counts.

@@ -109,7 +109,7 @@ def segment_page(segment_id: str, request: Request, actor: PageUser, db: Db, pro
 def agreement_page(request: Request, actor: PageUser, db: Db, project: ProjectDep) -> Response:
     if not actor.at_least("adjudicator"):
         return RedirectResponse("/", status_code=303)
-    from rescue.review.agreement import compute_agreement  # see routes/agreement.py
+    from rescue.review.annotator_agreement import compute_agreement  # see routes/agreement.py
 
     return render(request, "agreement.html", actor, result=compute_agreement(db, project))
 

@@ -10,7 +10,7 @@ import pytest
 from task_factories import record_for
 from typer.testing import CliRunner
 
-from rescue.scoring.agreement import (
+from rescue.scoring.judge_agreement import (
     RatingsError,
     alpha,
     inter_judge_alpha,
