@@ -24,7 +24,9 @@ MANIFEST_FILE = "manifest.json"
 
 
 @dataclass(frozen=True)
-class Problem:
+class SegmentProblem:
+    """An open problem shown with a segment: from the build's manifest or found when the draft was read."""
+
     row_index: int | None
     field: str | None
     message: str
@@ -46,7 +48,7 @@ class Segment:
     source_video: str = ""
     start: float | None = None
     end: float | None = None
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[SegmentProblem] = field(default_factory=list)
     provenance: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -153,7 +155,7 @@ def load_project(root: str | Path) -> Project:
     for issue in validate_records(records).issues:  # the records as read: a lone surrogate is reported
         if without_lone_surrogates(issue.sample_id) in segments and issue.severity == "error":
             segments[without_lone_surrogates(issue.sample_id)].problems.append(
-                Problem(issue.row, issue.field or None, without_lone_surrogates(issue.message), "validation"))
+                SegmentProblem(issue.row, issue.field or None, without_lone_surrogates(issue.message), "validation"))
 
     manifest_path = root / MANIFEST_FILE
     has_manifest = manifest_path.is_file()
@@ -187,7 +189,7 @@ def _read_manifest(root: Path, path: Path, segments: dict[str, Segment]) -> None
             if isinstance(problem, dict) and problem.get("message"):
                 row = problem.get("row_index")
                 segment.problems.append(
-                    Problem(row if isinstance(row, int) else None, problem.get("field") or None, str(problem["message"]), "build")
+                    SegmentProblem(row if isinstance(row, int) else None, problem.get("field") or None, str(problem["message"]), "build")
                 )
 
 
