@@ -1,60 +1,85 @@
-"""One run configuration: `RunConfig` (pydantic) is what results.json stores and resume compares; every field
-is a `rescue run` option with the same default, so the CLI and the model cannot drift apart."""
+"""One run configuration: every `rescue run` option is declared once (`rescue.engine.run_options.RunOptions`), and
+both `RunConfig` (pydantic: what results.json stores and resume compares) and the command are made from it."""
 
 from __future__ import annotations
 
-import inspect
+import typing
 
 import pytest
+import typer.main
 
-from rescue.cli.app import DEFAULT_SPLITS_FILE
-from rescue.tasks import TASKS
-from rescue.cli.run_cmds import run_command
+from rescue.cli import app
 from rescue.engine.config import OPERATIONAL_FIELDS, RunConfig, RunError
-
-# RunConfig field -> the `rescue run` parameter that sets it, where the names differ.
-RENAMED = {"models": "model", "judges": "judge", "extra_body": "extra", "task_options": "task_option"}
-# Fields set from several options or from a file, and their options.
-COMPOSITE = {"video": {"media_root", "media_match", "video_input", "frame_rate", "max_frames", "frame_size",
-                       "media_workers", "image_detail"}}
-# Options that are not configuration: they say what to do with it.
-NOT_CONFIG = {"dry_run", "suite", "ctx"}
-# The CLI spells a few "nothing" values its own way; RunConfig keeps None.
-CLI_SPELLING = {"max_failures": (50, 50), "tasks": (None, None), "model_settings": (None, {}), "cache_dir": (None, None),
-                "prices": (None, None), "splits": (DEFAULT_SPLITS_FILE, None)}  # --splits is a path; stored only with --split
+from rescue.engine.run_options import RunOptions, declared_options, literal_choices
+from rescue.tasks import TASKS
 
 
-def _cli_defaults() -> dict[str, object]:
-    return {name: p.default for name, p in inspect.signature(run_command).parameters.items()}
+def _run_params() -> dict[str, object]:
+    command = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
+    return {p.name: p for p in command.params}
 
 
-def test_every_config_field_is_a_run_option_and_every_option_a_field():
-    cli = _cli_defaults()
-    fields = set(RunConfig.model_fields)
-    covered = set(NOT_CONFIG)
-    for name in fields:
-        if name in COMPOSITE:
-            assert COMPOSITE[name] <= set(cli), f"RunConfig.{name}: options {COMPOSITE[name] - set(cli)} missing"
-            covered |= COMPOSITE[name]
-            continue
-        option = RENAMED.get(name, name)
-        assert option in cli, f"RunConfig.{name} has no `rescue run` option ({option})"
-        covered.add(option)
-    assert set(cli) - covered == set(), f"`rescue run` options outside RunConfig: {set(cli) - covered}"
+def test_the_command_and_the_model_are_made_from_one_declaration():
+    declared = declared_options()
+    params = _run_params()
+    assert list(params) == [d.name for d in declared]  # the help's order is the declaration's
+    for d in declared:
+        assert params[d.name].opts[0] == d.opt.flags[0].split("/")[0]  # type: ignore[attr-defined]
+        assert params[d.name].help == d.opt.help  # type: ignore[attr-defined]
+    options = {d.name for d in declared if d.in_config}
+    assert set(RunConfig.model_fields) - options == {"video"}  # gathered from --media-root and its friends
+    assert options <= set(RunConfig.model_fields)
+    for d in declared:
+        if d.in_config and d.opt.cli is None:
+            assert params[d.name].default == RunConfig.model_fields[d.name].default, d.name  # type: ignore[attr-defined]
 
 
-def test_defaults_agree():
-    cli = _cli_defaults()
-    for name, info in RunConfig.model_fields.items():
-        if name in COMPOSITE or name in RENAMED or name in ("out", "data"):
-            continue
-        default = info.get_default(call_default_factory=True)
-        if name in CLI_SPELLING:
-            continue
-        assert cli[name] == default, f"--{name.replace('_', '-')}: CLI default {cli[name]!r}, RunConfig {default!r}"
-    # --tasks defaults to None on the command line (so `--help` needs no task registry): every task, as RunConfig.
-    assert cli["tasks"] is None
-    assert RunConfig.model_fields["tasks"].get_default(call_default_factory=True) == list(TASKS)
+def test_closed_choices_are_the_registries():
+    from rescue.llm.client import DEFAULT_MAX_ANSWER_BYTES
+    from rescue.llm.providers import THINKING_LEVELS
+    from rescue.llm.reliable import DEFAULT_RETRY_AFTER_CAP
+    from rescue.tasks.base import MODES, PARSE_POLICIES
+    from rescue.tasks.rpp import RPP_GOLD_CHOICES
+    from rescue.video.options import IMAGE_DETAILS, MEDIA_MATCHES, VIDEO_INPUTS
+
+    hints = typing.get_type_hints(RunOptions)
+    assert literal_choices(hints["mode"]) == MODES
+    assert literal_choices(hints["parse"]) == PARSE_POLICIES
+    assert literal_choices(hints["thinking"]) == THINKING_LEVELS
+    assert literal_choices(hints["rpp_gold"]) == RPP_GOLD_CHOICES
+    video = {d.name: d for d in declared_options() if not d.in_config}
+    assert video["media_match"].choices == MEDIA_MATCHES and video["video_input"].choices == VIDEO_INPUTS
+    assert video["image_detail"].choices == IMAGE_DETAILS
+    assert RunConfig.model_fields["max_answer_bytes"].default == DEFAULT_MAX_ANSWER_BYTES
+    assert RunConfig.model_fields["retry_after_cap"].default == DEFAULT_RETRY_AFTER_CAP
+
+
+def test_video_option_defaults_are_the_video_layers():
+    from rescue.video.options import VideoOptions
+
+    video = {d.name: d.default for d in declared_options() if not d.in_config}
+    defaults = VideoOptions()
+    for name in ("media_match", "video_input", "frame_rate", "max_frames", "frame_size", "image_detail"):
+        assert video[name] == getattr(defaults, name), name
+    assert video["media_workers"] == defaults.workers
+
+
+def test_every_task_by_default():
+    assert RunConfig(out="x").tasks == list(TASKS)
+    assert RunConfig(out="x", tasks=None).tasks == list(TASKS)
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"mode": "film"}, "--mode 'film': choose one of dialogue"),
+    ({"judge_scale": "nine"}, "--judge-scale 'nine': choose one of likert, authors"),
+    ({"concurrency": 0}, "--concurrency 0: must be at least 1"),
+    ({"batch_size": "0"}, "--batch-size '0': a positive number or 'authors'"),
+    ({"budget_retry": 1.0}, "--budget-retry 1.0: a factor above 1"),
+    ({"context_size": -2}, "--context-size -2: use -1"),
+])
+def test_a_bad_value_names_its_option(values, message):
+    with pytest.raises(RunError, match=message):
+        RunConfig(out="x", **values)
 
 
 def test_unknown_fields_and_bad_values_are_refused():

@@ -5,18 +5,15 @@ Heavy modules (the openai SDK, the tasks, pandas, torch) are imported inside the
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from rescue.cli.app import DATA_HELP, DEFAULT_SPLITS_FILE, RppGoldChoice, app, console, err_console
-
-# The option panels of `rescue run --help`, shown in the order their first option appears in the signature: keep
-# each option beside the others of its panel (tests/test_cli_help.py checks the order).
-P_DATA, P_MODELS, P_GENERATION = "Data", "Models", "Generation"
-P_JUDGING, P_RUN, P_OUTPUT = "Judging and scoring", "Run control", "Output"
+from rescue.cli.app import app, console, err_console
+from rescue.engine.run_options import declared_options
 
 if TYPE_CHECKING:
     from rescue.engine.runner import RunOutcome
@@ -80,219 +77,98 @@ def _finish(outcome: RunOutcome, quiet: bool) -> None:
         raise typer.Exit(3)
 
 
-@app.command("run")
-def run_command(
-    ctx: typer.Context,
-    tasks: Annotated[Optional[str], typer.Option("--tasks", rich_help_panel=P_DATA, help="Comma-separated tasks, any "
-                                                 "case (default: all six; `rescue tasks` lists them).")] = None,
-    data: Annotated[Optional[Path], typer.Option("--data", rich_help_panel=P_DATA, help=DATA_HELP)] = None,
-    mode: Annotated[str, typer.Option("--mode", rich_help_panel=P_DATA, help="dialogue, audio, visual or audiovisual evidence; video or "
-                                      "video+cues send each instance's media too (needs --media-root).")] = "dialogue",
-    media_root: Annotated[Optional[Path], typer.Option(
-        "--media-root", rich_help_panel=P_DATA, help="Video modes: the folder of the samples' videos, or a `rescue build --out` folder.")] = None,
-    media_match: Annotated[str, typer.Option(
-        "--media-match", rich_help_panel=P_DATA, help="How a sample finds its video: source_file, id, or auto (manifest, source_file, id).")] = "auto",
-    video_input: Annotated[str, typer.Option(
-        "--video-input", rich_help_panel=P_DATA, help="frames (images sampled inside the context rows) or clip (the window as video_url).")] = "frames",
-    frame_rate: Annotated[float, typer.Option("--frame-rate", rich_help_panel=P_DATA, help="Frames per second of context sent.")] = 1.0,
-    max_frames: Annotated[int, typer.Option("--max-frames", rich_help_panel=P_DATA, help="Most frames per request (thinned evenly).")] = 16,
-    frame_size: Annotated[int, typer.Option(
-        "--frame-size", rich_help_panel=P_DATA, help="Longest side in pixels of a frame or the cut clip.")] = 448,
-    image_detail: Annotated[Optional[str], typer.Option(
-        "--image-detail", rich_help_panel=P_DATA, help="Frames: low, high or auto for OpenAI-style APIs (low: ~85 tokens a frame).")] = None,
-    media_workers: Annotated[int, typer.Option(
-        "--media-workers", rich_help_panel=P_DATA, help="ffmpeg processes at once while video mode makes frames and clips.")] = 2,
-    limit_samples: Annotated[Optional[int], typer.Option(
-        "--limit-samples", rich_help_panel=P_DATA, help="Only N samples (see --sample-choice); the ones taken are listed in results.json.")] = None,
-    sample_choice: Annotated[str, typer.Option(
-        "--sample-choice", rich_help_panel=P_DATA, help="With --limit-samples: 'stratified' (each scenario in its share, from as many "
-        "session groups as possible, so intervals can be computed) or 'first' N in file order.")] = "stratified",
-    rpp_gold: Annotated[Optional[RppGoldChoice], typer.Option(
-        "--rpp-gold", rich_help_panel=P_DATA, help="The row field holding RPP gold: auto (relation_pattern where a "
-        "sample has it, else relation_cycle_state), relation_pattern or relation_cycle_state (docs/tasks.md).")] = None,
-    split: Annotated[Optional[str], typer.Option(
-        "--split", rich_help_panel=P_DATA, help="Only the samples of this split (train, dev, test, fold1, ...) of "
-        "the --splits file `rescue splits` wrote; taken before --limit-samples.")] = None,
-    splits: Annotated[Path, typer.Option(
-        "--splits", rich_help_panel=P_DATA, help="The splits file --split reads.")] = DEFAULT_SPLITS_FILE,
-    task_option: Annotated[Optional[list[str]], typer.Option(
-        "--task-option", rich_help_panel=P_DATA, help="A task's build option, TASK.OPTION=VALUE (repeatable), e.g. er.checkpoints_per_sample=3 "
-        "or itp.itp_max_per_class=10; `rescue tasks --help` and docs/tasks.md list them.")] = None,
-    model: Annotated[Optional[list[str]], typer.Option(
-        "--model", rich_help_panel=P_MODELS, help="A model to evaluate; repeat for several. PRESET/ID (openai/, deepseek/, dashscope/, "
-        "kimi/, openrouter/, ollama/ ...), any id with --base-url, baseline/NAME or local/NAME. "
-        "Default: the offline baselines.")] = None,
-    base_url: Annotated[Optional[str], typer.Option(
-        "--base-url", rich_help_panel=P_MODELS, help="An OpenAI-compatible endpoint for every --model (vLLM, SGLang, llama.cpp, a gateway).")] = None,
-    api_key_env: Annotated[Optional[str], typer.Option(
-        "--api-key-env", rich_help_panel=P_MODELS, help="The environment variable that holds the key (default: the preset's, or OPENAI_API_KEY).")] = None,
-    extra: Annotated[Optional[list[str]], typer.Option(
-        "--extra", rich_help_panel=P_MODELS, help="A provider extra for the request body, KEY=JSON (e.g. enable_thinking=false); repeatable.")] = None,
-    model_settings: Annotated[Optional[Path], typer.Option(
-        "--model-settings", rich_help_panel=P_MODELS, help="TOML: per-model generation settings, one table per model spec.")] = None,
-    prices: Annotated[Optional[Path], typer.Option("--prices", rich_help_panel=P_MODELS, help="A price table (TOML) consulted first.")] = None,
-    suite: Annotated[Optional[str], typer.Option(
-        "--suite", rich_help_panel=P_MODELS, help="paper (the paper's ten models, settings and judge) or a suite TOML file of your own: "
-        "its models and run settings (options given here win). See docs/report.md.")] = None,
-    context_size: Annotated[Optional[int], typer.Option(
-        "--context-size", rich_help_panel=P_GENERATION, help="Prior rows shown (-1: all; default: each task's own).")] = None,
-    batch_size: Annotated[str, typer.Option(
-        "--batch-size", rich_help_panel=P_GENERATION, help="Instances per request (of one sample), or 'authors' for each task's own; "
-        "split wherever one item would show another's hidden row.")] = "1",
-    temperature: Annotated[float, typer.Option("--temperature", rich_help_panel=P_GENERATION,
-                                                      help="Sampling temperature sent with every request (0: the "
-                                                      "most likely answer; a suite may set it per model).")] = 0.0,
-    seed: Annotated[Optional[int], typer.Option(
-        "--seed", rich_help_panel=P_GENERATION, help="Sent as the request's seed where the API supports it; seeds baseline/uniform (default 0).")] = None,
-    max_tokens: Annotated[Optional[int], typer.Option("--max-tokens", rich_help_panel=P_GENERATION, help="Answer budget (default: each task's).")] = None,
-    json_mode: Annotated[bool, typer.Option("--json-mode/--no-json-mode", rich_help_panel=P_GENERATION, help="Ask for a JSON object response.")] = True,
-    stream: Annotated[Optional[bool], typer.Option(
-        "--stream/--no-stream", rich_help_panel=P_GENERATION, help="Ask for server-sent events (thinking models' long answers); default: "
-        "each preset's (on for DashScope when it thinks).")] = None,
-    thinking: Annotated[Optional[str], typer.Option(
-        "--thinking", rich_help_panel=P_GENERATION, help="on, off, low, medium or high: mapped to each provider's own switch (enable_thinking, "
-        "thinking.type, reasoning_effort ...) and recorded, so reports never compare runs that differ in it "
-        "silently. Default: the models' own.")] = None,
-    store_reasoning: Annotated[bool, typer.Option(
-        "--store-reasoning/--no-store-reasoning", rich_help_panel=P_GENERATION, help="Keep thinking models' reasoning with each record "
-        "(predictions.jsonl, the HTML drill-down).")] = True,
-    budget_retry: Annotated[Optional[float], typer.Option(
-        "--budget-retry", rich_help_panel=P_GENERATION, help="Ask an answer whose budget ran out before any answer (budget_exhausted) once more "
-        "with the budget multiplied by FACTOR.")] = None,
-    timeout: Annotated[float, typer.Option(
-        "--timeout", rich_help_panel=P_GENERATION, help="Seconds per request attempt, the whole answer included.")] = 240.0,
-    max_answer_bytes: Annotated[int, typer.Option(
-        "--max-answer-bytes", rich_help_panel=P_GENERATION, help="A larger answer is recorded as a request error, not stored.")] = 8 * 1024 * 1024,
-    parse: Annotated[str, typer.Option(
-        "--parse", rich_help_panel=P_JUDGING, help="strict: an unknown label voids the answer; lenient: drop unknown labels from rankings "
-        "and read a clear yes/no from prose, as the authors' scripts do (counted in results).")] = "strict",
-    judge: Annotated[Optional[list[str]], typer.Option("--judge", rich_help_panel=P_JUDGING, help="A judge model for ER/VP; repeatable.")] = None,
-    judge_base_url: Annotated[Optional[str], typer.Option(
-        "--judge-base-url", rich_help_panel=P_JUDGING, help="An OpenAI-compatible endpoint for the judges (default: a preset judge such as "
-        "openai/... goes to its provider, any other judge to --base-url).")] = None,
-    judge_api_key_env: Annotated[Optional[str], typer.Option(
-        "--judge-api-key-env", rich_help_panel=P_JUDGING, help="The environment variable that holds the judges' key "
-        "(default: the judge preset's, or OPENAI_API_KEY).")] = None,
-    judge_scale: Annotated[str, typer.Option("--judge-scale", rich_help_panel=P_JUDGING, help="likert (1-5) or authors (VP).")] = "likert",
-    judge_repeats: Annotated[int, typer.Option(
-        "--judge-repeats", min=1, rich_help_panel=P_JUDGING, help="Ask each judge N times per item at its settings "
-        "(each a request of its own) and report its flip rate and α across repeats; the first repeat's grade scores.")] = 1,
-    bertscore: Annotated[bool, typer.Option("--bertscore/--no-bertscore", rich_help_panel=P_JUDGING, help="BERTScore for ER/VP.")] = True,
-    bertscore_model: Annotated[Optional[str], typer.Option(
-        "--bertscore-model", rich_help_panel=P_JUDGING, help="BERTScore backbone: a Hugging Face name or a local folder "
-        "(default: the packaged all-MiniLM-L6-v2, works offline).")] = None,
-    bertscore_layers: Annotated[Optional[int], typer.Option(
-        "--bertscore-layers", rich_help_panel=P_JUDGING, help="The backbone layer BERTScore reads (required for a local folder).")] = None,
-    bertscore_rescale: Annotated[bool, typer.Option(
-        "--bertscore-rescale", rich_help_panel=P_JUDGING, help="Rescale with bert-score's baseline (only for backbones it has one for).")] = False,
-    batch: Annotated[bool, typer.Option(
-        "--batch", rich_help_panel=P_RUN, help="Send the requests (and the judge's) through the providers' batch "
-        "APIs at about half the price; a killed run resumes polling the same batches. See docs/engine.md.")] = False,
-    batch_poll: Annotated[float, typer.Option(
-        "--batch-poll", rich_help_panel=P_RUN, help="Seconds between two reads of a batch's status.")] = 30.0,
-    retry_after_cap: Annotated[float, typer.Option(
-        "--retry-after-cap", rich_help_panel=P_RUN, help="The longest Retry-After wait obeyed, in seconds; a request told to wait "
-        "longer twice fails.")] = 300.0,
-    concurrency: Annotated[int, typer.Option("--concurrency", rich_help_panel=P_RUN, help="Most requests in flight per model.")] = 16,
-    max_retries: Annotated[int, typer.Option("--max-retries", rich_help_panel=P_RUN, help="Retries of a transient failure.")] = 5,
-    max_failures: Annotated[int, typer.Option(
-        "--max-failures", rich_help_panel=P_RUN, help="Stop asking a model after this many failed requests (0: never stop).")] = 50,
-    max_cost: Annotated[Optional[float], typer.Option(
-        "--max-cost", rich_help_panel=P_RUN, help="Stop (resumably) once this run has spent this many dollars.")] = None,
-    retry_errors: Annotated[bool, typer.Option("--retry-errors", rich_help_panel=P_RUN, help="Ask again what failed in earlier runs.")] = False,
-    cache_dir: Annotated[Optional[Path], typer.Option(
-        "--cache-dir", rich_help_panel=P_RUN, help="A cache folder shared between runs (default: the run directory).")] = None,
-    dry_run: Annotated[bool, typer.Option(
-        "--dry-run", rich_help_panel=P_RUN, help="Print the requests, images and estimated tokens and cost per model and task; send "
-        "and write nothing.")] = False,
-    overwrite: Annotated[bool, typer.Option(
-        "--overwrite", rich_help_panel=P_RUN, help="Replace a run directory that holds a run with another configuration "
-        "(default: refuse; the same configuration resumes).")] = False,
-    out: Annotated[Optional[Path], typer.Option(
-        "--out", rich_help_panel=P_OUTPUT, help="The run directory (results.json, predictions.jsonl, cache, log); not needed with --dry-run.")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", rich_help_panel=P_OUTPUT, help="No progress display or table (CI).")] = False,
-) -> None:
+def run_command(ctx: typer.Context, **options: Any) -> None:
     """Evaluate models on the tasks and write the run directory, then print a leaderboard."""
     from rescue.engine.runner import RunConfig, run
-    from rescue.tasks import TASK_NAMES, parse_task_options
 
-    if out is None and not dry_run:
+    if options["out"] is None and not options["dry_run"]:
         from rescue.engine.runner import RunError
 
         raise RunError("--out DIR is required (the run directory), except with --dry-run")
-    config = RunConfig(
-        out=str(out or "."),
-        models=list(model or []),
-        tasks=tasks.split(",") if tasks is not None else list(TASK_NAMES),
-        data=None if data is None else str(data),
-        mode=mode,
-        video=None if media_root is None else {
-            "media_root": str(media_root.resolve()), "media_match": media_match, "video_input": video_input,
-            "frame_rate": frame_rate, "max_frames": max_frames, "frame_size": frame_size, "workers": media_workers,
-            "image_detail": image_detail},
-        context_size=context_size,
-        limit_samples=limit_samples,
-        sample_choice=sample_choice,
-        split=split,
-        splits=str(splits.resolve()) if split is not None else None,
-        batch_size=batch_size,
-        parse=parse,
-        rpp_gold=None if rpp_gold is None else rpp_gold.value,
-        task_options=parse_task_options(task_option or []),
-        base_url=base_url,
-        api_key_env=api_key_env,
-        temperature=temperature,
-        seed=seed,
-        max_tokens=max_tokens,
-        json_mode=json_mode,
-        extra_body=_parse_extras(list(extra or [])),
-        timeout=timeout,
-        retry_after_cap=retry_after_cap,
-        max_answer_bytes=max_answer_bytes,
-        stream=stream,
-        thinking=thinking,
-        store_reasoning=store_reasoning,
-        budget_retry=budget_retry,
-        batch=batch,
-        batch_poll=batch_poll,
-        model_settings=_read_model_settings(model_settings),
-        concurrency=concurrency,
-        max_retries=max_retries,
-        max_failures=max_failures or None,
-        max_cost=max_cost,
-        retry_errors=retry_errors,
-        cache_dir=None if cache_dir is None else str(cache_dir.resolve()),
-        prices=None if prices is None else str(prices.resolve()),
-        judges=list(judge or []),
-        judge_base_url=judge_base_url,
-        judge_api_key_env=judge_api_key_env,
-        judge_scale=judge_scale,
-        judge_repeats=judge_repeats,
-        bertscore=bertscore,
-        bertscore_model=bertscore_model,
-        bertscore_layers=bertscore_layers,
-        bertscore_rescale=bertscore_rescale,
-        quiet=quiet,
-        overwrite=overwrite,
-    )
+    config = RunConfig(**_config_fields(options))
     loaded = None
-    if suite is not None:
+    if options["suite"] is not None:
         from click.core import ParameterSource
 
         from rescue.suites import apply_suite, load_suite
 
-        loaded = load_suite(suite)
+        loaded = load_suite(options["suite"])
         given = {n for n in ctx.params if ctx.get_parameter_source(n) == ParameterSource.COMMANDLINE}  # type: ignore[comparison-overlap]
-        renamed = {"judge": "judges", "model": "models"}  # option name -> RunConfig field
-        config = apply_suite(config, loaded, explicit={renamed.get(n, n) for n in given})
-    if dry_run:
+        config = apply_suite(config, loaded, explicit=given)
+    if options["dry_run"]:
         if loaded is not None:
             from rescue.suites import print_plan
 
             print_plan(console, loaded, config)
         _print_estimate(config)
         return
-    _finish(run(config), quiet)
+    _finish(run(config), options["quiet"])
+
+
+def _resolved(path: Path | None) -> str | None:
+    return None if path is None else str(path.resolve())
+
+
+def _video(options: dict[str, Any]) -> dict[str, Any] | None:
+    if options["media_root"] is None:
+        return None
+    return {"media_root": _resolved(options["media_root"]), "media_match": options["media_match"],
+            "video_input": options["video_input"], "frame_rate": options["frame_rate"],
+            "max_frames": options["max_frames"], "frame_size": options["frame_size"],
+            "workers": options["media_workers"], "image_detail": options["image_detail"]}
+
+
+def _task_options(words: list[str] | None) -> dict[str, dict[str, Any]]:
+    from rescue.tasks import parse_task_options
+
+    return parse_task_options(words or [])
+
+
+# RunConfig field -> how its command-line form becomes the field's value; any other is taken as given (a path as
+# its text; --tasks as its comma-separated words, None for every task).
+_FROM_COMMAND_LINE: dict[str, Any] = {
+    "out": lambda v, o: str(v or "."),
+    "splits": lambda v, o: _resolved(v) if o["split"] is not None else None,
+    "rpp_gold": lambda v, o: None if v is None else v.value,
+    "task_options": lambda v, o: _task_options(v),
+    "models": lambda v, o: list(v or []),
+    "judges": lambda v, o: list(v or []),
+    "extra_body": lambda v, o: _parse_extras(list(v or [])),
+    "model_settings": lambda v, o: _read_model_settings(v),
+    "max_failures": lambda v, o: v or None,  # 0: never stop
+    "cache_dir": lambda v, o: _resolved(v),
+    "prices": lambda v, o: _resolved(v),
+}
+
+
+def _config_fields(options: dict[str, Any]) -> dict[str, Any]:
+    """The RunConfig fields of ``rescue run``'s option values."""
+    fields = {}
+    for declared in declared_options():
+        if declared.in_config:
+            value = options[declared.name]
+            convert = _FROM_COMMAND_LINE.get(declared.name)
+            if convert is not None:
+                value = convert(value, options)
+            fields[declared.name] = str(value) if isinstance(value, Path) else value
+    fields["video"] = _video(options)  # gathered from the video options
+    return fields
+
+
+def _signature() -> inspect.Signature:
+    """``rescue run``'s parameters, one per declared option, in the declaration's order."""
+    params = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)]
+    for declared in declared_options():
+        opt = declared.opt
+        option = typer.Option(*opt.flags, rich_help_panel=opt.panel, help=opt.help, min=opt.min)
+        params.append(inspect.Parameter(declared.name, inspect.Parameter.KEYWORD_ONLY,
+                                        annotation=Annotated[declared.cli_annotation(), option],
+                                        default=declared.cli_default()))
+    return inspect.Signature(params, return_annotation=None)
+
+
+run_command.__signature__ = _signature()  # type: ignore[attr-defined]
+app.command("run")(run_command)
 
 
 def _print_estimate(config: Any) -> None:

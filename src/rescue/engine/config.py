@@ -1,32 +1,31 @@
 """The one model of a run's configuration: ``rescue run`` builds it, ``results.json`` stores it, resume checks it.
 
+Its fields, with their types, defaults and command-line spelling, are declared once in
+:class:`rescue.engine.run_options.RunOptions`; this module adds the checks (which name the option a bad value came
+from) and what a run does with the configuration.
+
 Fields are split by what they decide. *Result* fields change which requests are made or how answers are
 scored: a run directory resumes only a run whose result fields (and data fingerprint) are the same.
 *Operational* fields (where to write, how hard to push the endpoint, when to give up) may change between
-a run and its resume. ``tests/test_run_config.py`` checks that every field is a ``rescue run`` option with
-the same default, so the CLI cannot drift from this model.
+a run and its resume.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
 from rescue.data.errors import RescueError
-from rescue.llm.client import DEFAULT_MAX_ANSWER_BYTES, GenerationSettings
-from rescue.llm.providers import THINKING_LEVELS
-from rescue.llm.reliable import DEFAULT_RETRY_AFTER_CAP
+from rescue.engine.run_options import RunOptions, declared_options
+from rescue.llm.client import GenerationSettings
 from rescue.tasks import graded_tasks
-from rescue.tasks.base import MODES, PARSE_POLICIES, TASK_NAMES, VIDEO_MODES
+from rescue.tasks.base import TASK_NAMES, VIDEO_MODES
 
 
 class RunError(RescueError):
     """A run that cannot start or cannot be rescored; the message says which option or file is wrong."""
 
-
-JUDGE_SCALES = ("likert", "authors")
-SAMPLE_CHOICES = ("first", "stratified")
 
 # Fields that may differ between a run and its resume: they change neither requests nor scores.
 OPERATIONAL_FIELDS = frozenset({
@@ -39,63 +38,26 @@ OPERATIONAL_FIELDS = frozenset({
     "batch", "batch_poll",
 })
 
+_FIELDS = {d.name: d for d in declared_options() if d.in_config}
+_CLOSED = [name for name, d in _FIELDS.items() if d.choices]  # Literal fields
+_CHECKED = [name for name, d in _FIELDS.items() if d.opt.check is not None]
 
-class RunConfig(BaseModel):
+
+def _shown(value: Any) -> str:
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+class RunConfig(RunOptions, BaseModel):
     """Everything that decides a run's results; stored as ``results.json["config"]`` and read back by rescore."""
 
     model_config = ConfigDict(extra="forbid")
 
-    out: str
-    models: list[str] = []  # empty: the offline baselines
-    tasks: list[str] = list(TASK_NAMES)
-    data: str | None = None  # None: the bundled demo dataset; compared through results.json's data sha256
-    mode: str = "dialogue"
-    video: Any = None  # video modes: rescue.video.VideoOptions (media root, frames or clip ...); stored as a dict
-    context_size: int | None = None  # None: each task's default
-    limit_samples: int | None = None
-    # with limit_samples: stratified by scenario and session group (enough groups for intervals), or the first N
-    sample_choice: str = "stratified"
-    split: str | None = None  # only this split of the splits file (rescue.data.splits), before limit_samples
-    splits: str | None = None  # the splits file --split reads (None: ./splits.json)
-    batch_size: str = "1"  # "1", a number, or "authors" (each task's authors' batch size)
-    parse: str = "strict"  # "strict" or "lenient" (rescue.tasks.base.ParsePolicy); rescore can switch it
-    rpp_gold: str | None = None  # shorthand for task_options["rpp"]["rpp_gold"]
-    task_options: dict[str, dict[str, Any]] = {}  # per task: its build options
-    base_url: str | None = None
-    api_key_env: str | None = None
-    temperature: float = 0.0
-    seed: int | None = None  # sent to the API where supported; seeds baseline/uniform
-    max_tokens: int | None = None
-    json_mode: bool = True
-    extra_body: dict[str, Any] = {}
-    timeout: float = 240.0  # seconds for a whole request, the body included
-    retry_after_cap: float = DEFAULT_RETRY_AFTER_CAP  # the longest Retry-After obeyed; asked twice for more: failed
-    max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES  # a larger answer is a request_error, never stored
-    stream: bool | None = None  # server-sent events; None: each preset's default
-    thinking: str | None = None  # on, off, low, medium, high, mapped per provider; None: the models' defaults
-    store_reasoning: bool = True  # keep thinking models' reasoning with each record
-    budget_retry: float | None = None  # ask budget_exhausted answers once more with the budget times this
-    batch: bool = False  # send the requests through the providers' batch APIs (rescue.llm.batch)
-    batch_poll: float = 30.0  # seconds between two reads of a batch's status
-    model_settings: dict[str, dict[str, Any]] = {}  # per model spec: overrides
-    concurrency: int = 16
-    max_retries: int = 5
-    max_failures: int | None = 50
-    max_cost: float | None = None
-    retry_errors: bool = False
-    cache_dir: str | None = None  # None: the run directory
-    prices: str | None = None
-    judges: list[str] = []
-    judge_base_url: str | None = None  # None: the judges' presets, or --base-url
-    judge_api_key_env: str | None = None
-    judge_scale: str = "likert"
-    judge_repeats: int = 1  # --judge-repeats: each judge asked this often per item (the first repeat scores)
-    bertscore: bool = True
-    bertscore_model: str | None = None
-    bertscore_layers: int | None = None  # None: the backbone's default layer
-    bertscore_rescale: bool = False
-    quiet: bool = False
-    overwrite: bool = False  # replace a run directory that holds a run with another configuration
+    @model_validator(mode="before")
+    @classmethod
+    def _every_task_by_default(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("tasks") is None:
+            return {**data, "tasks": list(TASK_NAMES)}
+        return data
 
     @field_validator("tasks", mode="before")
     @classmethod
@@ -106,60 +68,50 @@ class RunConfig(BaseModel):
             return [str(t).strip().lower() for t in value if str(t).strip()]
         return value
 
-    @model_validator(mode="after")
-    def _check(self) -> RunConfig:
-        self.models = list(dict.fromkeys(m.strip() for m in self.models))  # a model named twice is run once
-        self.tasks = list(dict.fromkeys(self.tasks))
-        if not self.tasks:
+    @field_validator("tasks")
+    @classmethod
+    def _known_tasks(cls, value: list[str]) -> list[str]:
+        value = list(dict.fromkeys(value))
+        if not value:
             raise RunError(f"--tasks: no task given; choose from {', '.join(TASK_NAMES)}")
-        unknown = [t for t in self.tasks if t not in TASK_NAMES]
+        unknown = [t for t in value if t not in TASK_NAMES]
         if unknown:
             raise RunError(f"--tasks: unknown task(s) {', '.join(unknown)}; choose from {', '.join(TASK_NAMES)}")
-        if any(not m for m in self.models):
+        return value
+
+    @field_validator("models")
+    @classmethod
+    def _named_models(cls, value: list[str]) -> list[str]:
+        value = list(dict.fromkeys(m.strip() for m in value))  # a model named twice is run once
+        if any(not m for m in value):
             raise RunError("--model: empty model name")
-        if self.mode not in MODES:
-            raise RunError(f"--mode {self.mode!r}: choose one of {', '.join(MODES)}")
+        return value
+
+    @field_validator(*_CLOSED, mode="before")
+    @classmethod
+    def _one_of_its_choices(cls, value: Any, info: ValidationInfo) -> Any:
+        declared = _FIELDS[str(info.field_name)]
+        if value is not None and value not in declared.choices:
+            raise RunError(f"{declared.opt.flag} {value!r}: choose one of {', '.join(declared.choices)}")
+        return value
+
+    @field_validator(*_CHECKED)
+    @classmethod
+    def _passes_its_check(cls, value: Any, info: ValidationInfo) -> Any:
+        declared = _FIELDS[str(info.field_name)]
+        test, problem = declared.opt.check  # type: ignore[misc]
+        if not test(value):
+            raise RunError(f"{declared.opt.flag} {_shown(value)}: {problem}")
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> RunConfig:
         if self.mode in VIDEO_MODES:
             from rescue.video import check_video_config
 
             self.video = check_video_config(self.video, self.batch_size)
         elif self.video is not None:
             raise RunError(f"--media-root and the video options need --mode {' or '.join(VIDEO_MODES)}")
-        if self.batch_size != "authors":
-            try:
-                if int(self.batch_size) < 1:
-                    raise ValueError
-            except ValueError:
-                raise RunError(f"--batch-size {self.batch_size!r}: a positive number or 'authors'") from None
-        if self.context_size is not None and self.context_size < -1:
-            raise RunError(f"--context-size {self.context_size}: use -1 (all prior rows), 0 (none) or a positive count")
-        if self.parse not in PARSE_POLICIES:
-            raise RunError(f"--parse {self.parse!r}: choose one of {', '.join(PARSE_POLICIES)}")
-        if self.concurrency < 1:
-            raise RunError("--concurrency must be at least 1")
-        if self.limit_samples is not None and self.limit_samples < 1:
-            raise RunError("--limit-samples must be at least 1")
-        if self.sample_choice not in SAMPLE_CHOICES:
-            raise RunError(f"--sample-choice {self.sample_choice!r}: choose one of {', '.join(SAMPLE_CHOICES)}")
-        if self.judge_scale not in JUDGE_SCALES:
-            raise RunError(f"--judge-scale {self.judge_scale!r}: choose one of {', '.join(JUDGE_SCALES)}")
-        if self.judge_repeats < 1:
-            raise RunError(f"--judge-repeats {self.judge_repeats}: must be at least 1")
-        if not self.timeout > 0:
-            raise RunError(f"--timeout {self.timeout}: a positive number of seconds")
-        if not self.retry_after_cap >= 0:
-            raise RunError(f"--retry-after-cap {self.retry_after_cap}: 0 or more seconds")
-        if self.max_answer_bytes < 1:
-            raise RunError(f"--max-answer-bytes {self.max_answer_bytes}: a positive number of bytes")
-        if self.max_retries < 0:
-            raise RunError("--max-retries must be 0 or more")
-        if not self.batch_poll > 0:
-            raise RunError(f"--batch-poll {self.batch_poll}: a positive number of seconds")
-        if self.thinking is not None and self.thinking not in THINKING_LEVELS:
-            raise RunError(f"--thinking {self.thinking!r}: choose one of {', '.join(THINKING_LEVELS)}")
-        if self.budget_retry is not None and not self.budget_retry > 1:
-            raise RunError(f"--budget-retry {self.budget_retry}: a factor above 1 (2 asks again with twice the "
-                           "budget)")
         for spec in self.model_settings:
             self.settings_for(spec)  # unknown generation settings fail before any work
         self.task_options = _checked_task_options(self.task_options, self.rpp_gold)

@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from rescue.data.errors import RescueError
 from rescue.data.models import Sample
@@ -36,7 +36,7 @@ from rescue.llm.reliable import Budget, ReliableModel
 from rescue.llm.secrets import refused_notes
 from rescue.llm.session import Session
 from rescue.llm.types import ChatAnswer, ChatRequest, Model, Usage, require_model
-from rescue.tasks.base import PARSE_POLICIES, VIDEO_MODES, Instance, Prediction, PredictionRecord, RenderOptions, Task, make_record
+from rescue.tasks.base import PARSE_POLICIES, VIDEO_MODES, ParsePolicy, Instance, Prediction, PredictionRecord, RenderOptions, Task, make_record
 from rescue.tasks.batching import BatchPlan, plan_batches
 from rescue.tasks.render import RowCache
 
@@ -1038,7 +1038,7 @@ def rescore(run_dir: str | Path, *, data: str | None = None, media_root: str | N
     if parse is not None:
         if parse not in PARSE_POLICIES:
             raise RunError(f"--parse {parse!r}: choose one of {', '.join(PARSE_POLICIES)}")
-        config.parse = parse
+        config.parse = cast(ParsePolicy, parse)
     if media_root is not None:
         if config.mode not in VIDEO_MODES:
             raise RunError(f"--media-root: {root} is a {config.mode}-mode run, which uses no media")

@@ -1,0 +1,345 @@
+"""Every ``rescue run`` option, declared once: its field, type, default, command-line spelling, help and panel.
+
+:class:`RunOptions` is the one declaration. :class:`rescue.engine.config.RunConfig` (pydantic) takes its fields
+from it and checks them; ``rescue run`` builds its parameters from it (``rescue.cli.run_cmds``), in the order
+written here, which is the order of ``rescue run --help``. Options of the command that are not configuration
+(``--dry-run``, ``--suite``, and the video options gathered into ``video``) are class variables: the model ignores
+them, the command line reads them like the rest.
+
+This module imports nothing heavy (no pydantic, no task registry), so ``rescue --help`` stays fast. Closed sets of
+values are ``Literal`` types written out here; tests/test_run_config.py holds them equal to the registries that
+own them (``rescue.tasks.base.MODES``, ``rescue.llm.providers.THINKING_LEVELS`` ...).
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal, Optional, Union
+
+# The option panels of `rescue run --help`, shown in the order their first option is declared below
+# (tests/test_cli_help.py checks the order).
+P_DATA, P_MODELS, P_GENERATION = "Data", "Models", "Generation"
+P_JUDGING, P_RUN, P_OUTPUT = "Judging and scoring", "Run control", "Output"
+
+Mode = Literal["dialogue", "audio", "visual", "audiovisual", "video", "video+cues"]
+SampleChoice = Literal["first", "stratified"]
+ParsePolicy = Literal["strict", "lenient"]
+JudgeScale = Literal["likert", "authors"]
+Thinking = Literal["on", "off", "low", "medium", "high"]
+RppGold = Literal["auto", "relation_pattern", "relation_cycle_state"]
+MediaMatch = Literal["auto", "source_file", "id"]
+VideoInput = Literal["frames", "clip"]
+ImageDetail = Literal["low", "high", "auto"]
+
+DEFAULT_SPLITS_FILE = Path("splits.json")
+
+
+class RppGoldChoice(str, Enum):
+    """``--rpp-gold`` on the command line, where click lists and checks the choices (``RppGold`` as an enum)."""
+
+    auto = "auto"
+    relation_pattern = "relation_pattern"
+    relation_cycle_state = "relation_cycle_state"
+
+
+@dataclass(frozen=True)
+class Opt:
+    """How an option is spelled and explained on the command line; its type and default are the field's.
+
+    ``cli`` is the command line's own type where it takes another form than the field stores (a path for a file
+    that is read, comma-separated words, repeated KEY=VALUE words), with ``cli_default`` as its default.
+    ``check``: a test a value must pass and what the error says when it does not (after the flag and value).
+    """
+
+    flags: tuple[str, ...]
+    panel: str
+    help: str
+    cli: Any = None
+    cli_default: Any = None
+    check: tuple[Callable[[Any], bool], str] | None = None
+    min: int | None = None  # checked by click, before anything else
+
+    @property
+    def flag(self) -> str:
+        """The option's name in messages, e.g. ``--json-mode``."""
+        return self.flags[0].split("/")[0]
+
+
+def _opt(flag: str | tuple[str, ...], panel: str, help: str, **more: Any) -> Opt:
+    return Opt((flag,) if isinstance(flag, str) else flag, panel, help, **more)
+
+
+# Repeated in the help of several options: what --split does.
+SPLIT_HELP = "Only the samples of this split (train, dev, test, fold1, ...) of the --splits file `rescue splits` wrote"
+SPLITS_HELP = "The splits file --split reads"
+TASK_OPTION_HELP = "A task's build option, TASK.OPTION=VALUE (repeatable), e.g. er.checkpoints_per_sample=3"
+
+
+def _at_least(low: float) -> Callable[[Any], bool]:
+    return lambda value: value is None or value >= low
+
+
+def _above(low: float) -> Callable[[Any], bool]:
+    return lambda value: value is None or value > low
+
+
+def _count_or_authors(value: str) -> bool:
+    if value == "authors":
+        return True
+    try:
+        return int(value) >= 1
+    except ValueError:
+        return False
+
+
+class RunOptions:
+    """The options of ``rescue run``, in the order of its help; each field is a ``RunConfig`` field."""
+
+    # --- Data ---------------------------------------------------------------------------------------------------
+    tasks: Annotated[list[str], _opt(
+        "--tasks", P_DATA, "Comma-separated tasks, any case (default: all six; `rescue tasks` lists them).",
+        cli=Optional[str])]  # no default here: RunConfig fills in every task of the registry
+    data: Annotated[Optional[str], _opt(
+        "--data", P_DATA, "A .jsonl file (release format), a folder of .jsonl files, or a folder of per-sample .json "
+        "files (<group>/<sample>.json). Default: the bundled demo dataset.", cli=Optional[Path])] = None
+    mode: Annotated[Mode, _opt(
+        "--mode", P_DATA, "dialogue, audio, visual or audiovisual evidence; video or video+cues send each instance's "
+        "media too (needs --media-root).")] = "dialogue"
+    # video modes: rescue.video.VideoOptions, made of the options below; stored as a dict
+    video: Any = None
+    media_root: ClassVar[Annotated[Optional[Path], _opt(
+        "--media-root", P_DATA, "Video modes: the folder of the samples' videos, or a `rescue build --out` "
+        "folder.")]] = None
+    media_match: ClassVar[Annotated[MediaMatch, _opt(
+        "--media-match", P_DATA, "How a sample finds its video: source_file, id, or auto (manifest, source_file, "
+        "id).")]] = "auto"
+    video_input: ClassVar[Annotated[VideoInput, _opt(
+        "--video-input", P_DATA, "frames (images sampled inside the context rows) or clip (the window as "
+        "video_url).")]] = "frames"
+    frame_rate: ClassVar[Annotated[float, _opt("--frame-rate", P_DATA, "Frames per second of context sent.")]] = 1.0
+    max_frames: ClassVar[Annotated[int, _opt("--max-frames", P_DATA, "Most frames per request (thinned evenly).")]] = 16
+    frame_size: ClassVar[Annotated[int, _opt(
+        "--frame-size", P_DATA, "Longest side in pixels of a frame or the cut clip.")]] = 448
+    image_detail: ClassVar[Annotated[Optional[ImageDetail], _opt(
+        "--image-detail", P_DATA, "Frames: low, high or auto for OpenAI-style APIs (low: ~85 tokens a "
+        "frame).")]] = None
+    media_workers: ClassVar[Annotated[int, _opt(
+        "--media-workers", P_DATA, "ffmpeg processes at once while video mode makes frames and clips.")]] = 2
+    limit_samples: Annotated[Optional[int], _opt(
+        "--limit-samples", P_DATA, "Only N samples (see --sample-choice); the ones taken are listed in results.json.",
+        check=(_at_least(1), "must be at least 1"))] = None
+    # with limit_samples: stratified by scenario and session group (enough groups for intervals), or the first N
+    sample_choice: Annotated[SampleChoice, _opt(
+        "--sample-choice", P_DATA, "With --limit-samples: 'stratified' (each scenario in its share, from as many "
+        "session groups as possible, so intervals can be computed) or 'first' N in file order.")] = "stratified"
+    rpp_gold: Annotated[Optional[RppGold], _opt(  # shorthand for task_options["rpp"]["rpp_gold"]
+        "--rpp-gold", P_DATA, "The row field holding RPP gold: auto (relation_pattern where a sample has it, else "
+        "relation_cycle_state), relation_pattern or relation_cycle_state (docs/tasks.md).",
+        cli=Optional[RppGoldChoice])] = None
+    split: Annotated[Optional[str], _opt(  # rescue.data.splits, taken before limit_samples
+        "--split", P_DATA, f"{SPLIT_HELP}; taken before --limit-samples.")] = None
+    splits: Annotated[Optional[str], _opt(  # stored only with --split
+        "--splits", P_DATA, f"{SPLITS_HELP}.", cli=Path, cli_default=DEFAULT_SPLITS_FILE)] = None
+    task_options: Annotated[dict[str, dict[str, Any]], _opt(  # per task: its build options
+        "--task-option", P_DATA, f"{TASK_OPTION_HELP} or itp.itp_max_per_class=10; `rescue tasks --help` and "
+        "docs/tasks.md list them.", cli=Optional[list[str]])] = {}
+
+    # --- Models -------------------------------------------------------------------------------------------------
+    models: Annotated[list[str], _opt(  # empty: the offline baselines
+        "--model", P_MODELS, "A model to evaluate; repeat for several. PRESET/ID (openai/, deepseek/, dashscope/, "
+        "kimi/, openrouter/, ollama/ ...), any id with --base-url, baseline/NAME or local/NAME. "
+        "Default: the offline baselines.", cli=Optional[list[str]])] = []
+    base_url: Annotated[Optional[str], _opt(
+        "--base-url", P_MODELS, "An OpenAI-compatible endpoint for every --model (vLLM, SGLang, llama.cpp, a "
+        "gateway).")] = None
+    api_key_env: Annotated[Optional[str], _opt(
+        "--api-key-env", P_MODELS, "The environment variable that holds the key (default: the preset's, or "
+        "OPENAI_API_KEY).")] = None
+    extra_body: Annotated[dict[str, Any], _opt(
+        "--extra", P_MODELS, "A provider extra for the request body, KEY=JSON (e.g. enable_thinking=false); "
+        "repeatable.", cli=Optional[list[str]])] = {}
+    model_settings: Annotated[dict[str, dict[str, Any]], _opt(  # per model spec: overrides
+        "--model-settings", P_MODELS, "TOML: per-model generation settings, one table per model spec.",
+        cli=Optional[Path])] = {}
+    prices: Annotated[Optional[str], _opt(
+        "--prices", P_MODELS, "A price table (TOML) consulted first.", cli=Optional[Path])] = None
+    suite: ClassVar[Annotated[Optional[str], _opt(
+        "--suite", P_MODELS, "paper (the paper's ten models, settings and judge) or a suite TOML file of your own: "
+        "its models and run settings (options given here win). See docs/report.md.")]] = None
+
+    # --- Generation ---------------------------------------------------------------------------------------------
+    context_size: Annotated[Optional[int], _opt(  # None: each task's default
+        "--context-size", P_GENERATION, "Prior rows shown (-1: all; default: each task's own).",
+        check=(_at_least(-1), "use -1 (all prior rows), 0 (none) or a positive count"))] = None
+    batch_size: Annotated[str, _opt(  # "1", a number, or "authors" (each task's authors' batch size)
+        "--batch-size", P_GENERATION, "Instances per request (of one sample), or 'authors' for each task's own; "
+        "split wherever one item would show another's hidden row.",
+        check=(_count_or_authors, "a positive number or 'authors'"))] = "1"
+    temperature: Annotated[float, _opt(
+        "--temperature", P_GENERATION, "Sampling temperature sent with every request (0: the most likely answer; a "
+        "suite may set it per model).")] = 0.0
+    seed: Annotated[Optional[int], _opt(  # seeds baseline/uniform too
+        "--seed", P_GENERATION, "Sent as the request's seed where the API supports it; seeds baseline/uniform "
+        "(default 0).")] = None
+    max_tokens: Annotated[Optional[int], _opt(
+        "--max-tokens", P_GENERATION, "Answer budget (default: each task's).")] = None
+    json_mode: Annotated[bool, _opt(
+        "--json-mode/--no-json-mode", P_GENERATION, "Ask for a JSON object response.")] = True
+    stream: Annotated[Optional[bool], _opt(  # None: each preset's default
+        "--stream/--no-stream", P_GENERATION, "Ask for server-sent events (thinking models' long answers); default: "
+        "each preset's (on for DashScope when it thinks).")] = None
+    thinking: Annotated[Optional[Thinking], _opt(  # mapped per provider; None: the models' defaults
+        "--thinking", P_GENERATION, "on, off, low, medium or high: mapped to each provider's own switch "
+        "(enable_thinking, thinking.type, reasoning_effort ...) and recorded, so reports never compare runs that "
+        "differ in it silently. Default: the models' own.")] = None
+    store_reasoning: Annotated[bool, _opt(
+        "--store-reasoning/--no-store-reasoning", P_GENERATION, "Keep thinking models' reasoning with each record "
+        "(predictions.jsonl, the HTML drill-down).")] = True
+    budget_retry: Annotated[Optional[float], _opt(
+        "--budget-retry", P_GENERATION, "Ask an answer whose budget ran out before any answer (budget_exhausted) "
+        "once more with the budget multiplied by FACTOR.",
+        check=(_above(1), "a factor above 1 (2 asks again with twice the budget)"))] = None
+    timeout: Annotated[float, _opt(  # the whole request, the body included
+        "--timeout", P_GENERATION, "Seconds per request attempt, the whole answer included.",
+        check=(_above(0), "a positive number of seconds"))] = 240.0
+    # rescue.llm.client.DEFAULT_MAX_ANSWER_BYTES (a test holds them equal): a larger answer is never stored
+    max_answer_bytes: Annotated[int, _opt(
+        "--max-answer-bytes", P_GENERATION, "A larger answer is recorded as a request error, not stored.",
+        check=(_at_least(1), "a positive number of bytes"))] = 8 * 1024 * 1024
+
+    # --- Judging and scoring ------------------------------------------------------------------------------------
+    parse: Annotated[ParsePolicy, _opt(  # rescore can switch it
+        "--parse", P_JUDGING, "strict: an unknown label voids the answer; lenient: drop unknown labels from "
+        "rankings and read a clear yes/no from prose, as the authors' scripts do (counted in results).")] = "strict"
+    judges: Annotated[list[str], _opt(
+        "--judge", P_JUDGING, "A judge model for ER/VP; repeatable.", cli=Optional[list[str]])] = []
+    judge_base_url: Annotated[Optional[str], _opt(  # None: the judges' presets, or --base-url
+        "--judge-base-url", P_JUDGING, "An OpenAI-compatible endpoint for the judges (default: a preset judge such "
+        "as openai/... goes to its provider, any other judge to --base-url).")] = None
+    judge_api_key_env: Annotated[Optional[str], _opt(
+        "--judge-api-key-env", P_JUDGING, "The environment variable that holds the judges' key (default: the judge "
+        "preset's, or OPENAI_API_KEY).")] = None
+    judge_scale: Annotated[JudgeScale, _opt(
+        "--judge-scale", P_JUDGING, "likert (1-5) or authors (VP).")] = "likert"
+    judge_repeats: Annotated[int, _opt(  # the first repeat scores
+        "--judge-repeats", P_JUDGING, "Ask each judge N times per item at its settings (each a request of its own) "
+        "and report its flip rate and α across repeats; the first repeat's grade scores.", min=1,
+        check=(_at_least(1), "must be at least 1"))] = 1
+    bertscore: Annotated[bool, _opt("--bertscore/--no-bertscore", P_JUDGING, "BERTScore for ER/VP.")] = True
+    bertscore_model: Annotated[Optional[str], _opt(
+        "--bertscore-model", P_JUDGING, "BERTScore backbone: a Hugging Face name or a local folder (default: the "
+        "packaged all-MiniLM-L6-v2, works offline).")] = None
+    bertscore_layers: Annotated[Optional[int], _opt(  # None: the backbone's default layer
+        "--bertscore-layers", P_JUDGING, "The backbone layer BERTScore reads (required for a local folder).")] = None
+    bertscore_rescale: Annotated[bool, _opt(
+        "--bertscore-rescale", P_JUDGING, "Rescale with bert-score's baseline (only for backbones it has one "
+        "for).")] = False
+
+    # --- Run control --------------------------------------------------------------------------------------------
+    batch: Annotated[bool, _opt(  # rescue.llm.batch
+        "--batch", P_RUN, "Send the requests (and the judge's) through the providers' batch APIs at about half the "
+        "price; a killed run resumes polling the same batches. See docs/engine.md.")] = False
+    batch_poll: Annotated[float, _opt(
+        "--batch-poll", P_RUN, "Seconds between two reads of a batch's status.",
+        check=(_above(0), "a positive number of seconds"))] = 30.0
+    # rescue.llm.reliable.DEFAULT_RETRY_AFTER_CAP (a test holds them equal)
+    retry_after_cap: Annotated[float, _opt(
+        "--retry-after-cap", P_RUN, "The longest Retry-After wait obeyed, in seconds; a request told to wait longer "
+        "twice fails.", check=(_at_least(0), "0 or more seconds"))] = 300.0
+    concurrency: Annotated[int, _opt(
+        "--concurrency", P_RUN, "Most requests in flight per model.", check=(_at_least(1), "must be at least 1"))] = 16
+    max_retries: Annotated[int, _opt(
+        "--max-retries", P_RUN, "Retries of a transient failure.", check=(_at_least(0), "must be 0 or more"))] = 5
+    max_failures: Annotated[Optional[int], _opt(  # None: never stop (the command line's 0)
+        "--max-failures", P_RUN, "Stop asking a model after this many failed requests (0: never stop).")] = 50
+    max_cost: Annotated[Optional[float], _opt(
+        "--max-cost", P_RUN, "Stop (resumably) once this run has spent this many dollars.")] = None
+    retry_errors: Annotated[bool, _opt("--retry-errors", P_RUN, "Ask again what failed in earlier runs.")] = False
+    cache_dir: Annotated[Optional[str], _opt(  # None: the run directory
+        "--cache-dir", P_RUN, "A cache folder shared between runs (default: the run directory).",
+        cli=Optional[Path])] = None
+    dry_run: ClassVar[Annotated[bool, _opt(
+        "--dry-run", P_RUN, "Print the requests, images and estimated tokens and cost per model and task; send and "
+        "write nothing.")]] = False
+    overwrite: Annotated[bool, _opt(
+        "--overwrite", P_RUN, "Replace a run directory that holds a run with another configuration (default: "
+        "refuse; the same configuration resumes).")] = False
+
+    # --- Output -------------------------------------------------------------------------------------------------
+    out: Annotated[str, _opt(
+        "--out", P_OUTPUT, "The run directory (results.json, predictions.jsonl, cache, log); not needed with "
+        "--dry-run.", cli=Optional[Path])]
+    quiet: Annotated[bool, _opt(("--quiet", "-q"), P_OUTPUT, "No progress display or table (CI).")] = False
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One declared option: its name (a ``RunConfig`` field unless ``in_config`` is false), type and default."""
+
+    name: str
+    annotation: Any  # the field's type, without the Opt
+    opt: Opt
+    default: Any
+    in_config: bool
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """The values a ``Literal`` field allows (``()``: any of its type)."""
+        return literal_choices(self.annotation)
+
+    def cli_annotation(self) -> Any:
+        """The type ``rescue run`` declares: the option's own, else the field's with ``Literal`` read as ``str``
+        (the model checks the value and names the option in its error)."""
+        if self.opt.cli is not None:
+            return self.opt.cli
+        if self.choices:
+            return Optional[str] if _optional(self.annotation) else str
+        return self.annotation
+
+    def cli_default(self) -> Any:
+        """The default ``rescue run`` shows: the field's, or ``cli_default`` where the command line has its own form."""
+        return self.opt.cli_default if self.opt.cli is not None else self.default
+
+
+_NO_DEFAULT = object()
+
+
+def declared_options(cls: type = RunOptions) -> list[Declared]:
+    """The options ``cls`` declares, in order (a class's own after its bases')."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    found = []
+    for name, hint in hints.items():
+        in_config = typing.get_origin(hint) is not ClassVar
+        if not in_config:
+            (hint,) = typing.get_args(hint)
+        if typing.get_origin(hint) is not Annotated:
+            continue  # a field that is no option of its own (video)
+        annotation, *extras = typing.get_args(hint)
+        opts = [e for e in extras if isinstance(e, Opt)]
+        if opts:
+            found.append(Declared(name, annotation, opts[0], getattr(cls, name, _NO_DEFAULT), in_config))
+    return found
+
+
+def literal_choices(annotation: Any) -> tuple[str, ...]:
+    """The values of a ``Literal`` (or optional ``Literal``) type; ``()`` for any other type."""
+    for arg in (annotation, *typing.get_args(annotation)):
+        if typing.get_origin(arg) is Literal:
+            return typing.get_args(arg)
+    return ()
+
+
+def _optional(annotation: Any) -> bool:
+    return typing.get_origin(annotation) is Union and type(None) in typing.get_args(annotation)
+
+
+def option(name: str) -> Declared:
+    """The declaration of the option or field ``name`` (a :class:`RunOptions` attribute)."""
+    for declared in declared_options():
+        if declared.name == name:
+            return declared
+    raise KeyError(name)
