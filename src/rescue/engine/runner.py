@@ -240,7 +240,7 @@ async def run_pair(model: TaskModel, task: Task, instances: list[Instance], conf
                    progress: TaskProgress, rows: RowCache | None = None) -> list[PredictionRecord]:
     """Every instance of ``task`` asked of ``model``; ``rows``: the run's row cache, shared by all its pairs
     (a row's prompt JSON depends on the mode alone, and a run has one mode), else one for this pair."""
-    options = RenderOptions(mode=config.mode, context_size=config.context_size,  # type: ignore[arg-type]
+    options = RenderOptions(mode=config.mode, context_size=config.context_size,
                             rows=rows if rows is not None else RowCache())
     model.prepare(task, instances, options)
     chains = send_chains(batch_plan(config, task, instances).batches, config.concurrency)
@@ -309,7 +309,7 @@ async def _batch_predictions(config: RunConfig, reliable: dict[str, ReliableMode
                              instances: dict[str, list[Instance]], rows: RowCache, display: ProgressDisplay,
                              out: Path) -> None:
     """Every prediction request of the run, as run_pair will ask it (same messages, budget, tag), in batches."""
-    options = RenderOptions(mode=config.mode, context_size=config.context_size, rows=rows)  # type: ignore[arg-type]
+    options = RenderOptions(mode=config.mode, context_size=config.context_size, rows=rows)
     requests: list[ChatRequest] = []
     for name, task in tasks.items():
         for chain in send_chains(batch_plan(config, task, instances[name]).batches, config.concurrency):
@@ -331,7 +331,7 @@ async def _batch_judges(config: RunConfig, judges: list[ReliableModel], pairs: l
         by_id = {i.instance_id: i for i in instances[pair.task]}
         for record in pair.records:
             if record.ok:
-                prompt = judge_prompt(pair.task, config.judge_scale, Turn.of(by_id[record.instance_id]),  # type: ignore[arg-type]
+                prompt = judge_prompt(pair.task, config.judge_scale, Turn.of(by_id[record.instance_id]),
                                       record.prediction, record.gold)
                 requests += [ChatRequest(messages=[{"role": "user", "content": prompt}], max_tokens=JUDGE_MAX_TOKENS,
                                          purpose="judge", repeat=k) for k in range(config.judge_repeats)]
@@ -356,7 +356,7 @@ async def _judge(pair: PairResult, instances: list[Instance], judges: list[Model
 
     by_id = {i.instance_id: i for i in instances}
     pairs = [(by_id[r.instance_id], r) for r in pair.records]
-    stats = await judge_records(pairs, judges=judges, task_name=pair.task, scale=config.judge_scale,  # type: ignore[arg-type]
+    stats = await judge_records(pairs, judges=judges, task_name=pair.task, scale=config.judge_scale,
                                 concurrency=config.concurrency, retry_errors=config.retry_errors,
                                 repeats=config.judge_repeats,
                                 on_graded=None if progress is None else lambda ok: progress.advance(1, 0 if ok else 1))
@@ -919,7 +919,7 @@ class Runner:
         if self.config.judges:
             from rescue.scoring.judge import prompt_hashes
 
-            config_json["judge_prompt_sha256"] = prompt_hashes(self.config.judge_scale)  # type: ignore[arg-type]
+            config_json["judge_prompt_sha256"] = prompt_hashes(self.config.judge_scale)
         block: dict[str, Any] = {}
         total: float | None = 0.0
         ran = {pair.model for pair in pairs}
