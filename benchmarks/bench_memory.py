@@ -25,7 +25,7 @@ from _support import (
     write_scaled,
 )
 
-from rescue.tasks.base import TASK_NAMES
+from rescue.tasks import TASK_NAMES
 
 TARGET_MB = 500.0
 

@@ -20,7 +20,7 @@ from _support import print_table
 from rescue.data.loading import load_samples
 from rescue.media import ffmpeg_exe
 from rescue.tasks import get_task
-from rescue.tasks.base import TASK_NAMES
+from rescue.tasks import TASK_NAMES
 from rescue.video import VideoContext, VideoOptions
 
 

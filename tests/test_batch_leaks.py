@@ -17,7 +17,7 @@ import pytest
 from rescue.tasks import TASKS
 from rescue.tasks.base import Instance, RenderOptions, Task
 from rescue.tasks.batching import group_batches, plan_batches
-from rescue.tasks.prompts import context_size
+from rescue.tasks.prompts import resolve_context_size as context_size
 
 HIDING = [name for name, task in TASKS.items() if task.declaration.hidden != "none"]
 

@@ -1,16 +1,14 @@
 """The tasks' reading of answers and gold, by hand: every key and synonym, the skipped and the defaulted parts,
-the exact messages of a rejected answer, and the registry's loading (gaps mutation testing found in tasks/;
+the exact messages of a rejected answer, and discovery's errors (gaps mutation testing found in tasks/;
 see docs/mutation.md)."""
 
 from __future__ import annotations
 
 import json
-import sys
-import types
 
 import pytest
 
-from rescue.tasks import _load, get_task
+from rescue.tasks import get_task
 from rescue.tasks.base import Instance
 from rescue.tasks.vp import pair_recall, viewpoint_items, viewpoint_texts
 
@@ -99,34 +97,16 @@ def test_er_rejections_say_why(demo_samples):
     assert parse({"predicted_emotion": "sad", "predicted_intensity": 4}).value == {"emotion": "sad", "intensity": 4}
 
 
-def test_the_registry_loads_a_task_module_by_its_task_object(monkeypatch):
-    vp = get_task("vp")
-    named = types.ModuleType("rescue.tasks.zz_named")
-    named.TASK = vp  # type: ignore[attr-defined]
-    other = types.ModuleType("rescue.tasks.vp_copy")
-    other.SOMETHING = vp  # type: ignore[attr-defined]  # found by its name "vp"... only under the name "vp"
-    unrelated = types.ModuleType("rescue.tasks.zz_empty")
-    unrelated.helper = object()  # type: ignore[attr-defined]
-    for module in (named, other, unrelated):
-        monkeypatch.setitem(sys.modules, module.__name__, module)
-    assert _load("zz_named") is vp
-    assert _load("vp_copy") is None  # the object there is called "vp", not "vp_copy"
-    assert _load("zz_empty") is None
-    assert _load("zz_not_a_module") is None
-    renamed = types.ModuleType("rescue.tasks.vp_alias")
-    renamed.VIEWPOINTS = vp  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "rescue.tasks.vp_alias", renamed)
-    monkeypatch.setattr(type(vp), "name", "vp_alias")
-    assert _load("vp_alias") is vp  # no TASK: the Task object whose name is the module's
-
-
 def test_a_task_module_that_fails_to_import_is_not_hidden(monkeypatch, tmp_path):
-    import rescue.tasks
+    from rescue.tasks.registry import discover
 
-    (tmp_path / "zz_broken.py").write_text("import zz_missing_dependency_of_a_task\n", encoding="utf-8")
-    monkeypatch.setattr(rescue.tasks, "__path__", [*rescue.tasks.__path__, str(tmp_path)])
+    package = tmp_path / "zz_tasks_broken"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "zz_broken.py").write_text("import zz_missing_dependency_of_a_task\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(ModuleNotFoundError, match="zz_missing_dependency_of_a_task"):
-        _load("zz_broken")
+        discover("zz_tasks_broken")
 
 
 # --- ITP and the ranking tasks: every answer key, numbers and booleans, raw text kept, lenient notes -------------

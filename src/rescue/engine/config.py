@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, fie
 from rescue.data.errors import RescueError
 from rescue.engine.run_options import RunOptions, declared_options
 from rescue.llm.client import GenerationSettings
-from rescue.tasks import graded_tasks
-from rescue.tasks.base import TASK_NAMES, VIDEO_MODES
+from rescue.tasks import TASK_NAMES, graded_tasks
+from rescue.tasks.base import VIDEO_MODES
 
 
 class RunError(RescueError):

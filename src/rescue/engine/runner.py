@@ -92,10 +92,10 @@ def load_task(name: str) -> Task:
 
 def batch_plan(config: RunConfig, task: Task, instances: list[Instance]) -> BatchPlan:
     """The run's batches of one task: the requested grouping, split wherever it would leak (tasks.batching)."""
-    from rescue.tasks.prompts import context_size
+    from rescue.tasks.prompts import resolve_context_size
 
     return plan_batches(task, instances, _batch_size(config, task),
-                        context_size(config.context_size, int(task.default_context_size)))
+                        resolve_context_size(config.context_size, int(task.default_context_size)))
 
 
 def _batch_size(config: RunConfig, task: Task) -> int:

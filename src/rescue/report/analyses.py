@@ -19,7 +19,8 @@ from rescue.report.outcomes import FAILED_LABEL, gold_label, is_correct, is_righ
 from rescue.report.preference import preference_bias
 from rescue.report.runs import System
 from rescue.tasks import TASKS
-from rescue.tasks.base import TASK_NAMES, PredictionRecord
+from rescue.tasks import TASK_NAMES
+from rescue.tasks.base import PredictionRecord
 
 BINS = 10
 NO_LABEL = "(none)"

@@ -49,7 +49,7 @@ from rescue.report.leaderboard import (
 from rescue.report.runs import ReportError, System, load_systems
 from rescue.report.scoring import registry_aggregates
 from rescue.report.video_gain import gains_csv, gains_markdown, gains_table, video_gains
-from rescue.tasks.base import TASK_NAMES
+from rescue.tasks import TASK_NAMES
 
 DEMO_MARKERS = ("", "demo", "<demo>")
 

@@ -21,7 +21,7 @@ from rescue.report.columns import COMPARED, Column, columns_for
 from rescue.report.runs import System
 from rescue.report.scoring import Aggregates, best_statistic, in_scope
 from rescue.report.significance import mcnemar_records
-from rescue.tasks.base import TASK_NAMES
+from rescue.tasks import TASK_NAMES
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from rescue.report.comparisons import Comparison, comparisons_note, informative,
 from rescue.report.leaderboard import MARKER, Cell, Leaderboard, _counts_text, cell_parts, legend
 from rescue.report.outcomes import outcome
 from rescue.report.runs import System
-from rescue.tasks.base import TASK_NAMES
+from rescue.tasks import TASK_NAMES
 
 
 @dataclass(frozen=True)

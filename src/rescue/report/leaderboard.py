@@ -23,7 +23,7 @@ from rescue.report.comparability import MIXED_MARK, Comparability, bertscore_tex
 from rescue.report.runs import System
 from rescue.report.scoring import Aggregates, best_statistic, in_scope
 from rescue.tasks import graded_tasks
-from rescue.tasks.base import TASK_NAMES
+from rescue.tasks import TASK_NAMES
 
 MARKER = "†"
 SCENARIO_ORDER = ("all", "couple", "family")

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from rescue.data.errors import RescueError
 from rescue.runs.results import ModelResults, StoredConfig
-from rescue.tasks.base import TASK_NAMES, VIDEO_MODES, PredictionRecord
+from rescue.tasks import TASK_NAMES
+from rescue.tasks.base import VIDEO_MODES, PredictionRecord
 
 
 class ReportError(RescueError):

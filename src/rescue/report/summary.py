@@ -15,7 +15,7 @@ from rich.table import Table
 from rescue.runs.results import ModelResults, RunResults
 from rescue.io import terminal_text
 from rescue.report.columns import HEADLINE, Column
-from rescue.tasks.base import TASK_NAMES
+from rescue.tasks import TASK_NAMES
 
 
 def _present(column: Column, models: Mapping[str, ModelResults]) -> bool:

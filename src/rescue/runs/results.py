@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from rescue.tasks.base import TASK_NAMES
+from rescue.tasks import TASK_NAMES
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -1,12 +1,13 @@
-"""The six RESCUE-Bench tasks and their registry.
+"""The RESCUE-Bench tasks and their registry.
 
-Each task module exposes ``TASK``, an object satisfying :class:`rescue.tasks.base.Task`. ``TASKS`` maps
-names to them in the paper's order; ``get_task`` looks one up with a clear error.
+Each task registers itself (:func:`rescue.tasks.registry.register`); importing this package discovers them:
+every module of the package, then every entry point of the ``rescue.tasks`` group (a task from another
+package). ``TASKS`` maps names to tasks in the paper's order (ITP, RPP, STP, SSP, ER, VP), other tasks after;
+``get_task`` looks one up with a clear error.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -14,28 +15,13 @@ from typing import Any
 
 from rescue.data.errors import RescueError
 from rescue.data.models import Sample
-from rescue.tasks.base import TASK_NAMES, PredictionRecord, Task
+from rescue.tasks.base import PredictionRecord, Task
+from rescue.tasks.registry import TASK_NAMES, TASKS, discover, register, unregister
 from rescue.tasks.spec import Metric, TaskOptionError, validate_options
 
 SCENARIOS = ("couple", "family")
 
-
-def _load(name: str) -> Task | None:
-    try:
-        module = importlib.import_module(f"rescue.tasks.{name}")
-    except ModuleNotFoundError as exc:  # ER and VP live in modules written separately
-        if exc.name != f"rescue.tasks.{name}":
-            raise
-        return None
-    task = getattr(module, "TASK", None)
-    if task is None:  # tolerate a module that names its object differently
-        task = next(
-            (v for v in vars(module).values() if isinstance(v, Task) and getattr(v, "name", None) == name), None
-        )
-    return task
-
-
-TASKS: dict[str, Task] = {name: task for name in TASK_NAMES if (task := _load(name)) is not None}
+discover()
 
 
 def get_task(name: str) -> Task:
@@ -136,5 +122,5 @@ def _aggregate(task: Task, records: list[PredictionRecord]) -> dict[str, Any]:
     return result
 
 
-__all__ = ["SCENARIOS", "TASK_NAMES", "TASKS", "get_task", "graded_tasks", "judged_tasks", "parse_task_options",
-           "right_wrong_tasks", "scoped_aggregates", "task_counts", "task_metrics"]
+__all__ = ["SCENARIOS", "TASKS", "TASK_NAMES", "get_task", "graded_tasks", "judged_tasks", "parse_task_options",
+           "register", "right_wrong_tasks", "scoped_aggregates", "task_counts", "task_metrics", "unregister"]

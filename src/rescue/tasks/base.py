@@ -1,6 +1,7 @@
-"""The contract every task module fulfils, and the records that flow between layers.
+"""The contract every task fulfils, and the records that flow between layers.
 
-A task is one module (``rescue.tasks.itp`` ...) exposing one object that satisfies :class:`Task`:
+A task is one module (``rescue.tasks.itp`` ..., or a module of another package, see
+:mod:`rescue.tasks.registry`) that registers one object satisfying :class:`Task`:
 
 - ``build(samples, **options)``: instances, deterministic, no randomness;
 - ``render(batch, options)``: the chat messages of one request (one or more instances of ONE sample);
@@ -10,8 +11,10 @@ A task is one module (``rescue.tasks.itp`` ...) exposing one object that satisfi
 - ``instance_scores(record)``: per-instance scores (decomposable metrics) stored with each prediction;
 - ``aggregate(records)``: the task's metrics over a set of prediction records (one scope: all, a
   scenario or a sample), always including ``instances`` and ``failures``;
-- ``declaration``: its build options, metrics, outcome kind, answer shape and scorers
-  (:class:`rescue.tasks.spec.Declaration`), read by every layer above instead of the task's name.
+- ``declaration``: every fact of the task: name, title, request defaults, answer key, build options,
+  metrics, outcome kind, answer shape and scorers (:class:`rescue.tasks.spec.Declaration`), read by every
+  layer above instead of the task's name. ``name``, ``title``, ``default_context_size``,
+  ``default_batch_size`` and ``max_tokens`` read it (:class:`DeclaredTask` gives them).
 
 Failures are never silently dropped and never scored as right: a record whose ``status`` is not "ok"
 counts in the denominator and scores as wrong.
@@ -32,7 +35,6 @@ MODES = ("dialogue", "audio", "visual", "audiovisual", "video", "video+cues")
 Mode = Literal["dialogue", "audio", "visual", "audiovisual", "video", "video+cues"]
 # Modes that send the media of each instance's context (rescue.video) besides the transcript.
 VIDEO_MODES = ("video", "video+cues")
-TASK_NAMES = ("itp", "rpp", "stp", "ssp", "er", "vp")
 
 # budget_exhausted: the answer budget ran out (finish_reason "length") before a usable answer, most often
 # spent thinking; a failure like the others, counted apart so the run can name its fix (--budget-retry).
@@ -176,12 +178,22 @@ class PredictionRecord(BaseModel):
 
 @runtime_checkable
 class Task(Protocol):
-    name: ClassVar[str]
-    title: ClassVar[str]
-    default_context_size: ClassVar[int]
-    default_batch_size: ClassVar[int]  # the authors' batch size (0 = the whole sample)
-    max_tokens: ClassVar[int]
     declaration: ClassVar[Declaration]
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def title(self) -> str: ...
+
+    @property
+    def default_context_size(self) -> int: ...
+
+    @property
+    def default_batch_size(self) -> int: ...  # the authors' batch size (0 = the whole sample)
+
+    @property
+    def max_tokens(self) -> int: ...
 
     def build(self, samples: list[Sample], **options: Any) -> list[Instance]: ...
 
@@ -194,6 +206,32 @@ class Task(Protocol):
     def instance_scores(self, record: PredictionRecord) -> dict[str, float | None]: ...
 
     def aggregate(self, records: list[PredictionRecord]) -> dict[str, float | int | None]: ...
+
+
+class DeclaredTask:
+    """Base of a task class: the facts the :class:`Task` contract names, read from its ``declaration``."""
+
+    declaration: ClassVar[Declaration]
+
+    @property
+    def name(self) -> str:
+        return self.declaration.name
+
+    @property
+    def title(self) -> str:
+        return self.declaration.title
+
+    @property
+    def default_context_size(self) -> int:
+        return self.declaration.default_context_size
+
+    @property
+    def default_batch_size(self) -> int:
+        return self.declaration.default_batch_size
+
+    @property
+    def max_tokens(self) -> int:
+        return self.declaration.max_tokens
 
 
 def lenient_counts(records: list[PredictionRecord]) -> dict[str, int]:

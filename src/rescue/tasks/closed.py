@@ -5,33 +5,31 @@ item's value is read; ITP answers one label, the ranking tasks (``rescue.tasks.r
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import Any
 
 from rescue.data.models import Sample
 from rescue.tasks import prompts
-from rescue.tasks.base import Instance, ParsePolicy, Prediction, RenderOptions
+from rescue.tasks.base import DeclaredTask, Instance, ParsePolicy, Prediction, RenderOptions
 from rescue.tasks.parsing import Matching, first_present, local_id, parse_answer
 from rescue.tasks.render import EncodedRows
-from rescue.tasks.spec import Declaration
 
 # Closed-set answers may also come keyed by id: {"row1": [...], "row2": [...]}.
 MATCHING = Matching(keyed=True)
 
 
-class ClosedTask:
-    name: ClassVar[str]
-    title: ClassVar[str]
-    default_context_size: ClassVar[int]
-    default_batch_size: ClassVar[int]
-    max_tokens: ClassVar[int]
-    answer_key: ClassVar[str]  # what the schema asks for, e.g. "should_speak", "relation_top3"
-    declaration: ClassVar[Declaration]
+class ClosedTask(DeclaredTask):
+    """Base of a closed-set task: its declaration names the ``answer_key`` (and ``answer_aliases``)."""
 
-    # --- subclass hooks ---------------------------------------------------------------------------------
+    @property
+    def answer_key(self) -> str:
+        """What the answer schema asks for, e.g. "should_speak", "relation_top3"."""
+        return self.declaration.answer_key
 
     def value_keys(self) -> tuple[str, ...]:
-        """Where an answer item's value may be, ``answer_key`` first."""
-        return (self.answer_key,)
+        """Where an answer item's value may be: ``answer_key``, then the declared aliases."""
+        return (self.declaration.answer_key, *self.declaration.answer_aliases)
+
+    # --- subclass hooks ---------------------------------------------------------------------------------
 
     def sections(self, sample: Sample, batch: list[Instance], k: int, mode: str) -> list[str]:
         """The prompt's sections before the items."""
@@ -49,7 +47,7 @@ class ClosedTask:
 
     def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, str]]:
         sample = prompts.batch_sample(batch)
-        k = prompts.context_size(options.context_size, self.default_context_size)
+        k = prompts.resolve_context_size(options.context_size, self.declaration.default_context_size)
         rows = EncodedRows(sample, options.mode, options.rows)
         items = [self.item(instance, rows, k) for instance in batch]
         return prompts.user_message(self.sections(sample, batch, k, options.mode), items)

@@ -20,6 +20,7 @@ from rescue.metrics.intensity import INTENSITY_SCORE_FLOOR, intensity_score
 from rescue.tasks import generative as gen
 from rescue.tasks import prompts
 from rescue.tasks.base import (
+    DeclaredTask,
     Instance,
     ParsePolicy,
     Prediction,
@@ -27,8 +28,9 @@ from rescue.tasks.base import (
     RenderOptions,
 )
 from rescue.tasks.parsing import AnswerError, first_text, local_id, parse_answer
+from rescue.tasks.registry import register
 from rescue.tasks.render import dumps
-from rescue.tasks.rubric import Grade, WholeNumber
+from rescue.tasks.rubric import ANSWER_RULE, Grade, WholeNumber
 from rescue.tasks.spec import (
     Declaration,
     JudgeRubric,
@@ -41,13 +43,8 @@ from rescue.tasks.spec import (
 EMOTION_KEYS = ("emotion", "predicted_internal_emotion", "internal_emotion", "emotion_description", "predicted_emotion")
 INTENSITY_KEYS = ("intensity", "predicted_intensity_score", "intensity_score", "predicted_intensity")
 
-# The worst value of each score ER reports: what a failed instance scores (a failure is never right).
-SCORE_FLOORS: dict[str, float] = {
-    "intensity": INTENSITY_SCORE_FLOOR,
-    "judge_emotion": 1.0,  # judge rubric 1-5
-    "s_er": 1.0,  # (judge_emotion + intensity) / 2
-    "bertscore_f1": 0.0,
-}
+# The first 30% of rows never hold a checkpoint (protocol §7.1).
+EARLY_FRACTION = 0.3
 
 
 def emotion_gold(row: Row) -> dict[str, Any] | None:
@@ -119,8 +116,6 @@ def s_er(emotion: float | None, intensity: float | None) -> float | None:
     return (emotion + intensity) / 2
 
 
-ANSWER_RULE = "Return only the JSON object, no markdown, no text before or after it."
-
 JUDGE_PROMPT = """You are grading one prediction for a therapy user-understanding task.
 The target is the internal emotion of the CURRENT speaker at the moment they begin speaking in this turn.
 Compare the predicted emotion with the gold annotation. Be lenient with paraphrases and near-synonyms: grade the
@@ -168,14 +163,14 @@ class ErOptions(TaskOptions):
     min_dialogue_words: int = Field(5, ge=0, description="a checkpoint's turn has at least this many words")
 
 
-class EmotionRecognition:
-    name: ClassVar[str] = "er"
-    title: ClassVar[str] = "Emotion Recognition"
-    default_context_size: ClassVar[int] = 3
-    default_batch_size: ClassVar[int] = 5
-    max_tokens: ClassVar[int] = 1800
-    early_fraction: ClassVar[float] = 0.3  # the first 30% of rows never hold a checkpoint
+class EmotionRecognition(DeclaredTask):
     declaration: ClassVar[Declaration] = Declaration(
+        name="er",
+        title="Emotion Recognition",
+        order=5,
+        default_context_size=3,
+        default_batch_size=5,
+        max_tokens=1800,
         shows_row=True,
         hidden="none",
         options=ErOptions,
@@ -187,7 +182,13 @@ class EmotionRecognition:
         outcome="graded",
         answer="emotion",
         judge=JUDGE,
-        score_floors=SCORE_FLOORS,
+        # The worst value of each score ER reports: what a failed instance scores (a failure is never right).
+        score_floors={
+            "intensity": INTENSITY_SCORE_FLOOR,
+            "judge_emotion": 1.0,  # judge rubric 1-5
+            "s_er": 1.0,  # (judge_emotion + intensity) / 2
+            "bertscore_f1": 0.0,
+        },
         bertscore=TextScorer(lambda value: [emotion_text(value)]),
         gold_rows=emotion_rows,
         paper_counts={"couple": (844, 174), "family": (82, 17)},
@@ -198,7 +199,7 @@ class EmotionRecognition:
         limit, min_words = chosen.checkpoints_per_sample, chosen.min_dialogue_words
         instances: list[Instance] = []
         for sample in samples:
-            skip = gen.early_cutoff(len(sample.rows), self.early_fraction)
+            skip = gen.early_cutoff(len(sample.rows), EARLY_FRACTION)
             candidates = emotion_rows(sample, min_dialogue_words=min_words)
             late = [(row, gold) for row, gold in candidates if row.row_index > skip]
             for row, gold in gen.pick_evenly(late, limit, key=lambda pair: pair[0].row_index):
@@ -206,7 +207,7 @@ class EmotionRecognition:
         return instances
 
     def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, str]]:
-        k = prompts.context_size(options.context_size, self.default_context_size)
+        k = prompts.resolve_context_size(options.context_size, self.declaration.default_context_size)
         group = batch[0].sample.scenario if batch else "couple"
         lines = [
             f"You are assessing emotion recognition in a {group} therapy session.",
@@ -253,7 +254,7 @@ class EmotionRecognition:
         return {"intensity": intensity_score(record.gold["intensity"], record.prediction["intensity"])}
 
     def aggregate(self, records: list[PredictionRecord]) -> dict[str, float | int | None]:
-        result = gen.aggregate_scores(records, SCORE_FLOORS, JUDGE.human_key)
+        result = gen.aggregate_scores(records, self.declaration.score_floors, JUDGE.human_key)
         # Recomputed from gold and prediction so that it never depends on stored scores being present.
         per_instance = [self.instance_scores(r)["intensity"] or INTENSITY_SCORE_FLOOR for r in records]
         result["intensity"] = sum(per_instance) / len(per_instance) if per_instance else None
@@ -271,4 +272,4 @@ def _normalise(item: dict[str, Any], instance: Instance, notes: dict[str, Any] |
     return {"emotion": emotion, "intensity": gen.answer_intensity(raw_intensity)}
 
 
-TASK = EmotionRecognition()
+TASK = register(EmotionRecognition())

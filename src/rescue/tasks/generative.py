@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from rescue.data.models import NON_PERSON_LABELS, Row, Sample
@@ -163,7 +163,7 @@ MATCHING = Matching(unlabelled=True)
 
 
 def aggregate_scores(
-    records: list[PredictionRecord], floors: dict[str, float], judge_key: str
+    records: list[PredictionRecord], floors: Mapping[str, float], judge_key: str
 ) -> dict[str, float | int | None]:
     """``instances``, ``failures`` and the mean of every per-instance score key that any record carries.
 

@@ -27,6 +27,7 @@ from rescue.tasks.parsing import (
     normalize_label,
     yes_no_from_prose,
 )
+from rescue.tasks.registry import register
 from rescue.tasks.render import EncodedRows
 from rescue.tasks.spec import Declaration, Metric, TaskOptions, validate_options
 
@@ -68,13 +69,16 @@ class ItpOptions(TaskOptions):
 
 
 class InterventionTimingTask(ClosedTask):
-    name: ClassVar[str] = "itp"
-    title: ClassVar[str] = "Intervention timing prediction"
-    default_context_size: ClassVar[int] = 3
-    default_batch_size: ClassVar[int] = 4
-    max_tokens: ClassVar[int] = 1600
-    answer_key: ClassVar[str] = "should_speak"
     declaration: ClassVar[Declaration] = Declaration(
+        name="itp",
+        title="Intervention timing prediction",
+        order=1,
+        default_context_size=3,
+        default_batch_size=4,
+        max_tokens=1600,
+        answer_key="should_speak",
+        answer_aliases=("answer", "prediction", "label"),
+        synonyms=ITP_SYNONYMS,
         shows_row=True,
         hidden="next_row",
         options=ItpOptions,
@@ -108,9 +112,6 @@ class InterventionTimingTask(ClosedTask):
                     Instance.at_row(self.name, sample, t, gold, local_id=f"after_row{t}", labels=list(ITP_LABELS))
                 )
         return instances
-
-    def value_keys(self) -> tuple[str, ...]:
-        return ("should_speak", "answer", "prediction", "label")
 
     def item(self, instance: Instance, rows: EncodedRows, k: int) -> dict[str, Any]:
         return {
@@ -202,7 +203,7 @@ def _read_yes_no(value: Any, instance: Instance, notes: dict[str, Any] | None) -
     if not isinstance(value, str):
         raise AnswerError(f"expected yes or no, got {value!r:.60}")
     try:
-        return normalize_label(value, ITP_LABELS, ITP_SYNONYMS)
+        return normalize_label(value, ITP_LABELS, InterventionTimingTask.declaration.synonyms)
     except AnswerError:
         found = yes_no_from_prose(value)
         if notes is None or found is None:
@@ -211,4 +212,4 @@ def _read_yes_no(value: Any, instance: Instance, notes: dict[str, Any] | None) -
         return found
 
 
-TASK = InterventionTimingTask()
+TASK = register(InterventionTimingTask())

@@ -7,7 +7,7 @@ synonym of a label the scenario lacks can never produce that label.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from rescue.data.models import GROUP_LABELS, THERAPIST, Row, Sample
 
@@ -133,3 +133,15 @@ def target_candidates(sample: Sample) -> list[str]:
     """
     candidates = [name.strip() for name in sample.participants if name.strip() and name.strip() != THERAPIST]
     return list(dict.fromkeys(candidates + [sample.group_label]))
+
+
+def support_rows(sample: Sample) -> Iterator[tuple[Row, str, str]]:
+    """Therapist rows whose first strategy has a type and whose target resolves inside the sample's
+    candidate set, with that target and its source field. Shared by STP and SSP."""
+    candidates = target_candidates(sample)
+    for row in sample.rows:
+        if not row.is_therapist or not row.support_strategy or not row.support_strategy[0].strategy_type.strip():
+            continue
+        target, source = support_target(row, sample.scenario)
+        if target and target in candidates:
+            yield row, target, source

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,7 +100,7 @@ def label_key(text: str) -> str:
     return _NON_ALNUM.sub("_", text.casefold()).strip("_")
 
 
-def normalize_label(value: Any, labels: list[str], synonyms: dict[str, str] | None = None) -> str:
+def normalize_label(value: Any, labels: list[str], synonyms: Mapping[str, str] | None = None) -> str:
     """The member of ``labels`` that ``value`` names, or :class:`AnswerError`.
 
     Matching ignores case, spacing, hyphens and underscores, then tries the unambiguous ``synonyms``
@@ -121,7 +121,7 @@ def normalize_label(value: Any, labels: list[str], synonyms: dict[str, str] | No
 
 
 def normalize_ranking(
-    value: Any, labels: list[str], synonyms: dict[str, str] | None = None, *, k: int = 3,
+    value: Any, labels: list[str], synonyms: Mapping[str, str] | None = None, *, k: int = 3,
     dropped: list[str] | None = None,
 ) -> list[str]:
     """A ranked list of at most ``k`` distinct labels, most likely first; never padded.
@@ -163,7 +163,7 @@ def yes_no_from_prose(text: str) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-def _is_label(text: str, labels: list[str], synonyms: dict[str, str] | None) -> bool:
+def _is_label(text: str, labels: list[str], synonyms: Mapping[str, str] | None) -> bool:
     try:
         normalize_label(text, labels, synonyms)
     except AnswerError:

@@ -36,9 +36,10 @@ class PromptError(RescueError, ValueError):
     """A request a task cannot render: a context size below -1, an empty batch, a batch of several samples."""
 
 
-def context_size(options_k: int | None, default: int) -> int:
-    """The context size to use: the task's default when None; -1 (all prior rows), 0 or a positive count."""
-    k = default if options_k is None else options_k
+def resolve_context_size(requested: int | None, default: int) -> int:
+    """The context size a prompt uses: ``requested`` (a run's or a caller's), the task's ``default`` when it
+    is None; -1 (all prior rows), 0 or a positive count, PromptError otherwise."""
+    k = default if requested is None else requested
     if k < -1:
         raise PromptError(f"context size {k} is invalid: use -1 (all prior rows), 0 (none) or a positive number")
     return k

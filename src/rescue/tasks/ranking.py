@@ -5,7 +5,8 @@ set, wording and answer key."""
 from __future__ import annotations
 
 import functools
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import Any
 
 from rescue.data.models import Sample
 from rescue.data.taxonomy import Label
@@ -18,6 +19,8 @@ from rescue.tasks.render import EncodedRows
 from rescue.tasks.spec import Metric
 
 TOP_K = 3
+# Other keys a ranking answer's value is read from (a ranking task's ``answer_aliases``).
+RANKING_ALIASES = ("top3", "ranking", "labels", "prediction")
 # What every ranking task reports; R@1 is its right/wrong accuracy.
 RANKING_METRICS: tuple[Metric, ...] = (
     Metric("recall_at_1", "R@1", headline=True, right_wrong=True),
@@ -26,11 +29,8 @@ RANKING_METRICS: tuple[Metric, ...] = (
 
 
 class RankingTask(ClosedTask):
-    """Base of RPP, STP and SSP. Subclasses set the ClassVars and implement ``build``, ``label_defs``,
-    ``instructions`` and (optionally) ``rules``, ``extra_fields`` and ``instance_synonyms``."""
-
-    default_batch_size: ClassVar[int] = 3
-    synonyms: ClassVar[dict[str, str]] = {}
+    """Base of RPP, STP and SSP. Subclasses declare themselves (``declaration``) and implement ``build``,
+    ``label_defs``, ``instructions`` and (optionally) ``rules``, ``extra_fields`` and ``instance_synonyms``."""
 
     # --- subclass hooks ---------------------------------------------------------------------------------
 
@@ -58,13 +58,11 @@ class RankingTask(ClosedTask):
         """Fields of the item record besides id and prior_context (e.g. the known target in SSP)."""
         return {}
 
-    def instance_synonyms(self, instance: Instance) -> dict[str, str]:
-        return self.synonyms
+    def instance_synonyms(self, instance: Instance) -> Mapping[str, str]:
+        """The synonyms parsing may map for ``instance`` (the declared ones; STP's depend on the scenario)."""
+        return self.declaration.synonyms
 
     # --- the closed-task hooks ------------------------------------------------------------------------------
-
-    def value_keys(self) -> tuple[str, ...]:
-        return (self.answer_key, "top3", "ranking", "labels", "prediction")
 
     def item(self, instance: Instance, rows: EncodedRows, k: int) -> dict[str, Any]:
         record: dict[str, Any] = {"id": local_id(instance)}
@@ -106,7 +104,7 @@ class RankingTask(ClosedTask):
         return scores
 
     def aggregate(self, records: list[PredictionRecord]) -> dict[str, float | int | None]:
-        gold, rankings = _gold_and_rankings(records)
+        gold, rankings = gold_and_rankings(records)
         result: dict[str, float | int | None] = {"instances": len(records), "failures": _failures(records)}
         scores = ranking_scores(gold, rankings, ks=range(1, TOP_K + 1))
         result.update({key: (value if records else None) for key, value in scores.items()})
@@ -121,7 +119,8 @@ def _schema(answer_key: str) -> str:
     )
 
 
-def _gold_and_rankings(records: list[PredictionRecord]) -> tuple[list[str], list[list[str] | None]]:
+def gold_and_rankings(records: list[PredictionRecord]) -> tuple[list[str], list[list[str] | None]]:
+    """The gold labels and the rankings of ``records`` (None for a failure), in order."""
     return [r.gold for r in records], [r.prediction if r.ok else None for r in records]
 
 

@@ -22,7 +22,8 @@ from rescue.metrics.classification import (
 from rescue.tasks import prompts
 from rescue.tasks.base import Instance, PredictionRecord
 from rescue.tasks.labels import RELATION_SYNONYMS
-from rescue.tasks.ranking import RANKING_METRICS, RankingTask, _gold_and_rankings
+from rescue.tasks.ranking import RANKING_ALIASES, RANKING_METRICS, RankingTask, gold_and_rankings
+from rescue.tasks.registry import register
 from rescue.tasks.spec import Declaration, Metric, TaskOptions, validate_options
 
 RppGold = Literal["auto", "relation_pattern", "relation_cycle_state"]
@@ -57,14 +58,16 @@ class RppOptions(TaskOptions):
 
 
 class RelationPatternTask(RankingTask):
-    name: ClassVar[str] = "rpp"
-    title: ClassVar[str] = "Relation pattern prediction"
-    default_context_size: ClassVar[int] = -1
-    default_batch_size: ClassVar[int] = 3
-    max_tokens: ClassVar[int] = 1800
-    answer_key: ClassVar[str] = "relation_top3"
-    synonyms: ClassVar[dict[str, str]] = RELATION_SYNONYMS
     declaration: ClassVar[Declaration] = Declaration(
+        name="rpp",
+        title="Relation pattern prediction",
+        order=2,
+        default_context_size=-1,
+        default_batch_size=3,
+        max_tokens=1800,
+        answer_key="relation_top3",
+        answer_aliases=RANKING_ALIASES,
+        synonyms=RELATION_SYNONYMS,
         options=RppOptions,
         metrics=(
             Metric("accuracy", "Acc", headline=True, right_wrong=True),
@@ -155,7 +158,7 @@ class RelationPatternTask(RankingTask):
 
     @staticmethod
     def _top1(records: list[PredictionRecord]) -> tuple[list[str], list[str | None]]:
-        gold, rankings = _gold_and_rankings(records)
+        gold, rankings = gold_and_rankings(records)
         return gold, [r[0] if r else None for r in rankings]
 
 
@@ -165,4 +168,4 @@ def _label_text(scenario: Scenario) -> str:
     return prompts.label_block(relation_taxonomy(scenario).labels)
 
 
-TASK = RelationPatternTask()
+TASK = register(RelationPatternTask())

@@ -17,6 +17,10 @@ from rescue.metrics.agreement import alpha
 from rescue.tasks.base import PredictionRecord
 
 
+# The last line of every judge rubric prompt.
+ANSWER_RULE = "Return only the JSON object, no markdown, no text before or after it."
+
+
 def whole_number(value: Any) -> int:
     """A grade as judges send it (4, "4" or 4.0); 4.5 or "four" is not a Likert grade and is asked again."""
     if isinstance(value, bool):

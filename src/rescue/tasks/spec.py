@@ -1,6 +1,7 @@
 """What a task declares about itself, once, for the layers above it to read.
 
-A task module states as data: its build options (a pydantic model that rejects unknown names), its
+A task module states as data: its name and title, its request defaults (context size, batch size, answer
+budget), its answer key and the synonyms parsing may map, its build options (a pydantic model that rejects unknown names), its
 metrics and which of them are leaderboard columns, headline numbers or right/wrong accuracies for
 McNemar, its outcome kind, the shape of its answers (which the offline baselines and the test oracle
 work from), its scorers (judge rubric, BERTScore texts) and the paper's instance counts. The engine,
@@ -89,8 +90,24 @@ class JudgeRubric:
 
 @dataclass(frozen=True)
 class Declaration:
-    """Everything about a task that is not building, rendering or parsing."""
+    """Every fact of a task (everything that is not building, rendering or parsing), the way an lm-eval YAML
+    or an inspect_ai ``@task`` holds them. Only ``name`` and ``title`` have no default."""
 
+    name: str
+    title: str
+    # Where the task sits in tables and default runs: the paper's six are 1-6 (ITP, RPP, STP, SSP, ER, VP);
+    # a task not in the paper keeps the default and comes after them, in the order it registered.
+    order: int = 100
+    # The authors' request defaults: rows of context before an instance's row (-1: all prior rows), instances
+    # per request (0: the whole sample) and the answer budget in tokens.
+    default_context_size: int = 3
+    default_batch_size: int = 3
+    max_tokens: int = 1800
+    # Closed-set tasks: the key the answer schema asks for ("should_speak", "relation_top3", ...), other keys
+    # an answer item's value is read from after it, and synonyms parsing may map onto the closed set.
+    answer_key: str = ""
+    answer_aliases: tuple[str, ...] = ()
+    synonyms: Mapping[str, str] = field(default_factory=dict)
     options: type[TaskOptions] = NoOptions
     metrics: tuple[Metric, ...] = ()
     outcome: Outcome = "right_wrong"
@@ -113,7 +130,7 @@ class Declaration:
     # Paper analyses that apply: "position" (accuracy and gold labels across the dialogue), "per_label"
     # (accuracy per gold label), "preference" (Bradley-Terry preference bias over the label set).
     analyses: tuple[str, ...] = ()
-    # The paper's Table 6 on the full release: scenario -> (instances, samples).
+    # The paper's Table 6 on the full release: scenario -> (instances, samples); empty for a task not in it.
     paper_counts: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     # Whether the prompt shows the instance's own row (ITP's decision row, ER/VP's current turn) or hides it
     # (RPP/STP/SSP predict it). Video mode's media runs up to the first hidden row, never into it.

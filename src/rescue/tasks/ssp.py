@@ -10,22 +10,17 @@ from rescue.data.models import Sample, Scenario
 from rescue.data.taxonomy import Label, strategy_taxonomy
 from rescue.tasks import prompts
 from rescue.tasks.base import Instance
-from rescue.tasks.labels import STRATEGY_SYNONYMS
-from rescue.tasks.ranking import RANKING_METRICS, RankingTask
+from rescue.tasks.labels import STRATEGY_SYNONYMS, support_rows
+from rescue.tasks.ranking import RANKING_ALIASES, RANKING_METRICS, RankingTask
+from rescue.tasks.registry import register
 from rescue.tasks.spec import Declaration, NoOptions, validate_options
-from rescue.tasks.stp import support_rows
 
 
 class SupportStrategyTask(RankingTask):
-    name: ClassVar[str] = "ssp"
-    title: ClassVar[str] = "Support strategy prediction"
-    default_context_size: ClassVar[int] = 3
-    default_batch_size: ClassVar[int] = 3
-    max_tokens: ClassVar[int] = 2200
-    answer_key: ClassVar[str] = "strategy_top3"
-    synonyms: ClassVar[dict[str, str]] = STRATEGY_SYNONYMS
-
     declaration: ClassVar[Declaration] = Declaration(
+        name="ssp", title="Support strategy prediction", order=4,
+        default_context_size=3, default_batch_size=3, max_tokens=2200,
+        answer_key="strategy_top3", answer_aliases=RANKING_ALIASES, synonyms=STRATEGY_SYNONYMS,
         options=NoOptions, metrics=RANKING_METRICS, answer="ranking", analyses=("preference",),
         label_order=lambda scenario: list(strategy_taxonomy(scenario).names),  # type: ignore[arg-type]
         paper_counts={"couple": (1290, 172), "family": (347, 17)},
@@ -83,4 +78,4 @@ def _label_text(scenario: Scenario) -> str:
     return prompts.label_block(strategy_taxonomy(scenario).labels)
 
 
-TASK = SupportStrategyTask()
+TASK = register(SupportStrategyTask())

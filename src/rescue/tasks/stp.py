@@ -4,15 +4,15 @@ from the rows before that therapist turn (protocol §5)."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from rescue.data.models import GROUP_LABELS, Row, Sample, Scenario
+from rescue.data.models import GROUP_LABELS, Sample, Scenario
 from rescue.data.taxonomy import Label
 from rescue.tasks import prompts
 from rescue.tasks.base import Instance
-from rescue.tasks.labels import group_synonyms, support_target, target_candidates
-from rescue.tasks.ranking import RANKING_METRICS, RankingTask
+from rescue.tasks.labels import group_synonyms, support_rows, target_candidates
+from rescue.tasks.ranking import RANKING_ALIASES, RANKING_METRICS, RankingTask
+from rescue.tasks.registry import register
 from rescue.tasks.spec import Declaration, NoOptions, validate_options
 
 ROLES = ("individual", "group")
@@ -21,18 +21,6 @@ ROLES = ("individual", "group")
 def target_role(label: str) -> str:
     """A support target as a role: the group label (Couple, Family) or one person."""
     return "group" if label in GROUP_LABELS.values() else "individual"
-
-
-def support_rows(sample: Sample) -> Iterator[tuple[Row, str, str]]:
-    """Therapist rows whose first strategy has a type and whose target resolves inside the sample's
-    candidate set, with that target and its source field. Shared by STP and SSP."""
-    candidates = target_candidates(sample)
-    for row in sample.rows:
-        if not row.is_therapist or not row.support_strategy or not row.support_strategy[0].strategy_type.strip():
-            continue
-        target, source = support_target(row, sample.scenario)
-        if target and target in candidates:
-            yield row, target, source
 
 
 def _label_defs(scenario: Scenario, names: tuple[str, ...]) -> list[Label]:
@@ -52,14 +40,10 @@ def _label_text(scenario: Scenario, names: tuple[str, ...]) -> str:
 
 
 class SupportTargetTask(RankingTask):
-    name: ClassVar[str] = "stp"
-    title: ClassVar[str] = "Support target prediction"
-    default_context_size: ClassVar[int] = 3
-    default_batch_size: ClassVar[int] = 3
-    max_tokens: ClassVar[int] = 1800
-    answer_key: ClassVar[str] = "target_top3"
-
     declaration: ClassVar[Declaration] = Declaration(
+        name="stp", title="Support target prediction", order=3,
+        default_context_size=3, default_batch_size=3, max_tokens=1800,
+        answer_key="target_top3", answer_aliases=RANKING_ALIASES,
         options=NoOptions, metrics=RANKING_METRICS, answer="ranking", label_order=lambda scenario: list(ROLES),
         shown_label=target_role, paper_counts={"couple": (1290, 172), "family": (347, 17)},
     )
@@ -109,4 +93,4 @@ class SupportTargetTask(RankingTask):
         ]
 
 
-TASK = SupportTargetTask()
+TASK = register(SupportTargetTask())

@@ -20,16 +20,17 @@ from rescue.data.models import GROUP_LABELS, Row, Sample
 from rescue.tasks import generative as gen
 from rescue.tasks import prompts
 from rescue.tasks.base import (
+    DeclaredTask,
     Instance,
     ParsePolicy,
     Prediction,
     PredictionRecord,
     RenderOptions,
 )
-from rescue.tasks.er import ANSWER_RULE
 from rescue.tasks.parsing import AnswerError, first_text, local_id, parse_answer
+from rescue.tasks.registry import register
 from rescue.tasks.render import dumps
-from rescue.tasks.rubric import Grade, WholeNumber
+from rescue.tasks.rubric import ANSWER_RULE, Grade, WholeNumber
 from rescue.tasks.spec import (
     Declaration,
     JudgeRubric,
@@ -41,16 +42,6 @@ from rescue.tasks.spec import (
 
 VIEWPOINT_LIST_KEYS = ("viewpoints", "predicted_viewpoints", "viewpoints_attitudes")
 VIEWPOINT_TEXT_KEYS = ("viewpoint", "view", "predicted_viewpoint", "description")
-
-SCORE_FLOORS: dict[str, float] = {
-    "pair_recall": 0.0,
-    "judge": 1.0,  # judge rubric 1-5, as the paper reports VP
-    # The authors' VP rubric (JUDGE below, scale "authors"): pairing 0-2 + viewpoint 0-4 = total 0-6.
-    "judge_source_target": 0.0,
-    "judge_viewpoint": 0.0,
-    "judge_total": 0.0,
-    "bertscore_f1": 0.0,
-}
 
 
 def viewpoint_gold(row: Row) -> list[dict[str, str]]:
@@ -196,13 +187,14 @@ class VpOptions(TaskOptions):
     checkpoints_per_sample: int = Field(5, ge=0, description="evenly spaced checkpoints per sample (0: all)")
 
 
-class ViewpointPrediction:
-    name: ClassVar[str] = "vp"
-    title: ClassVar[str] = "Viewpoint Prediction"
-    default_context_size: ClassVar[int] = 3
-    default_batch_size: ClassVar[int] = 0  # the authors send a whole sample per request
-    max_tokens: ClassVar[int] = 2200
+class ViewpointPrediction(DeclaredTask):
     declaration: ClassVar[Declaration] = Declaration(
+        name="vp",
+        title="Viewpoint Prediction",
+        order=6,
+        default_context_size=3,
+        default_batch_size=0,  # the authors send a whole sample per request
+        max_tokens=2200,
         shows_row=True,
         hidden="none",
         options=VpOptions,
@@ -213,7 +205,16 @@ class ViewpointPrediction:
         outcome="graded",
         answer="viewpoints",
         judge=JUDGE,
-        score_floors=SCORE_FLOORS,
+        # The worst value of each score VP reports: what a failed instance scores (a failure is never right).
+        score_floors={
+            "pair_recall": 0.0,
+            "judge": 1.0,  # judge rubric 1-5, as the paper reports VP
+            # The authors' VP rubric (JUDGE above, scale "authors"): pairing 0-2 + viewpoint 0-4 = total 0-6.
+            "judge_source_target": 0.0,
+            "judge_viewpoint": 0.0,
+            "judge_total": 0.0,
+            "bertscore_f1": 0.0,
+        },
         bertscore=TextScorer(viewpoint_texts, matching="one_to_one"),
         gold_rows=viewpoint_rows,
         paper_counts={"couple": (775, 170), "family": (80, 17)},
@@ -229,7 +230,7 @@ class ViewpointPrediction:
         return instances
 
     def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, str]]:
-        k = prompts.context_size(options.context_size, self.default_context_size)
+        k = prompts.resolve_context_size(options.context_size, self.declaration.default_context_size)
         sample = batch[0].sample if batch else None
         group = sample.group_label if sample else "Couple"
         lines = [
@@ -280,11 +281,11 @@ class ViewpointPrediction:
 
     def instance_scores(self, record: PredictionRecord) -> dict[str, float | None]:
         if not record.ok:
-            return {"pair_recall": SCORE_FLOORS["pair_recall"]}
+            return {"pair_recall": self.declaration.score_floors["pair_recall"]}
         return {"pair_recall": pair_recall(record.gold, record.prediction)}
 
     def aggregate(self, records: list[PredictionRecord]) -> dict[str, float | int | None]:
-        result = gen.aggregate_scores(records, SCORE_FLOORS, JUDGE.human_key)
+        result = gen.aggregate_scores(records, self.declaration.score_floors, JUDGE.human_key)
         per_instance = [self.instance_scores(r)["pair_recall"] or 0.0 for r in records]
         result["pair_recall"] = sum(per_instance) / len(per_instance) if per_instance else None
         result.pop("pair_recall_unscored", None)
@@ -327,4 +328,4 @@ def _normalise(item: dict[str, Any], instance: Instance, notes: dict[str, Any] |
     return result
 
 
-TASK = ViewpointPrediction()
+TASK = register(ViewpointPrediction())

@@ -18,14 +18,14 @@ from typing import Any
 from rescue.data.models import Sample
 from rescue.tasks.base import Instance, RenderOptions, Task, gold_value
 from rescue.tasks.batching import plan_batches
-from rescue.tasks.prompts import context_size
+from rescue.tasks.prompts import resolve_context_size
 from rescue.tasks.render import RowCache
 from rescue.testing.openai_server import Reply, request_key
 
 
 def run_batches(task: Task, instances: list[Instance], batch_size: int, options: RenderOptions) -> list[list[Instance]]:
     """The batches ``rescue run`` sends for these instances (leak-free grouping, rescue.tasks.batching)."""
-    k = context_size(options.context_size, int(task.default_context_size))
+    k = resolve_context_size(options.context_size, int(task.default_context_size))
     return plan_batches(task, instances, batch_size, k).batches
 
 

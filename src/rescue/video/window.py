@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from rescue.data.models import Sample
 from rescue.tasks.base import Instance, Task
 from rescue.tasks.batching import shown_rows
+from rescue.tasks.prompts import resolve_context_size
 
 
 @dataclass(frozen=True)
@@ -45,10 +46,6 @@ class MediaWindow:
         return max(s.end for s in self.spans) if self.spans else 0.0
 
 
-def context_size(task: Task, k: int | None) -> int:
-    return task.default_context_size if k is None else k
-
-
 def hidden_limit(sample: Sample, first_hidden: int) -> float:
     """The earliest start time of row ``first_hidden`` (1-based) or any later row; inf when there is none."""
     starts = [row.start_time for row in sample.rows[first_hidden - 1:]]
@@ -58,7 +55,7 @@ def hidden_limit(sample: Sample, first_hidden: int) -> float:
 def media_window(task: Task, instance: Instance, k: int | None) -> MediaWindow:
     sample = instance.sample
     # The rows the prompt renders, by the same rule that keeps batches leak-free.
-    shown = sorted(shown_rows(task, instance, context_size(task, k)))
+    shown = sorted(shown_rows(task, instance, resolve_context_size(k, task.default_context_size)))
     first_hidden = instance.row_index + 1 if task.declaration.shows_row else instance.row_index
     limit = hidden_limit(sample, first_hidden)
     spans = []
