@@ -44,7 +44,7 @@ from rescue.build.manifest import (
 from rescue.build.prompts import annotation_system_prompt, relation_system_prompt
 from rescue.build.segments import (
     Dropped,
-    Segment,
+    SegmentSpan,
     keep_long_enough,
     propose_segments,
     read_segments_csv,
@@ -104,7 +104,7 @@ class Planned:
     """A segment to build: where it comes from and where its outputs go (relative to DIR)."""
 
     session: Session
-    segment: Segment
+    segment: SegmentSpan
     sample_id: str
     cues: tuple[Cue, ...]  # re-timed to the clip
     segments_from: str
@@ -154,13 +154,13 @@ class BuildOutcome:
         return not self.failed
 
 
-def _plan(config: BuildConfig, notes: list[str]) -> tuple[list[Planned], list[Dropped], list[tuple[Path, list[Segment]]]]:
+def _plan(config: BuildConfig, notes: list[str]) -> tuple[list[Planned], list[Dropped], list[tuple[Path, list[SegmentSpan]]]]:
     """Check every input and choose segments (``notes`` gets what the user should know about the choice);
     raises :class:`BuildInputError` before anything is written."""
     sessions = load_sessions(config.sessions)
     planned: list[Planned] = []
     dropped: list[Dropped] = []
-    proposals: list[tuple[Path, list[Segment]]] = []
+    proposals: list[tuple[Path, list[SegmentSpan]]] = []
     problems: list[str] = []
     for session in sessions:
         spec = session.spec

@@ -25,7 +25,9 @@ STRONG_GAP = 4.0
 
 
 @dataclass(frozen=True)
-class Segment:
+class SegmentSpan:
+    """Where one segment of a session's video runs: its number in the session, start and end in seconds, a name."""
+
     number: int  # 1-based position in the session's segment list; the NN of the sample id
     start: float
     end: float
@@ -49,10 +51,10 @@ def sample_id(group: str, stem: str, number: int) -> str:
     return f"{group}/{stem}_segment{number:02d}"
 
 
-def read_segments_csv(path: Path, session: Session) -> list[Segment]:
+def read_segments_csv(path: Path, session: Session) -> list[SegmentSpan]:
     """``start,end[,name]`` per line (a header line is optional); times in seconds or HH:MM:SS.mmm."""
     problems: list[str] = []
-    segments: list[Segment] = []
+    segments: list[SegmentSpan] = []
     lines = list(csv.reader(read_csv_text(path).splitlines()))
     duration = session.media.duration
     for line_number, fields in enumerate(lines, start=1):
@@ -77,7 +79,7 @@ def read_segments_csv(path: Path, session: Session) -> list[Segment]:
         elif segments and start < segments[-1].end:
             problems.append(f"{where}: starts before the previous segment ends ({clock(segments[-1].end)})")
         else:
-            segment = Segment(len(segments) + 1, start, min(end, duration), fields[2] if len(fields) > 2 else "")
+            segment = SegmentSpan(len(segments) + 1, start, min(end, duration), fields[2] if len(fields) > 2 else "")
             problems += [f"{where}: segment boundary {clock(t)} falls inside "
                          f"{session.spec.subtitles}: cue {cue.index} ({clock(cue.start)} --> {clock(cue.end)})"
                          for cue, t in _split_cues(session.cues, segment)]
@@ -89,12 +91,12 @@ def read_segments_csv(path: Path, session: Session) -> list[Segment]:
     return segments
 
 
-def _split_cues(cues: list[Cue], segment: Segment) -> list[tuple[Cue, float]]:
+def _split_cues(cues: list[Cue], segment: SegmentSpan) -> list[tuple[Cue, float]]:
     return [(cue, t) for cue in cues for t in (segment.start, segment.end) if cue.start < t < cue.end]
 
 
 def propose_segments(cues: list[Cue], duration: float, cuts: list[float], *, target: float = PROPOSE_TARGET,
-                     longest: float = PROPOSE_LONGEST, min_gap: float = PROPOSE_MIN_GAP) -> list[Segment]:
+                     longest: float = PROPOSE_LONGEST, min_gap: float = PROPOSE_MIN_GAP) -> list[SegmentSpan]:
     """Boundaries in silences between cues: the first strong one (long, or holding a scene cut) once a
     segment is ``target`` long, else the widest one before it reaches ``longest``."""
     candidates: list[tuple[float, float, bool]] = []  # (boundary time, silence length, holds a scene cut)
@@ -127,17 +129,17 @@ def propose_segments(cues: list[Cue], duration: float, cuts: list[float], *, tar
         else:
             window.append(candidate)
     edges = [0.0, *bounds, duration]
-    return [Segment(i, a, b) for i, (a, b) in enumerate(itertools.pairwise(edges), start=1) if b > a]
+    return [SegmentSpan(i, a, b) for i, (a, b) in enumerate(itertools.pairwise(edges), start=1) if b > a]
 
 
-def write_segments_csv(path: Path, segments: list[Segment]) -> None:
+def write_segments_csv(path: Path, segments: list[SegmentSpan]) -> None:
     lines = ["start,end,name"] + [f"{clock(s.start)},{clock(s.end)},{s.name}" for s in segments]
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, "\n".join(lines) + "\n")
 
 
-def keep_long_enough(group: str, video: Path, segments: list[Segment], cues: list[Cue],
-                     min_duration: float) -> tuple[list[Segment], list[Dropped]]:
+def keep_long_enough(group: str, video: Path, segments: list[SegmentSpan], cues: list[Cue],
+                     min_duration: float) -> tuple[list[SegmentSpan], list[Dropped]]:
     kept, dropped = [], []
     for segment in segments:
         sid = sample_id(group, video.stem, segment.number)
