@@ -51,7 +51,7 @@ class SessionSpec:
 
 
 @dataclass(frozen=True)
-class Session:
+class CheckedSession:
     """A checked session: the video probed and the cues read and within the rules."""
 
     spec: SessionSpec
@@ -187,7 +187,7 @@ def canonical_speakers(cues: list[Cue], participants: tuple[str, ...],
     return out
 
 
-def load_session(spec: SessionSpec) -> Session:
+def load_session(spec: SessionSpec) -> CheckedSession:
     """Probe the video and read the subtitles; :class:`BuildInputError` with every problem found."""
     problems: list[str] = []
     media: MediaInfo | None = None
@@ -234,10 +234,10 @@ def load_session(spec: SessionSpec) -> Session:
     if problems or media is None:
         # A manifest line named these files: say which, so the line can be found and fixed.
         raise BuildInputError([f"{spec.origin}: {p}" for p in problems] if spec.origin else problems)
-    return Session(spec, media, cues, tuple(notes), tuple(split))
+    return CheckedSession(spec, media, cues, tuple(notes), tuple(split))
 
 
-def load_sessions(specs: list[SessionSpec]) -> list[Session]:
+def load_sessions(specs: list[SessionSpec]) -> list[CheckedSession]:
     """Check every session (probes run side by side: each is an ffmpeg process); all problems at once."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -253,7 +253,7 @@ def load_sessions(specs: list[SessionSpec]) -> list[Session]:
         ids[key] = spec.origin or str(spec.video)
         unique.append(spec)
 
-    def check(spec: SessionSpec) -> Session | list[str]:
+    def check(spec: SessionSpec) -> CheckedSession | list[str]:
         try:
             return load_session(spec)
         except BuildInputError as exc:
@@ -261,9 +261,9 @@ def load_sessions(specs: list[SessionSpec]) -> list[Session]:
 
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(unique)))) as pool:
         results = list(pool.map(check, unique))
-    sessions = [r for r in results if isinstance(r, Session)]
+    sessions = [r for r in results if isinstance(r, CheckedSession)]
     for result in results:
-        if not isinstance(result, Session):
+        if not isinstance(result, CheckedSession):
             problems += result
     if problems:
         raise BuildInputError(problems)

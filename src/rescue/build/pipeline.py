@@ -29,7 +29,7 @@ from rescue.build.annotate import (
     estimate_segment,
     skeleton_rows,
 )
-from rescue.build.inputs import BuildInputError, Session, SessionSpec, load_sessions
+from rescue.build.inputs import BuildInputError, CheckedSession, SessionSpec, load_sessions
 from rescue.build.log import BuildLog
 from rescue.build.manifest import (
     DroppedSegment,
@@ -103,7 +103,7 @@ class BuildConfig:
 class Planned:
     """A segment to build: where it comes from and where its outputs go (relative to DIR)."""
 
-    session: Session
+    session: CheckedSession
     segment: SegmentSpan
     sample_id: str
     cues: tuple[Cue, ...]  # re-timed to the clip

@@ -11,7 +11,7 @@ import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
-from rescue.build.inputs import BuildInputError, Session, clock, read_csv_text
+from rescue.build.inputs import BuildInputError, CheckedSession, clock, read_csv_text
 from rescue.media import Cue, parse_timestamp
 from rescue.io import write_atomic
 
@@ -51,7 +51,7 @@ def sample_id(group: str, stem: str, number: int) -> str:
     return f"{group}/{stem}_segment{number:02d}"
 
 
-def read_segments_csv(path: Path, session: Session) -> list[SegmentSpan]:
+def read_segments_csv(path: Path, session: CheckedSession) -> list[SegmentSpan]:
     """``start,end[,name]`` per line (a header line is optional); times in seconds or HH:MM:SS.mmm."""
     problems: list[str] = []
     segments: list[SegmentSpan] = []
