@@ -51,7 +51,8 @@ def test_every_run_option_is_explained_and_choices_are_listed():
 
 
 def test_the_cli_choices_are_the_registrys():
-    from rescue.cli.app import JudgedTask, RppGoldChoice
+    from rescue.cli.app import JudgedTask
+    from rescue.engine.run_options import RppGoldChoice
     from rescue.tasks import judged_tasks
     from rescue.tasks.rpp import DEFAULT_RPP_GOLD, RPP_GOLD_CHOICES
 

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+
+from rescue.engine.run_options import (
+    DEFAULT_SPLITS_FILE,
+    SPLIT_HELP,
+    SPLITS_HELP,
+    TASK_OPTION_HELP,
+    option,
+)
 
 app = typer.Typer(
     name="rescue",
@@ -38,33 +46,25 @@ def _main(
 ) -> None:
     """RESCUE-Bench end to end: validate data, build tasks, run models, score and report."""
 
-DATA_HELP = ("A .jsonl file (release format), a folder of .jsonl files, or a folder of per-sample .json "
-             "files (<group>/<sample>.json). Default: the bundled demo dataset.")
-DataOption = Annotated[Optional[Path], typer.Option("--data", help=DATA_HELP)]
+
+def run_option(name: str, help: str | None = None) -> Any:
+    """``rescue run``'s option ``name`` (its flags and help, or ``help``), for another command that takes the
+    same option: one declaration (:mod:`rescue.engine.run_options`) for every command."""
+    opt = option(name).opt
+    return typer.Option(*opt.flags, help=opt.help if help is None else help)
 
 
-# Choices the task registry defines, written out so that `rescue --help` need not import the registry (pydantic,
+DataOption = Annotated[Optional[Path], run_option("data")]
+SplitOption = Annotated[Optional[str], run_option("split", f"{SPLIT_HELP}.")]
+SplitsFileOption = Annotated[Path, run_option("splits", f"{SPLITS_HELP} (written by `rescue splits`).")]
+TaskOptionOption = Annotated[Optional[list[str]], run_option("task_options", f"{TASK_OPTION_HELP}; see docs/tasks.md.")]
+
+
+# judge-agreement's --task choices, written out so that `rescue --help` need not import the registry (pydantic,
 # every task); tests/test_cli_help.py holds them equal to the registry's.
-class RppGoldChoice(str, Enum):
-    auto = "auto"
-    relation_pattern = "relation_pattern"
-    relation_cycle_state = "relation_cycle_state"
-
-
 class JudgedTask(str, Enum):
     er = "er"
     vp = "vp"
-
-
-SplitOption = Annotated[
-    Optional[str],
-    typer.Option("--split", help="Only the samples of this split (train, dev, test, fold1, ...) of the --splits file "
-                 "that `rescue splits` wrote."),
-]
-SplitsFileOption = Annotated[
-    Path, typer.Option("--splits", help="The splits file --split reads (written by `rescue splits`).")
-]
-DEFAULT_SPLITS_FILE = Path("splits.json")
 
 
 def load_data(data: Optional[Path], split: Optional[str] = None, splits: Path = DEFAULT_SPLITS_FILE) -> list:  # type: ignore[type-arg]

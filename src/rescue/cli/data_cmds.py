@@ -11,7 +11,6 @@ import typer
 from rich.markup import escape
 
 from rescue.cli.app import (
-    DEFAULT_SPLITS_FILE,
     DataOption,
     SplitOption,
     SplitsFileOption,
@@ -22,6 +21,7 @@ from rescue.cli.app import (
     load_data,
 )
 from rescue.data import fetch as release  # light: it imports httpx and the validation only to download
+from rescue.engine.run_options import DEFAULT_SPLITS_FILE
 
 if TYPE_CHECKING:
     from rescue.data import stats as dataset_stats

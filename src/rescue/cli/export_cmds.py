@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from rescue.cli.app import DEFAULT_SPLITS_FILE, DataOption, SplitOption, SplitsFileOption, app, console
+from rescue.cli.app import DataOption, SplitOption, SplitsFileOption, app, console
+from rescue.engine.run_options import DEFAULT_SPLITS_FILE
 
 
 class ExportFormat(str, Enum):

@@ -7,7 +7,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from rescue.cli.app import DEFAULT_SPLITS_FILE, SplitOption, SplitsFileOption, app, console, err_console
+from rescue.cli.app import SplitOption, SplitsFileOption, app, console, err_console
+from rescue.engine.run_options import DEFAULT_SPLITS_FILE
 
 
 @app.command("report")

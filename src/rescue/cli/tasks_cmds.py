@@ -7,7 +7,17 @@ from enum import Enum
 from typing import Annotated
 
 import typer
-from rescue.cli.app import DEFAULT_SPLITS_FILE, DataOption, RppGoldChoice, SplitOption, SplitsFileOption, app, console, load_data
+from rescue.cli.app import (
+    DataOption,
+    SplitOption,
+    SplitsFileOption,
+    TaskOptionOption,
+    app,
+    console,
+    load_data,
+    run_option,
+)
+from rescue.engine.run_options import DEFAULT_SPLITS_FILE, RppGoldChoice
 
 
 class OutputFormat(str, Enum):
@@ -24,19 +34,8 @@ def tasks_command(
     output_format: Annotated[
         OutputFormat, typer.Option("--format", help="table for people, json for scripts.")
     ] = OutputFormat.table,
-    rpp_gold: Annotated[
-        RppGoldChoice,
-        typer.Option(
-            "--rpp-gold",
-            help="Row field holding RPP gold: auto (relation_pattern where a sample has it, else "
-            "relation_cycle_state), relation_pattern, or relation_cycle_state.",
-        ),
-    ] = DEFAULT_RPP_GOLD_CHOICE,
-    task_option: Annotated[
-        list[str] | None,
-        typer.Option("--task-option", help="A task's build option, TASK.OPTION=VALUE (repeatable), e.g. "
-                     "er.checkpoints_per_sample=3; see docs/tasks.md."),
-    ] = None,
+    rpp_gold: Annotated[RppGoldChoice, run_option("rpp_gold")] = DEFAULT_RPP_GOLD_CHOICE,
+    task_option: TaskOptionOption = None,
     split: SplitOption = None,
     splits: SplitsFileOption = DEFAULT_SPLITS_FILE,
 ) -> None:

@@ -11,8 +11,9 @@ values are ``Literal`` types written out here; tests/test_run_config.py holds th
 own them (``rescue.tasks.base.MODES``, ``rescue.llm.providers.THINKING_LEVELS`` ...).
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: the annotations below are read as objects (declared_options), and
+# evaluating sixty strings would cost `rescue --help` more than the rest of this module.
+import functools
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,7 +40,8 @@ DEFAULT_SPLITS_FILE = Path("splits.json")
 
 
 class RppGoldChoice(str, Enum):
-    """``--rpp-gold`` on the command line, where click lists and checks the choices (``RppGold`` as an enum)."""
+    """``--rpp-gold`` on the command line, where click lists and checks the choices (``RppGold`` as an enum;
+    tests/test_cli_help.py holds both equal to the registry's)."""
 
     auto = "auto"
     relation_pattern = "relation_pattern"
@@ -73,7 +75,9 @@ def _opt(flag: str | tuple[str, ...], panel: str, help: str, **more: Any) -> Opt
     return Opt((flag,) if isinstance(flag, str) else flag, panel, help, **more)
 
 
-# Repeated in the help of several options: what --split does.
+# Parts of the help that other commands taking the same option share (rescue.cli.app.run_option).
+DATA_HELP = ("A .jsonl file (release format), a folder of .jsonl files, or a folder of per-sample .json "
+             "files (<group>/<sample>.json). Default: the bundled demo dataset.")
 SPLIT_HELP = "Only the samples of this split (train, dev, test, fold1, ...) of the --splits file `rescue splits` wrote"
 SPLITS_HELP = "The splits file --split reads"
 TASK_OPTION_HELP = "A task's build option, TASK.OPTION=VALUE (repeatable), e.g. er.checkpoints_per_sample=3"
@@ -103,9 +107,7 @@ class RunOptions:
     tasks: Annotated[list[str], _opt(
         "--tasks", P_DATA, "Comma-separated tasks, any case (default: all six; `rescue tasks` lists them).",
         cli=Optional[str])]  # no default here: RunConfig fills in every task of the registry
-    data: Annotated[Optional[str], _opt(
-        "--data", P_DATA, "A .jsonl file (release format), a folder of .jsonl files, or a folder of per-sample .json "
-        "files (<group>/<sample>.json). Default: the bundled demo dataset.", cli=Optional[Path])] = None
+    data: Annotated[Optional[str], _opt("--data", P_DATA, DATA_HELP, cli=Optional[Path])] = None
     mode: Annotated[Mode, _opt(
         "--mode", P_DATA, "dialogue, audio, visual or audiovisual evidence; video or video+cues send each instance's "
         "media too (needs --media-root).")] = "dialogue"
@@ -308,11 +310,11 @@ class Declared:
 _NO_DEFAULT = object()
 
 
-def declared_options(cls: type = RunOptions) -> list[Declared]:
-    """The options ``cls`` declares, in order (a class's own after its bases')."""
-    hints = typing.get_type_hints(cls, include_extras=True)
+@functools.cache
+def declared_options(cls: type = RunOptions) -> tuple[Declared, ...]:
+    """The options ``cls`` declares, in order."""
     found = []
-    for name, hint in hints.items():
+    for name, hint in vars(cls).get("__annotations__", {}).items():
         in_config = typing.get_origin(hint) is not ClassVar
         if not in_config:
             (hint,) = typing.get_args(hint)
@@ -322,7 +324,7 @@ def declared_options(cls: type = RunOptions) -> list[Declared]:
         opts = [e for e in extras if isinstance(e, Opt)]
         if opts:
             found.append(Declared(name, annotation, opts[0], getattr(cls, name, _NO_DEFAULT), in_config))
-    return found
+    return tuple(found)
 
 
 def literal_choices(annotation: Any) -> tuple[str, ...]:
