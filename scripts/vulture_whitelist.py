@@ -3,8 +3,10 @@ a file format rather than by our code. Framework callbacks by decorator (typer c
 handlers, pydantic validators, pytest fixtures) are in pyproject.toml's [tool.vulture] ignore_decorators."""
 # ruff: noqa: B018, F821
 
-# Module-level __getattr__: Python calls it for a missing attribute (lazy imports of rescue and rescue.engine).
+# Python reads these: inspect reads __signature__ (rescue run's options, made from RunOptions); module-level
+# __getattr__ is called for a missing attribute (lazy imports of rescue and rescue.engine).
 __getattr__
+_.__signature__
 # Jinja templates read these (report/templates/report.html.j2).
 _.data_uri
 _.css
@@ -20,6 +22,8 @@ _.spent_this_run
 _.incomplete
 _.rpp_gold_field
 _.rescue_version
+# rescue run's options as RunOptions declares them: typer reads each field (by name) into an option.
+_.media_workers
 _.input_file_id
 _.batch_cached_input_tokens
 # Settings of libraries, set on their objects: typer/click, llama-cpp-python, uvicorn.

@@ -16,7 +16,7 @@ from rescue.llm import (
     GenerationSettings,
     OpenAIModel,
     ResponseCache,
-    Session,
+    ModelSession,
 )
 from rescue.llm import secrets as llm_secrets
 from rescue.llm.providers import Endpoint
@@ -155,7 +155,7 @@ def test_a_trickling_body_is_cut_off_at_the_timeout(tmp_path):
 def test_a_huge_retry_after_is_capped_said_and_then_fails(tmp_path):
     notices: list[str] = []
     with serve(Reply.retry_after("86400")) as server:
-        session = Session(cache=tmp_path / "cache.sqlite", retry_after_cap=0.3, notice=notices.append,
+        session = ModelSession(cache=tmp_path / "cache.sqlite", retry_after_cap=0.3, notice=notices.append,
                           backoff_base=0.01)
         model = session.wrap(OpenAIModel(Endpoint("test/model", "test-model", server.base_url, None)))
         start = time.monotonic()

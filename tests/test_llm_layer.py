@@ -14,7 +14,7 @@ from rescue.llm import (
     Message,
     Model,
     ModelBase,
-    Session,
+    ModelSession,
     TextPart,
     VideoPart,
     resolve_model,
@@ -25,7 +25,7 @@ PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 MP4 = b"\x00\x00\x00\x18ftypmp42" + b"\x01" * 32
 
 
-def _ask(session: Session, model, request: ChatRequest) -> ChatAnswer:
+def _ask(session: ModelSession, model, request: ChatRequest) -> ChatAnswer:
     async def go():
         try:
             return await model.complete(request)
@@ -44,7 +44,7 @@ def test_image_and_video_parts_go_out_as_data_urls(tmp_path):
         TextPart("What happens?"), ImagePart.from_file(image, detail="low"), VideoPart.from_file(clip)])],
         max_tokens=30)
     with serve(Reply.text("two people talk")) as server:
-        session = Session(cache=tmp_path / "cache.sqlite", backoff_base=0.01)
+        session = ModelSession(cache=tmp_path / "cache.sqlite", backoff_base=0.01)
         answer = _ask(session, session.wrap(resolve_model("vl-model", base_url=server.base_url)), request)
         [body] = server.bodies
     assert answer.status == "ok" and answer.text == "two people talk"
@@ -67,7 +67,7 @@ def test_a_cached_multimodal_answer_is_found_by_content_not_path(tmp_path):
 
     with serve(Reply.text("the mother")) as server:
         for path in (first, second):
-            session = Session(cache=tmp_path / "cache.sqlite")
+            session = ModelSession(cache=tmp_path / "cache.sqlite")
             answer = _ask(session, session.wrap(resolve_model("vl-model", base_url=server.base_url)), request(path))
             assert answer.text == "the mother"
         assert server.request_count == 1  # the copy at another path was answered from the cache
@@ -113,7 +113,7 @@ def test_session_counts_cost_and_closes_what_it_wrapped(tmp_path):
     prices.write_text('["priced"]\ninput = 1000000\noutput = 0\n')
     usage = {"prompt_tokens": 3, "completion_tokens": 1}
     with serve(Reply(content="ok", usage=usage)) as server:
-        session = Session(prices=prices, max_cost=5.0)
+        session = ModelSession(prices=prices, max_cost=5.0)
         model = session.wrap(resolve_model("priced", base_url=server.base_url))
         answers = []
 
@@ -156,7 +156,7 @@ def test_a_python_model_that_raises_fails_its_request_not_the_session(tmp_path):
                 return "not an answer object"
             return ChatAnswer("fine")
 
-    session = Session()
+    session = ModelSession()
     model = session.wrap(Flaky())
 
     async def go():
@@ -181,7 +181,7 @@ def test_requests_in_flight_each_have_a_connection_and_reuse_it(tmp_path):
             await session.aclose()
 
     with serve(Reply.text("yes"), latency=0.05) as server:
-        session = Session(cache=tmp_path / "cache.sqlite", concurrency=4)
+        session = ModelSession(cache=tmp_path / "cache.sqlite", concurrency=4)
         answers = asyncio.run(go(session, session.wrap(resolve_model("m", base_url=server.base_url))))
         peers = [r.peer for r in server.requests]
         in_flight = server.max_in_flight

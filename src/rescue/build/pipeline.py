@@ -470,7 +470,7 @@ def _relative(path: Path, out: Path) -> str:
 
 async def _annotate_all(config: BuildConfig, items: list[Planned], log: BuildLog, model: Model | None,
                         echo: Callable[[str], None], outcome: BuildOutcome) -> tuple[dict[str, SegmentDraft], float | None]:
-    from rescue.llm import Session, resolve_model
+    from rescue.llm import ModelSession, resolve_model
 
     drafts: dict[str, SegmentDraft] = {}
     todo = []
@@ -484,7 +484,7 @@ async def _annotate_all(config: BuildConfig, items: list[Planned], log: BuildLog
             todo.append((item, key))
     if not todo:
         return drafts, 0.0
-    async with Session(cache=config.out / "cache.sqlite", concurrency=config.concurrency,
+    async with ModelSession(cache=config.out / "cache.sqlite", concurrency=config.concurrency,
                        max_retries=config.max_retries, retry_errors=config.retry_errors,
                        max_failures=config.max_failures, max_cost=config.max_cost, prices=config.prices,
                        retry_after_cap=config.retry_after_cap, log=log, notice=echo) as session:

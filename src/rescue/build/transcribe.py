@@ -164,10 +164,10 @@ async def transcribe_all(jobs: list[TranscriptJob], model: Model, *, cache: Path
                          log: BuildLog, echo: Callable[[str], None],
                          chunk_seconds: float = CHUNK_SECONDS,
                          retry_after_cap: float = DEFAULT_RETRY_AFTER_CAP) -> TranscriptOutcome:
-    from rescue.llm import Session
+    from rescue.llm import ModelSession
 
     outcome = TranscriptOutcome()
-    async with Session(cache=cache, concurrency=concurrency, max_retries=max_retries, retry_errors=retry_errors,
+    async with ModelSession(cache=cache, concurrency=concurrency, max_retries=max_retries, retry_errors=retry_errors,
                        max_failures=max_failures, max_cost=max_cost, prices=prices, log=log, notice=echo,
                        retry_after_cap=retry_after_cap) as session:
         wrapped = session.wrap(model)

@@ -1,7 +1,7 @@
 """``rescue run``: build every task's instances, ask every model, parse, score, aggregate, write the run directory.
 
 Per model and task: ``task.build`` → batches (instances of one sample) → ``task.render`` → a task-free
-:class:`~rescue.llm.ChatRequest` to the model through a :class:`rescue.llm.Session` (cache, retries, limiter,
+:class:`~rescue.llm.ChatRequest` to the model through a :class:`rescue.llm.ModelSession` (cache, retries, limiter,
 budget; offline baselines answer from the task instead) → ``task.parse`` → instances a batch answer left out
 (or could not be parsed, or were refused) are asked again one by one → :class:`PredictionRecord` with
 ``task.instance_scores`` → ER/VP judge and BERTScore hooks → ``task.aggregate`` over all instances, each
@@ -34,7 +34,7 @@ from rescue.llm.cache import ResponseCache
 from rescue.llm.cost import PriceTable
 from rescue.llm.reliable import Budget, ReliableModel
 from rescue.llm.secrets import refused_notes
-from rescue.llm.session import Session
+from rescue.llm.session import ModelSession
 from rescue.llm.types import ChatAnswer, ChatRequest, Model, Usage, require_model
 from rescue.tasks.base import PARSE_POLICIES, VIDEO_MODES, ParsePolicy, Instance, Prediction, PredictionRecord, RenderOptions, Task, make_record
 from rescue.tasks.batching import BatchPlan, plan_batches
@@ -622,9 +622,9 @@ class Runner:
 
         return VideoContext.locate(self.config.video, samples, self._cache_folder() / "media")
 
-    def _session(self, cache: ResponseCache | None, budget: Budget, log: RunLog) -> Session:
+    def _session(self, cache: ResponseCache | None, budget: Budget, log: RunLog) -> ModelSession:
         config = self.config
-        return Session(cache=cache, concurrency=config.concurrency, max_retries=config.max_retries,
+        return ModelSession(cache=cache, concurrency=config.concurrency, max_retries=config.max_retries,
                        retry_errors=config.retry_errors, max_failures=config.max_failures, prices=self.prices,
                        budget=budget, log=log, offline=self.offline, retry_after_cap=config.retry_after_cap,
                        notice=None)

@@ -9,7 +9,7 @@ to a :class:`Model` and gets a :class:`ChatAnswer` back.
 - Models: :func:`resolve_model` for presets (``openai/gpt-4o-mini``), any id with ``base_url=`` and
   ``local/smollm2``; :class:`OpenAIModel` for an endpoint you describe yourself; :class:`ModelBase` to write
   your own (only ``complete`` is needed).
-- :class:`Session`: the shared cache (:class:`ResponseCache`, media keyed by content), per-model concurrency
+- :class:`ModelSession`: the shared cache (:class:`ResponseCache`, media keyed by content), per-model concurrency
   limiter, retries (:class:`ReliableModel`), failure budget, cost budget and accounting (:class:`PriceTable`).
 - :func:`scrub`: masks every configured key; everything the layer hands on has been through it.
 
@@ -31,7 +31,8 @@ from rescue.llm.providers import PRESETS, CredentialError, Endpoint, check_endpo
 from rescue.llm.reliable import Budget, CallStats, EventLog, ReliableModel
 from rescue.llm.resolve import LocalModel, resolve_model
 from rescue.llm.secrets import scrub
-from rescue.llm.session import Session
+from rescue.llm.session import ModelSession
+
 from rescue.llm.types import (
     AnswerStatus,
     ChatAnswer,
@@ -46,6 +47,9 @@ from rescue.llm.types import (
     Usage,
     VideoPart,
 )
+
+# The name before issue #25 (docs and notebooks may use it); new code says ModelSession.
+Session = ModelSession
 
 __all__ = [
     "PRESETS",
@@ -73,6 +77,7 @@ __all__ = [
     "PriceTable",
     "ReliableModel",
     "ResponseCache",
+    "ModelSession",
     "Session",
     "TextPart",
     "TransientError",

@@ -1,7 +1,7 @@
 """The layer every model is called through: cache, resume, retries, adaptive concurrency, failure and cost budgets.
 
 :class:`ReliableModel` itself implements :class:`~rescue.llm.types.Model`, so the evaluation runner, the judge
-and pre-annotation use one wrapper (usually made by :meth:`rescue.llm.session.Session.wrap`). Per request it:
+and pre-annotation use one wrapper (usually made by :meth:`rescue.llm.session.ModelSession.wrap`). Per request it:
 
 1. answers from the cache when the same request (endpoint, model, messages, settings) was answered before;
 2. returns a refusal recorded by an earlier run without asking again, unless ``retry_errors`` (a refusal is an

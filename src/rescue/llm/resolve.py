@@ -4,7 +4,7 @@
 - ``PRESET/MODEL_ID`` (``openai/gpt-4o-mini``, ``deepseek/deepseek-chat`` ...) or any id with ``base_url``:
   an OpenAI-compatible endpoint.
 
-The returned model is raw: :meth:`rescue.llm.session.Session.wrap` gives it cache, retries and limits.
+The returned model is raw: :meth:`rescue.llm.session.ModelSession.wrap` gives it cache, retries and limits.
 (``baseline/NAME`` specs are evaluation baselines: :func:`rescue.engine.resolve.resolve_model` knows them.)
 """
 

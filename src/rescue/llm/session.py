@@ -4,9 +4,9 @@ and per model its concurrency limiter, retries and failure budget.
 The evaluation runner, the judge, ``rescue build``'s pre-annotation and video mode all call models through
 one::
 
-    from rescue.llm import ChatRequest, ImagePart, Message, Session, TextPart, resolve_model
+    from rescue.llm import ChatRequest, ImagePart, Message, ModelSession, TextPart, resolve_model
 
-    async with Session(cache="runs/x/cache.sqlite", concurrency=8, max_cost=2.0) as session:
+    async with ModelSession(cache="runs/x/cache.sqlite", concurrency=8, max_cost=2.0) as session:
         model = session.wrap(resolve_model("openai/gpt-4o-mini"))
         answer = await model.complete(ChatRequest(
             [Message("user", [TextPart("What is shown?"), ImagePart.from_file("frame.png")])], max_tokens=200))
@@ -41,7 +41,10 @@ def stderr_notice(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-class Session:
+class ModelSession:
+    """What every caller of models shares for a run or build (see the module's docstring); an async context
+    manager that closes the models it wrapped and the cache it opened."""
+
     def __init__(
         self,
         *,

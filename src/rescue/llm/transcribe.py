@@ -1,6 +1,6 @@
 """Speech to text through the same layer as chat: an OpenAI-compatible ``POST {base_url}/audio/transcriptions``
 (OpenAI, Groq, vLLM's Whisper serving, speaches / faster-whisper-server) as a :class:`~rescue.llm.types.Model`,
-so a :class:`~rescue.llm.session.Session` gives it the response cache (the audio keyed by content), retries,
+so a :class:`~rescue.llm.session.ModelSession` gives it the response cache (the audio keyed by content), retries,
 the limiter, the failure and cost budgets exactly as it gives them to chat models.
 
 A request is one :class:`~rescue.llm.types.AudioPart` (a WAV); the answer's text is the server's
