@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import subprocess
+from pathlib import Path
 
 import pytest
 from media_helpers import make_video, write_ass, write_srt, write_vtt
@@ -137,6 +139,68 @@ def test_kill_children_ends_the_children_of_every_thread():
     threading.Thread(target=interrupt, daemon=True).start()
     result = proc.run(["sleep", "600"])
     assert started.is_set() and result.returncode == -9 and proc.running_children() == []
+
+
+def test_no_child_starts_once_rescue_is_stopping():
+    # A signal kills the children of every thread; a worker thread must not start a new one afterwards.
+    from rescue import proc
+
+    with proc.ending_children_on_signals():
+        proc.kill_children(stopping=True)
+        with pytest.raises(proc.Stopping):
+            proc.run(["true"])
+    assert proc.run(["true"]).returncode == 0  # leaving the block (the build ended) lifts it
+
+
+def test_clip_cutter_cuts_in_order_one_encode_at_a_time(video, tmp_path):
+    import threading
+
+    from rescue import proc
+    from rescue.media.cut import ClipCutter
+
+    windows = [(0.0, 3.0), (3.0, 7.5), (7.5, 12.0)]
+    encodes: list[int] = []
+    done = threading.Event()
+
+    def watch() -> None:  # how many encodes run at once, seen from the process table
+        while not done.is_set():
+            commands = []
+            for pid in proc.running_children():
+                with contextlib.suppress(OSError):  # ended meanwhile
+                    commands.append(Path(f"/proc/{pid}/cmdline").read_bytes())
+            encodes.append(sum(b"libx264" in c for c in commands))
+            done.wait(0.005)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        with ClipCutter() as cutter:
+            futures = [cutter.submit(video, a, b, tmp_path / f"c{i}.mp4") for i, (a, b) in enumerate(windows)]
+            assert [f.result() for f in futures] == [True, True, True]
+    finally:
+        done.set()
+        watcher.join()
+    assert max(encodes) <= 1
+    for i, (a, b) in enumerate(windows):
+        assert probe(tmp_path / f"c{i}.mp4").duration == pytest.approx(b - a, abs=0.15)
+    with ClipCutter() as cutter:  # a rerun cuts nothing
+        assert [cutter.submit(video, a, b, tmp_path / f"c{i}.mp4").result() for i, (a, b) in enumerate(windows)] == \
+            [False, False, False]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c0.mp4", "c1.mp4", "c2.mp4"]
+
+
+def test_clip_cutter_stops_at_a_failed_cut(video, tmp_path):
+    from rescue.media.cut import ClipCutter
+
+    with pytest.raises(MediaError, match="cannot cut 20.000-22.000s of a 12.000 s video"), ClipCutter() as cutter:
+        futures = [cutter.submit(video, a, b, tmp_path / f"c{i}.mp4") for i, (a, b) in
+                   enumerate([(0.0, 2.0), (20.0, 22.0), (2.0, 4.0), (4.0, 6.0), (6.0, 8.0)])]
+        for future in futures:
+            future.result()
+    assert futures[0].result() is True
+    assert all(f.done() for f in futures)  # leaving the block cancelled the rest or waited for it
+    made = sorted(p.name for p in tmp_path.iterdir())
+    assert made[0] == "c0.mp4" and "c1.mp4" not in made and not [n for n in made if n.startswith(".")]
 
 
 def test_frames_inside_span_rate_cap_and_size(video):

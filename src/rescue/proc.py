@@ -5,7 +5,8 @@
 - On Linux each child asks the kernel for SIGKILL when rescue dies (``prctl(PR_SET_PDEATHSIG)``), so even a
   ``kill -9`` of rescue takes its children along; a child whose parent died before that request exits at once.
 - :func:`ending_children_on_signals` turns SIGTERM (what ``timeout``, systemd and schedulers send) into an
-  exit that runs every ``finally`` (temporaries removed), after killing the children of every thread.
+  exit that runs every ``finally`` (temporaries removed), after killing the children of every thread; from
+  then on no thread starts a new child (:class:`Stopping`).
 
 A child left running would go on writing into a file a rerun may also write, or hold a port.
 """
@@ -25,11 +26,14 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-__all__ = ["Terminated", "ending_children_on_signals", "kill_children", "run", "running_children"]
+__all__ = ["Stopping", "Terminated", "ending_children_on_signals", "kill_children", "run", "running_children"]
 
 _PR_SET_PDEATHSIG = 1
 _LIVE: set[subprocess.Popen[bytes]] = set()
-_LIVE_LOCK = threading.Lock()
+# Re-entrant: the signal handlers take it in the main thread, which may hold it already (starting a child).
+_LIVE_LOCK = threading.RLock()
+# Set once a signal stops rescue: no new child starts, so a worker thread cannot start one after the kill.
+_STOPPING = threading.Event()
 
 
 def _load_prctl() -> Callable[..., int] | None:
@@ -63,6 +67,13 @@ class Terminated(SystemExit):
         super().__init__(128 + signal.SIGTERM)
 
 
+class Stopping(RuntimeError):
+    """A child was asked for while rescue is stopping (SIGTERM or Ctrl-C): none starts any more."""
+
+    def __init__(self) -> None:
+        super().__init__("rescue is stopping: no new child process starts")
+
+
 class TimedOut(Exception):
     """A child ran past its time limit and was killed."""
 
@@ -75,13 +86,16 @@ def run(command: Sequence[str | Path], *, capture: bool = False, env: dict[str, 
         timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
     """Run ``command`` to its end (stdout kept when ``capture``, stderr always kept) as a child that ends with
     rescue; any exception while it runs (Ctrl-C, SIGTERM) kills it, waits for it, and moves on. Past
-    ``timeout`` seconds it is killed the same way and :class:`TimedOut` is raised."""
-    process = subprocess.Popen(
-        [str(part) for part in command], stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE if capture else subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-        process_group=0, preexec_fn=_child_setup(os.getpid()),
-    )
-    with _LIVE_LOCK:
+    ``timeout`` seconds it is killed the same way and :class:`TimedOut` is raised. Once a signal stops rescue,
+    :class:`Stopping` is raised instead of starting the child (a thread of a stopping rescue starts none)."""
+    with _LIVE_LOCK:  # started and registered under the lock: a kill of every child never misses this one
+        if _STOPPING.is_set():
+            raise Stopping()
+        process = subprocess.Popen(
+            [str(part) for part in command], stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE if capture else subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+            process_group=0, preexec_fn=_child_setup(os.getpid()),
+        )
         _LIVE.add(process)
     try:
         stdout, stderr = process.communicate(timeout=timeout)
@@ -113,9 +127,12 @@ def running_children() -> list[int]:
         return [process.pid for process in _LIVE]
 
 
-def kill_children() -> None:
-    """Kill every child :func:`run` is waiting for, in every thread; their waits then return at once."""
+def kill_children(*, stopping: bool = False) -> None:
+    """Kill every child :func:`run` is waiting for, in every thread; their waits then return at once.
+    ``stopping``: no child starts any more either, until :func:`ending_children_on_signals` is left."""
     with _LIVE_LOCK:
+        if stopping:
+            _STOPPING.set()
         live = list(_LIVE)
     for process in live:
         _kill(process)
@@ -130,13 +147,14 @@ def ending_children_on_signals() -> Iterator[None]:
         return
 
     def on_term(signum: int, frame: FrameType | None) -> Any:
-        kill_children()
+        kill_children(stopping=True)
         raise Terminated()
 
     def on_int(signum: int, frame: FrameType | None) -> Any:
-        kill_children()
         if previous_int == signal.SIG_IGN:
+            kill_children()
             return None
+        kill_children(stopping=True)
         if callable(previous_int):
             return previous_int(signum, frame)
         raise KeyboardInterrupt
@@ -149,3 +167,4 @@ def ending_children_on_signals() -> Iterator[None]:
     finally:
         signal.signal(signal.SIGTERM, previous_term)
         signal.signal(signal.SIGINT, previous_int)
+        _STOPPING.clear()

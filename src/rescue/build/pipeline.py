@@ -16,6 +16,7 @@ import json
 import os
 import platform
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,7 +56,7 @@ from rescue.llm.client import DEFAULT_MAX_ANSWER_BYTES
 from rescue.llm.reliable import DEFAULT_RETRY_AFTER_CAP
 from rescue.llm.secrets import redact_url
 from rescue.media import Cue, cues_in, ffmpeg_exe, get_step, scene_cuts
-from rescue.media.cut import REVIEW_CRF, review_height
+from rescue.media.cut import REVIEW_CRF, ClipCutter, review_height
 
 if TYPE_CHECKING:
     from rescue.llm import Model
@@ -236,14 +237,32 @@ def _run_step(log: BuildLog, name: str, subject: str, *args: Any, fields: dict[s
     log.step(name, subject, bool(done), **(fields or {}))
 
 
-def _cut_media(config: BuildConfig, item: Planned, log: BuildLog) -> None:
+def _submit_cut(cutter: ClipCutter, config: BuildConfig, item: Planned) -> tuple[Future[bool], dict[str, Any]]:
+    """Queue the segment's clip on ``cutter``; the fields its log line carries."""
     spec = item.session.spec
     height = review_height(item.session.media.height, config.review_height)
-    _run_step(log, "cut", item.sample_id, spec.video, item.segment.start, item.segment.end, config.out / item.clip,
-              keyframe_interval=config.keyframe_interval, height=height, crf=REVIEW_CRF,
-              fields={"source": str(spec.video), "start": item.segment.start, "end": item.segment.end,
-                      "height": height})
-    _run_step(log, "retime", item.sample_id, list(item.cues), config.out / item.subtitles, fields={"cues": len(item.cues)})
+    future = cutter.submit(spec.video, item.segment.start, item.segment.end, config.out / item.clip,
+                           keyframe_interval=config.keyframe_interval, height=height, crf=REVIEW_CRF)
+    return future, {"source": str(spec.video), "start": item.segment.start, "end": item.segment.end, "height": height}
+
+
+def _media(config: BuildConfig, planned: list[Planned], dropped: list[Dropped], log: BuildLog,
+           outcome: BuildOutcome) -> dict[str, set[int]]:
+    """Cut every segment's clip (in the background, one encode at a time) and write its subtitles, while this
+    thread checks the alignment; the log reads as if one ran after the other. A clip is logged done once it
+    is checked and in place. Returns the lines with no speech under them (see :func:`_check_alignment`)."""
+    with ClipCutter() as cutter:
+        cuts = [] if config.propose_only else [(item, *_submit_cut(cutter, config, item)) for item in planned]
+        silent_lines = _check_alignment(config, planned, log, outcome) if config.check_alignment else {}
+        for note in outcome.notes:
+            log.event("note", message=note)
+        for gone in dropped:
+            log.event("dropped", sample_id=gone.sample_id, reason=gone.reason)
+        for item, future, fields in cuts:
+            log.step("cut", item.sample_id, future.result(), **fields)
+            _run_step(log, "retime", item.sample_id, list(item.cues), config.out / item.subtitles,
+                      fields={"cues": len(item.cues)})
+    return silent_lines
 
 
 def _row_clips(config: BuildConfig, item: Planned, rows: list[dict[str, Any]], log: BuildLog) -> list[str]:
@@ -514,6 +533,59 @@ async def _annotate_all(config: BuildConfig, items: list[Planned], log: BuildLog
         return drafts, session.spent
 
 
+def _dry_run(config: BuildConfig, planned: list[Planned], outcome: BuildOutcome, annotating: bool) -> BuildOutcome:
+    outcome.estimate = Estimate()
+    if annotating:
+        for item in planned:
+            outcome.estimate.add(estimate_segment(_job(config, item), config.annotate))
+    outcome.segments = [item.sample_id for item in planned]
+    return outcome
+
+
+def _drafts(config: BuildConfig, planned: list[Planned], log: BuildLog, model: Model | None,
+            echo: Callable[[str], None], outcome: BuildOutcome, annotating: bool) -> dict[str, SegmentDraft]:
+    """Each segment's draft: pre-annotated by the model, or the subtitles' skeleton rows without one."""
+    if annotating:
+        drafts, outcome.cost = asyncio.run(_annotate_all(config, planned, log, model, echo, outcome))
+        return drafts
+    drafts = {}
+    for item in planned:
+        rows, problems = skeleton_rows(item.cues)
+        drafts[item.sample_id] = SegmentDraft(rows, [Problem(message="not pre-annotated (no --model)"), *problems])
+    return drafts
+
+
+def _write_outputs(config: BuildConfig, planned: list[Planned], dropped: list[Dropped],
+                   drafts: dict[str, SegmentDraft], silent_lines: dict[str, set[int]], log: BuildLog,
+                   outcome: BuildOutcome, annotating: bool, annotated: str | None) -> None:
+    """``draft.jsonl`` and ``manifest.json`` (and the row clips): each draft with the problems the build adds;
+    ``annotated`` names the model that pre-annotated them."""
+    manifest = Manifest(dropped=[DroppedSegment(sample_id=d.sample_id, source_video=d.source_video,
+                                                start=d.start, end=d.end, reason=d.reason) for d in dropped])
+    lines = []
+    for item in planned:
+        draft = drafts[item.sample_id]
+        extra = [*_split_problems(item, draft.rows),
+                 *_silent_line_problems(item, draft.rows, silent_lines.get(str(item.session.spec.video), set()))]
+        if annotating:
+            extra += _attribution_problems(item, draft.rows)
+        draft = SegmentDraft(draft.rows, [*draft.problems, *extra], draft.requests, draft.reasked, draft.failed)
+        outcome.failed += [f"{item.sample_id}: {f}" for f in draft.failed]
+        outcome.requests += draft.requests
+        outcome.problems += len(draft.problems)
+        row_clips = _row_clips(config, item, draft.rows, log) if config.row_clips else []
+        lines.append(json.dumps(_sample(item, draft.rows), ensure_ascii=False))
+        spec = item.session.spec
+        manifest.segments.append(ManifestSegment(
+            sample_id=item.sample_id, scenario=spec.scenario, participants=list(spec.participants),
+            source_video=_relative(spec.video, config.out), start=item.segment.start, end=item.segment.end,
+            clip=item.clip, subtitles=item.subtitles, rows=_manifest_rows(draft.rows, item.cues),
+            problems=draft.problems, provenance=_provenance(config, item, draft, annotated), row_clips=row_clips))
+        outcome.segments.append(item.sample_id)
+    write_text_atomic(config.out / "draft.jsonl", "".join(line + "\n" for line in lines))
+    write_manifest(config.out / "manifest.json", manifest)
+
+
 def build(config: BuildConfig, *, model: Model | None = None, transcriber: Model | None = None,
           echo: Callable[[str], None] = lambda message: None) -> BuildOutcome:
     """Run the whole build; ``model`` replaces ``--model`` (a notebook's own :class:`~rescue.llm.Model`),
@@ -539,12 +611,7 @@ def build(config: BuildConfig, *, model: Model | None = None, transcriber: Model
 
             raise CredentialError(outcome.key_problem)
     if config.dry_run:
-        outcome.estimate = Estimate()
-        if annotating:
-            for item in planned:
-                outcome.estimate.add(estimate_segment(_job(config, item), config.annotate))
-        outcome.segments = [item.sample_id for item in planned]
-        return outcome
+        return _dry_run(config, planned, outcome, annotating)
     config.out.mkdir(parents=True, exist_ok=True)
     log = BuildLog(config.out / "build.log")
     try:
@@ -555,48 +622,12 @@ def build(config: BuildConfig, *, model: Model | None = None, transcriber: Model
                 write_segments_csv(path, segments)
             outcome.proposals.append(path)
             log.step("propose", str(path.relative_to(config.out)), True, segments=len(segments))
-        silent_lines = _check_alignment(config, planned, log, outcome) if config.check_alignment else {}
-        for note in notes:
-            log.event("note", message=note)
-        for gone in dropped:
-            log.event("dropped", sample_id=gone.sample_id, reason=gone.reason)
+        silent_lines = _media(config, planned, dropped, log, outcome)
         if config.propose_only:
             return outcome
-        for item in planned:
-            _cut_media(config, item, log)
-        if annotating:
-            drafts, outcome.cost = asyncio.run(_annotate_all(config, planned, log, model, echo, outcome))
-        else:
-            drafts = {}
-            for item in planned:
-                rows, problems = skeleton_rows(item.cues)
-                drafts[item.sample_id] = SegmentDraft(rows, [Problem(message="not pre-annotated (no --model)"),
-                                                             *problems])
-        manifest = Manifest(dropped=[DroppedSegment(sample_id=d.sample_id, source_video=d.source_video,
-                                                    start=d.start, end=d.end, reason=d.reason) for d in dropped])
-        lines = []
-        for item in planned:
-            draft = drafts[item.sample_id]
-            extra = [*_split_problems(item, draft.rows),
-                     *_silent_line_problems(item, draft.rows, silent_lines.get(str(item.session.spec.video), set()))]
-            if annotating:
-                extra += _attribution_problems(item, draft.rows)
-            draft = SegmentDraft(draft.rows, [*draft.problems, *extra], draft.requests, draft.reasked, draft.failed)
-            outcome.failed += [f"{item.sample_id}: {f}" for f in draft.failed]
-            outcome.requests += draft.requests
-            outcome.problems += len(draft.problems)
-            row_clips = _row_clips(config, item, draft.rows, log) if config.row_clips else []
-            lines.append(json.dumps(_sample(item, draft.rows), ensure_ascii=False))
-            spec = item.session.spec
-            manifest.segments.append(ManifestSegment(
-                sample_id=item.sample_id, scenario=spec.scenario, participants=list(spec.participants),
-                source_video=_relative(spec.video, config.out), start=item.segment.start, end=item.segment.end, clip=item.clip,
-                subtitles=item.subtitles, rows=_manifest_rows(draft.rows, item.cues), problems=draft.problems,
-                provenance=_provenance(config, item, draft, config.model or getattr(model, "name", None)),
-                row_clips=row_clips))
-            outcome.segments.append(item.sample_id)
-        write_text_atomic(config.out / "draft.jsonl", "".join(line + "\n" for line in lines))
-        write_manifest(config.out / "manifest.json", manifest)
+        drafts = _drafts(config, planned, log, model, echo, outcome, annotating)
+        _write_outputs(config, planned, dropped, drafts, silent_lines, log, outcome, annotating,
+                       config.model or getattr(model, "name", None))
         log.event("finish", segments=len(planned), problems=outcome.problems, failed=outcome.failed,
                   requests=outcome.requests, sent=outcome.sent, cached=outcome.cached, reasked=outcome.reasked,
                   cost=outcome.cost)

@@ -1,9 +1,16 @@
 """Cutting a window of a video into a clip browsers play and seek: H.264/AAC MP4, accurate cuts,
-a key frame every ``keyframe_interval`` seconds and the index up front (``+faststart``)."""
+a key frame every ``keyframe_interval`` seconds and the index up front (``+faststart``). Many clips:
+:class:`ClipCutter` (one encode at a time, each clip's check overlapping the next clip's encode)."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from types import TracebackType
+from typing import Any
 
 from rescue.media.ffmpeg import MediaError, run_ffmpeg
 from rescue.media.probe import MediaInfo, probe, verify_output
@@ -57,10 +64,12 @@ def cut_args(source: str | Path, start: float, end: float, out: str | Path, *,
 @media_step("cut", "a window of the source as a seekable H.264/AAC MP4 clip")
 def cut_clip(source: str | Path, start: float, end: float, out: str | Path, *,
              keyframe_interval: float = DEFAULT_KEYFRAME_INTERVAL, width: int | None = None,
-             height: int | None = None, crf: int = 23) -> bool:
+             height: int | None = None, crf: int = 23,
+             encoding: contextlib.AbstractContextManager[object] | None = None) -> bool:
     """Cut ``[start, end)`` seconds of ``source`` to ``out``; False (nothing done) when ``out`` exists.
 
     The clip appears only once it holds the source's streams for the whole window (see :func:`verify_output`).
+    ``encoding`` is entered around the encode alone, not the check (:class:`ClipCutter` passes its lock).
     """
     if end <= start:
         raise MediaError(f"{source}: cannot cut an empty window {start:.3f}-{end:.3f}s")
@@ -71,9 +80,10 @@ def cut_clip(source: str | Path, start: float, end: float, out: str | Path, *,
         if start >= info.duration:
             raise MediaError(f"{source}: cannot cut {start:.3f}-{end:.3f}s of a {info.duration:.3f} s video")
         source_info.append(info)
-        run_ffmpeg(cut_args(source, start, end, tmp, keyframe_interval=keyframe_interval, width=width,
-                            height=height, crf=crf), step="cut", subject=source,
-                   duration=min(end, info.duration) - start)
+        with encoding if encoding is not None else contextlib.nullcontext():
+            run_ffmpeg(cut_args(source, start, end, tmp, keyframe_interval=keyframe_interval, width=width,
+                                height=height, crf=crf), step="cut", subject=source,
+                       duration=min(end, info.duration) - start)
 
     def verify(tmp: Path) -> None:
         info = source_info[0]
@@ -81,6 +91,47 @@ def cut_clip(source: str | Path, start: float, end: float, out: str | Path, *,
                       audio=info.has_audio, tolerance=_tolerance(info))
 
     return produce(out, make, verify)
+
+
+class ClipCutter:
+    """Cuts clips in the order they are submitted, on two threads of its own: one encode at a time (ffmpeg's
+    encoder already uses every core), while the clip just encoded is checked (:func:`verify_output` reads it
+    to its end) and moved into place. The check and the caller's own work (e.g. the alignment check) thus
+    overlap the next encode instead of waiting between encodes. Every output path must differ.
+
+    Use it as a context manager: leaving the block waits for the cuts; leaving it by an exception cancels
+    the cuts not started, and the one under way is left to finish (SIGTERM and Ctrl-C kill its ffmpeg).
+    """
+
+    def __init__(self) -> None:
+        self._encoder = threading.Lock()
+        self._stopped = threading.Event()
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="rescue-cut")
+        self._futures: list[Future[bool]] = []
+
+    def submit(self, source: str | Path, start: float, end: float, out: str | Path, **options: Any) -> Future[bool]:
+        """Queue a :func:`cut_clip`; the future's result is its return value (False: ``out`` existed)."""
+        future = self._pool.submit(cut_clip, source, start, end, out, encoding=self._encoding(), **options)
+        self._futures.append(future)
+        return future
+
+    @contextlib.contextmanager
+    def _encoding(self) -> Iterator[None]:
+        with self._encoder:
+            if self._stopped.is_set():
+                raise MediaError("cut cancelled: an earlier step failed")
+            yield
+
+    def __enter__(self) -> ClipCutter:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        if kind is not None:
+            self._stopped.set()
+            for future in self._futures:
+                future.cancel()
+        self._pool.shutdown(wait=True)
 
 
 def _tolerance(info: MediaInfo) -> float:
