@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rescue.data.errors import RescueError
 
-Outcome = Literal["right_wrong", "graded"]
+OutcomeKind = Literal["right_wrong", "graded"]
 # The shape of a prediction value: one label, a ranked list of labels, or free text graded by scorers.
 AnswerKind = Literal["label", "ranking", "emotion", "viewpoints"]
 
@@ -110,7 +110,7 @@ class Declaration:
     synonyms: Mapping[str, str] = field(default_factory=dict)
     options: type[TaskOptions] = NoOptions
     metrics: tuple[Metric, ...] = ()
-    outcome: Outcome = "right_wrong"
+    outcome: OutcomeKind = "right_wrong"
     answer: AnswerKind = "label"
     # A label task's positive class: the one its precision, recall and F1 are of (ITP: "yes").
     positive: str | None = None
