@@ -1,6 +1,7 @@
 """Paired comparisons between systems on the instances they share (with the same gold): paired
 cluster bootstrap for every metric, McNemar's exact test and its clustered form (Durkalski 2003) for
-the right/wrong accuracies (ITP, RPP).
+the metrics a task declares right/wrong (``Metric.right_wrong``: ITP's and RPP's accuracy, STP's and SSP's
+Recall@1).
 
 :func:`informative` keeps the rows a reader needs: no row without a difference or interval, no "all"
 row that only repeats one scenario, and the headline metric of each task first.

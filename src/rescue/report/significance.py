@@ -65,7 +65,8 @@ def clustered_mcnemar(a: Sequence[bool], b: Sequence[bool], clusters: Sequence[s
 
 def mcnemar_records(a: Sequence[PredictionRecord], b: Sequence[PredictionRecord], *,
                     cluster: str = DEFAULT_CLUSTER, groups: SessionGroups | None = None) -> McNemarResult:
-    """McNemar on top-1 correctness (ITP accuracy, RPP accuracy) over the instances both systems have."""
+    """McNemar on top-1 correctness (a task's right/wrong metric: accuracy, Recall@1) over the instances both
+    systems have, exact and clustered by ``cluster`` (session groups or samples)."""
     left, right = pair_records(a, b)
     x, y = [is_correct(r) for r in left], [is_correct(r) for r in right]
     exact = mcnemar_exact(x, y)
