@@ -123,6 +123,7 @@ def check_out_folder(out: str | Path, option: str = "--out") -> None:
 
 
 def sha256_file(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes, read in 1 MiB blocks."""
     digest = hashlib.sha256()
     with Path(path).open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -197,6 +198,7 @@ class DirectoryLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
+        """Take the lock, or raise LockedError naming the process that holds it."""
         import fcntl
 
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -233,6 +235,7 @@ class DirectoryLock:
         return None
 
     def release(self) -> None:
+        """Release the lock (nothing when it is not held)."""
         if self._fd is not None:
             import fcntl
 

@@ -10,6 +10,8 @@ Severity = Literal["error", "warning"]
 
 @dataclass(frozen=True)
 class DataIssue:
+    """One problem found in the data: where (file, line, sample, row, field), what, how grave, and the rule broken."""
+
     file: str
     line: int
     message: str

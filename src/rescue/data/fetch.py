@@ -41,6 +41,8 @@ class NoNetworkError(FetchError):
 
 @dataclass
 class FetchResult:
+    """A downloaded release: where it was saved, its SHA-256 and size, and its validation report."""
+
     path: Path
     sha256: str
     size: int

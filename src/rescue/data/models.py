@@ -29,18 +29,24 @@ class PersonCue(_Open):
 
 
 class InteractionCue(_Open):
+    """One interaction behaviour in a turn: who initiates it, towards whom, and what it is."""
+
     initiator: str
     target: list[str] = Field(default_factory=list)
     description: str
 
 
 class Emotion(_Open):
+    """One person's internal emotion in a turn, with its intensity (0-10) when annotated."""
+
     person: str
     emotion_description: str
     intensity: int | float | None = None
 
 
 class Viewpoint(_Open):
+    """A directed viewpoint in a turn: what ``source`` thinks of ``target``, and the attitude."""
+
     source: str
     target: str
     viewpoint: str
@@ -48,6 +54,8 @@ class Viewpoint(_Open):
 
 
 class Strategy(_Open):
+    """The therapist's support strategy in a turn: its type, whom it addresses, and what was done."""
+
     provider: str = THERAPIST
     strategy_type: str
     target: list[str] = Field(default_factory=list)
@@ -55,6 +63,8 @@ class Strategy(_Open):
 
 
 class BackgroundUtterance(_Open):
+    """Speech behind the turn's main one: who says what to whom."""
+
     speaker: str
     target: list[str] = Field(default_factory=list)
     content: str
@@ -88,10 +98,12 @@ class Row(_Open):
 
     @property
     def speaker(self) -> str:
+        """The primary speaker's name, without surrounding spaces."""
         return self.primary_speaker.strip()
 
     @property
     def is_therapist(self) -> bool:
+        """Whether the therapist speaks this turn."""
         return self.speaker == THERAPIST
 
 
@@ -110,6 +122,7 @@ class Sample(_Open):
 
     @property
     def group_label(self) -> str:
+        """The name the group goes by in targets (``Couple`` or ``Family``)."""
         return GROUP_LABELS[self.scenario]
 
     @property

@@ -31,6 +31,8 @@ INTENSITY_RANGE = (0, 10)  # whole numbers: the annotation scale is integer (7.0
 
 @dataclass(frozen=True)
 class Rule:
+    """One rule of a row: its id, the fields it guards, its severity and its wording for people."""
+
     id: str
     fields: str  # the field paths it guards; "[]" stands for any entry of a list
     severity: Severity
@@ -48,6 +50,7 @@ class Breach:
 
     @property
     def severity(self) -> Severity:
+        """The severity of the broken rule."""
         return self.rule.severity
 
     @property
@@ -56,6 +59,7 @@ class Breach:
         return f"{self.rule.id}@{self.field}"
 
     def as_dict(self) -> dict[str, str]:
+        """The breach as JSON: rule id, field, severity, message and the key a person acknowledges."""
         return {"rule": self.rule.id, "field": self.field, "severity": self.severity, "message": self.message,
                 "key": self.key}
 
@@ -135,6 +139,7 @@ def _cast(scenario: Scenario, participants: tuple[str, ...]) -> Cast:
 
 
 def cast_of(scenario: Scenario, participants: Sequence[str]) -> Cast:
+    """The cast (people, therapist and group label) a row's names are checked against."""
     return _cast(scenario, tuple(participants))
 
 

@@ -54,6 +54,7 @@ class SplitPlan(BaseModel):
     groups: dict[str, list[str]] = Field(default_factory=dict)  # split -> session group names (sorted)
 
     def names(self) -> list[str]:
+        """The split names, in the plan's order."""
         return list(self.splits)
 
 

@@ -125,6 +125,8 @@ def distributions(samples: list[Sample]) -> dict[str, dict[str, dict[str, int]]]
 
 @dataclass
 class DatasetStats:
+    """The statistics of a dataset: the paper's Table 3 per scope, label distributions and session groups."""
+
     table3: dict[str, dict[str, float | int]]
     distributions: dict[str, dict[str, dict[str, int]]]
     groups: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # scenario -> group -> sample ids
@@ -143,6 +145,7 @@ def _rounded(row: dict[str, float | int]) -> dict[str, float | int]:
 
 
 def compute(samples: list[Sample]) -> DatasetStats:
+    """Table 3, the label distributions and the inferred session groups of ``samples``."""
     groups = infer_groups(samples)
     return DatasetStats(table3(samples), distributions(samples), groups.members(), groups.method)
 
@@ -158,6 +161,7 @@ def table3_cells(stats: DatasetStats) -> list[list[str]]:
 
 
 def render_markdown(stats: DatasetStats) -> str:
+    """The statistics as Markdown tables: Table 3, each distribution, the session groups."""
     header = ["Scenario"] + [title for _, title, _ in TABLE3_COLUMNS]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cells) + " |" for cells in table3_cells(stats)]
@@ -180,6 +184,7 @@ def _latex_escape(text: str) -> str:
 
 
 def render_latex(stats: DatasetStats) -> str:
+    """Table 3 as a LaTeX tabular (booktabs)."""
     header = ["Scenario"] + [title for _, title, _ in TABLE3_COLUMNS]
     lines = [
         r"\begin{tabular}{l" + "r" * len(TABLE3_COLUMNS) + "}",
@@ -193,6 +198,7 @@ def render_latex(stats: DatasetStats) -> str:
 
 
 def render_json(stats: DatasetStats) -> str:
+    """The statistics as JSON text (a value that is not a finite number is null)."""
     from rescue.data.text import json_safe
 
     # JSON has no NaN or Infinity: a value that is not a finite number is written as null.

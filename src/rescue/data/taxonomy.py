@@ -13,6 +13,8 @@ from rescue.data.models import Scenario
 
 @dataclass(frozen=True)
 class Label:
+    """One label of a taxonomy: its definition, when to use it and when not, and its basis."""
+
     name: str
     definition: str
     use_when: tuple[str, ...] = ()
@@ -22,18 +24,22 @@ class Label:
 
 @dataclass(frozen=True)
 class Taxonomy:
+    """The labels of one kind (relation patterns or strategies) for one scenario."""
+
     kind: str
     scenario: Scenario
     labels: tuple[Label, ...] = field(default_factory=tuple)
 
     @property
     def names(self) -> list[str]:
+        """The label names, in the taxonomy's order."""
         return [label.name for label in self.labels]
 
     def __contains__(self, name: object) -> bool:
         return name in self.names
 
     def definition(self, name: str) -> str:
+        """The definition of the label called ``name``."""
         return next(label.definition for label in self.labels if label.name == name)
 
 
@@ -204,10 +210,12 @@ _STRATEGY = {"couple": COUPLE_STRATEGY, "family": FAMILY_STRATEGY}
 
 
 def relation_taxonomy(scenario: Scenario) -> Taxonomy:
+    """The relation-pattern labels of ``scenario``."""
     return _RELATION[scenario]
 
 
 def strategy_taxonomy(scenario: Scenario) -> Taxonomy:
+    """The support-strategy labels of ``scenario``."""
     return _STRATEGY[scenario]
 
 

@@ -26,16 +26,20 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 @dataclass
 class ValidationReport:
+    """What reading and validating a dataset found: the valid samples, every issue, the records read."""
+
     samples: list[Sample] = field(default_factory=list)
     issues: list[DataIssue] = field(default_factory=list)
     records: int = 0  # records read, valid or not
 
     @property
     def errors(self) -> list[DataIssue]:
+        """The issues that make the data unusable."""
         return [i for i in self.issues if i.severity == "error"]
 
     @property
     def warnings(self) -> list[DataIssue]:
+        """The issues worth knowing that do not stop a command."""
         return [i for i in self.issues if i.severity == "warning"]
 
     @property

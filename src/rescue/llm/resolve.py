@@ -35,9 +35,11 @@ class LocalModel:
     @property
     def cache_identity(self) -> str:
         # The server's port changes from run to run; the model does not.
+        """The model's name: the server's port changes from run to run, the model does not."""
         return self.name
 
     def cache_settings(self) -> dict[str, Any]:
+        """The local model and its generation settings, as the cache key sees them."""
         return {"model": self.local_name, **self.settings.key_fields()}
 
     def start(self) -> OpenAIModel:
@@ -53,9 +55,11 @@ class LocalModel:
         return self._client
 
     async def complete(self, request: ChatRequest) -> ChatAnswer:
+        """Answer through the local server, starting it first if needed."""
         return await self.start().complete(request)
 
     async def aclose(self) -> None:
+        """Close the client and stop the server."""
         if self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -65,6 +69,7 @@ class LocalModel:
 
 
 def settings_with(settings: GenerationSettings | None, **overrides: Any) -> GenerationSettings:
+    """``settings`` (or the defaults) with ``overrides`` applied."""
     base = settings or GenerationSettings()
     return GenerationSettings(**{**base.__dict__, **overrides}) if overrides else base
 

@@ -38,6 +38,7 @@ from rescue.llm.types import ChatRequest, Model, require_model
 
 def stderr_notice(message: str) -> None:
     # While a rich progress display runs it redirects stderr, so the line appears above the bars.
+    """Print a notice on stderr (above a running progress display)."""
     print(message, file=sys.stderr, flush=True)
 
 
@@ -107,9 +108,11 @@ class ModelSession:
         return self.budget.spent
 
     def cost(self, model: str, usage: Any) -> float | None:
+        """What ``usage`` of ``model`` costs by the session's price table, None without a price."""
         return self.prices.cost(model, usage)
 
     async def aclose(self) -> None:
+        """Close every model the session wrapped, and the cache it opened."""
         for model in self.models:
             await model.aclose()
         self.models.clear()

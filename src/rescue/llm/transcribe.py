@@ -26,6 +26,7 @@ GRANULARITIES = ("word", "segment")
 
 
 def audio_of(request: ChatRequest) -> AudioPart:
+    """The audio part of a transcription request (ValueError when it holds none)."""
     for message in request.messages:
         content = message.content if isinstance(message, Message) else message.get("content")
         for part in content if isinstance(content, (list, tuple)) else []:

@@ -23,12 +23,16 @@ AnswerStatus = Literal["ok", "request_error", "refused", "budget_exhausted"]
 
 @dataclass(frozen=True)
 class TextPart:
+    """A text part of a message."""
+
     text: str
 
     def wire(self) -> dict[str, Any]:
+        """The part as the API takes it."""
         return {"type": "text", "text": self.text}
 
     def key(self) -> dict[str, Any]:
+        """The part as the cache key sees it (its wire form)."""
         return self.wire()
 
 
@@ -62,16 +66,19 @@ class ImagePart(_MediaPart):
 
     @classmethod
     def from_file(cls, path: str | Path, *, mime: str | None = None, detail: str | None = None) -> ImagePart:
+        """An image part with the bytes of ``path`` (MIME type from its name unless given)."""
         file = Path(path)
         return cls(file.read_bytes(), mime or _mime_of(file, "image/png"), detail)
 
     def wire(self) -> dict[str, Any]:
+        """The part as the API takes it: an ``image_url`` with a ``data:`` URL and the detail, if any."""
         url: dict[str, Any] = {"url": self.data_url()}
         if self.detail is not None:
             url["detail"] = self.detail
         return {"type": "image_url", "image_url": url}
 
     def key(self) -> dict[str, Any]:
+        """The part as the cache key sees it: the bytes' SHA-256, never the bytes."""
         return {"type": "image", "sha256": self.sha256, "mime": self.mime, "detail": self.detail}
 
 
@@ -84,13 +91,16 @@ class VideoPart(_MediaPart):
 
     @classmethod
     def from_file(cls, path: str | Path, *, mime: str | None = None) -> VideoPart:
+        """A video part with the bytes of ``path`` (MIME type from its name unless given)."""
         file = Path(path)
         return cls(file.read_bytes(), mime or _mime_of(file, "video/mp4"))
 
     def wire(self) -> dict[str, Any]:
+        """The part as the API takes it: a ``video_url`` with a ``data:`` URL."""
         return {"type": "video_url", "video_url": {"url": self.data_url()}}
 
     def key(self) -> dict[str, Any]:
+        """The part as the cache key sees it: the bytes' SHA-256, never the bytes."""
         return {"type": "video", "sha256": self.sha256, "mime": self.mime}
 
 
@@ -103,15 +113,18 @@ class AudioPart(_MediaPart):
 
     @classmethod
     def from_file(cls, path: str | Path, *, mime: str | None = None) -> AudioPart:
+        """An audio part with the bytes of ``path`` (MIME type from its name unless given)."""
         file = Path(path)
         return cls(file.read_bytes(), mime or _mime_of(file, "audio/wav"))
 
     def wire(self) -> dict[str, Any]:
+        """The part as a chat API takes it: an ``input_audio`` part, base64."""
         fmt = self.mime.rsplit("/", 1)[-1].removeprefix("x-")
         return {"type": "input_audio",
                 "input_audio": {"data": base64.b64encode(self.data).decode("ascii"), "format": fmt}}
 
     def key(self) -> dict[str, Any]:
+        """The part as the cache key sees it: the bytes' SHA-256, never the bytes."""
         return {"type": "audio", "sha256": self.sha256, "mime": self.mime}
 
 
@@ -126,12 +139,14 @@ class Message:
     content: str | Sequence[Part]
 
     def wire(self) -> dict[str, Any]:
+        """The message as the API takes it."""
         if isinstance(self.content, str):
             return {"role": self.role, "content": self.content}
         return {"role": self.role, "content": [part.wire() for part in self.content]}
 
     def key(self) -> dict[str, Any]:
         # Plain text keys exactly as the wire form, so text requests keep the cache keys they always had.
+        """The message as the cache key sees it (media by content hash)."""
         if isinstance(self.content, str):
             return {"role": self.role, "content": self.content}
         return {"role": self.role, "content": [part.key() for part in self.content]}
@@ -180,6 +195,7 @@ class ChatRequest:
     repeat: int = 0
 
     def overrides(self) -> dict[str, Any]:
+        """The per-request settings that are set, overriding the model's own."""
         return {k: v for k, v in (("temperature", self.temperature), ("seed", self.seed),
                                   ("json_mode", self.json_mode), ("budget_factor", self.budget_factor))
                 if v is not None}
@@ -187,6 +203,8 @@ class ChatRequest:
 
 @dataclass
 class Usage:
+    """Tokens (and audio seconds) an answer used, as the provider reports them."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     cached_input_tokens: int = 0
@@ -202,6 +220,7 @@ class Usage:
     audio_seconds: float = 0.0
 
     def add(self, more: Usage) -> None:
+        """Add ``more`` to these counts."""
         self.input_tokens += more.input_tokens
         self.output_tokens += more.output_tokens
         self.cached_input_tokens += more.cached_input_tokens
@@ -212,6 +231,7 @@ class Usage:
         self.audio_seconds += more.audio_seconds
 
     def as_dict(self) -> dict[str, Any]:
+        """The counts as JSON (``unknown`` and ``audio_seconds`` only when not zero)."""
         counts: dict[str, Any] = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                   "cached_input_tokens": self.cached_input_tokens, "image_tokens": self.image_tokens,
                   "video_tokens": self.video_tokens, "reasoning_tokens": self.reasoning_tokens}
@@ -224,6 +244,8 @@ class Usage:
 
 @dataclass
 class ChatAnswer:
+    """An answer: its text, or a failure status and error; the usage and what the layer learnt (meta)."""
+
     text: str | None
     status: AnswerStatus = "ok"
     error: str = ""  # error class and message for failures; never contains credentials
@@ -251,16 +273,21 @@ class Model(Protocol):
     name: str
 
     @property
-    def cache_identity(self) -> str | None: ...
+    def cache_identity(self) -> str | None:
+        """Where answers come from, for the cache key (None: never cached)."""
 
     @property
-    def max_concurrency(self) -> int | None: ...
+    def max_concurrency(self) -> int | None:
+        """The most requests this model takes at once (None: the session's limit)."""
 
-    def cache_settings(self) -> dict[str, Any]: ...
+    def cache_settings(self) -> dict[str, Any]:
+        """The settings that change an answer, for the cache key."""
 
-    async def complete(self, request: ChatRequest) -> ChatAnswer: ...
+    async def complete(self, request: ChatRequest) -> ChatAnswer:
+        """Answer one request; a failure is an answer with a status, not an exception."""
 
-    async def aclose(self) -> None: ...
+    async def aclose(self) -> None:
+        """Release what the model holds (clients, servers)."""
 
 
 MODEL_MEMBERS = ("name", "cache_identity", "max_concurrency", "cache_settings", "complete", "aclose")
@@ -283,10 +310,13 @@ class ModelBase:
     max_concurrency: int | None = None
 
     def cache_settings(self) -> dict[str, Any]:
+        """No settings change the answer unless a subclass says so."""
         return {}
 
     async def complete(self, request: ChatRequest) -> ChatAnswer:
+        """Answer one request (a subclass implements it)."""
         raise NotImplementedError
 
     async def aclose(self) -> None:
+        """Nothing to release unless a subclass holds something."""
         return None

@@ -40,6 +40,7 @@ def extract_audio(source: str | Path, out: str | Path) -> bool:
 
 
 def wav_seconds(path: str | Path) -> float:
+    """The length of a WAV file in seconds."""
     with wave.open(str(path)) as reader:
         return float(reader.getnframes()) / float(reader.getframerate())
 

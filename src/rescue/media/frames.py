@@ -14,6 +14,8 @@ _JPEG_END = b"\xff\xd9"
 
 @dataclass(frozen=True)
 class Frame:
+    """One frame grabbed from a video: its time in the source and the JPEG bytes."""
+
     time: float  # seconds in the source
     jpeg: bytes
     mime: str = "image/jpeg"
@@ -55,6 +57,8 @@ def split_jpegs(stream: bytes) -> list[bytes]:
 @media_step("frames", "JPEG frames sampled inside a span")
 def grab_frames(source: str | Path, start: float, end: float, *, rate: float = 1.0, cap: int = 8,
                 width: int = 512) -> list[Frame]:
+    """Frames of ``source`` between ``start`` and ``end`` (``rate`` per second, at most ``cap``), ``width`` px wide,
+    in one ffmpeg call."""
     times = frame_times(start, end, rate, cap)
     if not times:
         return []

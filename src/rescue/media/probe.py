@@ -17,6 +17,8 @@ _RATE = re.compile(r"(\d+)\s*Hz")
 
 @dataclass(frozen=True)
 class MediaInfo:
+    """What ffmpeg says of a media file: duration, codecs, size, frame rate, sample rate."""
+
     path: str
     duration: float
     video_codec: str | None = None
@@ -28,10 +30,12 @@ class MediaInfo:
 
     @property
     def has_video(self) -> bool:
+        """Whether the file has a video stream."""
         return self.video_codec is not None
 
     @property
     def has_audio(self) -> bool:
+        """Whether the file has an audio stream."""
         return self.audio_codec is not None
 
 

@@ -16,6 +16,7 @@ DEFAULT_THRESHOLD = 0.3
 
 @media_step("scenes", "times of scene cuts in a video")
 def scene_cuts(source: str | Path, *, threshold: float = DEFAULT_THRESHOLD) -> list[float]:
+    """The times of scene changes in ``source`` above ``threshold`` (ffmpeg's scene score), in seconds."""
     command = [
         ffmpeg_exe(), "-hide_banner", "-nostdin", "-i", str(source), "-an", "-sn",
         "-vf", f"scale=160:-2,select='gt(scene,{threshold:g})',showinfo", "-f", "null", "-",

@@ -21,12 +21,15 @@ STEPS: dict[str, MediaStep] = {}
 
 @dataclass(frozen=True)
 class MediaStep:
+    """A named media operation (cut, frames, audio ...) and what it does, for logs and messages."""
+
     name: str
     run: Callable[..., Any]
     description: str
 
 
 def media_step(name: str, description: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the decorated function as the media step ``name`` (each name once)."""
     def register(function: Callable[..., Any]) -> Callable[..., Any]:
         if name in STEPS:
             raise ValueError(f"media step {name!r} is declared twice")
@@ -37,6 +40,7 @@ def media_step(name: str, description: str) -> Callable[[Callable[..., Any]], Ca
 
 
 def get_step(name: str) -> MediaStep:
+    """The media step called ``name``; KeyError naming the known ones otherwise."""
     try:
         return STEPS[name]
     except KeyError:

@@ -31,6 +31,8 @@ class SubtitleError(RescueError):
 
 @dataclass(frozen=True)
 class Cue:
+    """One subtitle cue: its place in the file, times in seconds, text, and the speakers its lines name."""
+
     index: int  # 1-based position in the file
     start: float  # seconds
     end: float
@@ -40,6 +42,7 @@ class Cue:
     parts: tuple[tuple[str, str], ...] = field(default_factory=tuple)
 
     def shifted(self, offset: float) -> Cue:
+        """The cue moved ``offset`` seconds earlier."""
         return replace(self, start=round(self.start - offset, 3), end=round(self.end - offset, 3))
 
 

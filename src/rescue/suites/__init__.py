@@ -32,6 +32,8 @@ class SuiteError(RescueError):
 
 @dataclass(frozen=True)
 class SuiteModel:
+    """One model of a suite: its spec, its name in the paper, where it comes from, and its settings."""
+
     spec: str
     paper: str | None = None
     source: str = ""
@@ -40,6 +42,8 @@ class SuiteModel:
 
 @dataclass(frozen=True)
 class Suite:
+    """A suite of models to run together (e.g. the paper's), with the run options it sets."""
+
     name: str
     origin: str
     models: list[SuiteModel]
@@ -58,6 +62,7 @@ def _read(name_or_path: str) -> tuple[str, str]:
 
 
 def load_suite(name_or_path: str) -> Suite:
+    """The suite called ``name_or_path`` (a packaged suite's name or a TOML file); SuiteError when it cannot be read."""
     text, origin = _read(name_or_path)
     try:
         data = tomllib.loads(text)
@@ -105,6 +110,8 @@ def apply_suite(config: Any, suite: Suite, *, explicit: Collection[str] = ()) ->
 
 @dataclass(frozen=True)
 class KeyStatus:
+    """Whether the API key a suite's model or judge needs is set, and why not when it cannot be told."""
+
     spec: str
     role: str  # "model" or "judge"
     key_env: str | None  # None: needs no key (a local server)

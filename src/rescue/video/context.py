@@ -85,6 +85,7 @@ class VideoContext:
         return cls(options, sources, store, infos)
 
     def plan(self, task: Task, instance: Instance, context_size: int | None) -> MediaPlan:
+        """The frames or clip one instance sends (made once per task, instance and context size)."""
         key = (task.name, instance.instance_id, context_size)
         with self._lock:
             known = self._plans.get(key)
@@ -252,4 +253,5 @@ class VideoTask:
         return getattr(self.task, name)
 
     def render(self, batch: list[Instance], options: RenderOptions) -> list[MessageLike]:
+        """The task's prompt with the media of each instance."""
         return self.context.render(self.task, batch, options)

@@ -50,10 +50,12 @@ class VideoOptions:
             raise VideoError("media workers must be at least 1")
 
     def to_json(self) -> dict[str, Any]:
+        """The options as JSON (results.json's config)."""
         return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | VideoOptions | None, origin: str = "video options") -> VideoOptions:
+        """Options from JSON (results.json, a suite), checked; VideoError naming an unknown option."""
         if isinstance(data, VideoOptions):
             return data
         if not isinstance(data, dict):

@@ -19,6 +19,8 @@ _EPS = 1e-6
 
 @dataclass(frozen=True)
 class FramePick:
+    """One source frame chosen for an instance, with the row it shows and its time."""
+
     index: int  # source frame, shown from index / fps to (index + 1) / fps
     row_index: int
     time: float  # index / fps
@@ -35,6 +37,7 @@ class MediaPlan:
 
     @property
     def empty(self) -> bool:
+        """Whether the plan sends no media."""
         return not self.frames and self.clip_stop <= self.clip_first
 
 
@@ -55,6 +58,7 @@ def spread(items: list[FramePick], limit: int) -> list[FramePick]:
 
 
 def frame_plan(window: MediaWindow, source: SourceInfo, rate: float, limit: int) -> MediaPlan:
+    """The frames of ``window``: ``rate`` per second of each visible span, at most ``limit`` in all."""
     picks: dict[int, FramePick] = {}
     for span in window.spans:
         first, stop = _frame_range(span.start, span.end, source)

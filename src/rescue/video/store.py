@@ -54,6 +54,7 @@ class SourceInfo:
 
 
 def file_digest(path: Path) -> str:
+    """The SHA-256 of a file's bytes."""
     sha = hashlib.sha256()
     with path.open("rb") as handle:
         while chunk := handle.read(_CHUNK):
@@ -79,6 +80,8 @@ def scaled_size(width: int, height: int, longest: int) -> tuple[int, int]:
 
 
 class MediaStore:
+    """Frames and clips made once, kept by the video's content digest, shared by tasks, models and runs."""
+
     def __init__(self, folder: str | Path | None, options: VideoOptions):
         """``folder`` None: a store that only probes (a dry run), never hashes or makes anything."""
         self.folder = Path(folder) if folder is not None else Path()
@@ -135,6 +138,7 @@ class MediaStore:
     # -- frames --------------------------------------------------------------------------------------------
 
     def frame_path(self, source: SourceInfo, index: int) -> Path:
+        """Where frame ``index`` of ``source`` is kept at these options' size and quality."""
         o = self.options
         return (self.folder / "frames" / source.digest[:2] / source.digest / f"s{o.frame_size}q{o.jpeg_quality}"
                 / f"{index:07d}.jpg")
@@ -181,6 +185,7 @@ class MediaStore:
 
     def clip_path(self, source: SourceInfo, first: int, stop: int) -> Path:
         # "clips2": clips cut before the audio guard (issue 24) may sound past their limit; never reuse them.
+        """Where the clip of frames ``first`` to ``stop - 1`` of ``source`` is kept."""
         return (self.folder / "clips2" / source.digest[:2] / source.digest / f"s{self.options.frame_size}"
                 / f"{first:07d}-{stop:07d}.mp4")
 

@@ -23,9 +23,11 @@ LOW_DETAIL_TOKENS = 85
 
 
 def frames_tokens(count: int, width: int, height: int, *, detail: str | None = None) -> int:
+    """The estimated input tokens of ``count`` frames of ``width`` x ``height`` (with their labels)."""
     per_image = LOW_DETAIL_TOKENS if detail == "low" else image_tokens(width, height)
     return count * (per_image + FRAME_LABEL_TOKENS)
 
 
 def clip_tokens(seconds: float, width: int, height: int) -> int:
+    """The estimated input tokens of a clip of ``seconds`` at ``width`` x ``height``."""
     return math.ceil(seconds * VIDEO_SAMPLE_FPS / VIDEO_TEMPORAL_MERGE) * image_tokens(width, height) if seconds else 0

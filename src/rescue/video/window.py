@@ -20,6 +20,8 @@ from rescue.tasks.prompts import resolve_context_size
 
 @dataclass(frozen=True)
 class Span:
+    """The visible part of one row in an instance's media window, in clip seconds."""
+
     row_index: int
     start: float  # seconds in the clip
     end: float  # exclusive; already cut at the window's limit
@@ -35,14 +37,17 @@ class MediaWindow:
 
     @property
     def empty(self) -> bool:
+        """Whether no row of the window is visible."""
         return not self.spans
 
     @property
     def start(self) -> float:
+        """Where the first visible span starts (0 when none is)."""
         return min(s.start for s in self.spans) if self.spans else 0.0
 
     @property
     def end(self) -> float:
+        """Where the last visible span ends (0 when none is)."""
         return max(s.end for s in self.spans) if self.spans else 0.0
 
 
@@ -53,6 +58,8 @@ def hidden_limit(sample: Sample, first_hidden: int) -> float:
 
 
 def media_window(task: Task, instance: Instance, k: int | None) -> MediaWindow:
+    """The visible spans of ``instance``'s rows (those its prompt shows at context size ``k``), cut where the first
+    hidden row starts."""
     sample = instance.sample
     # The rows the prompt renders, by the same rule that keeps batches leak-free.
     shown = sorted(shown_rows(task, instance, resolve_context_size(k, task.default_context_size)))
