@@ -275,6 +275,18 @@ def test_intensity_score():
         intensity_score(5, 11)
 
 
+def test_one_intensity_scale():
+    # rescue.metrics imports nothing from rescue, so it states the data's scale itself: the two must agree.
+    from rescue.data.taxonomy import INTENSITY_SCALE
+    from rescue.metrics.intensity import INTENSITY_MAX, INTENSITY_MIN
+    from rescue.tasks.generative import answer_intensity, read_intensity
+
+    assert (INTENSITY_MIN, INTENSITY_MAX) == INTENSITY_SCALE == (0, 10)
+    assert read_intensity(10.4) == 10 and read_intensity(11) is None and read_intensity("7") == 7
+    with pytest.raises(ValueError, match="outside 0-10"):
+        answer_intensity("11/10")
+
+
 def test_pair_recall():
     gold = [{"source": "Ann", "target": "Ben"}, {"source": "Ann", "target": "Therapist"}]
     assert pair_recall(gold, [{"source": "ann", "target": "BEN"}]) == 0.5

@@ -22,6 +22,7 @@ from rescue.build.prompts import RELATION_KEYS, ROW_KEYS
 from rescue.data.models import GROUP_LABELS, THERAPIST, Row, Scenario
 from rescue.data.rules import Cast, cast_of, check_row, severity_in
 from rescue.data.taxonomy import (
+    INTENSITY_SCALE,
     UTTERANCE_TYPE_NAMES,
     relation_taxonomy,
     strategy_taxonomy,
@@ -30,7 +31,6 @@ from rescue.media import Cue
 
 # Models round times to hundredths; subtitle times are exact to the millisecond.
 TIME_TOLERANCE = 0.05
-INTENSITY = (0, 10)
 _WORD = re.compile(r"[\w']+")
 _EMPTY: dict[str, Any] = {key: [] for key in ROW_KEYS}
 _EMPTY.update(start_time=0.0, end_time=0.0, primary_speaker="", dialogue_cleaned="", utterance_type="",
@@ -164,7 +164,7 @@ def _check_names(row: _Row, scenario: Scenario, participants: Sequence[str], fal
                            and all(n in entities for n in s["target"])])
             break
     emotions = row.out["internal_emotion"]
-    low, high = INTENSITY
+    low, high = INTENSITY_SCALE
     if any(e.get("person") not in people for e in emotions) or any(
         e.get("intensity") is not None and not low <= e["intensity"] <= high for e in emotions
     ):

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from rescue.data.models import GROUP_LABELS, THERAPIST, Scenario
 from rescue.data.taxonomy import (
     UTTERANCE_TYPES,
-    Taxonomy,
+    label_block,
     relation_taxonomy,
     strategy_precedence,
     strategy_taxonomy,
@@ -52,18 +52,6 @@ _SCHEMA_EXAMPLE = {
 }
 
 
-def _labels(taxonomy: Taxonomy) -> str:
-    lines = []
-    for label in taxonomy.labels:
-        line = f"- {label.name}: {label.definition}"
-        if label.use_when:
-            line += f" Use when: {'; '.join(label.use_when)}."
-        if label.do_not_use_when:
-            line += f" Not when: {'; '.join(label.do_not_use_when)}."
-        lines.append(line)
-    return "\n".join(lines)
-
-
 def entity_set(scenario: Scenario, participants: Sequence[str]) -> list[str]:
     return [*participants, THERAPIST, GROUP_LABELS[scenario]]
 
@@ -75,7 +63,7 @@ def annotation_system_prompt(scenario: Scenario, participants: Sequence[str]) ->
     strategies = strategy_taxonomy(scenario)
     others = sorted({n for s in ("couple", "family") for n in strategy_taxonomy(s).names} - set(strategies.names))
     precedence = "; ".join(f"{a} over {b}" for a, b in strategy_precedence(scenario))
-    utterances = "\n".join(f"- {label.name}: {label.definition}" for label in UTTERANCE_TYPES)
+    utterances = label_block(UTTERANCE_TYPES, rules="none")
     sections = [
         _ROLE,
         ("## Objective\n"
@@ -138,7 +126,7 @@ def annotation_system_prompt(scenario: Scenario, participants: Sequence[str]) ->
         f"filled whenever there is evidence: {', '.join(MUST_SCAN)}."),
         (f"## support_strategy rules ({scenario})\n"
         "Use one of these labels (the main clinical function of the turn, not its surface wording):\n"
-        f"{_labels(strategies)}\n"
+        f"{label_block(strategies.labels, rules='inline')}\n"
         f"When two labels fit, the first of each pair wins: {precedence}.\n"
         + (f"Never use {', '.join(others)}: they are not {scenario} labels.\n" if others else "")
         + "Backchannels (\"mm-hm\"), neutral continuers and ordinary clarifying or fact-finding questions get "
@@ -192,7 +180,7 @@ def relation_system_prompt(scenario: Scenario, participants: Sequence[str]) -> s
         '"<one or two sentences>", "relation_pattern_evidence_rows": [1, 2, 3]}]}. Evidence rows are row_index '
         "values of that row or earlier rows."),
         ("## Labels\nFollow the segment's central relational function, not surface wording:\n"
-        f"{_labels(relation_taxonomy(scenario))}"),
+        f"{label_block(relation_taxonomy(scenario).labels, rules='inline')}"),
         ("## Rules\n- Use only the labels above; mixed_transition is never a fallback for uncertainty.\n"
         "- repair_softening is an early, fragile move; the sustained shared stance is the more stable label. A pause "
         "in conflict is not enough while hostility, withdrawal, a coalition or strain still organises the exchange.\n"

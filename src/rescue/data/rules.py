@@ -24,9 +24,7 @@ from typing import Any
 
 from rescue.data.errors import Severity
 from rescue.data.models import GROUP_LABELS, THERAPIST, Scenario
-from rescue.data.taxonomy import UTTERANCE_TYPE_NAMES, relation_taxonomy, strategy_taxonomy
-
-INTENSITY_RANGE = (0, 10)  # whole numbers: the annotation scale is integer (7.0 reads as 7, 7.5 is an error)
+from rescue.data.taxonomy import INTENSITY_SCALE, UTTERANCE_TYPE_NAMES, relation_taxonomy, strategy_taxonomy
 
 
 @dataclass(frozen=True)
@@ -79,7 +77,7 @@ CUE_CLOSED_SET = Rule("cue-closed-set", _CUE_NAMES, "warning",
 LABEL = Rule("label", "utterance_type, relation_pattern, relation_cycle_state, support_strategy[].strategy_type",
              "error", "labels come from the scenario's taxonomy")
 INTENSITY = Rule("intensity", "internal_emotion[].intensity", "error",
-                 f"an intensity is a whole number {INTENSITY_RANGE[0]}-{INTENSITY_RANGE[1]} (or absent)")
+                 f"an intensity is a whole number {INTENSITY_SCALE[0]}-{INTENSITY_SCALE[1]} (or absent)")
 SELF_TARGET = Rule("self-target", _TARGETS, "error",
                    "nobody targets themselves: not the speaker in the row's target, not Therapist in a support "
                    "strategy's target, not an initiator or background speaker in their own target", lenient=True)
@@ -217,7 +215,7 @@ def check_row(row: Mapping[str, Any], cast: Cast) -> list[Breach]:
         for j, name in names:
             closed(name, f"interaction_behavior[{i}].target[{j}]", CUE_CLOSED_SET)
         _targets(add, f"interaction_behavior[{i}].target", act, act.get("initiator"), "initiator", names)
-    low, high = INTENSITY_RANGE
+    low, high = INTENSITY_SCALE  # whole numbers: 7.0 reads as 7, 7.5 is an error
     for i, emotion in filled("internal_emotion"):
         closed(emotion.get("person"), f"internal_emotion[{i}].person")
         value = emotion.get("intensity")

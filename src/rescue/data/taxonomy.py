@@ -6,9 +6,16 @@ wording of the paper's Tables 7-10 and App. D.3; the authors' RPP taxonomy modul
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from rescue.data.models import Scenario
+
+# The internal-emotion intensity scale: whole points from 0 (none) to 10 (overwhelming). Validation, the
+# build's checks, the ER task and its baselines read it; rescue.metrics.intensity (which imports nothing from
+# rescue) states the same bounds, and tests/test_er_vp.py holds them equal.
+INTENSITY_SCALE = (0, 10)
 
 
 @dataclass(frozen=True)
@@ -20,6 +27,22 @@ class Label:
     use_when: tuple[str, ...] = ()
     do_not_use_when: tuple[str, ...] = ()
     basis: str = ""
+
+
+def label_block(labels: Iterable[Label], *, rules: Literal["below", "inline", "none"] = "below") -> str:
+    """One bullet per label with its definition, the one label list every prompt shows. When to use a label
+    and when not go on lines below it (``below``: the tasks' prompts), after the definition (``inline``: the
+    build's annotation prompt) or nowhere (``none``)."""
+    lines = []
+    for label in labels:
+        line = f"- {label.name}: {label.definition}"
+        use, avoid = "; ".join(label.use_when), "; ".join(label.do_not_use_when)
+        if rules == "inline":
+            line += (f" Use when: {use}." if use else "") + (f" Not when: {avoid}." if avoid else "")
+        lines.append(line)
+        if rules == "below":
+            lines += ([f"  Use when: {use}."] if use else []) + ([f"  Do not use when: {avoid}."] if avoid else [])
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from sklearn.metrics.pairwise import linear_kernel
 
 from rescue.data.errors import RescueError
 from rescue.data.models import GROUP_LABELS, THERAPIST
+from rescue.data.taxonomy import INTENSITY_SCALE
 from rescue.engine.types import ChatAnswer, TaskRequest
 from rescue.tasks.base import Instance, RenderOptions, Task
 
@@ -285,7 +286,7 @@ class UniformBaseline(Baseline):
         if answer == "ranking":
             return rng.sample(candidates, min(TOP_K, len(candidates)))
         if answer == "emotion":
-            return {"emotion": self._phrase(state, instance, rng), "intensity": rng.randint(0, 10)}
+            return {"emotion": self._phrase(state, instance, rng), "intensity": rng.randint(*INTENSITY_SCALE)}
         targets = _people(instance) + [instance.sample.group_label]
         target = rng.choice(targets)
         return [{"source": _speaker(instance), "target": target, "viewpoint": self._phrase(state, instance, rng)}]

@@ -52,7 +52,7 @@ def emotion_gold(row: Row) -> dict[str, Any] | None:
     for item in row.internal_emotion:
         if item.person.strip() != row.speaker or not item.emotion_description.strip():
             continue
-        intensity = gen.gold_intensity(item.intensity)
+        intensity = gen.read_intensity(item.intensity)
         if intensity is not None:
             return {"emotion": item.emotion_description.strip(), "intensity": intensity}
     return None
@@ -100,10 +100,10 @@ def intensity_match(predicted: Any, gold: Any) -> float | None:
     """S_int = max(1, 5 - |pred - gold|) (:func:`rescue.metrics.intensity.intensity_score`) on intensities read
     as the authors do (``int(round(float(x)))`` within 0-10); 1 when the prediction has none, ``None`` when
     the gold has none (nothing to compare against)."""
-    gold_value = gen.gold_intensity(gold)
+    gold_value = gen.read_intensity(gold)
     if gold_value is None:
         return None
-    pred_value = gen.gold_intensity(predicted)
+    pred_value = gen.read_intensity(predicted)
     if pred_value is None:
         return INTENSITY_SCORE_FLOOR
     return intensity_score(gold_value, pred_value)

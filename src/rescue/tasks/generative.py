@@ -14,6 +14,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from rescue.data.models import NON_PERSON_LABELS, Row, Sample
+from rescue.data.taxonomy import INTENSITY_SCALE
 from rescue.tasks import prompts
 from rescue.tasks.base import Instance, PredictionRecord
 from rescue.tasks.parsing import AnswerError, Matching, local_id
@@ -75,15 +76,16 @@ def pick_evenly(items: Sequence[T], limit: int, key: Callable[[T], Hashable] = i
     return sorted(chosen, key=lambda item: order[key(item)])
 
 
-def gold_intensity(value: Any) -> int | None:
-    """A gold intensity as the authors read it: ``int(round(float(x)))`` within 0-10, else None."""
+def read_intensity(value: Any) -> int | None:
+    """An intensity (gold or predicted) as the authors read it: ``int(round(float(x)))`` within the scale
+    (0-10), else None."""
     if isinstance(value, bool) or value is None:
         return None
     try:
         number = round(float(value))
     except (TypeError, ValueError, OverflowError):  # not a number, NaN, infinity
         return None
-    return number if 0 <= number <= 10 else None
+    return number if INTENSITY_SCALE[0] <= number <= INTENSITY_SCALE[1] else None
 
 
 def answer_intensity(value: Any) -> int:
@@ -100,8 +102,9 @@ def answer_intensity(value: Any) -> int:
     if not math.isfinite(number):
         raise AnswerError(f"intensity {value!r} is not a finite number")
     rounded = round(number)
-    if not 0 <= rounded <= 10:
-        raise AnswerError(f"intensity {value!r} is outside 0-10")
+    low, high = INTENSITY_SCALE
+    if not low <= rounded <= high:
+        raise AnswerError(f"intensity {value!r} is outside {low}-{high}")
     return rounded
 
 

@@ -41,23 +41,33 @@ def extract_json(raw: str) -> dict[str, Any]:
         if isinstance(value, list):
             return {"predictions": value}
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, a 5000-digit number, nesting too deep
-        unreadable = _unreadable(exc)
-        if unreadable:
-            raise AnswerError(unreadable) from None
+        _raise_if_unreadable(exc)
+    found = _first_object(text)
+    if found is None:
+        raise AnswerError("no JSON object found in the answer" + (" (truncated?)" if "{" in text else ""))
+    return found
+
+
+def _first_object(text: str) -> dict[str, Any] | None:
+    """The first ``{...}`` (or list of objects, as ``{"predictions": [...]}``) decodable inside ``text``."""
     decoder = json.JSONDecoder()
     for match in re.finditer(r"[{\[]", text):
         try:
             value, _ = decoder.raw_decode(text, match.start())
         except (ValueError, RecursionError) as exc:
-            unreadable = _unreadable(exc)
-            if unreadable:
-                raise AnswerError(unreadable) from None
+            _raise_if_unreadable(exc)
             continue
         if isinstance(value, dict):
             return value
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             return {"predictions": value}
-    raise AnswerError("no JSON object found in the answer" + (" (truncated?)" if "{" in text else ""))
+    return None
+
+
+def _raise_if_unreadable(exc: Exception) -> None:
+    unreadable = _unreadable(exc)
+    if unreadable:
+        raise AnswerError(unreadable) from None
 
 
 def _unreadable(exc: Exception) -> str:

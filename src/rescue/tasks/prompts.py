@@ -13,23 +13,10 @@ from typing import Any
 
 from rescue.data.errors import RescueError
 from rescue.data.models import Sample
-from rescue.data.taxonomy import Label
 from rescue.tasks.render import MODE_EVIDENCE, dumps, write_json
 
 SETTING = {"couple": "a couples-therapy session", "family": "a family-therapy session"}
 CLIENTS = {"couple": "the partners", "family": "the family members"}
-
-
-def label_block(labels: Sequence[Label]) -> str:
-    """One bullet per label with its definition and, when known, when to use it and when not."""
-    lines = []
-    for label in labels:
-        lines.append(f"- {label.name}: {label.definition}")
-        if label.use_when:
-            lines.append(f"  Use when: {'; '.join(label.use_when)}.")
-        if label.do_not_use_when:
-            lines.append(f"  Do not use when: {'; '.join(label.do_not_use_when)}.")
-    return "\n".join(lines)
 
 
 class PromptError(RescueError, ValueError):

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rescue.data.models import Sample
-from rescue.data.taxonomy import Label
+from rescue.data.taxonomy import Label, label_block
 from rescue.metrics.ranking import gold_rank, hit_at_k, ranking_scores, reciprocal_rank
 from rescue.tasks import prompts
 from rescue.tasks.base import Instance, PredictionRecord, lenient_counts
@@ -46,9 +46,9 @@ class RankingTask(ClosedTask):
         raise NotImplementedError
 
     def label_text(self, instance: Instance) -> str:
-        """The label block of the prompt (:func:`prompts.label_block` of ``label_defs``); a task whose set is
+        """The label block of the prompt (:func:`rescue.data.taxonomy.label_block` of ``label_defs``); a task whose set is
         a fixed taxonomy per scenario writes it once."""
-        return prompts.label_block(self.label_defs(instance))
+        return label_block(self.label_defs(instance))
 
     def rules(self, sample: Sample) -> list[str]:
         """Task-specific rules after the label block."""

@@ -12,6 +12,7 @@ from rescue.data.taxonomy import (
     COUPLE_RELATION,
     FAMILY_RELATION,
     Label,
+    label_block,
     relation_taxonomy,
 )
 from rescue.metrics.classification import (
@@ -165,7 +166,7 @@ class RelationPatternTask(RankingTask):
 @functools.cache
 def _label_text(scenario: Scenario) -> str:
     """The scenario's taxonomy as the prompt shows it, the same in every prompt."""
-    return prompts.label_block(relation_taxonomy(scenario).labels)
+    return label_block(relation_taxonomy(scenario).labels)
 
 
 TASK = register(RelationPatternTask())

@@ -7,7 +7,7 @@ import functools
 from typing import Any, ClassVar
 
 from rescue.data.models import Sample, Scenario
-from rescue.data.taxonomy import Label, strategy_taxonomy
+from rescue.data.taxonomy import Label, label_block, strategy_taxonomy
 from rescue.tasks import prompts
 from rescue.tasks.base import Instance
 from rescue.tasks.labels import STRATEGY_SYNONYMS, support_rows
@@ -75,7 +75,7 @@ class SupportStrategyTask(RankingTask):
 @functools.cache
 def _label_text(scenario: Scenario) -> str:
     """The scenario's taxonomy as the prompt shows it, the same in every prompt."""
-    return prompts.label_block(strategy_taxonomy(scenario).labels)
+    return label_block(strategy_taxonomy(scenario).labels)
 
 
 TASK = register(SupportStrategyTask())

@@ -7,7 +7,7 @@ import functools
 from typing import Any, ClassVar
 
 from rescue.data.models import GROUP_LABELS, Sample, Scenario
-from rescue.data.taxonomy import Label
+from rescue.data.taxonomy import Label, label_block
 from rescue.tasks import prompts
 from rescue.tasks.base import Instance
 from rescue.tasks.labels import group_synonyms, support_rows, target_candidates
@@ -36,7 +36,7 @@ def _label_defs(scenario: Scenario, names: tuple[str, ...]) -> list[Label]:
 # The candidates are a sample's people, so a sample's prompts share one label block.
 @functools.lru_cache(maxsize=1024)
 def _label_text(scenario: Scenario, names: tuple[str, ...]) -> str:
-    return prompts.label_block(_label_defs(scenario, names))
+    return label_block(_label_defs(scenario, names))
 
 
 class SupportTargetTask(RankingTask):
