@@ -231,3 +231,16 @@ def test_no_task_is_named_outside_the_tasks_package():
             if value.lower() in TASK_NAMES and (relative, value.lower()) not in NAMED_TASKS_ALLOWED:
                 named.append(f"{relative}:{line}: {value!r}")
     assert not named, "task names outside rescue.tasks (read the registry instead):\n" + "\n".join(named)
+
+
+def test_no_task_module_imports_a_private_name_of_another():
+    """What tasks share lives in the shared modules of rescue.tasks under a public name (issue #25, item 1)."""
+    found = []
+    for module, path in MODULES.items():
+        if _package(module) != "tasks":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("rescue."):
+                found += [f"{path.relative_to(SRC)}:{node.lineno}: {node.module}.{a.name}"
+                          for a in node.names if a.name.startswith("_")]
+    assert not found, "private names imported across modules:\n" + "\n".join(found)

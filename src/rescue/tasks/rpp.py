@@ -4,7 +4,7 @@ content is hidden, from the rows before it (protocol §4)."""
 from __future__ import annotations
 
 import functools
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, get_args
 
 from rescue.data.errors import RescueError
 from rescue.data.models import Sample, Scenario
@@ -28,7 +28,7 @@ from rescue.tasks.registry import register
 from rescue.tasks.spec import Declaration, Metric, TaskOptions, validate_options
 
 RppGold = Literal["auto", "relation_pattern", "relation_cycle_state"]
-RPP_GOLD_CHOICES: tuple[str, ...] = ("auto", "relation_pattern", "relation_cycle_state")
+RPP_GOLD_CHOICES: tuple[str, ...] = get_args(RppGold)
 # "auto" reproduces Table 6 on the complete family scenario (525) and keeps the couple samples that carry
 # only relation_cycle_state (see docs/tasks.md, "RPP gold").
 DEFAULT_RPP_GOLD: RppGold = "auto"
