@@ -27,6 +27,9 @@ REPORTED = 0.15
 
 @dataclass
 class Alignment:
+    """How a session's subtitles sit on its speech: the offset that fits best, how many lines it matches, and the
+    silent lines."""
+
     offset: float  # seconds to add to the lines' times to put them on the speech (what --subs-offset takes)
     matched: int  # line starts within MATCH of an onset at that offset
     lines: int
@@ -34,14 +37,17 @@ class Alignment:
 
     @property
     def reliable(self) -> bool:
+        """Whether enough lines match for the offset to mean something (at least 2 and a third of them)."""
         return self.lines > 0 and self.matched >= max(2, self.lines // 3)
 
     @property
     def reportable(self) -> bool:
+        """Whether the offset is reliable and large enough to tell the user (--subs-offset)."""
         return self.reliable and abs(self.offset) >= REPORTED
 
 
 def onsets(silent: list[tuple[float, float]]) -> list[float]:
+    """The times speech starts: the end of each silence, and 0 when the audio does not open silent."""
     starts = [end for _start, end in silent]
     if not silent or silent[0][0] > 0.0:
         starts.insert(0, 0.0)
@@ -64,6 +70,7 @@ def _matches(starts: list[float], marks: list[float], shift: float) -> list[floa
 
 
 def estimate_offset(cues: list[Cue], silent: list[tuple[float, float]], duration: float) -> Alignment:
+    """The shift (within MAX_SHIFT, smallest first on ties) that puts the most line starts on speech onsets."""
     starts = [cue.start for cue in cues]
     marks = onsets(silent)
     best = (0, 0.0)

@@ -45,6 +45,8 @@ RELATION_OUTPUT_TOKENS_PER_ROW = 80
 
 @dataclass(frozen=True)
 class AnnotateSettings:
+    """How pre-annotation asks: frames or clips, how many images, and the size and overlap of cue windows."""
+
     video_input: VideoInput = "frames"
     frame_rate: float = 0.5  # frames per second of speech
     frames_per_cue: int = 2
@@ -59,6 +61,8 @@ class AnnotateSettings:
 
 @dataclass(frozen=True)
 class SegmentJob:
+    """One segment to pre-annotate: its sample, cast, cues re-timed to the clip, the clip and a scratch folder."""
+
     sample_id: str
     scenario: Scenario
     participants: tuple[str, ...]
@@ -70,6 +74,8 @@ class SegmentJob:
 
 @dataclass(frozen=True)
 class Window:
+    """One request's share of a segment: its cues, the cues whose rows it provides, and its image times."""
+
     number: int
     cues: tuple[Cue, ...]
     owned: tuple[int, int]  # cue indices (inclusive) whose rows this window's answer provides
@@ -77,6 +83,7 @@ class Window:
 
     @property
     def span(self) -> tuple[float, float]:
+        """The window's start and end in the clip."""
         return self.cues[0].start, self.cues[-1].end
 
 
@@ -107,6 +114,7 @@ def _image_times(cues: Sequence[Cue], settings: AnnotateSettings) -> tuple[tuple
 
 
 def plan_segment(job: SegmentJob, settings: AnnotateSettings) -> list[Window]:
+    """The annotation windows of ``job``, each with the frame times it sends."""
     windows = []
     for n, (chunk, owned) in enumerate(make_windows(job.cues, settings.window_cues, settings.window_overlap), 1):
         times = _image_times(chunk, settings) if settings.video_input == "frames" else ()
@@ -116,6 +124,8 @@ def plan_segment(job: SegmentJob, settings: AnnotateSettings) -> list[Window]:
 
 @dataclass
 class Estimate:
+    """What pre-annotation sends: requests, images, video seconds and estimated tokens."""
+
     requests: int = 0
     images: int = 0
     video_seconds: float = 0.0
@@ -123,6 +133,7 @@ class Estimate:
     output_tokens: int = 0
 
     def add(self, other: Estimate) -> None:
+        """Add ``other``'s counts to these."""
         for name in ("requests", "images", "video_seconds", "input_tokens", "output_tokens"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
@@ -150,6 +161,8 @@ def estimate_segment(job: SegmentJob, settings: AnnotateSettings) -> Estimate:
 
 @dataclass
 class SegmentDraft:
+    """The draft rows of one segment, the open problems, the requests made and those that failed."""
+
     rows: list[dict[str, Any]]
     problems: list[Problem]
     requests: int = 0
@@ -158,6 +171,7 @@ class SegmentDraft:
 
     @property
     def complete(self) -> bool:
+        """Whether every request was answered (a rerun asks again for those that failed)."""
         return not self.failed
 
 
@@ -357,6 +371,8 @@ async def _relations(model: Model, job: SegmentJob, rows: list[dict[str, Any]], 
 
 
 async def annotate_segment(model: Model, job: SegmentJob, settings: AnnotateSettings) -> SegmentDraft:
+    """Pre-annotate one segment: each window asked (and re-asked on broken rules), the rows merged, the relation pass
+    run."""
     draft = SegmentDraft([], [])
     windows = plan_segment(job, settings)
     job.work.mkdir(parents=True, exist_ok=True)

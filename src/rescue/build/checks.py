@@ -39,6 +39,7 @@ _ADAPTERS = {key: TypeAdapter(cast(Any, Row.model_fields[key].annotation)) for k
 
 
 def words(text: str) -> list[str]:
+    """The lower-case words of ``text`` (typographic apostrophes made plain)."""
     return _WORD.findall(text.lower().replace("’", "'"))
 
 

@@ -25,6 +25,8 @@ _GROUP_NAME = re.compile(r"^[\w][\w.\-]*$")
 
 
 class BuildInputError(RescueError):
+    """Every input problem of a build at once (the first 30 listed); nothing was written."""
+
     def __init__(self, problems: list[str]):
         self.problems = problems
         head = "\n".join(problems[:30])
@@ -62,6 +64,7 @@ class CheckedSession:
 
     @property
     def stem(self) -> str:
+        """The video's file name without its extension."""
         return self.spec.video.stem
 
 
@@ -70,12 +73,15 @@ def _cue_name(path: Path, cue: Cue) -> str:
 
 
 def clock(seconds: float) -> str:
+    """``seconds`` as HH:MM:SS.mmm."""
     minutes, secs = divmod(seconds, 60)
     hours, minutes = divmod(int(minutes), 60)
     return f"{hours:02d}:{minutes:02d}:{secs:06.3f}"
 
 
 def parse_participants(text: str, where: str) -> tuple[str, ...]:
+    """The names of a participants field (comma or semicolon separated); BuildInputError for none or a reserved
+    label."""
     names = tuple(n.strip() for n in re.split(r"[;,]", text) if n.strip())
     problems = []
     if not names:
@@ -271,12 +277,14 @@ def load_sessions(specs: list[SessionSpec]) -> list[CheckedSession]:
 
 
 def check_scenario(value: str, where: str) -> Scenario:
+    """``value`` when it is couple or family; BuildInputError naming ``where`` otherwise."""
     if value not in GROUP_LABELS:
         raise BuildInputError([f"{where}: scenario: {value!r} is not couple or family"])
     return value  # type: ignore[return-value]
 
 
 def check_group(value: str, where: str) -> str:
+    """``value`` when it is a safe group name (letters, digits, '_', '-', '.'); BuildInputError otherwise."""
     if not _GROUP_NAME.match(value):
         raise BuildInputError([f"{where}: group: {value!r} must be letters, digits, '_', '-' or '.'"])
     return value

@@ -25,6 +25,8 @@ class _Model(BaseModel):
 
 
 class ManifestRow(_Model):
+    """One row of a segment as the build made it: times, text and speakers from the subtitles."""
+
     row_index: int
     start_time: float
     end_time: float
@@ -45,6 +47,8 @@ class Problem(_Model):
 
 
 class ManifestSegment(_Model):
+    """One built segment: its sample, source video and span, clip and subtitles, problems and provenance."""
+
     sample_id: str
     scenario: Scenario
     participants: list[str]
@@ -60,6 +64,8 @@ class ManifestSegment(_Model):
 
 
 class DroppedSegment(_Model):
+    """A segment the build left out, and why."""
+
     sample_id: str
     source_video: str
     start: float
@@ -68,15 +74,19 @@ class DroppedSegment(_Model):
 
 
 class Manifest(_Model):
+    """manifest.json: every built segment and every dropped one."""
+
     version: int = MANIFEST_VERSION
     segments: list[ManifestSegment] = Field(default_factory=list)
     dropped: list[DroppedSegment] = Field(default_factory=list)
 
     def segment(self, sample_id: str) -> ManifestSegment:
+        """The segment of ``sample_id``."""
         return next(s for s in self.segments if s.sample_id == sample_id)
 
 
 def read_manifest(path: str | Path) -> Manifest:
+    """The manifest at ``path``."""
     return Manifest.model_validate_json(Path(path).read_text(encoding="utf-8"))
 
 
@@ -88,10 +98,12 @@ def write_json_atomic(path: Path, value: Any) -> None:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` through a temporary file and a rename: a reader never sees half a file."""
     tmp = path.with_name(f".{path.name}.partial")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 
 
 def write_manifest(path: Path, manifest: Manifest) -> None:
+    """Write the manifest as JSON, atomically."""
     write_json_atomic(path, manifest.model_dump(mode="json"))

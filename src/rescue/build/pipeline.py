@@ -67,6 +67,8 @@ DRAFT_FORMAT = 1
 
 @dataclass
 class BuildConfig:
+    """Everything ``rescue build`` was asked to do: the sessions, the output folder, the model and its limits."""
+
     out: Path
     sessions: list[SessionSpec]
     min_duration: float = 120.0
@@ -112,23 +114,29 @@ class Planned:
 
     @property
     def stem(self) -> str:
+        """The segment's path stem under the output folder (its sample id)."""
         return self.sample_id  # "<group>/<video stem>_segmentNN" is a safe relative path
 
     @property
     def clip(self) -> str:
+        """Where the segment's clip goes, relative to the output folder."""
         return f"clips/{self.stem}.mp4"
 
     @property
     def subtitles(self) -> str:
+        """Where the segment's WebVTT goes, relative to the output folder."""
         return f"subtitles/{self.stem}.vtt"
 
     @property
     def work(self) -> str:
+        """The segment's scratch folder, relative to the output folder."""
         return f"work/{self.stem}"
 
 
 @dataclass
 class BuildOutcome:
+    """What a build did: segments written and dropped, proposals, problems, failures and notes."""
+
     out: Path
     segments: list[str] = field(default_factory=list)
     dropped: list[Dropped] = field(default_factory=list)
@@ -152,6 +160,7 @@ class BuildOutcome:
 
     @property
     def complete(self) -> bool:
+        """Whether nothing failed."""
         return not self.failed
 
 

@@ -53,10 +53,12 @@ _SCHEMA_EXAMPLE = {
 
 
 def entity_set(scenario: Scenario, participants: Sequence[str]) -> list[str]:
+    """The names a row may use: the participants, the therapist and the group label."""
     return [*participants, THERAPIST, GROUP_LABELS[scenario]]
 
 
 def annotation_system_prompt(scenario: Scenario, participants: Sequence[str]) -> str:
+    """The pre-annotation system prompt for a segment of ``scenario`` with these participants."""
     group = GROUP_LABELS[scenario]
     people = ", ".join(participants)
     names = ", ".join(entity_set(scenario, participants))
@@ -154,6 +156,7 @@ def cue_lines(cues: Sequence[Cue]) -> str:
 
 def annotation_user_prompt(cues: Sequence[Cue], clip_duration: float, *, window: tuple[int, int] | None = None,
                            evidence: str = "") -> str:
+    """The pre-annotation request for ``cues`` (one window of them when ``window`` is given)."""
     head = f"The clip lasts {clip_duration:.2f} s."
     if window is not None:
         head += (f" This request covers subtitle lines {window[0]}-{window[1]} of a longer segment; annotate exactly "
@@ -164,12 +167,14 @@ def annotation_user_prompt(cues: Sequence[Cue], clip_duration: float, *, window:
 
 
 def retry_prompt(problems: Sequence[str]) -> str:
+    """The re-ask after an answer broke rules: the broken rules, and a request for the whole corrected answer."""
     listed = "\n".join(f"- {p}" for p in problems)
     return ("Your answer breaks these rules:\n"
             f"{listed}\nAnswer again with the complete corrected JSON object (all rows, not only the fixed ones).")
 
 
 def relation_system_prompt(scenario: Scenario, participants: Sequence[str]) -> str:
+    """The system prompt of the relation pass (a relation pattern for every therapist row)."""
     return "\n\n".join([
         _ROLE,
         ("## Objective\n"
@@ -189,6 +194,7 @@ def relation_system_prompt(scenario: Scenario, participants: Sequence[str]) -> s
 
 
 def relation_user_prompt(rows: Sequence[dict[str, object]]) -> str:
+    """The relation pass's request: the annotated rows, compact."""
     compact = [{key: row.get(key) for key in ("row_index", "start_time", "end_time", "primary_speaker", "target",
                                               "dialogue_cleaned", "utterance_type", "support_strategy")}
                for row in rows]

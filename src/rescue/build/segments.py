@@ -35,11 +35,14 @@ class SegmentSpan:
 
     @property
     def duration(self) -> float:
+        """The span's length in seconds."""
         return round(self.end - self.start, 3)
 
 
 @dataclass(frozen=True)
 class Dropped:
+    """A segment left out of the build, with its span and the reason."""
+
     sample_id: str
     source_video: str
     start: float
@@ -48,6 +51,7 @@ class Dropped:
 
 
 def sample_id(group: str, stem: str, number: int) -> str:
+    """The sample id of segment ``number`` of a video: ``<group>/<stem>_segmentNN``."""
     return f"{group}/{stem}_segment{number:02d}"
 
 
@@ -133,6 +137,7 @@ def propose_segments(cues: list[Cue], duration: float, cuts: list[float], *, tar
 
 
 def write_segments_csv(path: Path, segments: list[SegmentSpan]) -> None:
+    """Write the segments as an editable CSV (start,end,name), atomically."""
     lines = ["start,end,name"] + [f"{clock(s.start)},{clock(s.end)},{s.name}" for s in segments]
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, "\n".join(lines) + "\n")
@@ -140,6 +145,7 @@ def write_segments_csv(path: Path, segments: list[SegmentSpan]) -> None:
 
 def keep_long_enough(group: str, video: Path, segments: list[SegmentSpan], cues: list[Cue],
                      min_duration: float) -> tuple[list[SegmentSpan], list[Dropped]]:
+    """The segments at least ``min_duration`` long, and the others as dropped with the reason."""
     kept, dropped = [], []
     for segment in segments:
         sid = sample_id(group, video.stem, segment.number)

@@ -39,6 +39,8 @@ _SPEAKER_NUMBER = re.compile(r"(\d+)\s*$")
 
 @dataclass(frozen=True)
 class Chunk:
+    """One piece of audio sent for transcription, and the part of it whose lines are kept."""
+
     start: float  # what is sent, in the source's seconds
     end: float
     own_from: float  # what this chunk's answer is kept for (the cut points)
@@ -65,6 +67,8 @@ def plan_chunks(duration: float, silent: list[tuple[float, float]], *, max_secon
 
 @dataclass
 class Line:
+    """One transcribed line: its times, text and speaker when known."""
+
     start: float
     end: float
     text: str
@@ -120,6 +124,7 @@ def merge_answers(chunks: list[Chunk], answers: list[dict[str, Any]]) -> list[Li
 
 
 def srt_text(lines: list[Line]) -> str:
+    """The lines as SubRip text (``Speaker: text`` when the speaker is known)."""
     import pysubs2
 
     subs = pysubs2.SSAFile()
@@ -132,6 +137,8 @@ def srt_text(lines: list[Line]) -> str:
 
 @dataclass
 class TranscriptJob:
+    """One video to transcribe: where its audio and its transcript go."""
+
     video: Path
     out: Path  # DIR/transcripts/<group>/<stem>.srt
     audio: Path  # DIR/audio/<group>/<stem>.wav
@@ -140,6 +147,8 @@ class TranscriptJob:
 
 @dataclass
 class TranscriptOutcome:
+    """What transcription did: transcripts written, videos failed, chunks sent and cached, cost, notes."""
+
     written: list[Path] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     sent: int = 0
@@ -164,6 +173,7 @@ async def transcribe_all(jobs: list[TranscriptJob], model: Model, *, cache: Path
                          log: BuildLog, echo: Callable[[str], None],
                          chunk_seconds: float = CHUNK_SECONDS,
                          retry_after_cap: float = DEFAULT_RETRY_AFTER_CAP) -> TranscriptOutcome:
+    """Transcribe every job's audio in chunks through ``model`` (cached, limited, retried) and write each transcript."""
     from rescue.llm import ModelSession
 
     outcome = TranscriptOutcome()

@@ -152,6 +152,8 @@ def lead_times(db: Session, project: Project) -> list[dict[str, Any]]:
 
 def compute_agreement(db: Session, project: Project) -> dict[str, Any]:
     # unit -> annotator -> row values
+    """Agreement between annotators per field (Krippendorff's alpha, percent agreement) and the model draft's
+    acceptance."""
     units: dict[tuple[str, int], dict[str, dict[str, Any]]] = {}
     drafts: dict[tuple[str, int], dict[str, Any]] = {}
     annotators: set[str] = set()
@@ -207,6 +209,7 @@ def compute_agreement(db: Session, project: Project) -> dict[str, Any]:
 
 
 def agreement_csv(result: dict[str, Any]) -> str:
+    """The agreement result as CSV, one line per field."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["field", "level", "units", "alpha", "percent_agreement", "draft_ratings", "draft_unchanged",

@@ -31,6 +31,7 @@ SECURITY_HEADERS = {
 
 
 def create_app(project_dir: str | Path | Project, db_url: str | None = None) -> FastAPI:
+    """The review app for a project folder and database (SQLite in the folder by default)."""
     project = project_dir if isinstance(project_dir, Project) else load_project(project_dir)
     engine = make_engine(db_url or default_url(project.root))
     # The OpenAPI schema is served behind the login like every other route (below), not by FastAPI itself.

@@ -122,6 +122,7 @@ def _audit(db: Session, user: str, action: str, segment_id: str = "", copy: str 
 
 
 def create_user(db: Session, actor: str, name: str, role: str, password: str) -> User:
+    """Create an account (audited); ReviewError for a bad or taken name, an unknown role or a weak password."""
     if not security.NAME_PATTERN.match(name) or name == FINAL:
         raise ReviewError(f"user name {name!r}: use 1-64 letters, digits, '.', '_' or '-' (and not {FINAL!r})")
     if role not in ROLES:
@@ -143,6 +144,7 @@ def _checked_password(password: str) -> str:
 
 
 def list_users(db: Session) -> list[dict[str, Any]]:
+    """Every account: name, role, when created, and whether and when disabled."""
     return [{"name": u.name, "role": u.role, "created_at": u.created_at, "disabled": bool(u.disabled_at),
              "disabled_at": u.disabled_at or None} for u in db.scalars(select(User).order_by(User.name))]
 
@@ -202,6 +204,7 @@ def login(db: Session, name: str, password: str) -> tuple[User, str, str] | None
 
 
 def logout(db: Session, token: str) -> None:
+    """End the login session of ``token``."""
     with _writing(db, None):
         db.execute(delete(LoginSession).where(LoginSession.token_hash == security.token_hash(token)))
 
@@ -235,6 +238,7 @@ def assign(db: Session, actor: str, project: Project, k: int, annotators: Iterab
 
 
 def assignments(db: Session) -> dict[str, list[str]]:
+    """Who is assigned to each segment, by segment id."""
     rows = db.execute(select(Assignment.segment_id, User.name).join(User, User.id == Assignment.user_id))
     plan: dict[str, list[str]] = {}
     for segment_id, name in rows:
@@ -246,12 +250,14 @@ def assignments(db: Session) -> dict[str, list[str]]:
 
 
 def stored_rows(db: Session, segment_id: str, copy: str, only: int | None = None) -> dict[int, RowCopy]:
+    """The saved rows of one copy of a segment (only row ``only`` when given), by row index."""
     query = select(RowCopy).where(RowCopy.segment_id == segment_id, RowCopy.copy == copy)
     found = db.scalars(query if only is None else query.where(RowCopy.row_index == only))
     return {r.row_index: r for r in found}
 
 
 def segment_assignees(db: Session, segment_id: str) -> list[str]:
+    """The annotators assigned to a segment."""
     rows = db.execute(select(User.name).join(Assignment, Assignment.user_id == User.id)
                       .where(Assignment.segment_id == segment_id))
     return sorted(name for (name,) in rows)
@@ -283,6 +289,7 @@ def draft_counterparts(segment: Segment, values: list[dict[str, Any]]) -> list[d
 
 
 def copy_values(db: Session, segment: Segment, copy: str) -> list[dict[str, Any]]:
+    """The release-format rows of one copy."""
     return [row["values"] for row in copy_rows(db, segment, copy)]
 
 
@@ -576,6 +583,7 @@ def take_rows(db: Session, actor: str, segment: Segment, copy: str, layout: int,
 
 def delete_row(db: Session, actor: str, segment: Segment, copy: str, layout: int, row_index: int, version: int,
                assigned: list[str] | None = None) -> tuple[int, int]:
+    """Delete row ``row_index`` of a copy (a re-cut, audited); the new layout revision and the row reported."""
     def change(rows: Rows) -> tuple[Rows, list[int | None], int]:
         new = cuts.delete(rows, row_index)
         return new, [*range(1, row_index), *range(row_index + 1, len(rows) + 1)], row_index
@@ -587,6 +595,7 @@ def delete_row(db: Session, actor: str, segment: Segment, copy: str, layout: int
 
 
 def segment_state(db: Session, segment_id: str, copy: str) -> SegmentState | None:
+    """The state (open, verified, discarded) stored for one copy, None when never set."""
     return db.scalar(select(SegmentState).where(SegmentState.segment_id == segment_id, SegmentState.copy == copy))
 
 
@@ -640,16 +649,19 @@ def verify(db: Session, actor: str, segment: Segment, copy: str, assigned: list[
 
 
 def discard(db: Session, actor: str, segment_id: str, copy: str, reason: str, comment: str) -> None:
+    """Mark a copy discarded, with the reason and comment (audited)."""
     with _writing(db, segment_id):
         _set_state(db, actor, segment_id, copy, "discarded", reason, comment)
 
 
 def reopen(db: Session, actor: str, segment_id: str, copy: str) -> None:
+    """Mark a copy open again (audited)."""
     with _writing(db, segment_id):
         _set_state(db, actor, segment_id, copy, "open")
 
 
 def add_comment(db: Session, actor: str, segment_id: str, row_index: int | None, text: str) -> Comment:
+    """Add a comment to a segment or a row (audited)."""
     with _writing(db, None):  # only inserts
         entry = Comment(segment_id=segment_id, row_index=row_index, author=actor, text=text, created_at=now())
         db.add(entry)
@@ -658,11 +670,13 @@ def add_comment(db: Session, actor: str, segment_id: str, row_index: int | None,
 
 
 def comments(db: Session, segment_id: str) -> list[dict[str, Any]]:
+    """A segment's comments, oldest first."""
     found = db.scalars(select(Comment).where(Comment.segment_id == segment_id).order_by(Comment.id))
     return [{"id": c.id, "row_index": c.row_index, "author": c.author, "text": c.text, "created_at": c.created_at} for c in found]
 
 
 def audit_log(db: Session, segment_id: str, row_index: int | None = None) -> list[dict[str, Any]]:
+    """A segment's audit entries (one row's when ``row_index`` is given), oldest first."""
     query = select(AuditEntry).where(AuditEntry.segment_id == segment_id)
     if row_index is not None:
         query = query.where(AuditEntry.row_index == row_index)

@@ -160,6 +160,7 @@ def check_times(rows: list[Row], index: int, start: float, end: float) -> list[d
 
 
 def overlap(a: Row, b: Row) -> float:
+    """How many seconds rows ``a`` and ``b`` overlap (negative: the gap between them)."""
     return min(_time(a, "end_time"), _time(b, "end_time")) - max(_time(a, "start_time"), _time(b, "start_time"))
 
 

@@ -19,6 +19,7 @@ DB_FILE = "review.db"
 
 
 def default_url(root: Path) -> str:
+    """The SQLite database in the project folder, as a SQLAlchemy URL."""
     return f"sqlite:///{(Path(root) / DB_FILE).resolve()}"
 
 
@@ -96,4 +97,5 @@ def _shown(url: str) -> str:
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:
+    """A maker of database sessions on ``engine`` (objects stay readable after commit)."""
     return sessionmaker(engine, expire_on_commit=False)

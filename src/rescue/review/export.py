@@ -73,10 +73,12 @@ def build_export(db: Session, project: Project) -> tuple[list[dict[str, Any]], d
 
 
 def to_jsonl(samples: list[dict[str, Any]]) -> str:
+    """The samples as JSONL text."""
     return "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in samples)
 
 
 def sidecar_path(out: Path) -> Path:
+    """Where the provenance of an export to ``out`` goes: OUT.provenance.json."""
     return out.with_name(out.stem + ".provenance.json")
 
 

@@ -23,6 +23,8 @@ from rescue.review.project import Segment, raw_record
 
 @dataclass(frozen=True)
 class FieldSpec:
+    """One editable field of a row: its name and title, the control it gets, its dimension and labels."""
+
     name: str
     title: str
     kind: str  # entity | entities | label | text | longtext | rows | list
@@ -111,6 +113,7 @@ def label_sets(scenario: str) -> dict[str, list[dict[str, Any]]]:
 
 
 def field_schema() -> list[dict[str, Any]]:
+    """The editable fields as JSON, for the editor's controls."""
     return [
         {"name": f.name, "title": f.title, "kind": f.kind, "dimension": f.dimension, "labels": f.labels,
          "item": [{"key": k, "kind": kind} for k, kind in f.item], "nullable": f.name in NULLABLE}
@@ -134,12 +137,14 @@ def _root(field_path: str) -> str:
 
 
 def sample_with(segment: Segment, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The segment's sample with ``rows`` in place of its own."""
     data = copy.copy(segment.data)
     data["rows"] = rows
     return data
 
 
 def cast(segment: Segment) -> Cast:
+    """The cast a segment's rows are checked against."""
     return cast_of(segment.scenario if segment.scenario in ("couple", "family") else "couple",  # type: ignore[arg-type]
                    segment.participants)
 

@@ -16,6 +16,8 @@ GUIDELINES_FILE = "guidelines.md"
 
 @dataclass(frozen=True)
 class Guidelines:
+    """The lab's guidelines.md rendered to HTML, and its path in the project."""
+
     path: str  # as shown to the reader: relative to the project folder
     html: str  # empty when the project has no guidelines file
 

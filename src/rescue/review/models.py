@@ -13,14 +13,19 @@ FINAL = "final"  # the copy adjudicators write; every other copy is named after 
 
 
 def now() -> str:
+    """The current UTC time, ISO 8601 to the millisecond."""
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 class Base(DeclarativeBase):
+    """The declarative base of the review tables."""
+
     pass
 
 
 class User(Base):
+    """An account: name, role, password hash, when created and when disabled."""
+
     __tablename__ = "users"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(64), unique=True)
@@ -32,6 +37,8 @@ class User(Base):
 
 
 class LoginSession(Base):
+    """A login: the hash of its cookie's token, the user, the CSRF token and when it expires."""
+
     __tablename__ = "sessions"
     token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
@@ -41,6 +48,8 @@ class LoginSession(Base):
 
 
 class Assignment(Base):
+    """One annotator assigned to one segment."""
+
     __tablename__ = "assignments"
     __table_args__ = (UniqueConstraint("segment_id", "user_id"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -98,6 +107,8 @@ class SegmentState(Base):
 
 
 class Comment(Base):
+    """A comment on a segment or one of its rows."""
+
     __tablename__ = "comments"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     segment_id: Mapped[str] = mapped_column(Text, index=True)

@@ -20,6 +20,8 @@ ALL_FIELDS = sorted(FIELD_NAMES)
 
 @dataclass
 class SegmentProgress:
+    """Where one segment stands: its rows, assignees, annotators, each copy's state and how far each got."""
+
     sample_id: str
     rows: int
     assigned: list[str]
@@ -32,6 +34,7 @@ class SegmentProgress:
     source: str | None = None  # the copy that is exported when verified
 
     def as_dict(self) -> dict[str, Any]:
+        """The progress as JSON."""
         return dict(self.__dict__)
 
 
@@ -53,6 +56,7 @@ def _same_values(db: Session, segment: Segment, copies: list[str]) -> bool:
 
 
 def project_progress(db: Session, project: Project) -> dict[str, SegmentProgress]:
+    """The progress of every segment of the project, by sample id."""
     plan = assignments(db)
     states: dict[str, dict[str, dict[str, Any]]] = {}
     for s in db.scalars(select(SegmentState)):

@@ -33,6 +33,7 @@ class SegmentProblem:
     source: str  # "build" (from the manifest) or "validation" (found when the draft was read)
 
     def as_dict(self) -> dict[str, Any]:
+        """The problem as JSON."""
         return {"row_index": self.row_index, "field": self.field, "message": self.message, "source": self.source}
 
 
@@ -53,14 +54,17 @@ class Segment:
 
     @property
     def scenario(self) -> str:
+        """The sample's scenario."""
         return str(self.data.get("scenario", "couple"))
 
     @property
     def participants(self) -> list[str]:
+        """The sample's participants."""
         return [str(p) for p in self.data.get("participants") or []]
 
     @property
     def rows(self) -> list[dict[str, Any]]:
+        """The draft's rows, as read."""
         return list(self.data.get("rows") or [])
 
     @property
@@ -69,6 +73,8 @@ class Segment:
         return [*self.participants, THERAPIST, GROUP_LABELS.get(self.scenario, "Couple")]
 
 class ProjectError(DataError):
+    """A project folder that cannot be read, with every problem."""
+
     pass
 
 
@@ -78,6 +84,8 @@ def _issue(path: Path, line: int, message: str, field_name: str = "") -> Project
 
 @dataclass
 class Project:
+    """A review project: its folder and every segment of its draft, with their media."""
+
     root: Path
     segments: dict[str, Segment]
     has_manifest: bool
@@ -88,9 +96,11 @@ class Project:
         return {p for s in self.segments.values() for p in (s.clip, s.subtitles) if p}
 
     def segment(self, sample_id: str) -> Segment | None:
+        """The segment of ``sample_id``, None when there is none."""
         return self.segments.get(sample_id)
 
     def files(self) -> dict[str, Any]:
+        """What the project folder holds: the draft, the manifest, clips (and how many are there), subtitles."""
         clips = [s.clip for s in self.segments.values() if s.clip]
         return {
             "draft": DRAFT_FILE,
@@ -194,4 +204,5 @@ def _read_manifest(root: Path, path: Path, segments: dict[str, Segment]) -> None
 
 
 def raw_record(data: dict[str, Any], file: str = DRAFT_FILE, line: int = 1) -> RawRecord:
+    """A draft sample as a raw record of ``file`` at ``line``, for validation."""
     return RawRecord(file, line, data)

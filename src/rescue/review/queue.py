@@ -37,6 +37,7 @@ class QueueQuery:
     descending: bool = False
 
     def keeps(self, item: dict[str, Any]) -> bool:
+        """Whether a queue item passes every filter that is set."""
         return ((self.status is None or item["status"] == self.status)
                 and (self.assignee is None or self.assignee in item["assigned"])
                 and (self.problems is None or (item["problems"] > 0) == self.problems)

@@ -30,10 +30,12 @@ def set_hash_cost(time_cost: int, memory_cost_kib: int) -> None:
 
 
 def hash_password(password: str) -> str:
+    """The argon2 hash of ``password``."""
     return _hasher.hash(password)
 
 
 def verify_password(password_hash: str, password: str) -> bool:
+    """Whether ``password`` matches the hash (False for a malformed hash)."""
     try:
         return _hasher.verify(password_hash, password)
     except (VerificationError, InvalidHashError):
@@ -94,6 +96,7 @@ class LoginThrottle:
             return None
 
     def end(self, client: str, name: str, ok: bool) -> None:
+        """A login attempt finished: free its places, and count a failure against the client and the name."""
         with self._lock:
             for key in ("c:" + client, "n:" + name):
                 left = self._pending.get(key, 1) - 1
@@ -108,22 +111,27 @@ class LoginThrottle:
 
 
 def new_token() -> str:
+    """A new random token (URL-safe, 256 bits)."""
     return secrets.token_urlsafe(32)
 
 
 def token_hash(token: str) -> str:
+    """The SHA-256 of a token: what the database keeps instead of the token."""
     return hashlib.sha256(token.encode()).hexdigest()
 
 
 def same(a: str, b: str) -> bool:
+    """Whether two secrets are equal, compared in constant time."""
     return hmac.compare_digest(a.encode(), b.encode())
 
 
 def expiry() -> str:
+    """When a login made now expires."""
     return (datetime.now(UTC) + timedelta(hours=SESSION_HOURS)).isoformat(timespec="seconds")
 
 
 def expired(when: str) -> bool:
+    """Whether the time ``when`` has passed."""
     return datetime.fromisoformat(when) < datetime.now(UTC)
 
 
@@ -138,6 +146,7 @@ MAX_TEXT_CHARS = 10_000
 
 
 def body_limit(path: str) -> int:
+    """The most bytes a request body to ``path`` may hold (a login's limit is smaller)."""
     return LOGIN_BODY_BYTES if path.rstrip("/") == "/api/login" else BODY_BYTES
 
 

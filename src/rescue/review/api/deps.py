@@ -34,6 +34,8 @@ PlainText = Annotated[str, AfterValidator(_storable)]
 
 @dataclass(frozen=True)
 class Actor:
+    """The logged-in user of a request: id, name, role and the login's CSRF token."""
+
     id: int
     name: str
     role: str
@@ -41,6 +43,7 @@ class Actor:
     token: str
 
     def at_least(self, role: str) -> bool:
+        """Whether the actor's role is ``role`` or above it."""
         return ROLES.index(self.role) >= ROLES.index(role)
 
 
@@ -52,6 +55,7 @@ class LoginRequired(Exception):
 
 
 def get_db(request: Request) -> Iterator[Session]:
+    """A database session for one request, closed after it."""
     db = request.app.state.sessions()
     try:
         yield db
@@ -60,6 +64,7 @@ def get_db(request: Request) -> Iterator[Session]:
 
 
 def get_project(request: Request) -> Project:
+    """The project the app serves."""
     return request.app.state.project  # type: ignore[no-any-return]
 
 
@@ -84,6 +89,7 @@ def _actor(request: Request, db: Session) -> Actor | None:
 
 
 def current_user(request: Request, db: Db) -> Actor:
+    """The logged-in user of an API request (401 without a login; 403 for a write without the CSRF header)."""
     actor = _actor(request, db)
     if actor is None:
         raise HTTPException(401, "log in first (POST /api/login)")
@@ -95,6 +101,7 @@ def current_user(request: Request, db: Db) -> Actor:
 
 
 def page_user(request: Request, db: Db) -> Actor:
+    """The logged-in user of a page request; without a login, a redirect to the login page."""
     actor = _actor(request, db)
     if actor is None:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
@@ -107,6 +114,7 @@ PageUser = Annotated[Actor, Depends(page_user)]
 
 
 def require(role: str):  # type: ignore[no-untyped-def]
+    """A dependency that lets through users with ``role`` or above (403 otherwise)."""
     def check(actor: CurrentUser) -> Actor:
         if not actor.at_least(role):
             raise HTTPException(403, f"needs the {role} role")
@@ -120,6 +128,7 @@ Admin = Annotated[Actor, Depends(require("admin"))]
 
 
 def get_segment(project: Project, segment_id: str) -> Segment:
+    """The project's segment ``segment_id``; 404 when there is none."""
     segment = project.segment(segment_id)
     if segment is None:
         raise HTTPException(404, f"no segment {segment_id!r}")
@@ -127,6 +136,7 @@ def get_segment(project: Project, segment_id: str) -> Segment:
 
 
 def has_assignments(db: Session) -> bool:
+    """Whether any segment has been assigned yet."""
     return db.scalar(select(Assignment.id).limit(1)) is not None
 
 

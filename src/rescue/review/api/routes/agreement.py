@@ -15,6 +15,7 @@ router = APIRouter(prefix="/api", tags=["agreement"])
 @router.get("/agreement", response_model=None)
 def agreement(actor: Adjudicator, db: Db, project: ProjectDep, format: str = "json") -> dict[str, Any] | PlainTextResponse:
     # Agreement pulls in the metrics: imported when asked for, so the server answers its first page sooner.
+    """GET /api/agreement: agreement between annotators as JSON, or CSV with ``format=csv`` (adjudicators)."""
     from rescue.review.annotator_agreement import agreement_csv, compute_agreement
 
     result = compute_agreement(db, project)

@@ -16,6 +16,8 @@ router = APIRouter(prefix="/api", tags=["export"])
 
 @router.get("/export", response_model=None)
 def export(actor: Adjudicator, db: Db, project: ProjectDep, provenance: bool = False) -> PlainTextResponse | dict[str, Any]:
+    """GET /api/export: the verified segments as release-format JSONL, or their provenance (adjudicators); 422 when
+    one does not validate."""
     try:
         samples, sidecar = build_export(db, project)
     except DataError as exc:

@@ -12,6 +12,8 @@ router = APIRouter(prefix="/api", tags=["login"])
 
 
 class LoginBody(BaseModel):
+    """The body of POST /api/login."""
+
     model_config = ConfigDict(extra="forbid")
     name: PlainText
     password: PlainText
@@ -19,6 +21,7 @@ class LoginBody(BaseModel):
 
 @router.post("/login")
 def login(body: LoginBody, request: Request, response: Response, db: Db) -> dict[str, str]:
+    """POST /api/login: check the password (throttled), start a login session and set its cookie."""
     throttle: security.LoginThrottle = request.app.state.login_throttle
     client = request.client.host if request.client else ""
     refused = throttle.begin(client, body.name)
@@ -43,6 +46,7 @@ def login(body: LoginBody, request: Request, response: Response, db: Db) -> dict
 
 @router.post("/logout")
 def logout(actor: CurrentUser, response: Response, db: Db) -> dict[str, bool]:
+    """POST /api/logout: end the login session and remove its cookie."""
     crud.logout(db, actor.token)
     response.delete_cookie(security.SESSION_COOKIE, path="/")
     return {"ok": True}
@@ -50,4 +54,5 @@ def logout(actor: CurrentUser, response: Response, db: Db) -> dict[str, bool]:
 
 @router.get("/me")
 def me(actor: CurrentUser) -> dict[str, str]:
+    """GET /api/me: the logged-in user's name, role and CSRF token."""
     return {"name": actor.name, "role": actor.role, "csrf": actor.csrf}

@@ -28,6 +28,7 @@ MEDIA_TYPES = {".mp4": "video/mp4", ".webm": "video/webm", ".vtt": "text/vtt", "
 def safe_media_path(root: Path, allowed: set[str], raw_path: str, path: str) -> Path:
     # Starlette has already percent-decoded `path`; an encoded dot, slash, backslash, percent or NUL in the
     # raw path (or a '%' surviving decoding) is traversal dressed up, which no manifest path needs.
+    """The file of a media path the manifest names, inside the project folder; 403 for traversal, 404 otherwise."""
     if "%" in path or _ENCODED.search(raw_path) or "\\" in path or "\x00" in path:
         raise HTTPException(403, "refused: encoded characters in a media path")
     pure = PurePosixPath(path)
@@ -45,6 +46,7 @@ def safe_media_path(root: Path, allowed: set[str], raw_path: str, path: str) -> 
 
 @router.get("/media/{path:path}")
 def media(path: str, request: Request, actor: CurrentUser, db: Db, project: ProjectDep) -> FileResponse:
+    """GET /media/PATH: a clip or subtitle file of a segment in the user's queue."""
     raw = request.scope.get("raw_path", b"").decode("latin-1").split("/media/", 1)[-1]
     file = safe_media_path(project.root, project.media_files, raw, path)
     owners = [s.sample_id for s in project.segments.values() if path in (s.clip, s.subtitles)]
@@ -80,6 +82,7 @@ def clip_waveform(root: Path, clip: Path) -> dict[str, Any]:
 
 @router.get("/api/segments/{segment_id:path}/waveform")
 def segment_waveform(segment_id: str, actor: CurrentUser, db: Db, project: ProjectDep) -> dict[str, Any]:
+    """GET /api/segments/ID/waveform: the clip's waveform for the timeline (422 when it cannot be read)."""
     from rescue.media import MediaError
 
     segment = get_segment(project, segment_id)

@@ -21,6 +21,7 @@ router = APIRouter(include_in_schema=False)
 
 
 def render(request: Request, name: str, actor: Any, **context: Any) -> HTMLResponse:
+    """A page from its template, with the actor."""
     templates = request.app.state.templates
     return templates.TemplateResponse(request, name, {"actor": actor, **context})  # type: ignore[no-any-return]
 
@@ -31,6 +32,7 @@ def _safe_next(value: str) -> str:
 
 @router.get("/login", response_class=HTMLResponse)
 def login_page(request: Request, next: str = "/") -> HTMLResponse:
+    """GET /login: the login page."""
     return render(request, "login.html", None, next_url=_safe_next(next))
 
 
@@ -60,6 +62,7 @@ def _queue_query(params: dict[str, str]) -> QueueQuery:
 
 @router.get("/", response_class=HTMLResponse)
 def dashboard_page(request: Request, actor: PageUser, db: Db, project: ProjectDep) -> HTMLResponse:
+    """GET /: the dashboard: progress, the queue with its filters and the transcript search."""
     users = [(u.name, u.role) for u in db.scalars(select(User).order_by(User.name))]
     numbers = dashboard(db, project, users)
     params = {name: request.query_params.get(name, "") for name in QUEUE_PARAMS}
@@ -81,6 +84,7 @@ def dashboard_page(request: Request, actor: PageUser, db: Db, project: ProjectDe
 
 @router.get("/segments/{segment_id:path}/adjudicate", response_class=HTMLResponse)
 def adjudicate_page(segment_id: str, request: Request, actor: PageUser, project: ProjectDep) -> Response:
+    """GET /segments/ID/adjudicate: the adjudication view (adjudicators; others go to the segment page)."""
     get_segment(project, segment_id)
     if not actor.at_least("adjudicator"):
         return RedirectResponse(request.url_for("segment_page", segment_id=segment_id), status_code=303)
@@ -91,6 +95,7 @@ def adjudicate_page(segment_id: str, request: Request, actor: PageUser, project:
 @router.get("/segments/{segment_id:path}", response_class=HTMLResponse, name="segment_page")
 def segment_page(segment_id: str, request: Request, actor: PageUser, db: Db, project: ProjectDep,
                  copy: str = "mine") -> HTMLResponse:
+    """GET /segments/ID: the segment editor, with links to the previous and next segment of the queue."""
     get_segment(project, segment_id)
     require_queue(db, actor, segment_id)
     ids = list(project.segments)
@@ -107,6 +112,7 @@ def segment_page(segment_id: str, request: Request, actor: PageUser, db: Db, pro
 
 @router.get("/agreement", response_class=HTMLResponse)
 def agreement_page(request: Request, actor: PageUser, db: Db, project: ProjectDep) -> Response:
+    """GET /agreement: agreement between annotators (adjudicators)."""
     if not actor.at_least("adjudicator"):
         return RedirectResponse("/", status_code=303)
     from rescue.review.annotator_agreement import compute_agreement  # see routes/agreement.py
@@ -116,6 +122,7 @@ def agreement_page(request: Request, actor: PageUser, db: Db, project: ProjectDe
 
 @router.get("/admin", response_class=HTMLResponse)
 def admin_page(request: Request, actor: PageUser, db: Db) -> Response:
+    """GET /admin: users and assignments (admins)."""
     if not actor.at_least("admin"):
         return RedirectResponse("/", status_code=303)
     return render(request, "admin.html", actor, users=list_users(db), roles=ROLES)

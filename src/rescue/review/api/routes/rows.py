@@ -32,6 +32,8 @@ router = APIRouter(prefix="/api", tags=["rows"])
 
 
 class RowSave(BaseModel):
+    """The body of a row save: the version it edits, the changed fields, accepted fields and acknowledged warnings."""
+
     model_config = ConfigDict(extra="forbid")
     version: StrictInt
     fields: dict[str, Any] = Field(default_factory=dict)
@@ -43,6 +45,8 @@ class RowSave(BaseModel):
 @router.put("/segments/{segment_id:path}/rows/{row_index:int}", response_model=None)
 def save_row(segment_id: str, row_index: int, body: RowSave, actor: CurrentUser, db: Db, project: ProjectDep,
              copy: str | None = None) -> dict[str, Any] | JSONResponse:
+    """PUT a row of a copy: saved when its version is current (409 with both versions otherwise), 422 for a field
+    that breaks a rule."""
     segment = get_segment(project, segment_id)
     target = resolve_copy(db, actor, segment_id, copy, write=True)
     try:
@@ -66,22 +70,30 @@ def save_row(segment_id: str, row_index: int, body: RowSave, actor: CurrentUser,
 
 
 class CutBase(BaseModel):
+    """What every re-cut sends: the copy's cut revision (layout) it was made on."""
+
     model_config = ConfigDict(extra="forbid")
     layout: StrictInt
 
 
 class SplitBody(CutBase):
+    """The body of a split: the row's version, the time to split at, and where its text splits."""
+
     version: StrictInt
     at: float
     text_at: StrictInt | None = None
 
 
 class MergeBody(CutBase):
+    """The body of a merge: the versions of the row and of the next one."""
+
     version: StrictInt
     next_version: StrictInt
 
 
 class InsertBody(CutBase):
+    """The body of an insert: the new row's times, speaker and text."""
+
     start_time: float = Field(ge=0)
     end_time: float = Field(ge=0)
     primary_speaker: PlainText = ""
@@ -89,10 +101,14 @@ class InsertBody(CutBase):
 
 
 class DeleteBody(CutBase):
+    """The body of a delete: the row's version."""
+
     version: StrictInt
 
 
 class TakeBody(CutBase):
+    """The body of taking another copy's cut: the copy to take it from."""
+
     source: PlainText
 
 
@@ -115,6 +131,7 @@ def _cut(db: Db, project: ProjectDep, actor: CurrentUser, segment: Segment, copy
 @router.post("/segments/{segment_id:path}/rows/{row_index:int}/split", response_model=None)
 def split_row(segment_id: str, row_index: int, body: SplitBody, actor: CurrentUser, db: Db, project: ProjectDep,
               copy: str | None = None) -> dict[str, Any] | JSONResponse:
+    """POST: split a row of a copy in two."""
     segment = get_segment(project, segment_id)
     return _cut(db, project, actor, segment, copy, lambda target, assigned: crud.split_row(
         db, actor.name, segment, target, body.layout, row_index, body.version, body.at, body.text_at, assigned))
@@ -132,6 +149,7 @@ def merge_rows(segment_id: str, row_index: int, body: MergeBody, actor: CurrentU
 @router.post("/segments/{segment_id:path}/rows", response_model=None, status_code=201)
 def insert_row(segment_id: str, body: InsertBody, actor: CurrentUser, db: Db, project: ProjectDep,
                copy: str | None = None) -> dict[str, Any] | JSONResponse:
+    """POST: insert a row into a copy."""
     segment = get_segment(project, segment_id)
     return _cut(db, project, actor, segment, copy, lambda target, assigned: crud.insert_row(
         db, actor.name, segment, target, body.layout, body.start_time, body.end_time, body.primary_speaker,
@@ -155,6 +173,7 @@ def take_rows(segment_id: str, body: TakeBody, actor: CurrentUser, db: Db, proje
 @router.delete("/segments/{segment_id:path}/rows/{row_index:int}", response_model=None)
 def delete_row(segment_id: str, row_index: int, body: DeleteBody, actor: CurrentUser, db: Db, project: ProjectDep,
                copy: str | None = None) -> dict[str, Any] | JSONResponse:
+    """DELETE: delete a row of a copy."""
     segment = get_segment(project, segment_id)
     return _cut(db, project, actor, segment, copy, lambda target, assigned: crud.delete_row(
         db, actor.name, segment, target, body.layout, row_index, body.version, assigned))
@@ -162,5 +181,6 @@ def delete_row(segment_id: str, row_index: int, body: DeleteBody, actor: Current
 
 @router.get("/segments/{segment_id:path}/rows/{row_index:int}/audit")
 def row_audit(segment_id: str, row_index: int, actor: CurrentUser, db: Db, project: ProjectDep) -> list[dict[str, Any]]:
+    """GET: a row's audit log, as far as the user may see it."""
     get_segment(project, segment_id)
     return visible_audit(db, actor, segment_id, row_index)

@@ -37,18 +37,23 @@ RULEBOOK = [{"id": r.id, "fields": r.fields, "severity": r.severity, "message": 
 
 
 class DiscardBody(BaseModel):
+    """The body of a discard: the reason and a comment (required for "other")."""
+
     model_config = ConfigDict(extra="forbid")
     reason: PlainText
     comment: PlainText = ""
 
 
 class CommentBody(BaseModel):
+    """The body of a comment: its text, and the row it is about when any."""
+
     model_config = ConfigDict(extra="forbid")
     text: PlainText = Field(min_length=1, max_length=10_000)
     row_index: int | None = None
 
 
 def media_url(path: str | None) -> str | None:
+    """The /media/ URL of a project path, None for none."""
     return "/media/" + quote(path) if path else None
 
 
@@ -63,6 +68,7 @@ def _copy_comments(db: Db, segment_id: str, copy: str) -> list[dict[str, Any]]:
 
 
 def segment_payload(db: Db, project: Project, segment: Segment, copy: str) -> dict[str, Any]:
+    """Everything the editor shows of one copy of a segment: rows, problems, state, cut, media, comments."""
     assigned = segment_assignees(db, segment.sample_id)
     rows = crud.copy_rows(db, segment, copy, assigned)
     problems: dict[int | None, list[dict[str, Any]]] = {}
@@ -128,6 +134,7 @@ def list_segments(
 
 @router.get("/segments/{segment_id:path}/audit")
 def segment_audit(segment_id: str, actor: CurrentUser, db: Db, project: ProjectDep, row: int | None = None) -> list[dict[str, Any]]:
+    """GET: a segment's audit log (one row's with ``row``), as far as the user may see it."""
     get_segment(project, segment_id)
     return visible_audit(db, actor, segment_id, row)
 
@@ -151,6 +158,7 @@ def segment_versions(segment_id: str, actor: Adjudicator, db: Db, project: Proje
 
 @router.post("/segments/{segment_id:path}/verify")
 def verify(segment_id: str, actor: CurrentUser, db: Db, project: ProjectDep, copy: str | None = None) -> dict[str, str]:
+    """POST: mark a copy verified; 422 listing what must be fixed first."""
     segment = get_segment(project, segment_id)
     target = resolve_copy(db, actor, segment_id, copy, write=True)
     try:
@@ -163,6 +171,7 @@ def verify(segment_id: str, actor: CurrentUser, db: Db, project: ProjectDep, cop
 @router.post("/segments/{segment_id:path}/discard")
 def discard(segment_id: str, body: DiscardBody, actor: CurrentUser, db: Db, project: ProjectDep,
             copy: str | None = None) -> dict[str, str]:
+    """POST: discard a copy, with a known reason."""
     get_segment(project, segment_id)
     target = resolve_copy(db, actor, segment_id, copy, write=True)
     if body.reason not in DISCARD_REASONS:
@@ -177,6 +186,7 @@ def discard(segment_id: str, body: DiscardBody, actor: CurrentUser, db: Db, proj
 
 @router.post("/segments/{segment_id:path}/reopen")
 def reopen(segment_id: str, actor: CurrentUser, db: Db, project: ProjectDep, copy: str | None = None) -> dict[str, str]:
+    """POST: open a verified or discarded copy again."""
     get_segment(project, segment_id)
     target = resolve_copy(db, actor, segment_id, copy, write=True)
     crud.reopen(db, actor.name, segment_id, target)
@@ -185,6 +195,7 @@ def reopen(segment_id: str, actor: CurrentUser, db: Db, project: ProjectDep, cop
 
 @router.post("/segments/{segment_id:path}/comments", status_code=201)
 def comment(segment_id: str, body: CommentBody, actor: CurrentUser, db: Db, project: ProjectDep) -> dict[str, Any]:
+    """POST: comment on a segment or one of its rows."""
     segment = get_segment(project, segment_id)
     if body.row_index is not None and not 1 <= body.row_index <= len(segment.rows):
         raise HTTPException(422, {"message": "no such row", "problems": [
@@ -197,6 +208,7 @@ def comment(segment_id: str, body: CommentBody, actor: CurrentUser, db: Db, proj
 
 @router.get("/segments/{segment_id:path}")
 def get_one(segment_id: str, actor: CurrentUser, db: Db, project: ProjectDep, copy: str | None = None) -> dict[str, Any]:
+    """GET: one copy of a segment (the user's own by default)."""
     segment = get_segment(project, segment_id)
     target = resolve_copy(db, actor, segment_id, copy, write=False)
     return segment_payload(db, project, segment, target)

@@ -15,6 +15,8 @@ router = APIRouter(prefix="/api", tags=["users"])
 
 
 class NewUser(BaseModel):
+    """The body of a new account: name, role and password."""
+
     model_config = ConfigDict(extra="forbid")
     name: PlainText
     role: PlainText
@@ -22,18 +24,23 @@ class NewUser(BaseModel):
 
 
 class AssignBody(BaseModel):
+    """The body of an assignment: annotators per segment, and who (everybody by default)."""
+
     model_config = ConfigDict(extra="forbid")
     k: int
     annotators: list[PlainText] | None = None
 
 
 class PasswordBody(BaseModel):
+    """The body of a password change."""
+
     model_config = ConfigDict(extra="forbid")
     password: PlainText
 
 
 @router.get("/users")
 def list_users(actor: Adjudicator, db: Db) -> list[dict[str, Any]]:
+    """GET /api/users: every account (adjudicators)."""
     return crud.list_users(db)
 
 
@@ -61,11 +68,13 @@ def disable_user(name: str, actor: Admin, db: Db) -> dict[str, Any]:
 
 @router.post("/users/{name}/enable")
 def enable_user(name: str, actor: Admin, db: Db) -> dict[str, Any]:
+    """POST: enable a disabled account again (admins)."""
     return _account_write(lambda: crud.set_disabled(db, actor.name, name, False))
 
 
 @router.post("/users", status_code=201)
 def add_user(body: NewUser, actor: Admin, db: Db) -> dict[str, str]:
+    """POST /api/users: create an account (admins); 422 for a bad name, role or password."""
     try:
         user = crud.create_user(db, actor.name, body.name, body.role, body.password)
     except crud.ReviewError as exc:
@@ -75,11 +84,13 @@ def add_user(body: NewUser, actor: Admin, db: Db) -> dict[str, str]:
 
 @router.get("/assignments")
 def get_assignments(actor: Adjudicator, db: Db) -> dict[str, list[str]]:
+    """GET /api/assignments: who is assigned to each segment (adjudicators)."""
     return crud.assignments(db)
 
 
 @router.post("/assignments")
 def make_assignments(body: AssignBody, actor: Admin, db: Db, project: ProjectDep) -> dict[str, list[str]]:
+    """POST /api/assignments: assign ``k`` annotators to every segment (admins)."""
     try:
         return crud.assign(db, actor.name, project, body.k, body.annotators)
     except crud.ReviewError as exc:
