@@ -1,0 +1,136 @@
+"""A run directory on disk: its file names, its lock, the one writer and the readers of ``results.json`` and
+``predictions.jsonl``.
+
+``results.json`` names the SHA-256 and record count of the ``predictions.jsonl`` written with it, so a reader
+can tell when the two come from different commands (a kill between the two replaces) instead of mixing them.
+:func:`read_run` is the one reader of a run directory; the report and ``rescue rescore`` both use it, and
+:func:`write_run` is the one writer (``rescue run`` and ``rescue rescore``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from rescue.data.errors import RescueError
+from rescue.io import DirectoryLock, LockedError, sha256_file, write_atomic
+from rescue.runs.results import PREDICTIONS, RESULTS, SCHEMA_VERSION, PredictionsInfo, RunResults
+from rescue.tasks.base import PredictionRecord
+
+CACHE = "cache.sqlite"
+LOG = "run.log"
+
+
+class RunDirError(RescueError):
+    """A run directory that cannot be read; the message names the file, line and field."""
+
+
+def _first_error(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    loc = list(first["loc"])
+    if len(loc) > 3 and loc[0] == "models" and loc[2] == "tasks":  # the file has no "tasks" level
+        del loc[2]
+    where = ".".join(str(p) for p in loc) or "(top level)"
+    return f"field {where}: {first['msg']}"
+
+
+def locked_message(folder: Path) -> str | None:
+    """Why ``folder`` cannot be read now: a running ``rescue run`` holds its lock; None when none does."""
+    pid = DirectoryLock.writer(folder)
+    if pid is None:
+        return None
+    who = f"process {pid}" if pid > 0 else "another process"
+    return (f"{folder}: locked by a running run ({who} is writing this run directory now); wait for it to "
+            "finish, then try again")
+
+
+def read_results(path: str | Path) -> RunResults:
+    """``results.json`` as :class:`RunResults`; :class:`RunDirError` names the file, line and field it cannot read."""
+    file = Path(path)
+    if not file.is_file():
+        locked = locked_message(file.parent)
+        if locked:
+            raise RunDirError(locked)
+        raise RunDirError(f"{file}: missing (is this a run directory written by `rescue run --out`?)")
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise RunDirError(f"{file}: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise RunDirError(f"{file}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise RunDirError(f"{file}:1: nested too deeply to be a results file") from None
+    if not isinstance(data, dict):
+        raise RunDirError(f"{file}:1: expected a JSON object at the top level")
+    if "config" not in data:
+        raise RunDirError(f"{file}: field config: missing; cannot know what the run was")
+    if isinstance(data.get("schema_version"), int) and data["schema_version"] > SCHEMA_VERSION:
+        raise RunDirError(f"{file}: field schema_version: {data['schema_version']} is newer than this rescue "
+                          f"understands ({SCHEMA_VERSION}); upgrade rescue")
+    try:
+        return RunResults.model_validate(data)
+    except ValidationError as exc:
+        raise RunDirError(f"{file}: {_first_error(exc)}") from None
+
+
+def read_predictions(path: str | Path) -> list[PredictionRecord]:
+    """``predictions.jsonl``, one :class:`PredictionRecord` per line; :class:`RunDirError` names the line and field."""
+    file = Path(path)
+    if not file.is_file():
+        raise RunDirError(f"{file}: missing (is this a run directory written by `rescue run --out`?)")
+    records: list[PredictionRecord] = []
+    with file.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(PredictionRecord.model_validate_json(line))
+            except ValidationError as exc:
+                raise RunDirError(f"{file}:{number}: {_first_error(exc)}") from None
+    return records
+
+
+def read_run(run_dir: str | Path) -> tuple[RunResults, list[PredictionRecord]]:
+    """``results.json`` and the ``predictions.jsonl`` written with it; refuses a pair from different commands."""
+    root = Path(run_dir)
+    results = read_results(root / RESULTS)
+    path = root / PREDICTIONS
+    if results.predictions is not None and path.is_file() and sha256_file(path) != results.predictions.sha256:
+        raise RunDirError(
+            f"{path}: does not match {root / RESULTS} (field predictions.sha256): the two files come from "
+            f"different commands, e.g. a run killed while writing them. Run `rescue rescore {root}` to rebuild "
+            "both from the cache, or rerun the run's command")
+    return results, read_predictions(path)
+
+
+def lock_run(folder: Path) -> DirectoryLock:
+    """The run directory's lock, held: one command writes a run directory at a time. Raises
+    :class:`RunDirError` naming the process that holds it."""
+    lock = DirectoryLock(folder)
+    try:
+        lock.acquire()
+    except LockedError as exc:
+        who = f"process {exc.pid}" if exc.pid is not None else "another process"
+        raise RunDirError(f"{folder}: {who} is writing this run directory now; wait for it to finish or choose "
+                          "another --out") from None
+    return lock
+
+
+def predictions_text(records: Iterable[PredictionRecord]) -> str:
+    """``predictions.jsonl`` as written: one record per line."""
+    return "".join(r.model_dump_json() + "\n" for r in records)
+
+
+def write_run(folder: Path, results: RunResults, records: list[PredictionRecord]) -> None:
+    """``predictions.jsonl`` then ``results.json``, each atomically; ``results.predictions`` is set to the hash
+    and count of the records written. Predictions first: a kill before results.json is replaced leaves a pair
+    :func:`read_run` refuses (results.json names the hash of the predictions it was written with)."""
+    text = predictions_text(records)
+    results.predictions = PredictionsInfo(sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                                          records=len(records))
+    write_atomic(folder / PREDICTIONS, text)
+    write_atomic(folder / RESULTS, results.to_json_text())
