@@ -35,7 +35,7 @@ from media_helpers import conversation, make_video, write_srt  # noqa: E402
 
 from rescue.media import cut_clip, ffmpeg_exe, grab_frames  # noqa: E402
 from rescue.media.cut import cut_args  # noqa: E402
-from rescue.media.frames import frame_args, frame_times  # noqa: E402
+from rescue.media.frames import frame_args, frame_times, sampling  # noqa: E402
 
 
 def _bare(args: list[str]) -> bytes:
@@ -59,7 +59,8 @@ def media(folder: Path, cuts: int, seconds: float, spans: int, rounds: int) -> t
         for i, (a, b) in enumerate(windows):
             _bare(cut_args(video, a, b, folder / "bare" / f"clip{i}.mp4"))
         for a, b in frames:
-            _bare(frame_args(video, frame_times(a, b, 0.5, 3), 448))
+            times = frame_times(a, b, 0.5, 3)
+            _bare(frame_args(video, *sampling(times), len(times), width=448))
 
     timings = {"ours": [], "bare": []}
     for round_ in range(rounds):  # alternate, so neither side always runs first; the best of each counts

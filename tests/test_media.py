@@ -203,6 +203,17 @@ def test_clip_cutter_stops_at_a_failed_cut(video, tmp_path):
     assert made[0] == "c0.mp4" and "c1.mp4" not in made and not [n for n in made if n.startswith(".")]
 
 
+def test_one_ffmpeg_command_builder_per_operation():
+    # Clips (H.264 cuts) and frames (JPEG grabs) are built in one place each, for the build and the video mode.
+    import rescue
+
+    root = Path(rescue.__file__).parent
+    sources = {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8") for p in root.rglob("*.py")
+               if "testing" not in p.parts}
+    assert [name for name, text in sources.items() if '"libx264"' in text] == ["media/cut.py"]
+    assert sorted(name for name, text in sources.items() if '"image2' in text) == ["media/frames.py"]
+
+
 def test_frames_inside_span_rate_cap_and_size(video):
     assert frame_times(2.0, 6.0, 1.0, 8) == [2.5, 3.5, 4.5, 5.5]
     assert len(frame_times(0, 100, 2.0, 5)) == 5

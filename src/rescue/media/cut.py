@@ -32,31 +32,40 @@ def review_height(source_height: int | None, asked: int | None = None) -> int | 
 
 
 def cut_args(source: str | Path, start: float, end: float, out: str | Path, *,
-             keyframe_interval: float = DEFAULT_KEYFRAME_INTERVAL, preset: str = "veryfast", crf: int = 23,
-             width: int | None = None, height: int | None = None) -> list[str]:
-    """The ffmpeg arguments of one cut (after the binary and global flags); shared with the benchmark.
-    ``width`` scales the picture down to at most that width (height follows), e.g. for a copy sent to a model;
-    ``height`` to at most that height (width follows), with the bit rate capped for it, e.g. for review."""
+             keyframe_interval: float | None = DEFAULT_KEYFRAME_INTERVAL, preset: str = "veryfast", crf: int = 23,
+             width: int | None = None, height: int | None = None, size: tuple[int, int] | None = None,
+             audio_filter: str | None = None, audio_rate: int | None = None, audio_bitrate: str = "128k",
+             video_required: bool = False) -> list[str]:
+    """The ffmpeg arguments of one cut of ``[start, end)`` seconds into an H.264/AAC MP4 (after the binary and
+    global flags): every clip rescue makes (review clips, the model's copies, video mode's clips) and the
+    benchmark's bare commands. ``width`` scales the picture down to at most that width (height follows), e.g.
+    for a copy sent to a model; ``height`` to at most that height (width follows), with the bit rate capped for
+    it, e.g. for review; ``size`` to exactly ``(width, height)``. ``keyframe_interval`` None: the encoder's own
+    key frames. ``audio_filter``/``audio_rate``/``audio_bitrate`` shape the audio; ``video_required``: a source
+    without video is an error rather than an audio-only clip."""
     # Even dimensions are required by yuv420p H.264; a smaller source is never scaled up.
-    if width:
+    if size:
+        scale = f"scale={size[0]}:{size[1]}"
+    elif width:
         scale = f"scale='trunc(min({width},iw)/2)*2':-2"
     elif height:
         scale = f"scale=-2:'trunc(min({height},ih)/2)*2'"
     else:
         scale = "scale=trunc(iw/2)*2:trunc(ih/2)*2"
     rate: list[str] = []
-    if height:
+    if height and not size:
         cap = max(300, round(_MAXRATE_1080P_KBIT * (height / 1080) ** 2))
         rate = ["-maxrate", f"{cap}k", "-bufsize", f"{2 * cap}k"]
+    keys = [] if keyframe_interval is None else ["-force_key_frames", f"expr:gte(t,n_forced*{keyframe_interval:g})"]
+    audio = [*(["-af", audio_filter] if audio_filter else []), "-c:a", "aac", "-b:a", audio_bitrate,
+             *(["-ar", str(audio_rate)] if audio_rate else [])]
     # -ss before -i seeks the input; with re-encoding, ffmpeg decodes from the previous key frame and
     # drops frames before `start`, so the cut is frame-accurate and the clip's timeline starts at 0.
     return [
-        "-y", "-ss", f"{start:.3f}", "-i", str(source), "-t", f"{end - start:.3f}",
-        "-map", "0:v:0?", "-map", "0:a:0?", "-sn", "-dn", "-map_metadata", "-1",
+        "-y", "-ss", f"{start:.6f}", "-i", str(source), "-t", f"{end - start:.6f}",
+        "-map", "0:v:0" if video_required else "0:v:0?", "-map", "0:a:0?", "-sn", "-dn", "-map_metadata", "-1",
         "-c:v", "libx264", "-preset", preset, "-crf", str(crf), *rate, "-pix_fmt", "yuv420p",
-        "-vf", scale,
-        "-force_key_frames", f"expr:gte(t,n_forced*{keyframe_interval:g})",
-        "-c:a", "aac", "-b:a", "128k",
+        "-vf", scale, *keys, *audio,
         "-movflags", "+faststart", "-f", "mp4", str(out),
     ]
 

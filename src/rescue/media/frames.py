@@ -31,14 +31,25 @@ def frame_times(start: float, end: float, rate: float, cap: int) -> list[float]:
     return [round(start + step * (i + 0.5), 3) for i in range(count)]
 
 
-def frame_args(source: str | Path, times: list[float], width: int) -> list[str]:
-    """ffmpeg arguments writing one JPEG per (evenly spaced) time in ``times`` to stdout."""
+def sampling(times: list[float]) -> tuple[float, str]:
+    """Where to seek and the filter that picks the frames nearest each of the evenly spaced ``times``."""
     step = times[1] - times[0] if len(times) > 1 else 1.0
     # Seeking to the first time and sampling at 1/step gives the frames nearest each time in one decode.
+    return times[0], f"fps=1/{step:.6f}"
+
+
+def frame_args(source: str | Path, seek: float, pick: str, count: int, out: str | Path = "-", *,
+               width: int | None = None, size: tuple[int, int] | None = None, quality: int = 4) -> list[str]:
+    """The ffmpeg arguments that write ``count`` JPEG frames of ``source``, chosen by the filter ``pick`` from
+    ``seek`` seconds on, scaled to ``width`` (height follows) or exactly to ``size``: to stdout as one stream
+    (``out`` "-", see :func:`split_jpegs`) or to files numbered from 0 (``out`` a pattern such as ``%07d.jpg``).
+    Every frame rescue grabs (a build's frames for the model, video mode's frames) and the benchmark's."""
+    scale = f"scale={size[0]}:{size[1]}" if size else f"scale={width}:-2"
+    sink = ["-f", "image2pipe", "-c:v", "mjpeg", "-"] if str(out) == "-" else \
+        ["-f", "image2", "-start_number", "0", str(out)]
     return [
-        "-ss", f"{times[0]:.3f}", "-i", str(source), "-an", "-sn",
-        "-vf", f"fps=1/{step:.6f},scale={width}:-2", "-frames:v", str(len(times)),
-        "-q:v", "4", "-f", "image2pipe", "-c:v", "mjpeg", "-",
+        "-y", "-ss", f"{seek:.6f}", "-i", str(source), "-an", "-sn", "-dn",
+        "-vf", f"{pick},{scale}", "-fps_mode", "passthrough", "-frames:v", str(count), "-q:v", str(quality), *sink,
     ]
 
 
@@ -62,7 +73,8 @@ def grab_frames(source: str | Path, start: float, end: float, *, rate: float = 1
     times = frame_times(start, end, rate, cap)
     if not times:
         return []
-    data = run_ffmpeg(frame_args(source, times, width), step="frames", subject=source, capture=True,
+    seek, pick = sampling(times)
+    data = run_ffmpeg(frame_args(source, seek, pick, len(times), width=width), step="frames", subject=source, capture=True,
                       duration=end - start)
     images = split_jpegs(data)
     return [Frame(time, jpeg) for time, jpeg in zip(times, images)]

@@ -153,6 +153,7 @@ class MediaStore:
     def make_chunk(self, path: Path, source: SourceInfo, chunk: list[int]) -> None:
         """Make the frames ``chunk`` (sorted, from :meth:`frame_chunks`) in one ffmpeg decode."""
         from rescue.media.ffmpeg import run_ffmpeg
+        from rescue.media.frames import frame_args
 
         width, height = scaled_size(source.width, source.height, self.options.frame_size)
         first = chunk[0]
@@ -164,11 +165,9 @@ class MediaStore:
         self.folder.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix=".frames-", dir=self.folder))
         try:
-            run_ffmpeg(["-y", "-ss", f"{seek:.6f}", "-i", str(path), "-an", "-sn", "-dn",
-                        "-vf", f"select='{pick}',scale={width}:{height}", "-fps_mode", "passthrough",
-                        "-frames:v", str(len(chunk)), "-q:v", str(self.options.jpeg_quality), "-f", "image2",
-                        "-start_number", "0", str(scratch / "%07d.jpg")], step="frames", subject=path,
-                       duration=(chunk[-1] - first + 1) / source.fps)
+            run_ffmpeg(frame_args(path, seek, f"select='{pick}'", len(chunk), scratch / "%07d.jpg",
+                                  size=(width, height), quality=self.options.jpeg_quality),
+                       step="frames", subject=path, duration=(chunk[-1] - first + 1) / source.fps)
             made = sorted(scratch.glob("*.jpg"))
             if len(made) != len(chunk):
                 raise VideoError(f"{path}: asked ffmpeg for {len(chunk)} frames from frame {first}, got {len(made)} "
@@ -191,6 +190,7 @@ class MediaStore:
 
     def make_clip(self, path: Path, source: SourceInfo, first: int, stop: int) -> Path:
         """Frames ``first`` to ``stop - 1`` (and their audio) as an H.264/AAC MP4, made once."""
+        from rescue.media.cut import cut_args
         from rescue.media.ffmpeg import run_ffmpeg
 
         out = self.clip_path(source, first, stop)
@@ -212,12 +212,10 @@ class MediaStore:
             samples = round(duration * CLIP_AUDIO_RATE)
             audio = (f"aresample={CLIP_AUDIO_RATE},atrim=end_sample={max(0, samples - CLIP_AUDIO_GUARD)},"
                      f"apad=whole_len={samples}")
-            run_ffmpeg(["-y", "-ss", f"{max(0.0, start - 0.25 / source.fps):.6f}", "-i", str(path),
-                        "-t", f"{duration:.6f}", "-map", "0:v:0", "-map", "0:a:0?", "-sn", "-dn",
-                        "-map_metadata", "-1", "-vf", f"scale={width}:{height}", "-af", audio, "-c:v", "libx264",
-                        "-preset", "veryfast", "-crf", "28", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "64k",
-                        "-ar", str(CLIP_AUDIO_RATE), "-movflags", "+faststart", "-f", "mp4", str(tmp)],
-                       step="clip", subject=path, duration=duration)
+            seek = max(0.0, start - 0.25 / source.fps)
+            run_ffmpeg(cut_args(path, seek, seek + duration, tmp, keyframe_interval=None, crf=28, size=(width, height),
+                                audio_filter=audio, audio_rate=CLIP_AUDIO_RATE, audio_bitrate="64k",
+                                video_required=True), step="clip", subject=path, duration=duration)
             os.replace(tmp, out)
         finally:
             tmp.unlink(missing_ok=True)
