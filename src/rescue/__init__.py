@@ -79,6 +79,7 @@ class Evaluation:
         return pd.DataFrame([r.model_dump() for r in self.records])
 
     def metrics(self, model: str, task: str, scope: str = "all") -> dict[str, Any]:
+        """The stored metrics of ``model`` on ``task`` in ``scope`` (empty when there are none)."""
         return self.results.metrics(model, task, scope)
 
 

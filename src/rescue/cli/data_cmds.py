@@ -77,6 +77,8 @@ def validate_command(
 
 
 class StatsFormat(str, Enum):
+    """The output formats of ``rescue stats``."""
+
     table = "table"
     json = "json"
     markdown = "markdown"

@@ -13,11 +13,15 @@ from rescue.engine.run_options import DEFAULT_SPLITS_FILE
 
 
 class ExportFormat(str, Enum):
+    """The formats of ``rescue export``: chat (fine-tuning JSONL) or hf (a datasets folder)."""
+
     chat = "chat"
     hf = "hf"
 
 
 class ExportKind(str, Enum):
+    """What ``rescue export --format hf`` writes: task instances or whole samples."""
+
     instances = "instances"
     samples = "samples"
 

@@ -12,6 +12,8 @@ from rescue.cli.app import JudgedTask, app, console
 
 
 class AgreementFormat(str, Enum):
+    """The output formats of ``rescue judge-agreement``."""
+
     table = "table"
     json = "json"
 

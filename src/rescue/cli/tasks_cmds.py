@@ -21,6 +21,8 @@ from rescue.engine.run_options import DEFAULT_SPLITS_FILE, RppGoldChoice
 
 
 class OutputFormat(str, Enum):
+    """The output formats of ``rescue tasks``."""
+
     table = "table"
     json = "json"
 

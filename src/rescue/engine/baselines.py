@@ -149,10 +149,12 @@ class Baseline:
         return True
 
     def applies_to(self, task_name: str) -> bool:
+        """Whether the baseline answers the task called ``task_name``."""
         task = _task(task_name)
         return task is not None and self.applies(task)
 
     def prepare(self, task: Task, instances: list[Instance], options: RenderOptions | None = None) -> None:
+        """Learn what the baseline needs from the task's instances (BaselineError for a task it does not answer)."""
         if not self.applies(task):
             from rescue.tasks import TASKS
 
@@ -177,6 +179,7 @@ class Baseline:
         return {}
 
     async def solve(self, ask: TaskRequest) -> ChatAnswer:
+        """The baseline's answer to one batch, in the task's answer format."""
         task = ask.task
         state = self._states.get(task.name)
         if state is None:
@@ -185,13 +188,16 @@ class Baseline:
         return ChatAnswer(task.format_answer(ask.batch, values), meta={"baseline": self.name, "seed": self.seed})
 
     async def aclose(self) -> None:
+        """Nothing to release."""
         return None
 
     def answer(self, state: _TaskState, instance: Instance) -> Any:
+        """The baseline's value for one instance (each baseline implements it)."""
         raise NotImplementedError
 
     # Majority answers, shared by majority and by persist's fallback.
     def majority_ranking(self, state: _TaskState, instance: Instance) -> list[str]:
+        """The instance's candidate labels, most frequent in its scenario first."""
         counts = state.counts.get(instance.scenario, Counter())
         return _by_frequency(_candidates(instance, counts), counts)
 
@@ -200,6 +206,8 @@ class Baseline:
 
 
 class MajorityBaseline(Baseline):
+    """baseline/majority: the most frequent label (or ranking, or text) of the instance's scenario."""
+
     kind = "majority"
 
     def learn(self, state: _TaskState) -> None:
@@ -246,6 +254,8 @@ class MajorityBaseline(Baseline):
 
 
 class UniformBaseline(Baseline):
+    """baseline/uniform: a label, ranking or phrase drawn uniformly at random (seeded)."""
+
     kind = "uniform"
 
     def sits_out(self, task: Task, instances: list[Instance]) -> str | None:
@@ -293,6 +303,8 @@ class UniformBaseline(Baseline):
 
 
 class PersistBaseline(Baseline):
+    """baseline/persist: for ranking tasks whose gold persists, the sample's last gold so far, else the majority."""
+
     kind = "persist"
 
     def applies(self, task: Task) -> bool:
@@ -326,6 +338,8 @@ class _Pool:
 
 
 class NearestBaseline(Baseline):
+    """baseline/nearest: the gold of the most similar turn (TF-IDF) of another sample (generative tasks)."""
+
     kind = "nearest"
 
     def applies(self, task: Task) -> bool:
@@ -399,6 +413,9 @@ def _transfer_viewpoints(gold: list[dict[str, Any]], instance: Instance) -> list
 
 
 class SupervisedBaseline(Baseline):
+    """baseline/supervised: TF-IDF and logistic regression on what the prompt shows, fitted out of fold by session
+    group."""
+
     kind = "supervised"
 
     def applies(self, task: Task) -> bool:

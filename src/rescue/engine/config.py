@@ -119,6 +119,7 @@ class RunConfig(RunOptions, BaseModel):
 
     @property
     def model_specs(self) -> list[str]:
+        """The models to run: those given, else every offline baseline."""
         if self.models:
             return list(self.models)
         from rescue.engine.baselines import BASELINE_NAMES
@@ -126,6 +127,7 @@ class RunConfig(RunOptions, BaseModel):
         return list(BASELINE_NAMES)
 
     def settings_for(self, spec: str) -> GenerationSettings:
+        """The generation settings of model ``spec``: the run's, overridden by the model's own (extra_body merged)."""
         base: dict[str, Any] = {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens,
                                 "json_mode": self.json_mode, "extra_body": dict(self.extra_body), "timeout": self.timeout,
                                 "max_answer_bytes": self.max_answer_bytes, "stream": self.stream,
@@ -141,6 +143,7 @@ class RunConfig(RunOptions, BaseModel):
         return GenerationSettings(**merged)
 
     def to_json(self) -> dict[str, Any]:
+        """The config as results.json records it (models resolved, credentials removed from URLs)."""
         from rescue.llm.secrets import redact_url
 
         data = self.model_dump(mode="json")
@@ -166,6 +169,7 @@ class RunConfig(RunOptions, BaseModel):
 
     @classmethod
     def from_json(cls, data: dict[str, Any], origin: str) -> RunConfig:
+        """The config a results.json recorded, read back (older spellings accepted); ``origin`` names it in errors."""
         known = set(cls.model_fields)
         data = dict(data)
         # results.json records the BERTScore backbone under "bertscore" (None: BERTScore was off or had

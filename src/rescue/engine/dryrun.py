@@ -22,11 +22,14 @@ CHARS_PER_TOKEN = 4
 
 
 def text_tokens(text: str) -> int:
+    """The estimated tokens of ``text`` (characters / CHARS_PER_TOKEN, rounded up)."""
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
 @dataclass
 class TaskEstimate:
+    """What one model on one task would send: requests, instances, media and estimated tokens."""
+
     task: str
     requests: int = 0
     instances: int = 0
@@ -41,10 +44,12 @@ class TaskEstimate:
 
     @property
     def input_tokens(self) -> int:
+        """Text and media tokens together."""
         return self.text_tokens + self.media_tokens
 
     @property
     def cacheable_share(self) -> float | None:
+        """The share of text tokens a provider's prompt cache could reuse (None without text)."""
         return None if not self.text_tokens else round(self.cacheable_tokens / self.text_tokens, 4)
 
 
@@ -62,6 +67,8 @@ def common_prefix(a: str, b: str) -> int:
 
 @dataclass
 class ModelEstimate:
+    """What one model would send over all tasks, and what it would cost at most."""
+
     model: str
     tasks: list[TaskEstimate] = field(default_factory=list)
     cost_at_most: float | None = None  # None: no price for the model
@@ -78,15 +85,19 @@ class JudgeEstimate:
 
     @property
     def requests_per_model(self) -> int:
+        """The judge requests for one evaluated model."""
         return sum(t.requests for t in self.tasks)
 
     @property
     def cost_at_most(self) -> float | None:
+        """The judge's cost at most over all evaluated models (None without a price)."""
         return None if self.cost_per_model is None else round(self.cost_per_model * self.models, 4)
 
 
 @dataclass
 class RunEstimate:
+    """What ``rescue run --dry-run`` reports: per model and judge, requests, tokens and cost, and warnings."""
+
     mode: str
     samples: int
     models: list[ModelEstimate]
@@ -95,6 +106,7 @@ class RunEstimate:
     warnings: list[str] = field(default_factory=list)  # e.g. a thinking model with small answer budgets
 
     def to_json(self) -> dict[str, Any]:
+        """The estimate as JSON."""
         return asdict(self)
 
 

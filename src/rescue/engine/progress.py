@@ -29,6 +29,7 @@ class RunLog:
             self._handle = path.open("a", encoding="utf-8")
 
     def event(self, event: str, **fields: Any) -> None:
+        """Tell the listeners and append one event to run.log, with the time."""
         for listener in self.listeners:
             listener(event, fields)
         if self._handle is None:
@@ -39,6 +40,7 @@ class RunLog:
             self._handle.flush()
 
     def close(self) -> None:
+        """Close run.log."""
         if self._handle is not None:
             self._handle.close()
             self._handle = None
@@ -61,6 +63,7 @@ class TaskProgress:
             self._id = display.progress.add_task(label, total=total, failures=0, retries=0)
 
     def advance(self, instances: int, failures: int = 0) -> None:
+        """Count ``instances`` done, ``failures`` of them failed."""
         self.failures += failures
         if self._id is not None:
             self.display.progress.update(self._id, advance=instances, failures=self.failures)
@@ -71,6 +74,7 @@ class TaskProgress:
             self.display.progress.update(self._id, description=label)
 
     def retry(self) -> None:
+        """Count one retry."""
         self.retries += 1
         if self._id is not None:
             self.display.progress.update(self._id, retries=self.retries)
@@ -128,6 +132,7 @@ class ProgressDisplay:
         self.console.print(Text("warning: ", style="yellow") + Text(text), soft_wrap=True, highlight=False)
 
     def task(self, model: str, task: str, total: int) -> TaskProgress:
+        """A bar for one model on one task of ``total`` instances."""
         return TaskProgress(self, model, task, total)
 
     def phase(self, label: str, total: int) -> TaskProgress:

@@ -62,6 +62,8 @@ class PairResult:
 
 @dataclass(repr=False)
 class RunOutcome:
+    """What a run produced: results (JSON and typed), records, the folder, whether it completed or why it stopped."""
+
     results: dict[str, Any]
     records: list[PredictionRecord]
     out: Path
@@ -71,6 +73,7 @@ class RunOutcome:
 
     @property
     def cache_hits(self) -> int:
+        """Answers the run took from the cache."""
         return int(self.results.get("run", {}).get("cache_hits", 0))
 
     def __repr__(self) -> str:
@@ -85,6 +88,7 @@ class RunOutcome:
 
 
 def load_task(name: str) -> Task:
+    """The registered task called ``name``."""
     from rescue.tasks import get_task
 
     return get_task(name)
@@ -495,6 +499,7 @@ def judge_error_summary(name: str, endpoint: str, records: list[PredictionRecord
 
 
 def terminal_safe(text: str) -> str:
+    """``text`` made safe to print (control characters shown, at most 200 characters)."""
     return visible_text(text, max_length=200)
 
 
@@ -698,6 +703,7 @@ class Runner:
             (self.out / name).unlink(missing_ok=True)
 
     async def run(self) -> RunOutcome:
+        """Run every model on every task: check, plan, ask, parse, score, judge and write the run folder."""
         from rescue.data.fingerprint import data_sha256
         from rescue.data.loading import load_samples
 

@@ -92,6 +92,7 @@ class Encoded:
     people: dict[str, str]  # the instance's names -> person1, person2, ... (by recency of speaking)
 
     def label(self, label: str) -> str:
+        """``label`` as the features see it: a person by their recency role, anything else as is."""
         return self.people.get(label, label)
 
 
@@ -146,6 +147,7 @@ class FoldScheme:
     fold_of: dict[str, int]  # instance id -> the fold it was answered in (its model never saw that fold)
 
     def as_dict(self) -> dict[str, Any]:
+        """The folds as results.json records them: count, groups per fold and the grouping."""
         return {"folds": self.folds, "groups": self.groups, "grouping": self.method}
 
 

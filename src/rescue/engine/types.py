@@ -29,6 +29,8 @@ __all__ = ["AnswerStatus", "ChatAnswer", "ChatRequest", "Model", "ModelAdapter",
 
 @dataclass
 class TaskRequest:
+    """One request of a run: the chat request, the task and the batch of instances it asks about."""
+
     request: ChatRequest
     task: Task
     batch: list[Instance]
@@ -36,6 +38,8 @@ class TaskRequest:
 
 @runtime_checkable
 class TaskModel(Protocol):
+    """What the runner asks: a model that answers a task's batches (offline baselines, and every model adapted)."""
+
     name: str
 
     def applies_to(self, task_name: str) -> bool:
@@ -45,9 +49,11 @@ class TaskModel(Protocol):
         """Called once per task before any request (baselines learn label frequencies here); ``options``: how
         the run renders prompts (a trained baseline featurises what a model would be shown)."""
 
-    async def solve(self, ask: TaskRequest) -> ChatAnswer: ...
+    async def solve(self, ask: TaskRequest) -> ChatAnswer:
+        """The answer to one batch."""
 
-    async def aclose(self) -> None: ...
+    async def aclose(self) -> None:
+        """Release what the model holds."""
 
 
 class ModelAdapter:
@@ -58,15 +64,19 @@ class ModelAdapter:
         self.name = model.name
 
     def applies_to(self, task_name: str) -> bool:
+        """A chat model answers every task."""
         return True
 
     def prepare(self, task: Task, instances: list[Instance], options: RenderOptions | None = None) -> None:
+        """A chat model learns nothing before a task."""
         return None
 
     async def solve(self, ask: TaskRequest) -> ChatAnswer:
+        """The model's answer to the batch's messages."""
         return await self.model.complete(ask.request)
 
     async def aclose(self) -> None:
+        """Close the model."""
         await self.model.aclose()
 
 

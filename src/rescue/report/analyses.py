@@ -34,11 +34,13 @@ def position_bin(row_index: int, n_rows: int, bins: int = BINS) -> int:
 
 
 def bin_name(b: int, bins: int = BINS) -> str:
+    """The name of position bin ``b`` of ``bins`` (e.g. ``20-40%``)."""
     width = 100 // bins
     return f"{b * width}-{(b + 1) * width}%"
 
 
 def sample_lengths(samples: Iterable[Sample]) -> dict[str, int]:
+    """The number of rows of each sample, by sample id."""
     return {s.sample_id: len(s.rows) for s in samples}
 
 

@@ -44,12 +44,15 @@ class Decomposed:
     finish: Callable[[np.ndarray], dict[str, np.ndarray]]
 
     def evaluate(self, records: Sequence[PredictionRecord]) -> dict[str, float | None]:
+        """The metric over ``records``, from the sum of their components."""
         totals = np.asarray([self.components(r) for r in records], dtype=float).sum(axis=0, keepdims=True)
         return {k: _number(v[0]) for k, v in self.finish(totals).items()}
 
 
 @dataclass(frozen=True)
 class Interval:
+    """A percentile bootstrap interval, and how many replicates defined the statistic."""
+
     low: float | None
     high: float | None
     resamples: int  # replicates where the statistic was defined
@@ -57,6 +60,8 @@ class Interval:
 
 @dataclass(frozen=True)
 class PairedResult:
+    """Two systems on their shared instances: both values, the difference, its interval and bootstrap p-value."""
+
     key: str
     a: float | None  # the statistic of system A on the shared instances
     b: float | None
@@ -104,6 +109,7 @@ def _groups(records: Sequence[PredictionRecord], cluster: str = DEFAULT_CLUSTER,
 
 def count_clusters(records: Sequence[PredictionRecord], cluster: str = DEFAULT_CLUSTER,
                    groups: SessionGroups | None = None) -> int:
+    """How many clusters (per scenario) the records fall in."""
     return len({(r.scenario, cluster_of(r.sample_id, cluster, groups)) for r in records})
 
 

@@ -56,6 +56,8 @@ DEMO_MARKERS = ("", "demo", "<demo>")
 
 @dataclass
 class ReportOptions:
+    """How a report is computed: resamples, seed, interval level, alpha, context rows, HTML, resampling unit."""
+
     n_resamples: int = 1000
     seed: int = 0
     level: float = 0.95
@@ -74,6 +76,8 @@ class ReportOptions:
 
 @dataclass
 class ReportOutput:
+    """What a report wrote: its folder, the files, notes for the user, and the reference comparisons."""
+
     out: Path
     files: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)

@@ -18,6 +18,8 @@ from rescue.tasks.spec import Metric
 
 @dataclass(frozen=True)
 class Column:
+    """One column of the leaderboard: a task's metric with its header, scale and digits."""
+
     task: str
     key: str
     header: str
@@ -33,6 +35,7 @@ class Column:
 
     @classmethod
     def of(cls, task: str, metric: Metric) -> Column:
+        """The column of ``task``'s declared ``metric``."""
         return cls(task, metric.key, f"{task.upper()} {metric.label}", 100.0 if metric.percent else 1.0,
                    metric.digits, metric.headline, metric.right_wrong)
 
@@ -46,6 +49,7 @@ class Column:
         return None
 
     def format(self, value: float | None) -> str:
+        """``value`` as the column shows it (scaled, rounded; a dash for none)."""
         return "—" if value is None else f"{value * self.scale:.{self.digits}f}"
 
 
@@ -57,4 +61,5 @@ HEADLINE: tuple[Column, ...] = tuple(Column.of(task, m) for task, m in _DECLARED
 
 
 def columns_for(task: str, columns: tuple[Column, ...] = COMPARED) -> list[Column]:
+    """The columns of ``task``."""
     return [c for c in columns if c.task == task]

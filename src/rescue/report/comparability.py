@@ -36,6 +36,8 @@ class ComparabilityError(ReportError):
 
 @dataclass
 class Comparability:
+    """Whether runs can share a leaderboard: the differences found, what could not be checked, instance coverage."""
+
     differences: list[str] = field(default_factory=list)
     unchecked: list[str] = field(default_factory=list)  # what older results.json files do not record
     # (task, scope) -> instance ids of each system; where the sets differ cells are marked
@@ -43,6 +45,7 @@ class Comparability:
 
     @property
     def ok(self) -> bool:
+        """Whether no difference was found."""
         return not self.differences
 
     def mixed(self, task: str, scope: str, system: str) -> bool:
@@ -60,6 +63,7 @@ def _judges(system: System) -> str | None:
 
 
 def judge_text(system: System) -> str:
+    """The system's judges and scale, as the comparability check names them."""
     judges = _judges(system)
     if judges is None:
         return "no judge"
@@ -179,6 +183,7 @@ def check(systems: Sequence[System], scopes: Sequence[str]) -> Comparability:
 
 
 def refusal(result: Comparability) -> str:
+    """The message that refuses runs that are not comparable, with each difference and the way out."""
     lines = ["the runs are not comparable:"] + [f"  - {d}" for d in result.differences]
     lines.append("Rerun them with the same data and options, or pass --allow-mixed to show them side by side "
                  "(each cell with its instance count; cells on other instance sets marked "

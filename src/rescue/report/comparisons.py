@@ -27,6 +27,8 @@ from rescue.tasks import TASK_NAMES
 
 @dataclass(frozen=True)
 class Comparison:
+    """One paired comparison of systems A and B on one metric, task and scope."""
+
     a: str
     b: str
     task: str
@@ -136,6 +138,7 @@ def p_bootstrap_text(comparison: Comparison) -> str:
 
 
 def comparisons_markdown(comparisons: Sequence[Comparison], alpha: float = 0.05, *, cluster: str = DEFAULT_CLUSTER) -> str:
+    """The informative comparisons as a Markdown table, with the note that reads it."""
     headers = ["A", "B", "Scope", "Metric", "n shared", "A", "B", "A−B [95% CI]", "p (paired bootstrap)",
                "McNemar A-only/B-only, p exact", "p clustered"]
     rows: list[list[str]] = []
@@ -153,6 +156,7 @@ def comparisons_markdown(comparisons: Sequence[Comparison], alpha: float = 0.05,
 
 
 def comparisons_note(alpha: float, cluster: str) -> str:
+    """How to read the comparison tables: what the tests assume and which rows are left out."""
     unit = "session groups" if cluster == "group" else "samples"
     described = GROUP_WORDS if cluster == "group" else unit
     return (f"†: p < {alpha}. Differences are A minus B on the instances both systems have with the same gold "
@@ -163,6 +167,7 @@ def comparisons_note(alpha: float, cluster: str) -> str:
 
 
 def comparisons_csv(comparisons: Sequence[Comparison]) -> str:
+    """Every comparison as CSV."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["a", "b", "task", "scope", "metric", "instances", "value_a", "value_b", "diff", "ci_low",

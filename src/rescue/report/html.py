@@ -34,11 +34,14 @@ class Rendered:
     pdf: bytes
 
     def files(self) -> dict[str, bytes]:
+        """The figure's bytes by format (png, svg, pdf)."""
         return {"png": self.png, "svg": self.svg, "pdf": self.pdf}
 
 
 @dataclass
 class Figure:
+    """A figure of the report: its file stem, title, images and caption."""
+
     key: str  # file stem under figures/
     title: str
     image: Rendered  # PNG (inlined here), SVG and PDF (written beside it)
@@ -46,11 +49,14 @@ class Figure:
 
     @property
     def data_uri(self) -> str:
+        """The PNG as a ``data:`` URL, inlined in report.html."""
         return "data:image/png;base64," + base64.b64encode(self.image.png).decode("ascii")
 
 
 @dataclass
 class HtmlTable:
+    """A table of report.html: title, headers, rows, note, and how it is laid out."""
+
     title: str
     headers: list[str]
     rows: list[list[Any]]  # str, or Markup for cells with their own markup
@@ -70,6 +76,7 @@ def html_cell(cell: Cell | None, column: Any) -> Markup:
 
 
 def leaderboard_tables(board: Leaderboard) -> list[HtmlTable]:
+    """The leaderboard as HTML tables, one per scope."""
     tasks = sorted({c.task for c in board.columns})
     tables = []
     for scope in dict.fromkeys(r.scope for r in board.rows):
@@ -214,6 +221,7 @@ def render_html(
     context_rows: int = 8,
     reproduction: Sequence[HtmlTable] = (),
 ) -> str:
+    """report.html: the leaderboard, comparisons, analyses, figures and every instance, in one file."""
     environment = Environment(loader=PackageLoader("rescue.report", "templates"), autoescape=select_autoescape(["html", "j2"]))
     instances = _instances(systems)
     payload = {

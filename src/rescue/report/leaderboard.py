@@ -31,6 +31,8 @@ SCENARIO_ORDER = ("all", "couple", "family")
 
 @dataclass
 class Cell:
+    """One leaderboard cell: the value, its interval, and whether it differs from the reference system."""
+
     value: float | None
     low: float | None = None
     high: float | None = None
@@ -51,6 +53,8 @@ class Cell:
 
 @dataclass
 class LeaderRow:
+    """One system in one scope: its cells, instance and failure counts per task."""
+
     system: str
     scope: str
     cells: dict[str, Cell] = field(default_factory=dict)
@@ -61,6 +65,8 @@ class LeaderRow:
 
 @dataclass
 class Leaderboard:
+    """Every system's row per scope, the columns, and how the intervals and tests were made."""
+
     columns: list[Column]
     rows: list[LeaderRow]
     reference: str
@@ -73,10 +79,12 @@ class Leaderboard:
     grouping: str = ""  # the session groups of this report, in words: how many, and how they were made
 
     def scope_rows(self, scope: str) -> list[LeaderRow]:
+        """The rows of ``scope``."""
         return [r for r in self.rows if r.scope == scope]
 
 
 def scopes_of(systems: Sequence[System]) -> list[str]:
+    """The scopes the systems' records cover: all, then the scenarios."""
     seen = {r.scenario for s in systems for r in s.records}
     return ["all"] + [s for s in SCENARIO_ORDER[1:] if s in seen] + sorted(seen - set(SCENARIO_ORDER))
 
@@ -274,6 +282,7 @@ def grouping_text(groups: SessionGroups | None) -> str:
 
 
 def legend(board: Leaderboard) -> str:
+    """How to read the leaderboard: units, intervals, markers."""
     level = round(board.level * 100)
     text = (
         f"Values: ITP/RPP/STP/SSP in %, ER/VP judge on the judge's scale, BERTScore F1. Bold: best per column. "
@@ -302,6 +311,7 @@ def legend(board: Leaderboard) -> str:
 
 
 def to_markdown(board: Leaderboard) -> str:
+    """The leaderboard as a Markdown table."""
     tasks = sorted({c.task for c in board.columns}, key=TASK_NAMES.index)
     headers = ["System", "Scenario", *(c.header for c in board.columns), "Instances/failures"]
     body = [
@@ -313,6 +323,7 @@ def to_markdown(board: Leaderboard) -> str:
 
 
 def latex_escape(text: str) -> str:
+    """``text`` safe in LaTeX."""
     return latex_text(text)
 
 

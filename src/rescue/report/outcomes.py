@@ -32,6 +32,7 @@ def predicted_label(record: PredictionRecord) -> str:
 
 
 def gold_label(record: PredictionRecord) -> str:
+    """The top gold label of a record ("" when none)."""
     return top1(record.gold) or ""
 
 
@@ -43,10 +44,12 @@ def is_right_wrong(task: str) -> bool:
 
 
 def is_correct(record: PredictionRecord) -> bool:
+    """Whether the record's top prediction is its top gold label."""
     return record.ok and top1(record.prediction) is not None and top1(record.prediction) == gold_label(record)
 
 
 def outcome(record: PredictionRecord) -> Outcome:
+    """The record's outcome: failed, open (a task without right/wrong), correct or wrong."""
     if not record.ok:
         return "failed"
     if not is_right_wrong(record.task):

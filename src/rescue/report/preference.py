@@ -25,6 +25,8 @@ import numpy as np
 
 @dataclass(frozen=True)
 class PreferenceResult:
+    """A model's label preference (Bradley-Terry strengths per label) and how biased it is."""
+
     labels: list[str]
     strengths: list[float | None]  # normalised to sum to K over labels that have one
     bias: float | None  # std of the normalised strengths

@@ -22,6 +22,8 @@ class ReportError(RescueError):
 
 @dataclass
 class System:
+    """One model of one run as the report sees it: its label, run folder, stored config and results, records."""
+
     label: str  # unique among the systems of one report
     model: str
     mode: str
@@ -34,6 +36,7 @@ class System:
 
     def task_records(self, task: str) -> list[PredictionRecord]:
         # Asked for every cell, scope and pair: index the records by task once.
+        """The system's records of ``task`` (indexed by task once)."""
         if self._by_task is None or self._indexed != len(self.records):
             self._by_task = {}
             for record in self.records:
@@ -43,11 +46,13 @@ class System:
 
     @property
     def tasks(self) -> list[str]:
+        """The tasks the system has records or results for, in the registry's order."""
         present = {r.task for r in self.records} | set(self.results.tasks)
         return [t for t in TASK_NAMES if t in present]
 
 
 def read_predictions(path: Path) -> list[PredictionRecord]:
+    """The records of a predictions.jsonl; ReportError naming the file and line when one cannot be read."""
     from rescue.runs.folder import RunDirError
     from rescue.runs.folder import read_predictions as read
 

@@ -47,6 +47,7 @@ def column_statistic(aggregate: Aggregate, columns: Sequence[Column]) -> Statist
 
 
 def in_scope(records: Sequence[PredictionRecord], scope: str) -> list[PredictionRecord]:
+    """The records of ``scope`` (all of them for "all")."""
     return list(records) if scope == "all" else [r for r in records if r.scenario == scope]
 
 

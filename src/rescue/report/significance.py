@@ -22,6 +22,8 @@ from rescue.tasks.base import PredictionRecord
 
 @dataclass(frozen=True)
 class McNemarResult:
+    """McNemar's test on two systems' right/wrong answers: the four counts and the exact and clustered p-values."""
+
     only_a: int  # instances A got right and B got wrong
     only_b: int
     both: int
@@ -31,6 +33,7 @@ class McNemarResult:
 
     @property
     def instances(self) -> int:
+        """The instances compared."""
         return self.only_a + self.only_b + self.both + self.neither
 
 

@@ -72,6 +72,7 @@ HEADERS = ["Video run", "Text run", "Scope", "Metric", "Shared instances", "Text
 
 
 def gains_markdown(gains: Sequence[Comparison], alpha: float = 0.05) -> str:
+    """What the video adds, as Markdown: each model's video run against its text run."""
     intro = ("Each model's video-mode run against its text run on the instances both answered. Gain = video "
              "minus text, with its paired-bootstrap interval.")
     lines = ["# What the video adds", "", intro, ""]
@@ -79,6 +80,7 @@ def gains_markdown(gains: Sequence[Comparison], alpha: float = 0.05) -> str:
 
 
 def gains_csv(gains: Sequence[Comparison]) -> str:
+    """What the video adds, as CSV."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["video", "text", "task", "scope", "metric", "instances", "text_value", "video_value", "gain",
@@ -90,5 +92,6 @@ def gains_csv(gains: Sequence[Comparison]) -> str:
 
 
 def gains_table(gains: Sequence[Comparison], alpha: float) -> HtmlTable:
+    """What the video adds, as a table of report.html."""
     return HtmlTable("What the video adds (video run minus text run, paired)", HEADERS, _rows(gains, alpha),
                      f"†: p < {alpha}. Only instances both runs answered are compared.")

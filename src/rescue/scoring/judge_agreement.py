@@ -43,6 +43,8 @@ class RatingsError(RescueError):
 
 @dataclass(frozen=True)
 class HumanRating:
+    """One human rating of one instance: who rated, the score, and where it was read."""
+
     instance_id: str
     rater: str
     score: float

@@ -39,11 +39,13 @@ PUBLISHED_PREFIX = "paper: "
 
 @cache
 def load_paper() -> dict[str, Any]:
+    """The paper's published values (paper.json)."""
     text = resources.files(__name__).joinpath("paper.json").read_text(encoding="utf-8")
     return json.loads(text)  # type: ignore[no-any-return]
 
 
 def check_reference(name: str | None) -> None:
+    """ReportError unless ``name`` is a known reference (or None)."""
     if name is not None and name not in REFERENCES:
         raise ReportError(f"--reference {name!r}: choose one of {', '.join(REFERENCES)}")
 
@@ -83,6 +85,8 @@ def reference_rows(board: Leaderboard) -> list[LeaderRow]:
 
 @dataclass(frozen=True)
 class ReferenceComparison:
+    """One of our values beside the paper's published one, with our interval and why it is not comparable."""
+
     system: str
     paper_model: str  # a paper model, or AVERAGE
     scope: str
@@ -96,10 +100,12 @@ class ReferenceComparison:
 
     @property
     def comparable(self) -> bool:
+        """Whether both values exist and nothing makes them incomparable."""
         return not self.reason and self.ours is not None and self.paper is not None
 
     @property
     def diff(self) -> float | None:
+        """Ours minus the paper's, None when not comparable."""
         return None if not self.comparable else self.ours - self.paper  # type: ignore[operator]
 
     @property
@@ -183,6 +189,7 @@ def _signed(column: Column, value: float | None) -> str:
 
 
 def rows_text(items: Sequence[ReferenceComparison]) -> list[list[str]]:
+    """The comparisons as table rows of text."""
     rows = []
     for c in items:
         ci = "" if c.low is None or c.high is None else f"[{c.column.format(c.low)}, {c.column.format(c.high)}]"
@@ -199,10 +206,12 @@ HEADERS = ["System", "Paper model", "Scope", "Metric", "Ours", "Our CI", "Paper"
 
 
 def reference_markdown(items: Sequence[ReferenceComparison]) -> str:
+    """The comparisons with the paper as a Markdown table and its note."""
     return markdown_table(HEADERS, rows_text(items)) + "\n" + reference_note() + "\n"
 
 
 def reference_csv(items: Sequence[ReferenceComparison]) -> str:
+    """The comparisons with the paper as CSV."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["system", "paper_model", "scope", "task", "metric", "ours", "ci_low", "ci_high", "paper", "diff",
@@ -214,6 +223,7 @@ def reference_csv(items: Sequence[ReferenceComparison]) -> str:
 
 
 def reference_note() -> str:
+    """Where the published values come from and how they are compared."""
     paper = load_paper()
     return (f"Published values: {paper['source']} Systems that are not one of the paper's ten models are compared "
             f"with the {AVERAGE}. Published rows carry no interval and are never part of a significance test.")
