@@ -4,7 +4,8 @@
     the bare ffmpeg commands doing the same cuts and grabs (target: >= 90% of bare ffmpeg's speed);
 (c) a whole ``rescue build`` without a model (a fresh process: start-up, input checks, cuts with their checks,
     subtitles, draft, manifest) of a multi-minute session against the bare ffmpeg commands with the same
-    arguments, as seconds per video-minute; min / median / max of the ratio over alternating rounds;
+    arguments, as seconds per video-minute; min / median / max of the ratio over alternating rounds, and the
+    ratio of CPU time (user + system of every process, which a shared machine's load disturbs least);
 (b) pre-annotation throughput — ``rescue build --model`` (a fresh process, start-up and input checks
     included) against the lean async client (``_clients.py lean``: raw httpx and a semaphore) sending the
     very requests rescue sent, to the scripted server answering after ``--latency`` (target: >= 85%).
@@ -18,6 +19,8 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -100,24 +103,36 @@ def whole_build(folder: Path, minutes: float, segment_minutes: float, rounds: in
         for i, (a, b) in enumerate(itertools.pairwise(bounds)):
             _bare(cut_args(video, a, b, out / f"clip{i}.mp4", height=height, crf=REVIEW_CRF))
 
-    ratios, ours_all, bare_all = [], [], []
+    ratios, ours_all, bare_all, cpu_ratios = [], [], [], []
     for round_ in range(rounds):  # alternate which runs first; the machine may be shared
-        timings = {}
+        timings, cpu = {}, {}
         order = ("bare", "ours") if round_ % 2 == 0 else ("ours", "bare")
         for name in order:
             out = folder / f"{name}{round_}"
+            used = _children_cpu()
             start = time.perf_counter()
             if name == "ours":
                 run_child([*command, "--out", str(out)], env=env)
             else:
                 bare(out)
             timings[name] = time.perf_counter() - start
+            cpu[name] = _children_cpu() - used
             shutil.rmtree(out, ignore_errors=True)
         ours_all.append(timings["ours"] / minutes)
         bare_all.append(timings["bare"] / minutes)
         ratios.append(timings["ours"] / timings["bare"])
+        cpu_ratios.append(cpu["ours"] / cpu["bare"])
+        print(f"    round {round_}: rescue {timings['ours']:.2f} s, bare {timings['bare']:.2f} s, ratio {ratios[-1]:.2f}; "
+              f"CPU {cpu['ours']:.2f} s / {cpu['bare']:.2f} s; load {os.getloadavg()[0]:.1f}", flush=True)
     return {"segments": len(bounds) - 1, "ours_min": min(ours_all), "bare_min": min(bare_all),
-            "ratio_min": min(ratios), "ratio_median": statistics.median(ratios), "ratio_max": max(ratios)}
+            "ratio_min": min(ratios), "ratio_median": statistics.median(ratios), "ratio_max": max(ratios),
+            "cpu_ratio_median": statistics.median(cpu_ratios)}
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of every child waited for so far, the ffmpeg below rescue included."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def annotation(folder: Path, segments: int, sessions: int, latency: float, concurrency: int,
@@ -197,7 +212,8 @@ def main() -> None:
                   f"{built['segments']} segments) against the same ffmpeg cuts run bare, {args.rounds} rounds")
             print(f"    rescue build {built['ours_min']:6.2f} s per video-minute | bare ffmpeg {built['bare_min']:6.2f} s "
                   f"(best rounds) | rescue's time / bare's: {built['ratio_min']:.2f} / {built['ratio_median']:.2f} / "
-                  f"{built['ratio_max']:.2f} (min / median / max; target <= 1.11, i.e. >= 90% of the speed)")
+                  f"{built['ratio_max']:.2f} (min / median / max; target <= 1.11, i.e. >= 90% of the speed); "
+                  f"CPU time's: {built['cpu_ratio_median']:.2f} (median; what a loaded machine blurs least)")
         if "b" not in parts:
             return
         result = annotation(folder / "b", args.segments, args.sessions, args.latency, args.concurrency,
