@@ -66,15 +66,19 @@ class Instance:
 
     @property
     def sample_id(self) -> str:
+        """The id of the instance's sample."""
         return self.sample.sample_id
 
     @property
     def scenario(self) -> str:
+        """The scenario of the instance's sample."""
         return self.sample.scenario
 
 
 @dataclass
 class RenderOptions:
+    """How a prompt is rendered: the mode, the context size, and a cache of encoded rows."""
+
     mode: Mode = "dialogue"
     context_size: int | None = None  # None: the task's default; -1: all prior rows
     # Encoded rows reused across renders (rescue.tasks.render.RowCache); None: encode per render. It never
@@ -166,6 +170,7 @@ class PredictionRecord(BaseModel):
 
     @property
     def ok(self) -> bool:
+        """Whether the model's answer was read (status ok)."""
         return self.status == "ok"
 
     @model_serializer(mode="wrap")
@@ -178,34 +183,48 @@ class PredictionRecord(BaseModel):
 
 @runtime_checkable
 class Task(Protocol):
+    """The task contract: a declaration, instances from samples, prompts, parsing, formatting and scoring."""
+
     declaration: ClassVar[Declaration]
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The task's name (itp, rpp, ...)."""
 
     @property
-    def title(self) -> str: ...
+    def title(self) -> str:
+        """The task's title for people."""
 
     @property
-    def default_context_size(self) -> int: ...
+    def default_context_size(self) -> int:
+        """The rows of context a prompt shows by default (-1: every prior row)."""
 
     @property
-    def default_batch_size(self) -> int: ...  # the authors' batch size (0 = the whole sample)
+    def default_batch_size(self) -> int:
+        """The authors' batch size (0: a whole sample per request)."""
+        ...  # the authors' batch size (0 = the whole sample)
 
     @property
-    def max_tokens(self) -> int: ...
+    def max_tokens(self) -> int:
+        """The answer budget of one request."""
 
-    def build(self, samples: list[Sample], **options: Any) -> list[Instance]: ...
+    def build(self, samples: list[Sample], **options: Any) -> list[Instance]:
+        """The task's instances in ``samples``, with their gold (``options``: the task's own build options)."""
 
-    def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, Any]]: ...
+    def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, Any]]:
+        """The messages that ask about ``batch``."""
 
-    def parse(self, raw: str, batch: list[Instance], policy: ParsePolicy = "strict") -> dict[str, Prediction]: ...
+    def parse(self, raw: str, batch: list[Instance], policy: ParsePolicy = "strict") -> dict[str, Prediction]:
+        """The prediction of each instance of ``batch`` in the answer ``raw``, under ``policy``."""
 
-    def format_answer(self, batch: list[Instance], values: dict[str, Any]) -> str: ...
+    def format_answer(self, batch: list[Instance], values: dict[str, Any]) -> str:
+        """An answer in the task's format holding ``values`` (what offline baselines send)."""
 
-    def instance_scores(self, record: PredictionRecord) -> dict[str, float | None]: ...
+    def instance_scores(self, record: PredictionRecord) -> dict[str, float | None]:
+        """The scores of one record."""
 
-    def aggregate(self, records: list[PredictionRecord]) -> dict[str, float | int | None]: ...
+    def aggregate(self, records: list[PredictionRecord]) -> dict[str, float | int | None]:
+        """The task's metrics over ``records``."""
 
 
 class DeclaredTask:
@@ -215,22 +234,27 @@ class DeclaredTask:
 
     @property
     def name(self) -> str:
+        """The declared name."""
         return self.declaration.name
 
     @property
     def title(self) -> str:
+        """The declared title."""
         return self.declaration.title
 
     @property
     def default_context_size(self) -> int:
+        """The declared default context size."""
         return self.declaration.default_context_size
 
     @property
     def default_batch_size(self) -> int:
+        """The declared default batch size."""
         return self.declaration.default_batch_size
 
     @property
     def max_tokens(self) -> int:
+        """The declared answer budget."""
         return self.declaration.max_tokens
 
 

@@ -94,6 +94,7 @@ class BatchPlan:
     split: int = 0  # of those, how many were split so that no item shows another's hidden row
 
     def summary(self) -> dict[str, Any]:
+        """The plan as results.json records it: batch size and how many batches were grouped or split."""
         return {"batch_size": self.size, "batches": len(self.batches), "grouped_batches": self.grouped,
                 "split_batches": self.split, "leak_free": True}
 

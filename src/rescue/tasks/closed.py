@@ -46,6 +46,7 @@ class ClosedTask(DeclaredTask):
     # --- the Task contract ----------------------------------------------------------------------------------
 
     def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, str]]:
+        """The prompt: the task's sections, then one item per instance with its context rows."""
         sample = prompts.batch_sample(batch)
         k = prompts.resolve_context_size(options.context_size, self.declaration.default_context_size)
         rows = EncodedRows(sample, options.mode, options.rows)
@@ -53,6 +54,7 @@ class ClosedTask(DeclaredTask):
         return prompts.user_message(self.sections(sample, batch, k, options.mode), items)
 
     def parse(self, raw: str, batch: list[Instance], policy: ParsePolicy = "strict") -> dict[str, Prediction]:
+        """Each instance's label or ranking read from the answer, under ``policy``."""
         keys = self.value_keys()
 
         def read(item: dict[str, Any], instance: Instance, notes: dict[str, Any] | None) -> Any:
@@ -61,6 +63,7 @@ class ClosedTask(DeclaredTask):
         return parse_answer(raw, batch, keys, read, policy, MATCHING)
 
     def format_answer(self, batch: list[Instance], values: dict[str, Any]) -> str:
+        """An answer in the task's JSON format holding ``values``."""
         items = [{"id": local_id(i), self.answer_key: _plain(values[i.instance_id])} for i in batch
                  if i.instance_id in values]
         return json.dumps({"predictions": items}, ensure_ascii=False)

@@ -89,6 +89,7 @@ def emotion_text(value: Any) -> str:
 
 
 def emotion_intensity(value: Any) -> Any:
+    """The intensity in an ER value (prediction or gold, under any key the formats use), None when absent."""
     if isinstance(value, dict):
         for key in ("intensity", "predicted_intensity_score", "gold_intensity_score"):
             if key in value:
@@ -128,6 +129,8 @@ Schema: {"emotion_score": 4, "verdict": "strong|pass|borderline|fail", "notes": 
 
 
 class EmotionGrade(Grade):
+    """The judge's grade of an ER emotion on the 1-5 scale."""
+
     emotion_score: WholeNumber = Field(ge=1, le=5)
 
     def scores(self) -> dict[str, float]:
@@ -159,11 +162,15 @@ JUDGE = JudgeRubric(
 
 
 class ErOptions(TaskOptions):
+    """ER's build options: checkpoints per sample and the words a checkpoint's turn needs."""
+
     checkpoints_per_sample: int = Field(5, ge=0, description="evenly spaced checkpoints per sample (0: all)")
     min_dialogue_words: int = Field(5, ge=0, description="a checkpoint's turn has at least this many words")
 
 
 class EmotionRecognition(DeclaredTask):
+    """ER: the current speaker's internal emotion and its intensity, at checkpoints of each sample."""
+
     declaration: ClassVar[Declaration] = Declaration(
         name="er",
         title="Emotion Recognition",
@@ -195,6 +202,7 @@ class EmotionRecognition(DeclaredTask):
     )
 
     def build(self, samples: list[Sample], **options: Any) -> list[Instance]:
+        """ER's checkpoints: evenly spaced turns with an annotated emotion past the early part of each sample."""
         chosen = validate_options(self.name, ErOptions, options)
         limit, min_words = chosen.checkpoints_per_sample, chosen.min_dialogue_words
         instances: list[Instance] = []
@@ -207,6 +215,7 @@ class EmotionRecognition(DeclaredTask):
         return instances
 
     def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, str]]:
+        """The ER prompt for ``batch``."""
         k = prompts.resolve_context_size(options.context_size, self.declaration.default_context_size)
         group = batch[0].sample.scenario if batch else "couple"
         lines = [
@@ -234,9 +243,11 @@ class EmotionRecognition(DeclaredTask):
 
     def parse(self, raw: str, batch: list[Instance], policy: ParsePolicy = "strict") -> dict[str, Prediction]:
         # Free-text answers have no closed set to drop from: both policies read them the same way.
+        """Each checkpoint's emotion and intensity read from the answer."""
         return parse_answer(raw, batch, EMOTION_KEYS + INTENSITY_KEYS, _normalise, policy, gen.MATCHING)
 
     def format_answer(self, batch: list[Instance], values: dict[str, Any]) -> str:
+        """An ER answer holding ``values``."""
         items = [
             {
                 "checkpoint_id": local_id(i),
@@ -249,11 +260,13 @@ class EmotionRecognition(DeclaredTask):
         return dumps({"predictions": items})
 
     def instance_scores(self, record: PredictionRecord) -> dict[str, float | None]:
+        """The intensity score of one record (its floor when the record failed)."""
         if not record.ok:
             return {"intensity": INTENSITY_SCORE_FLOOR}
         return {"intensity": intensity_score(record.gold["intensity"], record.prediction["intensity"])}
 
     def aggregate(self, records: list[PredictionRecord]) -> dict[str, float | int | None]:
+        """ER's metrics: the judge's and BERTScore's, and the intensity score recomputed from gold and prediction."""
         result = gen.aggregate_scores(records, self.declaration.score_floors, JUDGE.human_key)
         # Recomputed from gold and prediction so that it never depends on stored scores being present.
         per_instance = [self.instance_scores(r)["intensity"] or INTENSITY_SCORE_FLOOR for r in records]

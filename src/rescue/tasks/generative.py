@@ -109,6 +109,7 @@ def answer_intensity(value: Any) -> int:
 
 
 def make_instance(task: str, sample: Sample, row: Row, gold: Any, **extra: Any) -> Instance:
+    """An instance at ``row`` of ``sample``, with the row's speaker among its extras."""
     return Instance.at_row(task, sample, row.row_index, gold, extra={"speaker": row.speaker, **extra})
 
 

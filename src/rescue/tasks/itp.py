@@ -65,10 +65,14 @@ _SCHEMA = prompts.schema_block([{"id": "<item id>", "should_speak": "yes or no",
 
 
 class ItpOptions(TaskOptions):
+    """ITP's build options."""
+
     itp_max_per_class: int = Field(0, ge=0, description="cap each class per sample before balancing (0: no cap)")
 
 
 class InterventionTimingTask(ClosedTask):
+    """ITP: after a client turn, should the therapist take the next turn? Yes/no, balanced within each sample."""
+
     declaration: ClassVar[Declaration] = Declaration(
         name="itp",
         title="Intervention timing prediction",
@@ -162,6 +166,7 @@ class InterventionTimingTask(ClosedTask):
         return predictions
 
     def instance_scores(self, record: PredictionRecord) -> dict[str, float | None]:
+        """1 when the record's answer is its gold, else 0."""
         return {"correct": 1.0 if record.ok and record.prediction == record.gold else 0.0}
 
     def lenient_differences(self, records: list[PredictionRecord]) -> list[str]:

@@ -58,10 +58,12 @@ def context_sentence(k: int, *, anchor: str, purpose: str | None = None) -> str:
 
 
 def mode_line(mode: str) -> str:
+    """The prompt line that says which evidence the mode shows."""
     return f"Mode: {mode}. {MODE_EVIDENCE[mode]}"
 
 
 def participants_line(sample: Sample) -> str:
+    """The prompt line naming the participants, the therapist and the group label."""
     people = ", ".join(sample.participants) or "(not listed)"
     return f"Participants: {people}; plus the Therapist. Group label: {sample.group_label}."
 

@@ -35,6 +35,7 @@ class RankingTask(ClosedTask):
     # --- subclass hooks ---------------------------------------------------------------------------------
 
     def build(self, samples: list[Sample], **options: Any) -> list[Instance]:
+        """The task's instances (each ranking task implements it)."""
         raise NotImplementedError
 
     def label_defs(self, instance: Instance) -> list[Label]:
@@ -95,6 +96,7 @@ class RankingTask(ClosedTask):
     # --- scores ------------------------------------------------------------------------------------------
 
     def instance_scores(self, record: PredictionRecord) -> dict[str, float | None]:
+        """Recall@1-3, the reciprocal rank and the gold's rank of one record."""
         ranking = record.prediction if record.ok else None
         scores: dict[str, float | None] = {
             f"recall_at_{k}": hit_at_k(record.gold, ranking, k) for k in range(1, TOP_K + 1)
@@ -104,6 +106,7 @@ class RankingTask(ClosedTask):
         return scores
 
     def aggregate(self, records: list[PredictionRecord]) -> dict[str, float | int | None]:
+        """Recall@k, MRR, counts and what lenient parsing did, over ``records``."""
         gold, rankings = gold_and_rankings(records)
         result: dict[str, float | int | None] = {"instances": len(records), "failures": _failures(records)}
         scores = ranking_scores(gold, rankings, ks=range(1, TOP_K + 1))

@@ -97,6 +97,7 @@ class RawJSON:
 
     @property
     def text(self) -> str:
+        """The JSON text."""
         return "".join(self.parts)
 
     def __str__(self) -> str:
@@ -117,6 +118,7 @@ class RowCache:
         self._rows: dict[tuple[int, str], tuple[Sample, list[str]]] = {}
 
     def rows(self, sample: Sample, mode: str) -> list[str]:
+        """The encoded rows of ``sample`` in ``mode``, encoded once."""
         key = (id(sample), mode)
         hit = self._rows.get(key)
         if hit is None or hit[0] is not sample:  # the sample is held, so its id cannot be reused meanwhile

@@ -55,10 +55,14 @@ def macro_labels(scenarios: set[str]) -> list[str]:
 
 
 class RppOptions(TaskOptions):
+    """RPP's build options: which gold the relation pattern comes from."""
+
     rpp_gold: RppGold = DEFAULT_RPP_GOLD
 
 
 class RelationPatternTask(RankingTask):
+    """RPP: the group's relation pattern at a therapist turn, as a top-3 ranking."""
+
     declaration: ClassVar[Declaration] = Declaration(
         name="rpp",
         title="Relation pattern prediction",

@@ -34,6 +34,8 @@ class TaskOptions(BaseModel):
 
 
 class NoOptions(TaskOptions):
+    """The options of a task that takes none."""
+
     pass
 
 

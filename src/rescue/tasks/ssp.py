@@ -17,6 +17,8 @@ from rescue.tasks.spec import Declaration, NoOptions, validate_options
 
 
 class SupportStrategyTask(RankingTask):
+    """SSP: which strategy the therapist uses next, as a top-3 ranking."""
+
     declaration: ClassVar[Declaration] = Declaration(
         name="ssp", title="Support strategy prediction", order=4,
         default_context_size=3, default_batch_size=3, max_tokens=2200,

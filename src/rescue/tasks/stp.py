@@ -40,6 +40,8 @@ def _label_text(scenario: Scenario, names: tuple[str, ...]) -> str:
 
 
 class SupportTargetTask(RankingTask):
+    """STP: whom the therapist's next move addresses, as a top-3 ranking."""
+
     declaration: ClassVar[Declaration] = Declaration(
         name="stp", title="Support target prediction", order=3,
         default_context_size=3, default_batch_size=3, max_tokens=1800,

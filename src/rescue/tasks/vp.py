@@ -110,6 +110,7 @@ def viewpoint_items(value: Any, *, with_attitude: bool = False) -> list[dict[str
 
 
 def viewpoint_texts(value: Any) -> list[str]:
+    """The viewpoint texts of a VP value."""
     return [v["viewpoint"] for v in viewpoint_items(value)]
 
 
@@ -143,6 +144,8 @@ Schema: {"source_target_score": 2, "viewpoint_score": 3, "verdict": "strong|pass
 
 
 class ViewpointLikertGrade(Grade):
+    """The judge's grade of VP viewpoints on the 1-5 scale."""
+
     score: WholeNumber = Field(ge=1, le=5)
 
     def scores(self) -> dict[str, float]:
@@ -150,6 +153,8 @@ class ViewpointLikertGrade(Grade):
 
 
 class ViewpointAuthorsGrade(Grade):
+    """The judge's grade of VP viewpoints on the authors' scales (source/target 0-2, viewpoint 0-4)."""
+
     source_target_score: WholeNumber = Field(ge=0, le=2)
     viewpoint_score: WholeNumber = Field(ge=0, le=4)
 
@@ -184,10 +189,14 @@ JUDGE = JudgeRubric(
 
 
 class VpOptions(TaskOptions):
+    """VP's build options: checkpoints per sample."""
+
     checkpoints_per_sample: int = Field(5, ge=0, description="evenly spaced checkpoints per sample (0: all)")
 
 
 class ViewpointPrediction(DeclaredTask):
+    """VP: who holds which view of whom at checkpoints of each sample."""
+
     declaration: ClassVar[Declaration] = Declaration(
         name="vp",
         title="Viewpoint Prediction",
@@ -221,6 +230,7 @@ class ViewpointPrediction(DeclaredTask):
     )
 
     def build(self, samples: list[Sample], **options: Any) -> list[Instance]:
+        """VP's checkpoints: evenly spaced turns with annotated viewpoints."""
         limit = validate_options(self.name, VpOptions, options).checkpoints_per_sample
         instances: list[Instance] = []
         for sample in samples:
@@ -230,6 +240,7 @@ class ViewpointPrediction(DeclaredTask):
         return instances
 
     def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, str]]:
+        """The VP prompt for ``batch``."""
         k = prompts.resolve_context_size(options.context_size, self.declaration.default_context_size)
         sample = batch[0].sample if batch else None
         group = sample.group_label if sample else "Couple"
@@ -263,9 +274,11 @@ class ViewpointPrediction(DeclaredTask):
 
     def parse(self, raw: str, batch: list[Instance], policy: ParsePolicy = "strict") -> dict[str, Prediction]:
         # Free-text answers have no closed set to drop from: both policies read them the same way.
+        """Each checkpoint's viewpoints read from the answer."""
         return parse_answer(raw, batch, VIEWPOINT_LIST_KEYS + ("target",), _normalise, policy, gen.MATCHING)
 
     def format_answer(self, batch: list[Instance], values: dict[str, Any]) -> str:
+        """A VP answer holding ``values``."""
         items = [
             {
                 "checkpoint_id": local_id(i),
@@ -280,11 +293,13 @@ class ViewpointPrediction(DeclaredTask):
         return dumps({"predictions": items})
 
     def instance_scores(self, record: PredictionRecord) -> dict[str, float | None]:
+        """The pair recall of one record (its floor when the record failed)."""
         if not record.ok:
             return {"pair_recall": self.declaration.score_floors["pair_recall"]}
         return {"pair_recall": pair_recall(record.gold, record.prediction)}
 
     def aggregate(self, records: list[PredictionRecord]) -> dict[str, float | int | None]:
+        """VP's metrics: the judge's and BERTScore's, and pair recall recomputed from gold and prediction."""
         result = gen.aggregate_scores(records, self.declaration.score_floors, JUDGE.human_key)
         per_instance = [self.instance_scores(r)["pair_recall"] or 0.0 for r in records]
         result["pair_recall"] = sum(per_instance) / len(per_instance) if per_instance else None
