@@ -80,7 +80,9 @@ class RenderOptions:
     """How a prompt is rendered: the mode, the context size, and a cache of encoded rows."""
 
     mode: Mode = "dialogue"
-    context_size: int | None = None  # None: the task's default; -1: all prior rows
+    # The requested context size: None takes the task's default, -1 all prior rows. Everywhere, ``context_size``
+    # is such a request and ``k`` the size it resolves to (rescue.tasks.prompts.resolve_context_size).
+    context_size: int | None = None
     # Encoded rows reused across renders (rescue.tasks.render.RowCache); None: encode per render. It never
     # changes a prompt's bytes, only how often a row is encoded.
     rows: RowCache | None = field(default=None, compare=False, repr=False)

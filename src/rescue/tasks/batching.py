@@ -46,21 +46,22 @@ def hidden_rows(task: Task, instance: Instance) -> set[int]:
     return set()
 
 
-def shown_rows(task: Task, instance: Instance, context_size: int) -> set[int]:
-    """The rows ``instance``'s part of a prompt renders for context size ``context_size`` (-1: all before)."""
+def shown_rows(task: Task, instance: Instance, k: int) -> set[int]:
+    """The rows ``instance``'s part of a prompt renders with ``k`` rows of context (the resolved context size,
+    :func:`rescue.tasks.prompts.resolve_context_size`; -1: all before)."""
     current = instance.row_index
-    window = context_window(current, context_size)
+    window = context_window(current, k)
     rows = set(range(window.start + 1, window.stop + 1))
     if task.declaration.shows_row:
         rows.add(current)
     return rows
 
 
-def _shows(task: Task, instance: Instance, context_size: int, row: int) -> bool:
+def _shows(task: Task, instance: Instance, k: int, row: int) -> bool:
     """Whether ``row`` is in :func:`shown_rows` of ``instance``, without building that set (with all prior
     rows as context it holds the whole sample so far, for every item of every batch)."""
     current = instance.row_index
-    window = context_window(current, context_size)
+    window = context_window(current, k)
     return window.start < row <= window.stop or (task.declaration.shows_row and row == current)
 
 
@@ -73,11 +74,11 @@ class _Part:
         self.items: list[Instance] = []
         self.hidden: list[int] = []
 
-    def fits(self, task: Task, instance: Instance, hidden: set[int], context_size: int) -> bool:
+    def fits(self, task: Task, instance: Instance, hidden: set[int], k: int) -> bool:
         """Whether ``instance`` (hiding ``hidden``) can join: it shows no row another item hides, and
         no other item shows a row it hides."""
-        return (not any(_shows(task, instance, context_size, row) for row in self.hidden)
-                and not any(_shows(task, other, context_size, row) for other in self.items for row in hidden))
+        return (not any(_shows(task, instance, k, row) for row in self.hidden)
+                and not any(_shows(task, other, k, row) for other in self.items for row in hidden))
 
     def add(self, instance: Instance, hidden: set[int]) -> None:
         self.items.append(instance)
@@ -99,14 +100,14 @@ class BatchPlan:
                 "split_batches": self.split, "leak_free": True}
 
 
-def plan_batches(task: Task, instances: Sequence[Instance], size: int, context_size: int) -> BatchPlan:
+def plan_batches(task: Task, instances: Sequence[Instance], size: int, k: int) -> BatchPlan:
     """The authors' grouping, each group split (first fit, order kept) so that no batch leaks."""
     plan = BatchPlan(size)
     for group in group_batches(instances, size):
         parts: list[_Part] = []
         for instance in group:
             hidden = hidden_rows(task, instance)
-            home = next((part for part in parts if part.fits(task, instance, hidden, context_size)), None)
+            home = next((part for part in parts if part.fits(task, instance, hidden, k)), None)
             if home is None:
                 home = _Part()
                 parts.append(home)

@@ -57,12 +57,12 @@ def hidden_limit(sample: Sample, first_hidden: int) -> float:
     return min(starts) if starts else math.inf
 
 
-def media_window(task: Task, instance: Instance, k: int | None) -> MediaWindow:
+def media_window(task: Task, instance: Instance, context_size: int | None) -> MediaWindow:
     """The visible spans of ``instance``'s rows (those its prompt shows at context size ``k``), cut where the first
     hidden row starts."""
     sample = instance.sample
     # The rows the prompt renders, by the same rule that keeps batches leak-free.
-    shown = sorted(shown_rows(task, instance, resolve_context_size(k, task.default_context_size)))
+    shown = sorted(shown_rows(task, instance, resolve_context_size(context_size, task.default_context_size)))
     first_hidden = instance.row_index + 1 if task.declaration.shows_row else instance.row_index
     limit = hidden_limit(sample, first_hidden)
     spans = []
