@@ -135,7 +135,7 @@ class ClipCutter:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+                 _trace: TracebackType | None) -> None:
         if kind is not None:
             self._stopped.set()
             for future in self._futures:
