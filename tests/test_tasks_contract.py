@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from rescue.tasks import get_task
+from rescue.tasks import TASKS, get_task
 from rescue.tasks.base import Instance
 from rescue.tasks.vp import pair_recall, viewpoint_items, viewpoint_texts
 
@@ -172,12 +172,13 @@ def test_itp_lenient_prose_is_read_and_noted_only_for_a_single_item(itp_pair):
     assert (in_json.status, in_json.value, in_json.lenient) == ("ok", "no", {"read_from_prose": "well, no, keep listening"})
 
 
-@pytest.mark.parametrize("name", ["rpp", "stp", "ssp"])
+@pytest.mark.parametrize("name", [n for n, t in TASKS.items() if t.declaration.answer == "ranking"])
 def test_ranking_tasks_read_every_answer_key(name, demo_samples):
     task = get_task(name)
     instance = task.build(demo_samples)[0]
     labels = [instance.gold] + [label for label in instance.labels if label != instance.gold][:3]
-    for key in (task.answer_key, "top3", "ranking", "labels", "prediction"):
+    assert task.declaration.answer_aliases == ("top3", "ranking", "labels", "prediction")
+    for key in (task.declaration.answer_key, *task.declaration.answer_aliases):
         raw = _answer([instance], key, [labels])
         prediction = task.parse(raw, [instance])[instance.instance_id]
         assert (prediction.status, prediction.value) == ("ok", labels[:3]), key  # at most three, never padded
