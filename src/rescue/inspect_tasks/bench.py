@@ -1,0 +1,233 @@
+"""RESCUE-Bench inside inspect_ai: one inspect task per RESCUE task (``inspect eval rescue/itp``).
+
+Each task is rescue's own, wrapped:
+
+- **Dataset**: a ``MemoryDataset`` with one ``Sample`` per instance; its input is the exact messages
+  ``rescue run`` sends for that instance (``task.render``), its target the gold answer in the task's schema
+  (``task.format_answer``), its metadata the instance id, sample, scenario, row and gold.
+- **Solver**: :func:`rescue_generate` sends those messages as they are, with the task's answer budget and
+  temperature 0 (``rescue run``'s defaults; ``--max-tokens``/``--temperature`` override them as in inspect).
+- **Scorer**: the answer goes through the runner's answer reading and the task's ``parse`` (``parse`` policy),
+  becomes a :class:`~rescue.tasks.base.PredictionRecord` with the task's per-instance scores; ER and VP are
+  graded with the task's judge rubric (``rescue.scoring.judge``) by the model(s) of inspect's ``grader`` role
+  (``--model-role grader=openai/gpt-4o``; without it the judge keys are absent, as in a run without ``--judge``).
+  The record is kept in the score's metadata, so ``rescue report`` reads the log as a run.
+- **Metric**: :func:`rescue_metrics`, the task's own ``aggregate`` over the records (every key the task reports).
+
+This module imports inspect_ai: it is what inspect's entry point (``[project.entry-points.inspect_ai]``) loads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from inspect_ai import Task as InspectTask
+from inspect_ai import task as inspect_task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageUser,
+    ContentReasoning,
+    GenerateConfig,
+    Model,
+    ModelOutput,
+    model_roles,
+)
+from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+from rescue.inspect_tasks import CONFIG_KEY, GRADER, RECORD_KEY
+from rescue.inspect_tasks.plan import BenchError, BenchOptions, BenchPlan, build_plan
+from rescue.llm.types import ChatAnswer, ChatRequest, ModelBase, Usage
+from rescue.tasks import TASKS, get_task
+from rescue.tasks.base import PredictionRecord, gold_value, make_record
+
+__all__ = ["GRADER", "InspectJudge", "bench_dataset", "chat_answer", "rescue_generate", "rescue_metrics",
+           "rescue_scorer", "rescue_task", *TASKS]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Messages and answers between rescue and inspect
+
+
+def chat_messages(messages: Sequence[Any]) -> list[ChatMessage]:
+    """rescue's rendered messages (``{"role", "content"}``) as inspect chat messages, text unchanged."""
+    kinds: dict[str, Callable[..., ChatMessage]] = {
+        "system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
+    out = []
+    for message in messages:
+        role, content = message["role"], message["content"]
+        if role not in kinds or not isinstance(content, str):
+            raise BenchError(f"a {role} message with {type(content).__name__} content cannot be sent through inspect "
+                             "by this adapter (transcript modes only)")
+        out.append(kinds[role](content=content))
+    return out
+
+
+def chat_answer(output: ModelOutput) -> ChatAnswer:
+    """An inspect model output as the answer rescue's client would have returned for the same completion."""
+    usage = Usage()
+    if output.usage is not None:
+        usage = Usage(output.usage.input_tokens, output.usage.output_tokens, output.usage.input_tokens_cache_read or 0)
+    if output.error:
+        return ChatAnswer(None, "request_error", f"request_error: {output.error}", usage)
+    text = output.completion
+    stop = output.stop_reason
+    meta: dict[str, Any] = {"finish_reason": "length" if stop == "max_tokens" else stop}
+    message = output.choices[0].message if output.choices else None
+    if message is not None and not isinstance(message.content, str):
+        reasoning = "\n".join(c.reasoning for c in message.content if isinstance(c, ContentReasoning))
+        if reasoning:
+            meta["reasoning"] = reasoning
+    if stop == "content_filter":
+        return ChatAnswer(text, "refused", "refused: finish_reason=content_filter", usage, meta)
+    if not text.strip():
+        if stop == "max_tokens":
+            return ChatAnswer(None, "budget_exhausted", "budget_exhausted: the answer budget ran out before any "
+                              "answer (finish_reason=length)", usage, meta)
+        return ChatAnswer(None, "request_error", f"empty_answer: the answer has no content (stop_reason={stop})",
+                          usage, meta)
+    return ChatAnswer(text, "ok", "", usage, meta)
+
+
+class InspectJudge(ModelBase):
+    """An inspect model (a ``grader`` role) as the rescue :class:`~rescue.llm.types.Model` the judge asks; inspect
+    does the retrying and caching, so answers here are final."""
+
+    def __init__(self, model: Model):
+        self.model = model
+        self.name = str(model)
+
+    async def complete(self, request: ChatRequest) -> ChatAnswer:
+        config = GenerateConfig(max_tokens=request.max_tokens,
+                                temperature=0.0 if request.temperature is None else request.temperature)
+        try:
+            output = await self.model.generate(chat_messages(request.messages), config=config)
+        except Exception as exc:  # noqa: BLE001 - a grade the judge could not give is a judge failure, not a crash
+            return ChatAnswer(None, "request_error", f"request_error: {type(exc).__name__}: {exc}")
+        return chat_answer(output)
+
+
+def graders() -> list[InspectJudge]:
+    """The models bound to the ``grader`` role of the running eval (none: ER/VP judge keys stay absent)."""
+    bound = model_roles().get(GRADER)
+    if bound is None:
+        return []
+    return [InspectJudge(m) for m in (bound if isinstance(bound, list) else [bound])]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Dataset, solver, scorer, metric
+
+
+def bench_dataset(plan: BenchPlan) -> MemoryDataset:
+    """One inspect sample per instance: rescue's exact prompt, the gold answer as target, the instance in metadata."""
+    task = plan.task
+    samples = []
+    for instance in plan.instances:
+        target = task.format_answer([instance], {instance.instance_id: gold_value(task, instance)})
+        samples.append(Sample(
+            id=instance.instance_id, input=chat_messages(plan.messages(instance)), target=target,
+            metadata={"instance_id": instance.instance_id, "sample_id": instance.sample_id,
+                      "scenario": instance.scenario, "row_index": instance.row_index, "gold": instance.gold}))
+    return MemoryDataset(samples, name=f"rescue-{task.name}")
+
+
+@solver
+def rescue_generate() -> Solver:
+    """Ask the model with the sample's messages as they are: rescue's prompt, nothing added or changed."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        return await generate(state)
+
+    return solve
+
+
+@metric
+def rescue_metrics(task: str) -> Metric:
+    """The task's own metrics (``task.aggregate``) over the prediction records the scorer kept."""
+
+    def compute(scores: list[SampleScore]) -> dict[str, float]:
+        records = [PredictionRecord.model_validate(s.score.metadata[RECORD_KEY]) for s in scores
+                   if s.score.metadata and RECORD_KEY in s.score.metadata]
+        values = get_task(task).aggregate(records)
+        return {k: float(v) for k, v in values.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+    return compute
+
+
+def rescue_scorer(plan: BenchPlan) -> Scorer:
+    """Parse and score each answer as ``rescue run`` does (judging ER/VP with the ``grader`` role)."""
+    task = plan.task
+    policy = str(plan.config.get("parse", "strict"))
+    scale = str(plan.config.get("judge_scale", "likert"))
+
+    @scorer(metrics=[rescue_metrics(task.name)], name=f"rescue_{task.name}")
+    def rescue_score() -> Scorer:
+        async def score(state: TaskState, target: Target) -> Score:
+            from rescue.engine.runner import _from_answer
+
+            instance = plan.instance(str(state.sample_id))
+            prediction = _from_answer(task, chat_answer(state.output), [instance], policy)[instance.instance_id]
+            record = make_record(task, str(state.model), instance, prediction)
+            if task.declaration.judge is not None:
+                from rescue.scoring.judge import judge_records
+
+                await judge_records([(instance, record)], judges=graders(), task_name=task.name,
+                                    scale=scale)  # type: ignore[arg-type]
+            return Score(value=dict(record.scores), answer=record.raw, explanation=record.error or None,
+                         metadata={RECORD_KEY: record.model_dump(mode="json")})
+
+        return score
+
+    return rescue_score()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The tasks
+
+
+def rescue_task(task: str, *, mode: str = "dialogue", context_size: int | None = None, scenario: str | None = None,
+                split: str | None = None, splits: str | None = None, parse: str = "strict", data: str | None = None,
+                limit_samples: int | None = None, sample_choice: str = "stratified",
+                options: dict[str, Any] | None = None, judge_scale: str = "likert") -> InspectTask:
+    """The inspect task of one RESCUE task (what ``inspect eval rescue/<task>`` builds); parameters as ``rescue
+    run``'s options of the same names, plus ``scenario`` (couple or family only) and ``options`` (the task's build
+    options, e.g. ``{"rpp_gold": "relation_pattern"}``)."""
+    plan = build_plan(BenchOptions(task, mode=mode, context_size=context_size, scenario=scenario, split=split,
+                                   splits=splits, parse=parse, data=data, limit_samples=limit_samples,
+                                   sample_choice=sample_choice, options=dict(options or {}), judge_scale=judge_scale))
+    return InspectTask(dataset=bench_dataset(plan), solver=rescue_generate(), scorer=rescue_scorer(plan),
+                       config=GenerateConfig(max_tokens=int(plan.task.max_tokens), temperature=0.0),
+                       metadata={CONFIG_KEY: plan.metadata()}, name=f"rescue/{plan.task.name}")
+
+
+def _registered_as(factory: Callable[..., InspectTask], short: str) -> str:
+    # inspect prefixes its package ("rescue/") only where it sees rescue installed under that name; an editable
+    # install of the rescue-bench distribution is not, so the prefix is given here then (never twice).
+    from inspect_ai._util.registry import registry_name
+
+    return short if registry_name(factory, short) == f"rescue/{short}" else f"rescue/{short}"
+
+
+def _register(name: str) -> Callable[..., InspectTask]:
+    def factory(mode: str = "dialogue", context_size: int | None = None, scenario: str | None = None,
+                split: str | None = None, splits: str | None = None, parse: str = "strict", data: str | None = None,
+                limit_samples: int | None = None, sample_choice: str = "stratified",
+                options: dict[str, Any] | None = None, judge_scale: str = "likert") -> InspectTask:
+        return rescue_task(name, mode=mode, context_size=context_size, scenario=scenario, split=split, splits=splits,
+                           parse=parse, data=data, limit_samples=limit_samples, sample_choice=sample_choice,
+                           options=options, judge_scale=judge_scale)
+
+    factory.__name__ = factory.__qualname__ = name
+    factory.__doc__ = f"RESCUE-Bench {TASKS[name].title} ({name.upper()}), rescue's own prompt, parsing and metrics."
+    registered: Callable[..., InspectTask] = inspect_task(name=_registered_as(factory, name))(factory)
+    return registered
+
+
+# One inspect task per task of the registry, named rescue/<task> (itp, rpp, stp, ssp, er, vp).
+for _name in TASKS:
+    globals()[_name] = _register(_name)

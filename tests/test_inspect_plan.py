@@ -1,0 +1,45 @@
+"""What an inspect task of RESCUE-Bench evaluates and records (rescue.inspect_tasks.plan), without inspect_ai: the
+same samples, instances, prompts and recorded values as ``rescue run``, and clear errors for options it refuses."""
+
+from __future__ import annotations
+
+import pytest
+
+from rescue.data.errors import RescueError
+from rescue.data.loading import choose_samples, load_samples
+from rescue.inspect_tasks.plan import BenchError, BenchOptions, build_plan
+from rescue.tasks import get_task
+from rescue.tasks.base import RenderOptions
+
+
+def test_the_plan_is_the_runs_samples_instances_and_prompts():
+    plan = build_plan(BenchOptions("rpp", limit_samples=2, context_size=3))
+    task = get_task("rpp")
+    expected = task.build(choose_samples(load_samples(None), 2, "stratified"))
+    assert [i.instance_id for i in plan.instances] == [i.instance_id for i in expected]
+    assert plan.messages(plan.instances[0]) == task.render([expected[0]], RenderOptions(context_size=3))
+    assert plan.config["used"]["context_size"] == {"rpp": 3} and plan.config["used"]["batch_size"] == {"rpp": 1}
+    assert plan.data["sample_choice"] == "stratified" and len(plan.data["sample_ids"]) == 2
+    assert plan.metadata()["task"] == "rpp" and "out" not in plan.config
+
+
+def test_scenario_keeps_one_scenario_only():
+    plan = build_plan(BenchOptions("itp", scenario="family"))
+    assert plan.instances and {i.scenario for i in plan.instances} == {"family"}
+
+
+@pytest.mark.parametrize(("options", "named"), [
+    (BenchOptions("itp", mode="video"), "mode='video'"),
+    (BenchOptions("itp", scenario="friends"), "scenario='friends'"),
+    (BenchOptions("itp", parse="loose"), "parse='loose'"),
+])
+def test_options_it_cannot_run_are_named(options, named):
+    with pytest.raises(BenchError, match=named):
+        build_plan(options)
+
+
+def test_an_unknown_task_or_missing_data_is_a_clear_error(tmp_path):
+    with pytest.raises(RescueError, match="unknown task 'xyz'"):
+        build_plan(BenchOptions("xyz"))
+    with pytest.raises(RescueError, match="nowhere.jsonl"):
+        build_plan(BenchOptions("itp", data=str(tmp_path / "nowhere.jsonl")))

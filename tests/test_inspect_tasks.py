@@ -1,0 +1,153 @@
+"""RESCUE-Bench inside inspect_ai (issue 27 item 4): ``inspect eval`` against the scripted OpenAI-compatible server
+and a ``rescue run`` of the same scripted model on the same instances give the same records and the same metrics;
+``inspect eval rescue/itp`` on the command line finds the tasks through the package's entry point.
+
+The scripted model answers by the request's messages: right on some instances, wrong on others, unreadable on
+some, so both paths go through request, parsing, failures and scoring for real.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("inspect_ai", reason="needs the 'inspect' extra: pip install 'rescue-bench[inspect]'")
+
+from rescue.data.loading import choose_samples, load_samples  # noqa: E402
+from rescue.engine.runner import RunConfig, run  # noqa: E402
+from rescue.tasks import get_task  # noqa: E402
+from rescue.tasks.base import RenderOptions, gold_value  # noqa: E402
+from rescue.testing.openai_server import Reply, request_key, serve  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "test-model"
+INSPECT_MODEL = f"openai-api/scripted/{MODEL}"  # inspect's OpenAI-compatible provider: SCRIPTED_BASE_URL/_API_KEY
+LIMIT = 2
+
+
+def mixed_answers(task_name: str, limit: int = LIMIT) -> dict[str, str]:
+    """request key -> answer for every instance of the first ``limit`` samples (stratified, as --limit-samples):
+    every third the gold, every third another instance's gold (mostly wrong), every third prose no parser reads."""
+    task = get_task(task_name)
+    instances = task.build(choose_samples(load_samples(None), limit, "stratified"))
+    answers = {}
+    for k, instance in enumerate(instances):
+        key = request_key({"messages": task.render([instance], RenderOptions())})
+        other = instances[(k + 1) % len(instances)]
+        if k % 3 == 2:
+            answers[key] = "I would rather not say."
+        else:
+            value = gold_value(task, instance if k % 3 == 0 else other)
+            answers[key] = task.format_answer([instance], {instance.instance_id: value})
+    return answers
+
+
+def script_for(answers: dict[str, str]):
+    def script(body: dict[str, Any]) -> Reply:
+        answer = answers.get(request_key(body))
+        return Reply.text(answer) if answer is not None else Reply.error(400, "unknown request")
+
+    return script
+
+
+def inspect_env(server) -> dict[str, str]:
+    return {"SCRIPTED_BASE_URL": server.base_url, "SCRIPTED_API_KEY": "test"}
+
+
+def rescue_run(tmp_path: Path, server, tasks: list[str]) -> dict[str, Any]:
+    config = RunConfig(out=str(tmp_path / "run"), models=[MODEL], tasks=tasks, base_url=server.base_url, quiet=True,
+                       bertscore=False, max_retries=1, timeout=30.0, limit_samples=LIMIT)
+    run(config)
+    return json.loads((tmp_path / "run" / "results.json").read_text(encoding="utf-8"))
+
+
+def inspect_run(tmp_path: Path, server, tasks: list[str], monkeypatch) -> list[Any]:
+    from inspect_ai import eval as inspect_eval
+
+    from rescue.inspect_tasks.bench import rescue_task
+
+    for name, value in inspect_env(server).items():
+        monkeypatch.setenv(name, value)
+    logs = inspect_eval([rescue_task(t, limit_samples=LIMIT) for t in tasks], model=INSPECT_MODEL,
+                        log_dir=str(tmp_path / "logs"), display="none", max_retries=1)
+    assert all(log.status == "success" for log in logs), [log.error for log in logs]
+    return logs
+
+
+def comparable(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if k != "model"}
+
+
+def test_inspect_and_rescue_run_give_identical_records_and_metrics(tmp_path, monkeypatch):
+    tasks = ["itp", "rpp"]
+    answers = {k: v for t in tasks for k, v in mixed_answers(t).items()}
+    with serve(script_for(answers)) as server:
+        results = rescue_run(tmp_path, server, tasks)
+        asked_by_rescue = server.request_count
+        logs = inspect_run(tmp_path, server, tasks, monkeypatch)
+        # The same prompts, byte for byte: every inspect request is one the script knows, one per instance.
+        assert server.request_count == 2 * asked_by_rescue
+        assert len({request_key(b) for b in server.bodies}) == asked_by_rescue
+    predictions = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
+    for log in logs:
+        task = log.eval.task.split("/")[-1]
+        from_inspect = {s.id: s.scores[f"rescue_{task}"].metadata["rescue_record"] for s in log.samples}
+        from_rescue = {r["instance_id"]: r for r in predictions if r["task"] == task}
+        assert from_inspect.keys() == from_rescue.keys()
+        assert {k: comparable(v) for k, v in from_inspect.items()} == {k: comparable(v) for k, v in from_rescue.items()}
+        statuses = {r["status"] for r in from_rescue.values()}
+        assert "ok" in statuses and statuses - {"ok"}, "the script answers right, wrong and unreadably"
+        stored = results["models"][MODEL][task]["all"]
+        metrics = {m.name: m.value for score in log.results.scores for m in score.metrics.values()}
+        numeric = {k: float(v) for k, v in stored.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+        assert metrics == numeric
+        used, run_used = log.eval.metadata["rescue"]["config"]["used"], results["config"]["used"]
+        assert used["data_sha256"] == run_used["data_sha256"] and used["parse"] == run_used["parse"]
+        for key in ("context_size", "batch_size", "task_options"):
+            assert used[key] == {task: run_used[key][task]}
+
+
+def _entry_point_site(tmp_path: Path) -> Path:
+    """A folder whose dist-info declares the package's inspect_ai entry point exactly as pyproject.toml does, so the
+    CLI finds ``rescue/itp`` whether or not this checkout's metadata was reinstalled."""
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["entry-points"]["inspect_ai"]
+    site = tmp_path / "site"
+    info = site / "rescue_inspect_entry-0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: rescue-inspect-entry\nVersion: 0\n", encoding="utf-8")
+    lines = "".join(f"{name} = {target}\n" for name, target in declared.items())
+    (info / "entry_points.txt").write_text(f"[inspect_ai]\n{lines}", encoding="utf-8")
+    return site
+
+
+def test_inspect_cli_runs_rescue_itp_through_the_entry_point(tmp_path):
+    from inspect_ai.log import read_eval_log
+
+    answers = mixed_answers("itp", limit=1)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("INSPECT_", "OPENAI_"))}
+    inspect = Path(sys.executable).with_name("inspect")
+    with serve(script_for(answers)) as server:
+        env.update(inspect_env(server))
+        env["PYTHONPATH"] = os.pathsep.join([str(_entry_point_site(tmp_path)), str(ROOT / "src"),
+                                             env.get("PYTHONPATH", "")])
+        done = subprocess.run([str(inspect), "eval", "rescue/itp", "--model", INSPECT_MODEL, "-T", "limit_samples=1",
+                               "-T", "parse=lenient", "--log-dir", str(tmp_path / "logs"), "--display", "none",
+                               "--max-retries", "1"],
+                              capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert server.request_count == len(answers)
+    (path,) = (tmp_path / "logs").glob("*.eval")
+    log = read_eval_log(str(path))
+    assert log.status == "success" and log.eval.task == "rescue/itp"
+    assert log.eval.task_args["parse"] == "lenient"
+    assert log.eval.metadata["rescue"]["config"]["used"]["parse"] == "lenient"
+    assert len(log.samples) == len(answers)
