@@ -1,6 +1,7 @@
 """RESCUE-Bench inside inspect_ai (issue 27 item 4): ``inspect eval`` against the scripted OpenAI-compatible server
-and a ``rescue run`` of the same scripted model on the same instances give the same records and the same metrics;
-``inspect eval rescue/itp`` on the command line finds the tasks through the package's entry point.
+and a ``rescue run`` of the same scripted model on the same instances give the same records and the same metrics,
+and ``rescue report`` over both puts them on one leaderboard; ``inspect eval rescue/itp`` on the command line finds
+the tasks through the package's entry point.
 
 The scripted model answers by the request's messages: right on some instances, wrong on others, unreadable on
 some, so both paths go through request, parsing, failures and scoring for real.
@@ -8,6 +9,7 @@ some, so both paths go through request, parsing, failures and scoring for real.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
@@ -20,13 +22,15 @@ import pytest
 
 pytest.importorskip("inspect_ai", reason="needs the 'inspect' extra: pip install 'rescue-bench[inspect]'")
 
+from _cli import invoke_main  # noqa: E402
+
 from rescue.data.loading import choose_samples, load_samples  # noqa: E402
 from rescue.engine.runner import RunConfig, run  # noqa: E402
 from rescue.tasks import get_task  # noqa: E402
 from rescue.tasks.base import RenderOptions, gold_value  # noqa: E402
 from rescue.testing.openai_server import Reply, request_key, serve  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]  # inspect's own retry settings
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "test-model"
@@ -114,6 +118,19 @@ def test_inspect_and_rescue_run_give_identical_records_and_metrics(tmp_path, mon
         assert used["data_sha256"] == run_used["data_sha256"] and used["parse"] == run_used["parse"]
         for key in ("context_size", "batch_size", "task_options"):
             assert used[key] == {task: run_used[key][task]}
+
+    # One leaderboard: the report reads the run directory and the folder of inspect logs, finds them comparable
+    # (same data, options, gold and instances) and shows the same numbers for both.
+    done = invoke_main(["report", str(tmp_path / "run"), str(tmp_path / "logs"), "--out", str(tmp_path / "report"),
+                        "--bootstrap", "0", "--no-html", "--no-figures"])
+    assert done.exit_code == 0, done.output
+    rows = list(csv.DictReader((tmp_path / "report" / "leaderboard.csv").open(encoding="utf-8")))
+    by_system: dict[str, dict[tuple[str, str], str]] = {}
+    for row in rows:
+        by_system.setdefault(row["system"], {})[(row["scope"], row["metric"])] = row["value"]
+    assert set(by_system) == {MODEL, INSPECT_MODEL}
+    assert by_system[MODEL] == by_system[INSPECT_MODEL]
+    assert {task for _, metric in by_system[MODEL] for task in tasks if metric.startswith(task.upper())} == set(tasks)
 
 
 def _entry_point_site(tmp_path: Path) -> Path:

@@ -39,7 +39,7 @@ LAYERS: dict[str, set[str] | str] = {
     "report": {"data", "metrics", "tasks", "scoring", "runs"},  # runs, never engine: it reads runs, runs nothing
     "suites": {"data", "llm"},
     # inspect_ai tasks: rescue's own instances, prompts, parsing, judge and metrics; the runner's sample choice
-    "inspect_tasks": {"data", "tasks", "llm", "scoring", "engine"},
+    "inspect_tasks": {"data", "tasks", "llm", "scoring", "engine", "runs"},
     "testing": {"data", "tasks", "llm"},
     "exports": {"data", "tasks"},  # fine-tuning chats and datasets folders, rendered by the tasks themselves
     "cli": EVERYTHING,

@@ -13,7 +13,7 @@ from rescue.engine.run_options import DEFAULT_SPLITS_FILE
 
 @app.command("report")
 def report(
-    run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR",help="Run directories written by `rescue run --out`.", show_default=False)],
+    run_dirs: Annotated[list[Path], typer.Argument(metavar="RUN_DIR",help="Run directories written by `rescue run --out`, or inspect_ai logs of `inspect eval rescue/<task>` (.eval files or folders of them; the inspect extra).", show_default=False)],
     out: Annotated[Path, typer.Option("--out", help="Folder for the tables, analyses, figures and report.html.")],
     data: Annotated[
         Path | None,

@@ -39,9 +39,9 @@ from inspect_ai.model import (
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from rescue.inspect_tasks import CONFIG_KEY, GRADER, RECORD_KEY
 from rescue.inspect_tasks.plan import BenchError, BenchOptions, BenchPlan, build_plan
 from rescue.llm.types import ChatAnswer, ChatRequest, ModelBase, Usage
+from rescue.runs.inspect_logs import CONFIG_KEY, GRADER, RECORD_KEY
 from rescue.tasks import TASKS, get_task
 from rescue.tasks.base import PredictionRecord, gold_value, make_record
 

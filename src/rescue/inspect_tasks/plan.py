@@ -51,10 +51,11 @@ class BenchOptions:
         if self.parse not in PARSE_POLICIES:
             raise BenchError(f"parse={self.parse!r}: choose one of {', '.join(PARSE_POLICIES)}")
         name = get_task(self.task).name
-        return RunConfig(out=".", tasks=[name], data=self.data, mode=self.mode, context_size=self.context_size,
-                         limit_samples=self.limit_samples, sample_choice=self.sample_choice, split=self.split,
-                         splits=self.splits, parse=self.parse, task_options={name: dict(self.options)} if self.options
-                         else {}, judge_scale=self.judge_scale, bertscore=False)
+        return RunConfig.model_validate({
+            "out": ".", "tasks": [name], "data": self.data, "mode": self.mode, "context_size": self.context_size,
+            "limit_samples": self.limit_samples, "sample_choice": self.sample_choice, "split": self.split,
+            "splits": self.splits, "parse": self.parse, "task_options": {name: dict(self.options)} if self.options else {},
+            "judge_scale": self.judge_scale, "bertscore": False})
 
 
 @dataclass
@@ -104,5 +105,5 @@ def build_plan(options: BenchOptions) -> BenchPlan:
     data = {"path": str(Path(config.data).resolve()) if config.data else None, "sha256": sha,
             "samples": len(samples), "sample_choice": choice,
             "sample_ids": [s.sample_id for s in samples] if choice != "all" else None, "split": config.split}
-    render = RenderOptions(mode=config.mode, context_size=config.context_size, rows=RowCache())  # type: ignore[arg-type]
+    render = RenderOptions(mode=config.mode, context_size=config.context_size, rows=RowCache())
     return BenchPlan(task, instances, render, stored, data, options.scenario)

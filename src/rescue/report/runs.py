@@ -1,7 +1,8 @@
 """Reading run directories (``results.json`` + ``predictions.jsonl``) into systems to compare.
 
 A *system* is one model of one run: the unit every table row, bootstrap and comparison is about.
-A report reads run directories only; it never calls a model.
+A report reads run directories only; it never calls a model. inspect_ai logs of ``inspect eval rescue/<task>``
+(a ``.eval`` file, or a folder of them) are runs too (:mod:`rescue.runs.inspect_logs`).
 """
 
 from __future__ import annotations
@@ -90,9 +91,39 @@ def load_run(run_dir: str | Path) -> list[System]:
     ]
 
 
+def load_logs(path: str | Path) -> list[System]:
+    """The systems of inspect_ai logs (a ``.eval`` file or a folder of them): one per model and set of options,
+    its metrics the tasks' own aggregates of the records the logs kept."""
+    from rescue.runs.inspect_logs import InspectLogError, read_logs
+    from rescue.tasks import TASKS, scoped_aggregates
+
+    try:
+        runs = read_logs(path)
+    except InspectLogError as exc:
+        raise ReportError(str(exc)) from None
+    systems = []
+    for run in runs:
+        by_task: dict[str, list[PredictionRecord]] = {}
+        for record in run.records:
+            by_task.setdefault(record.task, []).append(record)
+        config = StoredConfig.model_validate(run.config)
+        results = ModelResults.model_validate({t: scoped_aggregates(TASKS[t], rs) for t, rs in by_task.items()})
+        source = run.files[0] if len(run.files) == 1 else run.source
+        systems.append(System(label=run.model, model=run.model, mode=config.mode, run_dir=source, config=config,
+                              results=results, records=run.records))
+    return systems
+
+
+def load_source(path: str | Path) -> list[System]:
+    """The systems of one argument of ``rescue report``: a run directory, or inspect_ai logs."""
+    from rescue.runs.inspect_logs import log_files
+
+    return load_logs(path) if log_files(path) else load_run(path)
+
+
 def load_systems(run_dirs: list[str | Path]) -> list[System]:
     """All systems of all runs, with labels made unique by adding the mode, then the run folder name."""
-    systems = [s for d in run_dirs for s in load_run(d)]
+    systems = [s for d in run_dirs for s in load_source(d)]
     if not systems:
         raise ReportError("no systems: the run directories hold no models")
     counts = Counter(s.label for s in systems)

@@ -1,0 +1,172 @@
+"""inspect_ai logs (``.eval``) of RESCUE-Bench tasks, read back as runs: one per model, with the prediction records
+the scorer kept and the configuration the task recorded (``rescue.inspect_tasks``, which writes what this module
+reads: the keys below are the format), so ``rescue report`` puts them beside ``rescue run`` directories under the
+same comparability checks.
+
+inspect_ai is imported only when a log is read; without it the error names the ``inspect`` extra.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rescue.data.errors import RescueError
+from rescue.tasks import TASKS, judged_tasks
+from rescue.tasks.base import PredictionRecord
+
+LOG_SUFFIX = ".eval"
+EXTRA_HINT = "pip install 'rescue-bench[inspect]'"
+# The task's metadata key (what the task evaluated and the run configuration it means) and the score's metadata
+# key (the prediction record, a predictions.jsonl line).
+CONFIG_KEY = "rescue"
+RECORD_KEY = "rescue_record"
+GRADER = "grader"  # the inspect model role that grades ER and VP with the task's judge rubric
+
+
+class InspectLogError(RescueError):
+    """An inspect log that cannot be read as a RESCUE-Bench run; the message names the file and field."""
+
+
+@dataclass
+class LoggedTask:
+    """One inspect log: one model on one RESCUE task."""
+
+    path: Path
+    model: str
+    task: str
+    created: str
+    status: str  # inspect's: success, error, cancelled, started
+    config: dict[str, Any]  # results.json "config" shape (judges from the grader role)
+    data: dict[str, Any]
+    records: list[PredictionRecord]
+
+
+@dataclass
+class LoggedRun:
+    """The logs of one model that share data and options: what a ``rescue run`` of their tasks would be."""
+
+    source: Path  # the .eval file, or the folder of logs given
+    model: str
+    config: dict[str, Any]
+    data: dict[str, Any]
+    records: list[PredictionRecord] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    incomplete: list[str] = field(default_factory=list)  # logs whose eval did not finish (status, file)
+
+
+def log_files(path: str | Path) -> list[Path]:
+    """The inspect logs ``path`` names: a ``.eval`` file, or a folder holding ``.eval`` files and no
+    ``results.json`` (a run directory is never read as logs); empty when it names none."""
+    root = Path(path)
+    if root.suffix == LOG_SUFFIX and root.is_file():
+        return [root]
+    if root.is_dir() and not (root / "results.json").exists():
+        return sorted(root.glob(f"*{LOG_SUFFIX}"))
+    return []
+
+
+def _read_eval_log(path: Path) -> Any:
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError:
+        raise InspectLogError(f"{path}: an inspect_ai log; reading it needs the 'inspect' extra: {EXTRA_HINT}") from None
+    try:
+        return read_eval_log(str(path))
+    except Exception as exc:  # noqa: BLE001 - inspect raises many kinds on a damaged file; each is named here
+        raise InspectLogError(f"{path}: not a readable inspect log ({type(exc).__name__}: {exc})") from None
+
+
+def _failure(meta: dict[str, Any], model: str, task: str, error: str) -> PredictionRecord:
+    """The record of an instance whose inspect sample has no score (its request failed): a failure that counts."""
+    record = PredictionRecord(model=model, task=task, instance_id=str(meta["instance_id"]),
+                              sample_id=str(meta["sample_id"]), scenario=str(meta["scenario"]),
+                              row_index=int(meta["row_index"]), gold=meta.get("gold"), status="request_error",
+                              error=error or "the inspect sample has no score")
+    record.scores = TASKS[task].instance_scores(record)
+    return record
+
+
+def _records(path: Path, log: Any, model: str, task: str) -> list[PredictionRecord]:
+    records = []
+    for sample in log.samples or []:
+        kept = [s.metadata[RECORD_KEY] for s in (sample.scores or {}).values() if s.metadata and RECORD_KEY in s.metadata]
+        try:
+            if kept:
+                records.append(PredictionRecord.model_validate(kept[0]))
+            else:
+                error = sample.error.message if sample.error is not None else ""
+                records.append(_failure(sample.metadata or {}, model, task, f"request_error: {error}".strip()))
+        except (KeyError, ValueError, TypeError) as exc:
+            raise InspectLogError(f"{path}: sample {sample.id}: field metadata.{RECORD_KEY}: {exc}") from None
+    return records
+
+
+def _graders(log: Any) -> list[str]:
+    bound = (log.eval.model_roles or {}).get(GRADER)
+    if bound is None:
+        return []
+    return [str(m.model) for m in (bound if isinstance(bound, list) else [bound])]
+
+
+def read_log(path: str | Path) -> LoggedTask:
+    """One ``.eval`` log of a RESCUE-Bench task; InspectLogError naming the file when it is not one."""
+    file = Path(path)
+    log = _read_eval_log(file)
+    meta = (log.eval.metadata or {}).get(CONFIG_KEY)
+    if not isinstance(meta, dict) or meta.get("task") not in TASKS:
+        raise InspectLogError(f"{file}: field eval.metadata.{CONFIG_KEY}: missing; this log is not of a RESCUE-Bench "
+                              f"task (inspect eval rescue/<task>), e.g. task {log.eval.task!r}")
+    task, model = str(meta["task"]), str(log.eval.model)
+    config = dict(meta.get("config") or {})
+    config["models"] = [model]
+    config["judges"] = _graders(log) if task in judged_tasks() else []
+    return LoggedTask(file, model, task, str(log.eval.created), str(log.status), config, dict(meta.get("data") or {}),
+                      _records(file, log, model, task))
+
+
+def _group_key(logged: LoggedTask) -> str:
+    config = logged.config
+    used = config.get("used") or {}
+    return json.dumps([logged.model, config.get("mode"), used.get("parse"), used.get("data_sha256"),
+                       config.get("split"), config.get("judges"), config.get("judge_scale"),
+                       logged.data.get("sample_ids")], sort_keys=True, default=str)
+
+
+def _merge(into: LoggedRun, logged: LoggedTask) -> None:
+    """Add one task's log to a run of the same model and options (its task, its per-task used values)."""
+    config = into.config
+    config["tasks"] = [*config.get("tasks", []), logged.task]
+    used, more = config.setdefault("used", {}), logged.config.get("used") or {}
+    for key in ("task_options", "context_size", "batch_size", "rpp_gold_field"):
+        if isinstance(more.get(key), dict):
+            used.setdefault(key, {}).update(more[key])
+    if more.get("rpp_gold") is not None:
+        used["rpp_gold"] = more["rpp_gold"]
+    into.records += logged.records
+    into.files.append(logged.path)
+
+
+def read_logs(path: str | Path) -> list[LoggedRun]:
+    """The runs ``path`` holds (a ``.eval`` file or a folder of them): one per model and set of options, each task
+    once. InspectLogError when two logs hold the same task of the same run (name the one to report)."""
+    runs: dict[str, LoggedRun] = {}
+    seen: dict[tuple[str, str], Path] = {}
+    for file in log_files(path):
+        logged = read_log(file)
+        key = _group_key(logged)
+        if (key, logged.task) in seen:
+            raise InspectLogError(f"{seen[(key, logged.task)]} and {file} both hold {logged.task.upper()} of "
+                                  f"{logged.model} with the same options; give the one to report (a .eval file) "
+                                  "or move the other away")
+        seen[(key, logged.task)] = file
+        run = runs.get(key)
+        if run is None:
+            config = dict(logged.config, tasks=[], used=dict(logged.config.get("used") or {}))
+            run = runs[key] = LoggedRun(Path(path), logged.model, config, logged.data)
+        _merge(run, logged)
+        if logged.status != "success":
+            run.incomplete.append(f"{file.name}: {logged.status}")
+    return list(runs.values())
