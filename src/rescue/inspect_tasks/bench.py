@@ -102,6 +102,7 @@ class InspectJudge(ModelBase):
         self.name = str(model)
 
     async def complete(self, request: ChatRequest) -> ChatAnswer:
+        """One judge answer from the inspect model, at the judge's budget and temperature 0 (as ``rescue run``)."""
         config = GenerateConfig(max_tokens=request.max_tokens,
                                 temperature=0.0 if request.temperature is None else request.temperature)
         try:

@@ -71,6 +71,7 @@ class BenchPlan:
     _by_id: dict[str, Instance] = field(default_factory=dict, init=False, repr=False)
 
     def instance(self, instance_id: str) -> Instance:
+        """The instance an inspect sample is about (its id is the instance id)."""
         if not self._by_id:
             self._by_id = {i.instance_id: i for i in self.instances}
         return self._by_id[instance_id]
