@@ -1,9 +1,10 @@
-"""Files rescue writes and text it shows: atomic writes, stale temporary files, safe file names, safe display.
+"""Files rescue writes and text it shows: the atomic writer and its stale temporary files, the lock on an output
+folder and the check of one, file hashes, environment errors worded for people, safe file names, safe display, Markdown tables.
 
-Every file a command produces goes through :func:`write_atomic`: a reader (or a kill -9) sees the old file or
-the new one, never a half-written or empty one. Names and texts that come from outside (model ids, sample ids,
-an endpoint's error body) pass through :func:`safe_filename` before they name a file, and through
-:func:`terminal_text` / :func:`markdown_text` before they reach a terminal or a Markdown table.
+:func:`write_atomic` writes a file whole: a reader (or a kill -9) sees the old file or the new one, never a
+half-written or empty one. Names and texts that come from outside (model ids, sample ids, an endpoint's error
+body) pass through :func:`safe_filename` before they name a file, and through :func:`terminal_text` /
+:func:`markdown_text` before they reach a terminal or a Markdown table.
 """
 
 from __future__ import annotations
