@@ -168,3 +168,51 @@ def test_inspect_cli_runs_rescue_itp_through_the_entry_point(tmp_path):
     assert log.eval.task_args["parse"] == "lenient"
     assert log.eval.metadata["rescue"]["config"]["used"]["parse"] == "lenient"
     assert len(log.samples) == len(answers)
+
+
+def _judge_or_model(answers: dict[str, str]):
+    """The evaluated model answers from ``answers``; the judge ("judge-model") grades each prompt with a score
+    that depends on the prompt, so a grade read for the wrong instance would show."""
+    def script(body: dict[str, Any]) -> Reply:
+        if body.get("model") == "judge-model":
+            score = 1 + int(request_key(body), 16) % 5
+            return Reply.json({"emotion_score": score, "verdict": "pass", "notes": f"graded {score}"})
+        return script_for(answers)(body)
+
+    return script
+
+
+def _without_names(record: dict[str, Any]) -> dict[str, Any]:
+    """A record without the names the two paths give the same models (inspect's provider prefix)."""
+    judge = record.get("judge") or {}
+    grades = sorted(json.dumps(g, sort_keys=True) for g in (judge.get("judges") or {}).values())
+    return {**comparable(record), "judge": {**judge, "judges": grades}}
+
+
+def test_er_is_judged_with_the_tasks_rubric_by_inspects_grader_role(tmp_path, monkeypatch):
+    from inspect_ai import eval as inspect_eval
+
+    from rescue.inspect_tasks.bench import rescue_task
+
+    answers = mixed_answers("er")
+    with serve(_judge_or_model(answers)) as server:
+        config = RunConfig(out=str(tmp_path / "run"), models=[MODEL], tasks=["er"], base_url=server.base_url,
+                           judges=["judge-model"], judge_base_url=server.base_url, quiet=True, bertscore=False,
+                           max_retries=1, timeout=30.0, limit_samples=LIMIT)
+        run(config)
+        for name, value in inspect_env(server).items():
+            monkeypatch.setenv(name, value)
+        (log,) = inspect_eval(rescue_task("er", limit_samples=LIMIT), model=INSPECT_MODEL, display="none",
+                              model_roles={"grader": "openai-api/scripted/judge-model"},
+                              log_dir=str(tmp_path / "logs"), max_retries=1)
+    assert log.status == "success", log.error
+    results = json.loads((tmp_path / "run" / "results.json").read_text(encoding="utf-8"))
+    predictions = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
+    from_inspect = {s.id: _without_names(s.scores["rescue_er"].metadata["rescue_record"]) for s in log.samples}
+    assert from_inspect == {r["instance_id"]: _without_names(r) for r in predictions}
+    judged = [r for r in from_inspect.values() if r["scores"].get("judge_emotion") is not None]
+    assert len({r["scores"]["judge_emotion"] for r in judged}) > 1
+    metrics = {m.name: m.value for score in log.results.scores for m in score.metrics.values()}
+    stored = results["models"][MODEL]["er"]["all"]
+    assert metrics == {k: float(v) for k, v in stored.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    assert metrics["s_er"] > 0 and log.eval.model_roles["grader"].model == "openai-api/scripted/judge-model"
