@@ -1,5 +1,6 @@
 """Files rescue writes and text it shows: the atomic writer and its stale temporary files, the lock on an output
-folder and the check of one, file hashes, environment errors worded for people, safe file names, safe display, Markdown tables.
+folder and the check of one, file hashes, environment errors worded for people, safe file names, safe display,
+Markdown tables.
 
 :func:`write_atomic` writes a file whole: a reader (or a kill -9) sees the old file or the new one, never a
 half-written or empty one. Names and texts that come from outside (model ids, sample ids, an endpoint's error

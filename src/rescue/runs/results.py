@@ -1,8 +1,9 @@
 """``results.json`` as typed models: :class:`RunResults` → :class:`StoredConfig`, :class:`ModelResults` →
 :class:`TaskResults` → :class:`ScopeMetrics`, with the schema version they write.
 
-The engine builds a :class:`RunResults` and :mod:`rescue.runs.folder` writes it; the report and
-``rescue rescore`` read it back through :func:`rescue.runs.folder.read_run`.
+The engine builds a :class:`RunResults` and :mod:`rescue.runs.folder` writes it; the report reads it back with
+the records through :func:`rescue.runs.folder.read_run`, ``rescue rescore`` through
+:func:`rescue.runs.folder.read_results`.
 """
 
 from __future__ import annotations
