@@ -23,9 +23,10 @@ EVERYTHING = "*"
 # docs/architecture.md draws.
 LAYERS: dict[str, set[str] | str] = {
     "_version": set(),  # a leaf every layer may read
-    "data": set(),
+    "atomic": set(),  # the one atomic writer: a leaf every layer writes through
+    "data": {"atomic"},
     "io": {"data"},  # atomic writes and safe names, for every layer above data
-    "proc": set(),  # child processes that end with rescue, for every layer above data
+    "proc": {"data"},  # child processes that end with rescue, for every layer above data
     "metrics": set(),  # plain functions: nothing from rescue at all
     "tasks": {"data", "metrics"},
     "llm": {"data"},  # the task-free model layer
@@ -46,7 +47,7 @@ LAYERS: dict[str, set[str] | str] = {
     "__init__": EVERYTHING,  # the notebook API
     "__main__": EVERYTHING,
 }
-LEAVES = {"_version", "io", "proc"}  # any layer above data may use them
+LEAVES = {"_version", "atomic", "io", "proc"}  # any layer above data may use them
 TASK_NAMES = set(TASKS)
 # Where a task may still be named outside rescue.tasks: a user-facing option that is about one task.
 NAMED_TASKS_ALLOWED = {
@@ -246,3 +247,24 @@ def test_no_task_module_imports_a_private_name_of_another():
                 found += [f"{path.relative_to(SRC)}:{node.lineno}: {node.module}.{a.name}"
                           for a in node.names if a.name.startswith("_")]
     assert not found, "private names imported across modules:\n" + "\n".join(found)
+
+
+ERRORS_MODULE = "data/errors.py"
+
+
+def test_every_exception_is_defined_in_the_errors_module():
+    """One error hierarchy in one module (issue #25, item 5): a class deriving from an exception anywhere else
+    is private to its module (``_Name``); a module that keeps a public name imports it from rescue.data.errors."""
+    known = {"Exception", "BaseException", "ValueError", "SystemExit", "KeyError", "RuntimeError", "OSError"}
+    tree = ast.parse((SRC / ERRORS_MODULE).read_text(encoding="utf-8"))
+    known |= {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+    elsewhere = []
+    for path in MODULES.values():
+        relative = path.relative_to(SRC).as_posix()
+        if relative == ERRORS_MODULE:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in getattr(node, "bases", [])}
+            if isinstance(node, ast.ClassDef) and bases & known and not node.name.startswith("_"):
+                elsewhere.append(f"{relative}:{node.lineno}: {node.name}")
+    assert not elsewhere, "exceptions defined outside rescue/data/errors.py:\n" + "\n".join(elsewhere)

@@ -17,103 +17,22 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from rescue.data.errors import RescueError
+from rescue.atomic import (
+    TEMP_SUFFIX as TEMP_SUFFIX,
+    process_alive as process_alive,
+    remove_stale_temporaries as remove_stale_temporaries,
+    temporary_path as temporary_path,
+    write_all_atomic as write_all_atomic,
+    write_atomic as write_atomic,
+)
 from rescue.data.text import json_safe, latex_text, visible_text
+from rescue.data.errors import LockedError as LockedError, OutFolderError as OutFolderError
 
 __all__ = [
     "DirectoryLock", "LockedError", "OutFolderError", "check_out_folder", "json_safe", "latex_text", "markdown_table",
     "environment_error", "markdown_text", "process_alive", "remove_stale_temporaries", "safe_filename", "sha256_file", "temporary_path", "terminal_text", "visible_text",
     "write_all_atomic", "write_atomic",
 ]
-
-TEMP_SUFFIX = ".tmp"
-_TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.tmp$")
-
-
-def temporary_path(path: Path) -> Path:
-    """Where this process writes ``path`` before it is whole: hidden, beside it, named by the process id so
-    two writers never share one and :func:`remove_stale_temporaries` knows a dead writer's leftovers."""
-    return path.with_name(f".{path.name}.{os.getpid()}{TEMP_SUFFIX}")
-
-
-def _write_temporary(path: Path, data: str | bytes) -> Path:
-    temporary = temporary_path(path)
-    payload = data.encode("utf-8") if isinstance(data, str) else data
-    try:
-        with temporary.open("wb") as handle:
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    return temporary
-
-
-def write_atomic(path: str | Path, data: str | bytes) -> None:
-    """Replace ``path`` with ``data`` (text is UTF-8) so that no reader ever sees a partial file."""
-    target = Path(path)
-    temporary = _write_temporary(target, data)
-    try:
-        os.replace(temporary, target)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
-def write_all_atomic(files: Iterable[tuple[str | Path, str | bytes]]) -> None:
-    """Write several files so that each is whole; all temporaries are on disk before the first replace.
-
-    A kill between two replaces can still leave one file new and the next old; callers that need the pair
-    to match record a fingerprint of one in the other (``results.json`` names the hash of
-    ``predictions.jsonl``) and check it when reading.
-    """
-    staged: list[tuple[Path, Path]] = []
-    try:
-        for path, data in files:
-            target = Path(path)
-            staged.append((_write_temporary(target, data), target))
-        for temporary, target in staged:
-            os.replace(temporary, target)
-    finally:
-        for temporary, _ in staged:
-            temporary.unlink(missing_ok=True)
-
-
-def process_alive(pid: int) -> bool:
-    """Whether process ``pid`` still runs (this one included)."""
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def remove_stale_temporaries(folder: str | Path) -> list[Path]:
-    """Delete ``.NAME.PID.tmp`` files in ``folder`` left by processes that no longer run; return what went."""
-    root = Path(folder)
-    removed: list[Path] = []
-    if not root.is_dir():
-        return removed
-    for entry in root.iterdir():
-        match = _TEMP_NAME.match(entry.name)
-        if match is None or not entry.is_file() or process_alive(int(match["pid"])):
-            continue
-        try:
-            entry.unlink()
-        except FileNotFoundError:
-            continue
-        removed.append(entry)
-    return removed
-
-
-class OutFolderError(RescueError):
-    """An output folder option that names something else than a folder."""
-
 
 def check_out_folder(out: str | Path, option: str = "--out") -> None:
     """An output folder must be a folder or not exist yet (it is then created); checked before any work."""
@@ -176,15 +95,6 @@ _ENTITY_START = re.compile(r"&(?=#?\w+;)")  # &lt; &#60; as text, not as the cha
 
 # ---------------------------------------------------------------------------------------------------------
 # One writer per folder
-
-
-class LockedError(Exception):
-    """Another process holds the folder's lock; ``pid`` names it when it could be read."""
-
-    def __init__(self, path: Path, pid: int | None):
-        self.path = path
-        self.pid = pid
-        super().__init__(f"{path}: locked by process {pid if pid is not None else '(unknown)'}")
 
 
 class DirectoryLock:

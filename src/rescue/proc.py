@@ -26,6 +26,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from rescue.data.errors import Stopping as Stopping, Terminated as Terminated, TimedOut as TimedOut
+
 __all__ = ["Stopping", "Terminated", "ending_children_on_signals", "kill_children", "run", "running_children"]
 
 _PR_SET_PDEATHSIG = 1
@@ -58,28 +60,6 @@ def _child_setup(parent: int) -> Callable[[], None]:
             os._exit(137)
 
     return setup
-
-
-class Terminated(SystemExit):
-    """SIGTERM reached rescue: it stops as after Ctrl-C (children killed, temporaries removed), exit 143."""
-
-    def __init__(self) -> None:
-        super().__init__(128 + signal.SIGTERM)
-
-
-class Stopping(RuntimeError):
-    """A child was asked for while rescue is stopping (SIGTERM or Ctrl-C): none starts any more."""
-
-    def __init__(self) -> None:
-        super().__init__("rescue is stopping: no new child process starts")
-
-
-class TimedOut(Exception):
-    """A child ran past its time limit and was killed."""
-
-    def __init__(self, seconds: float):
-        super().__init__(f"still running after {seconds:.0f} s")
-        self.seconds = seconds
 
 
 def run(command: Sequence[str | Path], *, capture: bool = False, env: dict[str, str] | None = None,

@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from rescue.data.errors import RescueError
 from rescue.data.models import GROUP_LABELS, NON_PERSON_LABELS, THERAPIST, Scenario
 from rescue.media import Cue, MediaError, MediaInfo, SubtitleError, load_cues, probe
+from rescue.data.errors import BuildInputError as BuildInputError
 
 # Subtitle and container clocks disagree by a frame or two at the very end.
 END_TOLERANCE = 0.1
@@ -22,16 +22,6 @@ END_TOLERANCE = 0.1
 OVERLAP_TOLERANCE = 0.2
 MANIFEST_COLUMNS = ("video", "subtitles", "scenario", "participants", "group")
 _GROUP_NAME = re.compile(r"^[\w][\w.\-]*$")
-
-
-class BuildInputError(RescueError):
-    """Every input problem of a build at once (the first 30 listed); nothing was written."""
-
-    def __init__(self, problems: list[str]):
-        self.problems = problems
-        head = "\n".join(problems[:30])
-        more = f"\n... and {len(problems) - 30} more" if len(problems) > 30 else ""
-        super().__init__(f"{len(problems)} input problem(s), nothing was written:\n{head}{more}")
 
 
 @dataclass(frozen=True)

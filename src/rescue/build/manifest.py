@@ -9,12 +9,12 @@ video mode. Paths are relative to DIR; row times are relative to the clip, as in
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rescue.atomic import write_atomic
 from rescue.data.models import Scenario
 
 MANIFEST_VERSION = 1
@@ -91,17 +91,13 @@ def read_manifest(path: str | Path) -> Manifest:
 
 
 def write_json_atomic(path: Path, value: Any) -> None:
-    """Write JSON through a temporary file and a rename: a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.partial")
-    tmp.write_text(json.dumps(value, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    """Write ``value`` as indented JSON, whole or not at all (:func:`rescue.atomic.write_atomic`)."""
+    write_atomic(path, json.dumps(value, ensure_ascii=False, indent=1) + "\n")
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` through a temporary file and a rename: a reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.partial")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    """Write ``text``, whole or not at all (:func:`rescue.atomic.write_atomic`)."""
+    write_atomic(path, text)
 
 
 def write_manifest(path: Path, manifest: Manifest) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 from rich.markup import escape
 
 from rescue.cli.app import app, err_console
-from rescue.data.errors import RescueError
+from rescue.data.errors import EXIT_ERROR, RescueError, exit_code
 from rescue.data.text import visible_text  # not via rescue.io: its regexes cost `--help` time
 
 # Each module registers its commands on `app` when imported.
@@ -34,10 +34,10 @@ def main() -> None:
         command()()
     except RescueError as exc:
         err_console.print(f"[bold red]error:[/] {escape(visible_lines(str(exc)))}", highlight=False, soft_wrap=True)
-        _exit(getattr(exc, "exit_code", 2))
+        _exit(exit_code(exc))
     except KeyboardInterrupt:
         err_console.print("interrupted.", highlight=False)
-        sys.exit(130)
+        sys.exit(exit_code(KeyboardInterrupt()))
     except Exception as exc:
         if not isinstance(exc, OSError) and type(exc).__module__ != "sqlite3":
             raise
@@ -47,7 +47,7 @@ def main() -> None:
         # file rescue writes is written whole or not at all, so what was there before is still there.
         err_console.print(f"[bold red]error:[/] {escape(visible_lines(environment_error(exc)))}", highlight=False,
                           soft_wrap=True)
-        _exit(2)
+        _exit(EXIT_ERROR)
 
 
 def command() -> Any:

@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 
 from rescue.cli.app import app, console, err_console
+from rescue.data.errors import EXIT_ERROR, EXIT_INCOMPLETE
 
 if TYPE_CHECKING:
     from rescue.build import BuildConfig, BuildOutcome
@@ -189,7 +190,7 @@ def _report(config: BuildConfig, outcome: BuildOutcome, say: Callable[..., objec
         _print_estimate(config, outcome, say)
         if outcome.key_problem:
             err_console.print(f"[bold red]a real run would stop here:[/] {escape(outcome.key_problem)}", highlight=False)
-            raise typer.Exit(2)
+            raise typer.Exit(EXIT_ERROR)
         return
     if config.propose_only:
         return
@@ -201,7 +202,7 @@ def _report(config: BuildConfig, outcome: BuildOutcome, say: Callable[..., objec
         for failure in outcome.failed[:10]:
             err_console.print(f"[yellow]failed:[/] {failure}", highlight=False)
         err_console.print("[yellow]incomplete:[/] rerun the same command to continue (add --retry-errors to ask again).")
-        raise typer.Exit(3)
+        raise typer.Exit(EXIT_INCOMPLETE)
 
 
 def _print_estimate(config, outcome, say) -> None:  # type: ignore[no-untyped-def]

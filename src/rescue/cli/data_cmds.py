@@ -21,12 +21,11 @@ from rescue.cli.app import (
     load_data,
 )
 from rescue.data import fetch as release  # light: it imports httpx and the validation only to download
+from rescue.data.errors import EXIT_ERROR
 from rescue.engine.run_options import DEFAULT_SPLITS_FILE
 
 if TYPE_CHECKING:
     from rescue.data import stats as dataset_stats
-
-DATA_ERROR_EXIT = 2
 
 
 @app.command("validate")
@@ -73,7 +72,7 @@ def validate_command(
         dest, changed = fix_path(data, out)
         console.print(f"wrote {dest} ({changed} record(s) repaired)", highlight=False, soft_wrap=True)
     if report.errors:
-        raise typer.Exit(DATA_ERROR_EXIT)
+        raise typer.Exit(EXIT_ERROR)
 
 
 class StatsFormat(str, Enum):
@@ -97,6 +96,7 @@ def stats_command(
     """Dataset statistics as in the paper's Table 3 (per scenario and overall), then label distributions."""
     from rescue.data import stats as dataset_stats
 
+
     stats = dataset_stats.compute(load_data(data, split, splits))
     if output_format is StatsFormat.json:
         typer.echo(dataset_stats.render_json(stats), nl=False)
@@ -113,6 +113,7 @@ def print_stats_tables(stats: dataset_stats.DatasetStats, title: str = "Dataset 
     from rich.table import Table
 
     from rescue.data import stats as dataset_stats
+
 
     # Transposed (one row per statistic, one column per scope): the paper's seven headers do not fit 80 columns.
     rows = dataset_stats.table3_cells(stats)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from rescue.cli.app import app, console, err_console
+from rescue.data.errors import EXIT_INCOMPLETE
 from rescue.engine.run_options import declared_options
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ def _finish(outcome: RunOutcome, quiet: bool) -> None:
     if not outcome.complete:
         err_console.print(f"[yellow]incomplete:[/] {escape(str(outcome.stopped))}. Rerun the same command to "
                           "continue (instances without an answer are asked again).", highlight=False, soft_wrap=True)
-        raise typer.Exit(3)
+        raise typer.Exit(EXIT_INCOMPLETE)
 
 
 def run_command(ctx: typer.Context, **options: Any) -> None:

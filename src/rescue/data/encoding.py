@@ -13,6 +13,7 @@ from pathlib import Path
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from rescue.atomic import atomic_output, write_atomic
 from rescue.data.errors import RescueError
 
 if TYPE_CHECKING:
@@ -93,8 +94,7 @@ def fix_jsonl_file(source: Path, dest: Path) -> int:
         raise RescueError(f"{source}: --fix never overwrites its input; choose another output path")
     changed = 0
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(dest.name + ".part")
-    with source.open(encoding="utf-8") as reader, tmp.open("w", encoding="utf-8") as writer:
+    with atomic_output(dest) as tmp, source.open(encoding="utf-8") as reader, tmp.open("w", encoding="utf-8") as writer:
         for line in reader:
             try:
                 record = json.loads(line)
@@ -106,7 +106,6 @@ def fix_jsonl_file(source: Path, dest: Path) -> int:
                 changed += 1
                 line = json.dumps(fixed, ensure_ascii=False) + "\n"
             writer.write(line)
-    tmp.replace(dest)
     return changed
 
 
@@ -119,13 +118,13 @@ def fix_json_file(source: Path, dest: Path) -> bool:
     try:
         record = json.loads(text)
     except json.JSONDecodeError:
-        dest.write_text(text, encoding="utf-8")
+        write_atomic(dest, text)
         return False
     fixed = fix_value(record)
     if fixed == record:
-        dest.write_text(text, encoding="utf-8")
+        write_atomic(dest, text)
         return False
-    dest.write_text(json.dumps(fixed, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    write_atomic(dest, json.dumps(fixed, ensure_ascii=False, indent=2) + "\n")
     return True
 
 

@@ -8,14 +8,14 @@ renamed only once it is complete, so an interrupted download never leaves a half
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from rescue.data.errors import RescueError
+from rescue.atomic import atomic_output
+from rescue.data.errors import FetchError as FetchError, NoNetworkError as NoNetworkError
 
 if TYPE_CHECKING:  # httpx and the validation are imported when a download starts: `rescue --help` stays fast
     from rescue.data.validation import ValidationReport
@@ -29,14 +29,6 @@ DEFAULT_DEST = Path("data")
 
 # (bytes received so far, total bytes or None when the server does not say)
 ProgressCallback = Callable[[int, int | None], None]
-
-
-class FetchError(RescueError):
-    """The download failed or what arrived is not the release."""
-
-
-class NoNetworkError(FetchError):
-    """The server could not be reached at all."""
 
 
 @dataclass
@@ -61,28 +53,27 @@ def download(
     server answers: a failed download leaves no empty folder behind."""
     import httpx
 
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")
     digest = hashlib.sha256()
     size = 0
     try:
-        with httpx.stream("GET", url, timeout=timeout, follow_redirects=True) as response:
-            if response.status_code != 200:
-                raise FetchError(f"{url}: the server answered HTTP {response.status_code} {response.reason_phrase}")
-            total = int(response.headers["content-length"]) if "content-length" in response.headers else None
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            with tmp.open("wb") as handle:
-                for chunk in response.iter_bytes():
-                    handle.write(chunk)
-                    digest.update(chunk)
-                    size += len(chunk)
-                    if progress:
-                        progress(size, total)
-        if total is not None and size != total:
-            raise FetchError(f"{url}: the download stopped after {size} of {total} bytes; run the command again")
-        sha256 = digest.hexdigest()
-        if expected_sha256 and sha256 != expected_sha256.lower():
-            raise FetchError(f"{url}: checksum mismatch: expected sha256 {expected_sha256}, got {sha256}")
-        tmp.replace(dest)
+        with atomic_output(dest) as tmp:
+            with httpx.stream("GET", url, timeout=timeout, follow_redirects=True) as response:
+                if response.status_code != 200:
+                    raise FetchError(f"{url}: the server answered HTTP {response.status_code} {response.reason_phrase}")
+                total = int(response.headers["content-length"]) if "content-length" in response.headers else None
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                with tmp.open("wb") as handle:
+                    for chunk in response.iter_bytes():
+                        handle.write(chunk)
+                        digest.update(chunk)
+                        size += len(chunk)
+                        if progress:
+                            progress(size, total)
+            if total is not None and size != total:
+                raise FetchError(f"{url}: the download stopped after {size} of {total} bytes; run the command again")
+            sha256 = digest.hexdigest()
+            if expected_sha256 and sha256 != expected_sha256.lower():
+                raise FetchError(f"{url}: checksum mismatch: expected sha256 {expected_sha256}, got {sha256}")
     except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
         raise NoNetworkError(
             f"cannot reach {httpx.URL(url).host} ({exc}). There seems to be no network here: download {url} "
@@ -90,8 +81,6 @@ def download(
         ) from exc
     except httpx.HTTPError as exc:
         raise FetchError(f"{url}: the download failed: {exc}") from exc
-    finally:
-        tmp.unlink(missing_ok=True)
     return sha256, size
 
 

@@ -27,8 +27,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rescue.data.errors import RescueError
 from rescue.data.models import NON_PERSON_LABELS, Sample
+from rescue.data.errors import GroupsError as GroupsError
 
 SHARED_PEOPLE = 2  # family clips whose casts share at least this many people are one family
 INFERRED_METHOD = (
@@ -38,10 +38,6 @@ INFERRED_METHOD = (
 )
 GROUP_WORDS = ("session groups: the clips of one couple (its folder) or one family (clips whose casts share "
                f"at least {SHARED_PEOPLE} people), or as given by --groups")
-
-
-class GroupsError(RescueError):
-    """A groups file that cannot be used; the message names file, line and field."""
 
 
 def folder_of(sample_id: str) -> str:

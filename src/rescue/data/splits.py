@@ -26,16 +26,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from rescue.data.errors import RescueError
 from rescue.data.groups import SessionGroups, infer_groups
 from rescue.data.models import Sample
+from rescue.data.errors import SplitError as SplitError
 
 SPLITS_FILE = "splits.json"
 HOLDOUT_NAMES = ("train", "dev", "test")
-
-
-class SplitError(RescueError):
-    """A split that cannot be made or used; the message names the file and what is wrong."""
 
 
 class SplitPlan(BaseModel):

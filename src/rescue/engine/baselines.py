@@ -32,20 +32,16 @@ from typing import Any, ClassVar
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics.pairwise import linear_kernel
 
-from rescue.data.errors import RescueError
 from rescue.data.models import GROUP_LABELS, THERAPIST
 from rescue.data.taxonomy import INTENSITY_SCALE
 from rescue.engine.types import ChatAnswer, TaskRequest
 from rescue.tasks.base import Instance, RenderOptions, Task
+from rescue.data.errors import BaselineError as BaselineError
 
 PREFIX = "baseline/"
 TOP_K = 3
 # What a baseline answers is decided by the shape of the task's answers (its declaration), not its name.
 GENERATIVE_ANSWERS = frozenset({"emotion", "viewpoints"})
-
-
-class BaselineError(RescueError):
-    """An unknown baseline, or a baseline asked for a task it does not apply to."""
 
 
 # --- shared helpers ---------------------------------------------------------------------------------

@@ -16,15 +16,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
-from rescue.data.errors import RescueError
+from rescue.data.errors import RunError as RunError
 from rescue.engine.run_options import RunOptions, declared_options
 from rescue.llm.client import GenerationSettings
 from rescue.tasks import TASK_NAMES, graded_tasks
 from rescue.tasks.base import VIDEO_MODES
-
-
-class RunError(RescueError):
-    """A run that cannot start or cannot be rescored; the message says which option or file is wrong."""
 
 
 # Fields that may differ between a run and its resume: they change neither requests nor scores.

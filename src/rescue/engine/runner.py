@@ -25,7 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from rescue.data.errors import RescueError
+from rescue.data.errors import (
+    BertScoreInterrupted as BertScoreInterrupted,
+    RescueError,
+    RunInterrupted as RunInterrupted,
+)
 from rescue.data.models import Sample
 from rescue.engine.config import RunConfig, RunError, config_differences
 from rescue.engine.progress import ProgressDisplay, RunLog, TaskProgress
@@ -394,14 +398,6 @@ async def in_daemon_thread(fn: Callable[..., T], *args: Any) -> T:
     return await future
 
 
-class BertScoreInterrupted(Exception):
-    """Ctrl-C during BERTScore: the run writes its results marked incomplete, then stops."""
-
-    def __init__(self, note: str):
-        super().__init__(note)
-        self.note = note
-
-
 async def _bertscore(pairs: list[PairResult], config: RunConfig, display: ProgressDisplay, log: RunLog,
                      cache_path: Path | None) -> dict[str, Any] | None:
     """BERTScore for every ER/VP pair: distinct text pairs once, cached ones not again, the rest in chunks with a
@@ -550,12 +546,6 @@ def _usage_block(model: ReliableModel | None, judge_usage: dict[str, list[dict[s
 
 # ---------------------------------------------------------------------------------------------------------
 # The run
-
-
-class RunInterrupted(RunError):
-    """Ctrl-C: what was saved, and how to continue."""
-
-    exit_code = 130
 
 
 def _credential_error_for_judge(exc: Exception, spec: str) -> RunError:

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rescue.data import stats as dataset_stats
-from rescue.data.errors import RescueError
 from rescue.data.models import Sample
 from rescue.exports.chat import ChatExample
+from rescue.data.errors import ExportError as ExportError
 
 HF_EXTRA = "pip install 'rescue-bench[hf]'"
 CITATION = """@article{hu2026rescuebench,
@@ -51,10 +51,6 @@ INSTANCE_FIELDS = {
     "answer": "the gold answer in the task's own answer schema (what a perfect model replies)",
     "gold": "the gold label or annotation (JSON text)",
 }
-
-
-class ExportError(RescueError):
-    """An export that cannot be written (a missing extra, nothing to export)."""
 
 
 def _datasets() -> Any:

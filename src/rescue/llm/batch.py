@@ -24,22 +24,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rescue.data.errors import RescueError
 from rescue.io import write_atomic
 from rescue.llm import secrets
 from rescue.llm.client import ERROR_CHARS, MalformedAnswer, OpenAIModel, TransientError, _error_message
 from rescue.llm.reliable import ReliableModel, _scrubbed
 from rescue.llm.types import ChatRequest
+from rescue.data.errors import BatchError as BatchError
 
 LEDGER = "batches.json"
 TERMINAL = ("completed", "expired", "failed", "cancelled")
 # OpenAI's limits for one batch: 50,000 requests and a 200 MB input file (kept under it).
 MAX_LINES = 50_000
 MAX_BYTES = 190 * 1024 * 1024
-
-
-class BatchError(RescueError):
-    """A batch cannot be sent or read: the endpoint refuses the batch API, or the run directory's batch ledger."""
 
 
 @dataclass

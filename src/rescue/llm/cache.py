@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rescue.llm.types import ChatAnswer, MessageLike, Usage, key_messages
+from rescue.data.errors import UnreadableEntry as UnreadableEntry
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
@@ -63,10 +64,6 @@ def open_wal(path: Path, schema: str) -> sqlite3.Connection:
     db.execute("PRAGMA busy_timeout=30000")
     db.executescript(schema)
     return db
-
-
-class UnreadableEntry(Exception):
-    """A stored answer that can no longer be read; the row is gone, so the request is simply asked again."""
 
 
 class ResponseCache:

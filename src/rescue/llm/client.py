@@ -30,6 +30,11 @@ from typing import Any
 from rescue.llm import secrets
 from rescue.llm.providers import Endpoint, thinking_extra
 from rescue.llm.types import ChatAnswer, ChatRequest, Usage, wire_messages
+from rescue.data.errors import (
+    FatalError as FatalError,
+    MalformedAnswer as MalformedAnswer,
+    TransientError as TransientError,
+)
 
 # Provider codes and phrases that mean "the prompt (or answer) was rejected by a content filter".
 REFUSAL_MARKERS = (
@@ -73,27 +78,6 @@ class GenerationSettings:
             "extra_body": self.extra_body,
             "seed": self.seed,
         }
-
-
-class TransientError(Exception):
-    """A failure that may go away: 429, 5xx, a timeout, a dropped connection, an unreadable or empty answer."""
-
-    def __init__(self, kind: str, message: str, retry_after: float | None = None):
-        super().__init__(message)
-        self.kind = kind  # rate_limit | server_error | timeout | connection | bad_response | empty_answer
-        self.retry_after = retry_after
-
-
-class FatalError(Exception):
-    """No request to this endpoint can succeed (bad key, unknown model): stop asking it."""
-
-    def __init__(self, kind: str, message: str):
-        super().__init__(message)
-        self.kind = kind
-
-
-class MalformedAnswer(Exception):
-    """A 200 whose JSON is not a chat completion (message a string, content a number, usage "many")."""
 
 
 def retry_after_seconds(headers: Any) -> float | None:

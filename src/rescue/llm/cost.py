@@ -15,12 +15,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from rescue.data.errors import RescueError
 from rescue.llm.types import Usage
-
-
-class PriceError(RescueError):
-    """A price table that cannot be read; the message names the file and the entry."""
+from rescue.data.errors import PriceError as PriceError
 
 
 @dataclass(frozen=True)

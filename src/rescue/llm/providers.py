@@ -18,12 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-from rescue.data.errors import RescueError
 from rescue.llm import secrets
-
-
-class CredentialError(RescueError):
-    """A model cannot be reached: unknown preset, no base URL, or no API key in the environment."""
+from rescue.data.errors import CredentialError as CredentialError, ThinkingError as ThinkingError
 
 
 @dataclass(frozen=True)
@@ -131,10 +127,6 @@ THINKING_STYLES: dict[str, dict[str, dict[str, Any] | None]] = {
                       "low": {"reasoning_effort": "low"}, "medium": {"reasoning_effort": "medium"},
                       "high": {"reasoning_effort": "high"}},
 }
-
-
-class ThinkingError(RescueError):
-    """--thinking asks for something the model's provider cannot be told."""
 
 
 def thinking_extra(endpoint: Endpoint, level: str) -> dict[str, Any]:

@@ -15,14 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from rescue import proc
-from rescue.data.errors import RescueError
+from rescue.data.errors import MediaError as MediaError
 
 # ffmpeg's own messages are long; the last lines say what went wrong.
 _STDERR_TAIL = 1200
-
-
-class MediaError(RescueError):
-    """A media step failed: the input is unreadable, or ffmpeg could not do what was asked."""
 
 
 @functools.cache

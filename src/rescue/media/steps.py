@@ -8,13 +8,12 @@ are removed by the next one.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rescue.io import remove_stale_temporaries, temporary_path
+from rescue.atomic import atomic_output, remove_stale_temporaries
 
 STEPS: dict[str, MediaStep] = {}
 
@@ -66,12 +65,8 @@ def produce(out: str | Path, make: Callable[[Path], object], verify: Callable[[P
         return False
     out.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(out.parent)
-    tmp = temporary_path(out)
-    try:
+    with atomic_output(out) as tmp:
         make(tmp)
         if verify is not None:
             verify(tmp)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
     return True

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from rescue.data.errors import RescueError
 from rescue.media.steps import media_step, produce
+from rescue.data.errors import SubtitleError as SubtitleError
 
 SUBTITLE_FORMATS = {".srt": "srt", ".vtt": "vtt", ".ass": "ass", ".ssa": "ssa"}
 
@@ -23,10 +23,6 @@ _VOICE = re.compile(r"<v(?:\.[^ \t>]*)?[ \t]+([^>]+)>")
 _PREFIX = re.compile(r"^\s*-?\s*(?:\[([^\]\n]{1,40})\]|([A-Z][\w.'\- ]{0,38}?)\s*:)\s+")
 
 _INLINE_TURN = re.compile(r"\s+/\s+(?=-\s*\S)")
-
-
-class SubtitleError(RescueError):
-    """A subtitle file cannot be read or breaks the timing rules."""
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from rescue.atomic import move_into_place
 from rescue.data.groups import SessionGroups, check_groups, folder_of, infer_groups, read_groups
 from rescue.data.loading import load_samples
 from rescue.data.models import Sample
@@ -204,8 +205,7 @@ def _publish(stage: Path, out_dir: Path, staged: list[str]) -> None:
             match = _STAGE.match(entry.name)
             if match and entry.is_dir() and entry != stage and not process_alive(int(match["pid"])):
                 shutil.rmtree(entry, ignore_errors=True)
-    for relative in staged:
-        os.replace(stage / relative, out_dir / relative)
+    move_into_place((stage / relative, out_dir / relative) for relative in staged)
     shutil.rmtree(stage, ignore_errors=True)
     (out_dir / FAILED_MARK).unlink(missing_ok=True)
 

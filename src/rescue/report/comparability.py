@@ -21,17 +21,14 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from rescue.report.runs import ReportError, System
+from rescue.report.runs import System
 from rescue.tasks import TASKS, graded_tasks, right_wrong_tasks
+from rescue.data.errors import ComparabilityError as ComparabilityError
 
 GENERATIVE = tuple(graded_tasks())
 # The tasks whose gold field the rpp_gold option chooses (RPP).
 RPP_GOLD_TASKS = tuple(name for name, task in TASKS.items() if "rpp_gold" in task.declaration.options.model_fields)
 MIXED_MARK = "‡"
-
-
-class ComparabilityError(ReportError):
-    """The runs of one report differ in data, options, scorers, gold or coverage."""
 
 
 @dataclass

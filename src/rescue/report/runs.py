@@ -11,14 +11,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rescue.data.errors import RescueError
+from rescue.data.errors import ReportError as ReportError
 from rescue.runs.results import ModelResults, StoredConfig
 from rescue.tasks import TASK_NAMES
 from rescue.tasks.base import VIDEO_MODES, PredictionRecord
-
-
-class ReportError(RescueError):
-    """A run directory that cannot be reported on; the message names the file, line and field."""
 
 
 @dataclass

@@ -28,7 +28,6 @@ from sqlalchemy import delete, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from rescue.data.errors import RescueError
 from rescue.review import cuts, security
 from rescue.review.fields import (
     FIELD_NAMES,
@@ -53,16 +52,14 @@ from rescue.review.models import (
     now,
 )
 from rescue.review.project import Project, Segment
+from rescue.data.errors import (
+    AccountDisabled as AccountDisabled,
+    Conflict as Conflict,
+    LayoutConflict as LayoutConflict,
+    ReviewError as ReviewError,
+)
 
 _write_lock = threading.Lock()
-
-
-class Conflict(Exception):
-    """A save over a newer version; ``current`` is the row as it now stands."""
-
-    def __init__(self, current: dict[str, Any]):
-        super().__init__("the row changed since it was loaded")
-        self.current = current
 
 
 @dataclass(frozen=True)
@@ -72,14 +69,6 @@ class Saved:
     version: int
     values: dict[str, Any]
     acknowledged: list[str]
-
-
-class ReviewError(RescueError, ValueError):
-    """A write that makes no sense (unknown user, bad role...); the message says why."""
-
-
-class AccountDisabled(ReviewError):
-    """The right password for an account an admin disabled."""
 
 
 def _dump(value: Any) -> str:
@@ -464,14 +453,6 @@ def _audit_adopted(db: Session, actor: str, segment: Segment, copy: str, row_ind
 # cut's revision moves on.
 
 Rows = list[dict[str, Any]]
-
-
-class LayoutConflict(Conflict):
-    """A cut started from an older cut of the copy (or from an older version of a row it touches)."""
-
-    def __init__(self, current: dict[str, Any], layout: int):
-        super().__init__(current)
-        self.layout = layout
 
 
 def _recut(db: Session, actor: str, segment: Segment, copy: str, layout: int, versions: dict[int, int],

@@ -14,20 +14,12 @@ from collections.abc import Callable
 from typing import Any
 
 from rescue.review.fields import FIELD_NAMES, SPECS
+from rescue.data.errors import CutError as CutError
 
 Row = dict[str, Any]
 EVIDENCE = ("relation_pattern_evidence_rows", "relation_cycle_evidence_rows")
 # Below this, two boundaries are the same instant (a frame at 60 fps is 16 ms).
 MIN_ROW_SECONDS = 0.01
-
-
-class CutError(ValueError):
-    """A cut that cannot be made; ``field`` names what is wrong, for the 422 answer."""
-
-    def __init__(self, field: str, message: str):
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
 
 
 def _time(row: Row, name: str) -> float:

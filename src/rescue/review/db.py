@@ -12,8 +12,8 @@ from sqlalchemy import Engine, create_engine, event, inspect, make_url, text
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from rescue.data.errors import RescueError
 from rescue.review.models import ADDED_COLUMNS, Base
+from rescue.data.errors import DatabaseError as DatabaseError
 
 DB_FILE = "review.db"
 
@@ -30,10 +30,6 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA busy_timeout=10000")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
-
-
-class DatabaseError(RescueError):
-    """The --db URL cannot be used; the message says why."""
 
 
 def resolve_url(url: str) -> str:

@@ -14,7 +14,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from rescue.data.errors import DataIssue
+from rescue.data.errors import DataIssue, FieldError as FieldError
 from rescue.data.rules import Breach, Cast, cast_of, check_row
 from rescue.data.taxonomy import UTTERANCE_TYPES, Label, relation_taxonomy, strategy_taxonomy
 from rescue.data.validation import validate_records
@@ -119,14 +119,6 @@ def field_schema() -> list[dict[str, Any]]:
          "item": [{"key": k, "kind": kind} for k, kind in f.item], "nullable": f.name in NULLABLE}
         for f in FIELDS
     ]
-
-
-class FieldError(ValueError):
-    """Edits that cannot be saved; ``problems`` are ``{"field", "message"}`` with the full field path."""
-
-    def __init__(self, problems: list[dict[str, Any]]):
-        super().__init__("; ".join(f"{p['field']}: {p['message']}" for p in problems))
-        self.problems = problems
 
 
 def _root(field_path: str) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from rescue.data.errors import DataError, DataIssue
+from rescue.data.errors import DataIssue, ProjectError as ProjectError
 from rescue.data.loading import RawRecord, infer_participants, infer_scenario, iter_records
 from rescue.data.models import GROUP_LABELS, THERAPIST
 from rescue.data.text import deep_without_lone_surrogates, without_lone_surrogates
@@ -71,11 +71,6 @@ class Segment:
     def entities(self) -> list[str]:
         """The closed set a speaker or target is chosen from: the cast, the therapist and the group label."""
         return [*self.participants, THERAPIST, GROUP_LABELS.get(self.scenario, "Couple")]
-
-class ProjectError(DataError):
-    """A project folder that cannot be read, with every problem."""
-
-    pass
 
 
 def _issue(path: Path, line: int, message: str, field_name: str = "") -> ProjectError:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rescue.data.errors import RescueError
+from rescue.data.errors import BertScoreError as BertScoreError
 
 if TYPE_CHECKING:
     from rescue.tasks.base import PredictionRecord
@@ -59,10 +59,6 @@ PAPER_BACKBONE = (
 )
 # Names that select the packaged weights rather than the hub.
 _PACKAGED_ALIASES = frozenset({"", "packaged", "minilm", "all-minilm-l6-v2", PACKAGED_MODEL.lower(), PACKAGED_DISTRIBUTION})
-
-
-class BertScoreError(RescueError):
-    """The configured BERTScore backbone cannot be used; the message says why and what to do."""
 
 
 def packaged_model_dir() -> Path:

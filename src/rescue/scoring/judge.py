@@ -53,6 +53,7 @@ from rescue.tasks.base import Instance, JudgeGrade, JudgeResults, PredictionReco
 from rescue.tasks.parsing import AnswerError, extract_json
 from rescue.tasks.rubric import Grade
 from rescue.tasks.spec import JudgeRubric
+from rescue.data.errors import JudgeAnswerError as JudgeAnswerError, JudgeConfigError as JudgeConfigError
 
 if TYPE_CHECKING:
     from rescue.llm.types import Model
@@ -67,10 +68,6 @@ __all__ = [
     "FAILED_PREDICTION_NOTE", "NO_JUDGE_NOTE", "SCALES", "JudgeAnswerError", "JudgeConfigError", "JudgeStats",
     "Turn", "judge_prompt", "judge_records", "parse_grade", "prompt_hashes", "rubric_for",
 ]
-
-
-class JudgeConfigError(ValueError):
-    """The judge was asked for something it cannot do (unknown task or scale)."""
 
 
 def rubric_for(task_name: str) -> JudgeRubric:
@@ -124,10 +121,6 @@ def judge_prompt(task_name: str, scale: Scale, turn: Turn, prediction: Any, gold
 
 # ---------------------------------------------------------------------------------------------------------
 # Answer validation
-
-
-class JudgeAnswerError(ValueError):
-    """A judge answer that is not a valid grade."""
 
 
 def parse_grade(raw: str | None, task_name: str, scale: Scale) -> Grade:

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rescue.data.errors import RescueError
 from rescue.metrics.agreement import alpha, alt_test, pair_statistics
 from rescue.tasks import TASKS, judged_tasks
 from rescue.tasks.base import PredictionRecord
 from rescue.tasks.rubric import inter_judge_alpha
+from rescue.data.errors import RatingsError as RatingsError
 
 __all__ = ["HumanRating", "RatingsError", "alpha", "inter_judge_alpha", "judge_agreement", "judge_score_key",
            "judge_stability", "pair_statistics", "read_ratings"]
@@ -35,10 +35,6 @@ def judge_score_key(task: str) -> str:
     assert rubric is not None
     return rubric.human_key
 REQUIRED_COLUMNS: tuple[str, ...] = ("instance_id", "rater", "score")
-
-
-class RatingsError(RescueError):
-    """A ratings file that cannot be used; the message names file, line and field."""
 
 
 @dataclass(frozen=True)

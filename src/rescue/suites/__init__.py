@@ -21,13 +21,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from rescue.data.errors import RescueError
+from rescue.data.errors import SuiteError as SuiteError
 
 PACKAGED = ("paper",)
-
-
-class SuiteError(RescueError):
-    """A suite file that cannot be read; the message names the file and the field."""
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from rescue.tasks.base import Instance, Prediction
+from rescue.data.errors import AnswerError as AnswerError
 
 _FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
-
-
-class AnswerError(ValueError):
-    """What cannot be read from an answer: no JSON object at all, or an item with an unknown label, a
-    missing field or a value out of range. The pipeline records it as a parse_error, never raises it."""
 
 
 def extract_json(raw: str) -> dict[str, Any]:

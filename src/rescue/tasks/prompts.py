@@ -11,16 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rescue.data.errors import RescueError
+from rescue.data.errors import PromptError as PromptError
 from rescue.data.models import Sample
 from rescue.tasks.render import MODE_EVIDENCE, dumps, write_json
 
 SETTING = {"couple": "a couples-therapy session", "family": "a family-therapy session"}
 CLIENTS = {"couple": "the partners", "family": "the family members"}
-
-
-class PromptError(RescueError, ValueError):
-    """A request a task cannot render: a context size below -1, an empty batch, a batch of several samples."""
 
 
 def resolve_context_size(requested: int | None, default: int) -> int:

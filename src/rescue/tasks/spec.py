@@ -16,15 +16,11 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from rescue.data.errors import RescueError
+from rescue.data.errors import TaskOptionError as TaskOptionError
 
 OutcomeKind = Literal["right_wrong", "graded"]
 # The shape of a prediction value: one label, a ranked list of labels, or free text graded by scorers.
 AnswerKind = Literal["label", "ranking", "emotion", "viewpoints"]
-
-
-class TaskOptionError(RescueError):
-    """A build option a task does not have, or a value it does not accept."""
 
 
 class TaskOptions(BaseModel):

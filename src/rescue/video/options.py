@@ -5,15 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from rescue.data.errors import RescueError
+from rescue.data.errors import VideoError as VideoError
 
 VIDEO_INPUTS = ("frames", "clip")
 IMAGE_DETAILS = ("low", "high", "auto")  # OpenAI's image detail levels; None sends none (the server's default)
 MEDIA_MATCHES = ("auto", "source_file", "id")
-
-
-class VideoError(RescueError):
-    """Media that cannot be found or read; the message names the samples, files and options involved."""
 
 
 @dataclass

@@ -12,13 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import shutil
 import tempfile
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from rescue.atomic import atomic_output, move_into_place, write_atomic
 from rescue.video.options import VideoError, VideoOptions
 
 _CHUNK = 1 << 20
@@ -103,9 +103,7 @@ class MediaStore:
 
     def _write_index(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        temporary = self._index_path.with_name(f".hashes.{os.getpid()}.{threading.get_ident()}.tmp")
-        temporary.write_text(json.dumps(self._index, indent=1, sort_keys=True), encoding="utf-8")
-        os.replace(temporary, self._index_path)
+        write_atomic(self._index_path, json.dumps(self._index, indent=1, sort_keys=True))
 
     def source(self, path: Path) -> SourceInfo:
         """The content digest and stream facts of ``path``, from the index when the file is unchanged."""
@@ -172,10 +170,9 @@ class MediaStore:
             if len(made) != len(chunk):
                 raise VideoError(f"{path}: asked ffmpeg for {len(chunk)} frames from frame {first}, got {len(made)} "
                                  f"(the video may end before its rows do)")
-            for index, file in zip(chunk, made):
-                out = self.frame_path(source, index)
-                out.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(file, out)
+            for index in chunk:
+                self.frame_path(source, index).parent.mkdir(parents=True, exist_ok=True)
+            move_into_place((file, self.frame_path(source, index)) for index, file in zip(chunk, made))
             self._count(len(chunk), 0)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -201,11 +198,8 @@ class MediaStore:
         start = first / source.fps
         duration = (stop - first) / source.fps
         out.parent.mkdir(parents=True, exist_ok=True)
-        # A name of its own per maker: two runs sharing a --cache-dir may cut the same clip at once.
-        handle, name = tempfile.mkstemp(prefix=".clip-", suffix=".mp4", dir=out.parent)
-        os.close(handle)
-        tmp = Path(name)
-        try:
+        # A name of its own per maker (.NAME.PID.tmp): two runs sharing a --cache-dir may cut the same clip at once.
+        with atomic_output(out) as tmp:
             # Re-encoding after an input seek makes the cut frame-accurate: the clip holds the frames whose
             # timestamps lie in [start, start + duration). The audio track lasts exactly as long, but its
             # sound ends CLIP_AUDIO_GUARD earlier and digital silence fills the rest (see the constant).
@@ -216,9 +210,6 @@ class MediaStore:
             run_ffmpeg(cut_args(path, seek, seek + duration, tmp, keyframe_interval=None, crf=28, size=(width, height),
                                 audio_filter=audio, audio_rate=CLIP_AUDIO_RATE, audio_bitrate="64k",
                                 video_required=True), step="clip", subject=path, duration=duration)
-            os.replace(tmp, out)
-        finally:
-            tmp.unlink(missing_ok=True)
         self._count(1, 0)
         return out
 

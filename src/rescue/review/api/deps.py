@@ -17,6 +17,7 @@ from rescue.review import security
 from rescue.review.crud import assignments, segment_assignees
 from rescue.review.models import FINAL, ROLES, Assignment, LoginSession, User
 from rescue.review.project import Project, Segment
+from rescue.data.errors import LoginRequired as LoginRequired
 
 
 def _storable(value: str) -> str:
@@ -45,13 +46,6 @@ class Actor:
     def at_least(self, role: str) -> bool:
         """Whether the actor's role is ``role`` or above it."""
         return ROLES.index(self.role) >= ROLES.index(role)
-
-
-class LoginRequired(Exception):
-    """Raised by page dependencies: the app answers with a redirect to the login page."""
-
-    def __init__(self, next_url: str):
-        self.next_url = next_url
 
 
 def get_db(request: Request) -> Iterator[Session]:
