@@ -157,6 +157,10 @@ class PromptError(RescueError, ValueError):
     """A request a task cannot render: a context size below -1, an empty batch, a batch of several samples."""
 
 
+class TaskRegistryError(RescueError):
+    """Two different tasks under one name, or a task plugin that cannot be loaded."""
+
+
 class AnswerError(ValueError):
     """What cannot be read from an answer: no JSON object at all, or an item with an unknown label, a
     missing field or a value out of range. The pipeline records it as a parse_error, never raises it."""

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, TypeVar, overload
 
-from rescue.data.errors import RescueError
+from rescue.data.errors import TaskRegistryError as TaskRegistryError
 from rescue.tasks.base import Task
 
 ENTRY_POINT_GROUP = "rescue.tasks"
@@ -32,10 +32,6 @@ TASKS: dict[str, Task] = {}
 _ARRIVAL: dict[str, int] = {}  # registration order, the tie-break after the declared order
 
 T = TypeVar("T")
-
-
-class TaskRegistryError(RescueError):
-    """Two different tasks under one name, or a task plugin that cannot be loaded."""
 
 
 @overload
