@@ -16,17 +16,13 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from rescue.data.errors import RescueError
+from rescue.data.errors import RunDirError as RunDirError
 from rescue.io import DirectoryLock, LockedError, sha256_file, write_atomic
 from rescue.runs.results import PREDICTIONS, RESULTS, SCHEMA_VERSION, PredictionsInfo, RunResults
 from rescue.tasks.base import PredictionRecord
 
 CACHE = "cache.sqlite"
 LOG = "run.log"
-
-
-class RunDirError(RescueError):
-    """A run directory that cannot be read; the message names the file, line and field."""
 
 
 def _first_error(exc: ValidationError) -> str:

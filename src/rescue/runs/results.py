@@ -20,7 +20,6 @@ from pydantic import (
     model_validator,
 )
 
-from rescue.data.errors import RunDirError as RunDirError
 from rescue.tasks import TASK_NAMES
 
 if TYPE_CHECKING:
