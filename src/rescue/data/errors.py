@@ -273,12 +273,20 @@ class RunDirError(RescueError):
     """A run directory that cannot be read; the message names the file, line and field."""
 
 
+class InspectLogError(RescueError):
+    """An inspect log that cannot be read as a RESCUE-Bench run; the message names the file and field."""
+
+
 class BaselineError(RescueError):
     """An unknown baseline, or a baseline asked for a task it does not apply to."""
 
 
 class SuiteError(RescueError):
     """A suite file that cannot be read; the message names the file and the field."""
+
+
+class BenchError(RescueError):
+    """An inspect task option rescue cannot run with; the message names the task parameter."""
 
 
 # --- reports and exports ------------------------------------------------------------------------------------

@@ -13,15 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from rescue._version import __version__
-from rescue.data.errors import RescueError
+from rescue.data.errors import BenchError as BenchError
 from rescue.engine.config import RunConfig
 from rescue.tasks import SCENARIOS, get_task
 from rescue.tasks.base import PARSE_POLICIES, VIDEO_MODES, Instance, RenderOptions, Task
 from rescue.tasks.render import RowCache
-
-
-class BenchError(RescueError):
-    """An inspect task option rescue cannot run with; the message names the task parameter."""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rescue.data.errors import RescueError
+from rescue.data.errors import InspectLogError as InspectLogError
 from rescue.tasks import TASKS, judged_tasks
 from rescue.tasks.base import PredictionRecord
 
@@ -24,10 +24,6 @@ EXTRA_HINT = "pip install 'rescue-bench[inspect]'"
 CONFIG_KEY = "rescue"
 RECORD_KEY = "rescue_record"
 GRADER = "grader"  # the inspect model role that grades ER and VP with the task's judge rubric
-
-
-class InspectLogError(RescueError):
-    """An inspect log that cannot be read as a RESCUE-Bench run; the message names the file and field."""
 
 
 @dataclass
