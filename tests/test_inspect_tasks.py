@@ -216,3 +216,35 @@ def test_er_is_judged_with_the_tasks_rubric_by_inspects_grader_role(tmp_path, mo
     stored = results["models"][MODEL]["er"]["all"]
     assert metrics == {k: float(v) for k, v in stored.items() if isinstance(v, int | float) and not isinstance(v, bool)}
     assert metrics["s_er"] > 0 and log.eval.model_roles["grader"].model == "openai-api/scripted/judge-model"
+
+
+def test_an_eval_that_stopped_on_an_error_reports_its_failure_and_says_so(tmp_path, monkeypatch):
+    from inspect_ai import eval as inspect_eval
+
+    from rescue.inspect_tasks.bench import rescue_task
+
+    task = get_task("itp")
+    instances = task.build(choose_samples(load_samples(None), 1, "stratified"))
+    failing = instances[1]
+    answers = {request_key({"messages": task.render([i], RenderOptions())}):
+               task.format_answer([i], {i.instance_id: gold_value(task, i)}) for i in instances if i is not failing}
+
+    def script(body: dict[str, Any]) -> Reply:
+        answer = answers.get(request_key(body))
+        return Reply.text(answer) if answer is not None else Reply.error(400, "bad request")
+
+    with serve(script) as server:
+        for name, value in inspect_env(server).items():
+            monkeypatch.setenv(name, value)
+        (log,) = inspect_eval(rescue_task("itp", limit_samples=1), model=INSPECT_MODEL, display="none",
+                              log_dir=str(tmp_path / "logs"), max_retries=1)
+    assert log.status == "error"  # inspect stops an eval at its first failed sample unless told otherwise
+    ran = {s.id for s in log.samples}
+    assert failing.instance_id in ran
+    done = invoke_main(["report", str(tmp_path / "logs"), "--out", str(tmp_path / "report"), "--bootstrap", "0",
+                        "--no-html", "--no-figures"])
+    assert done.exit_code == 0, done.output
+    assert "the inspect eval ended with status error" in done.output
+    (row,) = [r for r in csv.DictReader((tmp_path / "report" / "leaderboard.csv").open(encoding="utf-8"))
+              if r["scope"] == "all" and r["metric"] == "ITP F1"]
+    assert (int(row["instances"]), int(row["failures"])) == (len(ran), 1)  # the failed request counts, as in rescue run

@@ -249,6 +249,7 @@ def _build(run_dirs: Sequence[str | Path], out_dir: Path, stage: Path, staged: l
 
     step(f"reading {len(run_dirs)} run director{'y' if len(run_dirs) == 1 else 'ies'}")
     systems = load_systems(list(run_dirs))
+    result.notes.extend(note for system in systems for note in system.notes)
     if options.split is not None:
         from rescue.data.splits import read_plan
         from rescue.report.runs import restrict_systems

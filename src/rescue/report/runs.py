@@ -28,6 +28,7 @@ class System:
     config: StoredConfig  # results.json "config": the run's options and what it used
     results: ModelResults  # results.json "models"[model]: per task, per scope, the stored metrics
     records: list[PredictionRecord] = field(default_factory=list, repr=False)
+    notes: list[str] = field(default_factory=list, repr=False)  # what the report says about how it was read
     _by_task: dict[str, list[PredictionRecord]] | None = field(default=None, init=False, repr=False, compare=False)
     _indexed: int = field(default=-1, init=False, repr=False, compare=False)
 
@@ -105,8 +106,10 @@ def load_logs(path: str | Path) -> list[System]:
         config = StoredConfig.model_validate(run.config)
         results = ModelResults.model_validate({t: scoped_aggregates(TASKS[t], rs) for t, rs in by_task.items()})
         source = run.files[0] if len(run.files) == 1 else run.source
+        notes = [f"{name}: the inspect eval ended with status {status}; its samples without a score count as "
+                 "failures (request_error), samples it never ran are missing" for name, status in run.incomplete]
         systems.append(System(label=run.model, model=run.model, mode=config.mode, run_dir=source, config=config,
-                              results=results, records=run.records))
+                              results=results, records=run.records, notes=notes))
     return systems
 
 

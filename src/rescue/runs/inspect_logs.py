@@ -50,7 +50,7 @@ class LoggedRun:
     data: dict[str, Any]
     records: list[PredictionRecord] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
-    incomplete: list[str] = field(default_factory=list)  # logs whose eval did not finish (status, file)
+    incomplete: list[tuple[str, str]] = field(default_factory=list)  # (file, inspect status) of evals not finished
 
 
 def log_files(path: str | Path) -> list[Path]:
@@ -164,5 +164,5 @@ def read_logs(path: str | Path) -> list[LoggedRun]:
             run = runs[key] = LoggedRun(Path(path), logged.model, config, logged.data)
         _merge(run, logged)
         if logged.status != "success":
-            run.incomplete.append(f"{file.name}: {logged.status}")
+            run.incomplete.append((str(file), logged.status))
     return list(runs.values())
