@@ -146,7 +146,7 @@ def _entry_point_site(tmp_path: Path) -> Path:
     return site
 
 
-def test_inspect_cli_runs_rescue_itp_through_the_entry_point(tmp_path):
+def test_inspect_cli_runs_rescue_itp_through_the_entry_point_and_the_report_checks_its_options(tmp_path):
     from inspect_ai.log import read_eval_log
 
     answers = mixed_answers("itp", limit=1)
@@ -168,6 +168,14 @@ def test_inspect_cli_runs_rescue_itp_through_the_entry_point(tmp_path):
     assert log.eval.task_args["parse"] == "lenient"
     assert log.eval.metadata["rescue"]["config"]["used"]["parse"] == "lenient"
     assert len(log.samples) == len(answers)
+    # The report checks an inspect run like any run: beside a strict rescue run of the same instances, the
+    # lenient parse policy is named and the report refused.
+    run(RunConfig(out=str(tmp_path / "run"), models=["baseline/majority"], tasks=["itp"], limit_samples=1, quiet=True,
+                  bertscore=False))
+    done_report = invoke_main(["report", str(tmp_path / "run"), str(path), "--out", str(tmp_path / "report"),
+                               "--bootstrap", "0", "--no-html", "--no-figures"])
+    assert done_report.exit_code == 2, done_report.output
+    assert "parse policy differs" in done_report.output and "lenient" in done_report.output
 
 
 def _judge_or_model(answers: dict[str, str]):
