@@ -10,7 +10,6 @@ problems leave the value as the model gave it.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Sequence
 from typing import Any, cast
@@ -19,6 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from rescue.build.manifest import Problem
 from rescue.build.prompts import RELATION_KEYS, ROW_KEYS
+from rescue.data.answer_json import FINITE, UnreadableJSON, find_json, unfence
 from rescue.data.models import GROUP_LABELS, THERAPIST, Row, Scenario
 from rescue.data.rules import Cast, cast_of, check_row, severity_in
 from rescue.data.taxonomy import (
@@ -48,50 +48,26 @@ def _is_subsequence(needle: list[str], haystack: list[str]) -> bool:
     return all(any(word == other for other in it) for word in needle)
 
 
-_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{text[:20]} is not a finite number")
-    return value
-
-
-def _no_constant(text: str) -> Any:
-    raise ValueError(f"{text} is not a finite number")
-
-
-def _loads(text: str) -> Any:
-    # NaN, Infinity and 1e999 would pass the schema's float fields and reach the release as non-finite times.
-    return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
-
-
 def parse_answer(text: str | None) -> tuple[Any, list[Problem]]:
-    """The JSON value of an answer (``None`` when there is none) and what breaks the output rules."""
+    """The JSON value of an answer (``None`` when there is none) and what breaks the output rules. Read as
+    every answer is (:func:`rescue.data.answer_json.find_json`), refusing non-finite numbers: NaN, Infinity
+    and 1e999 would pass the schema's float fields and reach the release as non-finite times."""
     if not text or not text.strip():
         return None, [Problem(message="the answer is empty")]
-    body = text.strip()
-    problems = []
-    fenced = _FENCE.match(body)
-    if fenced:
-        body = fenced.group(1)
-        problems.append(Problem(message="the JSON is wrapped in a code fence"))
     try:
-        return _loads(body), problems
-    except json.JSONDecodeError as exc:
-        first, last = body.find("{"), body.rfind("}")
-        if 0 <= first < last:
-            try:
-                value = _loads(body[first : last + 1])
-                return value, [*problems, Problem(message="text around the JSON object")]
-            except (ValueError, RecursionError):
-                pass
-        return None, [*problems, Problem(message=f"the answer is not valid JSON ({exc.msg} at char {exc.pos})")]
-    except RecursionError:
-        return None, [*problems, Problem(message="the answer's JSON is nested too deeply to read")]
-    except ValueError as exc:  # a number past Python's digit limit: JSON, but not one this answer can hold
-        return None, [*problems, Problem(message=f"the answer's JSON cannot be read ({str(exc).split(':')[0]})")]
+        found = find_json(text, lambda value: True, lambda value: True, decoder=FINITE, inner="outermost")
+    except UnreadableJSON as exc:
+        found_fenced = unfence(text)[1]
+        problems = [Problem(message="the JSON is wrapped in a code fence")] if found_fenced else []
+        reason = "is nested too deeply to read" if exc.nested else f"cannot be read ({exc.detail})"
+        return None, [*problems, Problem(message=f"the answer's JSON {reason}")]
+    problems = [Problem(message="the JSON is wrapped in a code fence")] if found.fenced else []
+    if found.found:
+        around = [Problem(message="text around the JSON object")] if found.surrounded else []
+        return found.value, [*problems, *around]
+    error = found.error
+    detail = f" ({error.msg} at char {error.pos})" if error is not None else ""
+    return None, [*problems, Problem(message=f"the answer is not valid JSON{detail}")]
 
 
 class _Row:

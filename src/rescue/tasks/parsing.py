@@ -14,66 +14,34 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rescue.data.answer_json import UnreadableJSON, find_json, unfence
 from rescue.tasks.base import Instance, Prediction
 from rescue.data.errors import AnswerError as AnswerError
 
-_FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 
 
 def extract_json(raw: str) -> dict[str, Any]:
-    """The first JSON object in ``raw``: the whole text, a fenced block, or the first decodable ``{...}``."""
-    if raw is None:
+    """The first JSON object in ``raw`` (:func:`rescue.data.answer_json.find_json`): the whole text or a fenced
+    block (a list is read as ``{"predictions": [...]}``), else the first decodable ``{...}`` (or list of
+    objects) inside it."""
+    if raw is None or not raw.strip():
         raise AnswerError("empty answer")
-    text = raw.strip()
-    if not text:
-        raise AnswerError("empty answer")
-    fenced = _FENCE.match(text)
-    if fenced:
-        text = fenced.group(1).strip()
     try:
-        value = json.loads(text)
-        if isinstance(value, dict):
-            return value
-        if isinstance(value, list):
-            return {"predictions": value}
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError, a 5000-digit number, nesting too deep
-        _raise_if_unreadable(exc)
-    found = _first_object(text)
-    if found is None:
-        raise AnswerError("no JSON object found in the answer" + (" (truncated?)" if "{" in text else ""))
-    return found
+        found = find_json(raw, _object_or_list, _object_or_objects)
+    except UnreadableJSON as exc:
+        raise AnswerError(str(exc)) from None
+    if not found.found:
+        raise AnswerError("no JSON object found in the answer" + (" (truncated?)" if "{" in unfence(raw)[0] else ""))
+    return found.value if isinstance(found.value, dict) else {"predictions": found.value}
 
 
-def _first_object(text: str) -> dict[str, Any] | None:
-    """The first ``{...}`` (or list of objects, as ``{"predictions": [...]}``) decodable inside ``text``."""
-    decoder = json.JSONDecoder()
-    for match in re.finditer(r"[{\[]", text):
-        try:
-            value, _ = decoder.raw_decode(text, match.start())
-        except (ValueError, RecursionError) as exc:
-            _raise_if_unreadable(exc)
-            continue
-        if isinstance(value, dict):
-            return value
-        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            return {"predictions": value}
-    return None
+def _object_or_list(value: Any) -> bool:
+    return isinstance(value, (dict, list))
 
 
-def _raise_if_unreadable(exc: Exception) -> None:
-    unreadable = _unreadable(exc)
-    if unreadable:
-        raise AnswerError(unreadable) from None
-
-
-def _unreadable(exc: Exception) -> str:
-    """Why JSON that is there cannot be read (a number past Python's digit limit, nesting past the recursion
-    limit: looking further would meet the same value again); "" for plain invalid JSON."""
-    if isinstance(exc, json.JSONDecodeError):
-        return ""
-    if isinstance(exc, RecursionError):
-        return "the JSON is nested too deeply to read"
-    return f"the JSON holds a value that cannot be read ({str(exc).split(':')[0]})"
+def _object_or_objects(value: Any) -> bool:
+    return isinstance(value, dict) or (isinstance(value, list) and bool(value)
+                                       and all(isinstance(v, dict) for v in value))
 
 
 # Keys under which models put the item list ("predictions" is what every prompt asks for).
