@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from rescue.data.errors import UnreadableJSON as UnreadableJSON
+
 FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 _START = re.compile(r"[{\[]")
 
@@ -30,18 +32,6 @@ def _no_constant(text: str) -> Any:
 # NaN, Infinity and 1e999 are refused: they would pass float fields and reach a release as non-finite times.
 FINITE = json.JSONDecoder(parse_float=_finite, parse_constant=_no_constant)
 PLAIN = json.JSONDecoder()
-
-
-class UnreadableJSON(ValueError):
-    """JSON that is there but cannot be read: ``detail`` is a number past Python's digit limit or a non-finite
-    number the decoder refuses; ``nested`` is nesting past the recursion limit. Looking further would meet the
-    same value, so the search stops."""
-
-    def __init__(self, detail: str = "", *, nested: bool = False):
-        super().__init__("the JSON is nested too deeply to read" if nested
-                         else f"the JSON holds a value that cannot be read ({detail})")
-        self.detail = detail
-        self.nested = nested
 
 
 @dataclass(frozen=True)

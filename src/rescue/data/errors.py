@@ -166,6 +166,18 @@ class AnswerError(ValueError):
     missing field or a value out of range. The pipeline records it as a parse_error, never raises it."""
 
 
+class UnreadableJSON(ValueError):
+    """JSON that is there but cannot be read: ``detail`` is a number past Python's digit limit or a non-finite
+    number the decoder refuses; ``nested`` is nesting past the recursion limit. Looking further would meet the
+    same value, so the search stops."""
+
+    def __init__(self, detail: str = "", *, nested: bool = False):
+        super().__init__("the JSON is nested too deeply to read" if nested
+                         else f"the JSON holds a value that cannot be read ({detail})")
+        self.detail = detail
+        self.nested = nested
+
+
 # --- models -------------------------------------------------------------------------------------------------
 
 
