@@ -135,28 +135,35 @@ def read_groups(path: Path) -> SessionGroups:
             continue
         if number == 1 and [f.lower() for f in fields[:2]] == ["sample_id", "group"]:
             continue
-        where = f"{path}:{number}"
-        if len(fields) != 2:
-            problems.append(f"{where}: expected 2 fields sample_id,group, found {len(fields)}")
-            continue
-        sample_id, group = fields
-        if not sample_id:
-            problems.append(f"{where}: sample_id: empty")
-        if not group:
-            problems.append(f"{where}: group: empty")
-        if not (sample_id and group):
-            continue
-        if sample_id in seen:
-            problems.append(f"{where}: sample_id: {sample_id!r} is already in a group on line {seen[sample_id]}")
-            continue
-        seen[sample_id] = number
-        of[sample_id] = group
+        pair = _group_line(f"{path}:{number}", fields, seen, problems)
+        if pair is not None:
+            seen[pair[0]] = number
+            of[pair[0]] = pair[1]
     if problems:
         more = f"\n... and {len(problems) - 20} more" if len(problems) > 20 else ""
         raise GroupsError(f"{len(problems)} problem(s) in the groups file:\n" + "\n".join(problems[:20]) + more)
     if not of:
         raise GroupsError(f"{path}: no sample_id,group lines")
     return SessionGroups(of, f"given: {path}")
+
+
+def _group_line(where: str, fields: list[str], seen: dict[str, int],
+                problems: list[str]) -> tuple[str, str] | None:
+    """One data line's (sample_id, group), or None with its problems appended (``seen``: id -> line)."""
+    if len(fields) != 2:
+        problems.append(f"{where}: expected 2 fields sample_id,group, found {len(fields)}")
+        return None
+    sample_id, group = fields
+    if not sample_id:
+        problems.append(f"{where}: sample_id: empty")
+    if not group:
+        problems.append(f"{where}: group: empty")
+    if not (sample_id and group):
+        return None
+    if sample_id in seen:
+        problems.append(f"{where}: sample_id: {sample_id!r} is already in a group on line {seen[sample_id]}")
+        return None
+    return sample_id, group
 
 
 def check_groups(groups: SessionGroups, scenarios: Mapping[str, str], source: str) -> SessionGroups:

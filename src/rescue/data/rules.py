@@ -159,25 +159,48 @@ def _blank(entry: dict[str, Any]) -> bool:
 
 def check_row(row: Mapping[str, Any], cast: Cast) -> list[Breach]:
     """Every rule ``row`` breaks, in field order."""
-    found: list[Breach] = []
-    add = found.append
+    check = _RowCheck(row, cast)
+    for part in (check.speaker_and_target, check.utterance, check.blank_entries, check.background_dialogue,
+                 check.cues, check.interactions, check.emotions, check.viewpoints, check.strategies,
+                 check.relations):
+        part()
+    return check.found
 
-    def closed(value: Any, path: str, rule: Rule = CLOSED_SET) -> None:
-        if isinstance(value, str) and value not in cast.names:
-            add(Breach(rule, path, f"{value!r} is not one of {cast.described}"))
 
-    speaker = row.get("primary_speaker")
-    closed(speaker, "primary_speaker")
-    target = _names(row.get("target"))
-    for j, name in target:
-        closed(name, f"target[{j}]")
-    if isinstance(row.get("target"), list) and not row["target"]:
-        add(Breach(EMPTY_TARGET, "target", "empty target"))
-    if isinstance(speaker, str) and any(name == speaker for _, name in target):
-        add(Breach(SELF_TARGET, "target", f"self-target: {speaker} is the speaker and a target"))
+class _RowCheck:
+    """The breaches of one row, found part by part (each method one group of fields, in field order)."""
 
-    utterance = row.get("utterance_type")
-    if isinstance(utterance, str):
+    def __init__(self, row: Mapping[str, Any], cast: Cast):
+        self.row = row
+        self.cast = cast
+        self.found: list[Breach] = []
+        self.add = self.found.append
+        self.speaker = row.get("primary_speaker")
+        self.blank: dict[str, set[int]] = {}
+
+    def closed(self, value: Any, path: str, rule: Rule = CLOSED_SET) -> None:
+        if isinstance(value, str) and value not in self.cast.names:
+            self.add(Breach(rule, path, f"{value!r} is not one of {self.cast.described}"))
+
+    def filled(self, field: str) -> list[tuple[int, dict[str, Any]]]:
+        skip = self.blank.get(field, ())
+        return [(i, e) for i, e in _entries(self.row, field) if i not in skip]
+
+    def speaker_and_target(self) -> None:
+        row, speaker, add = self.row, self.speaker, self.add
+        self.closed(speaker, "primary_speaker")
+        target = _names(row.get("target"))
+        for j, name in target:
+            self.closed(name, f"target[{j}]")
+        if isinstance(row.get("target"), list) and not row["target"]:
+            add(Breach(EMPTY_TARGET, "target", "empty target"))
+        if isinstance(speaker, str) and any(name == speaker for _, name in target):
+            add(Breach(SELF_TARGET, "target", f"self-target: {speaker} is the speaker and a target"))
+
+    def utterance(self) -> None:
+        utterance, speaker, add = self.row.get("utterance_type"), self.speaker, self.add
+        if not isinstance(utterance, str):
+            return
         if utterance and utterance not in UTTERANCE_TYPE_NAMES:
             add(Breach(LABEL, "utterance_type", f"{utterance!r} is not an utterance type"))
         if speaker == THERAPIST and utterance:
@@ -185,76 +208,85 @@ def check_row(row: Mapping[str, Any], cast: Cast) -> list[Breach]:
         elif isinstance(speaker, str) and speaker != THERAPIST and not utterance:
             add(Breach(CLIENT_UTTERANCE, "utterance_type", "empty on a client row"))
 
-    blank: dict[str, set[int]] = {}
-    for field in LISTS:
-        for i, entry in _entries(row, field):
-            if _blank(entry):
-                blank.setdefault(field, set()).add(i)
-                add(Breach(BLANK_ENTRY, f"{field}[{i}]", "a blank entry (every part empty): fill it in or remove it"))
-            elif field in _TEXT_PART:
-                text = entry.get(_TEXT_PART[field])
-                if isinstance(text, str) and not text.strip():
-                    add(Breach(EMPTY_TEXT, f"{field}[{i}].{_TEXT_PART[field]}", "empty"))
+    def blank_entries(self) -> None:
+        for field in LISTS:
+            for i, entry in _entries(self.row, field):
+                if _blank(entry):
+                    self.blank.setdefault(field, set()).add(i)
+                    self.add(Breach(BLANK_ENTRY, f"{field}[{i}]",
+                                    "a blank entry (every part empty): fill it in or remove it"))
+                elif field in _TEXT_PART:
+                    text = entry.get(_TEXT_PART[field])
+                    if isinstance(text, str) and not text.strip():
+                        self.add(Breach(EMPTY_TEXT, f"{field}[{i}].{_TEXT_PART[field]}", "empty"))
 
-    def filled(field: str) -> list[tuple[int, dict[str, Any]]]:
-        skip = blank.get(field, ())
-        return [(i, e) for i, e in _entries(row, field) if i not in skip]
+    def background_dialogue(self) -> None:
+        for i, said in self.filled("background_dialogue"):
+            self.closed(said.get("speaker"), f"background_dialogue[{i}].speaker")
+            names = _names(said.get("target"))
+            for j, name in names:
+                self.closed(name, f"background_dialogue[{i}].target[{j}]")
+            _targets(self.add, f"background_dialogue[{i}].target", said, said.get("speaker"), "speaker", names)
 
-    for i, said in filled("background_dialogue"):
-        closed(said.get("speaker"), f"background_dialogue[{i}].speaker")
-        names = _names(said.get("target"))
-        for j, name in names:
-            closed(name, f"background_dialogue[{i}].target[{j}]")
-        _targets(add, f"background_dialogue[{i}].target", said, said.get("speaker"), "speaker", names)
-    for field in ("body_posture", "facial_expressions", "self_directed_behavior"):
-        for i, cue in filled(field):
-            closed(cue.get("person"), f"{field}[{i}].person", CUE_CLOSED_SET)
-    for i, act in filled("interaction_behavior"):
-        closed(act.get("initiator"), f"interaction_behavior[{i}].initiator", CUE_CLOSED_SET)
-        names = _names(act.get("target"))
-        for j, name in names:
-            closed(name, f"interaction_behavior[{i}].target[{j}]", CUE_CLOSED_SET)
-        _targets(add, f"interaction_behavior[{i}].target", act, act.get("initiator"), "initiator", names)
-    low, high = INTENSITY_SCALE  # whole numbers: 7.0 reads as 7, 7.5 is an error
-    for i, emotion in filled("internal_emotion"):
-        closed(emotion.get("person"), f"internal_emotion[{i}].person")
-        value = emotion.get("intensity")
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+    def cues(self) -> None:
+        for field in ("body_posture", "facial_expressions", "self_directed_behavior"):
+            for i, cue in self.filled(field):
+                self.closed(cue.get("person"), f"{field}[{i}].person", CUE_CLOSED_SET)
+
+    def interactions(self) -> None:
+        for i, act in self.filled("interaction_behavior"):
+            self.closed(act.get("initiator"), f"interaction_behavior[{i}].initiator", CUE_CLOSED_SET)
+            names = _names(act.get("target"))
+            for j, name in names:
+                self.closed(name, f"interaction_behavior[{i}].target[{j}]", CUE_CLOSED_SET)
+            _targets(self.add, f"interaction_behavior[{i}].target", act, act.get("initiator"), "initiator", names)
+
+    def emotions(self) -> None:
+        low, high = INTENSITY_SCALE  # whole numbers: 7.0 reads as 7, 7.5 is an error
+        for i, emotion in self.filled("internal_emotion"):
+            self.closed(emotion.get("person"), f"internal_emotion[{i}].person")
+            value = emotion.get("intensity")
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                continue
             if not low <= value <= high:
-                add(Breach(INTENSITY, f"internal_emotion[{i}].intensity", f"{value} is outside {low}-{high}"))
+                self.add(Breach(INTENSITY, f"internal_emotion[{i}].intensity", f"{value} is outside {low}-{high}"))
             elif value != int(value):
-                add(Breach(INTENSITY, f"internal_emotion[{i}].intensity",
-                           f"{value} is not a whole number (the intensity scale is integer {low}-{high})"))
-    for i, view in filled("viewpoints_attitudes"):
-        closed(view.get("source"), f"viewpoints_attitudes[{i}].source")
-        closed(view.get("target"), f"viewpoints_attitudes[{i}].target")
-        if isinstance(view.get("source"), str) and view.get("source") == view.get("target"):
-            add(Breach(SELF_VIEWPOINT, f"viewpoints_attitudes[{i}].target",
-                       f"self-viewpoint: from {view['source']} to {view['source']}"))
+                self.add(Breach(INTENSITY, f"internal_emotion[{i}].intensity",
+                                f"{value} is not a whole number (the intensity scale is integer {low}-{high})"))
 
-    moves = filled("support_strategy")
-    if moves and isinstance(speaker, str) and speaker != THERAPIST:
-        add(Breach(STRATEGY_ROLE, "support_strategy",
-                   f"only {THERAPIST} rows carry a support strategy (this row's speaker is {speaker})"))
-    for i, move in moves:
-        kind = move.get("strategy_type")
-        if isinstance(kind, str) and kind.strip() not in cast.strategies:
-            add(Breach(LABEL, f"support_strategy[{i}].strategy_type", f"{kind!r} is not a {cast.scenario} support strategy"))
-        provider = move.get("provider", THERAPIST)
-        if isinstance(provider, str) and provider != THERAPIST:
-            add(Breach(STRATEGY_ROLE, f"support_strategy[{i}].provider", f"must be {THERAPIST} (got {provider!r})"))
-        names = _names(move.get("target"))
-        for j, name in names:
-            closed(name, f"support_strategy[{i}].target[{j}]")
-        _targets(add, f"support_strategy[{i}].target", move, THERAPIST, "provider", names)
-        if cast.scenario == "couple" and len(names) > 1 and any(n == cast.group for _, n in names):
-            add(Breach(GROUP_ALONE, f"support_strategy[{i}].target", f"{cast.group} must be the only target item"))
+    def viewpoints(self) -> None:
+        for i, view in self.filled("viewpoints_attitudes"):
+            self.closed(view.get("source"), f"viewpoints_attitudes[{i}].source")
+            self.closed(view.get("target"), f"viewpoints_attitudes[{i}].target")
+            if isinstance(view.get("source"), str) and view.get("source") == view.get("target"):
+                self.add(Breach(SELF_VIEWPOINT, f"viewpoints_attitudes[{i}].target",
+                                f"self-viewpoint: from {view['source']} to {view['source']}"))
 
-    for name in ("relation_pattern", "relation_cycle_state"):
-        label = row.get(name)
-        if isinstance(label, str) and label and label.strip() not in cast.relations:
-            add(Breach(LABEL, name, f"{label!r} is not a {cast.scenario} relation pattern"))
-    return found
+    def strategies(self) -> None:
+        speaker, cast, add = self.speaker, self.cast, self.add
+        moves = self.filled("support_strategy")
+        if moves and isinstance(speaker, str) and speaker != THERAPIST:
+            add(Breach(STRATEGY_ROLE, "support_strategy",
+                       f"only {THERAPIST} rows carry a support strategy (this row's speaker is {speaker})"))
+        for i, move in moves:
+            kind = move.get("strategy_type")
+            if isinstance(kind, str) and kind.strip() not in cast.strategies:
+                add(Breach(LABEL, f"support_strategy[{i}].strategy_type", f"{kind!r} is not a {cast.scenario} support strategy"))
+            provider = move.get("provider", THERAPIST)
+            if isinstance(provider, str) and provider != THERAPIST:
+                add(Breach(STRATEGY_ROLE, f"support_strategy[{i}].provider", f"must be {THERAPIST} (got {provider!r})"))
+            names = _names(move.get("target"))
+            for j, name in names:
+                self.closed(name, f"support_strategy[{i}].target[{j}]")
+            _targets(add, f"support_strategy[{i}].target", move, THERAPIST, "provider", names)
+            if cast.scenario == "couple" and len(names) > 1 and any(n == cast.group for _, n in names):
+                add(Breach(GROUP_ALONE, f"support_strategy[{i}].target", f"{cast.group} must be the only target item"))
+
+    def relations(self) -> None:
+        for name in ("relation_pattern", "relation_cycle_state"):
+            label = self.row.get(name)
+            if isinstance(label, str) and label and label.strip() not in self.cast.relations:
+                self.add(Breach(LABEL, name, f"{label!r} is not a {self.cast.scenario} relation pattern"))
 
 
 def _targets(add: Any, path: str, entry: dict[str, Any], source: Any, role: str, names: list[tuple[int, str]]) -> None:

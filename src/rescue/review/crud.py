@@ -382,58 +382,87 @@ def save_row(
     current = _current_row(db, segment, copy, row_index, assigned)
     if current["version"] != version:
         raise Conflict(current)
-    siblings = None
-    if cut is not None or any(name in fields for name in TIME_FIELDS):
-        siblings = [r["values"] for r in copy_rows(db, segment, copy, assigned)]
-    updated = check_edit(segment, current["values"], row_index, dict(fields), siblings)
-    if siblings is not None and any(name in fields for name in TIME_FIELDS):
+    updated = _edited_row(db, segment, copy, row_index, fields, current["values"], cut is not None, assigned)
+    warnings = {b.key for b in row_checks(segment, updated) if b.severity == "warning"}
+    new_acks = _acknowledgements(current["acknowledged"], acknowledged, warnings)
+    with _writing(db, segment.sample_id):
+        new_accepted = sorted(set(current["accepted"]) | (set(fields) & set(FIELD_NAMES)) | set(accepted or []))
+        _store_row(db, actor, segment, copy, row_index, version, assigned,
+                   values=updated, accepted=new_accepted, acknowledged=new_acks)
+        _audit_save(db, actor, segment, copy, row_index, version, fields, current, updated, new_accepted, new_acks)
+        _reopen(db, actor, segment.sample_id, copy)
+    return Saved(version + 1, updated, new_acks)
+
+
+def _edited_row(db: Session, segment: Segment, copy: str, row_index: int, fields: dict[str, Any],
+                values: dict[str, Any], cut: bool, assigned: list[str] | None) -> dict[str, Any]:
+    """The row's ``values`` with ``fields`` applied, checked as the benchmark would (FieldError otherwise)."""
+    # Checked before taking the write lock: the check depends only on this row (and, for a boundary move, its
+    # neighbours' starts), and the UPDATE refuses the save if the row moved on meanwhile (a cut gives every row
+    # it moves a new version).
+    timed = any(name in fields for name in TIME_FIELDS)
+    siblings = [r["values"] for r in copy_rows(db, segment, copy, assigned)] if cut or timed else None
+    updated = check_edit(segment, values, row_index, dict(fields), siblings)
+    if siblings is not None and timed:
         problems = cuts.check_times(siblings, row_index, float(updated["start_time"]), float(updated["end_time"]))
         if problems:
             raise FieldError(problems)
-    warnings = {b.key for b in row_checks(segment, updated) if b.severity == "warning"}
+    return updated
+
+
+def _acknowledgements(current: list[str], acknowledged: list[str] | None, warnings: set[str]) -> list[str]:
+    """The row's acknowledged warnings after a save: ``acknowledged`` (or the current ones when None), only those
+    still warnings. An acknowledgement lapses with its warning: should the warning come back, it is asked again."""
     if acknowledged is not None:
         wrong = [key for key in acknowledged if key not in warnings]
         if wrong:
             raise FieldError([{"field": key.partition("@")[2] or key, "message": f"{key!r} is not a warning of this "
                                "row (only warnings can be acknowledged; errors must be fixed)"} for key in wrong])
-    # An acknowledgement lapses with its warning: should the warning come back later, it is asked for again.
+    return sorted(k for k in (current if acknowledged is None else set(acknowledged)) if k in warnings)
+
+
+def _store_row(db: Session, actor: str, segment: Segment, copy: str, row_index: int, version: int,
+               assigned: list[str] | None, *, values: dict[str, Any], accepted: list[str],
+               acknowledged: list[str]) -> None:
+    """Store the row's next version over ``version`` (0: its first); Conflict when someone saved first."""
+    stamp = now()
+    if version == 0:
+        db.add(RowCopy(segment_id=segment.sample_id, copy=copy, row_index=row_index, version=1,
+                       values_json=_dump(values), accepted_json=_dump(accepted),
+                       acknowledged_json=_dump(acknowledged), updated_by=actor, updated_at=stamp))
+        try:
+            db.flush()
+        except IntegrityError:  # someone stored the row first
+            db.rollback()
+            raise Conflict(_current_row(db, segment, copy, row_index, assigned)) from None
+        return
+    result = db.execute(
+        update(RowCopy)
+        .where(RowCopy.segment_id == segment.sample_id, RowCopy.copy == copy, RowCopy.row_index == row_index,
+               RowCopy.version == version)
+        .values(version=version + 1, values_json=_dump(values), accepted_json=_dump(accepted),
+                acknowledged_json=_dump(acknowledged), updated_by=actor, updated_at=stamp)
+    )
+    if result.rowcount != 1:  # type: ignore[attr-defined]
+        raise Conflict(_current_row(db, segment, copy, row_index, assigned))
+
+
+def _audit_save(db: Session, actor: str, segment: Segment, copy: str, row_index: int, version: int,
+                fields: dict[str, Any], current: dict[str, Any], updated: dict[str, Any], new_accepted: list[str],
+                new_acks: list[str]) -> None:
+    """The audit entries of one save: adopted values, edited fields, accepted fields, acknowledgements."""
+    old_values = current["values"]
+    if version == 0:
+        _audit_adopted(db, actor, segment, copy, row_index, old_values, fields)
+    for name in fields:
+        if _dump(old_values.get(name)) != _dump(updated.get(name)):
+            _audit(db, actor, "row.edit", segment.sample_id, copy, row_index, name, old_values.get(name), updated.get(name))
+    old_accepted = sorted(current["accepted"])
+    if new_accepted != old_accepted:
+        _audit(db, actor, "row.accept", segment.sample_id, copy, row_index, "accepted", old_accepted, new_accepted)
     old_acks = sorted(current["acknowledged"])
-    new_acks = sorted(k for k in (current["acknowledged"] if acknowledged is None else set(acknowledged)) if k in warnings)
-    with _writing(db, segment.sample_id):
-        old_accepted = list(current["accepted"])
-        new_accepted = sorted(set(old_accepted) | (set(fields) & set(FIELD_NAMES)) | set(accepted or []))
-        stamp = now()
-        if version == 0:
-            db.add(RowCopy(segment_id=segment.sample_id, copy=copy, row_index=row_index, version=1,
-                           values_json=_dump(updated), accepted_json=_dump(new_accepted),
-                           acknowledged_json=_dump(new_acks), updated_by=actor, updated_at=stamp))
-            try:
-                db.flush()
-            except IntegrityError:  # someone stored the row first
-                db.rollback()
-                raise Conflict(_current_row(db, segment, copy, row_index, assigned)) from None
-        else:
-            result = db.execute(
-                update(RowCopy)
-                .where(RowCopy.segment_id == segment.sample_id, RowCopy.copy == copy, RowCopy.row_index == row_index,
-                       RowCopy.version == version)
-                .values(version=version + 1, values_json=_dump(updated), accepted_json=_dump(new_accepted),
-                        acknowledged_json=_dump(new_acks), updated_by=actor, updated_at=stamp)
-            )
-            if result.rowcount != 1:  # type: ignore[attr-defined]
-                raise Conflict(_current_row(db, segment, copy, row_index, assigned))
-        old_values = current["values"]
-        if version == 0:
-            _audit_adopted(db, actor, segment, copy, row_index, old_values, fields)
-        for name in fields:
-            if _dump(old_values.get(name)) != _dump(updated.get(name)):
-                _audit(db, actor, "row.edit", segment.sample_id, copy, row_index, name, old_values.get(name), updated.get(name))
-        if new_accepted != sorted(old_accepted):
-            _audit(db, actor, "row.accept", segment.sample_id, copy, row_index, "accepted", sorted(old_accepted), new_accepted)
-        if new_acks != old_acks:
-            _audit(db, actor, "row.acknowledge", segment.sample_id, copy, row_index, "acknowledged", old_acks, new_acks)
-        _reopen(db, actor, segment.sample_id, copy)
-    return Saved(version + 1, updated, new_acks)
+    if new_acks != old_acks:
+        _audit(db, actor, "row.acknowledge", segment.sample_id, copy, row_index, "acknowledged", old_acks, new_acks)
 
 
 def _audit_adopted(db: Session, actor: str, segment: Segment, copy: str, row_index: int, values: dict[str, Any],
@@ -464,13 +493,7 @@ def _recut(db: Session, actor: str, segment: Segment, copy: str, layout: int, ve
         cut = copy_cut(db, segment.sample_id, copy)
         revision = cut.revision if cut is not None else 0
         rows = copy_rows(db, segment, copy, assigned)
-        if revision != layout:
-            raise LayoutConflict({"layout": revision, "rows": len(rows)}, revision)
-        for index, version in versions.items():
-            if not 1 <= index <= len(rows):
-                raise ReviewError(f"row {index} does not exist (1-{len(rows)})")
-            if rows[index - 1]["version"] != version:
-                raise LayoutConflict(rows[index - 1], revision)
+        _check_layout(rows, revision, layout, versions)
         try:
             new_rows, origin, reported = change([r["values"] for r in rows])
         except cuts.CutError as exc:
@@ -511,6 +534,17 @@ def _recut(db: Session, actor: str, segment: Segment, copy: str, layout: int, ve
                                                    if 1 <= i <= len(new_rows)]})
         _reopen(db, actor, segment.sample_id, copy)
     return revision + 1, reported
+
+
+def _check_layout(rows: list[dict[str, Any]], revision: int, layout: int, versions: dict[int, int]) -> None:
+    """A cut starts from the copy's current cut (``layout``) and the current versions of the rows it touches."""
+    if revision != layout:
+        raise LayoutConflict({"layout": revision, "rows": len(rows)}, revision)
+    for index, version in versions.items():
+        if not 1 <= index <= len(rows):
+            raise ReviewError(f"row {index} does not exist (1-{len(rows)})")
+        if rows[index - 1]["version"] != version:
+            raise LayoutConflict(rows[index - 1], revision)
 
 
 def _new_positions(action: str, reported: int) -> list[int]:

@@ -136,25 +136,11 @@ def load_project(root: str | Path) -> Project:
     records = list(iter_records(draft))
     segments: dict[str, Segment] = {}
     for record in records:
-        if record.parse_error:
-            raise _issue(draft, record.line, record.parse_error)
-        data = record.data
-        if not isinstance(data, dict) or not isinstance(data.get("rows"), list) or not data.get("sample_id"):
-            raise _issue(draft, record.line, "not a sample (needs a sample_id and a list of rows)")
-        if not all(isinstance(r, dict) for r in data["rows"]):
-            raise _issue(draft, record.line, "every row must be a JSON object", "rows")
-        # Text the reader accepts must render and store: a lone surrogate (\ud800) cannot be encoded as UTF-8.
-        # Validation below still reports it, at its row and field.
-        readable = deep_without_lone_surrogates(data)
-        assert isinstance(readable, dict)
-        data = readable
-        _normalise(data)
-        sample_id = str(data["sample_id"])
-        if "\x00" in sample_id:  # no database but SQLite could store it
-            raise _issue(draft, record.line, "contains a NUL character", "sample_id")
-        if sample_id in segments:
-            raise _issue(draft, record.line, f"duplicate (first seen at line {segments[sample_id].line})", "sample_id")
-        segments[sample_id] = Segment(sample_id, data, record.line)
+        segment = _draft_segment(draft, record)
+        if segment.sample_id in segments:
+            raise _issue(draft, record.line, f"duplicate (first seen at line {segments[segment.sample_id].line})",
+                         "sample_id")
+        segments[segment.sample_id] = segment
     if not segments:
         raise _issue(draft, 0, "holds no samples")
     for issue in validate_records(records).issues:  # the records as read: a lone surrogate is reported
@@ -167,6 +153,27 @@ def load_project(root: str | Path) -> Project:
     if has_manifest:
         _read_manifest(root, manifest_path, segments)
     return Project(root.resolve(), segments, has_manifest)
+
+
+def _draft_segment(draft: Path, record: RawRecord) -> Segment:
+    """One draft.jsonl line as a Segment; ProjectError naming the line when it is not a sample."""
+    if record.parse_error:
+        raise _issue(draft, record.line, record.parse_error)
+    data = record.data
+    if not isinstance(data, dict) or not isinstance(data.get("rows"), list) or not data.get("sample_id"):
+        raise _issue(draft, record.line, "not a sample (needs a sample_id and a list of rows)")
+    if not all(isinstance(r, dict) for r in data["rows"]):
+        raise _issue(draft, record.line, "every row must be a JSON object", "rows")
+    # Text the reader accepts must render and store: a lone surrogate (\ud800) cannot be encoded as UTF-8.
+    # Validation still reports it, at its row and field.
+    readable = deep_without_lone_surrogates(data)
+    assert isinstance(readable, dict)
+    data = readable
+    _normalise(data)
+    sample_id = str(data["sample_id"])
+    if "\x00" in sample_id:  # no database but SQLite could store it
+        raise _issue(draft, record.line, "contains a NUL character", "sample_id")
+    return Segment(sample_id, data, record.line)
 
 
 def _read_manifest(root: Path, path: Path, segments: dict[str, Segment]) -> None:
