@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import time
 
 import pytest
 from _engine_support import complete_all, itp_instances, oracle_answers, read_jsonl
@@ -143,12 +142,11 @@ def test_an_endpoint_that_only_answers_null_leaves_a_retryable_failure(tmp_path)
 def test_a_trickling_body_is_cut_off_at_the_timeout(tmp_path):
     answer_text = json.dumps({"predictions": [{"id": "row1", "answer": "yes"}]})
     with serve(Reply.trickling(answer_text, seconds_per_byte=0.1)) as server:
-        start = time.monotonic()
         [answer] = _run(_reliable(server, tmp_path, timeout=0.6, max_retries=1), [_request()])
-        elapsed = time.monotonic() - start
         assert server.request_count == 2
-    # Two attempts of 0.6 s and a short backoff; the body alone would take over 20 s.
-    assert elapsed < 2.5
+    # The body alone takes over 20 s and a byte comes every 0.1 s, so no per-read timeout fires: only a deadline
+    # on the whole request ends it as a timeout (read to the end, it would be an answer). No wall-clock bound here:
+    # one failed on a loaded machine while the behaviour was right.
     assert answer.status == "request_error" and answer.error.startswith("timeout")
 
 
@@ -158,11 +156,10 @@ def test_a_huge_retry_after_is_capped_said_and_then_fails(tmp_path):
         session = ModelSession(cache=tmp_path / "cache.sqlite", retry_after_cap=0.3, notice=notices.append,
                           backoff_base=0.01)
         model = session.wrap(OpenAIModel(Endpoint("test/model", "test-model", server.base_url, None)))
-        start = time.monotonic()
         [answer] = _run(model, [_request()])
-        elapsed = time.monotonic() - start
         assert server.request_count == 2  # asked, waited the cap once, asked again, gave up
-    assert elapsed < 2.0
+        first, second = (r.received_at for r in server.requests)
+    assert second - first >= 0.3  # the cap was waited, not a day: a day would not have come back at all
     assert answer.status == "request_error" and "over the cap" in answer.error
     assert notices and "86400" in notices[0] and "--retry-after-cap" in notices[0]
 
@@ -255,11 +252,9 @@ def test_a_run_with_malformed_and_huge_answers_goes_on(tmp_path):
 
 def test_a_huge_streamed_answer_stops_being_read_at_the_limit(tmp_path):
     with serve(Reply.huge(30_000_000, chunked=True)) as server:
-        start = time.monotonic()
         [answer] = _run(_reliable(server, tmp_path, max_answer_bytes=1_000_000), [_request()])
-        elapsed = time.monotonic() - start
+    # Said as too large, not a timeout of the 5 s request; no wall-clock bound of our own (flaky under load).
     assert answer.status == "request_error" and "answer_too_large" in answer.error
-    assert elapsed < 5.0
     assert ResponseCache(tmp_path / "cache.sqlite").counts() == {"answers": 0, "failures": 1}
 
 
@@ -267,11 +262,9 @@ def test_a_run_says_on_the_terminal_that_it_capped_retry_after(tmp_path, capfd):
     from rescue.engine.runner import RunConfig, run
 
     with serve(Reply.retry_after("86400")) as server:
-        start = time.monotonic()
         run(RunConfig(out=str(tmp_path / "run"), models=["m"], tasks=["itp"], base_url=server.base_url, quiet=True,
                       bertscore=False, limit_samples=1, retry_after_cap=0.2, max_failures=None))
-        elapsed = time.monotonic() - start
-    assert elapsed < 30  # not a day
+    # It came back (a day's wait would not have) with every request failed as over the cap, checked below.
     err = capfd.readouterr().err
     assert "86400" in err and "--retry-after-cap" in err
     records = read_jsonl(tmp_path / "run" / "predictions.jsonl")

@@ -275,16 +275,30 @@ def test_rescore_help_says_the_data_default_is_the_runs_own():
 
 
 def test_a_second_process_into_the_same_run_directory_fails_at_once(tmp_path):
-    import time
+    import asyncio
+    import threading
 
     instances = itp_instances(1)
     out = tmp_path / "run"
-    with serve(oracle_script(oracle_answers("itp", instances)), latency=0.5) as server:
+    answer = oracle_script(oracle_answers("itp", instances))
+    release = threading.Event()
+
+    async def held(body):  # the first run's requests wait here until the second has been turned away
+        while not release.is_set():
+            await asyncio.sleep(0.01)
+        return answer(body)
+
+    with serve(held) as server:
         first = start_slow_run(server, out)
-        started = time.monotonic()
-        second = _cli("run", "--tasks", "rpp", "--limit-samples", "1", "--out", str(out), "--quiet", "--no-bertscore")
-        assert time.monotonic() - started < 10  # at once, not after the first finishes
-        assert second.exit_code == 2 and f"process {first.pid} is writing this run directory" in second.output
+        try:
+            second = _cli("run", "--tasks", "rpp", "--limit-samples", "1", "--out", str(out), "--quiet",
+                          "--no-bertscore")
+            # At once, not after the first finishes: the first cannot finish before it is released. Not timed
+            # (a time bound failed under load while the behaviour was right).
+            assert first.poll() is None
+            assert second.exit_code == 2 and f"process {first.pid} is writing this run directory" in second.output
+        finally:
+            release.set()
         first.communicate(timeout=120)
     assert first.returncode == 0
     assert json.loads((out / "results.json").read_text())["config"]["tasks"] == ["itp"]  # the first run's, intact

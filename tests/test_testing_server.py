@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 
 import httpx
@@ -79,7 +80,7 @@ def test_latency_is_injected():
         server.script = Reply.text("y", delay=0.2)
         start = time.perf_counter()
         post(server)
-        assert 0.2 <= time.perf_counter() - start < 2.0
+        assert time.perf_counter() - start >= 0.2  # the reply's own delay (no upper bound: flaky under load)
 
 
 def test_hundreds_of_concurrent_requests():
@@ -92,13 +93,11 @@ def test_hundreds_of_concurrent_requests():
         return [r.status_code for r in responses]
 
     with serve("ok", latency=0.5) as server:
-        start = time.perf_counter()
         statuses = asyncio.run(burst(server.base_url, 300))
-        elapsed = time.perf_counter() - start
         assert statuses == [200] * 300
         assert server.request_count == 300
-        # Sequentially this would take 150 s; concurrently the 0.5 s waits overlap.
-        assert elapsed < 30, elapsed  # a loaded CI machine is slow, but nowhere near sequential
+        # Held side by side, not one after another: counted by the server, not timed (a time bound failed under
+        # load while the behaviour was right).
         assert server.max_in_flight >= 100
 
 
@@ -154,14 +153,21 @@ def test_malformed_and_truncated_json():
         assert response.status_code == 502 and response.text == "<html>Bad gateway</html>"
 
 
+def _server_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "rescue-openai-test-server" and t.is_alive()}
+
+
 def test_hanging_request_times_out_and_server_stops_promptly():
+    before = _server_threads()
     with serve(Reply.hang()) as server:
+        [thread] = _server_threads() - before
         with pytest.raises(httpx.ReadTimeout):
             post(server, timeout=0.3)
         with pytest.raises(openai.APITimeoutError):
             sdk(server, timeout=0.3).chat.completions.create(model="m", messages=USER)
-        start = time.perf_counter()
-    assert time.perf_counter() - start < 5
+    # The hanging requests were woken and the server's thread ended before serve() gave up waiting for it
+    # (not timed: a time bound failed under load while the behaviour was right).
+    assert not thread.is_alive()
 
 
 def test_fail_first_counts_attempts_per_request():
