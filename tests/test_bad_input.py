@@ -5,12 +5,10 @@ terminal, a file name or a Markdown/LaTeX table raw."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _cli import invoke_main
 from data_helpers import couple_record, run_cli, write_jsonl
 
 from rescue.io import latex_text, markdown_table, safe_filename, terminal_text, visible_text
@@ -160,16 +158,16 @@ def test_a_nasty_model_id_runs_reports_and_stays_escaped(tmp_path):
     instances = itp_instances(1)
     out = tmp_path / "run"
     with serve(oracle_script(oracle_answers("itp", instances))) as server:
-        done = subprocess.run([sys.executable, "-m", "rescue", "run", "--model", model, "--base-url", server.base_url,
-                               "--tasks", "itp", "--limit-samples", "1", "--no-bertscore", "--out", str(out)],
-                              capture_output=True, text=True, env={**os.environ, "OPENAI_API_KEY": "k",
-                                                                    "COLUMNS": "100"}, timeout=120)
-    assert done.returncode == 0, done.stderr
+        # In-process (the real entry point, its error handling and exit codes): a child interpreter per command
+        # cost seconds of imports and tested nothing more.
+        done = invoke_main(["run", "--model", model, "--base-url", server.base_url, "--tasks", "itp", "--limit-samples",
+                            "1", "--no-bertscore", "--out", str(out)], env={"OPENAI_API_KEY": "k", "COLUMNS": "100"})
+    assert done.exit_code == 0, done.stderr
     assert "\x1b[2J" not in done.stdout + done.stderr and "Traceback" not in done.stderr
     assert "org/model[beta]" in done.stdout and "org/model[beta]" in done.stderr  # table and progress bar, literally
-    report = subprocess.run([sys.executable, "-m", "rescue", "report", str(out), "--out", str(tmp_path / "rep"),
-                             "--bootstrap", "20", "--no-html", "--quiet"], capture_output=True, text=True, timeout=300)
-    assert report.returncode == 0, report.stderr
+    report = invoke_main(["report", str(out), "--out", str(tmp_path / "rep"), "--bootstrap", "20", "--no-html",
+                          "--quiet"])
+    assert report.exit_code == 0, report.stderr
     board = (tmp_path / "rep" / "leaderboard.md").read_text()
     assert "<script>" not in board and "\x1b" not in board
     rows = [line for line in board.splitlines() if line.startswith("|")]
