@@ -37,12 +37,14 @@ def test_the_default_is_the_packaged_minilm(config):
     assert "/" not in described["source"]  # no machine path goes into results.json
 
 
+@pytest.mark.slow  # imports torch and bert-score (seconds of CPU)
 def test_the_authors_backbone_is_a_hub_name_with_bert_scores_layer():
     config = BertScoreConfig.from_option(AUTHORS_MODEL)
     assert config.model == config.model_path == AUTHORS_MODEL
     assert config.resolved_layers() == 5  # bert-score's tuned layer for distilbert-base-uncased
 
 
+@pytest.mark.slow  # loads the MiniLM in torch (seconds of CPU)
 def test_identical_is_one_and_a_paraphrase_beats_an_unrelated_phrase(config):
     gold = "feels dismissed and frustrated by her partner"
     identical, paraphrase, unrelated = bertscore_f1(
@@ -61,6 +63,7 @@ PAIRS = [("ok", "he feels deeply hurt, abandoned and unseen by his wife"), ("N/A
          ("calm", "furious and betrayed"), ("happy", "sad")]
 
 
+@pytest.mark.slow  # loads the MiniLM in torch three times, and bert-score's own scorer
 def test_a_pair_scores_the_same_alone_and_in_any_batch(config):
     from bert_score import BERTScorer
 
@@ -75,8 +78,8 @@ def test_a_pair_scores_the_same_alone_and_in_any_batch(config):
         ([LONG, *reversed(candidates)], ["x", *reversed(references)]),  # other order, other neighbours
         (candidates * 3, references * 3),  # repeats
     ]
-    for cands, refs in batches:
-        for size in (1, 2, 16):
+    for size in (1, 2, 16):  # outermost: each batch size is another loaded scorer (the cache holds two)
+        for cands, refs in batches:
             scored = dict(zip(zip(cands, refs), bertscore_f1(cands, refs, BertScoreConfig(
                 model=config.model, model_path=config.model_path, num_layers=config.num_layers, batch_size=size))))
             for pair, value in zip(PAIRS, alone):
@@ -107,6 +110,7 @@ def _record(task: str, gold, prediction, status: str = "ok") -> PredictionRecord
                             row_index=1, gold=gold, prediction=prediction, status=status)
 
 
+@pytest.mark.slow  # loads the MiniLM in torch (seconds of CPU)
 def test_score_bertscore_fills_er_and_vp_records(config, demo_samples):
     er_gold = er.TASK.build(demo_samples)[0].gold
     er_records = [
@@ -134,6 +138,7 @@ def test_score_bertscore_fills_er_and_vp_records(config, demo_samples):
     assert er_aggregate["bertscore_f1"] == pytest.approx((exact + unrelated + 0.0) / 3)
 
 
+@pytest.mark.slow  # imports torch and bert-score (seconds of CPU)
 def test_an_unloadable_local_model_says_why_and_what_to_do(tmp_path):
     config = BertScoreConfig.from_option(str(tmp_path), num_layers=5)
     assert config.source == "local folder" and config.model == tmp_path.name

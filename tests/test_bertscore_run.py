@@ -33,6 +33,7 @@ def _er_records(demo_samples, phrases: list[str]) -> list[PredictionRecord]:
             for i, p in enumerate(phrases)]
 
 
+@pytest.mark.slow  # computes with the MiniLM in torch; the cache alone: the test below
 def test_the_cache_keeps_each_pair_and_a_new_job_computes_only_new_pairs(tmp_path, demo_samples):
     config = BertScoreConfig.from_option(None)
     cache = PairScoreCache(tmp_path / SCORE_CACHE)
@@ -57,6 +58,7 @@ def test_the_cache_keeps_each_pair_and_a_new_job_computes_only_new_pairs(tmp_pat
     cache.close()
 
 
+@pytest.mark.slow  # computes with the MiniLM in torch
 def test_vp_pairs_are_shared_across_records_and_failures_need_no_model(tmp_path, demo_samples):
     gold = vp.TASK.build(demo_samples)[0].gold
     texts = vp.TASK.declaration.bertscore.texts(gold)
@@ -70,6 +72,35 @@ def test_vp_pairs_are_shared_across_records_and_failures_need_no_model(tmp_path,
     job.finish()
     assert records[0].scores["bertscore_f1"] == pytest.approx(1.0, abs=1e-3)
     assert records[2].scores["bertscore_f1"] == 0.0
+
+
+def test_the_cache_serves_a_later_job_and_only_new_pairs_are_left_to_compute(tmp_path, demo_samples):
+    """The cache's bookkeeping without a model (torch costs seconds): what a job records is what a later job
+    with the same backbone reads, and only pairs it never saw are left to compute."""
+    config = BertScoreConfig.from_option(None)
+    cache = PairScoreCache(tmp_path / SCORE_CACHE)
+    first = _er_records(demo_samples, ["angry at him", "tired of the chores", "angry at him"])
+    job = BertScoreJob([("er", first)], config, cache)
+    assert (len(job.pairs), job.cached, len(job.todo)) == (2, 0, 2)  # the repeated phrase is one pair
+    job.record(job.todo, [0.25, 0.75])  # as chunks() does with the scores it computed
+    job.finish()
+    assert [r.scores["bertscore_f1"] for r in first] == [0.25, 0.75, 0.25]
+    cache.close()
+
+    cache = PairScoreCache(tmp_path / SCORE_CACHE)  # another process, later
+    again = _er_records(demo_samples, ["angry at him", "tired of the chores", "hopeful about the weekend"])
+    job = BertScoreJob([("er", again)], config, cache)
+    assert (job.cached, [c for c, _ in job.todo]) == (2, ["hopeful about the weekend"])
+    other = BertScoreJob([("er", _er_records(demo_samples, ["angry at him"]))],
+                         BertScoreConfig.from_option(None, num_layers=5), cache)
+    assert other.cached == 0 and len(other.todo) == 1  # another layer is another score
+    cache.close()
+
+    gold = vp.TASK.build(demo_samples)[0].gold
+    texts = vp.TASK.declaration.bertscore.texts(gold)
+    records = [PredictionRecord(model=m, task="vp", instance_id="s#row1", sample_id="s", scenario="couple",
+                                row_index=1, gold=gold, prediction=gold, status="ok") for m in ("a", "b")]
+    assert len(BertScoreJob([("vp", records)], config).pairs) == len(set(texts)) ** 2  # two models: one grid
 
 
 @pytest.mark.slow
