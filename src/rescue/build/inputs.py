@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rescue.data.models import GROUP_LABELS, NON_PERSON_LABELS, THERAPIST, Scenario
+from rescue.data.text import clock_time
 from rescue.media import Cue, MediaError, MediaInfo, SubtitleError, load_cues, probe
 from rescue.data.errors import BuildInputError as BuildInputError
 
@@ -59,14 +60,7 @@ class CheckedSession:
 
 
 def _cue_name(path: Path, cue: Cue) -> str:
-    return f"{path}: cue {cue.index} ({clock(cue.start)} --> {clock(cue.end)})"
-
-
-def clock(seconds: float) -> str:
-    """``seconds`` as HH:MM:SS.mmm."""
-    minutes, secs = divmod(seconds, 60)
-    hours, minutes = divmod(int(minutes), 60)
-    return f"{hours:02d}:{minutes:02d}:{secs:06.3f}"
+    return f"{path}: cue {cue.index} ({clock_time(cue.start)} --> {clock_time(cue.end)})"
 
 
 def parse_participants(text: str, where: str) -> tuple[str, ...]:
@@ -121,7 +115,7 @@ def trim_overlaps(path: Path, cues: list[Cue], tolerance: float) -> tuple[list[C
             if 0 < overlap <= tolerance + 1e-9 and cue.start > previous.start:
                 out[-1] = replace(previous, end=cue.start)
                 notes.append(f"{_cue_name(path, previous)}: overlapped cue {cue.index} by {overlap:.3f} s "
-                             f"(within --overlap-tolerance {tolerance:g} s): now ends at {clock(cue.start)}")
+                             f"(within --overlap-tolerance {tolerance:g} s): now ends at {clock_time(cue.start)}")
         out.append(cue)
     return out, notes
 
@@ -142,7 +136,7 @@ def split_shared_lines(path: Path, cues: list[Cue]) -> tuple[list[Cue], list[tup
             end = cue.end if n == len(sizes) - 1 else round(start + (cue.end - cue.start) * size / sum(sizes), 3)
             out.append(replace(cue, start=start, end=end, text=text, speakers=(who,), parts=()))
             flagged.append((start, f"{_cue_name(path, cue)} holds {names}: split at a time proportional to the "
-                                   f"words ({clock(start)}-{clock(end)} is {who}'s); check the boundary"))
+                                   f"words ({clock_time(start)}-{clock_time(end)} is {who}'s); check the boundary"))
             start = end
     return [replace(cue, index=i) for i, cue in enumerate(out, start=1)], flagged
 
@@ -157,10 +151,10 @@ def check_cues(path: Path, cues: list[Cue], duration: float, participants: tuple
         if cue.end <= cue.start:
             problems.append(f"{name}: ends before it starts (reversed or empty cue)")
         if cue.start >= duration or cue.end > duration + END_TOLERANCE:
-            problems.append(f"{name}: runs past the video's end ({clock(duration)})")
+            problems.append(f"{name}: runs past the video's end ({clock_time(duration)})")
         if previous is not None and cue.start < previous.end:
             what = "starts before the previous cue" if cue.start < previous.start else "overlaps the previous cue"
-            problems.append(f"{name}: {what} (cue {previous.index} ends at {clock(previous.end)}; overlaps up to "
+            problems.append(f"{name}: {what} (cue {previous.index} ends at {clock_time(previous.end)}; overlaps up to "
                             "--overlap-tolerance are trimmed)")
         for speaker in cue.speakers:
             if speaker not in allowed:

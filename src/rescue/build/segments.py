@@ -11,7 +11,8 @@ import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
-from rescue.build.inputs import BuildInputError, CheckedSession, clock, read_csv_text
+from rescue.build.inputs import BuildInputError, CheckedSession, read_csv_text
+from rescue.data.text import clock_time
 from rescue.media import Cue, parse_timestamp
 from rescue.io import write_atomic
 
@@ -79,13 +80,13 @@ def read_segments_csv(path: Path, session: CheckedSession) -> list[SegmentSpan]:
         if end <= start:
             problems.append(f"{where}: end {fields[1]} is not after start {fields[0]}")
         elif end > duration + 0.1:
-            problems.append(f"{where}: end {fields[1]} is past the video's end ({clock(duration)})")
+            problems.append(f"{where}: end {fields[1]} is past the video's end ({clock_time(duration)})")
         elif segments and start < segments[-1].end:
-            problems.append(f"{where}: starts before the previous segment ends ({clock(segments[-1].end)})")
+            problems.append(f"{where}: starts before the previous segment ends ({clock_time(segments[-1].end)})")
         else:
             segment = SegmentSpan(len(segments) + 1, start, min(end, duration), fields[2] if len(fields) > 2 else "")
-            problems += [f"{where}: segment boundary {clock(t)} falls inside "
-                         f"{session.spec.subtitles}: cue {cue.index} ({clock(cue.start)} --> {clock(cue.end)})"
+            problems += [f"{where}: segment boundary {clock_time(t)} falls inside "
+                         f"{session.spec.subtitles}: cue {cue.index} ({clock_time(cue.start)} --> {clock_time(cue.end)})"
                          for cue, t in _split_cues(session.cues, segment)]
             segments.append(segment)
     if not segments and not problems:
@@ -138,7 +139,7 @@ def propose_segments(cues: list[Cue], duration: float, cuts: list[float], *, tar
 
 def write_segments_csv(path: Path, segments: list[SegmentSpan]) -> None:
     """Write the segments as an editable CSV (start,end,name), atomically."""
-    lines = ["start,end,name"] + [f"{clock(s.start)},{clock(s.end)},{s.name}" for s in segments]
+    lines = ["start,end,name"] + [f"{clock_time(s.start)},{clock_time(s.end)},{s.name}" for s in segments]
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, "\n".join(lines) + "\n")
 

@@ -1,5 +1,5 @@
 """Text shown to people, from data they did not write: control characters and lone surrogates escaped,
-NaN/Infinity made JSON-safe, LaTeX specials escaped. A leaf of ``rescue.data``; :mod:`rescue.io` re-exports
+NaN/Infinity made JSON-safe, LaTeX specials escaped; and the one clock-time form (WebVTT's HH:MM:SS.mmm). A leaf of ``rescue.data``; :mod:`rescue.io` re-exports
 these for the layers above."""
 
 from __future__ import annotations
@@ -77,3 +77,15 @@ _LATEX_SPECIALS = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "
 def latex_text(text: str) -> str:
     """``text`` for LaTeX: every special character escaped, controls and line breaks shown as escapes."""
     return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in visible_text(text))
+
+
+def clock_time(seconds: float) -> str:
+    """``seconds`` as WebVTT's ``HH:MM:SS.mmm``, rounded to the millisecond: the one form subtitles, build
+    messages and test projects write times in. A negative time keeps its sign (``-00:00:01.500``) so that a
+    message about a bad time shows it; WebVTT documents clamp at zero before calling this."""
+    millis = round(seconds * 1000)
+    sign = "-" if millis < 0 else ""
+    hours, rest = divmod(abs(millis), 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    secs, millis = divmod(rest, 1000)
+    return f"{sign}{hours:02d}:{minutes:02d}:{secs:02d}.{millis:03d}"

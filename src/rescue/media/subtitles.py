@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from rescue.data.text import clock_time
 from rescue.media.steps import media_step, produce
 from rescue.data.errors import SubtitleError as SubtitleError
 
@@ -154,14 +155,6 @@ def load_cues(path: str | Path) -> list[Cue]:
     return cues
 
 
-def _vtt_time(seconds: float) -> str:
-    millis = max(0, round(seconds * 1000))
-    hours, rest = divmod(millis, 3_600_000)
-    minutes, rest = divmod(rest, 60_000)
-    secs, millis = divmod(rest, 1000)
-    return f"{hours:02d}:{minutes:02d}:{secs:02d}.{millis:03d}"
-
-
 def webvtt(cues: Iterable[Cue]) -> str:
     """Cues as a WebVTT document, speakers as voice spans (``<v Alan>``), which browsers show."""
     blocks = ["WEBVTT", ""]
@@ -171,7 +164,7 @@ def webvtt(cues: Iterable[Cue]) -> str:
             text = f"<v {cue.speakers[0]}>{text}"
         elif cue.speakers:
             text = f"<v {' & '.join(cue.speakers)}>{text}"
-        blocks += [str(cue.index), f"{_vtt_time(cue.start)} --> {_vtt_time(cue.end)}", text, ""]
+        blocks += [str(cue.index), f"{clock_time(max(0.0, cue.start))} --> {clock_time(max(0.0, cue.end))}", text, ""]
     return "\n".join(blocks)
 
 

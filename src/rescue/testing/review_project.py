@@ -12,15 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from rescue.data.loading import demo_path
+from rescue.data.text import clock_time
 
 
 def demo_samples() -> list[dict[str, Any]]:
     return [json.loads(line) for line in demo_path().read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def _stamp(seconds: float) -> str:
-    ms = round(seconds * 1000)
-    return f"{ms // 3_600_000:02d}:{ms // 60_000 % 60:02d}:{ms // 1000 % 60:02d}.{ms % 1000:03d}"
 
 
 def webvtt(rows: list[dict[str, Any]]) -> str:
@@ -28,7 +24,7 @@ def webvtt(rows: list[dict[str, Any]]) -> str:
         return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("-->", "->")
 
     cues = [
-        f"{row['row_index']}\n{_stamp(row['start_time'])} --> {_stamp(row['end_time'])}\n"
+        f"{row['row_index']}\n{clock_time(row['start_time'])} --> {clock_time(row['end_time'])}\n"
         f"<v {clean(str(row['primary_speaker']))}>{clean(str(row.get('dialogue_cleaned', '')))}\n"
         for row in rows
     ]
