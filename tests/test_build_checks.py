@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from rescue.build.checks import check_relations, check_rows, parse_answer
+from rescue.build.checks import check_relations, check_rows, parse_draft
 from rescue.build.prompts import ROW_KEYS, annotation_system_prompt
 from rescue.data.models import Row
 from rescue.data.taxonomy import strategy_precedence, strategy_taxonomy
@@ -172,7 +172,7 @@ def test_out_of_order_rows_are_listed_in_time_order_with_a_note():
     ('Sure! {"rows": []}', ["segment: text around the JSON object"]),
 ])
 def test_output_rules(text, expected):
-    assert messages(parse_answer(text)[1]) == expected
+    assert messages(parse_draft(text)[1]) == expected
 
 
 def test_relation_checks():

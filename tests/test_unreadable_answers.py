@@ -14,7 +14,7 @@ import pytest
 from _cli import invoke_main
 from _engine_support import itp_instances, oracle_answers, oracle_script, read_jsonl
 
-from rescue.build.checks import parse_answer as parse_draft
+from rescue.build.checks import parse_draft
 from rescue.engine.runner import RunConfig, run
 from rescue.tasks.parsing import AnswerError, extract_json
 from rescue.testing.openai_server import Reply, request_key, serve

@@ -16,7 +16,7 @@ from rescue.build.checks import (
     TIME_TOLERANCE,
     check_relations,
     check_rows,
-    parse_answer,
+    parse_draft,
     uncovered_cues,
 )
 from rescue.build.manifest import Problem
@@ -254,7 +254,7 @@ async def _annotate_window(model: Model, job: SegmentJob, window: Window, settin
     ids = (f"{job.sample_id}#window{window.number}",)
 
     def check(answer_text: str | None) -> tuple[list[dict[str, Any]], list[Problem]]:
-        value, problems = parse_answer(answer_text)
+        value, problems = parse_draft(answer_text)
         if value is None:
             return [], problems
         rows, more = check_rows(value, window.cues, scenario=job.scenario, participants=job.participants,
@@ -344,7 +344,7 @@ async def _relations(model: Model, job: SegmentJob, rows: list[dict[str, Any]], 
         return [Problem(field="relation_pattern", message=f"request failed: {answer.error}")]
 
     def check(text: str | None) -> tuple[dict[int, dict[str, Any]], list[Problem]]:
-        value, problems = parse_answer(text)
+        value, problems = parse_draft(text)
         if value is None:
             return {}, [Problem(field="relation_pattern", message=p.message) for p in problems]
         found, more = check_relations(value, rows, job.scenario)

@@ -48,8 +48,8 @@ def _is_subsequence(needle: list[str], haystack: list[str]) -> bool:
     return all(any(word == other for other in it) for word in needle)
 
 
-def parse_answer(text: str | None) -> tuple[Any, list[Problem]]:
-    """The JSON value of an answer (``None`` when there is none) and what breaks the output rules. Read as
+def parse_draft(text: str | None) -> tuple[Any, list[Problem]]:
+    """The JSON value of a draft annotation answer (``None`` when there is none) and what breaks the output rules. Read as
     every answer is (:func:`rescue.data.answer_json.find_json`), refusing non-finite numbers: NaN, Infinity
     and 1e999 would pass the schema's float fields and reach the release as non-finite times."""
     if not text or not text.strip():
