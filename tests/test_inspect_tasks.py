@@ -64,6 +64,8 @@ def script_for(answers: dict[str, str]):
 
 
 def inspect_env(server) -> dict[str, str]:
+    # inspect keeps model clients by name, base URL included: each eval below also names its server's URL, so a
+    # client of an earlier test's (stopped) server is never reused.
     return {"SCRIPTED_BASE_URL": server.base_url, "SCRIPTED_API_KEY": "test"}
 
 
@@ -82,6 +84,7 @@ def inspect_run(tmp_path: Path, server, tasks: list[str], monkeypatch) -> list[A
     for name, value in inspect_env(server).items():
         monkeypatch.setenv(name, value)
     logs = inspect_eval([rescue_task(t, limit_samples=LIMIT) for t in tasks], model=INSPECT_MODEL,
+                        model_base_url=server.base_url,
                         log_dir=str(tmp_path / "logs"), display="none", max_retries=1)
     assert all(log.status == "success" for log in logs), [log.error for log in logs]
     return logs
@@ -199,6 +202,7 @@ def _without_names(record: dict[str, Any]) -> dict[str, Any]:
 
 def test_er_is_judged_with_the_tasks_rubric_by_inspects_grader_role(tmp_path, monkeypatch):
     from inspect_ai import eval as inspect_eval
+    from inspect_ai.model import get_model
 
     from rescue.inspect_tasks.bench import rescue_task
 
@@ -210,8 +214,10 @@ def test_er_is_judged_with_the_tasks_rubric_by_inspects_grader_role(tmp_path, mo
         run(config)
         for name, value in inspect_env(server).items():
             monkeypatch.setenv(name, value)
-        (log,) = inspect_eval(rescue_task("er", limit_samples=LIMIT), model=INSPECT_MODEL, display="none",
-                              model_roles={"grader": "openai-api/scripted/judge-model"},
+        (log,) = inspect_eval(rescue_task("er", limit_samples=LIMIT), model=INSPECT_MODEL,
+                              model_base_url=server.base_url, display="none",
+                              model_roles={"grader": get_model("openai-api/scripted/judge-model",
+                                                               base_url=server.base_url)},
                               log_dir=str(tmp_path / "logs"), max_retries=1)
     assert log.status == "success", log.error
     results = json.loads((tmp_path / "run" / "results.json").read_text(encoding="utf-8"))
@@ -244,7 +250,8 @@ def test_an_eval_that_stopped_on_an_error_reports_its_failure_and_says_so(tmp_pa
     with serve(script) as server:
         for name, value in inspect_env(server).items():
             monkeypatch.setenv(name, value)
-        (log,) = inspect_eval(rescue_task("itp", limit_samples=1), model=INSPECT_MODEL, display="none",
+        (log,) = inspect_eval(rescue_task("itp", limit_samples=1), model=INSPECT_MODEL,
+                              model_base_url=server.base_url, display="none",
                               log_dir=str(tmp_path / "logs"), max_retries=1)
     assert log.status == "error"  # inspect stops an eval at its first failed sample unless told otherwise
     ran = {s.id for s in log.samples}
