@@ -13,7 +13,8 @@ from _cli import invoke_main
 from _engine_support import oracle_answers
 
 from rescue.engine.dryrun import common_prefix, estimate_run
-from rescue.engine.runner import RunConfig, run, send_chains
+from rescue.engine.plan import send_chains
+from rescue.engine.runner import RunConfig, run
 from rescue.llm import PriceTable, Usage
 from rescue.llm.cost import PriceError
 from rescue.tasks import get_task

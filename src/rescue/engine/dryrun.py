@@ -38,7 +38,7 @@ class TaskEstimate:
     text_tokens: int = 0
     media_tokens: int = 0
     max_output_tokens: int = 0
-    # Of text_tokens: the prefix each prompt shares with the one sent before it (rescue.engine.runner.send_chains),
+    # Of text_tokens: the prefix each prompt shares with the one sent before it (rescue.engine.plan.send_chains),
     # what a provider's prompt cache can serve.
     cacheable_tokens: int = 0
 
@@ -121,7 +121,7 @@ def _content_text(messages: list[dict[str, Any]]) -> str:
 def estimate_run(config: Any) -> RunEstimate:
     """Count what ``rescue run`` with ``config`` would send; reads the data (and probes the media), writes nothing."""
     from rescue.data.loading import load_samples
-    from rescue.engine.runner import _build_options, batch_plan, load_task, select_samples, send_chains
+    from rescue.engine.plan import batch_plan, build_options, load_task, select_samples, send_chains
 
     samples, _ = select_samples(config, load_samples(config.data))
     video = None
@@ -134,7 +134,7 @@ def estimate_run(config: Any) -> RunEstimate:
     graded: dict[str, list[Any]] = {}  # judged task -> its instances
     for name in config.tasks:
         task = load_task(name)
-        instances = task.build(samples, **_build_options(config, task))
+        instances = task.build(samples, **build_options(config, task))
         if config.judges and task.declaration.judge is not None:
             graded[name] = instances
         batches = [[i] for i in instances] if video is not None else batch_plan(config, task, instances).batches

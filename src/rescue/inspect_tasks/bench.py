@@ -169,10 +169,10 @@ def rescue_scorer(plan: BenchPlan) -> Scorer:
     @scorer(metrics=[rescue_metrics(task.name)], name=f"rescue_{task.name}")
     def rescue_score() -> Scorer:
         async def score(state: TaskState, target: Target) -> Score:
-            from rescue.engine.runner import _from_answer
+            from rescue.engine.reask import predictions_from_answer
 
             instance = plan.instance(str(state.sample_id))
-            prediction = _from_answer(task, chat_answer(state.output), [instance], policy)[instance.instance_id]
+            prediction = predictions_from_answer(task, chat_answer(state.output), [instance], policy)[instance.instance_id]
             record = make_record(task, str(state.model), instance, prediction)
             if task.declaration.judge is not None:
                 from rescue.scoring.judge import judge_records

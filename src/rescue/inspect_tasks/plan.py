@@ -2,7 +2,7 @@
 
 The samples (``--data``, ``--split``, ``--limit-samples``) go through the runner's own selection, the instances
 through the task's ``build``, and what the run used (data sha256, context size, task options, parse policy)
-through the runner's :func:`~rescue.engine.runner.values_used`; the prompt of an instance is the task's
+through the runner's :func:`~rescue.engine.plan.values_used`; the prompt of an instance is the task's
 ``render`` of that instance alone (``rescue run``'s default ``--batch-size 1``). Nothing imports inspect_ai.
 """
 
@@ -86,7 +86,7 @@ def build_plan(options: BenchOptions) -> BenchPlan:
     the parameter or file that is wrong."""
     from rescue.data.fingerprint import data_sha256
     from rescue.data.loading import load_samples
-    from rescue.engine.runner import select_samples, values_used
+    from rescue.engine.plan import select_samples, values_used
 
     config = options.run_config()
     task = get_task(options.task)

@@ -1,0 +1,143 @@
+"""A run's accounting, as results.json carries it: per model the usage and cost of its predictions and of its
+judges, the run's request counts, and the ``config`` and ``models`` blocks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rescue.engine.config import RunConfig
+from rescue.engine.failures import judge_failures
+from rescue.engine.outcome import PairResult
+from rescue.llm.cost import PriceTable
+from rescue.llm.reliable import ReliableModel, CallStats
+from rescue.llm.types import Usage
+from rescue.tasks.base import PredictionRecord
+
+
+def _add(total: float | None, part: float | None) -> float | None:
+    # A cost is unknown (None) as soon as one of its parts is.
+    return None if total is None or part is None else total + part
+
+
+def predict_usage(model: ReliableModel, prices: PriceTable, name: str,
+                  cost: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
+    """Usage per task of ``model``'s prediction requests; fills ``cost``'s ``tasks``, ``batch`` and
+    ``incomplete``, and returns the usage and the tasks' total cost (None when a price is missing)."""
+    usage: dict[str, Any] = {}
+    total: float | None = 0.0
+    for (purpose, task), stats in model.stats.items():
+        if purpose != "predict":
+            continue
+        usage[task] = stats.as_dict()
+        task_cost = _task_cost(stats, prices, name)
+        if stats.batch_answers:
+            batch_cost = prices.cost(name, stats.batch_usage, batch=True)
+            cost["batch"] = None if batch_cost is None or cost.get("batch", 0.0) is None else \
+                round(cost.get("batch", 0.0) + batch_cost, 6)
+        cost["tasks"][task] = None if task_cost is None else round(task_cost, 6)
+        if stats.usage.unknown:  # answers kept without a readable usage: the cost is a lower bound
+            cost["incomplete"] = True
+        total = _add(total, task_cost)
+    return usage, total
+
+
+def _task_cost(stats: CallStats, prices: PriceTable, name: str) -> float | None:
+    price = prices.price(name)
+    # Time-of-day prices bill each answer at its hour, batch answers at batch rates (both counted as the
+    # answers came); flat online prices the total.
+    if price is not None and (price.peak is not None or stats.batch_answers):
+        return stats.cost
+    return prices.cost(name, stats.usage)
+
+
+def judge_cost(judge_usage: dict[str, list[dict[str, Any]]], prices: PriceTable) -> float | None:
+    """What the judges' grades of one model's answers cost, batch answers at batch rates; None when a price
+    is missing."""
+    total: float | None = 0.0
+    for entries in judge_usage.values():
+        for entry in entries:
+            batch = Usage(entry.get("batch_input_tokens", 0), entry.get("batch_output_tokens", 0),
+                          entry.get("batch_cached_input_tokens", 0))
+            online = Usage(entry["input_tokens"] - batch.input_tokens, entry["output_tokens"] - batch.output_tokens,
+                           entry["cached_input_tokens"] - batch.cached_input_tokens)
+            spent = prices.cost(entry["judge"], online)
+            if batch.input_tokens or batch.output_tokens:
+                spent = _add(spent, prices.cost(entry["judge"], batch, batch=True))
+            total = _add(total, spent)
+    return total
+
+
+def usage_block(model: ReliableModel | None, judge_usage: dict[str, list[dict[str, Any]]],
+                prices: PriceTable, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One model's ``usage`` and ``cost`` blocks: its predictions per task, then its judges'."""
+    usage: dict[str, Any] = {}
+    cost: dict[str, Any] = {"tasks": {}, "judge": None, "total": 0.0}
+    total: float | None = 0.0
+    if model is not None:
+        usage, total = predict_usage(model, prices, name, cost)
+    if judge_usage:
+        usage["judge"] = judge_usage
+        judged = judge_cost(judge_usage, prices)
+        cost["judge"] = None if judged is None else round(judged, 6)
+        total = _add(total, judged)
+    cost["total"] = None if total is None else round(total, 6)
+    return usage, cost
+
+
+def run_counts(stats: list[CallStats], records: list[PredictionRecord]) -> dict[str, int]:
+    """results.json's ``run`` counts: requests sent, cache hits, instances left without an answer, grades a
+    judge could not give, and (when any) answers whose token budget ran out."""
+    counts = {"requests": sum(s.requests for s in stats), "cache_hits": sum(s.cache_hits for s in stats),
+              "request_errors": sum(1 for r in records if r.status == "request_error"),
+              "judge_failures": judge_failures(records)}
+    spent = sum(1 for r in records if r.status == "budget_exhausted")
+    if spent:  # answers whose budget ran out before any answer (thinking): the summary names the fix
+        counts["budget_exhausted"] = spent
+    return counts
+
+
+def config_block(config: RunConfig, bertscore: dict[str, Any] | None, used: dict[str, Any]) -> dict[str, Any]:
+    """results.json's ``config``: the run's options, the BERTScore backbone, the version and the values used."""
+    from rescue._version import __version__
+
+    block = config.to_json()
+    block["bertscore_enabled"] = config.bertscore
+    block["bertscore"] = bertscore
+    block["rescue_version"] = __version__
+    block["used"] = used
+    if config.judges:
+        from rescue.scoring.judge import prompt_hashes
+
+        block["judge_prompt_sha256"] = prompt_hashes(config.judge_scale)
+    return block
+
+
+def models_block(config: RunConfig, pairs: list[PairResult], models: dict[str, ReliableModel],
+                 prices: PriceTable) -> tuple[dict[str, Any], float | None]:
+    """results.json's ``models``: per model its tasks' metrics, usage and cost; and the cost of them all."""
+    block: dict[str, Any] = {}
+    total: float | None = 0.0
+    ran = {pair.model for pair in pairs}
+    # A baseline none of whose tasks were asked for (nearest with --tasks itp) has nothing to report.
+    for spec in [s for s in config.model_specs if s in ran or config.models]:
+        entry = _model_entry(config, spec, pairs)
+        judge_usage = {pair.task: pair.judge_usage for pair in pairs if pair.model == spec and pair.judge_usage}
+        usage, cost = usage_block(models.get(spec), judge_usage, prices, spec)
+        entry["usage"] = usage
+        entry["cost"] = cost
+        block[spec] = entry
+        total = _add(total, cost["total"])
+    return block, total
+
+
+def _model_entry(config: RunConfig, spec: str, pairs: list[PairResult]) -> dict[str, Any]:
+    from rescue.engine.plan import load_task
+    from rescue.tasks import scoped_aggregates
+
+    entry: dict[str, Any] = {pair.task: scoped_aggregates(load_task(pair.task), pair.records)
+                             for pair in pairs if pair.model == spec}
+    if config.judges and config.judge_repeats > 1:
+        from rescue.scoring.judge_agreement import judge_stability
+
+        entry["judge_stability"] = judge_stability([r for p in pairs if p.model == spec for r in p.records])
+    return entry

@@ -1,0 +1,89 @@
+"""``--batch``: a run's requests through the providers' batch APIs first (predictions, then the judge's first
+request per grade), exactly as the online pass will ask them, so that pass finds their answers in the cache
+and asks online only what the batches could not answer."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from rescue.engine.config import RunConfig
+from rescue.engine.failures import terminal_safe
+from rescue.engine.outcome import PairResult
+from rescue.engine.plan import batch_plan, send_chains
+from rescue.engine.progress import ProgressDisplay
+from rescue.llm.reliable import ReliableModel
+from rescue.llm.types import ChatRequest
+from rescue.tasks.base import Instance, RenderOptions, Task
+from rescue.tasks.render import RowCache
+
+def _batchable(model: ReliableModel) -> bool:
+    from rescue.llm.client import OpenAIModel
+
+    return isinstance(model.inner, OpenAIModel) and model.inner.endpoint.batch
+
+
+async def _send_batches(model: ReliableModel, requests: list[ChatRequest], purpose: str, label: str,
+                        config: RunConfig, display: ProgressDisplay, out: Path) -> None:
+    from rescue.llm.batch import LEDGER, BatchLedger, run_in_batches
+
+    if not requests:
+        return
+    if not _batchable(model):
+        from rescue.llm.providers import PRESETS
+
+        able = ", ".join(name for name, p in PRESETS.items() if p.batch)
+        display.warn(f"--batch: {terminal_safe(model.name)} has no batch API in rescue (presets with one: {able}); "
+                     "its requests go online")
+        return
+    bar = display.task(model.name, label, len(requests))
+    done: dict[str, int] = {}
+
+    def progress(batch_id: str, completed: int, failed: int, total: int) -> None:
+        # Requests done per batch, as the provider counts them.
+        step = completed + failed - done.get(batch_id, 0)
+        if step > 0:
+            bar.advance(step, failed - (done.get(batch_id + ":failed", 0)))
+            done[batch_id] = completed + failed
+            done[batch_id + ":failed"] = failed
+
+    outcome = await run_in_batches(model, requests, BatchLedger(out / LEDGER), purpose=purpose,
+                                   poll_interval=config.batch_poll, on_progress=progress)
+    model.log.event("batch_done", model=model.name, purpose=purpose, submitted=outcome.submitted,
+                    resumed=outcome.resumed, skipped=outcome.skipped, answered=outcome.answered,
+                    left_to_online=outcome.failed, batches=outcome.batches)
+
+
+async def batch_predictions(config: RunConfig, reliable: dict[str, ReliableModel], tasks: dict[str, Task],
+                             instances: dict[str, list[Instance]], rows: RowCache, display: ProgressDisplay,
+                             out: Path) -> None:
+    """Every prediction request of the run, as run_pair will ask it (same messages, budget, tag), in batches."""
+    options = RenderOptions(mode=config.mode, context_size=config.context_size, rows=rows)
+    requests: list[ChatRequest] = []
+    for name, task in tasks.items():
+        for chain in send_chains(batch_plan(config, task, instances[name]).batches, config.concurrency):
+            for batch in chain:
+                messages: list[Any] = task.render(batch, options)
+                requests.append(ChatRequest(messages=messages, max_tokens=int(task.max_tokens), tag=task.name,
+                                            ids=tuple(i.instance_id for i in batch)))
+    await asyncio.gather(*(_send_batches(model, requests, "predict", "batch", config, display, out)
+                           for model in reliable.values()))
+
+
+async def batch_judges(config: RunConfig, judges: list[ReliableModel], pairs: list[PairResult],
+                        instances: dict[str, list[Instance]], display: ProgressDisplay, out: Path) -> None:
+    """The judge's first request for every graded prediction (as rescue.scoring.judge asks it), in batches."""
+    from rescue.scoring.judge import JUDGE_MAX_TOKENS, Turn, judge_prompt
+
+    requests: list[ChatRequest] = []
+    for pair in pairs:
+        by_id = {i.instance_id: i for i in instances[pair.task]}
+        for record in pair.records:
+            if record.ok:
+                prompt = judge_prompt(pair.task, config.judge_scale, Turn.of(by_id[record.instance_id]),
+                                      record.prediction, record.gold)
+                requests += [ChatRequest(messages=[{"role": "user", "content": prompt}], max_tokens=JUDGE_MAX_TOKENS,
+                                         purpose="judge", repeat=k) for k in range(config.judge_repeats)]
+    await asyncio.gather(*(_send_batches(judge, requests, "judge", "judge batch", config, display, out)
+                           for judge in judges))

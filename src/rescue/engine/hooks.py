@@ -1,0 +1,104 @@
+"""The generative scoring hooks of a run (ER, VP): the judge's grades and BERTScore, after the answers are in.
+
+BERTScore runs in daemon threads (:func:`in_daemon_thread`, named ``WORKER_PREFIX...``) so that Ctrl-C never
+waits for a forward pass; ``rescue``'s exit looks for such threads by that name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from rescue.data.errors import BertScoreInterrupted
+from rescue.engine.config import RunConfig
+from rescue.engine.outcome import PairResult
+from rescue.engine.plan import load_task
+from rescue.engine.progress import ProgressDisplay, RunLog, TaskProgress
+from rescue.llm.types import Model
+from rescue.tasks.base import Instance
+
+T = TypeVar("T")
+WORKER_PREFIX = "rescue-compute-"  # the daemon threads of in_daemon_thread
+
+async def judge_pair(pair: PairResult, instances: list[Instance], judges: list[Model], config: RunConfig,
+                 progress: TaskProgress | None) -> None:
+    from rescue.scoring.judge import judge_records
+
+    by_id = {i.instance_id: i for i in instances}
+    pairs = [(by_id[r.instance_id], r) for r in pair.records]
+    stats = await judge_records(pairs, judges=judges, task_name=pair.task, scale=config.judge_scale,
+                                concurrency=config.concurrency, retry_errors=config.retry_errors,
+                                repeats=config.judge_repeats,
+                                on_graded=None if progress is None else lambda ok: progress.advance(1, 0 if ok else 1))
+    pair.judge_usage = [s.to_dict() for s in stats.values()]
+
+
+async def in_daemon_thread(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in a daemon thread. Unlike ``asyncio.to_thread``, a cancelled caller (Ctrl-C) does not wait for
+    it, nor does the interpreter at exit: a model call that cannot be stopped half-way (loading weights, a forward
+    pass) no longer holds the run up; its result is dropped."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(setter: Callable[[Any], None], value: Any) -> None:
+        if not future.done():
+            setter(value)
+
+    def work() -> None:
+        try:
+            result = fn(*args)
+        except BaseException as exc:  # handed to the awaiting coroutine, whatever it is
+            outcome: tuple[Callable[[Any], None], Any] = (future.set_exception, exc)
+        else:
+            outcome = (future.set_result, result)
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
+
+    threading.Thread(target=work, name=f"{WORKER_PREFIX}{getattr(fn, '__name__', 'work')}", daemon=True).start()
+    return await future
+
+
+async def bertscore_pairs(pairs: list[PairResult], config: RunConfig, display: ProgressDisplay, log: RunLog,
+                     cache_path: Path | None) -> dict[str, Any] | None:
+    """BERTScore for every ER/VP pair: distinct text pairs once, cached ones not again, the rest in chunks with a
+    progress bar; Ctrl-C between two chunks raises :class:`BertScoreInterrupted` (computed scores are kept)."""
+    generative = [p for p in pairs if load_task(p.task).declaration.bertscore is not None]
+    if not config.bertscore or not generative:
+        return None
+    from rescue.scoring.bertscore import SCORE_CACHE, BertScoreConfig, BertScoreJob, PairScoreCache, _scorer
+
+    bert = BertScoreConfig.from_option(config.bertscore_model, num_layers=config.bertscore_layers,
+                                       rescale=config.bertscore_rescale)
+    started = time.monotonic()
+    cache = None if cache_path is None else PairScoreCache(cache_path / SCORE_CACHE)
+    try:
+        job = BertScoreJob([(p.task, p.records) for p in generative], bert, cache)
+        log.event("bertscore_start", pairs=len(job.pairs), cached=job.cached, todo=len(job.todo))
+        bar = display.phase(f"BERTScore · {len(job.todo)} new pairs, {job.cached} cached", len(job.todo))
+        try:
+            if job.todo:
+                bar.describe("BERTScore · loading the backbone")
+                await in_daemon_thread(_scorer, bert)
+                bar.describe(f"BERTScore · {len(job.todo)} new pairs, {job.cached} cached")
+            while part := job.next_chunk():
+                job.record(part, await in_daemon_thread(job.compute, part))
+                bar.advance(len(part))
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            log.event("bertscore_interrupted", computed=job.computed, todo=len(job.todo),
+                      elapsed_s=round(time.monotonic() - started, 3))
+            saved = f"; the {job.computed} computed are saved and not computed again" if cache else ""
+            raise BertScoreInterrupted(f"interrupted during BERTScore ({job.computed} of {len(job.todo)} new "
+                                       f"pairs scored{saved}); rerun the same command to finish") from None
+        job.finish()
+    finally:
+        if cache is not None:
+            cache.close()
+    log.event("bertscore_done", pairs=len(job.pairs), cached=job.cached, computed=job.computed,
+              elapsed_s=round(time.monotonic() - started, 3))
+    return bert.describe()

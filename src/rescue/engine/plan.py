@@ -1,0 +1,132 @@
+"""What a run asks before it asks anything: its samples, each task's instances and batches, the order requests
+are sent in, the values it really used, and the checks that fail before any work (local models, extras)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Any
+
+from rescue.data.models import Sample
+from rescue.engine.config import RunConfig, RunError
+from rescue.tasks.base import Instance, Task
+from rescue.tasks.batching import BatchPlan, plan_batches
+
+def load_task(name: str) -> Task:
+    """The registered task ``name``."""
+    from rescue.tasks import get_task
+
+    return get_task(name)
+
+
+def batch_plan(config: RunConfig, task: Task, instances: list[Instance]) -> BatchPlan:
+    """The run's batches of one task: the requested grouping, split wherever it would leak (tasks.batching)."""
+    from rescue.tasks.prompts import resolve_context_size
+
+    return plan_batches(task, instances, batch_size(config, task),
+                        resolve_context_size(config.context_size, int(task.default_context_size)))
+
+
+def batch_size(config: RunConfig, task: Task) -> int:
+    """The batch size the run uses for ``task``: ``--batch-size authors`` is the task's own."""
+    return int(task.default_batch_size) if config.batch_size == "authors" else int(config.batch_size)
+
+
+def names_preset(spec: str) -> bool:
+    """Whether ``spec`` names a provider preset (``openai/...``), whose endpoint is the provider's own."""
+    from rescue.llm.providers import PRESETS
+
+    prefix, _, rest = spec.partition("/")
+    return bool(rest) and prefix in PRESETS
+
+
+def build_options(config: RunConfig, task: Task) -> dict[str, Any]:
+    """The ``--task-option`` values given for ``task``, as its ``build`` takes them."""
+    return dict(config.task_options.get(task.name, {}))
+
+
+def values_used(config: RunConfig, tasks: dict[str, Task], instances: dict[str, list[Instance]],
+                data_sha: str) -> dict[str, Any]:
+    """What the run really used where its config says "default" (None): a report compares runs on these."""
+    from rescue.tasks.spec import validate_options
+
+    used: dict[str, Any] = {
+        "data_sha256": data_sha,
+        "task_options": {n: validate_options(n, t.declaration.options, build_options(config, t)).model_dump(mode="json")
+                         for n, t in tasks.items()},
+        "context_size": {n: config.context_size if config.context_size is not None else int(t.default_context_size)
+                         for n, t in tasks.items()},
+        "batch_size": {n: batch_size(config, t) for n, t in tasks.items()},
+        "parse": getattr(config, "parse", None) or "strict",
+    }
+    for name, task in tasks.items():
+        if "rpp_gold" in task.declaration.options.model_fields:  # the option choosing a gold field (RPP)
+            used["rpp_gold"] = used["task_options"][name].get("rpp_gold")
+            used["rpp_gold_field"] = {i.sample_id: i.extra.get("gold_field") for i in instances.get(name, [])}
+    return used
+
+
+def select_samples(config: RunConfig, samples: list[Sample]) -> tuple[list[Sample], str]:
+    """The samples a run evaluates: its ``--split`` of the splits file, then ``--limit-samples`` of those;
+    and how they were chosen (``all``, ``first``, ``stratified``; ``split:NAME`` for a whole split)."""
+    from rescue.data.loading import choose_samples
+
+    choice = "all"
+    if config.split is not None:
+        from rescue.data.splits import SPLITS_FILE, select_split
+
+        samples = select_split(samples, config.splits or SPLITS_FILE, config.split)
+        choice = f"split:{config.split}"
+    if not config.limit_samples:
+        return samples, choice
+    return choose_samples(samples, config.limit_samples, config.sample_choice), config.sample_choice
+
+
+def send_chains(batches: list[list[Instance]], concurrency: int) -> list[list[list[Instance]]]:
+    """The order a task's requests are sent in, for providers' prompt caches: one chain per sample, its
+    batches in row order, each sent after the one before it is answered, so each prompt finds the prefix it
+    shares with the previous one (RPP's all-prior-rows context makes it a prefix extension) already cached.
+    Chains run side by side; when there are fewer samples than ``concurrency``, chains are cut into
+    consecutive segments so that as many requests as before are in flight."""
+    chains: dict[str, list[list[Instance]]] = {}
+    for batch in batches:
+        chains.setdefault(batch[0].sample_id, []).append(batch)
+    ordered = [sorted(chain, key=lambda b: b[0].row_index) for chain in chains.values()]
+    if len(ordered) >= concurrency or not batches:
+        return ordered
+    length = max(1, math.ceil(len(batches) / concurrency))
+    return [chain[i : i + length] for chain in ordered for i in range(0, len(chain), length)]
+
+
+def samples_sha256(samples: list[Sample]) -> str:
+    """The fingerprint of samples given in memory: their JSON, in order."""
+    digest = hashlib.sha256()
+    for sample in samples:
+        digest.update(sample.model_dump_json().encode("utf-8", "surrogatepass") + b"\n")
+    return digest.hexdigest()
+
+
+BERTSCORE_EXTRA_HINT = ("pip install 'rescue-bench[bertscore]' (on a CPU-only machine first: pip install torch "
+                        "--index-url https://download.pytorch.org/whl/cpu), or pass --no-bertscore")
+
+
+def check_extras(config: RunConfig, tasks: dict[str, Task]) -> None:
+    """A feature whose optional dependencies are missing fails before any work, naming its extra."""
+    import importlib.util
+
+    if config.bertscore and any(t.declaration.bertscore is not None for t in tasks.values()):
+        missing = [m for m in ("torch", "bert_score") if importlib.util.find_spec(m) is None]
+        if missing:
+            raise RunError(f"BERTScore (on by default for ER and VP) needs the 'bertscore' extra (missing: "
+                           f"{', '.join(missing)}): {BERTSCORE_EXTRA_HINT}")
+
+
+def check_local_models(specs: list[str], option: str) -> None:
+    """A ``local/NAME`` that rescue does not know fails before any work, naming ``option`` and the known ones."""
+    from rescue.llm.local import LOCAL_MODELS
+
+    for spec in specs:
+        prefix, _, name = spec.partition("/")
+        if prefix == "local" and name not in LOCAL_MODELS:
+            known = ", ".join(f"local/{n}" for n in LOCAL_MODELS)
+            raise RunError(f"{option} {spec!r}: unknown local model; known: {known}")
