@@ -236,29 +236,11 @@ class _StreamReader:
         self.pending = b""
 
     def _line(self, line: bytes) -> None:
-        if not line.startswith(b"data:"):
+        chunk = self._chunk(line)
+        if chunk is None:
             return
-        payload = line[5:].strip()
-        if payload == b"[DONE]":
-            self.done = True
-            return
-        if not payload:
-            return
-        try:
-            chunk = json.loads(payload)
-        except (ValueError, RecursionError):
-            text = payload.decode("utf-8", errors="replace")
-            raise TransientError("bad_response", f"unreadable stream chunk: {secrets.clip(text, 200)!r}") from None
-        self.chunks += 1
-        if not isinstance(chunk, dict):
-            raise MalformedAnswer(f"a stream chunk is a JSON {type(chunk).__name__}, not an object")
         if chunk.get("error") is not None:  # an error sent in the stream, after a 200
-            error = chunk["error"]
-            message = str(error.get("message") or error) if isinstance(error, dict) else str(error)
-            message = secrets.clip(message, ERROR_CHARS)
-            if _is_refusal(message) or (isinstance(error, dict) and _is_refusal(str(error.get("code") or ""))):
-                raise _StreamRefusal(message)
-            raise TransientError("server_error", f"error in the stream: {message}")
+            _stream_error(chunk["error"])
         choices = chunk.get("choices")
         if choices is None:
             choices = []
@@ -267,24 +249,57 @@ class _StreamReader:
         if chunk.get("usage") is not None:
             self.usage = chunk["usage"]
         for choice in choices[:1]:
-            if not isinstance(choice, dict):
-                raise MalformedAnswer(f"a stream chunk's choices[0] is a {type(choice).__name__}, not an object")
-            delta = choice.get("delta")
-            if delta is None:
-                delta = choice.get("message") or {}
-            if not isinstance(delta, dict):
-                raise MalformedAnswer(f"a stream chunk's delta is a {type(delta).__name__}, not an object")
-            piece = delta.get("content")
-            if isinstance(piece, str):
-                self.content.append(piece)
-            elif piece is not None:
-                raise MalformedAnswer(f"a stream chunk's delta.content is a {type(piece).__name__}, not text")
-            self.reasoning.append(_reasoning(delta, "delta"))
-            finish = choice.get("finish_reason")
-            if finish is not None:
-                if not isinstance(finish, str):
-                    raise MalformedAnswer(f"finish_reason is a {type(finish).__name__}, not text")
-                self.finish = finish
+            self._choice(choice)
+
+    def _chunk(self, line: bytes) -> dict[str, Any] | None:
+        """The JSON object of one ``data:`` line; None for another line, an empty one, or ``[DONE]``."""
+        if not line.startswith(b"data:"):
+            return None
+        payload = line[5:].strip()
+        if payload == b"[DONE]":
+            self.done = True
+            return None
+        if not payload:
+            return None
+        try:
+            chunk = json.loads(payload)
+        except (ValueError, RecursionError):
+            text = payload.decode("utf-8", errors="replace")
+            raise TransientError("bad_response", f"unreadable stream chunk: {secrets.clip(text, 200)!r}") from None
+        self.chunks += 1
+        if not isinstance(chunk, dict):
+            raise MalformedAnswer(f"a stream chunk is a JSON {type(chunk).__name__}, not an object")
+        return chunk
+
+    def _choice(self, choice: Any) -> None:
+        """The text, reasoning and finish reason of a chunk's first choice."""
+        if not isinstance(choice, dict):
+            raise MalformedAnswer(f"a stream chunk's choices[0] is a {type(choice).__name__}, not an object")
+        delta = choice.get("delta")
+        if delta is None:
+            delta = choice.get("message") or {}
+        if not isinstance(delta, dict):
+            raise MalformedAnswer(f"a stream chunk's delta is a {type(delta).__name__}, not an object")
+        piece = delta.get("content")
+        if isinstance(piece, str):
+            self.content.append(piece)
+        elif piece is not None:
+            raise MalformedAnswer(f"a stream chunk's delta.content is a {type(piece).__name__}, not text")
+        self.reasoning.append(_reasoning(delta, "delta"))
+        finish = choice.get("finish_reason")
+        if finish is not None:
+            if not isinstance(finish, str):
+                raise MalformedAnswer(f"finish_reason is a {type(finish).__name__}, not text")
+            self.finish = finish
+
+
+def _stream_error(error: Any) -> None:
+    """An error sent inside a stream: a refusal when it says so, else a server error to retry."""
+    message = str(error.get("message") or error) if isinstance(error, dict) else str(error)
+    message = secrets.clip(message, ERROR_CHARS)
+    if _is_refusal(message) or (isinstance(error, dict) and _is_refusal(str(error.get("code") or ""))):
+        raise _StreamRefusal(message)
+    raise TransientError("server_error", f"error in the stream: {message}")
 
 
 class _StreamRefusal(Exception):
@@ -403,42 +418,51 @@ class OpenAIModel:
     async def _complete_with(self, client: Any, request: ChatRequest) -> ChatAnswer:
         import httpx
 
-        limit = self.settings.max_answer_bytes
         body = self._body(request)
-        events: _StreamReader | None = None
         try:
             async with asyncio.timeout(self.settings.timeout):  # the whole stream, not each chunk
                 async with client.stream("POST", "chat/completions", json=body) as response:
-                    declared = response.headers.get("content-length")
-                    if declared is not None and declared.isdigit() and int(declared) > limit:
-                        return self._too_large(int(declared))
-                    status = response.status_code
-                    headers = response.headers
-                    if (status == 200 and body.get("stream")
-                            and "text/event-stream" in headers.get("content-type", "")):
-                        events = _StreamReader()
-                    chunks: list[bytes] = []
-                    size = 0
-                    async for chunk in response.aiter_bytes():
-                        size += len(chunk)
-                        if size > limit:
-                            return self._too_large(size, more=True)
-                        if events is None:
-                            chunks.append(chunk)
-                            continue
-                        try:
-                            events.feed(chunk)
-                        except MalformedAnswer as exc:
-                            return self._malformed(exc)
-                        except _StreamRefusal as exc:
-                            return ChatAnswer(None, "refused", f"refused (in the stream): {exc}")
-                        # Read on to the body's end even after [DONE]: a body left unread closes the connection
-                        # instead of returning it to the pool (a new TCP connection for every request).
+                    status, headers = response.status_code, response.headers
+                    read = await self._read(response, bool(body.get("stream")))
         except (TimeoutError, httpx.HTTPError) as exc:
             return self._transport_failure(exc)
-        if events is not None:
-            return self._streamed(events)
-        raw = b"".join(chunks)
+        if isinstance(read, ChatAnswer):
+            return read
+        if isinstance(read, _StreamReader):
+            return self._streamed(read)
+        return self._body_answer(status, read, headers)
+
+    async def _read(self, response: Any, stream: bool) -> ChatAnswer | _StreamReader | bytes:
+        """The response read within ``max_answer_bytes``: a stream's events, a body's bytes, or the answer that
+        says why it was not read to the end (too large, malformed, refused in the stream)."""
+        limit = self.settings.max_answer_bytes
+        declared = response.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            return self._too_large(int(declared))
+        events: _StreamReader | None = None
+        if response.status_code == 200 and stream and "text/event-stream" in response.headers.get("content-type", ""):
+            events = _StreamReader()
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > limit:
+                return self._too_large(size, more=True)
+            if events is None:
+                chunks.append(chunk)
+                continue
+            try:
+                events.feed(chunk)
+            except MalformedAnswer as exc:
+                return self._malformed(exc)
+            except _StreamRefusal as exc:
+                return ChatAnswer(None, "refused", f"refused (in the stream): {exc}")
+            # Read on to the body's end even after [DONE]: a body left unread closes the connection
+            # instead of returning it to the pool (a new TCP connection for every request).
+        return events if events is not None else b"".join(chunks)
+
+    def _body_answer(self, status: int, raw: bytes, headers: Any) -> ChatAnswer:
+        """The answer a whole (not streamed) body gives: an error status, or the completion it holds."""
         if status != 200:
             return self._status_error(status, raw, headers)
         try:

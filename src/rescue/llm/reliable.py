@@ -234,54 +234,25 @@ class ReliableModel:
         return request_key(identity, self._settings(request), request.messages)
 
     async def complete(self, request: ChatRequest) -> ChatAnswer:
-        """Answer from the cache, else ask the inner model with retries, limits and budgets; never raises for a
-        failure."""
+        """The answer to ``request``: from the cache, a failure recorded earlier, or the model (with retries);
+        a request the run may no longer send (offline, a dead endpoint, a spent budget) is not sent."""
         stats = self.stats_for(request.purpose, request.tag)
         key = self.key(request)
         if key is not None and not request.fresh:
-            assert self.cache is not None
-            try:
-                cached = self.cache.get(key)
-            except UnreadableEntry as exc:
-                cached = None
-                self.log.event("cache_unreadable", model=self.name, purpose=request.purpose,
-                               instances=list(request.ids), error=str(exc), then="asked again")
-            if cached is not None:
-                stats.cache_hits += 1
-                stats.count(cached.usage, self._prices, self.name, cached.meta.get("answered_at"),
-                            batch=bool(cached.meta.get("batch")))
-                return cached
-            recorded = None if self.retry_errors else self.cache.get_failure(key)
-            if recorded is not None and recorded[0] != "request_error":
-                stats.failures += 1
-                status, error = recorded
-                if status == "budget_exhausted":
-                    stats.budget_exhausted += 1
-                return ChatAnswer(None, status, f"{error} [recorded earlier; --retry-errors asks again]",  # type: ignore[arg-type]
-                                  meta={"recorded": True})
-        if self.offline and key is not None:
+            stored = self._stored(request, key, stats)
+            if stored is not None:
+                return stored
+        withheld = self._withheld(key)
+        if withheld is not None:
             stats.failures += 1
-            return ChatAnswer(None, "request_error", NOT_CACHED, meta={"not_requested": True})
-        if self.fatal is not None:
-            stats.failures += 1
-            return _not_requested(self.fatal)
-        if self.budget is not None and self.budget.exhausted:
-            stats.failures += 1
-            return ChatAnswer(None, "request_error", NOT_REQUESTED_BUDGET, meta={"not_requested": True})
+            return withheld
         answer = _scrubbed(await self._ask(request, stats))
         if not answer.meta.get("not_requested"):
             stats.requests += 1
         if answer.meta.get("usage_unknown"):
-            self.log.event("usage_unknown", model=self.name, purpose=request.purpose, instances=list(request.ids),
-                           error=answer.meta["usage_unknown"])
-            if not self._usage_noticed:
-                self._usage_noticed = True
-                self._say(f"{self.name}: an answer's usage block could not be read ({answer.meta['usage_unknown']}); "
-                          "the answer is kept, its tokens are counted as unknown and the cost is incomplete")
+            self._usage_unknown(request, answer)
         if answer.status == "ok":
-            stats.count(answer.usage, self._prices, self.name)
-            if self.budget is not None:
-                self.budget.charge(self.name, answer.usage)
+            self._charge(stats, answer)
             if key is not None:
                 assert self.cache is not None
                 self.cache.put(key, model=self.name, endpoint=str(self.cache_identity), purpose=request.purpose,
@@ -290,11 +261,62 @@ class ReliableModel:
         stats.failures += 1
         if answer.meta.get("not_requested"):
             return answer
-        if answer.status == "budget_exhausted":
+        return self._failed(request, key, answer, stats)
+
+    def _stored(self, request: ChatRequest, key: str, stats: CallStats) -> ChatAnswer | None:
+        """The cached answer, or the failure recorded earlier (other than a request error, which is asked
+        again; with --retry-errors every one is); None: ask the model."""
+        assert self.cache is not None
+        try:
+            cached = self.cache.get(key)
+        except UnreadableEntry as exc:
+            cached = None
+            self.log.event("cache_unreadable", model=self.name, purpose=request.purpose,
+                           instances=list(request.ids), error=str(exc), then="asked again")
+        if cached is not None:
+            stats.cache_hits += 1
+            stats.count(cached.usage, self._prices, self.name, cached.meta.get("answered_at"),
+                        batch=bool(cached.meta.get("batch")))
+            return cached
+        recorded = None if self.retry_errors else self.cache.get_failure(key)
+        if recorded is None or recorded[0] == "request_error":
+            return None
+        stats.failures += 1
+        status, error = recorded
+        if status == "budget_exhausted":
             stats.budget_exhausted += 1
+        return ChatAnswer(None, status, f"{error} [recorded earlier; --retry-errors asks again]",  # type: ignore[arg-type]
+                          meta={"recorded": True})
+
+    def _withheld(self, key: str | None) -> ChatAnswer | None:
+        """Why a request that is not in the cache is not sent: offline, a dead endpoint, a spent budget."""
+        if self.offline and key is not None:
+            return ChatAnswer(None, "request_error", NOT_CACHED, meta={"not_requested": True})
+        if self.fatal is not None:
+            return _not_requested(self.fatal)
+        if self.budget is not None and self.budget.exhausted:
+            return ChatAnswer(None, "request_error", NOT_REQUESTED_BUDGET, meta={"not_requested": True})
+        return None
+
+    def _usage_unknown(self, request: ChatRequest, answer: ChatAnswer) -> None:
+        self.log.event("usage_unknown", model=self.name, purpose=request.purpose, instances=list(request.ids),
+                       error=answer.meta["usage_unknown"])
+        if not self._usage_noticed:
+            self._usage_noticed = True
+            self._say(f"{self.name}: an answer's usage block could not be read ({answer.meta['usage_unknown']}); "
+                      "the answer is kept, its tokens are counted as unknown and the cost is incomplete")
+
+    def _charge(self, stats: CallStats, answer: ChatAnswer) -> None:
         stats.count(answer.usage, self._prices, self.name)
         if self.budget is not None:
             self.budget.charge(self.name, answer.usage)
+
+    def _failed(self, request: ChatRequest, key: str | None, answer: ChatAnswer, stats: CallStats) -> ChatAnswer:
+        """A final failure the model gave: counted, charged, recorded in the cache and the log; past
+        --max-failures request errors, the model's remaining requests are not sent."""
+        if answer.status == "budget_exhausted":
+            stats.budget_exhausted += 1
+        self._charge(stats, answer)
         if key is not None:
             assert self.cache is not None
             self.cache.put_failure(key, model=self.name, status=answer.status, error=answer.error)
@@ -342,60 +364,26 @@ class ReliableModel:
         return answer
 
     async def _ask(self, request: ChatRequest, stats: CallStats) -> ChatAnswer:
+        """The model's answer, asked again on transient faults with backoff (at most ``max_retries`` times); a
+        fatal fault stops the model's remaining requests."""
         last: TransientError | None = None
-        capped = 0
+        capped = [0]  # answers whose Retry-After was over the cap, for this request
         for attempt in range(self.max_retries + 1):
-            if self.fatal is not None:
-                return _not_requested(self.fatal)
             try:
-                if self.limiter is None:
-                    answer = await self._call(request)
-                else:
-                    async with self.limiter:
-                        # Requests that waited for a slot must not go out once the endpoint is known dead
-                        # or the budget is spent.
-                        if self.fatal is not None:
-                            return _not_requested(self.fatal)
-                        if self.budget is not None and self.budget.exhausted:
-                            return ChatAnswer(None, "request_error", NOT_REQUESTED_BUDGET,
-                                              meta={"not_requested": True})
-                        answer = await self._call(request)
+                answer, sent = await self._once(request)
             except TransientError as exc:
                 last = exc
-                wait = exc.retry_after
-                if wait is not None and wait > self.retry_after_cap:
-                    capped += 1
-                    message = (f"{self.name}: the endpoint asked to wait {wait:g} s (Retry-After); waiting at most "
-                               f"{self.retry_after_cap:g} s (--retry-after-cap)")
-                    if capped >= CAPPED_WAITS_BEFORE_GIVING_UP:
-                        self._say(message + f"; gave up on this request after {capped} such answers")
-                        return ChatAnswer(None, "request_error",
-                                          secrets.scrub(f"{exc.kind}: Retry-After {wait:g} s is over the cap of "
-                                                        f"{self.retry_after_cap:g} s, {capped} times: {exc}"),
-                                          meta={"error_class": "retry_after_cap"})
-                    if not self._capped_noticed:
-                        self._capped_noticed = True
-                        self._say(message)
-                    wait = self.retry_after_cap
-                if self.limiter is not None and exc.kind == "rate_limit":
-                    self.limiter.on_rate_limit(wait)
+                wait, given_up = self._wait_for(exc, capped)
+                if given_up is not None:
+                    return given_up
                 if attempt == self.max_retries:
                     break
-                delay = self.backoff(attempt, wait)
-                stats.retries += 1
-                self.log.event("retry", model=self.name, purpose=request.purpose, instances=list(request.ids),
-                               error_class=exc.kind, error=secrets.scrub(str(exc)), attempt=attempt + 1,
-                               wait_s=round(delay, 3))
-                if self.on_retry is not None:
-                    self.on_retry(request)
-                await asyncio.sleep(delay)
+                await self._retry(request, stats, exc, attempt, wait)
                 continue
             except FatalError as exc:
-                reason = secrets.scrub(f"{exc.kind}: {exc}")
-                if self.fatal is None:
-                    self.fatal = reason
-                    self.log.event("fatal", model=self.name, error_class=exc.kind, error=reason)
-                return ChatAnswer(None, "request_error", reason, meta={"error_class": exc.kind})
+                return self._fatal(exc)
+            if not sent:
+                return answer
             if self.limiter is not None and answer.status == "ok":
                 self.limiter.on_success()
             answer.meta["attempts"] = attempt + 1
@@ -404,6 +392,62 @@ class ReliableModel:
         return ChatAnswer(None, "request_error",
                           f"{last.kind}: {last} (gave up after {self.max_retries + 1} attempts)",
                           meta={"error_class": last.kind})
+
+    async def _once(self, request: ChatRequest) -> tuple[ChatAnswer, bool]:
+        """One attempt, through the limiter when there is one, and whether it was sent: not once the endpoint
+        is known dead or the budget is spent."""
+        if self.fatal is not None:
+            return _not_requested(self.fatal), False
+        if self.limiter is None:
+            return await self._call(request), True
+        async with self.limiter:
+            # Requests that waited for a slot must not go out once the endpoint is known dead
+            # or the budget is spent.
+            if self.fatal is not None:
+                return _not_requested(self.fatal), False
+            if self.budget is not None and self.budget.exhausted:
+                return ChatAnswer(None, "request_error", NOT_REQUESTED_BUDGET, meta={"not_requested": True}), False
+            return await self._call(request), True
+
+    def _wait_for(self, exc: TransientError, capped: list[int]) -> tuple[float | None, ChatAnswer | None]:
+        """The endpoint's Retry-After, capped at ``retry_after_cap``; past CAPPED_WAITS_BEFORE_GIVING_UP capped
+        waits, the failure that gives up on the request."""
+        wait = exc.retry_after
+        if wait is not None and wait > self.retry_after_cap:
+            capped[0] += 1
+            message = (f"{self.name}: the endpoint asked to wait {wait:g} s (Retry-After); waiting at most "
+                       f"{self.retry_after_cap:g} s (--retry-after-cap)")
+            if capped[0] >= CAPPED_WAITS_BEFORE_GIVING_UP:
+                self._say(message + f"; gave up on this request after {capped[0]} such answers")
+                return wait, ChatAnswer(None, "request_error",
+                                        secrets.scrub(f"{exc.kind}: Retry-After {wait:g} s is over the cap of "
+                                                      f"{self.retry_after_cap:g} s, {capped[0]} times: {exc}"),
+                                        meta={"error_class": "retry_after_cap"})
+            if not self._capped_noticed:
+                self._capped_noticed = True
+                self._say(message)
+            wait = self.retry_after_cap
+        if self.limiter is not None and exc.kind == "rate_limit":
+            self.limiter.on_rate_limit(wait)
+        return wait, None
+
+    async def _retry(self, request: ChatRequest, stats: CallStats, exc: TransientError, attempt: int,
+                     wait: float | None) -> None:
+        delay = self.backoff(attempt, wait)
+        stats.retries += 1
+        self.log.event("retry", model=self.name, purpose=request.purpose, instances=list(request.ids),
+                       error_class=exc.kind, error=secrets.scrub(str(exc)), attempt=attempt + 1,
+                       wait_s=round(delay, 3))
+        if self.on_retry is not None:
+            self.on_retry(request)
+        await asyncio.sleep(delay)
+
+    def _fatal(self, exc: FatalError) -> ChatAnswer:
+        reason = secrets.scrub(f"{exc.kind}: {exc}")
+        if self.fatal is None:
+            self.fatal = reason
+            self.log.event("fatal", model=self.name, error_class=exc.kind, error=reason)
+        return ChatAnswer(None, "request_error", reason, meta={"error_class": exc.kind})
 
     async def aclose(self) -> None:
         """Close the inner model."""

@@ -521,128 +521,38 @@ async def _stream(state: ServerState, data: bytes, seconds_per_byte: float) -> A
 
 
 def create_app(state: ServerState) -> FastAPI:
+    """The scripted server's routes over ``state``: models, chat completions (streamed or not), files and
+    batches (the batch API), audio transcriptions."""
     app = FastAPI(title="rescue scripted OpenAI-compatible server")
-
-    def unauthorised(request: Request) -> JSONResponse | None:
-        if state.api_key is None:
-            return None
-        if request.headers.get("authorization") != f"Bearer {state.api_key}":
-            body = {"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error",
-                              "code": "invalid_api_key", "param": None}}
-            return JSONResponse(body, status_code=401)
-        return None
 
     @app.get("/v1/models")
     async def models(request: Request) -> Response:
-        denied = unauthorised(request)
-        if denied is not None:
-            return denied
-        return JSONResponse({"object": "list", "data": [
-            {"id": model_id, "object": "model", "created": 0, "owned_by": "rescue-test"} for model_id in state.model_ids
-        ]})
+        denied = _unauthorised(state, request)
+        return denied if denied is not None else _models(state)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
-        try:
-            body = await request.json()
-        except json.JSONDecodeError:
-            return JSONResponse({"error": {"message": "request body is not JSON", "type": "invalid_request_error",
-                                           "code": None, "param": None}}, status_code=400)
-        peer = f"{request.client.host}:{request.client.port}" if request.client else ""
-        state.log(LoggedRequest("/v1/chat/completions", body, dict(request.headers), time.monotonic(), peer))
-        try:
-            denied = unauthorised(request)
-            if denied is not None:
-                return denied
-            result = state.script(body)
-            if inspect.isawaitable(result):
-                result = await result
-            reply = _as_reply(result)
-            wait = state.latency + reply.delay
-            if wait > 0 and not await state.sleep(wait):
-                return JSONResponse({"error": {"message": "server shutting down", "type": "server_error",
-                                               "code": None, "param": None}}, status_code=503)
-            given = request.headers.get("authorization", "").removeprefix("Bearer ")
-            if body.get("stream") and reply.status == 200 and not reply.raw and not reply.ignore_stream:
-                return StreamingResponse(_sse(state, _sse_events(body, reply), reply, given), status_code=200,
-                                         headers={"content-type": "text/event-stream", **reply.headers})
-            if reply.raw:
-                payload = str(reply.body)
-            elif reply.status != 200:
-                payload = _dumps(reply.body)
-            else:
-                payload = _dumps(_completion(body, reply))
-            if reply.echo_key:
-                payload = payload.replace("{api_key}", given)
-            headers = {"content-type": "application/json", **reply.headers}
-            if reply.trickle > 0 or reply.chunked:
-                return StreamingResponse(_stream(state, payload.encode(), reply.trickle), status_code=reply.status,
-                                         headers=headers)
-            return Response(payload, status_code=reply.status, headers=headers)
-        finally:
-            state.done()
+        return await _chat_completions(state, request)
 
     @app.post("/v1/files")
     async def upload_file(request: Request) -> Response:
-        denied = unauthorised(request)
-        if denied is not None:
-            return denied
-        fields = _multipart(request.headers.get("content-type", ""), await request.body())
-        if "file" not in fields:
-            return _api_error(400, "a multipart body with a 'file' field is required")
-        file_id = f"file-test-{next(state.ids)}"
-        purpose = fields.get("purpose", b"").decode()
-        state.files[file_id] = (purpose, fields["file"])
-        return JSONResponse({"id": file_id, "object": "file", "bytes": len(fields["file"]), "purpose": purpose,
-                             "filename": "input.jsonl", "created_at": int(time.time())})
+        denied = _unauthorised(state, request)
+        return denied if denied is not None else _upload_file(state, request.headers, await request.body())
 
     @app.get("/v1/files/{file_id}/content")
     async def file_content(file_id: str, request: Request) -> Response:
-        denied = unauthorised(request)
-        if denied is not None:
-            return denied
-        if file_id not in state.files:
-            return _api_error(404, f"No such file: {file_id}")
-        return Response(state.files[file_id][1], media_type="application/octet-stream")
+        denied = _unauthorised(state, request)
+        return denied if denied is not None else _file_content(state, file_id)
 
     @app.post("/v1/batches")
     async def create_batch(request: Request) -> Response:
-        denied = unauthorised(request)
-        if denied is not None:
-            return denied
-        body = await request.json()
-        file_id = body.get("input_file_id")
-        if file_id not in state.files:
-            return _api_error(400, f"input_file_id {file_id!r} is not an uploaded file")
-        if body.get("endpoint") != "/v1/chat/completions":
-            return _api_error(400, "endpoint must be /v1/chat/completions")
-        lines = [json.loads(line) for line in state.files[file_id][1].splitlines() if line.strip()]
-        batch_id = f"batch_test_{next(state.ids)}"
-        state.batches[batch_id] = {
-            "id": batch_id, "object": "batch", "endpoint": body["endpoint"], "input_file_id": file_id,
-            "completion_window": body.get("completion_window", "24h"), "status": "validating",
-            "output_file_id": None, "error_file_id": None, "created_at": int(time.time()), "errors": None,
-            "request_counts": {"total": len(lines), "completed": 0, "failed": 0}, "_lines": lines, "_polls": 0,
-        }
-        return JSONResponse(_public(state.batches[batch_id]))
+        denied = _unauthorised(state, request)
+        return denied if denied is not None else _create_batch(state, await request.json())
 
     @app.get("/v1/batches/{batch_id}")
     async def get_batch(batch_id: str, request: Request) -> Response:
-        denied = unauthorised(request)
-        if denied is not None:
-            return denied
-        batch = state.batches.get(batch_id)
-        if batch is None:
-            return _api_error(404, f"No batch found with id '{batch_id}'.")
-        if batch["status"] in ("validating", "in_progress"):
-            batch["_polls"] += 1
-            if batch["_polls"] < state.batch_behaviour.polls:
-                batch["status"] = "in_progress"
-                total = batch["request_counts"]["total"]
-                batch["request_counts"]["completed"] = total * batch["_polls"] // state.batch_behaviour.polls
-            else:
-                await _finish_batch(state, batch)
-        return JSONResponse(_public(batch))
+        denied = _unauthorised(state, request)
+        return denied if denied is not None else await _get_batch(state, batch_id)
 
     @app.post("/v1/audio/transcriptions")
     async def transcriptions(request: Request) -> Response:
@@ -650,48 +560,179 @@ def create_app(state: ServerState) -> FastAPI:
         for repeated ones such as ``timestamp_granularities[]``) and ``file``: ``filename``, ``content_type``,
         ``size``, ``sha256`` and the bytes as ``data``. A dict or :func:`verbose_json` answer is sent as the body;
         a :class:`Reply` with an error status as that error (429, 500 ...)."""
-        parts = _multipart_parts(request.headers.get("content-type", ""), await request.body())
-        uploads = [part for part in parts if part[0] == "file"]
-        if not uploads:
-            return _api_error(400, "expected multipart/form-data with a file")
-        body: dict[str, Any] = {}
-        for name, _filename, _type, value in parts:
-            if name == "file":
-                continue
-            text = value.decode("utf-8", "replace")
-            if name.endswith("[]"):
-                body.setdefault(name, []).append(text)
-            else:
-                body[name] = text
-        _name, filename, content_type, data = uploads[0]
-        body["file"] = {"filename": filename, "content_type": content_type, "size": len(data),
-                        "sha256": hashlib.sha256(data).hexdigest(), "data": data}
-        peer = f"{request.client.host}:{request.client.port}" if request.client else ""
-        state.log(LoggedRequest("/v1/audio/transcriptions", body, dict(request.headers), time.monotonic(), peer))
-        try:
-            denied = unauthorised(request)
-            if denied is not None:
-                return denied
-            result = state.transcribe(body)
-            if inspect.isawaitable(result):
-                result = await result
-            reply = _as_reply(result)
-            wait = state.latency + reply.delay
-            if wait > 0 and not await state.sleep(wait):
-                return JSONResponse({"error": {"message": "server shutting down", "type": "server_error",
-                                               "code": None, "param": None}}, status_code=503)
-            if reply.raw:
-                payload = str(reply.body)
-            elif reply.status != 200:
-                payload = _dumps(reply.body)
-            else:
-                payload = reply.content or ""
-            return Response(payload, status_code=reply.status, headers={"content-type": "application/json",
-                                                                         **reply.headers})
-        finally:
-            state.done()
+        return await _transcriptions(state, request)
 
     return app
+
+
+def _unauthorised(state: ServerState, request: Request) -> JSONResponse | None:
+    if state.api_key is None:
+        return None
+    if request.headers.get("authorization") != f"Bearer {state.api_key}":
+        body = {"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error",
+                          "code": "invalid_api_key", "param": None}}
+        return JSONResponse(body, status_code=401)
+    return None
+
+
+def _models(state: ServerState) -> Response:
+    return JSONResponse({"object": "list", "data": [
+        {"id": model_id, "object": "model", "created": 0, "owned_by": "rescue-test"} for model_id in state.model_ids
+    ]})
+
+
+def _peer(request: Request) -> str:
+    return f"{request.client.host}:{request.client.port}" if request.client else ""
+
+
+async def _scripted(state: ServerState, script: Script, body: dict[str, Any]) -> Reply | None:
+    """The script's reply to ``body``, after the server's latency and the reply's delay; None when the server
+    shut down while waiting."""
+    result = script(body)
+    if inspect.isawaitable(result):
+        result = await result
+    reply = _as_reply(result)
+    wait = state.latency + reply.delay
+    if wait > 0 and not await state.sleep(wait):
+        return None
+    return reply
+
+
+def _shutting_down() -> JSONResponse:
+    return JSONResponse({"error": {"message": "server shutting down", "type": "server_error",
+                                   "code": None, "param": None}}, status_code=503)
+
+
+async def _chat_completions(state: ServerState, request: Request) -> Response:
+    try:
+        body = await request.json()
+    except json.JSONDecodeError:
+        return JSONResponse({"error": {"message": "request body is not JSON", "type": "invalid_request_error",
+                                       "code": None, "param": None}}, status_code=400)
+    state.log(LoggedRequest("/v1/chat/completions", body, dict(request.headers), time.monotonic(), _peer(request)))
+    try:
+        denied = _unauthorised(state, request)
+        if denied is not None:
+            return denied
+        reply = await _scripted(state, state.script, body)
+        if reply is None:
+            return _shutting_down()
+        given = request.headers.get("authorization", "").removeprefix("Bearer ")
+        return _chat_response(state, body, reply, given)
+    finally:
+        state.done()
+
+
+def _chat_response(state: ServerState, body: dict[str, Any], reply: Reply, given: str) -> Response:
+    """The reply as the endpoint sends it: a stream of events, a body sent slowly or in chunks, or at once."""
+    if body.get("stream") and reply.status == 200 and not reply.raw and not reply.ignore_stream:
+        return StreamingResponse(_sse(state, _sse_events(body, reply), reply, given), status_code=200,
+                                 headers={"content-type": "text/event-stream", **reply.headers})
+    if reply.raw:
+        payload = str(reply.body)
+    elif reply.status != 200:
+        payload = _dumps(reply.body)
+    else:
+        payload = _dumps(_completion(body, reply))
+    if reply.echo_key:
+        payload = payload.replace("{api_key}", given)
+    headers = {"content-type": "application/json", **reply.headers}
+    if reply.trickle > 0 or reply.chunked:
+        return StreamingResponse(_stream(state, payload.encode(), reply.trickle), status_code=reply.status,
+                                 headers=headers)
+    return Response(payload, status_code=reply.status, headers=headers)
+
+
+def _upload_file(state: ServerState, headers: Any, content: bytes) -> Response:
+    fields = _multipart(headers.get("content-type", ""), content)
+    if "file" not in fields:
+        return _api_error(400, "a multipart body with a 'file' field is required")
+    file_id = f"file-test-{next(state.ids)}"
+    purpose = fields.get("purpose", b"").decode()
+    state.files[file_id] = (purpose, fields["file"])
+    return JSONResponse({"id": file_id, "object": "file", "bytes": len(fields["file"]), "purpose": purpose,
+                         "filename": "input.jsonl", "created_at": int(time.time())})
+
+
+def _file_content(state: ServerState, file_id: str) -> Response:
+    if file_id not in state.files:
+        return _api_error(404, f"No such file: {file_id}")
+    return Response(state.files[file_id][1], media_type="application/octet-stream")
+
+
+def _create_batch(state: ServerState, body: Any) -> Response:
+    file_id = body.get("input_file_id")
+    if file_id not in state.files:
+        return _api_error(400, f"input_file_id {file_id!r} is not an uploaded file")
+    if body.get("endpoint") != "/v1/chat/completions":
+        return _api_error(400, "endpoint must be /v1/chat/completions")
+    lines = [json.loads(line) for line in state.files[file_id][1].splitlines() if line.strip()]
+    batch_id = f"batch_test_{next(state.ids)}"
+    state.batches[batch_id] = {
+        "id": batch_id, "object": "batch", "endpoint": body["endpoint"], "input_file_id": file_id,
+        "completion_window": body.get("completion_window", "24h"), "status": "validating",
+        "output_file_id": None, "error_file_id": None, "created_at": int(time.time()), "errors": None,
+        "request_counts": {"total": len(lines), "completed": 0, "failed": 0}, "_lines": lines, "_polls": 0,
+    }
+    return JSONResponse(_public(state.batches[batch_id]))
+
+
+async def _get_batch(state: ServerState, batch_id: str) -> Response:
+    batch = state.batches.get(batch_id)
+    if batch is None:
+        return _api_error(404, f"No batch found with id '{batch_id}'.")
+    if batch["status"] in ("validating", "in_progress"):
+        batch["_polls"] += 1
+        if batch["_polls"] < state.batch_behaviour.polls:
+            batch["status"] = "in_progress"
+            total = batch["request_counts"]["total"]
+            batch["request_counts"]["completed"] = total * batch["_polls"] // state.batch_behaviour.polls
+        else:
+            await _finish_batch(state, batch)
+    return JSONResponse(_public(batch))
+
+
+def _transcription_body(parts: list[tuple[str, str | None, str, bytes]]) -> dict[str, Any]:
+    """The form fields (lists for repeated ``NAME[]`` ones) and the first file, as the script sees them."""
+    body: dict[str, Any] = {}
+    for name, _filename, _type, value in parts:
+        if name == "file":
+            continue
+        text = value.decode("utf-8", "replace")
+        if name.endswith("[]"):
+            body.setdefault(name, []).append(text)
+        else:
+            body[name] = text
+    _name, filename, content_type, data = next(part for part in parts if part[0] == "file")
+    body["file"] = {"filename": filename, "content_type": content_type, "size": len(data),
+                    "sha256": hashlib.sha256(data).hexdigest(), "data": data}
+    return body
+
+
+async def _transcriptions(state: ServerState, request: Request) -> Response:
+    parts = _multipart_parts(request.headers.get("content-type", ""), await request.body())
+    if not any(part[0] == "file" for part in parts):
+        return _api_error(400, "expected multipart/form-data with a file")
+    body = _transcription_body(parts)
+    state.log(LoggedRequest("/v1/audio/transcriptions", body, dict(request.headers), time.monotonic(),
+                            _peer(request)))
+    try:
+        denied = _unauthorised(state, request)
+        if denied is not None:
+            return denied
+        reply = await _scripted(state, state.transcribe, body)
+        if reply is None:
+            return _shutting_down()
+        if reply.raw:
+            payload = str(reply.body)
+        elif reply.status != 200:
+            payload = _dumps(reply.body)
+        else:
+            payload = reply.content or ""
+        return Response(payload, status_code=reply.status, headers={"content-type": "application/json",
+                                                                     **reply.headers})
+    finally:
+        state.done()
 
 
 def _api_error(status: int, message: str) -> JSONResponse:
