@@ -603,6 +603,15 @@ def _shutting_down() -> JSONResponse:
                                    "code": None, "param": None}}, status_code=503)
 
 
+async def _reply_to(state: ServerState, request: Request, script: Script, body: dict[str, Any]) -> Reply | Response:
+    """The script's reply, or the response sent instead: a wrong key (401), the server shutting down (503)."""
+    denied = _unauthorised(state, request)
+    if denied is not None:
+        return denied
+    reply = await _scripted(state, script, body)
+    return _shutting_down() if reply is None else reply
+
+
 async def _chat_completions(state: ServerState, request: Request) -> Response:
     try:
         body = await request.json()
@@ -611,12 +620,9 @@ async def _chat_completions(state: ServerState, request: Request) -> Response:
                                        "code": None, "param": None}}, status_code=400)
     state.log(LoggedRequest("/v1/chat/completions", body, dict(request.headers), time.monotonic(), _peer(request)))
     try:
-        denied = _unauthorised(state, request)
-        if denied is not None:
-            return denied
-        reply = await _scripted(state, state.script, body)
-        if reply is None:
-            return _shutting_down()
+        reply = await _reply_to(state, request, state.script, body)
+        if not isinstance(reply, Reply):
+            return reply
         given = request.headers.get("authorization", "").removeprefix("Bearer ")
         return _chat_response(state, body, reply, given)
     finally:
@@ -717,12 +723,9 @@ async def _transcriptions(state: ServerState, request: Request) -> Response:
     state.log(LoggedRequest("/v1/audio/transcriptions", body, dict(request.headers), time.monotonic(),
                             _peer(request)))
     try:
-        denied = _unauthorised(state, request)
-        if denied is not None:
-            return denied
-        reply = await _scripted(state, state.transcribe, body)
-        if reply is None:
-            return _shutting_down()
+        reply = await _reply_to(state, request, state.transcribe, body)
+        if not isinstance(reply, Reply):
+            return reply
         if reply.raw:
             payload = str(reply.body)
         elif reply.status != 200:
