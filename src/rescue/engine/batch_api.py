@@ -18,6 +18,7 @@ from rescue.llm.types import ChatRequest
 from rescue.tasks.base import Instance, RenderOptions, Task
 from rescue.tasks.render import RowCache
 
+
 def _batchable(model: ReliableModel) -> bool:
     from rescue.llm.client import OpenAIModel
 
@@ -56,8 +57,8 @@ async def _send_batches(model: ReliableModel, requests: list[ChatRequest], purpo
 
 
 async def batch_predictions(config: RunConfig, reliable: dict[str, ReliableModel], tasks: dict[str, Task],
-                             instances: dict[str, list[Instance]], rows: RowCache, display: ProgressDisplay,
-                             out: Path) -> None:
+                            instances: dict[str, list[Instance]], rows: RowCache, display: ProgressDisplay,
+                            out: Path) -> None:
     """Every prediction request of the run, as run_pair will ask it (same messages, budget, tag), in batches."""
     options = RenderOptions(mode=config.mode, context_size=config.context_size, rows=rows)
     requests: list[ChatRequest] = []
@@ -72,7 +73,7 @@ async def batch_predictions(config: RunConfig, reliable: dict[str, ReliableModel
 
 
 async def batch_judges(config: RunConfig, judges: list[ReliableModel], pairs: list[PairResult],
-                        instances: dict[str, list[Instance]], display: ProgressDisplay, out: Path) -> None:
+                       instances: dict[str, list[Instance]], display: ProgressDisplay, out: Path) -> None:
     """The judge's first request for every graded prediction (as rescue.scoring.judge asks it), in batches."""
     from rescue.scoring.judge import JUDGE_MAX_TOKENS, Turn, judge_prompt
 

@@ -12,6 +12,7 @@ from rescue.io import visible_text
 from rescue.llm.reliable import ReliableModel
 from rescue.tasks.base import PredictionRecord
 
+
 def _first_error(errors: list[str]) -> str:
     # "not requested: ..." only repeats the cause; the first real answer from the endpoint names it.
     real = [e for e in errors if not e.startswith("not requested")]

@@ -24,8 +24,10 @@ from rescue.tasks.base import Instance
 T = TypeVar("T")
 WORKER_PREFIX = "rescue-compute-"  # the daemon threads of in_daemon_thread
 
+
 async def judge_pair(pair: PairResult, instances: list[Instance], judges: list[Model], config: RunConfig,
-                 progress: TaskProgress | None) -> None:
+                     progress: TaskProgress | None) -> None:
+    """Every answer of ``pair`` graded by the judges (its task's rubric); their usage is kept on the pair."""
     from rescue.scoring.judge import judge_records
 
     by_id = {i.instance_id: i for i in instances}
@@ -65,7 +67,7 @@ async def in_daemon_thread(fn: Callable[..., T], *args: Any) -> T:
 
 
 async def bertscore_pairs(pairs: list[PairResult], config: RunConfig, display: ProgressDisplay, log: RunLog,
-                     cache_path: Path | None) -> dict[str, Any] | None:
+                          cache_path: Path | None) -> dict[str, Any] | None:
     """BERTScore for every ER/VP pair: distinct text pairs once, cached ones not again, the rest in chunks with a
     progress bar; Ctrl-C between two chunks raises :class:`BertScoreInterrupted` (computed scores are kept)."""
     generative = [p for p in pairs if load_task(p.task).declaration.bertscore is not None]

@@ -10,6 +10,7 @@ from typing import Any
 from rescue.runs.results import RunResults
 from rescue.tasks.base import PredictionRecord
 
+
 @dataclass
 class PairResult:
     """One model on one task."""

@@ -12,6 +12,7 @@ from rescue.engine.config import RunConfig, RunError
 from rescue.tasks.base import Instance, Task
 from rescue.tasks.batching import BatchPlan, plan_batches
 
+
 def load_task(name: str) -> Task:
     """The registered task ``name``."""
     from rescue.tasks import get_task

@@ -21,8 +21,9 @@ from rescue.llm.types import ChatAnswer, ChatRequest
 from rescue.tasks.base import Instance, Prediction, PredictionRecord, RenderOptions, Task, make_record
 from rescue.tasks.render import RowCache
 
+
 def predictions_from_answer(task: Task, answer: ChatAnswer, batch: list[Instance], policy: str = "strict",
-                 store_reasoning: bool = True) -> dict[str, Prediction]:
+                            store_reasoning: bool = True) -> dict[str, Prediction]:
     """One prediction per instance of ``batch`` from one answer: parsed under ``policy``; a failed request, an
     answer no parser can take, an instance the answer left out and a spent token budget each get their status."""
     reasoning = answer.meta.get("reasoning") if store_reasoning else None
