@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from rescue.build.checks import (
     TIME_TOLERANCE,
@@ -29,13 +29,12 @@ from rescue.build.prompts import (
     retry_prompt,
 )
 from rescue.data.models import THERAPIST, Scenario
+from rescue.data.video_inputs import BuildVideoInput
 from rescue.media import Cue, cut_clip, frame_times, grab_frames
 
 if TYPE_CHECKING:
     from rescue.llm import ChatAnswer, Message, Model
 
-VideoInput = Literal["clip", "frames", "none"]
-VIDEO_INPUTS: tuple[str, ...] = ("clip", "frames", "none")
 # Rough token sizes for --dry-run estimates: a ~512 px image, a second of video (Gemini's rates).
 IMAGE_TOKENS = 260
 VIDEO_TOKENS_PER_SECOND = 300
@@ -47,7 +46,7 @@ RELATION_OUTPUT_TOKENS_PER_ROW = 80
 class AnnotateSettings:
     """How pre-annotation asks: frames or clips, how many images, and the size and overlap of cue windows."""
 
-    video_input: VideoInput = "frames"
+    video_input: BuildVideoInput = "frames"
     frame_rate: float = 0.5  # frames per second of speech
     frames_per_cue: int = 2
     max_images: int = 24  # per request, spread over its cues

@@ -119,11 +119,11 @@ def build_command(
 
 
 def _check_options(video_input: str, review_height: int | None, overlap_tolerance: float) -> None:
-    from rescue.build.annotate import VIDEO_INPUTS
+    from rescue.data.video_inputs import BUILD_VIDEO_INPUTS
     from rescue.build.inputs import BuildInputError
 
-    if video_input not in VIDEO_INPUTS:
-        raise BuildInputError([f"--video-input {video_input!r}: choose one of {', '.join(VIDEO_INPUTS)}"])
+    if video_input not in BUILD_VIDEO_INPUTS:
+        raise BuildInputError([f"--video-input {video_input!r}: choose one of {', '.join(BUILD_VIDEO_INPUTS)}"])
     if review_height is not None and review_height < 16:
         raise BuildInputError([f"--review-height {review_height}: give a height of at least 16 lines"])
     if overlap_tolerance < 0:

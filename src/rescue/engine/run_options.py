@@ -21,6 +21,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 
+from rescue.data.video_inputs import VideoInput
+
 # The option panels of `rescue run --help`, shown in the order their first option is declared below
 # (tests/test_cli_help.py checks the order).
 P_DATA, P_MODELS, P_GENERATION = "Data", "Models", "Generation"
@@ -33,7 +35,6 @@ JudgeScale = Literal["likert", "authors"]
 Thinking = Literal["on", "off", "low", "medium", "high"]
 RppGold = Literal["auto", "relation_pattern", "relation_cycle_state"]
 MediaMatch = Literal["auto", "source_file", "id"]
-VideoInput = Literal["frames", "clip"]
 ImageDetail = Literal["low", "high", "auto"]
 
 DEFAULT_SPLITS_FILE = Path("splits.json")

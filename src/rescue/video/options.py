@@ -6,8 +6,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from rescue.data.errors import VideoError as VideoError
+from rescue.data.video_inputs import VIDEO_INPUTS as VIDEO_INPUTS
 
-VIDEO_INPUTS = ("frames", "clip")
 IMAGE_DETAILS = ("low", "high", "auto")  # OpenAI's image detail levels; None sends none (the server's default)
 MEDIA_MATCHES = ("auto", "source_file", "id")
 
