@@ -20,7 +20,7 @@ import asyncio
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
@@ -35,6 +35,7 @@ from rescue.llm.types import (
     ChatRequest,
     Model,
     Usage,
+    UsageCount,
     key_messages,
     require_model,
 )
@@ -62,28 +63,23 @@ class NullLog:
 
 
 @dataclass
-class CallStats:
-    """What one model did for one (purpose, tag): requests made, answers reused, tokens, retries."""
+class CallStats(UsageCount):
+    """What one model did for one (purpose, tag): requests made, answers reused, tokens (``usage``: every answer
+    used, cached ones included; ``batch_usage``: those of the batch API), retries."""
 
     requests: int = 0  # new requests that got an answer or a final failure (not counting retries)
     cache_hits: int = 0
     retries: int = 0
     failures: int = 0  # final failures: request_error, refused or budget_exhausted
     budget_exhausted: int = 0  # of the failures: answers whose budget ran out before any answer (thinking)
-    usage: Usage = field(default_factory=Usage)  # tokens of every answer used, cached ones included
     # Their cost, each answer at the rates of the hour it was answered (time-of-day prices) or of the batch API
     # it came through; None: no price.
     cost: float | None = 0.0
-    batch_answers: int = 0  # of the answers used, those that came through a provider's batch API (--batch)
-    batch_usage: Usage = field(default_factory=Usage)  # their tokens (part of usage), billed at batch rates
 
     def count(self, usage: Usage, prices: PriceTable | None, model: str, answered_at: Any = None,
               batch: bool = False) -> None:
         """Add one answer's usage (and batch usage), and its cost when the model has a price."""
-        self.usage.add(usage)
-        if batch:
-            self.batch_answers += 1
-            self.batch_usage.add(usage)
+        self.add(usage, batch=batch)
         if prices is None or self.cost is None:
             self.cost = None
             return

@@ -243,6 +243,24 @@ class Usage:
 
 
 @dataclass
+class UsageCount:
+    """The one token counter: the usage of every answer counted, and the part of it that came through a
+    provider's batch API (billed at batch rates). A run's :class:`~rescue.llm.reliable.CallStats` and the judge's
+    ``JudgeStats`` both count with it."""
+
+    usage: Usage = field(default_factory=Usage)
+    batch_answers: int = 0  # of the answers counted, those that came through a batch API (--batch)
+    batch_usage: Usage = field(default_factory=Usage)  # their tokens (part of usage)
+
+    def add(self, usage: Usage, *, batch: bool = False) -> None:
+        """Count one answer's usage; ``batch``: it came through a batch API."""
+        self.usage.add(usage)
+        if batch:
+            self.batch_answers += 1
+            self.batch_usage.add(usage)
+
+
+@dataclass
 class ChatAnswer:
     """An answer: its text, or a failure status and error; the usage and what the layer learnt (meta)."""
 

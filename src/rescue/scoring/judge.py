@@ -43,7 +43,7 @@ import asyncio
 import json
 import statistics
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
@@ -54,6 +54,7 @@ from rescue.tasks.parsing import AnswerError, extract_json
 from rescue.tasks.rubric import Grade
 from rescue.tasks.spec import JudgeRubric
 from rescue.data.errors import JudgeAnswerError as JudgeAnswerError, JudgeConfigError as JudgeConfigError
+from rescue.llm.types import UsageCount
 
 if TYPE_CHECKING:
     from rescue.llm.types import Model
@@ -160,21 +161,26 @@ class JudgeStats:
     requests: int = 0  # including re-asks
     retries: int = 0  # re-asks after an invalid answer
     failures: int = 0  # instances without a valid grade after all attempts
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_input_tokens: int = 0
     errors: list[str] = field(default_factory=list)  # first few failure reasons, for the log
-    # Of the tokens, those of answers that came through a batch API (--batch), billed at batch rates.
-    batch_input_tokens: int = 0
-    batch_output_tokens: int = 0
-    batch_cached_input_tokens: int = 0
+    # Tokens of every answer, and of those that came through a batch API (--batch), billed at batch rates.
+    tokens: UsageCount = field(default_factory=UsageCount)
+
+    @property
+    def input_tokens(self) -> int:
+        """Prompt tokens of every answer the judge gave."""
+        return self.tokens.usage.input_tokens
 
     def to_dict(self) -> dict[str, Any]:
         """The judge's counts as JSON (batch counts only when a batch was used)."""
-        data = asdict(self)
-        if not (self.batch_input_tokens or self.batch_output_tokens):  # runs without --batch read as before
-            for key in ("batch_input_tokens", "batch_output_tokens", "batch_cached_input_tokens"):
-                del data[key]
+        usage, batch = self.tokens.usage, self.tokens.batch_usage
+        data: dict[str, Any] = {
+            "judge": self.judge, "task": self.task, "scale": self.scale, "instances": self.instances,
+            "requests": self.requests, "retries": self.retries, "failures": self.failures,
+            "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+            "cached_input_tokens": usage.cached_input_tokens, "errors": list(self.errors)}
+        if batch.input_tokens or batch.output_tokens:  # runs without --batch read as before
+            data.update(batch_input_tokens=batch.input_tokens, batch_output_tokens=batch.output_tokens,
+                        batch_cached_input_tokens=batch.cached_input_tokens)
         return data
 
 
@@ -198,13 +204,7 @@ async def _grade_one(
         answer = await judge.complete(ChatRequest(messages=list(messages), max_tokens=max_tokens, purpose="judge",
                                                   fresh=fresh, repeat=repeat))
         stats.requests += 1
-        stats.input_tokens += answer.usage.input_tokens
-        stats.output_tokens += answer.usage.output_tokens
-        stats.cached_input_tokens += answer.usage.cached_input_tokens
-        if answer.meta.get("batch"):
-            stats.batch_input_tokens += answer.usage.input_tokens
-            stats.batch_output_tokens += answer.usage.output_tokens
-            stats.batch_cached_input_tokens += answer.usage.cached_input_tokens
+        stats.tokens.add(answer.usage, batch=bool(answer.meta.get("batch")))
         return answer
 
     for attempt in range(1, max_attempts + 1):
