@@ -14,7 +14,7 @@ from pathlib import Path
 from rescue.build.inputs import BuildInputError, CheckedSession, read_csv_text
 from rescue.data.text import clock_time
 from rescue.media import Cue, parse_timestamp
-from rescue.io import write_atomic
+from rescue.atomic import write_atomic
 
 # Proposal: a segment is closed at the first good boundary once it is `target` long, and at the widest
 # silence before it reaches `longest`.

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rescue.io import write_atomic
+from rescue.atomic import write_atomic
 from rescue.llm.reliable import DEFAULT_RETRY_AFTER_CAP
 from rescue.llm.transcribe import read_transcription, transcription_request
 from rescue.media import extract_audio, silences, wav_seconds, wav_slice

@@ -41,7 +41,7 @@ def main() -> None:
     except Exception as exc:
         if not isinstance(exc, OSError) and type(exc).__module__ != "sqlite3":
             raise
-        from rescue.io import environment_error
+        from rescue.data.errors import environment_error
 
         # The machine's fault, not the program's: a full disk, a folder that is a file, no permission. Every
         # file rescue writes is written whole or not at all, so what was there before is still there.

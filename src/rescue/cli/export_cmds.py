@@ -51,7 +51,7 @@ def export_command(
     from rescue.cli.app import load_data
     from rescue.data.splits import read_plan, select_split
     from rescue.exports.chat import chat_examples, chat_jsonl
-    from rescue.io import write_atomic
+    from rescue.atomic import write_atomic
     from rescue.tasks import get_task
     from rescue.tasks.base import RenderOptions
     from rescue.tasks.render import RowCache

@@ -60,7 +60,8 @@ def judge_agreement_command(
     records = read_predictions(run_dir / "predictions.jsonl")
     report = judge_agreement(records, read_ratings(ratings), task=task.value if task else None, model=model,
                              epsilon=epsilon)
-    from rescue.io import json_safe, write_atomic
+    from rescue.atomic import write_atomic
+    from rescue.data.text import json_safe
 
     # Strict JSON (an undefined correlation is null, not NaN), written whole or not at all.
     text = json.dumps(json_safe(report), indent=2, ensure_ascii=False, allow_nan=False)

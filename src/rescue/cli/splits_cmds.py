@@ -26,7 +26,8 @@ def splits_command(
     from rescue.data import stats as dataset_stats
     from rescue.data.loading import load_samples
     from rescue.data.splits import make_splits
-    from rescue.io import sha256_file, write_atomic
+    from rescue.atomic import write_atomic
+    from rescue.files import sha256_file
 
     samples = load_samples(data)
     plan = make_splits(samples, test=test, dev=dev, folds=folds, seed=seed)

@@ -12,6 +12,7 @@ with work left (rerunning it continues); :data:`EXIT_INTERRUPTED` (130) for Ctrl
 
 from __future__ import annotations
 
+import errno
 import signal
 from dataclasses import dataclass
 from pathlib import Path
@@ -383,3 +384,28 @@ class LoginRequired(Exception):
 
     def __init__(self, next_url: str):
         self.next_url = next_url
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """An OSError of a full disk or quota, a file over the size limit, or SQLite's "database or disk is full"."""
+    if isinstance(exc, OSError) and exc.errno in _FULL:
+        return True
+    text = str(exc)
+    return type(exc).__name__ in ("OperationalError", "DatabaseError", "DiskFull") and (
+        "disk is full" in text or "No space left on device" in text)
+
+
+def environment_error(exc: BaseException) -> str:
+    """One line for an error of the machine (not of the input or of rescue): what failed, where, and that what
+    was written before is intact (every file is written whole or not at all, answers are committed one by one)."""
+    where = getattr(exc, "filename", None)
+    place = f"{where}: " if where else ""
+    if is_disk_full(exc):
+        return (f"{place}the disk is full (or its quota or the file size limit is reached): {exc}. Nothing was "
+                "lost: every file written before is whole, answers already received are kept in the cache. Free "
+                "some space and run the same command again.")
+    reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    return f"{place}{reason}. Nothing was lost: every file written before is whole; fix this and run the command again."

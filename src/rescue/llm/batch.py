@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rescue.io import write_atomic
+from rescue.atomic import write_atomic
 from rescue.llm import secrets
 from rescue.llm.client import ERROR_CHARS, MalformedAnswer, OpenAIModel, TransientError, _error_message
 from rescue.llm.reliable import ReliableModel, _scrubbed

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from rescue.data.errors import DataError
 from rescue.data.validation import validate_records
-from rescue.io import write_all_atomic
+from rescue.atomic import write_all_atomic
 from rescue.review.crud import copy_cut, copy_values, draft_counterparts
 from rescue.review.fields import FIELD_NAMES
 from rescue.review.models import FINAL, now

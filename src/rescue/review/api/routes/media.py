@@ -16,7 +16,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse
 
-from rescue.io import write_atomic
+from rescue.atomic import write_atomic
 from rescue.review.api.deps import CurrentUser, Db, ProjectDep, get_segment, may_annotate, require_queue
 
 router = APIRouter(tags=["media"])
