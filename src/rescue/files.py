@@ -1,16 +1,21 @@
 """Files and folders: safe file names for ids that come from outside, file hashes, the check of an output
-folder option, and one writer per output folder (:class:`DirectoryLock`)."""
+folder option, one writer per output folder (:class:`DirectoryLock`), and the one JSON-lines event log
+(:class:`JsonLinesLog`: ``run.log``, ``build.log``)."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
+import threading
+import time
 from pathlib import Path
+from typing import IO, Any
 
 from rescue.data.errors import LockedError as LockedError, OutFolderError as OutFolderError
 
-__all__ = ["DirectoryLock", "LockedError", "OutFolderError", "check_out_folder", "safe_filename", "sha256_file"]
+__all__ = ["DirectoryLock", "JsonLinesLog", "LockedError", "OutFolderError", "check_out_folder", "safe_filename", "sha256_file"]
 
 
 def check_out_folder(out: str | Path, option: str = "--out") -> None:
@@ -111,3 +116,29 @@ class DirectoryLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+class JsonLinesLog:
+    """An event log file: one JSON object per line (``{"time", "event", ...fields}``), appended (a resumed
+    command continues the same file) and flushed per event, so a kill loses at most the line being written.
+    No file when ``path`` is None: :meth:`event` then records nothing. Safe to share between threads."""
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        self._lock = threading.Lock()
+        self._handle: IO[str] | None = None if path is None else path.open("a", encoding="utf-8")
+
+    def event(self, event: str, **fields: Any) -> None:
+        """Append one event with its fields and the time."""
+        if self._handle is None:
+            return
+        line = json.dumps({"time": round(time.time(), 3), "event": event, **fields}, ensure_ascii=False, default=str)
+        with self._lock:
+            self._handle.write(line + "\n")
+            self._handle.flush()
+
+    def close(self) -> None:
+        """Close the file (later events record nothing)."""
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None

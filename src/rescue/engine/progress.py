@@ -6,44 +6,29 @@ Successful requests are counted, not logged one by one, to keep the hot path lea
 
 from __future__ import annotations
 
-import json
-import threading
-import time
 from pathlib import Path
 from collections.abc import Callable
-from typing import IO, Any
+from typing import Any
 
+from rescue.files import JsonLinesLog
 from rescue.io import terminal_text
 
 
-class RunLog:
+class RunLog(JsonLinesLog):
     """``run.log``: JSON lines, appended (a resumed run continues the same file), flushed per event."""
 
     def __init__(self, path: Path | None):
-        self._handle: IO[str] | None = None
-        self._lock = threading.Lock()
         # Called with (event, fields) for every event, file or not: the terminal hears of a dead endpoint at once.
         self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._handle = path.open("a", encoding="utf-8")
+        super().__init__(path)
 
     def event(self, event: str, **fields: Any) -> None:
         """Tell the listeners and append one event to run.log, with the time."""
         for listener in self.listeners:
             listener(event, fields)
-        if self._handle is None:
-            return
-        line = json.dumps({"time": round(time.time(), 3), "event": event, **fields}, ensure_ascii=False, default=str)
-        with self._lock:
-            self._handle.write(line + "\n")
-            self._handle.flush()
-
-    def close(self) -> None:
-        """Close run.log."""
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+        super().event(event, **fields)
 
 
 class TaskProgress:
