@@ -26,8 +26,8 @@ from rescue.io import process_alive, remove_stale_temporaries, safe_filename, vi
 from rescue.report import analyses
 from rescue.report.bootstrap import DEFAULT_CLUSTER
 from rescue.report.columns import COLUMNS, HEADLINE
-from rescue.report.comparability import ComparabilityError, check, refusal
-from rescue.report.comparisons import compare_systems, comparisons_csv, comparisons_markdown
+from rescue.report.comparability import Comparability, ComparabilityError, check, refusal
+from rescue.report.comparisons import Comparison, compare_systems, comparisons_csv, comparisons_markdown
 from rescue.report.html import (
     Figure,
     HtmlTable,
@@ -39,6 +39,7 @@ from rescue.report.html import (
 )
 from rescue.report.leaderboard import (
     Cell,
+    Leaderboard,
     build_leaderboard,
     grouping_text,
     mark_significance,
@@ -48,7 +49,7 @@ from rescue.report.leaderboard import (
     to_markdown,
 )
 from rescue.report.runs import ReportError, System, load_systems
-from rescue.report.scoring import registry_aggregates
+from rescue.report.scoring import Aggregates, registry_aggregates
 from rescue.report.video_gain import gains_csv, gains_markdown, gains_table, video_gains
 from rescue.tasks import TASK_NAMES
 
@@ -224,6 +225,50 @@ def _mark_failed(out_dir: Path, exc: BaseException) -> None:
         pass  # a full disk or a read-only folder: the command's own error says what happened
 
 
+@dataclass
+class _Staging:
+    """The report being made: each file goes into the staging folder, and build_report moves the files into
+    place once the whole report is made."""
+
+    out_dir: Path
+    stage: Path
+    staged: list[str]
+    result: ReportOutput
+    progress: Callable[[str], None] | None
+    started: float = field(default_factory=time.monotonic)
+
+    def write(self, relative: str, content: str | bytes) -> None:
+        path = self.stage / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, content)
+        self.staged.append(relative)
+        self.result.files.append(self.out_dir / relative)
+
+    def step(self, message: str) -> None:
+        if self.progress is not None:
+            self.progress(f"[{time.monotonic() - self.started:5.1f}s] {message}")
+
+
+@dataclass
+class _Statistics:
+    """The resampled numbers: the leaderboard, the paired comparisons and the video-over-text gains."""
+
+    board: Leaderboard
+    comparisons: list[Comparison]
+    gains: list[Comparison]
+    reproduction: list[HtmlTable]
+
+
+@dataclass
+class _Sections:
+    """What the HTML page shows beside the statistics, gathered while the analysis files are written."""
+
+    figures: list[Figure] = field(default_factory=list)
+    tables: list[HtmlTable] = field(default_factory=list)
+    matrices: list[HtmlTable] = field(default_factory=list)  # confusion and per-system transition matrices: folded
+    named: dict[str, str] = field(default_factory=dict)  # file -> the system (or id) its name stands for
+
+
 def _build(run_dirs: Sequence[str | Path], out_dir: Path, stage: Path, staged: list[str], data: Path | None,
            options: ReportOptions) -> ReportOutput:
     result = ReportOutput(out_dir)
@@ -232,22 +277,38 @@ def _build(run_dirs: Sequence[str | Path], out_dir: Path, stage: Path, staged: l
         from rescue.report import reference
 
         reference.check_reference(options.reference)
+    report = _Staging(out_dir, stage, staged, result, options.progress)
 
-    def write(relative: str, content: str | bytes) -> None:
-        # Into the staging folder: build_report moves the files into place once the whole report is made.
-        path = stage / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, content)
-        staged.append(relative)
-        result.files.append(out_dir / relative)
+    report.step(f"reading {len(run_dirs)} run director{'y' if len(run_dirs) == 1 else 'ies'}")
+    systems, comparability = _read_systems(run_dirs, options, result)
+    aggregates = _aggregates(systems, result)
+    samples, data_name = resolve_samples(systems, data)
+    groups = _write_groups(report, systems, samples, data_name, options)
+    stats = _write_statistics(report, systems, aggregates, comparability, groups, options)
 
-    started = time.monotonic()
+    report.step("analyses and figures")
+    lengths = analyses.sample_lengths(samples)
+    unknown = {r.sample_id for s in systems for r in s.records} - set(lengths)
+    if unknown:
+        result.notes.append(f"{len(unknown)} sample(s) of the runs are not in {data_name} (e.g. {min(unknown)}): "
+                            "they are left out of position analyses and have no transcript.")
+    if no_plots:
+        result.notes.append(no_plots)
+    sections = _Sections()
+    _score_figures(sections, stats.board, plots, options)
+    _write_analyses(report, sections, systems, lengths, plots)
+    _write_figures_and_names(report, sections)
 
-    def step(message: str) -> None:
-        if options.progress is not None:
-            options.progress(f"[{time.monotonic() - started:5.1f}s] {message}")
+    if options.html:
+        report.step("report.html")
+        report.write("report.html", _html_page(systems, samples, stats, sections, data_name, result.notes, options))
+    report.step(f"done: {len(result.files)} files")
+    return result
 
-    step(f"reading {len(run_dirs)} run director{'y' if len(run_dirs) == 1 else 'ies'}")
+
+def _read_systems(run_dirs: Sequence[str | Path], options: ReportOptions,
+                  result: ReportOutput) -> tuple[list[System], Comparability]:
+    """The runs (restricted to ``--split``), and whether they may stand side by side (refused when not)."""
     systems = load_systems(list(run_dirs))
     result.notes.extend(note for system in systems for note in system.notes)
     if options.split is not None:
@@ -265,70 +326,79 @@ def _build(run_dirs: Sequence[str | Path], out_dir: Path, stage: Path, staged: l
             raise ComparabilityError(refusal(comparability))
         result.notes.append("Runs are not comparable (--allow-mixed): " + "; ".join(comparability.differences) + ".")
     result.notes.extend(comparability.unchecked)
+    return systems, comparability
+
+
+def _aggregates(systems: Sequence[System], result: ReportOutput) -> Aggregates:
+    """The registry's aggregate per task of the runs; a note names the tasks it does not know."""
     tasks = [t for t in TASK_NAMES if any(t in s.tasks for s in systems)]
     aggregates = registry_aggregates(tasks)
     missing = [t for t in tasks if t not in aggregates]
     if missing:
         result.notes.append(f"No confidence intervals or comparisons for {', '.join(missing)}: the task registry "
                             "does not know these tasks.")
+    return aggregates
 
-    samples, data_name = resolve_samples(systems, data)
+
+def _write_groups(report: _Staging, systems: Sequence[System], samples: Sequence[Sample], data_name: str,
+                  options: ReportOptions) -> SessionGroups:
+    """The session groups the bootstrap resamples, written as groups.csv and groups.json."""
     groups, group_notes = session_groups(systems, samples, options.groups, data_name)
-    result.notes.extend(group_notes)
+    report.result.notes.extend(group_notes)
     if options.cluster == "group":
-        result.notes.append(grouping_text(groups) + ".")
-    write("groups.csv", groups_csv(groups))
-    write("groups.json", json.dumps({"method": groups.method, "cluster": options.cluster,
-                                     "groups": groups.members()}, indent=2, ensure_ascii=False) + "\n")
+        report.result.notes.append(grouping_text(groups) + ".")
+    report.write("groups.csv", groups_csv(groups))
+    report.write("groups.json", json.dumps({"method": groups.method, "cluster": options.cluster,
+                                            "groups": groups.members()}, indent=2, ensure_ascii=False) + "\n")
+    return groups
 
-    step(f"leaderboard: {len(systems)} system(s), {options.n_resamples} bootstrap resamples by {options.cluster}")
+
+def _write_statistics(report: _Staging, systems: Sequence[System], aggregates: Aggregates,
+                      comparability: Comparability, groups: SessionGroups, options: ReportOptions) -> _Statistics:
+    """The leaderboard, the paired comparisons, the paper's numbers (``--reference``) and the video gains."""
+    report.step(f"leaderboard: {len(systems)} system(s), {options.n_resamples} bootstrap resamples by "
+                f"{options.cluster}")
     board = build_leaderboard(systems, aggregates, n_resamples=options.n_resamples, seed=options.seed,
                               level=options.level, alpha=options.alpha, cluster=options.cluster,
                               comparability=comparability, groups=groups)
-    step(f"paired comparisons: {len(systems) * (len(systems) - 1) // 2} pair(s)")
+    report.step(f"paired comparisons: {len(systems) * (len(systems) - 1) // 2} pair(s)")
     comparisons = compare_systems(systems, aggregates, scopes_of(systems), n_resamples=options.n_resamples,
                                   seed=options.seed, level=options.level, cluster=options.cluster, groups=groups)
     mark_significance(board, comparisons)
-    reproduction: list[HtmlTable] = []
-    if options.reference:
-        from rescue.report import reference
-
-        # Added after every test: published rows are never compared, bolded or resampled.
-        board.rows.extend(reference.reference_rows(board))
-        result.reference = reference.compare_with_paper(systems, board)
-        write("reference.md", reference.reference_markdown(result.reference))
-        write("reference.csv", reference.reference_csv(result.reference))
-        pooled = [c for c in result.reference if c.scope == "all"]
-        reproduction.append(reproduction_table(pooled, "Pooled: our scores against the paper's"))
-        scenarios = [c for c in result.reference if c.scope != "all"]
-        if scenarios:
-            reproduction.append(reproduction_table(scenarios, f"Per scenario ({len(scenarios)} rows)", collapsed=True))
-    write("leaderboard.md", to_markdown(board))
-    write("leaderboard.tex", to_latex(board))
-    write("leaderboard.csv", to_csv(board))
+    reproduction = _write_reference(report, systems, board, options.reference) if options.reference else []
+    report.write("leaderboard.md", to_markdown(board))
+    report.write("leaderboard.tex", to_latex(board))
+    report.write("leaderboard.csv", to_csv(board))
     if comparisons:
-        write("comparisons.md", comparisons_markdown(comparisons, options.alpha, cluster=options.cluster))
-        write("comparisons.csv", comparisons_csv(comparisons))
+        report.write("comparisons.md", comparisons_markdown(comparisons, options.alpha, cluster=options.cluster))
+        report.write("comparisons.csv", comparisons_csv(comparisons))
     gains = video_gains(systems, aggregates, scopes_of(systems), n_resamples=options.n_resamples, seed=options.seed,
                         level=options.level, cluster=options.cluster, groups=groups)
     if gains:
-        write("video_vs_text.md", gains_markdown(gains, options.alpha))
-        write("video_vs_text.csv", gains_csv(gains))
+        report.write("video_vs_text.md", gains_markdown(gains, options.alpha))
+        report.write("video_vs_text.csv", gains_csv(gains))
+    return _Statistics(board, comparisons, gains, reproduction)
 
-    step("analyses and figures")
-    lengths = analyses.sample_lengths(samples)
-    unknown = {r.sample_id for s in systems for r in s.records} - set(lengths)
-    if unknown:
-        result.notes.append(f"{len(unknown)} sample(s) of the runs are not in {data_name} (e.g. {min(unknown)}): "
-                            "they are left out of position analyses and have no transcript.")
 
-    named: dict[str, str] = {}  # file -> the system (or id) its name stands for
-    figs: list[Figure] = []
-    if no_plots:
-        result.notes.append(no_plots)
+def _write_reference(report: _Staging, systems: Sequence[System], board: Leaderboard, which: str) -> list[HtmlTable]:
+    """The published numbers as reference rows of ``board``, and the reproduction tables against them."""
+    from rescue.report import reference
 
-    tables: list[HtmlTable] = []
-    matrices: list[HtmlTable] = []  # confusion and per-system transition matrices: shaded tables, folded
+    # Added after every test: published rows are never compared, bolded or resampled.
+    board.rows.extend(reference.reference_rows(board))
+    report.result.reference = reference.compare_with_paper(systems, board)
+    report.write("reference.md", reference.reference_markdown(report.result.reference))
+    report.write("reference.csv", reference.reference_csv(report.result.reference))
+    pooled = [c for c in report.result.reference if c.scope == "all"]
+    reproduction = [reproduction_table(pooled, "Pooled: our scores against the paper's")]
+    scenarios = [c for c in report.result.reference if c.scope != "all"]
+    if scenarios:
+        reproduction.append(reproduction_table(scenarios, f"Per scenario ({len(scenarios)} rows)", collapsed=True))
+    return reproduction
+
+
+def _score_figures(sections: _Sections, board: Leaderboard, plots: ModuleType | None, options: ReportOptions) -> None:
+    """Bar charts of the pooled scores, one for right/wrong tasks and one for graded tasks."""
     unit = "session groups" if options.cluster == "group" else "samples"
     closed = [c.id for c in HEADLINE if c.scale == 100.0]
     graded = [c.id for c in COLUMNS if c.task in {h.task for h in HEADLINE if h.scale != 100.0}]
@@ -338,106 +408,132 @@ def _build(run_dirs: Sequence[str | Path], out_dir: Path, stage: Path, staged: l
     ):
         measured = [r for r in board.scope_rows("all") if not r.published]
         headers = [h for h in wanted if any((r.cells.get(h) or Cell(None)).value is not None for r in measured)]
-        if headers:
-            if plots is not None:
-                figs.append(Figure(key, title, plots.metric_bars(board, headers, title=title),
-                                   f"Error bars: {round(options.level * 100)}% bootstrap CIs resampling {unit}."))
+        if headers and plots is not None:
+            sections.figures.append(Figure(key, title, plots.metric_bars(board, headers, title=title),
+                                           f"Error bars: {round(options.level * 100)}% bootstrap CIs resampling "
+                                           f"{unit}."))
 
-    # The paper's analyses, for every task that declares them (RPP: position and per label; SSP: preference).
+
+def _write_analyses(report: _Staging, sections: _Sections, systems: Sequence[System], lengths: dict[str, int],
+                    plots: ModuleType | None) -> None:
+    """The paper's analyses, for every task that declares them (RPP: position and per label; SSP: preference),
+    then the gold distributions and the confusion matrices."""
     for task in [t for t in analyses.tasks_with("position") if any(s.task_records(t) for s in systems)]:
-        name = task.upper()
-        by_position = analyses.accuracy_by_position(systems, lengths, task)
-        write(f"analyses/{task}_accuracy_by_position.csv", by_position.to_csv(index=False))
-        if by_position["instances"].sum():
-            if plots is not None:
-                figs.append(Figure(f"{task}_position", f"{name} accuracy across dialogue position",
-                                   plots.position_curve(by_position, f"{name} accuracy by dialogue position"),
-                                   "Position of an instance = (row_index - 1) / (rows - 1) of its sample, in ten "
-                                   "bins; band: ±1 binomial standard error; 'all systems' pools every system's instances."))
-        gold_bins = analyses.gold_by_position(systems, lengths, task)
-        write(f"analyses/{task}_gold_by_position.csv", gold_bins.to_csv(index=False))
-        for scenario, part in gold_bins.groupby("scenario"):
-            if plots is not None:
-                title = f"{name} gold labels by position ({scenario})"
-                figs.append(Figure(f"{task}_gold_position_{scenario}", title,
-                                   plots.stacked_shares(part, title)))
-        for (source, scenario), matrix in analyses.transitions(systems, task).items():
-            key = f"{task}_transitions_{_slug(source)}_{scenario}"
-            write(f"analyses/{key}.csv", matrix.to_csv())
-            if source != "gold":
-                named[f"analyses/{key}.csv"] = source
-            title = f"{name} label transitions, {source} ({scenario})"
-            note = TRANSITION_NOTE
-            if source == "gold":  # the paper's Fig. 3; each system's own matrix is a table below
-                if plots is not None:
-                    figs.append(Figure(key, title, plots.heatmap(matrix, title, percent=True, footnote=TRANSITION_NOTE),
-                                       note))
-            else:
-                matrices.append(shaded_table(title, matrix, note, percent=True))
+        _write_positions(report, sections, systems, lengths, plots, task)
+        _write_transitions(report, sections, systems, plots, task)
     for task in [t for t in analyses.tasks_with("per_label") if any(s.task_records(t) for s in systems)]:
-        per_label = analyses.per_label_accuracy(systems, task)
-        write(f"analyses/{task}_per_label_accuracy.csv", per_label.to_csv(index=False))
-        wide = per_label.pivot_table(index=["scenario", "label"], columns="system", values="accuracy", sort=False)
-        support = per_label.drop_duplicates(["scenario", "label"]).set_index(["scenario", "label"])["instances"]
-        wide.insert(0, "instances", support.reindex(wide.index))
-        tables.append(_frame_table(f"{task.upper()} accuracy per gold label", wide.reset_index(),
-                                   "Accuracy = share of the label's instances predicted top-1 (its recall)."))
+        _write_per_label(report, sections, systems, task)
 
     distributions = analyses.gold_distributions(systems)
-    write("analyses/gold_distributions.csv", distributions.to_csv(index=False))
-    tables.append(_frame_table("Gold label distribution per scenario", distributions,
-                               "STP gold targets are shown as roles: an individual or the whole couple/family."))
+    report.write("analyses/gold_distributions.csv", distributions.to_csv(index=False))
+    sections.tables.append(_frame_table("Gold label distribution per scenario", distributions,
+                                        "STP gold targets are shown as roles: an individual or the whole "
+                                        "couple/family."))
 
     for (label, task, scenario), matrix in analyses.confusion_matrices(systems).items():
         key = f"confusion_{_slug(label)}_{task}_{scenario}"
-        write(f"analyses/{key}.csv", matrix.to_csv())
-        named[f"analyses/{key}.csv"] = label
+        report.write(f"analyses/{key}.csv", matrix.to_csv())
+        sections.named[f"analyses/{key}.csv"] = label
         title = f"{task.upper()} confusion, {label} ({scenario})"
-        matrices.append(shaded_table(title, matrix, "Rows: gold; columns: top-1 prediction; cells: instances."))
+        sections.matrices.append(shaded_table(title, matrix, "Rows: gold; columns: top-1 prediction; cells: "
+                                                             "instances."))
 
     for task in analyses.tasks_with("preference"):
-        preferences = analyses.preferences(systems, task)
-        if preferences.empty:
-            continue
-        name = task.upper()
-        write(f"analyses/{task}_preference.csv", preferences.to_csv(index=False))
-        summary = preferences.drop_duplicates(["system", "scenario"])[["system", "scenario", "bias", "log_spread", "converged"]]
-        tables.append(_frame_table(f"{name} preference bias (Bradley–Terry)", summary,
-                                   "bias: std of strengths normalised to sum to the number of labels "
-                                   "(Kang et al. 2024); log_spread: std of log strengths. 0 = no preference."))
-        for scenario, part in preferences.groupby("scenario"):
-            if plots is not None:
-                title = f"{name} label preference ({scenario})"
-                figs.append(Figure(f"{task}_preference_{scenario}", title, plots.preference_bars(part, title),
-                                   "Bradley–Terry strengths from 'predicted i when gold j'; dashed line: no preference."))
+        _write_preferences(report, sections, systems, plots, task)
 
-    for fig in figs:
+
+def _write_positions(report: _Staging, sections: _Sections, systems: Sequence[System], lengths: dict[str, int],
+                     plots: ModuleType | None, task: str) -> None:
+    name = task.upper()
+    by_position = analyses.accuracy_by_position(systems, lengths, task)
+    report.write(f"analyses/{task}_accuracy_by_position.csv", by_position.to_csv(index=False))
+    if by_position["instances"].sum() and plots is not None:
+        sections.figures.append(Figure(
+            f"{task}_position", f"{name} accuracy across dialogue position",
+            plots.position_curve(by_position, f"{name} accuracy by dialogue position"),
+            "Position of an instance = (row_index - 1) / (rows - 1) of its sample, in ten "
+            "bins; band: ±1 binomial standard error; 'all systems' pools every system's instances."))
+    gold_bins = analyses.gold_by_position(systems, lengths, task)
+    report.write(f"analyses/{task}_gold_by_position.csv", gold_bins.to_csv(index=False))
+    for scenario, part in gold_bins.groupby("scenario"):
+        if plots is not None:
+            title = f"{name} gold labels by position ({scenario})"
+            sections.figures.append(Figure(f"{task}_gold_position_{scenario}", title,
+                                           plots.stacked_shares(part, title)))
+
+
+def _write_transitions(report: _Staging, sections: _Sections, systems: Sequence[System], plots: ModuleType | None,
+                       task: str) -> None:
+    for (source, scenario), matrix in analyses.transitions(systems, task).items():
+        key = f"{task}_transitions_{_slug(source)}_{scenario}"
+        report.write(f"analyses/{key}.csv", matrix.to_csv())
+        if source != "gold":
+            sections.named[f"analyses/{key}.csv"] = source
+        title = f"{task.upper()} label transitions, {source} ({scenario})"
+        if source == "gold":  # the paper's Fig. 3; each system's own matrix is a table below
+            if plots is not None:
+                sections.figures.append(Figure(key, title, plots.heatmap(matrix, title, percent=True,
+                                                                         footnote=TRANSITION_NOTE), TRANSITION_NOTE))
+        else:
+            sections.matrices.append(shaded_table(title, matrix, TRANSITION_NOTE, percent=True))
+
+
+def _write_per_label(report: _Staging, sections: _Sections, systems: Sequence[System], task: str) -> None:
+    per_label = analyses.per_label_accuracy(systems, task)
+    report.write(f"analyses/{task}_per_label_accuracy.csv", per_label.to_csv(index=False))
+    wide = per_label.pivot_table(index=["scenario", "label"], columns="system", values="accuracy", sort=False)
+    support = per_label.drop_duplicates(["scenario", "label"]).set_index(["scenario", "label"])["instances"]
+    wide.insert(0, "instances", support.reindex(wide.index))
+    sections.tables.append(_frame_table(f"{task.upper()} accuracy per gold label", wide.reset_index(),
+                                        "Accuracy = share of the label's instances predicted top-1 (its recall)."))
+
+
+def _write_preferences(report: _Staging, sections: _Sections, systems: Sequence[System], plots: ModuleType | None,
+                       task: str) -> None:
+    preferences = analyses.preferences(systems, task)
+    if preferences.empty:
+        return
+    name = task.upper()
+    report.write(f"analyses/{task}_preference.csv", preferences.to_csv(index=False))
+    summary = preferences.drop_duplicates(["system", "scenario"])[["system", "scenario", "bias", "log_spread", "converged"]]
+    sections.tables.append(_frame_table(f"{name} preference bias (Bradley–Terry)", summary,
+                                        "bias: std of strengths normalised to sum to the number of labels "
+                                        "(Kang et al. 2024); log_spread: std of log strengths. 0 = no preference."))
+    for scenario, part in preferences.groupby("scenario"):
+        if plots is not None:
+            title = f"{name} label preference ({scenario})"
+            sections.figures.append(Figure(f"{task}_preference_{scenario}", title, plots.preference_bars(part, title),
+                                           "Bradley–Terry strengths from 'predicted i when gold j'; dashed line: no "
+                                           "preference."))
+
+
+def _write_figures_and_names(report: _Staging, sections: _Sections) -> None:
+    """Every figure in each of its formats, and files.csv: which file's name stands for which system."""
+    for fig in sections.figures:
         for fmt, content in fig.image.files().items():
-            write(f"figures/{fig.key}.{fmt}", content)
-    if named:
+            report.write(f"figures/{fig.key}.{fmt}", content)
+    if sections.named:
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(["file", "system"])
-        writer.writerows(sorted(named.items()))
-        write("files.csv", buffer.getvalue())
-        result.notes.append("files.csv says which file belongs to which system (file names carry a short slug "
-                            "and a hash of the system's id).")
+        writer.writerows(sorted(sections.named.items()))
+        report.write("files.csv", buffer.getvalue())
+        report.result.notes.append("files.csv says which file belongs to which system (file names carry a short "
+                                   "slug and a hash of the system's id).")
 
-    if options.html:
-        step("report.html")
-        page = render_html(
-            title="RESCUE-Bench report",
-            systems=systems,
-            samples=samples,
-            leaderboard=leaderboard_tables(board),
-            comparisons=(comparison_tables(comparisons, options.alpha, options.cluster) if comparisons else [])
-            + ([gains_table(gains, options.alpha)] if gains else []),
-            analyses=tables + matrices,
-            reproduction=reproduction,
-            figures=figs,
-            notes=[f"Data: {data_name}.", *result.notes],
-            context_rows=options.context_rows,
-        )
-        write("report.html", page)
-    step(f"done: {len(result.files)} files")
-    return result
+
+def _html_page(systems: Sequence[System], samples: Sequence[Sample], stats: _Statistics, sections: _Sections,
+               data_name: str, notes: Sequence[str], options: ReportOptions) -> str:
+    return render_html(
+        title="RESCUE-Bench report",
+        systems=systems,
+        samples=samples,
+        leaderboard=leaderboard_tables(stats.board),
+        comparisons=(comparison_tables(stats.comparisons, options.alpha, options.cluster) if stats.comparisons
+                     else []) + ([gains_table(stats.gains, options.alpha)] if stats.gains else []),
+        analyses=sections.tables + sections.matrices,
+        reproduction=stats.reproduction,
+        figures=sections.figures,
+        notes=[f"Data: {data_name}.", *notes],
+        context_rows=options.context_rows,
+    )

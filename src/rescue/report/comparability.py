@@ -127,6 +127,20 @@ def check(systems: Sequence[System], scopes: Sequence[str]) -> Comparability:
     result = Comparability()
     if len(systems) < 2:
         return result
+    _check_settings(systems, result)
+    tasks = sorted({t for s in systems for t in s.tasks})
+    for task in tasks:
+        _check_context_size(systems, task, result)
+    for task in tasks:
+        _check_task_options(systems, task, result)
+    for task in tasks:
+        _check_gold(systems, task, result)
+    for task in tasks:
+        _check_coverage(systems, task, scopes, result)
+    return result
+
+
+def _check_settings(systems: Sequence[System], result: Comparability) -> None:
     for name, tasks, value in _setting_checks():
         relevant = [s for s in systems if tasks is None or _has(s, tasks)]
         values = {s.label: value(s) for s in relevant}
@@ -138,45 +152,51 @@ def check(systems: Sequence[System], scopes: Sequence[str]) -> Comparability:
         if len(set(map(str, known.values()))) > 1:
             shown = "; ".join(f"{k}: {str(v)[:12] if name.startswith('data') else v}" for k, v in known.items())
             result.differences.append(f"{name} differs: {shown}")
-    tasks = sorted({t for s in systems for t in s.tasks})
-    for task in tasks:
-        sizes = {s.label: _context_sizes(s).get(task) for s in systems if s.task_records(task)}
-        known = {k: v for k, v in sizes.items() if v is not None}
-        if len(set(known.values())) > 1:
-            shown = "; ".join(f"{k}: {v}" for k, v in known.items())
-            result.differences.append(f"{task.upper()} context size differs: {shown}")
-    for task in tasks:
-        options = {s.label: s.config.used.task_options.get(task) for s in systems if s.task_records(task)}
-        known_options = {k: json.dumps(v, sort_keys=True) for k, v in options.items() if v is not None}
-        if len(set(known_options.values())) > 1:
-            shown = "; ".join(f"{k}: {v}" for k, v in known_options.items())
-            result.differences.append(f"{task.upper()} task options differ: {shown}")
-    for task in tasks:
-        gold: dict[str, tuple[str, str]] = {}
-        clashes: dict[tuple[str, str], list[str]] = {}
-        for system in systems:
-            for record in system.task_records(task):
-                key = _gold_key(record.gold)
-                first = gold.setdefault(record.instance_id, (system.label, key))
-                if first[1] != key:
-                    clashes.setdefault((first[0], system.label), []).append(record.instance_id)
-        for (a, b), ids in clashes.items():
-            result.differences.append(f"{task.upper()} gold differs between {a} and {b} on {len(ids)} shared "
-                                      f"instance(s), e.g. {ids[0]}")
-    for task in tasks:
-        for scope in scopes:
-            sets = {s.label: frozenset(r.instance_id for r in s.task_records(task)
-                                       if scope == "all" or r.scenario == scope)
-                    for s in systems if s.task_records(task)}
-            sets = {k: v for k, v in sets.items() if v}
-            if len(sets) > 1:
-                result.coverage[(task, scope)] = sets
-        pooled = result.coverage.get((task, "all"))
-        if pooled and len(set(pooled.values())) > 1:
-            union = frozenset().union(*pooled.values())
-            shown = "; ".join(f"{k}: {len(v)}" for k, v in pooled.items())
-            result.differences.append(f"{task.upper()} instance sets differ ({len(union)} in all; {shown})")
-    return result
+
+
+def _check_context_size(systems: Sequence[System], task: str, result: Comparability) -> None:
+    sizes = {s.label: _context_sizes(s).get(task) for s in systems if s.task_records(task)}
+    known = {k: v for k, v in sizes.items() if v is not None}
+    if len(set(known.values())) > 1:
+        shown = "; ".join(f"{k}: {v}" for k, v in known.items())
+        result.differences.append(f"{task.upper()} context size differs: {shown}")
+
+
+def _check_task_options(systems: Sequence[System], task: str, result: Comparability) -> None:
+    options = {s.label: s.config.used.task_options.get(task) for s in systems if s.task_records(task)}
+    known_options = {k: json.dumps(v, sort_keys=True) for k, v in options.items() if v is not None}
+    if len(set(known_options.values())) > 1:
+        shown = "; ".join(f"{k}: {v}" for k, v in known_options.items())
+        result.differences.append(f"{task.upper()} task options differ: {shown}")
+
+
+def _check_gold(systems: Sequence[System], task: str, result: Comparability) -> None:
+    gold: dict[str, tuple[str, str]] = {}
+    clashes: dict[tuple[str, str], list[str]] = {}
+    for system in systems:
+        for record in system.task_records(task):
+            key = _gold_key(record.gold)
+            first = gold.setdefault(record.instance_id, (system.label, key))
+            if first[1] != key:
+                clashes.setdefault((first[0], system.label), []).append(record.instance_id)
+    for (a, b), ids in clashes.items():
+        result.differences.append(f"{task.upper()} gold differs between {a} and {b} on {len(ids)} shared "
+                                  f"instance(s), e.g. {ids[0]}")
+
+
+def _check_coverage(systems: Sequence[System], task: str, scopes: Sequence[str], result: Comparability) -> None:
+    for scope in scopes:
+        sets = {s.label: frozenset(r.instance_id for r in s.task_records(task)
+                                   if scope == "all" or r.scenario == scope)
+                for s in systems if s.task_records(task)}
+        sets = {k: v for k, v in sets.items() if v}
+        if len(sets) > 1:
+            result.coverage[(task, scope)] = sets
+    pooled = result.coverage.get((task, "all"))
+    if pooled and len(set(pooled.values())) > 1:
+        union = frozenset().union(*pooled.values())
+        shown = "; ".join(f"{k}: {len(v)}" for k, v in pooled.items())
+        result.differences.append(f"{task.upper()} instance sets differ ({len(union)} in all; {shown})")
 
 
 def refusal(result: Comparability) -> str:

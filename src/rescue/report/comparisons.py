@@ -120,10 +120,11 @@ def _fmt(column: Column, value: float | None) -> str:
     return column.format(value)
 
 
-def _p(value: float | None) -> str:
+def p_text(value: float | None, *, missing: str = "—", floor: str = "< 0.001") -> str:
+    """A p-value as the report prints it: three decimals, ``floor`` below 0.001, ``missing`` when there is none."""
     if value is None:
-        return "—"
-    return "< 0.001" if value < 0.001 else f"{value:.3f}"
+        return missing
+    return floor if value < 0.001 else f"{value:.3f}"
 
 
 def p_bootstrap_text(comparison: Comparison) -> str:
@@ -134,7 +135,7 @@ def p_bootstrap_text(comparison: Comparison) -> str:
         return "—"
     if comparison.resamples and value <= 2.0 / (comparison.resamples + 1) + 1e-12:
         return f"< {2.0 / (comparison.resamples + 1):.3f}"
-    return _p(value)
+    return p_text(value)
 
 
 def comparisons_markdown(comparisons: Sequence[Comparison], alpha: float = 0.05, *, cluster: str = DEFAULT_CLUSTER) -> str:
@@ -145,8 +146,8 @@ def comparisons_markdown(comparisons: Sequence[Comparison], alpha: float = 0.05,
     for c in informative(comparisons):
         ci = f"{_fmt(c.column, c.diff)} [{_fmt(c.column, c.low)}, {_fmt(c.column, c.high)}]"
         p_boot = p_bootstrap_text(c) + ("†" if c.p_bootstrap is not None and c.p_bootstrap < alpha else "")
-        mcnemar = "" if c.p_mcnemar is None else f"{c.mcnemar_only_a}/{c.mcnemar_only_b}, {_p(c.p_mcnemar)}"
-        clustered = "" if c.p_mcnemar_cluster is None else _p(c.p_mcnemar_cluster)
+        mcnemar = "" if c.p_mcnemar is None else f"{c.mcnemar_only_a}/{c.mcnemar_only_b}, {p_text(c.p_mcnemar)}"
+        clustered = "" if c.p_mcnemar_cluster is None else p_text(c.p_mcnemar_cluster)
         if c.p_mcnemar_cluster is not None and c.p_mcnemar_cluster < alpha:
             clustered += "†"
         cells = [c.a, c.b, c.scope, c.metric, str(c.instances), _fmt(c.column, c.value_a), _fmt(c.column, c.value_b),

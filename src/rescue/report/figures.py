@@ -40,7 +40,8 @@ def _legend_label(name: object) -> str:
     return "\u200b" + text if text.startswith("_") else text
 
 
-def _png(figure: Figure) -> Rendered:
+def _render(figure: Figure) -> Rendered:
+    """The figure in each of FORMATS (PNG, SVG, PDF), then closed: its memory is freed once it is written."""
     # Figures are made with the constrained layout: "tight" bounding boxes would draw each one twice per format.
     out = {}
     for fmt in FORMATS:
@@ -79,7 +80,7 @@ def heatmap(matrix: pd.DataFrame, title: str, *, percent: bool = False, footnote
     bar.set_label("% of the row" if percent else "instances")
     if footnote:
         figure.text(0.01, 0.0, footnote, ha="left", va="top", fontsize=8, color="#444444", wrap=True)
-    return _png(figure)
+    return _render(figure)
 
 
 def position_curve(frame: pd.DataFrame, title: str = "Accuracy by dialogue position") -> Rendered:
@@ -105,7 +106,7 @@ def position_curve(frame: pd.DataFrame, title: str = "Accuracy by dialogue posit
     axes.set_title(title)
     axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1))
     axes.grid(alpha=0.3)
-    return _png(figure)
+    return _render(figure)
 
 
 def stacked_shares(frame: pd.DataFrame, title: str) -> Rendered:
@@ -124,7 +125,7 @@ def stacked_shares(frame: pd.DataFrame, title: str) -> Rendered:
     axes.set_ylabel("share of gold labels (%)")
     axes.set_title(title)
     axes.legend(bbox_to_anchor=(1.01, 1), loc="upper left")
-    return _png(figure)
+    return _render(figure)
 
 
 def metric_bars(board: Leaderboard, headers: Sequence[str], scope: str = "all", title: str = "") -> Rendered:
@@ -159,7 +160,7 @@ def metric_bars(board: Leaderboard, headers: Sequence[str], scope: str = "all", 
         if column.scale == 100:
             axes.set_xlim(0, 100)
     figure.suptitle(title or f"Scores with {round(board.level * 100)}% bootstrap CIs ({scope})")
-    return _png(figure)
+    return _render(figure)
 
 
 BASELINE_CAVEAT = ("baseline/*: not models. Their bars show the baseline's rule (uniform draws at random, majority "
@@ -189,4 +190,4 @@ def preference_bars(frame: pd.DataFrame, title: str) -> Rendered:
     axes.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1))
     if any(str(system).startswith("baseline/") for system in table.columns):
         figure.text(0.01, 0.0, BASELINE_CAVEAT, ha="left", va="top", fontsize=8, color="#444444", wrap=True)
-    return _png(figure)
+    return _render(figure)

@@ -18,7 +18,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
 from rescue.data.models import Sample
-from rescue.report.comparisons import Comparison, comparisons_note, informative, p_bootstrap_text
+from rescue.report.comparisons import Comparison, comparisons_note, informative, p_bootstrap_text, p_text
 from rescue.report.leaderboard import MARKER, Cell, Leaderboard, _counts_text, cell_parts, legend
 from rescue.report.outcomes import outcome
 from rescue.report.runs import System
@@ -105,7 +105,7 @@ def _metric_label(column: Any) -> str:
 def _p_text(value: float | None, alpha: float) -> str:
     if value is None:
         return ""
-    return ("< 0.001" if value < 0.001 else f"{value:.3f}") + (MARKER if value < alpha else "")
+    return p_text(value) + (MARKER if value < alpha else "")
 
 
 def comparison_tables(comparisons: Sequence[Comparison], alpha: float, cluster: str) -> list[HtmlTable]:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from rescue.data.groups import SessionGroups
 from rescue.io import markdown_table
 from rescue.report.bootstrap import DEFAULT_CLUSTER
-from rescue.report.comparisons import Comparison, compare_systems
+from rescue.report.comparisons import Comparison, compare_systems, p_text
 from rescue.report.html import HtmlTable
 from rescue.report.runs import System
 from rescue.report.scoring import Aggregates
@@ -52,7 +52,8 @@ def video_gains(systems: Sequence[System], aggregates: Aggregates, scopes: Seque
 
 
 def _p(value: float | None) -> str:
-    return "—" if value is None else "<0.001" if value < 0.001 else f"{value:.3f}"
+    # This table has always printed the floor without a space; kept so that its files read as before.
+    return p_text(value, floor="<0.001")
 
 
 def _rows(gains: Sequence[Comparison], alpha: float) -> list[list[str]]:

@@ -289,15 +289,7 @@ async def judge_records(
         Per judge name, its request, retry, failure and token counts.
     """
     rubric = rubric_for(task_name)
-    if scale not in SCALES:
-        raise JudgeConfigError(f"unknown judge scale {scale!r}; choose one of: {', '.join(SCALES)}")
-    if max_attempts < 1:
-        raise JudgeConfigError("max_attempts must be at least 1")
-    if repeats < 1:
-        raise JudgeConfigError("repeats must be at least 1")
-    names = [judge.name for judge in judges]
-    if len(set(names)) != len(names):
-        raise JudgeConfigError(f"the same judge is given twice: {names}")
+    names = _check_judge_options(judges, scale, max_attempts, repeats)
     stats = {judge.name: JudgeStats(judge=judge.name, task=task_name, scale=scale) for judge in judges}
     gate = asyncio.Semaphore(max(1, concurrency))
 
@@ -337,16 +329,36 @@ async def judge_records(
                 stats[name].errors.append(f"{pairs[index][1].instance_id}: {grade.error}")
 
     for index, (_, record) in enumerate(pairs):
-        note = ""
-        if not judges:
-            per_judge: dict[str, JudgeGrade] = {}
-            note = NO_JUDGE_NOTE
-        elif not record.ok:
-            per_judge = {name: JudgeGrade(status="minimum", scores=dict(rubric.minimum[scale])) for name in names}
-            note = FAILED_PREDICTION_NOTE.format(status=record.status)
-        else:
-            per_judge = results.get(index, {})
-        _combine(record, rubric, scale, per_judge)
-        failures = sum(1 for grade in per_judge.values() if grade.status == "failed")
-        record.judge = JudgeResults(scale=scale, judges=per_judge, failures=failures, note=note)
+        _record_grades(record, rubric, scale, names, results.get(index, {}))
     return stats
+
+
+def _check_judge_options(judges: Sequence[Model], scale: Scale, max_attempts: int, repeats: int) -> list[str]:
+    """The judges' names, once the options are known to be usable."""
+    if scale not in SCALES:
+        raise JudgeConfigError(f"unknown judge scale {scale!r}; choose one of: {', '.join(SCALES)}")
+    if max_attempts < 1:
+        raise JudgeConfigError("max_attempts must be at least 1")
+    if repeats < 1:
+        raise JudgeConfigError("repeats must be at least 1")
+    names = [judge.name for judge in judges]
+    if len(set(names)) != len(names):
+        raise JudgeConfigError(f"the same judge is given twice: {names}")
+    return names
+
+
+def _record_grades(record: PredictionRecord, rubric: JudgeRubric, scale: Scale, names: Sequence[str],
+                   graded: dict[str, JudgeGrade]) -> None:
+    """Store a record's grades: the judges' own, the minimum for a failed prediction, or none without a judge."""
+    note = ""
+    if not names:
+        per_judge: dict[str, JudgeGrade] = {}
+        note = NO_JUDGE_NOTE
+    elif not record.ok:
+        per_judge = {name: JudgeGrade(status="minimum", scores=dict(rubric.minimum[scale])) for name in names}
+        note = FAILED_PREDICTION_NOTE.format(status=record.status)
+    else:
+        per_judge = graded
+    _combine(record, rubric, scale, per_judge)
+    failures = sum(1 for grade in per_judge.values() if grade.status == "failed")
+    record.judge = JudgeResults(scale=scale, judges=per_judge, failures=failures, note=note)

@@ -137,54 +137,17 @@ def judge_agreement(
             index[(record.task, record.instance_id)].append(record)
 
     report: dict[str, Any] = {}
-    unmatched: list[str] = []
-    pairs_by_task: dict[str, list[tuple[HumanRating, PredictionRecord]]] = defaultdict(list)
-    for rating in ratings:
-        if rating.task and rating.task not in tasks:
-            continue  # a rating for another task than the one asked for
-        candidate_tasks = [rating.task] if rating.task else tasks
-        found = [
-            r for t in candidate_tasks for r in index.get((t, rating.instance_id), [])
-            if not rating.model or r.model == rating.model
-        ]
-        if not found:
-            unmatched.append(f"line {rating.line}: {rating.instance_id}")
-            continue
-        if len(found) > 1:
-            models = sorted({r.model for r in found})
-            raise RatingsError(
-                f"line {rating.line}: instance_id: {rating.instance_id!r} matches predictions of several models "
-                f"({', '.join(models)}); add a model column or pass --model"
-            )
-        pairs_by_task[found[0].task].append((rating, found[0]))
+    pairs_by_task, unmatched = _match_ratings(ratings, tasks, index)
 
     for name in tasks:
         pairs = pairs_by_task.get(name, [])
         if not pairs:
             continue
         key = judge_score_key(name)
-        per_judge: dict[str, Any] = {}
         judge_names = sorted({j for _, record in pairs for j in _judge_scores(record, key)})
-        for judge in judge_names:
-            graded = [(rating, _judge_scores(record, key).get(judge)) for rating, record in pairs]
-            usable = [(rating, score) for rating, score in graded if score is not None]
-            stats: dict[str, Any] = dict(pair_statistics([r.score for r, _ in usable], [s for _, s in usable]))
-            stats["not_graded"] = len(graded) - len(usable)
-            raters = sorted({r.rater for r, _ in usable})
-            stats["per_rater"] = {
-                rater: pair_statistics(
-                    [r.score for r, _ in usable if r.rater == rater], [s for r, s in usable if r.rater == rater]
-                )
-                for rater in raters
-            } if len(raters) > 1 else {}
-            judge_by_item = {record.instance_id: score for (_, record), (_, score) in zip(pairs, graded)
-                             if score is not None}
-            humans: dict[str, dict[str, float]] = defaultdict(dict)
-            for rating, record in pairs:
-                humans[rating.rater][record.instance_id] = rating.score
-            stats["alt_test"] = alt_test(judge_by_item, dict(humans), epsilon=epsilon) if len(humans) >= 2 else None
-            stats["length_bias"] = length_bias([r for r in records if r.task == name], key, judge)
-            per_judge[judge] = stats
+        task_records = [r for r in records if r.task == name]
+        per_judge: dict[str, Any] = {judge: _one_judge(pairs, task_records, key, judge, epsilon)
+                                     for judge in judge_names}
         raters = sorted({rating.rater for rating, _ in pairs})
         units = sorted({record.instance_id for _, record in pairs})
         by_rater = {(rating.rater, record.instance_id): rating.score for rating, record in pairs}
@@ -207,6 +170,57 @@ def judge_agreement(
     stability = judge_stability([r for r in records if r.task in tasks and (model is None or r.model == model)])
     return {"tasks": report, "unmatched_ratings": len(unmatched), "unmatched_examples": unmatched[:5],
             "warnings": warnings, "stability": stability}
+
+
+def _match_ratings(
+    ratings: Sequence[HumanRating], tasks: Sequence[str], index: dict[tuple[str, str], list[PredictionRecord]]
+) -> tuple[dict[str, list[tuple[HumanRating, PredictionRecord]]], list[str]]:
+    """Each rating with the one record it rates, per task; and the ratings that match no record."""
+    unmatched: list[str] = []
+    pairs_by_task: dict[str, list[tuple[HumanRating, PredictionRecord]]] = defaultdict(list)
+    for rating in ratings:
+        if rating.task and rating.task not in tasks:
+            continue  # a rating for another task than the one asked for
+        candidate_tasks = [rating.task] if rating.task else tasks
+        found = [
+            r for t in candidate_tasks for r in index.get((t, rating.instance_id), [])
+            if not rating.model or r.model == rating.model
+        ]
+        if not found:
+            unmatched.append(f"line {rating.line}: {rating.instance_id}")
+            continue
+        if len(found) > 1:
+            models = sorted({r.model for r in found})
+            raise RatingsError(
+                f"line {rating.line}: instance_id: {rating.instance_id!r} matches predictions of several models "
+                f"({', '.join(models)}); add a model column or pass --model"
+            )
+        pairs_by_task[found[0].task].append((rating, found[0]))
+    return pairs_by_task, unmatched
+
+
+def _one_judge(pairs: Sequence[tuple[HumanRating, PredictionRecord]], task_records: Sequence[PredictionRecord],
+               key: str, judge: str, epsilon: float) -> dict[str, Any]:
+    """One judge against the human ratings of one task: agreement, per rater, the alt-test and length bias."""
+    graded = [(rating, _judge_scores(record, key).get(judge)) for rating, record in pairs]
+    usable = [(rating, score) for rating, score in graded if score is not None]
+    stats: dict[str, Any] = dict(pair_statistics([r.score for r, _ in usable], [s for _, s in usable]))
+    stats["not_graded"] = len(graded) - len(usable)
+    raters = sorted({r.rater for r, _ in usable})
+    stats["per_rater"] = {
+        rater: pair_statistics(
+            [r.score for r, _ in usable if r.rater == rater], [s for r, s in usable if r.rater == rater]
+        )
+        for rater in raters
+    } if len(raters) > 1 else {}
+    judge_by_item = {record.instance_id: score for (_, record), (_, score) in zip(pairs, graded)
+                     if score is not None}
+    humans: dict[str, dict[str, float]] = defaultdict(dict)
+    for rating, record in pairs:
+        humans[rating.rater][record.instance_id] = rating.score
+    stats["alt_test"] = alt_test(judge_by_item, dict(humans), epsilon=epsilon) if len(humans) >= 2 else None
+    stats["length_bias"] = length_bias(task_records, key, judge)
+    return stats
 
 
 def judge_stability(records: Sequence[PredictionRecord]) -> dict[str, dict[str, dict[str, Any]]]:
