@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from extras import needs_extra, requires_extra
 
 from rescue.scoring.bertscore import (
     AUTHORS_MODEL,
@@ -24,6 +25,7 @@ from rescue.tasks.base import PredictionRecord
 
 @pytest.fixture(scope="module")
 def config() -> BertScoreConfig:
+    needs_extra("bertscore")
     return BertScoreConfig.from_option(None)
 
 
@@ -38,6 +40,7 @@ def test_the_default_is_the_packaged_minilm(config):
 
 
 @pytest.mark.slow  # imports torch and bert-score (seconds of CPU)
+@requires_extra("bertscore")
 def test_the_authors_backbone_is_a_hub_name_with_bert_scores_layer():
     config = BertScoreConfig.from_option(AUTHORS_MODEL)
     assert config.model == config.model_path == AUTHORS_MODEL
@@ -139,6 +142,7 @@ def test_score_bertscore_fills_er_and_vp_records(config, demo_samples):
 
 
 @pytest.mark.slow  # imports torch and bert-score (seconds of CPU)
+@requires_extra("bertscore")
 def test_an_unloadable_local_model_says_why_and_what_to_do(tmp_path):
     config = BertScoreConfig.from_option(str(tmp_path), num_layers=5)
     assert config.source == "local folder" and config.model == tmp_path.name

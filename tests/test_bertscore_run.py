@@ -14,11 +14,14 @@ import time
 from pathlib import Path
 
 import pytest
+from extras import requires_extra
 
 from rescue.engine.runner import RunConfig, rescore, run
 from rescue.scoring.bertscore import SCORE_CACHE, BertScoreConfig, BertScoreJob, PairScoreCache
 from rescue.tasks import er, vp
 from rescue.tasks.base import PredictionRecord
+
+pytestmark = requires_extra("bertscore")
 
 
 def _events(run_dir: Path, name: str) -> list[dict]:

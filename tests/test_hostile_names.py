@@ -11,10 +11,11 @@ import re
 import pytest
 from _cli import invoke_main
 from _engine_support import itp_instances, oracle_answers, oracle_script
+from extras import needs_extra
 
 from rescue.testing.openai_server import serve
 
-pytest.importorskip("matplotlib")
+needs_extra("plot")
 
 # The case first, then ids the fix was not written against.
 HOSTILE = [

@@ -30,7 +30,7 @@ def _run(out: Path, *extra: str, model: str = "baseline/majority") -> Path:
 
 def _report(*runs: Path, out: Path, extra: tuple[str, ...] = ()):
     return CliRunner().invoke(app, ["report", *map(str, runs), "--out", str(out), "--bootstrap", "50", "--quiet",
-                                    *extra])
+                                    "--no-figures", *extra])
 
 
 @pytest.fixture(scope="module")

@@ -179,7 +179,8 @@ def test_report_without_bootstrap_and_on_a_missing_run(runs, tmp_path):
     from rescue.report.runs import ReportError
 
     out = tmp_path / "plain"
-    result = CliRunner().invoke(app, ["report", str(runs[0]), "--out", str(out), "--bootstrap", "0", "--no-html"])
+    result = CliRunner().invoke(app, ["report", str(runs[0]), "--out", str(out), "--bootstrap", "0", "--no-html",
+                                      "--no-figures"])
     assert result.exit_code == 0, result.output
     rows = _read_csv(out / "leaderboard.csv")
     assert rows and all(r["ci_low"] == "" for r in rows)

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import pandas as pd
+from extras import needs_extra
 
-from rescue.report import figures
 from rescue.report.html import Rendered
+
+needs_extra("plot")
+
+from rescue.report import figures  # noqa: E402  (it imports matplotlib: only once the skip has not happened)
 
 
 def _svg(rendered: Rendered) -> str:

@@ -38,7 +38,7 @@ def baselines(tmp_path_factory) -> Path:
 def referenced(baselines, tmp_path_factory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("report")
     result = CliRunner().invoke(app, ["report", str(baselines), "--out", str(out), "--bootstrap", "100", "--quiet",
-                                      "--reference", "paper"])
+                                      "--no-figures", "--reference", "paper"])
     assert result.exit_code == 0, result.output
     return out, result.output
 
@@ -108,7 +108,7 @@ def test_a_paper_model_is_compared_with_itself(baselines, tmp_path):
     assert paper_model(load_run(run)[0]) == "GPT-4o"
     out = tmp_path / "report"
     result = CliRunner().invoke(app, ["report", str(run), "--out", str(out), "--bootstrap", "50", "--quiet",
-                                      "--reference", "paper"])
+                                      "--no-figures", "--reference", "paper"])
     assert result.exit_code == 0, result.output
     row = next(r for r in _csv(out / "reference.csv") if r["scope"] == "couple" and r["metric"] == "SSP R@1")
     assert row["paper_model"] == "GPT-4o" and float(row["paper"]) == pytest.approx(0.3628)

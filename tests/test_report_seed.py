@@ -80,7 +80,7 @@ def test_report_seed_option_reaches_the_leaderboard_intervals(uniform_run, tmp_p
     def intervals(seed: int, name: str) -> dict[tuple[str, str, str], tuple[str, str]]:
         out = tmp_path / name
         result = CliRunner().invoke(app, ["report", str(uniform_run), "--out", str(out), "--bootstrap", "20",
-                                          "--seed", str(seed), "--no-html"])
+                                          "--seed", str(seed), "--no-html", "--no-figures"])
         assert result.exit_code == 0, result.output
         return _leaderboard_intervals(out)
 

@@ -63,7 +63,7 @@ def test_report_prints_progress(tmp_path: Path):
                                     "--no-bertscore", "--quiet"])
     assert done.exit_code == 0, done.output
     result = CliRunner().invoke(app, ["report", str(run), "--out", str(tmp_path / "r"), "--bootstrap", "20",
-                                      "--no-html"])
+                                      "--no-html", "--no-figures"])
     assert result.exit_code == 0, result.output
     for step in ("reading 1 run directory", "leaderboard:", "analyses and figures", "done:"):
         assert step in result.output, step
