@@ -166,7 +166,7 @@ def test_a_nasty_model_id_runs_reports_and_stays_escaped(tmp_path):
     assert "\x1b[2J" not in done.stdout + done.stderr and "Traceback" not in done.stderr
     assert "org/model[beta]" in done.stdout and "org/model[beta]" in done.stderr  # table and progress bar, literally
     report = invoke_main(["report", str(out), "--out", str(tmp_path / "rep"), "--bootstrap", "20", "--no-html",
-                          "--quiet"])
+                          "--no-figures", "--quiet"])
     assert report.exit_code == 0, report.stderr
     board = (tmp_path / "rep" / "leaderboard.md").read_text()
     assert "<script>" not in board and "\x1b" not in board

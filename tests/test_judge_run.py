@@ -52,7 +52,7 @@ def test_report_shows_the_judge_columns_of_a_judged_run(tmp_path):
         run(RunConfig(out=str(tmp_path / "run"), models=["model-x"], tasks=["er", "vp"], base_url=server.base_url,
                       judges=["judge-a"], bertscore=False, limit_samples=2, quiet=True))
     results = json.loads((tmp_path / "run" / "results.json").read_text())
-    build_report([tmp_path / "run"], tmp_path / "report", options=ReportOptions(n_resamples=50, html=False))
+    build_report([tmp_path / "run"], tmp_path / "report", options=ReportOptions(n_resamples=50, html=False, figures=False))
     board = (tmp_path / "report" / "leaderboard.md").read_text()
     header, _, first = board.splitlines()[:3]
     cells = dict(zip([c.strip() for c in header.split("|")], [c.strip() for c in first.split("|")]))

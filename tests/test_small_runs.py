@@ -37,7 +37,7 @@ def test_a_report_without_intervals_says_so_where_they_would_stand(tmp_path):
     run = tmp_path / "run"
     assert _cli("run", "--out", str(run), "--model", "baseline/majority", "--limit-samples", "1", *FAST).exit_code == 0
     report = tmp_path / "report"
-    result = _cli("report", str(run), "--out", str(report), "--bootstrap", "100")
+    result = _cli("report", str(run), "--out", str(report), "--bootstrap", "100", "--no-figures")
     assert result.exit_code == 0, result.output
     markdown = (report / "leaderboard.md").read_text(encoding="utf-8")
     assert "66.67 [no CI]" in markdown
@@ -54,7 +54,7 @@ def test_a_model_whose_every_request_failed_shows_a_dash_and_its_failures(tmp_pa
                "--max-retries", "0", "--limit-samples", "2", *FAST, env={"OPENAI_API_KEY": "test"})
     assert ran.exit_code == 3, ran.output  # incomplete: every request failed
     report = tmp_path / "report"
-    result = _cli("report", str(good), str(dead), "--out", str(report), "--bootstrap", "50")
+    result = _cli("report", str(good), str(dead), "--out", str(report), "--bootstrap", "50", "--no-figures")
     assert result.exit_code == 0, result.output
     markdown = (report / "leaderboard.md").read_text(encoding="utf-8")
     dead_rows = [line for line in markdown.splitlines() if line.startswith("| test-model")]
