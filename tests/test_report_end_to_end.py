@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from extras import needs_extra
+
 from rescue.cli import app
 from rescue.runs.folder import read_results
 from rescue.report.html import decode_payload
@@ -41,8 +43,10 @@ def runs(tmp_path_factory) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module")
 def report_dir(runs, tmp_path_factory) -> Path:
+    # Without figures: drawing them is most of a report's time; the slow test below draws every one.
     out = tmp_path_factory.mktemp("report")
-    result = CliRunner().invoke(app, ["report", str(runs[0]), str(runs[1]), "--out", str(out), "--bootstrap", "300"])
+    result = CliRunner().invoke(app, ["report", str(runs[0]), str(runs[1]), "--out", str(out), "--bootstrap", "300",
+                                      "--no-figures"])
     assert result.exit_code == 0, result.output
     return out
 
@@ -60,15 +64,27 @@ def _records(run: Path, task: str) -> list[PredictionRecord]:
 def test_report_writes_every_artifact(report_dir):
     for name in ("leaderboard.md", "leaderboard.tex", "leaderboard.csv", "comparisons.md", "comparisons.csv", "report.html",
                  "analyses/rpp_accuracy_by_position.csv", "analyses/rpp_gold_by_position.csv", "analyses/gold_distributions.csv",
-                 "analyses/rpp_transitions_gold_couple.csv", "analyses/rpp_per_label_accuracy.csv", "analyses/ssp_preference.csv",
-                 "figures/rpp_position.png", "figures/scores.png"):
+                 "analyses/rpp_transitions_gold_couple.csv", "analyses/rpp_per_label_accuracy.csv", "analyses/ssp_preference.csv"):
         assert (report_dir / name).is_file(), name
     # A file named after a system carries a short slug and a hash of its id; files.csv says whose it is.
     named = dict(line.split(",", 1) for line in (report_dir / "files.csv").read_text().splitlines()[1:])
     confusion = [f for f, system in named.items() if system == "baseline/majority" and "_rpp_couple" in f]
     assert confusion and confusion[0].startswith("analyses/confusion_baseline_majority-") and \
         (report_dir / confusion[0]).is_file()
-    assert (report_dir / "figures/rpp_position.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow
+def test_a_full_report_draws_every_figure_and_inlines_them(runs, tmp_path):
+    needs_extra("plot")
+    out = tmp_path / "report"
+    result = CliRunner().invoke(app, ["report", str(runs[0]), str(runs[1]), "--out", str(out), "--bootstrap", "50"])
+    assert result.exit_code == 0, result.output
+    for name in ("rpp_position", "scores", "rpp_transitions_gold_couple", "rpp_gold_position_couple",
+                 "ssp_preference_couple"):
+        for fmt in ("png", "svg", "pdf"):
+            assert (out / "figures" / f"{name}.{fmt}").is_file(), (name, fmt)
+    assert (out / "figures/rpp_position.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "data:image/png;base64," in (out / "report.html").read_text(encoding="utf-8")
 
 
 def test_leaderboard_values_are_the_runs_own_numbers_with_intervals(runs, report_dir):
@@ -104,7 +120,7 @@ def test_paired_comparison_and_mcnemar_on_shared_instances(runs, report_dir):
 def test_html_is_self_contained(report_dir):
     page = (report_dir / "report.html").read_text(encoding="utf-8")
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
-    assert "data:image/png;base64," in page and 'id="report-data"' in page
+    assert 'id="report-data"' in page
     payload = page.split('id="report-data" data-encoding="gzip+base64">', 1)[1].split("</script>", 1)[0]
     data = decode_payload(payload)
     assert {i["system"] for i in data["instances"]} == {"baseline/majority", "baseline/uniform"}

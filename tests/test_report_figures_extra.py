@@ -61,7 +61,8 @@ def test_with_matplotlib_the_figures_are_drawn(tmp_path: Path):
     assert done.exit_code == 0, done.output
     out = tmp_path / "report"
     done = CliRunner().invoke(app, ["report", str(run), "--out", str(out), "--bootstrap", "20", "--figures",
-                                    "--no-html", "--quiet"])
+                                    "--quiet"])
     assert done.exit_code == 0, done.output
     drawn = {p.name for p in (out / "figures").iterdir()}
     assert drawn == {"scores.png", "scores.svg", "scores.pdf"}
+    assert "data:image/png;base64," in (out / "report.html").read_text(encoding="utf-8")  # inlined in the page
