@@ -44,31 +44,31 @@ class Module:
 MODULES: dict[str, Module] = {
     "metrics": Module(
         ("src/rescue/metrics/*",),
-        ("tests/test_metrics_classification.py", "tests/test_metrics_ranking.py", "tests/test_metrics_contract.py",
-         "tests/test_judge_agreement.py", "tests/test_er_vp.py"),
+        ("tests/metrics/test_metrics_classification.py", "tests/metrics/test_metrics_ranking.py", "tests/metrics/test_metrics_contract.py",
+         "tests/scoring/test_judge_agreement.py", "tests/tasks/test_er_vp.py"),
     ),
     "tasks": Module(
         ("src/rescue/tasks/*",),
-        ("tests/test_tasks_itp.py", "tests/test_tasks_ranking.py", "tests/test_tasks_parsing.py",
-         "tests/test_tasks_registry.py", "tests/test_er_vp.py", "tests/test_prompt_pins.py",
-         "tests/test_batch_leaks.py", "tests/test_parse_policy.py", "tests/test_judge.py", "tests/test_tasks_contract.py"),
+        ("tests/tasks/test_tasks_itp.py", "tests/tasks/test_tasks_ranking.py", "tests/tasks/test_tasks_parsing.py",
+         "tests/tasks/test_tasks_registry.py", "tests/tasks/test_er_vp.py", "tests/tasks/test_prompt_pins.py",
+         "tests/llm/test_batch_leaks.py", "tests/tasks/test_parse_policy.py", "tests/scoring/test_judge.py", "tests/tasks/test_tasks_contract.py"),
         # Over 10 s each; the demo prompts' pins cover the same renderers, the other batching tests the splits.
-        ("--deselect", "tests/test_prompt_pins.py::test_real_sample_prompts_are_byte_identical",
-         "--deselect", "tests/test_batch_leaks.py::test_results_record_the_batching_and_its_splits"),
+        ("--deselect", "tests/tasks/test_prompt_pins.py::test_real_sample_prompts_are_byte_identical",
+         "--deselect", "tests/llm/test_batch_leaks.py::test_results_record_the_batching_and_its_splits"),
     ),
     "llm": Module(
         ("src/rescue/llm/cache.py", "src/rescue/llm/reliable.py"),
-        ("tests/test_llm_cache_cost.py", "tests/test_llm_reliable.py", "tests/test_llm_layer.py",
-         "tests/test_llm_cache_key.py", "tests/test_llm_faults.py"),
+        ("tests/llm/test_llm_cache_cost.py", "tests/llm/test_llm_reliable.py", "tests/llm/test_llm_layer.py",
+         "tests/llm/test_llm_cache_key.py", "tests/llm/test_llm_faults.py"),
         # 23 s of whole runs, for the key masking of secrets.py (outside this module); and a wall-clock bound that
         # mutmut's tracing of the first pass overruns.
-        ("--deselect", "tests/test_llm_faults.py::test_nothing_a_run_writes_holds_the_key",
-         "--deselect", "tests/test_llm_reliable.py::test_concurrency_is_used_and_capped"),
+        ("--deselect", "tests/llm/test_llm_faults.py::test_nothing_a_run_writes_holds_the_key",
+         "--deselect", "tests/llm/test_llm_reliable.py::test_concurrency_is_used_and_capped"),
     ),
     "report": Module(
         ("src/rescue/report/bootstrap.py", "src/rescue/report/significance.py"),
-        ("tests/test_report_stats.py", "tests/test_report_bootstrap_contract.py", "tests/test_report_seed.py",
-         "tests/test_report_fast_path.py"),
+        ("tests/report/test_report_stats.py", "tests/report/test_report_bootstrap_contract.py", "tests/report/test_report_seed.py",
+         "tests/report/test_report_fast_path.py"),
     ),
 }
 

@@ -57,7 +57,7 @@ NAMED_TASKS_ALLOWED = {
     ("cli/tasks_cmds.py", "rpp"),  # the same shorthand on `rescue tasks`
     ("report/reference/__init__.py", "rpp"),  # the paper's own RPP evaluation set differs from its Table 6
     # judge-agreement's --task choices, written out so `rescue --help` need not import the registry;
-    # tests/test_cli_help.py holds them equal to rescue.tasks.judged_tasks().
+    # tests/cli/test_cli_help.py holds them equal to rescue.tasks.judged_tasks().
     ("cli/app.py", "er"),
     ("cli/app.py", "vp"),
 }
@@ -270,3 +270,17 @@ def test_every_exception_is_defined_in_the_errors_module():
             if isinstance(node, ast.ClassDef) and bases & known and not node.name.startswith("_"):
                 elsewhere.append(f"{relative}:{node.lineno}: {node.name}")
     assert not elsewhere, "exceptions defined outside rescue/data/errors.py:\n" + "\n".join(elsewhere)
+
+
+# Project-wide tests stay at the top of tests/; every other test file sits in the folder of the package it tests.
+PROJECT_WIDE_TESTS = {"test_layers.py", "test_docs_site.py", "test_docstrings.py", "test_scripts_heartbeat.py",
+                      "test_atomic.py"}
+
+
+def test_tests_mirror_the_packages():
+    tests = Path(__file__).resolve().parent
+    packages = {p.name for p in SRC.iterdir() if (p / "__init__.py").exists()}
+    top = {p.name for p in tests.glob("test_*.py")}
+    assert top <= PROJECT_WIDE_TESTS, f"move these into the folder of the package they test: {sorted(top - PROJECT_WIDE_TESTS)}"
+    strays = sorted(p.parent.name for p in tests.glob("*/test_*.py") if p.parent.name not in packages)
+    assert strays == [], f"test folders that name no rescue package: {strays}"

@@ -61,7 +61,7 @@ TaskOptionOption = Annotated[Optional[list[str]], run_option("task_options", f"{
 
 
 # judge-agreement's --task choices, written out so that `rescue --help` need not import the registry (pydantic,
-# every task); tests/test_cli_help.py holds them equal to the registry's.
+# every task); tests/cli/test_cli_help.py holds them equal to the registry's.
 class JudgedTask(str, Enum):
     """The tasks ``rescue judge-agreement --task`` accepts (the judged ones)."""
 

@@ -9,7 +9,7 @@ Each rule has an id, the fields it guards, a severity and a message:
 
 A ``lenient`` rule is newer than the release format. Plain ``rescue validate`` (and every command that loads
 data) reports its breaches as warnings, so data annotated before the rule existed still loads; ``--strict``
-and the review tool apply its severity. The real samples break none of the rules (tests/test_rules.py).
+and the review tool apply its severity. The real samples break none of the rules (tests/data/test_rules.py).
 
 The checks read a row as a plain dict (the release's JSON), so the build can check a model's answer before
 it is a :class:`~rescue.data.models.Row`; a part of the wrong type is skipped (the schema reports it).

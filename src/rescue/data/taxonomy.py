@@ -14,7 +14,7 @@ from rescue.data.models import Scenario
 
 # The internal-emotion intensity scale: whole points from 0 (none) to 10 (overwhelming). Validation, the
 # build's checks, the ER task and its baselines read it; rescue.metrics.intensity (which imports nothing from
-# rescue) states the same bounds, and tests/test_er_vp.py holds them equal.
+# rescue) states the same bounds, and tests/tasks/test_er_vp.py holds them equal.
 INTENSITY_SCALE = (0, 10)
 
 

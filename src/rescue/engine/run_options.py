@@ -7,7 +7,7 @@ written here, which is the order of ``rescue run --help``. Options of the comman
 them, the command line reads them like the rest.
 
 This module imports nothing heavy (no pydantic, no task registry), so ``rescue --help`` stays fast. Closed sets of
-values are ``Literal`` types written out here; tests/test_run_config.py holds them equal to the registries that
+values are ``Literal`` types written out here; tests/engine/test_run_config.py holds them equal to the registries that
 own them (``rescue.tasks.base.MODES``, ``rescue.llm.providers.THINKING_LEVELS`` ...).
 """
 
@@ -24,7 +24,7 @@ from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 from rescue.data.video_inputs import VideoInput
 
 # The option panels of `rescue run --help`, shown in the order their first option is declared below
-# (tests/test_cli_help.py checks the order).
+# (tests/cli/test_cli_help.py checks the order).
 P_DATA, P_MODELS, P_GENERATION = "Data", "Models", "Generation"
 P_JUDGING, P_RUN, P_OUTPUT = "Judging and scoring", "Run control", "Output"
 
@@ -42,7 +42,7 @@ DEFAULT_SPLITS_FILE = Path("splits.json")
 
 class RppGoldChoice(str, Enum):
     """``--rpp-gold`` on the command line, where click lists and checks the choices (``RppGold`` as an enum;
-    tests/test_cli_help.py holds both equal to the registry's)."""
+    tests/cli/test_cli_help.py holds both equal to the registry's)."""
 
     auto = "auto"
     relation_pattern = "relation_pattern"

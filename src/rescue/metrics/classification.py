@@ -31,7 +31,7 @@ def _prf(
     with ``average=None, zero_division=0`` computes them.
 
     Counted here rather than imported: scikit-learn and the pandas it pulls in add over a second to every
-    ``rescue run``, for three counters per label. tests/test_metrics_classification.py checks equality with
+    ``rescue run``, for three counters per label. tests/metrics/test_metrics_classification.py checks equality with
     scikit-learn.
     """
     _check(gold, pred)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import rescue
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _readme_snippet() -> str:

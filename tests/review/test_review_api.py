@@ -513,7 +513,7 @@ def test_cli_serve_binds_to_localhost_and_serves_the_folder(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
     server = subprocess.Popen([sys.executable, "-m", "rescue", "review", "serve", str(proj), "--port", str(port)],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -597,7 +597,7 @@ def test_cli_bad_folder_exits_2_without_a_traceback(tmp_path):
 
     result = subprocess.run([sys.executable, "-m", "rescue", "review", "export", str(tmp_path / "nope"), "--out",
                              str(tmp_path / "v.jsonl")], capture_output=True, text=True, check=False,
-                            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")})
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")})
     assert result.returncode == 2 and "Traceback" not in result.stderr and "no such project folder" in result.stderr
     assert not (tmp_path / "v.jsonl").exists()
 

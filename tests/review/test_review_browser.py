@@ -21,7 +21,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--autoplay-policy=no-user-gesture-required"]
 # The README's screenshot; a test run refreshes it only when asked, so running the suite never edits the tree.
-SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "img" / "review.png"
+SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "img" / "review.png"
 
 
 @pytest.fixture(scope="module")

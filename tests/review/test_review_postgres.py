@@ -26,7 +26,7 @@ from rescue.testing.review_project import demo_samples, make_review_project
 
 pytestmark = pytest.mark.slow
 
-SRC = str(Path(__file__).parents[1] / "src")
+SRC = str(Path(__file__).parents[2] / "src")
 PASSWORD = "correct horse battery"
 FIRST = "demo_couple_riley_and_sam/001_session"
 ENV = {**os.environ, "PYTHONPATH": SRC}

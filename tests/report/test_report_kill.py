@@ -16,7 +16,7 @@ from rescue.cli import app
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _hidden_temporaries(folder: Path) -> list[Path]:

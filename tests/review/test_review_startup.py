@@ -38,7 +38,7 @@ def test_importing_the_app_leaves_what_the_first_page_does_not_need():
     code = ("import sys, rescue.review.api; "
             "print(sorted(m for m in ('ftfy', 'httpx', 'rescue.review.annotator_agreement', 'rescue.metrics', 'krippendorff') "
             "if m in sys.modules))")
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert result.stdout.strip() == "[]"
 

@@ -32,7 +32,7 @@ from rescue.testing.openai_server import Reply, request_key, serve  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]  # inspect's own retry settings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MODEL = "test-model"
 INSPECT_MODEL = f"openai-api/scripted/{MODEL}"  # inspect's OpenAI-compatible provider: SCRIPTED_BASE_URL/_API_KEY
 LIMIT = 2

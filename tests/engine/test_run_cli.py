@@ -20,7 +20,7 @@ from rescue.cli import app
 from rescue.engine.runner import RunConfig, run
 from rescue.testing.openai_server import request_key, serve
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_default_command_runs_the_baselines_on_the_demo_data(tmp_path):

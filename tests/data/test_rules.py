@@ -1,6 +1,6 @@
 """The rulebook (rescue.data.rules): each rule on a row that breaks it, the real data breaking none, and the
 three places that use it: `rescue validate` (plain and --strict), `rescue build`'s checks and the review tool
-(tests/test_review_rules.py)."""
+(tests/review/test_review_rules.py)."""
 
 from __future__ import annotations
 

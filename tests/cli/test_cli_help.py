@@ -104,7 +104,7 @@ def test_one_sourced_statement_on_the_papers_bertscore_backbone():
 
     from rescue.scoring.bertscore import PAPER_BACKBONE
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     assert "d38edcc" in PAPER_BACKBONE and "distilbert-base-uncased" in PAPER_BACKBONE
     for doc in ("docs/guide.md", "docs/judging.md"):
         assert _words(PAPER_BACKBONE) in _words((root / doc).read_text(encoding="utf-8")), doc
@@ -113,7 +113,7 @@ def test_one_sourced_statement_on_the_papers_bertscore_backbone():
 def test_the_local_model_timing_is_for_the_readme_command():
     from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     readme = [line for line in (root / "docs/guide.md").read_text(encoding="utf-8").splitlines()
               if line.startswith("rescue run --model local/smollm2")]
     guide = (root / "docs/local-model.md").read_text(encoding="utf-8")

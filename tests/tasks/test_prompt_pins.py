@@ -4,7 +4,7 @@ The pins in ``tests/pins/prompt_hashes.json`` are sha256 digests over all prompt
 context size and batch size, on the bundled demo data and on the real samples (skipped without them),
 plus a digest of each task's instance set (ids and gold). A refactor of the prompt builders or the
 task declarations must leave all of them unchanged. An *intended* prompt change regenerates them with
-``python tests/test_prompt_pins.py --write`` and says why in the commit.
+``python tests/tasks/test_prompt_pins.py --write`` and says why in the commit.
 
 Batches here are formed by the plain rule "consecutive instances of one sample, at most N", independent
 of the runner's batching, so the digests pin the rendering alone.
@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-PINS = Path(__file__).with_name("pins") / "prompt_hashes.json"
+PINS = Path(__file__).resolve().parents[1] / "pins" / "prompt_hashes.json"
 CONTEXT_SIZES = (-1, 0, 1, 3)
 # Build-option variants whose instance sets (and so prompts) are pinned besides the defaults.
 BUILD_VARIANTS: dict[str, dict[str, Any]] = {"default": {}, "rpp_gold=relation_cycle_state": {"rpp_gold": "relation_cycle_state"}}
@@ -88,7 +88,7 @@ def test_real_sample_prompts_are_byte_identical(real_samples):
 
 
 if __name__ == "__main__" and "--write" in sys.argv:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
     from rescue.data.loading import load_samples
 
     from conftest import REAL_DATA  # type: ignore[import-not-found]

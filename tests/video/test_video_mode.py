@@ -326,7 +326,7 @@ def test_bad_video_options_are_rejected(tmp_path):
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"), "OPENAI_API_KEY": "sk-test"}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"), "OPENAI_API_KEY": "sk-test"}
     return subprocess.run([sys.executable, "-m", "rescue", *args], capture_output=True, text=True, env=env, timeout=120,
                           check=False)
 
