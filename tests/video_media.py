@@ -27,8 +27,10 @@ def make_indexed_video(path: Path, seconds: float, *, fps: int = FPS, audio: boo
     command = [_ffmpeg(), "-v", "error", "-y", "-f", "lavfi",
                "-i", f"nullsrc=s={SIZE}:r={fps}:d={seconds},format=rgb24,geq={colour}"]
     if audio:
-        command += ["-f", "lavfi", "-i", f"sine=f=440:sample_rate={sample_rate}:d={seconds}", "-c:a", "aac", "-b:a", "16k",
-                    "-shortest"]
+        # The fast AAC coder: still AAC (the same frames and encoder priming a clip is cut against), at a third of
+        # the default coder's CPU, which was most of this file's encode time.
+        command += ["-f", "lavfi", "-i", f"sine=f=440:sample_rate={sample_rate}:d={seconds}", "-c:a", "aac",
+                    "-aac_coder", "fast", "-b:a", "16k", "-shortest"]
     command += ["-c:v", "libx264", "-preset", "ultrafast", "-qp", "0", "-pix_fmt", "yuv444p", "-g", "8", str(path)]
     subprocess.run(command, check=True)
     return path
