@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,9 +15,18 @@ from rescue.build.inputs import parse_participants, read_sessions_csv
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    return subprocess.run([sys.executable, "-m", "rescue", "build", *args], check=False, capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=120)
+    """``rescue build ARGS`` through the real entry point (its error handling, messages and exit codes), in this
+    process: a child interpreter per call cost seconds of imports and tested nothing more."""
+    from _cli import invoke_main
+
+    here = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        result = invoke_main(["build", *args])
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(["rescue", "build", *args], result.exit_code, result.stdout, result.stderr)
 
 
 @pytest.fixture(scope="module")

@@ -224,9 +224,25 @@ def test_ctrl_c_says_what_is_saved_and_the_rerun_resumes_from_the_cache(tmp_path
     import sys
     import time
 
+    import asyncio
+    import itertools
+    import threading
+
     instances = itp_instances()
     out = tmp_path / "run"
-    with serve(oracle_script(oracle_answers("itp", instances)), latency=0.2) as server:
+    answer = oracle_script(oracle_answers("itp", instances))
+    asked = itertools.count()
+    release = threading.Event()
+
+    async def held(body):
+        # Four answers, then every request waits until the Ctrl-C has been handled: the run is mid-way when
+        # it is interrupted however loaded the machine is (it once finished first and exited 0).
+        if next(asked) >= 4:
+            while not release.is_set():
+                await asyncio.sleep(0.01)
+        return answer(body)
+
+    with serve(held) as server:
         args = ["run", "--model", "m", "--base-url", server.base_url, "--tasks", "itp", "--out", str(out),
                 "--quiet", "--no-bertscore", "--concurrency", "2"]
         process = subprocess.Popen([sys.executable, "-m", "rescue", *args], env={**os.environ, "OPENAI_API_KEY": "k"},
@@ -243,6 +259,7 @@ def test_ctrl_c_says_what_is_saved_and_the_rerun_resumes_from_the_cache(tmp_path
                 saved = 0
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=60)
+        release.set()
         assert process.returncode == 130, stderr
         assert "interrupted:" in stderr and "answer(s) of this run are saved" in stderr
         assert "rerun the same command to resume" in stderr and "Traceback" not in stderr
