@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
+from rescue.data.evenly import pick_evenly as pick_evenly  # ER's and VP's checkpoints
 from rescue.data.models import NON_PERSON_LABELS, Row, Sample
 from rescue.data.taxonomy import INTENSITY_SCALE
 from rescue.tasks import prompts
@@ -50,30 +51,6 @@ def early_cutoff(total_rows: int, fraction: float) -> int:
     if total_rows <= 1:
         return 0
     return min(total_rows - 1, math.ceil(fraction * total_rows))
-
-
-def pick_evenly(items: Sequence[T], limit: int, key: Callable[[T], Hashable] = id) -> list[T]:
-    """At most ``limit`` items spread evenly from first to last, in order (the authors' ``pick_evenly``).
-
-    ``limit`` <= 0 or enough room keeps all; ``limit`` 1 keeps the first; otherwise positions
-    ``round(i * (n - 1) / (limit - 1))`` (Python rounding, as the authors), de-duplicated by ``key``
-    and topped up from the start so that exactly ``limit`` come back.
-    """
-    if limit <= 0 or len(items) <= limit:
-        return list(items)
-    if limit == 1:
-        return [items[0]]
-    positions = sorted({round(i * (len(items) - 1) / (limit - 1)) for i in range(limit)})
-    chosen = [items[p] for p in positions]
-    seen = {key(item) for item in chosen}
-    for item in items:
-        if len(chosen) >= limit:
-            break
-        if key(item) not in seen:
-            chosen.append(item)
-            seen.add(key(item))
-    order = {key(item): n for n, item in enumerate(items)}
-    return sorted(chosen, key=lambda item: order[key(item)])
 
 
 def read_intensity(value: Any) -> int | None:

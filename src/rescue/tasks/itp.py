@@ -9,6 +9,7 @@ from typing import Any, ClassVar, TypeVar
 
 from pydantic import Field
 
+from rescue.data.evenly import pick_evenly
 from rescue.data.models import Sample
 from rescue.metrics.classification import binary_scores
 from rescue.tasks import prompts
@@ -35,17 +36,9 @@ T = TypeVar("T")
 
 
 def even_sample(items: Sequence[T], limit: int) -> list[T]:
-    """``limit`` items spread evenly over ``items`` (the authors' rule, kept so counts match the paper).
-
-    All items when ``limit`` <= 0 or there are no more than ``limit``; the middle item for 1; else positions
-    round(i * (n - 1) / (limit - 1)) (Python's round-half-to-even). Those positions are distinct because the
-    step exceeds 1, so the authors' de-duplication and top-up never apply.
-    """
-    if limit <= 0 or len(items) <= limit:
-        return list(items)
-    if limit == 1:
-        return [items[len(items) // 2]]
-    return [items[round(i * (len(items) - 1) / (limit - 1))] for i in range(limit)]
+    """``limit`` items spread evenly over ``items`` (the authors' rule, kept so counts match the paper): the
+    shared :func:`rescue.data.evenly.pick_evenly`, whose single pick is the middle item here."""
+    return pick_evenly(items, limit, single="middle")
 
 
 def decision_rows(sample: Sample) -> tuple[list[int], list[int]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from rescue.data.evenly import pick_evenly
 from rescue.video.store import SourceInfo
 from rescue.video.window import MediaWindow
 
@@ -48,15 +49,6 @@ def _frame_range(start: float, end: float, source: SourceInfo) -> tuple[int, int
     return first, stop
 
 
-def spread(items: list[FramePick], limit: int) -> list[FramePick]:
-    """At most ``limit`` items kept evenly from first to last (both ends kept)."""
-    if len(items) <= limit:
-        return items
-    if limit == 1:
-        return [items[-1]]  # the latest moment before the hidden row says the most
-    return [items[round(i * (len(items) - 1) / (limit - 1))] for i in range(limit)]
-
-
 def frame_plan(window: MediaWindow, source: SourceInfo, rate: float, limit: int) -> MediaPlan:
     """The frames of ``window``: ``rate`` per second of each visible span, at most ``limit`` in all."""
     picks: dict[int, FramePick] = {}
@@ -74,7 +66,7 @@ def frame_plan(window: MediaWindow, source: SourceInfo, rate: float, limit: int)
         for index in chosen:
             picks.setdefault(index, FramePick(index, span.row_index, index / source.fps))
     ordered = [picks[i] for i in sorted(picks)]
-    return MediaPlan(window.sample_id, frames=tuple(spread(ordered, limit)))
+    return MediaPlan(window.sample_id, frames=tuple(pick_evenly(ordered, limit, single="last")))
 
 
 def clip_plan(window: MediaWindow, source: SourceInfo) -> MediaPlan:
