@@ -310,3 +310,14 @@ def test_review_height_sets_the_clips_height(tmp_path, short_video):
     result = cli(str(short_video), "--subs", str(subs), "--scenario", "couple", "--participants", "Alan,Evelyn",
                  "--segments", str(segments), "--min-duration", "1", "--review-height", "8", "--out", str(tmp_path / "x"))
     assert result.returncode == 2 and "--review-height 8: give a height of at least 16 lines" in result.stderr
+
+
+def test_extra_is_parsed_and_a_bad_one_refused(tmp_path, short_video):
+    # --extra is parsed only when given (parsing loads the run engine, which a plain build never needs).
+    subs = write_srt(tmp_path / "s.srt", [(1, 2, "Alan", "hi")])
+    common = [str(short_video), "--subs", str(subs), "--scenario", "couple", "--participants", "Alan,Evelyn",
+              "--out", str(tmp_path / "out"), "--dry-run"]
+    bad = cli(*common, "--extra", "enable_thinking")
+    assert bad.returncode == 2 and "expected KEY=VALUE" in bad.stderr
+    good = cli(*common, "--extra", "enable_thinking=false")
+    assert good.returncode == 0, good.stderr

@@ -398,8 +398,6 @@ def _transcripts(config: BuildConfig, model: Model | None, transcriber: Model | 
                  echo: Callable[[str], None], notes: list[str]) -> BuildOutcome:
     """Transcribe every ``--transcribe`` session that has no transcript yet (a dry run counts their audio and
     its cost instead); the keys of both models are checked before a second of audio is sent."""
-    from rescue.build.transcribe import TranscriptJob, transcribe_all
-
     outcome = BuildOutcome(config.out)
     wanted = [s for s in config.sessions if s.transcribe]
     pending = [s for s in wanted if not s.subtitles.is_file()]
@@ -424,6 +422,7 @@ def _transcripts(config: BuildConfig, model: Model | None, transcriber: Model | 
         name = config.transcribe or str(getattr(transcriber, "name", ""))
         outcome.transcribe_cost = PriceTable.load(config.prices).cost(name, Usage(audio_seconds=outcome.audio_seconds))
         return outcome
+    from rescue.build.transcribe import TranscriptJob, transcribe_all
     from rescue.llm import CredentialError, check_endpoint
     from rescue.llm.transcribe import TranscriptionModel, resolve_transcriber
 

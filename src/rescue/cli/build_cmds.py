@@ -92,7 +92,6 @@ def build_command(
 ) -> None:
     """Cut session videos into segments and pre-annotate them into a draft release for review."""
     from rescue.build import AnnotateSettings, BuildConfig, build
-    from rescue.cli.run_cmds import _parse_extras
 
     _check_options(video_input, review_height, overlap_tolerance)
     specs = _session_specs(out, video, subs, transcribe, scenario, participants, group, segments, manifest,
@@ -103,7 +102,7 @@ def build_command(
                                 temperature=temperature)
     config = BuildConfig(
         out=out, sessions=specs, min_duration=min_duration, model=model, base_url=base_url, api_key_env=api_key_env,
-        annotate=settings, extra_body=_parse_extras(list(extra or [])), timeout=timeout, concurrency=concurrency,
+        annotate=settings, extra_body=_extras(extra), timeout=timeout, concurrency=concurrency,
         max_retries=max_retries, max_failures=max_failures or None, max_cost=max_cost, retry_errors=retry_errors,
         prices=None if prices is None else str(prices), row_clips=row_clips, dry_run=dry_run, propose_only=propose_only,
         review_height=review_height, retry_after_cap=retry_after_cap, max_answer_bytes=max_answer_bytes,
@@ -116,6 +115,14 @@ def build_command(
     with ending_children_on_signals():
         outcome = build(config, echo=lambda message: err_console.print(message, highlight=False, markup=False))
     _report(config, outcome, console.print if not quiet else (lambda *a, **k: None))
+
+
+def _extras(extra: list[str] | None) -> dict[str, object]:
+    if not extra:  # parsing imports the run engine (for its error): a third of a second of start-up
+        return {}
+    from rescue.cli.run_cmds import _parse_extras
+
+    return _parse_extras(list(extra))
 
 
 def _check_options(video_input: str, review_height: int | None, overlap_tolerance: float) -> None:
