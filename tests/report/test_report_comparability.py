@@ -218,7 +218,7 @@ def test_er_and_vp_bootstrap_take_the_vectorised_path_and_agree_with_aggregate()
 
     from rescue.report.bootstrap import Decomposed
     from rescue.report.columns import COMPARED, columns_for
-    from rescue.report.scoring import best_statistic, column_statistic
+    from rescue.report.recompute import best_statistic, column_statistic
     from rescue.tasks import get_task
 
     rng = random.Random(3)

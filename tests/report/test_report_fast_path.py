@@ -18,7 +18,7 @@ from rescue.cli import app
 from rescue.report.bootstrap import Decomposed, bootstrap_ci, paired_bootstrap
 from rescue.report.columns import COLUMNS, columns_for
 from rescue.report.runs import read_predictions
-from rescue.report.scoring import best_statistic, column_statistic, in_scope
+from rescue.report.recompute import best_statistic, column_statistic, in_scope
 from rescue.tasks import get_task
 from rescue.tasks.base import PredictionRecord
 

@@ -49,7 +49,7 @@ from rescue.report.leaderboard import (
     to_markdown,
 )
 from rescue.report.runs import ReportError, System, load_systems
-from rescue.report.scoring import Aggregates, registry_aggregates
+from rescue.report.recompute import Aggregates, registry_aggregates
 from rescue.report.video_gain import gains_csv, gains_markdown, gains_table, video_gains
 from rescue.tasks import TASK_NAMES
 

@@ -20,7 +20,7 @@ from rescue.data.groups import GROUP_WORDS, SessionGroups
 from rescue.report.bootstrap import DEFAULT_CLUSTER, paired_bootstrap
 from rescue.report.columns import COMPARED, Column, columns_for
 from rescue.report.runs import System
-from rescue.report.scoring import Aggregates, best_statistic, in_scope
+from rescue.report.recompute import Aggregates, best_statistic, in_scope
 from rescue.report.significance import mcnemar_records
 from rescue.tasks import TASK_NAMES
 

@@ -21,7 +21,7 @@ from rescue.report.bootstrap import DEFAULT_CLUSTER, MIN_SAMPLES, Interval, boot
 from rescue.report.columns import COLUMNS, Column, columns_for
 from rescue.report.comparability import MIXED_MARK, Comparability, bertscore_text, judge_text
 from rescue.report.runs import System
-from rescue.report.scoring import Aggregates, best_statistic, in_scope
+from rescue.report.recompute import Aggregates, best_statistic, in_scope
 from rescue.tasks import graded_tasks
 from rescue.tasks import TASK_NAMES
 

@@ -19,7 +19,7 @@ from rescue.report.bootstrap import DEFAULT_CLUSTER
 from rescue.report.comparisons import Comparison, compare_systems, p_text
 from rescue.report.html import HtmlTable
 from rescue.report.runs import System
-from rescue.report.scoring import Aggregates
+from rescue.report.recompute import Aggregates
 from rescue.tasks.base import VIDEO_MODES
 
 # The text-only run a video mode is compared with: the same prompt without the media.
