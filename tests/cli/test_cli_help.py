@@ -52,12 +52,11 @@ def test_every_run_option_is_explained_and_choices_are_listed():
 
 def test_the_cli_choices_are_the_registrys():
     from rescue.cli.app import JudgedTask
-    from rescue.engine.run_options import RppGoldChoice
     from rescue.tasks import judged_tasks
-    from rescue.tasks.rpp import DEFAULT_RPP_GOLD, RPP_GOLD_CHOICES
+    from rescue.tasks.rpp import RPP_GOLD_CHOICES
 
-    assert [c.value for c in RppGoldChoice] == list(RPP_GOLD_CHOICES)
-    assert RppGoldChoice.auto.value == DEFAULT_RPP_GOLD
+    words = " ".join(re.sub("[│╭╮╰╯─]", " ", _help("run", columns=250).stdout).split())
+    assert f"<{'|'.join(RPP_GOLD_CHOICES)}>" in words  # the help lists the library's choices, in its order
     assert [c.value for c in JudgedTask] == list(judged_tasks())
 
 

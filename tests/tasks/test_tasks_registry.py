@@ -8,11 +8,10 @@ import pytest
 from typer.testing import CliRunner
 
 from rescue.cli import app
-from rescue.cli.tasks_cmds import RppGoldChoice
 from rescue.data.errors import RescueError
 from rescue.tasks import TASK_NAMES, TASKS, get_task, task_counts
 from rescue.tasks.base import Task
-from rescue.tasks.rpp import RPP_GOLD_CHOICES
+from _cli import invoke_main
 from task_contract import check_task
 
 
@@ -38,8 +37,9 @@ def test_task_counts_shape(demo_samples):
     assert task_counts(demo_samples, tasks=["stp"]) == {"stp": counts["stp"]}
 
 
-def test_cli_choices_match_the_library():
-    assert [c.value for c in RppGoldChoice] == list(RPP_GOLD_CHOICES)
+def test_rescue_tasks_refuses_an_unknown_rpp_gold(demo_samples):
+    result = invoke_main(["tasks", "--rpp-gold", "nope"])
+    assert result.exit_code == 2 and "rpp_gold" in result.output and "relation_cycle_state" in result.output
 
 
 def test_rescue_tasks_json_on_demo(demo_samples):

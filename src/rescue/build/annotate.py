@@ -29,7 +29,7 @@ from rescue.build.prompts import (
     retry_prompt,
 )
 from rescue.data.models import THERAPIST, Scenario
-from rescue.data.video_inputs import BuildVideoInput
+from rescue.data.choices import BuildVideoInput
 from rescue.media import Cue, cut_clip, frame_times, grab_frames
 
 if TYPE_CHECKING:

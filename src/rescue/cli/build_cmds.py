@@ -126,7 +126,7 @@ def _extras(extra: list[str] | None) -> dict[str, object]:
 
 
 def _check_options(video_input: str, review_height: int | None, overlap_tolerance: float) -> None:
-    from rescue.data.video_inputs import BUILD_VIDEO_INPUTS
+    from rescue.data.choices import BUILD_VIDEO_INPUTS
     from rescue.build.inputs import BuildInputError
 
     if video_input not in BUILD_VIDEO_INPUTS:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -130,7 +131,6 @@ def _task_options(words: list[str] | None) -> dict[str, dict[str, Any]]:
 _FROM_COMMAND_LINE: dict[str, Any] = {
     "out": lambda v, o: str(v or "."),
     "splits": lambda v, o: _resolved(v) if o["split"] is not None else None,
-    "rpp_gold": lambda v, o: None if v is None else v.value,
     "task_options": lambda v, o: _task_options(v),
     "models": lambda v, o: list(v or []),
     "judges": lambda v, o: list(v or []),
@@ -151,6 +151,8 @@ def _config_fields(options: dict[str, Any]) -> dict[str, Any]:
             convert = _FROM_COMMAND_LINE.get(declared.name)
             if convert is not None:
                 value = convert(value, options)
+            if isinstance(value, Enum):  # an option whose choices click lists
+                value = value.value
             fields[declared.name] = str(value) if isinstance(value, Path) else value
     fields["video"] = _video(options)  # gathered from the video options
     return fields

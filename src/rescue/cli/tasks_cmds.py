@@ -17,7 +17,8 @@ from rescue.cli.app import (
     load_data,
     run_option,
 )
-from rescue.engine.run_options import DEFAULT_SPLITS_FILE, RppGoldChoice
+from rescue.data.choices import DEFAULT_RPP_GOLD
+from rescue.engine.run_options import DEFAULT_SPLITS_FILE
 
 
 class OutputFormat(str, Enum):
@@ -27,7 +28,6 @@ class OutputFormat(str, Enum):
     json = "json"
 
 
-DEFAULT_RPP_GOLD_CHOICE = RppGoldChoice.auto  # rescue.tasks.rpp.DEFAULT_RPP_GOLD (a test holds them equal)
 
 
 @app.command("tasks")
@@ -36,7 +36,7 @@ def tasks_command(
     output_format: Annotated[
         OutputFormat, typer.Option("--format", help="table for people, json for scripts.")
     ] = OutputFormat.table,
-    rpp_gold: Annotated[RppGoldChoice, run_option("rpp_gold")] = DEFAULT_RPP_GOLD_CHOICE,
+    rpp_gold: Annotated[str, run_option("rpp_gold")] = DEFAULT_RPP_GOLD,
     task_option: TaskOptionOption = None,
     split: SplitOption = None,
     splits: SplitsFileOption = DEFAULT_SPLITS_FILE,
@@ -48,7 +48,7 @@ def tasks_command(
 
     samples = load_data(data, split, splits)
     options = parse_task_options(task_option or [])
-    options.setdefault("rpp", {}).setdefault("rpp_gold", rpp_gold.value)
+    options.setdefault("rpp", {}).setdefault("rpp_gold", rpp_gold)
     counts = task_counts(samples, options=options)
     if output_format is OutputFormat.json:
         typer.echo(json.dumps(counts, indent=2))

@@ -21,7 +21,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 
-from rescue.data.video_inputs import VideoInput
+from rescue.data.choices import RppGold, VideoInput
 
 # The option panels of `rescue run --help`, shown in the order their first option is declared below
 # (tests/cli/test_cli_help.py checks the order).
@@ -33,20 +33,10 @@ SampleChoice = Literal["first", "stratified"]
 ParsePolicy = Literal["strict", "lenient"]
 JudgeScale = Literal["likert", "authors"]
 Thinking = Literal["on", "off", "low", "medium", "high"]
-RppGold = Literal["auto", "relation_pattern", "relation_cycle_state"]
 MediaMatch = Literal["auto", "source_file", "id"]
 ImageDetail = Literal["low", "high", "auto"]
 
 DEFAULT_SPLITS_FILE = Path("splits.json")
-
-
-class RppGoldChoice(str, Enum):
-    """``--rpp-gold`` on the command line, where click lists and checks the choices (``RppGold`` as an enum;
-    tests/cli/test_cli_help.py holds both equal to the registry's)."""
-
-    auto = "auto"
-    relation_pattern = "relation_pattern"
-    relation_cycle_state = "relation_cycle_state"
 
 
 @dataclass(frozen=True)
@@ -55,6 +45,7 @@ class Opt:
 
     ``cli`` is the command line's own type where it takes another form than the field stores (a path for a file
     that is read, comma-separated words, repeated KEY=VALUE words), with ``cli_default`` as its default.
+    ``list_choices``: a ``Literal`` field whose values the help lists (click checks them before anything else).
     ``check``: a test a value must pass and what the error says when it does not (after the flag and value).
     """
 
@@ -64,6 +55,7 @@ class Opt:
     cli: Any = None
     cli_default: Any = None
     check: tuple[Callable[[Any], bool], str] | None = None
+    list_choices: bool = False  # the Literal's values listed in the help and checked by click, first
     min: int | None = None  # checked by click, before anything else
 
     @property
@@ -142,7 +134,7 @@ class RunOptions:
     rpp_gold: Annotated[Optional[RppGold], _opt(  # shorthand for task_options["rpp"]["rpp_gold"]
         "--rpp-gold", P_DATA, "The row field holding RPP gold: auto (relation_pattern where a sample has it, else "
         "relation_cycle_state), relation_pattern or relation_cycle_state (docs/tasks.md).",
-        cli=Optional[RppGoldChoice])] = None
+        list_choices=True)] = None
     split: Annotated[Optional[str], _opt(  # rescue.data.splits, taken before limit_samples
         "--split", P_DATA, f"{SPLIT_HELP}; taken before --limit-samples.")] = None
     splits: Annotated[Optional[str], _opt(  # stored only with --split
@@ -299,6 +291,9 @@ class Declared:
         (the model checks the value and names the option in its error)."""
         if self.opt.cli is not None:
             return self.opt.cli
+        if self.opt.list_choices:  # click lists an enum's values; this one is made from the Literal's
+            listed = Enum(self.name, {choice: choice for choice in self.choices}, type=str)  # type: ignore[misc]
+            return Optional[listed] if _optional(self.annotation) else listed
         if self.choices:
             return Optional[str] if _optional(self.annotation) else str
         return self.annotation

@@ -4,8 +4,14 @@ content is hidden, from the rows before it (protocol §4)."""
 from __future__ import annotations
 
 import functools
-from typing import Any, ClassVar, Literal, get_args
+from typing import Any, ClassVar
 
+# RPP's gold choices live in rescue.data.choices, where the command line reads them without the tasks. "auto"
+# reproduces Table 6 on the complete family scenario (525) and keeps the couple samples that carry only
+# relation_cycle_state (see docs/tasks.md, "RPP gold").
+from rescue.data.choices import DEFAULT_RPP_GOLD as DEFAULT_RPP_GOLD
+from rescue.data.choices import RPP_GOLD_CHOICES as RPP_GOLD_CHOICES
+from rescue.data.choices import RppGold as RppGold
 from rescue.data.errors import RescueError
 from rescue.data.models import Sample, Scenario
 from rescue.data.taxonomy import (
@@ -27,11 +33,6 @@ from rescue.tasks.ranking import RANKING_ALIASES, RANKING_METRICS, RankingTask, 
 from rescue.tasks.registry import register
 from rescue.tasks.spec import Declaration, Metric, TaskOptions, validate_options
 
-RppGold = Literal["auto", "relation_pattern", "relation_cycle_state"]
-RPP_GOLD_CHOICES: tuple[str, ...] = get_args(RppGold)
-# "auto" reproduces Table 6 on the complete family scenario (525) and keeps the couple samples that carry
-# only relation_cycle_state (see docs/tasks.md, "RPP gold").
-DEFAULT_RPP_GOLD: RppGold = "auto"
 
 
 def gold_field(sample: Sample, rpp_gold: str) -> str:

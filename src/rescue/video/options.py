@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from rescue.data.errors import VideoError as VideoError
-from rescue.data.video_inputs import VIDEO_INPUTS as VIDEO_INPUTS
+from rescue.data.choices import VIDEO_INPUTS as VIDEO_INPUTS
 
 IMAGE_DETAILS = ("low", "high", "auto")  # OpenAI's image detail levels; None sends none (the server's default)
 MEDIA_MATCHES = ("auto", "source_file", "id")
