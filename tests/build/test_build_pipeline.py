@@ -221,7 +221,9 @@ def _parts(body) -> list[str]:
     return ["text"] if isinstance(content, str) else [p["type"] for p in content]
 
 
-@pytest.mark.parametrize("video_input", ["none", "frames", "clip"])
+# "clip" cuts three window clips out of the 310 s segment (seconds of encoding): slow; the quick test below cuts
+# them from a 20 s video.
+@pytest.mark.parametrize("video_input", ["none", "frames", pytest.param("clip", marks=pytest.mark.slow)])
 def test_video_input_modes(out, segs, session_files, video_input):
     settings = AnnotateSettings(video_input=video_input, window_cues=20, max_images=6)
     with serve(script=draft_script()) as server:
@@ -239,6 +241,26 @@ def test_video_input_modes(out, segs, session_files, video_input):
         assert all(k == ["video_url", "text"] for k in kinds)
         windows = sorted((out / "work/alan_and_evelyn/s01e01_segment01").glob("window*.mp4"))
         assert len(windows) == 3 and probe(windows[0]).duration < 200
+
+
+def test_clip_input_sends_each_window_as_its_own_clip(tmp_path):
+    video = make_video(tmp_path / "short.mp4", 20.0)
+    lines = [(1.0, 3.0, "Alan", "I never said that to you."), (4.0, 6.0, "Evelyn", "You did, last week at dinner."),
+             (7.0, 9.0, "Therapist", "Let us slow down a little."), (10.0, 12.0, "Alan", "Fine, maybe I did.")]
+    subs = write_srt(tmp_path / "short.srt", lines)
+    segments = tmp_path / "seg.csv"
+    segments.write_text("0,20\n", encoding="utf-8")
+    out = tmp_path / "out"
+    settings = AnnotateSettings(video_input="clip", window_cues=2, window_overlap=0)
+    with serve(script=draft_script()) as server:
+        outcome = build(config(out, [SessionSpec(video, subs, "couple", ("Alan", "Evelyn"), "g", segments=segments)],
+                               server, annotate=settings, min_duration=1))
+        rows_requests = [r.body for r in server.requests if "relation_patterns" not in json.dumps(r.body["messages"][0])]
+    assert outcome.problems == 0 and len(rows_requests) == 2
+    assert all(_parts(body) == ["video_url", "text"] for body in rows_requests)
+    windows = sorted((out / "work/g/short_segment01").glob("window*.mp4"))
+    assert len(windows) == 2 and all(probe(w).duration < 20 for w in windows)
+    assert [r["dialogue_cleaned"] for r in read_draft(out)[0]["rows"]] == [text for *_, text in lines]
 
 
 def test_long_segment_windows_merge_into_one_row_per_line(out, segs, session_files):
@@ -330,6 +352,8 @@ def test_without_a_model_the_draft_holds_the_subtitles(out, segs, session_files)
     assert validate_path(out / "draft.jsonl").errors == []
 
 
+@pytest.mark.slow  # proposes and cuts the whole 400 s session; a proposal passed back as --segments is what
+# every test using `segs` does, and an edited one is test_an_edited_proposal_is_used_without_segments
 def test_proposal_uses_scene_cuts_and_can_be_passed_back(tmp_path, session_files):
     out = tmp_path / "out"
     outcome = build(config(out, [spec(session_files)], propose_only=True))
