@@ -79,6 +79,8 @@ def test_demo_prompts_are_byte_identical(demo_samples):
     _compare(digests(demo_samples), _pins()["demo"])
 
 
+@pytest.mark.slow  # about 20 s of CPU (every prompt of 35 real sessions, whole histories included); the landing
+# checks name this file and run it whole, and the demo pins above stay in the quick run
 def test_real_sample_prompts_are_byte_identical(real_samples):
     from conftest import DEFAULT_REAL_DATA, REAL_DATA  # type: ignore[import-not-found]
 
