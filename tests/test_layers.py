@@ -25,7 +25,6 @@ LAYERS: dict[str, set[str] | str] = {
     "_version": set(),  # a leaf every layer may read
     "atomic": set(),  # the one atomic writer: a leaf every layer writes through
     "data": {"atomic"},
-    "io": {"data"},  # the names rescue.io held before its split, re-exported for old imports
     "files": {"data"},  # safe file names, hashes, the output folder check, one writer per folder
     "display": {"data"},  # text from outside made safe for a terminal or a Markdown table
     "proc": {"data"},  # child processes that end with rescue, for every layer above data
@@ -49,7 +48,7 @@ LAYERS: dict[str, set[str] | str] = {
     "__init__": EVERYTHING,  # the notebook API
     "__main__": EVERYTHING,
 }
-LEAVES = {"_version", "atomic", "display", "files", "io", "proc"}  # any layer above data may use them
+LEAVES = {"_version", "atomic", "display", "files", "proc"}  # any layer above data may use them
 TASK_NAMES = set(TASKS)
 # Where a task may still be named outside rescue.tasks: a user-facing option that is about one task.
 NAMED_TASKS_ALLOWED = {

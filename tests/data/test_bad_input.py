@@ -11,7 +11,9 @@ import pytest
 from _cli import invoke_main
 from data_helpers import couple_record, run_cli, write_jsonl
 
-from rescue.io import latex_text, markdown_table, safe_filename, terminal_text, visible_text
+from rescue.data.text import latex_text, visible_text
+from rescue.display import markdown_table, terminal_text
+from rescue.files import safe_filename
 
 SID = "demo_couple_riley_and_sam/001_session"
 

@@ -16,7 +16,7 @@ from _engine_support import itp_instances, oracle_answers, oracle_script, start_
 from rescue.engine.config import RunError
 from rescue.runs.folder import RunDirError, read_run
 from rescue.engine.runner import RunConfig, run
-from rescue.io import DirectoryLock
+from rescue.files import DirectoryLock
 from rescue.testing.openai_server import Reply, serve
 
 

@@ -79,7 +79,7 @@ def test_p_values_at_the_resampling_floor_say_less_than(resamples):
 
 
 def test_markdown_cells_keep_comparison_signs_readable():
-    from rescue.io import markdown_text
+    from rescue.display import markdown_text
 
     assert markdown_text("p < 0.05; a <= b; x > y") == "p < 0.05; a <= b; x > y"
     assert "<script" not in markdown_text("<script>alert(1)</script>")

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from rescue.cli import app
 from rescue.data.loading import demo_path
-from rescue.io import sha256_file
+from rescue.files import sha256_file
 from rescue.report.bootstrap import bootstrap_ci, cluster_of, count_clusters
 from rescue.report.comparability import ComparabilityError
 from rescue.report.significance import clustered_mcnemar

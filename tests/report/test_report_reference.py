@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rescue.cli import app
-from rescue.io import sha256_file
+from rescue.files import sha256_file
 from rescue.report.reference import AVERAGE, load_paper, paper_model
 from rescue.report.runs import load_run
 from rescue.suites import SuiteError, apply_suite, key_status, load_suite

@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from rescue.cli.app import app, err_console
 from rescue.data.errors import EXIT_ERROR, RescueError, exit_code
-from rescue.data.text import visible_text  # not via rescue.io: its regexes cost `--help` time
+from rescue.data.text import visible_text
 
 # Each module registers its commands on `app` when imported.
 _COMMAND_MODULES = ("data_cmds", "tasks_cmds", "run_cmds", "judge_cmds", "report_cmds", "review_cmds", "build_cmds",

@@ -52,7 +52,7 @@ def report(
 ) -> None:
     """Leaderboards (Markdown, LaTeX, CSV) with bootstrap CIs, paired comparisons, the paper's analyses,
     figures and a self-contained HTML report, from one or more run directories."""
-    from rescue.io import check_out_folder
+    from rescue.files import check_out_folder
     from rescue.report.bootstrap import CLUSTERS
     from rescue.report.build import ReportOptions, build_report
     from rescue.report.runs import ReportError

@@ -1,6 +1,5 @@
 """Text shown to people, from data they did not write: control characters and lone surrogates escaped,
-NaN/Infinity made JSON-safe, LaTeX specials escaped; and the one clock-time form (WebVTT's HH:MM:SS.mmm). A leaf of ``rescue.data``; :mod:`rescue.io` re-exports
-these for the layers above."""
+NaN/Infinity made JSON-safe, LaTeX specials escaped; and the one clock-time form (WebVTT's HH:MM:SS.mmm). A leaf of ``rescue.data``."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from typing import Any
 from rescue.engine.config import RunError
 from rescue.engine.outcome import PairResult
 from rescue.engine.progress import ProgressDisplay
-from rescue.io import visible_text
+from rescue.data.text import visible_text
 from rescue.llm.reliable import ReliableModel
 from rescue.tasks.base import PredictionRecord
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rescue.files import JsonLinesLog
-from rescue.io import terminal_text
+from rescue.display import terminal_text
 
 
 class RunLog(JsonLinesLog):

@@ -8,7 +8,7 @@ from typing import Any
 
 from rescue.data.errors import RescueError
 from rescue.engine.config import RunConfig, RunError, config_differences
-from rescue.io import remove_stale_temporaries
+from rescue.atomic import remove_stale_temporaries
 from rescue.runs.folder import CACHE, LOG, read_results
 from rescue.runs.results import PREDICTIONS, RESULTS
 

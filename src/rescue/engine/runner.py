@@ -47,7 +47,7 @@ from rescue.engine.plan import (
 from rescue.engine.progress import ProgressDisplay, RunLog
 from rescue.engine.resume import prepare_folder
 from rescue.engine.types import TaskModel
-from rescue.io import DirectoryLock, check_out_folder
+from rescue.files import DirectoryLock, check_out_folder
 from rescue.llm.cache import ResponseCache
 from rescue.llm.cost import PriceTable
 from rescue.llm.reliable import Budget, ReliableModel

@@ -22,7 +22,9 @@ from rescue.atomic import move_into_place
 from rescue.data.groups import SessionGroups, check_groups, folder_of, infer_groups, read_groups
 from rescue.data.loading import load_samples
 from rescue.data.models import Sample
-from rescue.io import process_alive, remove_stale_temporaries, safe_filename, visible_text, write_atomic
+from rescue.atomic import process_alive, remove_stale_temporaries, write_atomic
+from rescue.data.text import visible_text
+from rescue.files import safe_filename
 from rescue.report import analyses
 from rescue.report.bootstrap import DEFAULT_CLUSTER
 from rescue.report.columns import COLUMNS, HEADLINE

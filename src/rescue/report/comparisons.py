@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
-from rescue.io import markdown_table
+from rescue.display import markdown_table
 from rescue.data.groups import GROUP_WORDS, SessionGroups
 from rescue.report.bootstrap import DEFAULT_CLUSTER, paired_bootstrap
 from rescue.report.columns import COMPARED, Column, columns_for

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rescue.io import latex_text, markdown_table, markdown_text
+from rescue.data.text import latex_text
+from rescue.display import markdown_table, markdown_text
 from rescue.data.groups import GROUP_WORDS, SessionGroups
 from rescue.report.bootstrap import DEFAULT_CLUSTER, MIN_SAMPLES, Interval, bootstrap_ci
 from rescue.report.columns import COLUMNS, Column, columns_for

@@ -13,7 +13,7 @@ from rich import box
 from rich.table import Table
 
 from rescue.runs.results import ModelResults, RunResults
-from rescue.io import terminal_text
+from rescue.display import terminal_text
 from rescue.report.columns import HEADLINE, Column
 from rescue.tasks import TASK_NAMES
 

@@ -14,7 +14,7 @@ import io
 from collections.abc import Sequence
 
 from rescue.data.groups import SessionGroups
-from rescue.io import markdown_table
+from rescue.display import markdown_table
 from rescue.report.bootstrap import DEFAULT_CLUSTER
 from rescue.report.comparisons import Comparison, compare_systems, p_text
 from rescue.report.html import HtmlTable

@@ -266,7 +266,7 @@ class RunResults(BaseModel):
 
     def to_json_text(self) -> str:
         """results.json's text (a value that is not a finite number is null)."""
-        from rescue.io import json_safe
+        from rescue.data.text import json_safe
 
         # JSON has no NaN or Infinity: such a metric is written as null.
         return json.dumps(json_safe(self.model_dump(mode="json")), indent=2, ensure_ascii=False, allow_nan=False) + "\n"

@@ -24,7 +24,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from rescue.io import markdown_table
+from rescue.display import markdown_table
 from rescue.report.columns import Column
 from rescue.report.comparability import bertscore_text
 from rescue.scoring.bertscore import PAPER_BACKBONE
