@@ -258,8 +258,8 @@ def test_ctrl_c_says_what_is_saved_and_the_rerun_resumes_from_the_cache(tmp_path
             except sqlite3.OperationalError:
                 saved = 0
         process.send_signal(signal.SIGINT)
+        release.set()  # mid-way when signalled; the requests it still holds may now end as the run stops
         _, stderr = process.communicate(timeout=60)
-        release.set()
         assert process.returncode == 130, stderr
         assert "interrupted:" in stderr and "answer(s) of this run are saved" in stderr
         assert "rerun the same command to resume" in stderr and "Traceback" not in stderr
