@@ -93,9 +93,9 @@ def test_hundreds_of_concurrent_requests():
         return [r.status_code for r in responses]
 
     with serve("ok", latency=0.5) as server:
-        statuses = asyncio.run(burst(server.base_url, 300))
-        assert statuses == [200] * 300
-        assert server.request_count == 300
+        statuses = asyncio.run(burst(server.base_url, 150))  # hundreds at once: 150 keep the check below and cost half of 300
+        assert statuses == [200] * 150
+        assert server.request_count == 150
         # Held side by side, not one after another: counted by the server, not timed (a time bound failed under
         # load while the behaviour was right).
         assert server.max_in_flight >= 100
