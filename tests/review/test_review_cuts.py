@@ -315,7 +315,7 @@ def test_a_save_racing_a_split_lands_on_its_row_or_is_refused(app):
         split = pool.submit(cut, ann, "split", {"layout": 0, "version": 0, "at": at}, 1)
         saved = pool.submit(tab.save, 3, {"tone_of_voice": "raced"}, 0)
         split_status, save_status = split.result().status_code, saved.result().status_code
-    assert split_status == 200 and save_status in (200, 409)
+    assert split_status == 200 and save_status in (200, 409), saved.result().text
     after = ann.segment()["rows"]
     holders = [r["values"]["dialogue_cleaned"] for r in after if r["values"]["tone_of_voice"] == "raced"]
     assert holders == ([rows[2]["values"]["dialogue_cleaned"]] if save_status == 200 else [])

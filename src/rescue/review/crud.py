@@ -337,10 +337,17 @@ def _stored(record: RowCopy) -> dict[str, Any]:
 
 def _current_row(db: Session, segment: Segment, copy: str, row_index: int, assigned: list[str] | None) -> dict[str, Any]:
     """One row of a copy, as :func:`copy_rows` gives it, reading only that row."""
-    record = db.scalar(select(RowCopy).where(RowCopy.segment_id == segment.sample_id, RowCopy.copy == copy,
-                                             RowCopy.row_index == row_index))
+    query = select(RowCopy).where(RowCopy.segment_id == segment.sample_id, RowCopy.copy == copy,
+                                  RowCopy.row_index == row_index)
+    record = db.scalar(query)
+    if record is None and copy_cut(db, segment.sample_id, copy) is not None:
+        # A cut stores every row of its copy. The row was missing a moment ago because a cut was committing
+        # between the two reads: read it again, so that a save racing the cut is a conflict, not a 404.
+        record = db.scalar(query)
+        if record is None:
+            raise ReviewError(f"row {row_index} does not exist")
     if record is None:
-        if copy_cut(db, segment.sample_id, copy) is not None or not 1 <= row_index <= len(segment.rows):
+        if not 1 <= row_index <= len(segment.rows):
             raise ReviewError(f"row {row_index} does not exist")
         if copy == FINAL:
             values = _base_rows(db, segment, copy, assigned, only=row_index)[row_index - 1]
