@@ -10,6 +10,7 @@ here and to docs/architecture.md.
 from __future__ import annotations
 
 import ast
+import fnmatch
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -283,3 +284,13 @@ def test_tests_mirror_the_packages():
     assert top <= PROJECT_WIDE_TESTS, f"move these into the folder of the package they test: {sorted(top - PROJECT_WIDE_TESTS)}"
     strays = sorted(p.parent.name for p in tests.glob("*/test_*.py") if p.parent.name not in packages)
     assert strays == [], f"test folders that name no rescue package: {strays}"
+
+
+def test_every_test_folder_is_collected(pytestconfig):
+    # pytest's default norecursedirs names "build": tests/build was silently left out of every run until this test.
+    tests = Path(__file__).resolve().parent
+    patterns = pytestconfig.getini("norecursedirs")
+    skipped = sorted(folder.name for folder in tests.iterdir()
+                     if folder.is_dir() and any(folder.glob("test_*.py"))
+                     and any(fnmatch.fnmatch(folder.name, pattern) for pattern in patterns))
+    assert skipped == [], f"test folders pytest does not collect (norecursedirs in pyproject.toml): {skipped}"

@@ -8,7 +8,7 @@ import pytest
 
 from rescue.data.groups import infer_groups
 from rescue.data.splits import SplitError, check_leak_free, make_splits, read_plan, select_split
-from tests._cli import invoke_main
+from _cli import invoke_main
 
 
 def _groups_per_split(plan, samples):

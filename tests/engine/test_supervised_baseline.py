@@ -11,7 +11,7 @@ from rescue.engine.baselines import BASELINE_NAMES, BaselineError, make_baseline
 from rescue.engine.supervised import encode, out_of_fold_rankings
 from rescue.tasks import get_task
 from rescue.tasks.base import RenderOptions
-from tests._cli import invoke_main
+from _cli import invoke_main
 
 
 @pytest.mark.parametrize("task_name", ["itp", "rpp", "stp", "ssp"])

@@ -9,7 +9,7 @@ import pytest
 
 import rescue
 from rescue.testing.openai_server import Reply, request_key, serve
-from tests._cli import invoke_main
+from _cli import invoke_main
 
 CLOSED = {"itp": "f1", "rpp": "accuracy", "stp": "recall_at_1", "ssp": "mrr"}
 

@@ -6,23 +6,15 @@ from __future__ import annotations
 import pytest
 from _cli import invoke_main
 from fastapi.testclient import TestClient
-from review_helpers import FIRST, PASSWORD, Client, make_app, seg_url
+from review_helpers import FIRST, PASSWORD, Client, seg_url
 
-from rescue.testing.review_project import demo_samples, make_review_project
 
 NEW = "a whole new password"
 
 
 @pytest.fixture
-def project(tmp_path):
-    return make_review_project(tmp_path / "p", demo_samples()[:2], media=False)
-
-
-@pytest.fixture
-def app(project, tmp_path):
-    application = make_app(project, tmp_path / "review.db")
-    yield application
-    application.state.engine.dispose()
+def project(small_project):
+    return small_project
 
 
 def _login(app, name, password=PASSWORD):

@@ -6,10 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from review_helpers import FIRST, Client, make_app
+from review_helpers import FIRST, Client
 
 from rescue.metrics.agreement import text_agreement, text_tokens, token_overlap
-from rescue.testing.review_project import demo_samples, make_review_project
 
 
 def test_text_normalisation_and_token_overlap():
@@ -24,11 +23,8 @@ def test_text_normalisation_and_token_overlap():
 
 
 @pytest.fixture
-def app(tmp_path):
-    project = make_review_project(tmp_path / "p", demo_samples()[:1], media=False)
-    application = make_app(project, tmp_path / "review.db")
-    yield application
-    application.state.engine.dispose()
+def project(small_project):
+    return small_project
 
 
 def test_text_fields_are_measured_beside_alpha(app):

@@ -17,26 +17,9 @@ from rescue.testing.review_project import demo_samples, make_review_project
 SECOND = "demo_couple_priya_and_marcus/001_session"
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
-    return make_review_project(tmp_path_factory.mktemp("review") / "proj", max_seconds=60)
-
-
 @pytest.fixture
-def app(project, review_db_url):
-    application = make_app(project, review_db_url)
-    yield application
-    application.state.engine.dispose()
-
-
-@pytest.fixture
-def ann(app):
-    return Client(app, "ann")
-
-
-@pytest.fixture
-def ada(app):
-    return Client(app, "ada")
+def db_url(review_db_url):
+    return review_db_url
 
 
 # --- login and security ---------------------------------------------------------------------------------------

@@ -8,7 +8,6 @@ segment is not in her queue), ``ada`` (adjudicator), ``root`` (admin).
 
 from __future__ import annotations
 
-from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -16,7 +15,6 @@ from fastapi.routing import APIRoute
 from review_helpers import FIRST, Client, make_app, seg_url
 
 from rescue.review import crud
-from rescue.testing.review_project import make_review_project
 
 SEG = seg_url(FIRST)
 PAGE = "/segments/" + quote(FIRST, safe="")
@@ -74,14 +72,9 @@ ROUTES = [
 ROLES_OF = {"ann": "annotator", "cat": "annotator", "ada": "adjudicator", "root": "admin"}
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
-    return make_review_project(tmp_path_factory.mktemp("review-blind") / "proj", max_seconds=30)
-
-
 @pytest.fixture
-def app(project, tmp_path):
-    application = make_app(project, tmp_path / "review.db")
+def app(project, db_url):
+    application = make_app(project, db_url)
     with application.state.sessions() as db:
         plan = crud.assign(db, "root", application.state.project, 2, ["ann", "bob"])
     assert all(names == ["ann", "bob"] or sorted(names) == ["ann", "bob"] for names in plan.values())

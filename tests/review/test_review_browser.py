@@ -36,16 +36,6 @@ def browser():
         launched.close()
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
-    return make_review_project(tmp_path_factory.mktemp("review-e2e") / "proj", max_seconds=60)
-
-
-@pytest.fixture
-def server(project, tmp_path):
-    running = Server(make_app(project, tmp_path / "review.db"))
-    yield running
-    running.stop()
 
 
 def login(browser, server, name: str, width: int = 1440, height: int = 960):  # type: ignore[no-untyped-def]

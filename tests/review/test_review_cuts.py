@@ -4,7 +4,6 @@ conflict-checked, exported with consistent row numbers, and aligned by time for 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,21 +14,9 @@ from rescue.review import cuts
 from rescue.testing.review_project import make_review_project
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
-    return make_review_project(tmp_path_factory.mktemp("review-cuts") / "proj", max_seconds=60)
-
-
 @pytest.fixture
-def app(project, review_db_url):
-    application = make_app(project, review_db_url)
-    yield application
-    application.state.engine.dispose()
-
-
-@pytest.fixture
-def ann(app):
-    return Client(app, "ann")
+def db_url(review_db_url):
+    return review_db_url
 
 
 def cut(client: Client, action: str, body: dict[str, Any], row: int | None = None, copy: str | None = None):  # type: ignore[no-untyped-def]

@@ -4,7 +4,6 @@ server (a reload shows it) and a stale cut answered by reloading the rows."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from review_helpers import FIRST, Client, make_app, seg_url
@@ -15,21 +14,6 @@ from rescue.testing.review_project import make_review_project
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
-    return make_review_project(tmp_path_factory.mktemp("review-cuts-e2e") / "proj", max_seconds=60)
-
-
-@pytest.fixture
-def app(project, tmp_path):
-    return make_app(project, tmp_path / "review.db")
-
-
-@pytest.fixture
-def server(app):
-    running = Server(app)
-    yield running
-    running.stop()
 
 
 def rows(page) -> list[dict]:  # type: ignore[no-untyped-def]

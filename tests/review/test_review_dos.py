@@ -13,7 +13,6 @@ import json
 import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import httpx
 import pytest
@@ -23,16 +22,6 @@ from rescue.review.security import BODY_BYTES, LOGIN_BODY_BYTES, MAX_TEXT_CHARS
 from rescue.testing.review_project import make_review_project
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
-    return make_review_project(tmp_path_factory.mktemp("review-dos") / "proj", max_seconds=60)
-
-
-@pytest.fixture
-def server(project, tmp_path):
-    running = Server(make_app(project, tmp_path / "review.db"))
-    yield running
-    running.stop()
 
 
 def _client(server, address: str = "127.0.0.1") -> httpx.Client:

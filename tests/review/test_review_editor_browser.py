@@ -46,13 +46,6 @@ def project(tmp_path_factory) -> Path:
     return root
 
 
-@pytest.fixture
-def server(project, tmp_path):
-    running = Server(make_app(project, tmp_path / "review.db"))
-    yield running
-    running.stop()
-
-
 def _errors(page) -> list[str]:  # type: ignore[no-untyped-def]
     found: list[str] = []
     page.on("pageerror", lambda exc: found.append(str(exc)))

@@ -16,16 +16,8 @@ STRATEGY = {"provider": "Therapist", "strategy_type": "track", "target": ["Riley
 
 
 @pytest.fixture
-def app(tmp_path):
-    project = make_review_project(tmp_path / "p", demo_samples()[:2], media=False)
-    application = make_app(project, tmp_path / "review.db")
-    yield application
-    application.state.engine.dispose()
-
-
-@pytest.fixture
-def ann(app):
-    return Client(app, "ann")
+def project(small_project):
+    return small_project
 
 
 @pytest.mark.parametrize(("row", "fields", "named", "rule"), [

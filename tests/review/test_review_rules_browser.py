@@ -4,26 +4,16 @@ Accounts page, and pages without console errors (the favicon)."""
 from __future__ import annotations
 
 import pytest
-from review_helpers import FIRST, PASSWORD, Client, make_app
+from review_helpers import FIRST, PASSWORD, Client
 from test_review_browser import Server, browser, login, open_segment, wait_until  # noqa: F401 (fixtures)
 
-from rescue.testing.review_project import demo_samples, make_review_project
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 @pytest.fixture
-def app(tmp_path):
-    application = make_app(make_review_project(tmp_path / "p", demo_samples()[:1], media=False), tmp_path / "db.sqlite")
-    yield application
-    application.state.engine.dispose()
-
-
-@pytest.fixture
-def server(app):
-    running = Server(app)
-    yield running
-    running.stop()
+def project(small_project):
+    return small_project
 
 
 def _console_errors(page) -> list[str]:  # type: ignore[no-untyped-def]

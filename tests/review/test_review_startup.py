@@ -9,16 +9,13 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from review_helpers import Client, make_app
+from review_helpers import Client
 
-from rescue.testing.review_project import demo_samples, make_review_project
 
 
 @pytest.fixture
-def app(tmp_path):
-    application = make_app(make_review_project(tmp_path / "p", demo_samples()[:1], media=False), tmp_path / "db.sqlite")
-    yield application
-    application.state.engine.dispose()
+def project(small_project):
+    return small_project
 
 
 def test_every_page_links_a_favicon_and_favicon_ico_answers_without_a_login(app):
