@@ -11,7 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "rescue"
+from source_tree import SRC, parsed
+
 EXEMPT_PACKAGES = {"testing"}
 # Pydantic's validators and serializers (hooks of the model they sit in) and typing's @overload stubs (the
 # implementation after them carries the docstring).
@@ -35,7 +36,7 @@ def _classes() -> dict[str, list[tuple[ast.ClassDef, str]]]:
     """Every class defined in rescue, by name (a method that overrides one of a base's inherits its docstring)."""
     found: dict[str, list[tuple[ast.ClassDef, str]]] = {}
     for path in SRC.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.ClassDef):
                 found.setdefault(node.name, []).append((node, str(path)))
     return found
@@ -73,7 +74,7 @@ def _is_property_setter(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 
 def _missing(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     where = path.relative_to(SRC.parent).as_posix()
     missing = []
     for node in tree.body:

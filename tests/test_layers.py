@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
 import re
 from collections import defaultdict
 from pathlib import Path
 
+from source_tree import SRC, parsed
+
 from rescue.tasks import TASKS
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "rescue"
 EVERYTHING = "*"
 
 # package -> the rescue packages it may import (lower layers only). The order, lowest first, is the one
@@ -76,11 +78,12 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
+@functools.cache  # eight tests ask, each of every module
 def _imports(path: Path) -> list[tuple[int, str]]:
     """(line, module) for every rescue import in the file, at any depth (lazy imports included); ``from
     pkg import submodule`` counts as importing the submodule."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.split(".")[0] == "rescue":
             subs = [f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in MODULES]
             targets = subs if len(subs) == len(node.names) else [node.module, *subs]
@@ -232,7 +235,7 @@ def test_no_task_is_named_outside_the_tasks_package():
         if _package(module) == "tasks":
             continue
         relative = path.relative_to(SRC).as_posix()
-        for line, value in _string_constants(ast.parse(path.read_text(encoding="utf-8"))):
+        for line, value in _string_constants(parsed(path)):
             if value.lower() in TASK_NAMES and (relative, value.lower()) not in NAMED_TASKS_ALLOWED:
                 named.append(f"{relative}:{line}: {value!r}")
     assert not named, "task names outside rescue.tasks (read the registry instead):\n" + "\n".join(named)
@@ -244,7 +247,7 @@ def test_no_task_module_imports_a_private_name_of_another():
     for module, path in MODULES.items():
         if _package(module) != "tasks":
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("rescue."):
                 found += [f"{path.relative_to(SRC)}:{node.lineno}: {node.module}.{a.name}"
                           for a in node.names if a.name.startswith("_")]
@@ -258,14 +261,14 @@ def test_every_exception_is_defined_in_the_errors_module():
     """One error hierarchy in one module (issue #25, item 5): a class deriving from an exception anywhere else
     is private to its module (``_Name``); a module that keeps a public name imports it from rescue.data.errors."""
     known = {"Exception", "BaseException", "ValueError", "SystemExit", "KeyError", "RuntimeError", "OSError"}
-    tree = ast.parse((SRC / ERRORS_MODULE).read_text(encoding="utf-8"))
+    tree = parsed(SRC / ERRORS_MODULE)
     known |= {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
     elsewhere = []
     for path in MODULES.values():
         relative = path.relative_to(SRC).as_posix()
         if relative == ERRORS_MODULE:
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in getattr(node, "bases", [])}
             if isinstance(node, ast.ClassDef) and bases & known and not node.name.startswith("_"):
                 elsewhere.append(f"{relative}:{node.lineno}: {node.name}")

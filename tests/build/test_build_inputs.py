@@ -116,6 +116,7 @@ def test_sessions_csv_errors_name_the_line(tmp_path):
         read_sessions_csv(path)
 
 
+@pytest.mark.slow
 def test_segments_file_errors(tmp_path, session_files):
     segments = tmp_path / "segments.csv"
     # Line 2: a bad time; line 3: past the end; line 4: a boundary inside a subtitle line (cue 1: 0.5-6.5 s).
@@ -142,6 +143,7 @@ def test_cli_bad_input_exits_2_without_traceback(tmp_path, short_video):
     assert done.returncode == 2 and "--video-input 'audio'" in done.stderr
 
 
+@pytest.mark.slow
 def test_more_segment_file_errors(tmp_path, session_files):
     from rescue.build.inputs import load_session
     from rescue.build.segments import read_segments_csv
@@ -163,6 +165,7 @@ def test_more_segment_file_errors(tmp_path, session_files):
     assert _problems(tmp_path, missing) == [f"{tmp_path / 'absent.csv'}: no such segments file"]
 
 
+@pytest.mark.slow
 def test_duplicate_sample_ids_are_refused(tmp_path, session_files):
     spec = _spec(session_files.video, session_files.subs)
     with pytest.raises(BuildInputError, match="is already built from"):
@@ -294,6 +297,7 @@ def test_the_key_is_checked_before_anything_is_cut(tmp_path, short_video, monkey
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_review_height_sets_the_clips_height(tmp_path, short_video):
     from rescue.build import read_manifest
     from rescue.media import probe

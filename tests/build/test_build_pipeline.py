@@ -59,6 +59,7 @@ def read_draft(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "draft.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
+@pytest.mark.slow
 def test_good_drafts_give_a_valid_release_and_the_manifest(tmp_path, session_files):
     out = tmp_path / "out"
     script = draft_script()
@@ -102,6 +103,7 @@ def test_good_drafts_give_a_valid_release_and_the_manifest(tmp_path, session_fil
     assert "base64" not in (out / "draft.jsonl").read_text() and "base64" not in (out / "manifest.json").read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", [k for k in BROKEN_KINDS])
 def test_broken_drafts_are_caught_and_reasked(out, segs, session_files, kind):
     script = draft_script(kind)
@@ -119,6 +121,7 @@ def test_broken_drafts_are_caught_and_reasked(out, segs, session_files, kind):
     assert expected in listed
 
 
+@pytest.mark.slow
 def test_what_the_reask_does_not_fix_is_kept_as_open_problems(out, segs, session_files):
     with serve(script=draft_script("unknown_label", "self_target", "uncovered_line", fix_on_reask=False)) as server:
         outcome = build(config(out, [spec(session_files, segments=segs)], server))
@@ -143,6 +146,7 @@ def test_what_the_reask_does_not_fix_is_kept_as_open_problems(out, segs, session
     assert validate_path(out / "draft.jsonl").errors == []
 
 
+@pytest.mark.slow
 def test_a_hallucinating_answer_keeps_every_line(out, segs, session_files):
     # 8 rows of invented words for each window's lines, again after the re-ask: every line stays, as its own row.
     with serve(script=draft_script("hallucinated", fix_on_reask=False)) as server:
@@ -157,6 +161,7 @@ def test_a_hallucinating_answer_keeps_every_line(out, segs, session_files):
     assert validate_path(out / "draft.jsonl").errors == []
 
 
+@pytest.mark.slow
 def test_rerun_resumes_without_cutting_or_asking_again(tmp_path, session_files):
     out = tmp_path / "out"
     with serve(script=draft_script("self_target")) as server:
@@ -180,6 +185,7 @@ def test_rerun_resumes_without_cutting_or_asking_again(tmp_path, session_files):
     assert statuses == ["done", "skipped", "skipped"]
 
 
+@pytest.mark.slow
 def test_failed_requests_leave_a_reviewable_draft_and_a_rerun_asks_again(out, segs, session_files):
     from rescue.testing.openai_server import Reply
 
@@ -192,6 +198,7 @@ def test_failed_requests_leave_a_reviewable_draft_and_a_rerun_asks_again(out, se
     assert outcome.complete and outcome.problems == 0
 
 
+@pytest.mark.slow
 def test_dry_run_sends_and_writes_nothing(tmp_path, session_files):
     out = tmp_path / "out"
     with serve(script=draft_script()) as server:
@@ -205,6 +212,7 @@ def test_dry_run_sends_and_writes_nothing(tmp_path, session_files):
     assert est.images == 3 * 24 and est.input_tokens > est.images * 200 and est.output_tokens > 0
 
 
+@pytest.mark.slow
 def test_dry_run_cli_prints_the_estimate(tmp_path, session_files, segs):
     from test_build_inputs import cli
 
@@ -223,6 +231,7 @@ def _parts(body) -> list[str]:
 
 # "clip" cuts three window clips out of the 310 s segment (seconds of encoding): slow; the quick test below cuts
 # them from a 20 s video.
+@pytest.mark.slow
 @pytest.mark.parametrize("video_input", ["none", "frames", pytest.param("clip", marks=pytest.mark.slow)])
 def test_video_input_modes(out, segs, session_files, video_input):
     settings = AnnotateSettings(video_input=video_input, window_cues=20, max_images=6)
@@ -243,6 +252,7 @@ def test_video_input_modes(out, segs, session_files, video_input):
         assert len(windows) == 3 and probe(windows[0]).duration < 200
 
 
+@pytest.mark.slow
 def test_clip_input_sends_each_window_as_its_own_clip(tmp_path):
     video = make_video(tmp_path / "short.mp4", 20.0)
     lines = [(1.0, 3.0, "Alan", "I never said that to you."), (4.0, 6.0, "Evelyn", "You did, last week at dinner."),
@@ -263,6 +273,7 @@ def test_clip_input_sends_each_window_as_its_own_clip(tmp_path):
     assert [r["dialogue_cleaned"] for r in read_draft(out)[0]["rows"]] == [text for *_, text in lines]
 
 
+@pytest.mark.slow
 def test_long_segment_windows_merge_into_one_row_per_line(out, segs, session_files):
     with serve(script=draft_script()) as server:
         build(config(out, [spec(session_files, segments=segs)], server, annotate=AnnotateSettings(video_input="none", window_cues=10,
@@ -343,6 +354,7 @@ def cli_base() -> list[str]:
     return [sys.executable, "-m", "rescue"]
 
 
+@pytest.mark.slow
 def test_without_a_model_the_draft_holds_the_subtitles(out, segs, session_files):
     outcome = build(config(out, [spec(session_files, segments=segs)]))
     assert outcome.requests == 0
@@ -354,6 +366,7 @@ def test_without_a_model_the_draft_holds_the_subtitles(out, segs, session_files)
 
 @pytest.mark.slow  # proposes and cuts the whole 400 s session; a proposal passed back as --segments is what
 # every test using `segs` does, and an edited one is test_an_edited_proposal_is_used_without_segments
+@pytest.mark.slow
 def test_proposal_uses_scene_cuts_and_can_be_passed_back(tmp_path, session_files):
     out = tmp_path / "out"
     outcome = build(config(out, [spec(session_files)], propose_only=True))
@@ -366,6 +379,7 @@ def test_proposal_uses_scene_cuts_and_can_be_passed_back(tmp_path, session_files
     assert outcome.segments == ["alan_and_evelyn/s01e01_segment01", "alan_and_evelyn/s01e01_segment02"]
 
 
+@pytest.mark.slow
 def test_an_edited_proposal_is_used_without_segments(tmp_path, session_files):
     # --propose-only, an edit, then the same build without --segments (issue #20, item 4): the edit counts,
     # nothing is proposed again (no scene detection), and the log and the output say which file was used.
@@ -400,6 +414,7 @@ def test_scene_cut_inside_a_silence_is_the_boundary():
     assert ffmpeg_exe()
 
 
+@pytest.mark.slow
 def test_cli_exits_3_when_requests_fail_and_says_how_to_continue(out, segs, session_files):
     from test_build_inputs import cli
 
@@ -413,6 +428,7 @@ def test_cli_exits_3_when_requests_fail_and_says_how_to_continue(out, segs, sess
     assert "model not found" in done.stderr and "rerun the same command" in done.stderr
 
 
+@pytest.mark.slow
 def test_no_usable_rows_keeps_the_subtitle_lines(out, segs, session_files):
     from rescue.testing.openai_server import Reply
 

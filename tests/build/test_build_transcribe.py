@@ -170,6 +170,7 @@ def test_a_failing_chunk_leaves_no_transcript_and_the_rerun_sends_only_it(tmp_pa
     assert second.complete and len(sent) == 1 and (out / "transcripts/g/session.srt").is_file()
 
 
+@pytest.mark.slow
 def test_dry_run_counts_the_audio_and_its_cost(tmp_path, spoken):
     from test_build_inputs import cli
 
@@ -182,6 +183,7 @@ def test_dry_run_counts_the_audio_and_its_cost(tmp_path, spoken):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_alignment_finds_a_known_shift_and_subs_offset_undoes_it(tmp_path, spoken):
     session, _audio = spoken
     silent = silences(session.video, duration=DURATION)
@@ -238,6 +240,7 @@ def test_local_faster_whisper_transcribes_espeak_speech(tmp_path, spoken):
     assert sum(word in heard for word in ("listens", "fight", "scared", "thank")) >= 3
 
 
+@pytest.mark.slow
 def test_propose_only_transcribes_proposes_and_stops(tmp_path, spoken):
     session, audio = spoken
     out = tmp_path / "out"
@@ -248,6 +251,7 @@ def test_propose_only_transcribes_proposes_and_stops(tmp_path, spoken):
     assert "/v1/chat/completions" not in paths and not (out / "clips").exists()
 
 
+@pytest.mark.slow
 def test_a_late_subtitle_file_is_reported_with_the_offset_that_fixes_it(tmp_path, spoken):
     session, _audio = spoken
     late = write_srt(tmp_path / "late.srt", [(a + 1.5, b + 1.5, "Alan", t) for a, b, _w, t in session.lines])
@@ -259,6 +263,7 @@ def test_a_late_subtitle_file_is_reported_with_the_offset_that_fixes_it(tmp_path
     assert [e["offset"] for e in events if e["event"] == "alignment"] == [-1.5]
 
 
+@pytest.mark.slow
 def test_a_sessions_csv_transcribes_the_lines_without_subtitles(tmp_path, spoken):
     from test_build_inputs import cli
 

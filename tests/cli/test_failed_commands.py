@@ -94,6 +94,7 @@ def test_a_report_failing_after_it_began_adds_nothing(tmp_path, run_dir):
     assert not [p for p in out.iterdir() if p.name.startswith(".report.")]
 
 
+@pytest.mark.slow
 def test_rescore_and_report_on_a_directory_a_run_is_writing_say_it_is_locked(tmp_path):
     instances = itp_instances(1)
     out = tmp_path / "run"

@@ -47,6 +47,7 @@ def report(tmp_path_factory):
     return root / "R", result
 
 
+@pytest.mark.slow
 def test_the_report_with_hostile_model_ids_is_made_with_its_figures(report):
     folder, result = report
     assert result.exit_code == 0, result.output
@@ -54,6 +55,7 @@ def test_the_report_with_hostile_model_ids_is_made_with_its_figures(report):
     assert any((folder / "figures").glob("*.svg"))
 
 
+@pytest.mark.slow
 def test_model_ids_are_literal_text_in_the_figures(report):
     folder, _ = report
     svg = "".join(p.read_text(encoding="utf-8") for p in (folder / "figures").glob("*.svg"))
@@ -62,6 +64,7 @@ def test_model_ids_are_literal_text_in_the_figures(report):
         assert shown in svg or name in svg, name
 
 
+@pytest.mark.slow
 def test_file_names_are_short_safe_and_say_whose_they_are(report):
     folder, _ = report
     names = [p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()]

@@ -47,7 +47,9 @@ def test_names_and_errors():
         asyncio.run(make_baseline("baseline/majority").solve(TaskRequest(ChatRequest([], 10), ER, [])))
 
 
-@pytest.mark.parametrize("name", BASELINE_NAMES)
+# The supervised baseline trains a classifier per task and fold: slow.
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name == "baseline/supervised" else name
+                                  for name in BASELINE_NAMES])
 def test_every_applicable_pair_answers_through_parse(name, demo_samples):
     for task in TASKS.values():
         model = make_baseline(name, seed=3)
@@ -190,6 +192,7 @@ def test_nearest_vp_readdresses_retrieved_names(demo_samples):
             assert view["target"] in allowed
 
 
+@pytest.mark.slow
 def test_baselines_on_real_data(real_samples):
     """The honest baselines answer every real instance; persist beats majority on RPP top-1."""
     rpp = TASKS["rpp"]

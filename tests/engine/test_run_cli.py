@@ -23,6 +23,7 @@ from rescue.testing.openai_server import request_key, serve
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_default_command_runs_the_baselines_on_the_demo_data(tmp_path):
     out = tmp_path / "run"
     result = CliRunner().invoke(app, ["run", "--out", str(out), "--no-bertscore", "--limit-samples", "2",
@@ -81,6 +82,7 @@ def test_cli_start_up_imports_no_heavy_module():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_a_run_against_an_endpoint_imports_no_report_statistics(tmp_path):
     # numpy (the report's bootstrap) took a tenth of a second of every run's end for a summary table that
     # needs none of it; sklearn belongs to the offline baselines only.

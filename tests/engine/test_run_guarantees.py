@@ -206,6 +206,7 @@ def test_a_resumed_run_says_how_many_answers_came_from_the_cache(tmp_path):
     assert f"{len(instances)} answer(s) came from the cache, 0 new request(s)" in again.output
 
 
+@pytest.mark.slow
 def test_a_missing_extra_is_named_before_any_work(tmp_path):
     from rescue.testing.without import run_without
 
@@ -217,6 +218,7 @@ def test_a_missing_extra_is_named_before_any_work(tmp_path):
     assert "--no-bertscore" in done.stderr and not out.exists()
 
 
+@pytest.mark.slow
 def test_ctrl_c_says_what_is_saved_and_the_rerun_resumes_from_the_cache(tmp_path):
     import signal
     import sqlite3
@@ -291,6 +293,7 @@ def test_rescore_help_says_the_data_default_is_the_runs_own():
     assert "the data the run used" in data_help and "demo" not in data_help
 
 
+@pytest.mark.slow
 def test_a_second_process_into_the_same_run_directory_fails_at_once(tmp_path):
     import asyncio
     import threading

@@ -14,6 +14,7 @@ from rescue.tasks.base import RenderOptions
 from _cli import invoke_main
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task_name", ["itp", "rpp", "stp", "ssp"])
 def test_every_instance_is_answered_by_a_model_that_never_saw_its_group(demo_samples, task_name):
     task = get_task(task_name)
@@ -65,6 +66,7 @@ def test_one_group_is_not_enough(demo_samples):
         make_baseline("baseline/supervised").prepare(task, task.build(one))
 
 
+@pytest.mark.slow
 def test_a_run_scores_it_through_the_normal_path_and_records_its_folds(tmp_path):
     assert "baseline/supervised" in BASELINE_NAMES
     result = invoke_main(["run", "--model", "baseline/supervised", "--tasks", "itp,rpp,stp,ssp,er", "--no-bertscore",

@@ -28,6 +28,7 @@ def _oracle_from_export(path):
     return script
 
 
+@pytest.mark.slow
 def test_a_model_answering_with_the_chat_export_scores_perfectly(tmp_path):
     out = tmp_path / "train.jsonl"
     exported = invoke_main(["export", "--format", "chat", "--tasks", "itp,rpp,stp,ssp,er,vp", "--out", str(out)])

@@ -13,6 +13,7 @@ from rescue.runs.inspect_logs import log_files
 from rescue.testing.without import run_without
 
 
+@pytest.mark.slow
 def test_a_eval_log_without_the_extra_names_it(tmp_path: Path):
     log = tmp_path / "2026-01-01_itp.eval"
     log.write_bytes(b"PK\x03\x04 not read without inspect_ai")

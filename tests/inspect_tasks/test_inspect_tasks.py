@@ -20,17 +20,18 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("inspect_ai", reason="needs the 'inspect' extra: pip install 'rescue-bench[inspect]'")
+from _cli import invoke_main
+from extras import requires_extra
 
-from _cli import invoke_main  # noqa: E402
+from rescue.data.loading import choose_samples, load_samples
+from rescue.engine.runner import RunConfig, run
+from rescue.tasks import get_task
+from rescue.tasks.base import RenderOptions, gold_value
+from rescue.testing.openai_server import Reply, request_key, serve
 
-from rescue.data.loading import choose_samples, load_samples  # noqa: E402
-from rescue.engine.runner import RunConfig, run  # noqa: E402
-from rescue.tasks import get_task  # noqa: E402
-from rescue.tasks.base import RenderOptions, gold_value  # noqa: E402
-from rescue.testing.openai_server import Reply, request_key, serve  # noqa: E402
-
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]  # inspect's own retry settings
+# inspect_ai is imported inside the tests: at collection it cost 3 s of CPU to every run, quick ones included.
+pytestmark = [pytest.mark.slow, requires_extra("inspect"),
+              pytest.mark.filterwarnings("ignore::DeprecationWarning")]  # inspect's own retry settings
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "test-model"

@@ -70,6 +70,7 @@ def test_answers_already_in_the_cache_are_not_sent_again(tmp_path):
     assert again.complete
 
 
+@pytest.mark.slow
 def test_a_killed_batch_run_resumes_polling_the_same_batch(tmp_path):
     answers, script = _oracle()
     with serve(script) as server:

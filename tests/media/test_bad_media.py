@@ -156,6 +156,7 @@ def test_a_media_step_is_bounded_in_proportion_to_the_media(monkeypatch, hanging
 # --- rescue build has the request options its messages name ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_build_has_retry_after_cap_and_max_answer_bytes(tmp_path, short_video, monkeypatch):
     from rescue.testing.openai_server import Reply, serve
 

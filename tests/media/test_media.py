@@ -152,6 +152,7 @@ def test_no_child_starts_once_rescue_is_stopping():
     assert proc.run(["true"]).returncode == 0  # leaving the block (the build ended) lifts it
 
 
+@pytest.mark.slow
 def test_clip_cutter_cuts_in_order_one_encode_at_a_time(video, tmp_path):
     import threading
 
@@ -281,6 +282,7 @@ def test_espeak_speech_sits_inside_its_lines(tmp_path):
     assert _mean_volume(video, 1.2, 2.5) > _mean_volume(video, 4.6, 5.8) + 20  # speech vs. the silence between
 
 
+@pytest.mark.slow
 def test_review_clips_are_scaled_to_the_review_height_with_a_capped_rate(tmp_path):
     # Issue #20, item 6: review clips were re-encoded at full resolution (105 MB for 5 min of 640x360).
     from rescue.media.cut import REVIEW_CRF, cut_args, review_height

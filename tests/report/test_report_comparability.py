@@ -49,6 +49,7 @@ def _refusal(result) -> str:
     return str(result.exception)
 
 
+@pytest.mark.slow
 def test_comparable_runs_report_and_record_what_they_used(base, uniform, tmp_path):
     used = json.loads((base / "results.json").read_text())["config"]["used"]
     assert len(used["data_sha256"]) == 64
@@ -82,6 +83,7 @@ def test_other_gold_on_a_shared_instance_is_refused(base, uniform, tmp_path):
     assert changed["instance_id"] in message
 
 
+@pytest.mark.slow
 def test_fewer_samples_are_refused_then_shown_with_counts_and_marks(base, tmp_path):
     few = _run(tmp_path / "few", "--limit-samples", "1", model="baseline/uniform")
     message = _refusal(_report(base, few, out=tmp_path / "r"))
@@ -168,6 +170,7 @@ def test_cluster_units_and_seeds():
     assert (resample_weights(strata, 50, seed=4) == resample_weights(strata, 50, seed=4)).all()
 
 
+@pytest.mark.slow
 def test_report_seeds_give_other_intervals(base, uniform, tmp_path):
     bounds = []
     for seed in ("1", "2"):
@@ -178,6 +181,7 @@ def test_report_seeds_give_other_intervals(base, uniform, tmp_path):
     assert bounds[0] and bounds[0] != bounds[1]
 
 
+@pytest.mark.slow
 def test_report_names_the_cluster_unit(base, uniform, tmp_path):
     for unit, words in (("group", "session groups"), ("sample", "samples (clips)")):
         out = tmp_path / unit

@@ -136,6 +136,7 @@ def test_terminal_leaderboard_of_a_real_run(runs):
     assert f1 == f"{results['models']['baseline/majority']['itp']['all']['f1'] * 100:.2f}"
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_html_report_in_headless_chromium(report_dir, tmp_path):
     if not CHROMIUM.exists():

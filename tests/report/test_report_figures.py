@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import pytest
+
 import pandas as pd
 from extras import needs_extra
 
 from rescue.report.html import Rendered
 
-needs_extra("plot")
 
-from rescue.report import figures  # noqa: E402  (it imports matplotlib: only once the skip has not happened)
+
+@pytest.fixture(scope="module")
+def figures():  # imported by the tests that run, not at collection: matplotlib costs a second of CPU to import
+    needs_extra("plot")
+    from rescue.report import figures
+
+    return figures
 
 
 def _svg(rendered: Rendered) -> str:
@@ -17,7 +24,8 @@ def _svg(rendered: Rendered) -> str:
     return rendered.svg.decode("utf-8")
 
 
-def test_position_curve_labels_its_axis_counts_bins_and_lists_only_systems_with_predictions():
+@pytest.mark.slow
+def test_position_curve_labels_its_axis_counts_bins_and_lists_only_systems_with_predictions(figures):
     rows = []
     for system, n in (("m", 10), ("no_rpp", 0), ("all systems", 10)):
         for b in range(2):
@@ -28,13 +36,15 @@ def test_position_curve_labels_its_axis_counts_bins_and_lists_only_systems_with_
     assert "no_rpp" not in svg and "all systems" in svg
 
 
-def test_heatmap_colour_bar_in_percent_like_its_cells():
+@pytest.mark.slow
+def test_heatmap_colour_bar_in_percent_like_its_cells(figures):
     matrix = pd.DataFrame([[0.0, 0.25], [0.75, 0.0]], index=["a", "b"], columns=["a", "b"])
     svg = _svg(figures.heatmap(matrix, "transitions", percent=True))
     assert "% of the row" in svg and ">75<" in svg and ">100<" in svg  # cells and the bar's top tick
 
 
-def test_preference_bars_omit_a_fit_that_did_not_converge():
+@pytest.mark.slow
+def test_preference_bars_omit_a_fit_that_did_not_converge(figures):
     frame = pd.DataFrame([("kept", "couple", "x", 2.0, 0.5, 0.1, True), ("kept", "couple", "y", 0.5, 0.5, 0.1, True),
                           ("wild", "couple", "x", 9.0, 1.0, 1.0, False), ("wild", "couple", "y", 0.0, 1.0, 1.0, False)],
                          columns=["system", "scenario", "label", "strength", "bias", "log_spread", "converged"])
@@ -42,7 +52,8 @@ def test_preference_bars_omit_a_fit_that_did_not_converge():
     assert "wild: did not converge, omitted" in svg and "kept" in svg
 
 
-def test_a_heatmap_says_in_the_figure_why_its_diagonal_is_zero():
+@pytest.mark.slow
+def test_a_heatmap_says_in_the_figure_why_its_diagonal_is_zero(figures):
     from rescue.report.build import TRANSITION_NOTE
 
     matrix = pd.DataFrame([[0.0, 1.0], [1.0, 0.0]], index=["a", "b"], columns=["a", "b"])
@@ -50,7 +61,8 @@ def test_a_heatmap_says_in_the_figure_why_its_diagonal_is_zero():
     assert "The diagonal is 0 by construction" in svg
 
 
-def test_preference_bars_of_a_baseline_carry_the_caveat_in_the_figure():
+@pytest.mark.slow
+def test_preference_bars_of_a_baseline_carry_the_caveat_in_the_figure(figures):
     frame = pd.DataFrame([("baseline/uniform", "couple", "x", 3.0, 0.5, 0.1, True),
                           ("baseline/uniform", "couple", "y", 0.4, 0.5, 0.1, True)],
                          columns=["system", "scenario", "label", "strength", "bias", "log_spread", "converged"])
@@ -60,7 +72,8 @@ def test_preference_bars_of_a_baseline_carry_the_caveat_in_the_figure():
     assert "not a preference" not in _svg(figures.preference_bars(model, "SSP preference"))
 
 
-def test_score_panels_list_only_systems_with_a_value():
+@pytest.mark.slow
+def test_score_panels_list_only_systems_with_a_value(figures):
     from rescue.report.columns import COLUMNS
     from rescue.report.leaderboard import Cell, Leaderboard, LeaderRow
 

@@ -22,6 +22,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_without_matplotlib_the_report_has_everything_but_figures(run_dir: Path, tmp_path: Path):
     out = tmp_path / "report"
     done = run_without(("matplotlib",), "report", str(run_dir), "--out", str(out), "--bootstrap", "20", "--quiet")
@@ -36,6 +37,7 @@ def test_without_matplotlib_the_report_has_everything_but_figures(run_dir: Path,
     assert "No figures in this report" in page and "figures need the &#39;plot&#39; extra" in page
 
 
+@pytest.mark.slow
 def test_figures_required_without_matplotlib_fails_before_any_work(run_dir: Path, tmp_path: Path):
     out = tmp_path / "report"
     done = run_without(("matplotlib",), "report", str(run_dir), "--out", str(out), "--figures", "--quiet")
@@ -44,6 +46,7 @@ def test_figures_required_without_matplotlib_fails_before_any_work(run_dir: Path
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_no_figures_draws_none_and_says_nothing_of_the_extra(run_dir: Path, tmp_path: Path):
     out = tmp_path / "report"
     done = CliRunner().invoke(app, ["report", str(run_dir), "--out", str(out), "--bootstrap", "20", "--no-figures",
@@ -53,6 +56,7 @@ def test_no_figures_draws_none_and_says_nothing_of_the_extra(run_dir: Path, tmp_
     assert "plot" not in done.output
 
 
+@pytest.mark.slow
 def test_with_matplotlib_the_figures_are_drawn(tmp_path: Path):
     needs_extra("plot")
     # One task, one figure (in its three formats): drawing is what costs here, and test_report_end_to_end

@@ -56,6 +56,7 @@ def test_the_paper_numbers_ship_with_their_source():
     assert paper["judge_validation"]["exact_agreement"] == 0.795 and paper["judge_validation"]["mae"] == 0.235
 
 
+@pytest.mark.slow
 def test_reference_rows_are_published_and_never_tested(referenced):
     out, _ = referenced
     rows = _csv(out / "leaderboard.csv")

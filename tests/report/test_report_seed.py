@@ -74,6 +74,7 @@ def uniform_run(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_report_seed_option_reaches_the_leaderboard_intervals(uniform_run, tmp_path):
     # The demo data has three couple conversations: with many replicates the percentiles of different draws
     # often coincide, with 20 they interpolate between the extreme replicates and move with the draw.

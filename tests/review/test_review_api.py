@@ -144,6 +144,7 @@ def test_a_stale_version_is_refused_with_both_versions(app):
     assert second.save(4, {"tone_of_voice": "warm"}, 1, copy="final").status_code == 200
 
 
+@pytest.mark.slow
 def test_concurrent_saves_of_one_row_lose_nothing(app):
     """Several clients save one row of the final copy at once: the first save of a never-saved row is won by
     exactly one, and read-modify-write with retry on 409 keeps every confirmed change."""
@@ -485,6 +486,7 @@ def test_cli_user_add_assign_and_export(tmp_path):
         assert written.stat().st_mode & 0o777 == 0o666 & ~umask
 
 
+@pytest.mark.slow
 def test_cli_serve_binds_to_localhost_and_serves_the_folder(tmp_path):
     import subprocess
     import sys
@@ -574,6 +576,7 @@ def test_an_unreachable_postgresql_server_is_a_clear_error():
     assert "secret" not in str(caught.value) and "postgresql+psycopg" in str(caught.value)
 
 
+@pytest.mark.slow
 def test_cli_bad_folder_exits_2_without_a_traceback(tmp_path):
     import subprocess
     import sys

@@ -110,7 +110,9 @@ def _allowed(who: str, user: str) -> bool:
     return role == "admin"
 
 
-@pytest.mark.parametrize("user", ["cat", "ann", "ada", "root"])
+# Each role walks every route (a second of CPU): the annotator's walk in the quick run, the others' in the slow one.
+@pytest.mark.parametrize("user", [pytest.param("cat", marks=pytest.mark.slow), "ann",
+                                  pytest.param("ada", marks=pytest.mark.slow), pytest.param("root", marks=pytest.mark.slow)])
 def test_every_route_refuses_exactly_whom_it_should(app, user):
     client = Client(app, user)
     clip = client.get("/api/segments").json()

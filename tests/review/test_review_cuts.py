@@ -252,6 +252,7 @@ def test_no_waveform_without_a_clip(tmp_path):
     assert answer.status_code == 404 and "no clip" in answer.json()["detail"]
 
 
+@pytest.mark.slow
 def test_concurrent_cuts_of_one_copy_lose_nothing(app):
     """Several clients cut the final copy at once: from one layout exactly one cut wins; inserting with a retry
     on 409 (taking the newer layout from the answer) keeps every confirmed row, each audited once."""

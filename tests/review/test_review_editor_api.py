@@ -61,6 +61,7 @@ def _ids(answer) -> list[str]:  # type: ignore[no-untyped-def]
     return [s["sample_id"] for s in answer.json()]
 
 
+@pytest.mark.slow
 def test_the_queue_filters_and_sorts_by_status_problems_speakers_duration_and_assignee(tmp_path):
     project = make_review_project(tmp_path / "proj", media=True, max_seconds=30)  # build problems on FIRST
     app = make_app(project, tmp_path / "db.sqlite")

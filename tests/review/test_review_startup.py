@@ -30,6 +30,7 @@ def test_every_page_links_a_favicon_and_favicon_ico_answers_without_a_login(app)
         assert '<link rel="icon" href="/static/favicon.svg"' in root.get(page).text, page
 
 
+@pytest.mark.slow
 def test_importing_the_app_leaves_what_the_first_page_does_not_need():
     """ftfy (mojibake repair: only non-ASCII data needs it) and the agreement statistics load when used."""
     code = ("import sys, rescue.review.api; "

@@ -43,7 +43,9 @@ HOSTILE_ANSWERS = {
 }
 
 
-@pytest.mark.parametrize("kind", list(HOSTILE_ANSWERS))
+# The 400,000-bracket answers take seconds each to send and refuse: slow.
+@pytest.mark.parametrize("kind", [pytest.param(kind, marks=pytest.mark.slow) if kind.startswith("deep_nesting") else kind
+                                  for kind in HOSTILE_ANSWERS])
 def test_an_answer_no_parser_takes_is_a_failure_of_its_instance_and_reruns_read_it(tmp_path, kind):
     raw = HOSTILE_ANSWERS[kind]
     with serve(Reply(content=raw)) as server:
@@ -137,6 +139,7 @@ def test_a_draft_answer_no_reader_takes_is_a_problem_not_a_crash(raw):
 # --- rescue build ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["big_number", "huge_float", "lone_surrogate"])
 def test_build_takes_hostile_answers_as_problems_and_reruns(tmp_path, prepared, session_files, monkeypatch, kind):
     from rescue.build import AnnotateSettings, BuildConfig, SessionSpec, build

@@ -38,6 +38,7 @@ def test_unknown_requests_get_an_empty_answer_and_are_counted(demo_samples):
     assert script.misses == 1 and script.hits == 0
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_rescue_run_against_the_oracle_server_scores_perfectly(demo_samples, tmp_path):
     """The whole HTTP path — render, request, parse, score — on the closed tasks: every answer is gold."""

@@ -83,6 +83,7 @@ def test_latency_is_injected():
         assert time.perf_counter() - start >= 0.2  # the reply's own delay (no upper bound: flaky under load)
 
 
+@pytest.mark.slow
 def test_hundreds_of_concurrent_requests():
     async def burst(base_url: str, n: int) -> list[int]:
         limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)

@@ -122,6 +122,7 @@ def _check_frames(seen):
     return checked
 
 
+@pytest.mark.slow
 def test_every_frame_of_every_request_ends_before_the_hidden_row(tmp_path, samples, media_root):
     recorder = Recorder(samples, TASKS, "video")
     prices = tmp_path / "prices.toml"
@@ -237,6 +238,7 @@ def test_a_clips_sound_ends_before_the_hidden_row_in_any_player(tmp_path, sound)
             assert audible_at_or_after(samples, limit_in_clip - 0.1) > 0, ignore  # sound up to near the limit
 
 
+@pytest.mark.slow
 def test_moving_the_media_folder_keeps_both_caches(tmp_path, samples, media_root):
     moved = tmp_path / "elsewhere"
     shutil.copytree(media_root, moved)
@@ -283,6 +285,7 @@ def test_windows_stop_at_the_first_hidden_row(request, data, task_name):
             assert all(span.end <= limit and span.start < span.end for span in window.spans)
 
 
+@pytest.mark.slow
 def test_media_found_by_source_file_id_and_build_manifest(tmp_path, samples, media_root):
     by_source = find_media(samples, media_root, "source_file")
     assert all(path.is_file() for path in by_source.values()) and len(by_source) == 2
@@ -302,6 +305,7 @@ def test_media_found_by_source_file_id_and_build_manifest(tmp_path, samples, med
     assert found[samples[1].sample_id] == built / "clips" / "seg1.mp4"
 
 
+@pytest.mark.slow
 def test_samples_without_media_are_listed_before_anything_is_written(tmp_path, samples, media_root):
     partial = tmp_path / "partial"
     shutil.copytree(media_root, partial)
@@ -348,6 +352,7 @@ def test_cli_dry_run_and_missing_media(tmp_path, samples, media_root):
     assert "Traceback" not in result.stderr and not out.exists()
 
 
+@pytest.mark.slow
 def test_report_pairs_a_models_video_and_dialogue_runs(tmp_path, samples, media_root):
     from rescue.report.build import ReportOptions, build_report
 
@@ -381,6 +386,7 @@ def _all_no(task, body) -> str:
     return json.dumps({"predictions": [{"id": i, "should_speak": "no"} for i in ids]})
 
 
+@pytest.mark.slow
 def test_unreadable_or_too_short_media_is_listed_before_anything_is_written(tmp_path, samples, media_root):
     bad = tmp_path / "bad"
     shutil.copytree(media_root, bad)
@@ -450,6 +456,7 @@ def test_video_runs_pair_with_the_same_models_text_run():
     ]  # c has no text run, d no video run
 
 
+@pytest.mark.slow
 def test_image_detail_reaches_the_request_and_the_estimate(tmp_path, samples, media_root):
     from rescue.llm import ImagePart
     from rescue.video import VideoContext

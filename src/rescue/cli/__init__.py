@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib
 import os
@@ -54,10 +55,16 @@ def command() -> Any:
     """The click command behind ``app``, tidied for its help pages: the top level prints click's plain help (typer's
     rich help imports rich.markdown and markdown-it, a third of `rescue --help`'s time), the commands keep rich
     help with their option panels, and flags show no ``<bool>`` type."""
+    words = [a for a in sys.argv[1:] if not a.startswith("-")]
+    return _command_for(words[0] if words else None)
+
+
+@functools.lru_cache(maxsize=16)
+def _command_for(wanted: str | None) -> Any:
+    # Built once per command name in a process: a notebook or a test suite calling main() again reuses it.
     import typer.main
 
-    words = [a for a in sys.argv[1:] if not a.startswith("-")]
-    group = typer.main.get_command(_only(app, words[0] if words else None))
+    group = typer.main.get_command(_only(app, wanted))
     group.rich_markup_mode = None  # type: ignore[attr-defined]
     _no_flag_types(group)
     return group

@@ -3,7 +3,11 @@ NaN/Infinity made JSON-safe, LaTeX specials escaped; and the one clock-time form
 
 from __future__ import annotations
 
+import re
 import unicodedata
+
+# A search in C: the per-character check it replaces took a third of the review tool's start-up on a project.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def json_safe(value: object) -> object:
@@ -22,7 +26,7 @@ def json_safe(value: object) -> object:
 def without_lone_surrogates(text: str) -> str:
     """``text`` with every lone UTF-16 surrogate (``\\ud800``, as a JSON escape can carry) replaced by U+FFFD,
     so it can be encoded as UTF-8 (stored, written, sent); a split surrogate pair is joined into its character."""
-    if not any("\ud800" <= char <= "\udfff" for char in text):
+    if _SURROGATE.search(text) is None:
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 

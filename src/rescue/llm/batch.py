@@ -29,6 +29,7 @@ from rescue.llm import secrets
 from rescue.llm.client import ERROR_CHARS, MalformedAnswer, OpenAIModel, TransientError, _error_message
 from rescue.llm.reliable import ReliableModel, _scrubbed
 from rescue.llm.types import ChatRequest
+from rescue.llm.providers import tls_context
 from rescue.data.errors import BatchError as BatchError
 
 LEDGER = "batches.json"
@@ -96,7 +97,7 @@ class BatchEndpoint:
         self.model = model
         endpoint = model.endpoint
         self.client = httpx.AsyncClient(base_url=endpoint.base_url + "/", timeout=model.settings.timeout,
-                                        headers={"Authorization": f"Bearer {endpoint.api_key}"})
+                                        headers={"Authorization": f"Bearer {endpoint.api_key}"}, verify=tls_context())
 
     async def aclose(self) -> None:
         """Close the HTTP client."""

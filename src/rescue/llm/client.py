@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rescue.llm import secrets
-from rescue.llm.providers import Endpoint, thinking_extra
+from rescue.llm.providers import Endpoint, thinking_extra, tls_context
 from rescue.llm.types import ChatAnswer, ChatRequest, Usage, wire_messages
 from rescue.data.errors import (
     FatalError as FatalError,
@@ -328,7 +328,6 @@ class OpenAIModel:
         # httpx clients of one connection each, free to take a request; every one made, to close them.
         self._free_clients: list[Any] = []
         self._clients: set[Any] = set()
-        self._ssl_context: Any = None
         # Set when the endpoint rejects response_format once: later requests go without it.
         self._json_mode_rejected = False
 
@@ -354,16 +353,12 @@ class OpenAIModel:
             return self._free_clients.pop()
         import httpx
 
-        if self._ssl_context is None:
-            # What each client would build for itself (certifi, or SSL_CERT_FILE / SSL_CERT_DIR), made once:
-            # loading the certificates took 20 ms a client.
-            self._ssl_context = httpx.create_ssl_context()
         client = httpx.AsyncClient(
             base_url=self.endpoint.base_url + "/",
             headers={"Authorization": f"Bearer {self.endpoint.api_key}", "Accept": "application/json"},
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
             timeout=self.settings.timeout,
-            verify=self._ssl_context,
+            verify=tls_context(),
         )
         self._clients.add(client)
         return client

