@@ -228,7 +228,7 @@ def test_small_overlaps_are_trimmed_and_reported(tmp_path, short_video):
         "overlaps the previous cue (cue 1 ends at 00:00:05.150; overlaps up to --overlap-tolerance are trimmed)")
 
 
-@pytest.mark.parametrize("layout", ["two lines", "one line"])
+@pytest.mark.parametrize("layout", ["two lines", pytest.param("one line", marks=pytest.mark.slow)])
 def test_a_line_of_two_speakers_is_split_in_proportion(tmp_path, short_video, layout):
     from rescue.build.inputs import load_session
 

@@ -81,6 +81,7 @@ def test_cut_is_accurate_seekable_and_resumable(video, tmp_path):
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]
 
 
+@pytest.mark.slow
 def test_cut_scales_down_never_up(video, tmp_path):
     assert probe(cut_clip(video, 0, 2, tmp_path / "a.mp4", width=81) and tmp_path / "a.mp4").width == 80
     assert probe(cut_clip(video, 0, 2, tmp_path / "b.mp4", width=640) and tmp_path / "b.mp4").width == 160
@@ -190,6 +191,7 @@ def test_clip_cutter_cuts_in_order_one_encode_at_a_time(video, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c0.mp4", "c1.mp4", "c2.mp4"]
 
 
+@pytest.mark.slow
 def test_clip_cutter_stops_at_a_failed_cut(video, tmp_path):
     from rescue.media.cut import ClipCutter
 

@@ -176,15 +176,15 @@ class _RowCheck:
         self.found: list[Breach] = []
         self.add = self.found.append
         self.speaker = row.get("primary_speaker")
-        self.blank: dict[str, set[int]] = {}
+        # Each list field's entries, blank ones left out: read once here, for every part that checks them.
+        self.kept: dict[str, list[tuple[int, dict[str, Any]]]] = {}
 
     def closed(self, value: Any, path: str, rule: Rule = CLOSED_SET) -> None:
         if isinstance(value, str) and value not in self.cast.names:
             self.add(Breach(rule, path, f"{value!r} is not one of {self.cast.described}"))
 
     def filled(self, field: str) -> list[tuple[int, dict[str, Any]]]:
-        skip = self.blank.get(field, ())
-        return [(i, e) for i, e in _entries(self.row, field) if i not in skip]
+        return self.kept.get(field, [])
 
     def speaker_and_target(self) -> None:
         row, speaker, add = self.row, self.speaker, self.add
@@ -210,12 +210,14 @@ class _RowCheck:
 
     def blank_entries(self) -> None:
         for field in LISTS:
+            kept = self.kept[field] = []
             for i, entry in _entries(self.row, field):
                 if _blank(entry):
-                    self.blank.setdefault(field, set()).add(i)
                     self.add(Breach(BLANK_ENTRY, f"{field}[{i}]",
                                     "a blank entry (every part empty): fill it in or remove it"))
-                elif field in _TEXT_PART:
+                    continue
+                kept.append((i, entry))
+                if field in _TEXT_PART:
                     text = entry.get(_TEXT_PART[field])
                     if isinstance(text, str) and not text.strip():
                         self.add(Breach(EMPTY_TEXT, f"{field}[{i}].{_TEXT_PART[field]}", "empty"))
