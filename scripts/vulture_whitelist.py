@@ -26,6 +26,8 @@ _.rescue_version
 _.media_workers
 _.input_file_id
 _.batch_cached_input_tokens
+# Python reads this flag before writing bytecode (tests/conftest.py turns caching back on).
+_.dont_write_bytecode
 # Settings of libraries, set on their objects: typer/click, llama-cpp-python, uvicorn.
 _.rich_markup_mode
 _.metavar
