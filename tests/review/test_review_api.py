@@ -372,13 +372,15 @@ def test_media_outside_the_project_is_refused(ann, project, tmp_path):
     outside = tmp_path / "secret.mp4"
     outside.write_bytes(b"secret")
     link = project / "clips" / "link.mp4"
-    if not link.exists():
-        os.symlink(outside, link)
-    for path in ["../../etc/passwd", "%2e%2e/%2e%2e/etc/passwd", "..%2f..%2fetc%2fpasswd", "%252e%252e/x",
-                 "clips/..%5c..%5cx", "/etc/passwd", "review.db", "draft.jsonl", "manifest.json", "clips/link.mp4"]:
-        answer = ann.http.get("/media/" + path)
-        assert answer.status_code in (403, 404), path
-        assert b"secret" not in answer.content and b"root:" not in answer.content
+    os.symlink(outside, link)
+    try:
+        for path in ["../../etc/passwd", "%2e%2e/%2e%2e/etc/passwd", "..%2f..%2fetc%2fpasswd", "%252e%252e/x",
+                     "clips/..%5c..%5cx", "/etc/passwd", "review.db", "draft.jsonl", "manifest.json", "clips/link.mp4"]:
+            answer = ann.http.get("/media/" + path)
+            assert answer.status_code in (403, 404), path
+            assert b"secret" not in answer.content and b"root:" not in answer.content
+    finally:
+        link.unlink()  # the project is shared by the whole run
 
 
 def test_a_manifest_path_pointing_out_is_refused_at_load(tmp_path):
