@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from real_data import REAL_DATA, REAL_DATA_ENV
 
 # The suite imports rescue, its test modules and their libraries in this process and in many child processes.
 # Where the environment turns bytecode caching off (PYTHONDONTWRITEBYTECODE), each of them compiled every module
@@ -17,10 +18,6 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 # The rescue build session (synthetic media) for every test module that asks for it.
 pytest_plugins = ("build_fixtures",)
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-REAL_DATA_ENV = "RESCUE_REAL_DATA"  # a path to real samples (a .jsonl file or a folder) for the tests that need them
-DEFAULT_REAL_DATA = REPO_ROOT.parent / "shared" / "data" / "rescue" / "rescue_subset.jsonl"
-REAL_DATA = Path(os.environ[REAL_DATA_ENV]) if os.environ.get(REAL_DATA_ENV) else DEFAULT_REAL_DATA
 
 
 @pytest.fixture(scope="session")

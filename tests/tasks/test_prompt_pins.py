@@ -82,7 +82,7 @@ def test_demo_prompts_are_byte_identical(demo_samples):
 @pytest.mark.slow  # about 20 s of CPU (every prompt of 35 real sessions, whole histories included); the landing
 # checks name this file and run it whole, and the demo pins above stay in the quick run
 def test_real_sample_prompts_are_byte_identical(real_samples):
-    from conftest import DEFAULT_REAL_DATA, REAL_DATA  # type: ignore[import-not-found]
+    from real_data import DEFAULT_REAL_DATA, REAL_DATA
 
     if REAL_DATA != DEFAULT_REAL_DATA:
         pytest.skip(f"the pins are of the shared subset {DEFAULT_REAL_DATA}, not of $RESCUE_REAL_DATA={REAL_DATA}")
@@ -93,7 +93,7 @@ if __name__ == "__main__" and "--write" in sys.argv:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
     from rescue.data.loading import load_samples
 
-    from conftest import REAL_DATA  # type: ignore[import-not-found]
+    from real_data import REAL_DATA
 
     pins = {"demo": digests(load_samples(None))}
     if REAL_DATA.exists():
