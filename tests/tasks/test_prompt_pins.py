@@ -63,7 +63,7 @@ def digests(samples: list[Any]) -> dict[str, str]:
     return result
 
 
-def _pins() -> dict[str, dict[str, str]]:
+def _pins() -> dict[str, Any]:
     return json.loads(PINS.read_text(encoding="utf-8"))
 
 
@@ -81,23 +81,27 @@ def test_demo_prompts_are_byte_identical(demo_samples):
 
 @pytest.mark.slow  # about 20 s of CPU (every prompt of 35 real sessions, whole histories included); the landing
 # checks name this file and run it whole, and the demo pins above stay in the quick run
-def test_real_sample_prompts_are_byte_identical(real_samples):
-    from real_data import DEFAULT_REAL_DATA, REAL_DATA
+def test_real_sample_prompts_are_byte_identical(real_samples, real_data_path):
+    from rescue.data.fingerprint import data_sha256
 
-    if REAL_DATA != DEFAULT_REAL_DATA:
-        pytest.skip(f"the pins are of the shared subset {DEFAULT_REAL_DATA}, not of $RESCUE_REAL_DATA={REAL_DATA}")
+    # The pins are of one set of real samples, known by its content (its path differs from clone to clone).
+    pinned_data = _pins()["real_data_sha256"]
+    if data_sha256(real_data_path) != pinned_data:
+        pytest.skip(f"the pins are of the shared subset (data sha256 {pinned_data[:12]}...), not of {real_data_path}")
     _compare(digests(real_samples), _pins()["real"])
 
 
 if __name__ == "__main__" and "--write" in sys.argv:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+    sys.path[:0] = [str(Path(__file__).resolve().parents[2] / "src"), str(Path(__file__).resolve().parents[1])]
+    from rescue.data.fingerprint import data_sha256
     from rescue.data.loading import load_samples
 
     from real_data import REAL_DATA
 
-    pins = {"demo": digests(load_samples(None))}
+    pins: dict[str, Any] = {"demo": digests(load_samples(None))}
     if REAL_DATA.exists():
         pins["real"] = digests(load_samples(REAL_DATA))
+        pins["real_data_sha256"] = data_sha256(REAL_DATA)
     else:
         pytest.exit(f"{REAL_DATA} missing: cannot pin the real-sample prompts")
     PINS.write_text(json.dumps(pins, indent=1, sort_keys=True) + "\n", encoding="utf-8")
