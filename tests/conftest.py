@@ -19,7 +19,6 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 pytest_plugins = ("build_fixtures",)
 
 
-
 @pytest.fixture(scope="session")
 def real_data_path() -> Path:
     if not REAL_DATA.exists():

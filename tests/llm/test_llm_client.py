@@ -118,3 +118,25 @@ def test_deepseek_style_cache_usage_is_read():
     with serve(Reply(content="{}", usage=usage)) as server:
         answer = _complete(_model(server))
     assert (answer.usage.input_tokens, answer.usage.output_tokens, answer.usage.cached_input_tokens) == (100, 10, 60)
+
+
+def test_every_client_verifies_servers_with_one_shared_tls_context():
+    # Loaded once per process (each client loading the certificates again cost 20-35 ms); sharing it must not
+    # weaken it: servers' certificates and host names are still checked.
+    import ssl
+
+    from rescue.llm.providers import tls_context
+
+    context = tls_context()
+    assert context is tls_context()
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    assert context.cert_store_stats()["x509_ca"] > 0  # the certificates are loaded, not an empty store
+    with serve(Reply(content="{}")) as server:
+        models = [_model(server), _model(server)]
+        clients = [model._take_client() for model in models]
+        try:
+            pools = [client._transport._pool for client in clients]
+            assert all(pool._ssl_context is context for pool in pools)
+        finally:
+            for model in models:
+                asyncio.run(model.aclose())

@@ -1,11 +1,12 @@
 """Fixtures of the review tool's tests, declared once.
 
-``project`` is a project folder with real clips, made once per test run (cutting its clips is the costly part)
-and only read by the tests; a module that needs another project overrides ``project``, with ``small_project`` (two segments, no
-clips, new for each test) or its own.
-``app`` is a fresh app and database on that project for each test, with the accounts of ``review_helpers.USERS``;
-``db_url`` is SQLite in the test's folder, and a module that checks both backends overrides it with
-``review_db_url``. ``ann`` and ``ada`` are logged-in clients; ``server`` serves the app over real HTTP.
+``project`` is a project folder with real clips, made once per test run (cutting its clips is the costly part).
+Tests read it; the two that write into it (a symlink, the waveform cache) undo what they wrote. A module that
+needs another project overrides ``project``, with ``small_project`` (two segments, no clips, new for each test)
+or its own. ``app`` is a fresh app and database on that project for each test, with the accounts of
+``review_helpers.USERS``; ``db_url`` is SQLite in the test's folder, and a module that checks both backends
+overrides it with ``review_db_url``. ``ann`` and ``ada`` are logged-in clients; ``server`` serves the app over
+real HTTP.
 """
 
 from __future__ import annotations

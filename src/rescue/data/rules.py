@@ -176,7 +176,8 @@ class _RowCheck:
         self.found: list[Breach] = []
         self.add = self.found.append
         self.speaker = row.get("primary_speaker")
-        # Each list field's entries, blank ones left out: read once here, for every part that checks them.
+        # Each list field's entries, blank ones left out, read once by blank_entries (which check_row runs
+        # before every part that calls filled()).
         self.kept: dict[str, list[tuple[int, dict[str, Any]]]] = {}
 
     def closed(self, value: Any, path: str, rule: Rule = CLOSED_SET) -> None:
