@@ -15,6 +15,7 @@ import pytest
 
 from rescue.llm import local
 from rescue.llm.local import LocalModelError, LocalModelSpec, find_gguf, local_server
+from rescue.tasks.base import STATUSES
 
 
 def test_unknown_local_model_is_named():
@@ -71,6 +72,59 @@ def test_a_server_that_never_answers_is_stopped(monkeypatch, tmp_path):
     monkeypatch.setattr(local, "server_command", lambda gguf, port, **kw: [sys.executable, "-c", "import time; time.sleep(60)"])
     with pytest.raises(LocalModelError, match="did not answer"), local_server(start_timeout=0.5):
         pass
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What a run of a local model must leave, whatever the model answers
+
+
+def _check_run_directory(out: Path, model: str) -> None:
+    """Every instance has a record whose status is one the code declares (never a hand-written list: a local
+    model's answers differ from machine to machine, llama.cpp's arithmetic with the thread count), the failures
+    are counted, the answers kept, usage recorded and the folder complete."""
+    records = [json.loads(line) for line in (out / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    scores = results["models"][model]["itp"]["all"]
+    assert records and {r["model"] for r in records} == {model}
+    assert scores["instances"] == len(records)
+    statuses = [r["status"] for r in records]
+    assert set(statuses) <= set(STATUSES), set(statuses) - set(STATUSES)
+    assert scores["failures"] == sum(status != "ok" for status in statuses)
+    assert scores.get("budget_exhausted", 0) == statuses.count("budget_exhausted")
+    assert all(r["raw"] is not None for r in records if r["status"] in ("ok", "parse_error", "missing"))
+    usage = results["models"][model]["usage"]["itp"]
+    assert usage["requests"] >= 1 and usage["input_tokens"] > 0
+    assert (out / "cache.sqlite").exists() and (out / "run.log").exists()
+
+
+@pytest.mark.parametrize("ending", ["cut_at_max_tokens", "nothing_before_max_tokens", "refused", "prose"])
+def test_the_local_run_checks_hold_for_every_way_an_answer_can_end(tmp_path, ending):
+    """The checks of the real-model run below, on a run whose answers end the ways a small local model's may on
+    some machine: cut by max_tokens (budget_exhausted, issue 35), no text before max_tokens, refused, prose."""
+    from _engine_support import itp_instances, oracle_answers
+
+    from rescue.engine.runner import RunConfig, run
+    from rescue.testing.openai_server import Reply, request_key, serve
+
+    answers = oracle_answers("itp", itp_instances(limit_samples=1))
+    seen: list[str] = []
+
+    def script(body):
+        key = request_key(body)
+        seen.append(key)
+        if len(seen) % 2:
+            return Reply.text(answers[key])
+        return {"cut_at_max_tokens": Reply.truncated(answers[key], 0.4),
+                "nothing_before_max_tokens": Reply(content="", finish_reason="length"),
+                "refused": Reply.content_filter(), "prose": Reply.text("I think the therapist should wait.")}[ending]
+
+    out = tmp_path / "run"
+    with serve(script) as server:
+        run(RunConfig(out=str(out), models=["local-like"], tasks=["itp"], base_url=server.base_url, quiet=True,
+                      bertscore=False, limit_samples=1, max_retries=0, timeout=5.0))
+    _check_run_directory(out, "local-like")
+    statuses = {json.loads(line)["status"] for line in (out / "predictions.jsonl").read_text().splitlines()}
+    assert statuses - {"ok"}, statuses  # the ending was really met
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -133,15 +187,5 @@ def test_rescue_run_with_local_smollm2_end_to_end(tmp_path):
     done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=880)
     assert done.returncode == 0, done.stderr[-3000:]
 
-    records = [json.loads(line) for line in (out / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
-    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    scores = results["models"]["local/smollm2"]["itp"]["all"]
-    assert records and {r["model"] for r in records} == {"local/smollm2"}
-    assert scores["instances"] == len(records)
-    statuses = [r["status"] for r in records]
-    assert set(statuses) <= {"ok", "parse_error", "missing", "request_error", "refused"}
-    assert scores["failures"] == sum(status != "ok" for status in statuses)
-    assert all(r["raw"] is not None for r in records if r["status"] in ("ok", "parse_error", "missing"))
-    usage = results["models"]["local/smollm2"]["usage"]["itp"]
-    assert usage["requests"] >= 1 and usage["input_tokens"] > 0
+    _check_run_directory(out, "local/smollm2")
     assert (out / "cache.sqlite").exists() and (out / "run.log").exists()

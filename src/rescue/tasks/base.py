@@ -23,7 +23,7 @@ counts in the denominator and scores as wrong.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, get_args, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -39,6 +39,8 @@ VIDEO_MODES = ("video", "video+cues")
 # budget_exhausted: the answer budget ran out (finish_reason "length") before a usable answer, most often
 # spent thinking; a failure like the others, counted apart so the run can name its fix (--budget-retry).
 Status = Literal["ok", "parse_error", "missing", "request_error", "refused", "budget_exhausted"]
+# Every outcome a prediction record can have, read from Status: tests and readers take them from here.
+STATUSES: tuple[str, ...] = get_args(Status)
 # strict: one unknown label voids the answer, prose is not read; lenient: unknown labels are dropped from
 # rankings and a clear yes/no is read from prose (as the authors' scripts do), and what it did is recorded.
 ParsePolicy = Literal["strict", "lenient"]
