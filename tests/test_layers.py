@@ -27,22 +27,23 @@ EVERYTHING = "*"
 LAYERS: dict[str, set[str] | str] = {
     "_version": set(),  # a leaf every layer may read
     "atomic": set(),  # the one atomic writer: a leaf every layer writes through
+    "errors": set(),  # every exception and the exit codes: the ground every layer raises and catches on
     "data": {"atomic"},
-    "files": {"data"},  # safe file names, hashes, the output folder check, one writer per folder
+    "files": set(),  # safe file names, hashes, the output folder check, one writer per folder
     "display": {"data"},  # text from outside made safe for a terminal or a Markdown table
-    "proc": {"data"},  # child processes that end with rescue, for every layer above data
+    "proc": set(),  # child processes that end with rescue, for every layer above data
     "metrics": set(),  # plain functions: nothing from rescue at all
     "tasks": {"data", "metrics"},
     "llm": {"data"},  # the task-free model layer
     "runs": {"data", "tasks"},  # the run directory: results.json, predictions.jsonl, its lock and readers
     "media": {"data"},
-    "scoring": {"data", "metrics", "tasks", "llm"},
+    "scoring": {"metrics", "tasks", "llm"},
     "video": {"data", "tasks", "llm", "media"},
     "engine": {"data", "tasks", "llm", "scoring", "video", "runs"},
     "build": {"data", "llm", "media"},
     "review": {"data", "metrics", "media"},
     "report": {"data", "metrics", "tasks", "scoring", "runs"},  # runs, never engine: it reads runs, runs nothing
-    "suites": {"data", "llm"},
+    "suites": {"llm"},
     # inspect_ai tasks: rescue's own instances, prompts, parsing, judge and metrics; the runner's sample choice
     "inspect_tasks": {"data", "tasks", "llm", "scoring", "engine", "runs"},
     "testing": {"data", "tasks", "llm"},
@@ -52,6 +53,7 @@ LAYERS: dict[str, set[str] | str] = {
     "__main__": EVERYTHING,
 }
 LEAVES = {"_version", "atomic", "display", "files", "proc"}  # any layer above data may use them
+GROUND = {"errors"}  # any layer but metrics (which imports nothing from rescue) may use it
 TASK_NAMES = set(TASKS)
 # Where a task may still be named outside rescue.tasks: a user-facing option that is about one task.
 NAMED_TASKS_ALLOWED = {
@@ -119,7 +121,8 @@ def test_packages_import_only_lower_layers():
             continue
         for line, target in _imports(path):
             other = _package(_resolve(target))
-            if other != own and other not in allowed and not (other in LEAVES and own not in ("data", "metrics")):
+            if other != own and other not in allowed and not (other in LEAVES and own not in ("data", "metrics")) \
+                    and not (other in GROUND and own != "metrics"):
                 wrong.append(f"{path.relative_to(SRC)}:{line}: {own} imports {target} ({other} is not below {own})")
     assert not wrong, "imports against docs/architecture.md:\n" + "\n".join(wrong)
 
@@ -254,30 +257,31 @@ def test_no_task_module_imports_a_private_name_of_another():
     assert not found, "private names imported across modules:\n" + "\n".join(found)
 
 
-ERRORS_MODULE = "data/errors.py"
+# The ground floor's tree, and the data's own errors on its base (issue #36, item 1).
+ERRORS_MODULES = ("errors.py", "data/errors.py")
 
 
 def test_every_exception_is_defined_in_the_errors_module():
     """One error hierarchy in one module (issue #25, item 5): a class deriving from an exception anywhere else
-    is private to its module (``_Name``); a module that keeps a public name imports it from rescue.data.errors."""
+    is private to its module (``_Name``); a module that keeps a public name imports it from rescue.errors."""
     known = {"Exception", "BaseException", "ValueError", "SystemExit", "KeyError", "RuntimeError", "OSError"}
-    tree = parsed(SRC / ERRORS_MODULE)
-    known |= {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+    for module in ERRORS_MODULES:
+        known |= {node.name for node in parsed(SRC / module).body if isinstance(node, ast.ClassDef)}
     elsewhere = []
     for path in MODULES.values():
         relative = path.relative_to(SRC).as_posix()
-        if relative == ERRORS_MODULE:
+        if relative in ERRORS_MODULES:
             continue
         for node in ast.walk(parsed(path)):
             bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in getattr(node, "bases", [])}
             if isinstance(node, ast.ClassDef) and bases & known and not node.name.startswith("_"):
                 elsewhere.append(f"{relative}:{node.lineno}: {node.name}")
-    assert not elsewhere, "exceptions defined outside rescue/data/errors.py:\n" + "\n".join(elsewhere)
+    assert not elsewhere, "exceptions defined outside rescue/errors.py:\n" + "\n".join(elsewhere)
 
 
 # Project-wide tests stay at the top of tests/; every other test file sits in the folder of the package it tests.
 PROJECT_WIDE_TESTS = {"test_layers.py", "test_docs_site.py", "test_docstrings.py", "test_scripts_heartbeat.py",
-                      "test_atomic.py"}
+                      "test_atomic.py", "test_errors.py"}
 
 
 def test_tests_mirror_the_packages():

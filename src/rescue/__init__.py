@@ -45,7 +45,7 @@ __all__ = [
 
 def load(path: str | Path | None = None) -> list[Sample]:
     """Read and validate samples: a ``.jsonl`` file, a folder of them, or per-sample ``.json`` files; None: the
-    bundled demo data. Bad data raises :class:`rescue.data.errors.DataError` naming file, line and field."""
+    bundled demo data. Bad data raises :class:`rescue.errors.DataError` naming file, line and field."""
     from rescue.data.loading import load_samples
 
     return load_samples(path)

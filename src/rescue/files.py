@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from rescue.data.errors import LockedError as LockedError, OutFolderError as OutFolderError
+from rescue.errors import LockedError as LockedError, OutFolderError as OutFolderError
 
 __all__ = ["DirectoryLock", "JsonLinesLog", "LockedError", "OutFolderError", "check_out_folder", "safe_filename", "sha256_file"]
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from rescue.data.errors import Stopping as Stopping, Terminated as Terminated, TimedOut as TimedOut
+from rescue.errors import Stopping as Stopping, Terminated as Terminated, TimedOut as TimedOut
 
 __all__ = ["Stopping", "Terminated", "ending_children_on_signals", "kill_children", "run", "running_children"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rescue.data.errors import RescueError
+from rescue.errors import RescueError
 from rescue.data.loading import choose_samples, load_samples
 from rescue.inspect_tasks.plan import BenchError, BenchOptions, build_plan
 from rescue.tasks import get_task

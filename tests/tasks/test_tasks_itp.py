@@ -7,7 +7,7 @@ import json
 import pytest
 from task_factories import batches, make_sample, to_records
 
-from rescue.data.errors import RescueError
+from rescue.errors import RescueError
 from rescue.tasks import get_task
 from rescue.tasks.base import RenderOptions
 from rescue.tasks.itp import decision_rows, even_sample

@@ -7,7 +7,7 @@ import json
 import pytest
 from task_factories import batches, make_sample, strategy, to_records
 
-from rescue.data.errors import RescueError
+from rescue.errors import RescueError
 from rescue.data.taxonomy import COUPLE_RELATION, FAMILY_RELATION
 from rescue.tasks import get_task, scoped_aggregates
 from rescue.tasks.base import RenderOptions

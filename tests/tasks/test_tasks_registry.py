@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rescue.cli import app
-from rescue.data.errors import RescueError
+from rescue.errors import RescueError
 from rescue.tasks import TASK_NAMES, TASKS, get_task, task_counts
 from rescue.tasks.base import Task
 from _cli import invoke_main

@@ -15,7 +15,7 @@ from pathlib import Path
 from rescue.data.models import GROUP_LABELS, NON_PERSON_LABELS, THERAPIST, Scenario
 from rescue.data.text import clock_time
 from rescue.media import Cue, MediaError, MediaInfo, SubtitleError, load_cues, probe
-from rescue.data.errors import BuildInputError as BuildInputError
+from rescue.errors import BuildInputError as BuildInputError
 
 # Subtitle and container clocks disagree by a frame or two at the very end.
 END_TOLERANCE = 0.1

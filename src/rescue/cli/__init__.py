@@ -13,7 +13,7 @@ from typing import Any
 from rich.markup import escape
 
 from rescue.cli.app import app, err_console
-from rescue.data.errors import EXIT_ERROR, RescueError, exit_code
+from rescue.errors import EXIT_ERROR, RescueError, exit_code
 from rescue.data.text import visible_text
 
 # Each module registers its commands on `app` when imported.
@@ -42,7 +42,7 @@ def main() -> None:
     except Exception as exc:
         if not isinstance(exc, OSError) and type(exc).__module__ != "sqlite3":
             raise
-        from rescue.data.errors import environment_error
+        from rescue.errors import environment_error
 
         # The machine's fault, not the program's: a full disk, a folder that is a file, no permission. Every
         # file rescue writes is written whole or not at all, so what was there before is still there.

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from rescue.cli.app import app, console, err_console
-from rescue.data.errors import EXIT_ERROR, EXIT_INCOMPLETE
+from rescue.errors import EXIT_ERROR, EXIT_INCOMPLETE
 
 if TYPE_CHECKING:
     from rescue.build import BuildConfig, BuildOutcome

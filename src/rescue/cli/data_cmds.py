@@ -21,7 +21,7 @@ from rescue.cli.app import (
     load_data,
 )
 from rescue.data import fetch as release  # light: it imports httpx and the validation only to download
-from rescue.data.errors import EXIT_ERROR
+from rescue.errors import EXIT_ERROR
 from rescue.engine.run_options import DEFAULT_SPLITS_FILE
 
 if TYPE_CHECKING:

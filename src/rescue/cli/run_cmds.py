@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from rescue.cli.app import app, console, err_console
-from rescue.data.errors import EXIT_INCOMPLETE
+from rescue.errors import EXIT_INCOMPLETE
 from rescue.engine.run_options import declared_options
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from rescue.data.errors import UnreadableJSON as UnreadableJSON
+from rescue.errors import UnreadableJSON as UnreadableJSON
 
 FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 _START = re.compile(r"[{\[]")

@@ -14,7 +14,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from rescue.atomic import atomic_output, write_atomic
-from rescue.data.errors import RescueError
+from rescue.errors import RescueError
 
 if TYPE_CHECKING:
     import ftfy

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rescue.atomic import atomic_output
-from rescue.data.errors import FetchError as FetchError, NoNetworkError as NoNetworkError
+from rescue.errors import FetchError as FetchError, NoNetworkError as NoNetworkError
 
 if TYPE_CHECKING:  # httpx and the validation are imported when a download starts: `rescue --help` stays fast
     from rescue.data.validation import ValidationReport

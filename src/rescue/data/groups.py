@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rescue.data.models import NON_PERSON_LABELS, Sample
-from rescue.data.errors import GroupsError as GroupsError
+from rescue.errors import GroupsError as GroupsError
 
 SHARED_PEOPLE = 2  # family clips whose casts share at least this many people are one family
 INFERRED_METHOD = (

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from rescue.data.groups import SessionGroups, infer_groups
 from rescue.data.models import Sample
-from rescue.data.errors import SplitError as SplitError
+from rescue.errors import SplitError as SplitError
 
 SPLITS_FILE = "splits.json"
 HOLDOUT_NAMES = ("train", "dev", "test")

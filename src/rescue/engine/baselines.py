@@ -33,7 +33,7 @@ from rescue.data.models import GROUP_LABELS, THERAPIST
 from rescue.data.taxonomy import INTENSITY_SCALE
 from rescue.engine.types import ChatAnswer, TaskRequest
 from rescue.tasks.base import Instance, RenderOptions, Task
-from rescue.data.errors import BaselineError as BaselineError
+from rescue.errors import BaselineError as BaselineError
 
 if TYPE_CHECKING:
     from sklearn.feature_extraction.text import TfidfVectorizer

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
-from rescue.data.errors import RunError as RunError
+from rescue.errors import RunError as RunError
 from rescue.engine.run_options import RunOptions, declared_options
 from rescue.llm.client import GenerationSettings
 from rescue.tasks import TASK_NAMES, graded_tasks

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from rescue.data.errors import BertScoreInterrupted
+from rescue.errors import BertScoreInterrupted
 from rescue.engine.config import RunConfig
 from rescue.engine.outcome import PairResult
 from rescue.engine.plan import load_task

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rescue.data.errors import RescueError
+from rescue.errors import RescueError
 from rescue.engine.config import RunConfig, RunError, config_differences
 from rescue.atomic import remove_stale_temporaries
 from rescue.runs.folder import CACHE, LOG, read_results

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, cast
 
-from rescue.data.errors import (
+from rescue.errors import (
     BertScoreInterrupted as BertScoreInterrupted,
     RescueError,
     RunInterrupted as RunInterrupted,

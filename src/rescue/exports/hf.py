@@ -24,7 +24,7 @@ from typing import Any, Literal
 from rescue.data import stats as dataset_stats
 from rescue.data.models import Sample
 from rescue.exports.chat import ChatExample
-from rescue.data.errors import ExportError as ExportError
+from rescue.errors import ExportError as ExportError
 
 HF_EXTRA = "pip install 'rescue-bench[hf]'"
 CITATION = """@article{hu2026rescuebench,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rescue._version import __version__
-from rescue.data.errors import BenchError as BenchError
+from rescue.errors import BenchError as BenchError
 from rescue.engine.config import RunConfig
 from rescue.tasks import SCENARIOS, get_task
 from rescue.tasks.base import PARSE_POLICIES, VIDEO_MODES, Instance, RenderOptions, Task

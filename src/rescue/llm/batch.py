@@ -30,7 +30,7 @@ from rescue.llm.client import ERROR_CHARS, MalformedAnswer, OpenAIModel, Transie
 from rescue.llm.reliable import ReliableModel, _scrubbed
 from rescue.llm.types import ChatRequest
 from rescue.llm.providers import tls_context
-from rescue.data.errors import BatchError as BatchError
+from rescue.errors import BatchError as BatchError
 
 LEDGER = "batches.json"
 TERMINAL = ("completed", "expired", "failed", "cancelled")

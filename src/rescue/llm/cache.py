@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rescue.llm.types import ChatAnswer, MessageLike, Usage, key_messages
-from rescue.data.errors import UnreadableEntry as UnreadableEntry
+from rescue.errors import UnreadableEntry as UnreadableEntry
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (

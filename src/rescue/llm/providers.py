@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from rescue.llm import secrets
-from rescue.data.errors import CredentialError as CredentialError, ThinkingError as ThinkingError
+from rescue.errors import CredentialError as CredentialError, ThinkingError as ThinkingError
 
 
 @dataclass(frozen=True)

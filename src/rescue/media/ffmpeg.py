@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rescue import proc
-from rescue.data.errors import MediaError as MediaError
+from rescue.errors import MediaError as MediaError
 
 # ffmpeg's own messages are long; the last lines say what went wrong.
 _STDERR_TAIL = 1200

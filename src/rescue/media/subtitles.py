@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rescue.data.text import clock_time
 from rescue.media.steps import media_step, produce
-from rescue.data.errors import SubtitleError as SubtitleError
+from rescue.errors import SubtitleError as SubtitleError
 
 SUBTITLE_FORMATS = {".srt": "srt", ".vtt": "vtt", ".ass": "ass", ".ssa": "ssa"}
 

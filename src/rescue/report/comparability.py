@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from rescue.report.runs import System
 from rescue.tasks import TASKS, graded_tasks, right_wrong_tasks
-from rescue.data.errors import ComparabilityError as ComparabilityError
+from rescue.errors import ComparabilityError as ComparabilityError
 
 GENERATIVE = tuple(graded_tasks())
 # The tasks whose gold field the rpp_gold option chooses (RPP).

@@ -24,7 +24,7 @@ TOLERANCE = 1e-9
 
 def registry_aggregates(tasks: Sequence[str]) -> dict[str, Aggregate]:
     """``aggregate`` of each task the registry knows; a task it does not know is left out (no CIs then)."""
-    from rescue.data.errors import RescueError
+    from rescue.errors import RescueError
     from rescue.tasks import get_task
 
     found: dict[str, Aggregate] = {}
@@ -109,7 +109,7 @@ def decomposed(task: str) -> Decomposed | None:
 def _score_floors(task: str) -> dict[str, float]:
     """The floor a failed record scores per key (the task's declared ``score_floors``; none for a task the
     registry does not know)."""
-    from rescue.data.errors import RescueError
+    from rescue.errors import RescueError
     from rescue.tasks import get_task
 
     try:

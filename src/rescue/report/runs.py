@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rescue.data.errors import ReportError as ReportError
+from rescue.errors import ReportError as ReportError
 from rescue.runs.results import ModelResults, StoredConfig
 from rescue.tasks import TASK_NAMES
 from rescue.tasks.base import VIDEO_MODES, PredictionRecord

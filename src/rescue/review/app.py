@@ -11,7 +11,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.exc import DataError, OperationalError
 
-from rescue.data.errors import is_disk_full
+from rescue.errors import is_disk_full
 from rescue.review.api.deps import CurrentUser, LoginRequired
 from rescue.review.api.routes import agreement, export, login, media, pages, rows, search, segments, users
 from rescue.review.db import default_url, make_engine, session_factory

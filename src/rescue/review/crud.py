@@ -52,7 +52,7 @@ from rescue.review.models import (
     now,
 )
 from rescue.review.project import Project, Segment
-from rescue.data.errors import (
+from rescue.errors import (
     AccountDisabled as AccountDisabled,
     Conflict as Conflict,
     LayoutConflict as LayoutConflict,

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rescue.review.fields import FIELD_NAMES, SPECS
-from rescue.data.errors import CutError as CutError
+from rescue.errors import CutError as CutError
 
 Row = dict[str, Any]
 EVIDENCE = ("relation_pattern_evidence_rows", "relation_cycle_evidence_rows")

@@ -13,7 +13,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, Operati
 from sqlalchemy.orm import Session, sessionmaker
 
 from rescue.review.models import ADDED_COLUMNS, Base
-from rescue.data.errors import DatabaseError as DatabaseError
+from rescue.errors import DatabaseError as DatabaseError
 
 DB_FILE = "review.db"
 

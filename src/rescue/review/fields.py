@@ -14,7 +14,8 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from rescue.data.errors import DataIssue, FieldError as FieldError
+from rescue.data.errors import DataIssue
+from rescue.errors import FieldError as FieldError
 from rescue.data.rules import Breach, Cast, cast_of, check_row
 from rescue.data.taxonomy import UTTERANCE_TYPES, Label, relation_taxonomy, strategy_taxonomy
 from rescue.data.validation import validate_records

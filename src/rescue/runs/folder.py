@@ -16,9 +16,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from rescue.data.errors import RunDirError as RunDirError
+from rescue.errors import RunDirError as RunDirError
 from rescue.atomic import write_atomic
-from rescue.data.errors import LockedError
+from rescue.errors import LockedError
 from rescue.files import DirectoryLock, sha256_file
 from rescue.runs.results import PREDICTIONS, RESULTS, SCHEMA_VERSION, PredictionsInfo, RunResults
 from rescue.tasks.base import PredictionRecord

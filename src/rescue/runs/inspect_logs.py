@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rescue.data.errors import InspectLogError as InspectLogError
+from rescue.errors import InspectLogError as InspectLogError
 from rescue.tasks import TASKS, judged_tasks
 from rescue.tasks.base import PredictionRecord
 

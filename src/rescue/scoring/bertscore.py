@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rescue.data.errors import BertScoreError as BertScoreError
+from rescue.errors import BertScoreError as BertScoreError
 
 if TYPE_CHECKING:
     from rescue.tasks.base import PredictionRecord

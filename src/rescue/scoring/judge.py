@@ -53,7 +53,7 @@ from rescue.tasks.base import Instance, JudgeGrade, JudgeResults, PredictionReco
 from rescue.tasks.parsing import AnswerError, extract_json
 from rescue.tasks.rubric import Grade
 from rescue.tasks.spec import JudgeRubric
-from rescue.data.errors import JudgeAnswerError as JudgeAnswerError, JudgeConfigError as JudgeConfigError
+from rescue.errors import JudgeAnswerError as JudgeAnswerError, JudgeConfigError as JudgeConfigError
 from rescue.llm.types import UsageCount
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from rescue.metrics.agreement import alpha, alt_test, pair_statistics
 from rescue.tasks import TASKS, judged_tasks
 from rescue.tasks.base import PredictionRecord
 from rescue.tasks.rubric import inter_judge_alpha
-from rescue.data.errors import RatingsError as RatingsError
+from rescue.errors import RatingsError as RatingsError
 
 __all__ = ["HumanRating", "RatingsError", "alpha", "inter_judge_alpha", "judge_agreement", "judge_score_key",
            "judge_stability", "pair_statistics", "read_ratings"]

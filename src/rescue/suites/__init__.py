@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from rescue.data.errors import SuiteError as SuiteError
+from rescue.errors import SuiteError as SuiteError
 
 PACKAGED = ("paper",)
 

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rescue.data.errors import RescueError
+from rescue.errors import RescueError
 from rescue.data.models import Sample
 from rescue.tasks.base import PredictionRecord, Task
 from rescue.tasks.registry import TASK_NAMES, TASKS, discover, register, unregister

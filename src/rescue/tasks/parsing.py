@@ -16,7 +16,7 @@ from typing import Any
 
 from rescue.data.answer_json import UnreadableJSON, find_json, unfence
 from rescue.tasks.base import Instance, Prediction
-from rescue.data.errors import AnswerError as AnswerError
+from rescue.errors import AnswerError as AnswerError
 
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rescue.data.errors import PromptError as PromptError
+from rescue.errors import PromptError as PromptError
 from rescue.data.models import Sample
 from rescue.tasks.render import MODE_EVIDENCE, dumps, write_json
 

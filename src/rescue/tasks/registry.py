@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, TypeVar, overload
 
-from rescue.data.errors import TaskRegistryError as TaskRegistryError
+from rescue.errors import TaskRegistryError as TaskRegistryError
 from rescue.tasks.base import Task
 
 ENTRY_POINT_GROUP = "rescue.tasks"

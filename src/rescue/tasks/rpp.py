@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from rescue.data.choices import DEFAULT_RPP_GOLD as DEFAULT_RPP_GOLD
 from rescue.data.choices import RPP_GOLD_CHOICES as RPP_GOLD_CHOICES
 from rescue.data.choices import RppGold as RppGold
-from rescue.data.errors import RescueError
+from rescue.errors import RescueError
 from rescue.data.models import Sample, Scenario
 from rescue.data.taxonomy import (
     COUPLE_RELATION,

@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from rescue.data.errors import TaskOptionError as TaskOptionError
+from rescue.errors import TaskOptionError as TaskOptionError
 
 OutcomeKind = Literal["right_wrong", "graded"]
 # The shape of a prediction value: one label, a ranked list of labels, or free text graded by scorers.

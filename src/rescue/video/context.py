@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rescue.data.errors import RescueError
+from rescue.errors import RescueError
 from rescue.data.models import Sample
 from rescue.llm import ImagePart, Message, MessageLike, Part, TextPart, VideoPart
 from rescue.tasks.base import Instance, RenderOptions, Task

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from rescue.data.errors import VideoError as VideoError
+from rescue.errors import VideoError as VideoError
 from rescue.data.choices import VIDEO_INPUTS as VIDEO_INPUTS
 
 IMAGE_DETAILS = ("low", "high", "auto")  # OpenAI's image detail levels; None sends none (the server's default)

@@ -17,7 +17,7 @@ from rescue.review import security
 from rescue.review.crud import assignments, segment_assignees
 from rescue.review.models import FINAL, ROLES, Assignment, LoginSession, User
 from rescue.review.project import Project, Segment
-from rescue.data.errors import LoginRequired as LoginRequired
+from rescue.errors import LoginRequired as LoginRequired
 
 
 def _storable(value: str) -> str:
