@@ -75,6 +75,11 @@ def test_every_task_by_default():
     ({"concurrency": 0}, "--concurrency 0: must be at least 1"),
     ({"batch_size": "0"}, "--batch-size '0': a positive number or 'authors'"),
     ({"budget_retry": 1.0}, "--budget-retry 1.0: a factor above 1"),
+    ({"budget_retry": float("inf")}, "--budget-retry inf: a factor above 1 and at most 100"),
+    ({"budget_retry": 1e308}, "--budget-retry 1e\\+308: a factor above 1 and at most 100"),
+    ({"budget_retry": float("nan")}, "--budget-retry nan: a factor above 1"),
+    ({"budget_retry": -2.0}, "--budget-retry -2.0: a factor above 1"),
+    ({"budget_retry": 101.0}, "--budget-retry 101.0: a factor above 1 and at most 100"),
     ({"context_size": -2}, "--context-size -2: use -1"),
 ])
 def test_a_bad_value_names_its_option(values, message):

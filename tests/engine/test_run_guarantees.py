@@ -156,6 +156,11 @@ def test_stale_temporary_files_are_removed_and_live_ones_kept(tmp_path):
     (["--model", "local/nope"], "unknown local model"),
     (["--tasks", "er", "--judge", "openai/gpt-4o-mini"], "--judge 'openai/gpt-4o-mini': no API key"),
     (["--sample-choice", "random", "--limit-samples", "1"], "--sample-choice 'random'"),
+    # Every retry of a spent budget became an OverflowError (issue #33 item 3).
+    (["--budget-retry", "inf"], "--budget-retry inf: a factor above 1 and at most 100"),
+    (["--budget-retry", "1e308"], "--budget-retry 1e+308: a factor above 1 and at most 100"),
+    (["--budget-retry", "nan"], "--budget-retry nan: a factor above 1"),
+    (["--budget-retry", "-1"], "--budget-retry -1.0: a factor above 1"),
 ])
 def test_bad_options_fail_before_any_work(tmp_path, args, message):
     out = tmp_path / "run"

@@ -277,3 +277,138 @@ def test_an_unreadable_usage_chunk_keeps_the_answer_with_its_usage_unknown(tmp_p
         answer = _one(_reliable(server, tmp_path, stream=True))
     assert answer.status == "ok" and answer.text == "{}"
     assert answer.usage.unknown == 1 and "usage_unknown" in answer.meta
+
+
+# --- a stream is read like an answer (issue #33 item 3) ----------------------------------------------------
+
+ANSWER = '{"predictions": [{"id": "a", "answer": "yes"}]}'
+
+
+def _streamed(tmp_path, reply: Reply, **options):
+    with serve(reply) as server:
+        answer = _one(_reliable(server, tmp_path, stream=True, **options))
+        return answer, server.request_count
+
+
+def _varied(**fields) -> Reply:
+    reply = Reply.text(ANSWER)
+    for name, value in fields.items():
+        setattr(reply, name, value)
+    return reply
+
+
+@pytest.mark.parametrize("fields", [
+    {"other_choice": '{"predictions": [{"id": "a", "answer": "no"}]}'},
+    {"other_choice": "x" * 300},  # the other choice longer than choice 0
+    {"other_choice": '{"predictions": []}', "multiline_data": True, "newline": "\r\n"},
+], ids=["n2", "longer-other", "n2-multiline-crlf"])
+def test_only_choice_0_of_a_stream_is_the_answer(tmp_path, fields):
+    answer, sent = _streamed(tmp_path, _varied(**fields))
+    assert sent == 1
+    assert answer.status == "ok" and answer.text == ANSWER
+
+
+@pytest.mark.parametrize("fields", [
+    {"multiline_data": True},
+    {"multiline_data": True, "newline": "\r\n"},
+    {"multiline_data": True, "newline": "\r"},
+    {"newline": "\r\n"},
+    {"newline": "\r"},
+    {"comments": True},
+    {"comments": True, "multiline_data": True, "newline": "\r\n"},
+    {"no_done": True},
+    {"no_done": True, "multiline_data": True},
+    {"chunk_delay": 0.001},  # each event in a write of its own
+    {"trickle": 0.0005, "multiline_data": True, "newline": "\r\n"},  # every CRLF split across two reads
+], ids=["multiline", "multiline-crlf", "multiline-cr", "crlf", "cr", "comments", "comments-multiline-crlf",
+        "no-done", "no-done-multiline", "event-per-write", "byte-per-write-crlf"])
+def test_valid_sse_in_every_form_gives_the_same_answer_and_usage(tmp_path, fields):
+    answer, sent = _streamed(tmp_path, _varied(**fields), timeout=30.0)
+    assert sent == 1
+    assert answer.status == "ok" and answer.text == ANSWER
+    assert answer.usage.input_tokens > 0 and answer.meta["finish_reason"] == "stop"
+
+
+@pytest.mark.parametrize("fields", [{}, {"multiline_data": True}, {"no_done": True}],
+                         ids=["plain", "multiline", "no-done"])
+def test_content_after_finish_reason_is_not_part_of_the_answer(tmp_path, fields):
+    answer, _ = _streamed(tmp_path, _varied(after_finish="<junk after the end>", **fields))
+    assert answer.status == "ok" and answer.text == ANSWER
+
+
+def test_reasoning_after_finish_reason_is_not_kept_either(tmp_path):
+    import json
+
+    events = [{"choices": [{"index": 0, "delta": {"content": "{}"}, "finish_reason": "stop"}]},
+              {"choices": [{"index": 0, "delta": {"reasoning_content": "late thoughts", "content": "more"}}]},
+              {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}]
+    body = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+    answer, _ = _streamed(tmp_path, Reply.raw_body(200, body, content_type="text/event-stream"))
+    assert answer.text == "{}" and "reasoning" not in answer.meta
+    assert answer.usage.input_tokens == 3  # the usage chunk after the finish is still read
+
+
+def test_a_huge_multiline_event_is_joined(tmp_path):
+    content = "y" * 300_000
+    answer, _ = _streamed(tmp_path, _varied(content=content, multiline_data=True), timeout=60.0)
+    assert answer.status == "ok" and answer.text == content
+
+
+def test_events_ended_by_one_newline_each_are_still_read_one_by_one(tmp_path):
+    import json
+
+    events = [{"choices": [{"index": 0, "delta": {"content": '{"a"'}}]},
+              {"choices": [{"index": 0, "delta": {"content": ": 1}"}, "finish_reason": "stop"}]}]
+    body = "".join(f"data: {json.dumps(e)}\n" for e in events) + "data: [DONE]\n"
+    answer, _ = _streamed(tmp_path, Reply.raw_body(200, body, content_type="text/event-stream"))
+    assert answer.status == "ok" and answer.text == '{"a": 1}'
+
+
+@pytest.mark.parametrize("index", ['"0"', "true", "1.5", "[0]"])
+def test_a_choice_index_that_is_not_a_number_is_a_malformed_answer(tmp_path, index):
+    body = (f'data: {{"choices": [{{"index": {index}, "delta": {{"content": "{{}}"}}, "finish_reason": "stop"}}]}}'
+            "\n\ndata: [DONE]\n\n")
+    answer, sent = _streamed(tmp_path, Reply.raw_body(200, body, content_type="text/event-stream"))
+    assert sent == 1
+    assert answer.status == "request_error" and answer.meta["error_class"] == "malformed_answer"
+
+
+@pytest.mark.parametrize("status", [200, 400, 429, 500])
+@pytest.mark.parametrize("form", ["json", "pretty-json", "sse"])
+def test_a_json_error_sent_with_the_stream_content_type_keeps_the_providers_message(tmp_path, status, form):
+    import json
+
+    error = {"error": {"message": "Model overloaded: try model-b instead", "type": "server_error", "code": None}}
+    text = {"json": json.dumps(error), "pretty-json": json.dumps(error, indent=2),
+            "sse": f"data: {json.dumps(error)}\n\n"}[form]
+    answer, _ = _streamed(tmp_path, Reply.raw_body(status, text, content_type="text/event-stream"), max_retries=0)
+    assert answer.status == "request_error"
+    assert "Model overloaded: try model-b instead" in answer.error
+    assert "data:" not in answer.error
+
+
+def test_a_content_filter_error_sent_with_the_stream_content_type_is_a_refusal(tmp_path):
+    import json
+
+    error = {"error": {"message": "Input data may contain inappropriate content.", "code": "data_inspection_failed"}}
+    answer, sent = _streamed(tmp_path, Reply.raw_body(200, json.dumps(error), content_type="text/event-stream"))
+    assert sent == 1 and answer.status == "refused"
+
+
+def test_a_plain_completion_sent_with_the_stream_content_type_is_read_as_one(tmp_path):
+    import json
+
+    completion = {"choices": [{"index": 0, "message": {"role": "assistant", "content": ANSWER},
+                               "finish_reason": "stop"}], "usage": {"prompt_tokens": 5, "completion_tokens": 2}}
+    answer, _ = _streamed(tmp_path, Reply.raw_body(200, json.dumps(completion), content_type="text/event-stream"))
+    assert answer.status == "ok" and answer.text == ANSWER and answer.usage.input_tokens == 5
+
+
+@pytest.mark.parametrize("body", ["<html>Bad gateway</html>", "", ": only a comment\n\n", "data:\n\ndata: \n\n"],
+                         ids=["html", "empty", "comment-only", "empty-data-only"])
+def test_a_stream_with_no_event_is_retried_and_says_what_came(tmp_path, body):
+    answer, sent = _streamed(tmp_path, Reply.raw_body(200, body, content_type="text/event-stream"), max_retries=1)
+    assert sent == 2 and answer.status == "request_error"
+    assert answer.meta["error_class"] in ("bad_response", "connection")
+    if body.startswith("<html>"):
+        assert "Bad gateway" in answer.error

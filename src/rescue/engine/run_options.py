@@ -14,6 +14,7 @@ own them (``rescue.tasks.base.MODES``, ``rescue.llm.providers.THINKING_LEVELS`` 
 # No `from __future__ import annotations`: the annotations below are read as objects (declared_options), and
 # evaluating sixty strings would cost `rescue --help` more than the rest of this module.
 import functools
+import math
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -82,6 +83,15 @@ def _at_least(low: float) -> Callable[[Any], bool]:
 
 def _above(low: float) -> Callable[[Any], bool]:
     return lambda value: value is None or value > low
+
+
+# --budget-retry's largest factor: a larger one is no budget a provider takes, and inf or 1e308 would make every
+# retry's max_tokens overflow.
+MAX_BUDGET_FACTOR = 100.0
+
+
+def _budget_factor(value: float | None) -> bool:
+    return value is None or (math.isfinite(value) and 1 < value <= MAX_BUDGET_FACTOR)
 
 
 def _count_or_authors(value: str) -> bool:
@@ -197,7 +207,8 @@ class RunOptions:
     budget_retry: Annotated[Optional[float], _opt(
         "--budget-retry", P_GENERATION, "Ask an answer whose budget ran out before any answer (budget_exhausted) "
         "once more with the budget multiplied by FACTOR.",
-        check=(_above(1), "a factor above 1 (2 asks again with twice the budget)"))] = None
+        check=(_budget_factor, f"a factor above 1 and at most {MAX_BUDGET_FACTOR:g} (2 asks again with twice the "
+                               "budget)"))] = None
     timeout: Annotated[float, _opt(  # the whole request, the body included
         "--timeout", P_GENERATION, "Seconds per request attempt, the whole answer included.",
         check=(_above(0), "a positive number of seconds"))] = 240.0

@@ -105,6 +105,9 @@ def _is_refusal(text: str) -> bool:
 def _error_message(status: int, body: bytes) -> str:
     """An endpoint's error body as one readable line: its ``error.message`` when it is OpenAI-shaped."""
     text = body.decode("utf-8", errors="replace")
+    if text.lstrip().startswith("data:"):  # an error sent as an event of a stream: its data is the body
+        text = "\n".join(line.removeprefix("data:").strip() for line in text.strip().splitlines()
+                         if line.startswith("data:") and line.removeprefix("data:").strip() != "[DONE]")
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
@@ -202,13 +205,20 @@ def _reasoning(message: dict[str, Any], where: str) -> str:
 
 
 class _StreamReader:
-    """Server-sent events of a streamed chat completion, assembled as they arrive.
+    """Server-sent events of a streamed chat completion, assembled as they arrive, read as the answer is read
+    without streaming: choice 0 only, up to its ``finish_reason``.
 
-    Lines are split from the raw bytes (a line may span network chunks); ``data:`` lines carry one JSON chunk
-    each, ``data: [DONE]`` ends the stream, comments (``: keep-alive``) and other fields are skipped."""
+    Lines end in LF, CRLF or CR and may span network chunks. An event is the ``data:`` lines up to a blank line,
+    joined by newlines (the SSE rule: one JSON chunk may be spread over several lines); ``data: [DONE]`` ends the
+    stream; comments (``: keep-alive``), other fields (``event:``, ``id:``, ``retry:``) and events without data
+    are skipped. Deltas of another ``choices[].index`` (``n`` > 1, or a proxy that fans out) are not this answer,
+    nor is content of choice 0 sent after its ``finish_reason``; a later usage chunk is still read. A body that
+    holds no event at all is read as what it is: a JSON error keeps the provider's message."""
 
     def __init__(self) -> None:
-        self.pending = b""
+        self.pending: list[bytes] = []
+        self.data: list[bytes] = []  # the data lines of the event being read
+        self.stray: list[bytes] = []  # lines outside any SSE field, while no event has come (a JSON error body)
         self.content: list[str] = []
         self.reasoning: list[str] = []
         self.finish = ""
@@ -219,24 +229,56 @@ class _StreamReader:
     def feed(self, data: bytes) -> None:
         if self.done:
             return
-        if b"\n" not in data:
-            self.pending += data
+        if b"\n" not in data and b"\r" not in data:
+            self.pending.append(data)  # a list: an event of megabytes in many chunks is joined once
             return
-        lines = (self.pending + data).split(b"\n")
-        self.pending = lines.pop()  # an unfinished line waits for the next chunk
+        text = b"".join([*self.pending, data]) if self.pending else data
+        # A CR at the end may be the first half of a CRLF split across two network chunks.
+        held = text.endswith(b"\r")
+        lines = (text[:-1] if held else text).replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+        tail = lines.pop()  # an unfinished line waits for the next chunk
+        self.pending = [tail + b"\r"] if held else [tail] if tail else []
         for line in lines:
             if self.done:
                 return
-            if line.startswith(b"data:"):
-                self._line(line.rstrip(b"\r"))
+            self._line(line)
 
     def close(self) -> None:
-        if self.pending.strip() and not self.done:
-            self._line(self.pending.rstrip(b"\r"))
-        self.pending = b""
+        """The end of the body: a last line without its newline and a last event without its blank line count."""
+        last = b"".join(self.pending).rstrip(b"\r")
+        self.pending = []
+        if not self.done:
+            if last:
+                self._line(last)
+            self._dispatch()
+        if not self.chunks and not self.done and self.stray:
+            self._not_a_stream(b"\n".join(self.stray))
 
     def _line(self, line: bytes) -> None:
-        chunk = self._chunk(line)
+        if not line:
+            self._dispatch()
+        elif line.startswith(b"data:"):
+            value = line[5:]
+            self.data.append(value[1:] if value.startswith(b" ") else value)
+        elif not self.chunks and not line.startswith((b":", b"event:", b"id:", b"retry:")):
+            self.stray.append(line)
+
+    def _dispatch(self) -> None:
+        """The event whose data lines were read: joined, as SSE says; lines that are each a whole chunk (a
+        server that ends events with one newline, not two) are read one by one."""
+        data, self.data = self.data, []
+        if not data:
+            return
+        joined = b"\n".join(data)
+        if len(data) > 1 and not _is_json(joined) and all(_is_json(part) for part in data):
+            for part in data:
+                if not self.done:
+                    self._payload(part)
+            return
+        self._payload(joined)
+
+    def _payload(self, payload: bytes) -> None:
+        chunk = self._chunk(payload)
         if chunk is None:
             return
         if chunk.get("error") is not None:  # an error sent in the stream, after a 200
@@ -248,14 +290,13 @@ class _StreamReader:
             raise MalformedAnswer("a stream chunk's choices is not a list")
         if chunk.get("usage") is not None:
             self.usage = chunk["usage"]
-        for choice in choices[:1]:
-            self._choice(choice)
+        for position, choice in enumerate(choices):
+            if _choice_index(choice, position) == 0:
+                self._choice(choice)
 
-    def _chunk(self, line: bytes) -> dict[str, Any] | None:
-        """The JSON object of one ``data:`` line; None for another line, an empty one, or ``[DONE]``."""
-        if not line.startswith(b"data:"):
-            return None
-        payload = line[5:].strip()
+    def _chunk(self, payload: bytes) -> dict[str, Any] | None:
+        """The JSON object of one event; None for an empty one or ``[DONE]``."""
+        payload = payload.strip()
         if payload == b"[DONE]":
             self.done = True
             return None
@@ -271,26 +312,70 @@ class _StreamReader:
             raise MalformedAnswer(f"a stream chunk is a JSON {type(chunk).__name__}, not an object")
         return chunk
 
-    def _choice(self, choice: Any) -> None:
-        """The text, reasoning and finish reason of a chunk's first choice."""
-        if not isinstance(choice, dict):
-            raise MalformedAnswer(f"a stream chunk's choices[0] is a {type(choice).__name__}, not an object")
+    def _choice(self, choice: dict[str, Any]) -> None:
+        """The text, reasoning and finish reason of a chunk's choice 0, until it has finished."""
         delta = choice.get("delta")
         if delta is None:
             delta = choice.get("message") or {}
         if not isinstance(delta, dict):
             raise MalformedAnswer(f"a stream chunk's delta is a {type(delta).__name__}, not an object")
         piece = delta.get("content")
-        if isinstance(piece, str):
-            self.content.append(piece)
-        elif piece is not None:
+        if piece is not None and not isinstance(piece, str):
             raise MalformedAnswer(f"a stream chunk's delta.content is a {type(piece).__name__}, not text")
-        self.reasoning.append(_reasoning(delta, "delta"))
+        reasoning = _reasoning(delta, "delta")
         finish = choice.get("finish_reason")
-        if finish is not None:
-            if not isinstance(finish, str):
-                raise MalformedAnswer(f"finish_reason is a {type(finish).__name__}, not text")
+        if finish is not None and not isinstance(finish, str):
+            raise MalformedAnswer(f"finish_reason is a {type(finish).__name__}, not text")
+        if self.finish:  # the answer ended at its finish_reason: what follows is not part of it
+            return
+        if piece:
+            self.content.append(piece)
+        if reasoning:
+            self.reasoning.append(reasoning)
+        if finish:
             self.finish = finish
+
+    def _not_a_stream(self, body: bytes) -> None:
+        """A body sent with the stream's content type that holds no event: a JSON error (its message kept), a
+        plain completion, or something else, which is an unreadable answer quoted in the error."""
+        text = body.decode("utf-8", errors="replace")
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            data = None
+        if isinstance(data, dict) and data.get("error") is not None:
+            _stream_error(data["error"])
+        if isinstance(data, dict) and isinstance(data.get("choices"), list):
+            raise _PlainCompletion(data)
+        raise TransientError("bad_response", f"the stream holds no event: {secrets.clip(text.strip(), 200)!r}")
+
+
+def _is_json(part: bytes) -> bool:
+    try:
+        json.loads(part)
+    except (ValueError, RecursionError):
+        return part.strip() == b"[DONE]"
+    return True
+
+
+def _choice_index(choice: Any, position: int) -> int:
+    """Which answer a streamed choice belongs to: its ``index``, or its place in the list when it has none."""
+    if not isinstance(choice, dict):
+        raise MalformedAnswer(f"a stream chunk's choices[{position}] is a {type(choice).__name__}, not an object")
+    index = choice.get("index")
+    if index is None:
+        return position
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise MalformedAnswer(f"a stream chunk's choices[{position}].index is {index!r}, not a number")
+    return index
+
+
+class _PlainCompletion(Exception):  # noqa: N818 - a signal, not an error
+    """A whole chat completion sent with the stream's content type: read as a completion."""
+
+    def __init__(self, data: dict[str, Any]):
+        super().__init__("a plain completion")
+        self.data = data
 
 
 def _stream_error(error: Any) -> None:
@@ -510,6 +595,11 @@ class OpenAIModel:
             return self._malformed(exc)
         except _StreamRefusal as exc:
             return ChatAnswer(None, "refused", f"refused (in the stream): {exc}")
+        except _PlainCompletion as plain:
+            try:
+                return self._answer(plain.data)
+            except MalformedAnswer as exc:
+                return self._malformed(exc)
         if not events.done and not events.finish:
             # The connection closed cleanly, but the answer never said it was finished: a cut stream.
             raise TransientError("connection", f"the stream ended before the answer did ({events.chunks} chunks, "

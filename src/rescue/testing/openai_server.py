@@ -70,6 +70,13 @@ class Reply:
     bad_chunk: bool = False  # one event is not JSON
     stream_error: str | None = None  # an error event in the middle of the stream (after a 200)
     ignore_stream: bool = False  # answer a streaming request with a plain JSON completion
+    # Valid SSE that a reader must still get right, and deltas that are not part of the answer:
+    other_choice: str | None = None  # deltas of choices[].index 1 with this text, interleaved with choice 0's
+    multiline_data: bool = False  # each event's JSON pretty-printed, one data: line per line (joined by the reader)
+    after_finish: str | None = None  # content deltas of choice 0 sent after its finish_reason
+    newline: str = "\n"  # the line ending: "\r\n" and "\r" are valid SSE too
+    comments: bool = False  # ": keep-alive" comments, event:/id:/retry: fields and empty data: lines between events
+    no_done: bool = False  # no data: [DONE] at the end (the finish_reason and usage still come)
 
     @classmethod
     def text(cls, content: str, *, delay: float = 0.0) -> Reply:
@@ -460,27 +467,53 @@ def _pieces(text: str, size: int = 16) -> list[str]:
 
 def _sse_events(body: dict[str, Any], reply: Reply) -> list[str]:
     """The completion as server-sent events, as OpenAI-style providers stream it: a role delta, reasoning
-    deltas, content deltas, a finish chunk, a usage chunk (``stream_options.include_usage``) and ``[DONE]``."""
+    deltas, content deltas, a finish chunk, a usage chunk (``stream_options.include_usage``) and ``[DONE]``;
+    then the stream faults and SSE variants the reply asks for."""
     base = {"id": f"chatcmpl-test-{time.monotonic_ns()}", "object": "chat.completion.chunk",
             "created": int(time.time()), "model": body.get("model", "test-model")}
 
-    def chunk(delta: dict[str, Any], finish: str | None = None, **more: Any) -> str:
-        data = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **more}
-        return "data: " + _dumps(data) + "\n\n"
+    def chunk(delta: dict[str, Any], finish: str | None = None, index: int = 0) -> str:
+        return _dumps({**base, "choices": [{"index": index, "delta": delta, "finish_reason": finish}]})
 
-    events = [chunk({"role": "assistant", "content": ""})]
-    events += [chunk({reply.reasoning_field: piece, "content": None}) for piece in _pieces(reply.reasoning or "")]
-    events += [chunk({"content": piece}) for piece in _pieces(reply.content or "")]
+    payloads = [chunk({"role": "assistant", "content": ""})]
+    payloads += [chunk({reply.reasoning_field: piece, "content": None}) for piece in _pieces(reply.reasoning or "")]
+    for n, piece in enumerate(_pieces(reply.content or "")):
+        payloads.append(chunk({"content": piece}))
+        if reply.other_choice is not None and n < len(_pieces(reply.other_choice)):
+            payloads.append(chunk({"content": _pieces(reply.other_choice)[n]}, index=1))
     if reply.bad_chunk:
-        events.insert(len(events) // 2 + 1, "data: {\"choices\": [{\"delta\": {\"content\": \"x\"\n\n")
+        payloads.insert(len(payloads) // 2 + 1, '{"choices": [{"delta": {"content": "x"')
     if reply.stream_error is not None:
         error = {"error": {"message": reply.stream_error, "type": "server_error", "code": None}}
-        events.insert(len(events) // 2 + 1, "data: " + json.dumps(error) + "\n\n")
-    events.append(chunk({}, reply.finish_reason))
+        payloads.insert(len(payloads) // 2 + 1, json.dumps(error))
+    payloads.append(chunk({}, reply.finish_reason))
+    if reply.other_choice is not None:
+        payloads.append(chunk({}, "stop", index=1))
+    if reply.after_finish is not None:
+        payloads += [chunk({"content": piece}) for piece in _pieces(reply.after_finish)]
     if (body.get("stream_options") or {}).get("include_usage"):
-        events.append("data: " + json.dumps({**base, "choices": [], "usage": _usage(body, reply)}) + "\n\n")
-    events.append("data: [DONE]\n\n")
-    return events
+        payloads.append(json.dumps({**base, "choices": [], "usage": _usage(body, reply)}))
+    if not reply.no_done:
+        payloads.append("[DONE]")
+    return [_event(payload, reply) for payload in payloads]
+
+
+def _event(payload: str, reply: Reply) -> str:
+    """One payload as an SSE event: its data: lines (several when the reply spreads it), the fields and comments
+    a reader skips, and the reply's line ending."""
+    text = payload
+    if reply.multiline_data and payload.startswith("{"):
+        try:
+            text = json.dumps(json.loads(payload), indent=1, ensure_ascii=False)
+        except ValueError:  # the bad chunk stays as it is
+            pass
+    lines = [f"data: {line}" for line in text.split("\n")]
+    if reply.comments:
+        lines = [": keep-alive", "event: message", "id: 1", "retry: 1000", *lines]
+    event = "\n".join(lines) + "\n\n"
+    if reply.comments:
+        event = ": ping\n\ndata:\n\n" + event
+    return event.replace("\n", reply.newline)
 
 
 class _StreamReset(Exception):
