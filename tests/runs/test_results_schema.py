@@ -27,8 +27,8 @@ def test_what_rescue_writes_reads_back_unchanged(demo_run: Path):
     written = json.loads((demo_run / "results.json").read_text(encoding="utf-8"))
     typed = read_results(demo_run / "results.json")
     assert json.loads(typed.to_json_text()) == written
-    # Scripts read models[m][task][scope][metric]: the file keeps tasks beside usage and cost.
-    assert list(written["models"]["baseline/majority"]) == ["usage", "cost", "itp", "rpp", "stp"]
+    # Scripts read models[m][task][scope][metric]: the file keeps tasks beside usage, cost and failure reasons.
+    assert list(written["models"]["baseline/majority"]) == ["usage", "cost", "failure_reasons", "itp", "rpp", "stp"]
 
 
 def test_metrics_are_typed_per_task_and_scope(demo_run: Path):

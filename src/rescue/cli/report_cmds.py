@@ -73,12 +73,31 @@ def report(
     result = build_report(run_dirs, out, data=data, options=options)
     if result.reference:
         _print_reference(result.reference)
+    if result.failures:
+        _print_failures(result.failures)
     from rich.markup import escape
 
     for note in result.notes:  # a note may quote ids and pip lines ("rescue-bench[plot]"): never markup
         console.print(f"[yellow]note:[/] {escape(note)}", highlight=False, soft_wrap=True)
     console.print(f"Wrote {len(result.files)} files to {result.out}"
                   + (f"; open {result.out / 'report.html'}" if html else ""), highlight=False)
+
+
+def _print_failures(rows: list[Any]) -> None:
+    """Why answers failed, per system and task: the commonest reasons with their counts and an example instance."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from rescue.report.failures import HEADERS, TITLE
+
+    table = Table(title=TITLE, title_justify="left")
+    for header in HEADERS:
+        table.add_column(header, justify="right" if header == "Count" else "left",
+                         overflow="fold", no_wrap=header not in ("Reason", "Example"))
+    for row in rows:
+        for cells in row.cells():
+            table.add_row(*(Text(cell) for cell in cells))  # reasons quote the model's text: never markup
+    console.print(table)
 
 
 def _print_reference(items: list[Any]) -> None:

@@ -59,11 +59,12 @@ def _read_model_settings(path: Path | None) -> dict[str, dict[str, Any]]:
 def _finish(outcome: RunOutcome, quiet: bool) -> None:
     from rich.markup import escape
 
-    from rescue.report.summary import print_run_summary
+    from rescue.report.summary import print_failure_summary, print_run_summary
 
     results = outcome.typed
     if not quiet:
         print_run_summary(console, results, outcome.out)
+    print_failure_summary(err_console, results, outcome.out)
     run = results.run
     if run is not None and run.cache_hits:
         err_console.print(f"{run.cache_hits} answer(s) came from the cache, {run.requests} new "

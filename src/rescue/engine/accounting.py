@@ -11,6 +11,7 @@ from rescue.engine.outcome import PairResult
 from rescue.llm.cost import PriceTable
 from rescue.llm.reliable import ReliableModel, CallStats
 from rescue.llm.types import Usage
+from rescue.runs.failures import failure_reasons
 from rescue.tasks.base import PredictionRecord
 
 
@@ -136,6 +137,8 @@ def _model_entry(config: RunConfig, spec: str, pairs: list[PairResult]) -> dict[
 
     entry: dict[str, Any] = {pair.task: scoped_aggregates(load_task(pair.task), pair.records)
                              for pair in pairs if pair.model == spec}
+    reasons = {pair.task: failure_reasons(pair.records) for pair in pairs if pair.model == spec}
+    entry["failure_reasons"] = {task: [r.model_dump() for r in found] for task, found in reasons.items() if found}
     if config.judges and config.judge_repeats > 1:
         from rescue.scoring.judge_agreement import judge_stability
 

@@ -30,6 +30,7 @@ from rescue.report.bootstrap import DEFAULT_CLUSTER
 from rescue.report.columns import COLUMNS, HEADLINE
 from rescue.report.comparability import Comparability, ComparabilityError, check, refusal
 from rescue.report.comparisons import Comparison, compare_systems, comparisons_csv, comparisons_markdown
+from rescue.report.failures import FailureRow, failure_rows, failures_markdown, failures_table
 from rescue.report.html import (
     Figure,
     HtmlTable,
@@ -86,6 +87,7 @@ class ReportOutput:
     files: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     reference: list[Any] = field(default_factory=list)  # ReferenceComparison rows with --reference
+    failures: list[FailureRow] = field(default_factory=list)  # why answers failed, per system and task
 
 
 def resolve_samples(systems: Sequence[System], data: Path | None) -> tuple[list[Sample], str]:
@@ -287,6 +289,9 @@ def _build(run_dirs: Sequence[str | Path], out_dir: Path, stage: Path, staged: l
     samples, data_name = resolve_samples(systems, data)
     groups = _write_groups(report, systems, samples, data_name, options)
     stats = _write_statistics(report, systems, aggregates, comparability, groups, options)
+    result.failures = failure_rows(systems)
+    if result.failures:
+        report.write("failures.md", failures_markdown(result.failures))
 
     report.step("analyses and figures")
     lengths = analyses.sample_lengths(samples)
@@ -303,7 +308,7 @@ def _build(run_dirs: Sequence[str | Path], out_dir: Path, stage: Path, staged: l
 
     if options.html:
         report.step("report.html")
-        report.write("report.html", _html_page(systems, samples, stats, sections, data_name, result.notes, options))
+        report.write("report.html", _html_page(systems, samples, stats, sections, data_name, result, options))
     report.step(f"done: {len(result.files)} files")
     return result
 
@@ -525,7 +530,7 @@ def _write_figures_and_names(report: _Staging, sections: _Sections) -> None:
 
 
 def _html_page(systems: Sequence[System], samples: Sequence[Sample], stats: _Statistics, sections: _Sections,
-               data_name: str, notes: Sequence[str], options: ReportOptions) -> str:
+               data_name: str, result: ReportOutput, options: ReportOptions) -> str:
     return render_html(
         title="RESCUE-Bench report",
         systems=systems,
@@ -536,6 +541,7 @@ def _html_page(systems: Sequence[System], samples: Sequence[Sample], stats: _Sta
         analyses=sections.tables + sections.matrices,
         reproduction=stats.reproduction,
         figures=sections.figures,
-        notes=[f"Data: {data_name}.", *notes],
+        notes=[f"Data: {data_name}.", *result.notes],
         context_rows=options.context_rows,
+        failures=[failures_table(result.failures)] if result.failures else [],
     )

@@ -220,6 +220,7 @@ def render_html(
     notes: Sequence[str],
     context_rows: int = 8,
     reproduction: Sequence[HtmlTable] = (),
+    failures: Sequence[HtmlTable] = (),
 ) -> str:
     """report.html: the leaderboard, comparisons, analyses, figures and every instance, in one file."""
     environment = Environment(loader=PackageLoader("rescue.report", "templates"), autoescape=select_autoescape(["html", "j2"]))
@@ -239,6 +240,7 @@ def render_html(
         figures=figures,
         notes=notes,
         reproduction=reproduction,
+        failures=failures,
         payload=encode_payload(payload),
         payload_encoding=PAYLOAD_ENCODING,
         tasks=[t for t in TASK_NAMES if any(i["task"] == t for i in instances)],

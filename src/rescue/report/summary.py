@@ -12,6 +12,8 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
+from rescue.data.text import visible_text
+from rescue.runs.failures import reason_lines
 from rescue.runs.results import ModelResults, RunResults
 from rescue.display import terminal_text
 from rescue.report.columns import HEADLINE, Column
@@ -53,6 +55,33 @@ def print_run_summary(console: Any, results: RunResults, out: Any) -> None:
     console.print("Full tables, confidence intervals and the HTML report:", highlight=False)
     shown = terminal_text(str(out))
     console.print(f"  rescue report {shown} --out {shown}/report", highlight=False, soft_wrap=True)
+
+
+def failure_summary(results: RunResults) -> list[str]:
+    """Per model and task that has failures, a heading line and its commonest reasons (indented), as the run prints
+    them at its end; plain text (never markup); empty when every answer was read."""
+    lines: list[str] = []
+    for name, entry in results.models.items():
+        for task in TASK_NAMES:
+            reasons = entry.failure_reasons.get(task)
+            pooled = entry.scope(task)
+            if not reasons or pooled is None:
+                continue
+            lines.append(f"  {visible_text(name, max_length=60)} · {task}: {pooled.failures} of {pooled.instances} "
+                         "failed")
+            lines += [f"    {line}" for line in reason_lines(reasons, pooled.failures)]
+    return lines
+
+
+def print_failure_summary(console: Any, results: RunResults, out: Any) -> None:
+    """Why the run's answers failed (nothing when none did): every run prints it, ``--quiet`` or not."""
+    lines = failure_summary(results)
+    if not lines:
+        return
+    console.print("[yellow]Why answers failed[/] (commonest reasons; each answer is in "
+                  f"{terminal_text(str(out))}/predictions.jsonl):", highlight=False, soft_wrap=True)
+    for line in lines:
+        console.print(line, highlight=False, soft_wrap=True, markup=False)
 
 
 def budget_exhausted(results: RunResults) -> int:

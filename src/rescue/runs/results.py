@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from rescue.runs.failures import FailureReason
 from rescue.tasks import TASK_NAMES
 
 if TYPE_CHECKING:
@@ -144,6 +145,9 @@ class ModelResults(BaseModel):
 
     usage: dict[str, Any] = Field(default_factory=dict)
     cost: ModelCost = Field(default_factory=ModelCost)
+    # task -> the commonest reasons its answers failed (rescue.runs.failures); absent: none failed, or a run
+    # written before they were stored (the report computes them from the records then).
+    failure_reasons: dict[str, list[FailureReason]] = Field(default_factory=dict)
     tasks: dict[str, TaskResults] = Field(default_factory=dict)
 
     @model_validator(mode="before")
