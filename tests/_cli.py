@@ -19,13 +19,13 @@ class MainResult:
         return self.stdout + self.stderr
 
 
-def invoke_main(args: list[str], env: dict[str, str | None] | None = None) -> MainResult:
+def invoke_main(args: list[str], env: dict[str, str | None] | None = None, input: bytes | None = None) -> MainResult:
     from rescue.cli import main
 
     runner = CliRunner()
     saved = sys.argv
     code: int = 0
-    with runner.isolation(env=env) as (stdout, stderr, _):
+    with runner.isolation(input=input, env=env) as (stdout, stderr, _):
         sys.argv = ["rescue", *args]
         try:
             main()

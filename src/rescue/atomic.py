@@ -103,15 +103,21 @@ def atomic_output(path: str | Path) -> Iterator[Path]:
             temporary.unlink(missing_ok=True)
 
 
-def _write_file(path: Path, data: str | bytes) -> None:
-    with path.open("wb") as handle:
-        handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+def _write_file(path: Path, data: str | bytes, target: Path) -> None:
+    try:
+        with path.open("wb") as handle:
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+    except OSError as exc:
+        if exc.filename is not None:
+            raise
+        # A write to an open file (a full disk) names no file: name the one being written, as the user named it.
+        raise type(exc)(exc.errno, exc.strerror, str(target)) from exc
 
 
 def write_atomic(path: str | Path, data: str | bytes) -> None:
     """Replace ``path`` with ``data`` (text is UTF-8) so that no reader ever sees a partial file."""
     with atomic_output(path) as temporary:
-        _write_file(temporary, data)
+        _write_file(temporary, data, Path(path))
 
 
 def write_all_atomic(files: Iterable[tuple[str | Path, str | bytes]]) -> None:
@@ -128,7 +134,7 @@ def write_all_atomic(files: Iterable[tuple[str | Path, str | bytes]]) -> None:
             temporary = temporary_path(target)
             stack.enter_context(_claimed(temporary))
             stack.callback(temporary.unlink, missing_ok=True)
-            _write_file(temporary, data)
+            _write_file(temporary, data, target)
             staged.append((temporary, target))
         _commit(staged)
 

@@ -336,6 +336,16 @@ class FieldError(RescueError, ValueError):
         self.problems = problems
 
 
+class UnstorableBody(RescueError):
+    """A request body holding what no database or answer can carry (a lone surrogate, NaN or Infinity): answered
+    422 naming each place before the route runs, so nothing of it is stored. Not a ValueError, so that pydantic
+    passes it through instead of wrapping it in its own validation error (whose echo of the input could not be sent)."""
+
+    def __init__(self, problems: list[dict[str, str]]):
+        super().__init__("; ".join(f"{p['field']}: {p['message']}" for p in problems))
+        self.problems = problems
+
+
 class CutError(RescueError, ValueError):
     """A cut that cannot be made; ``field`` names what is wrong, for the 422 answer."""
 

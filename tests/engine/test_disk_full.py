@@ -118,6 +118,8 @@ def test_review_export_on_a_full_disk_says_so(tmp_path, review_project):
         fill(disk)
         result = invoke_main(["review", "export", str(review_project), "--db", db, "--out", str(disk / "v.jsonl")])
         _assert_disk_message(result)
+        named = result.output.replace("\n", "")  # which file could not be written (#33.7): the data or its sidecar
+        assert f"{disk / 'v.jsonl'}:" in named or f"{disk / 'v.provenance.json'}:" in named, result.output
         assert not (disk / "v.jsonl").exists()
 
 

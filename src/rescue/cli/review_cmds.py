@@ -30,6 +30,22 @@ def _db(directory: Path, db: str | None):  # type: ignore[no-untyped-def]
     return project, session_factory(engine)()
 
 
+def _stdin_password() -> str:
+    """The first line of standard input, which must be UTF-8 (the password is hashed as UTF-8, so it must be
+    typed the same way at the login page)."""
+    from rescue.errors import ReviewError
+
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # already text (a notebook, a test harness)
+        return str(sys.stdin.readline()).rstrip("\r\n")
+    line: bytes = stream.readline().rstrip(b"\r\n")
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ReviewError(f"standard input: the password is not UTF-8 text (byte {exc.start + 1} of the line, "
+                          f"{line[exc.start:exc.start + 1]!r}); give it as UTF-8, as a browser sends it") from None
+
+
 @review_app.command("serve")
 def serve(
     directory: DirArgument,
@@ -67,7 +83,7 @@ def user_add(
     from rescue.review import crud
 
     if password_stdin:
-        password = sys.stdin.readline().rstrip("\r\n")
+        password = _stdin_password()
     else:
         password = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
     _, session = _db(directory, db)
@@ -102,7 +118,7 @@ def user_passwd(
     """Set a new password, read from the first line of standard input; the account's sessions end."""
     from rescue.review import crud
 
-    password = sys.stdin.readline().rstrip("\r\n")
+    password = _stdin_password()
     _, session = _db(directory, db)
     with session:
         crud.set_password(session, "cli", name, password)

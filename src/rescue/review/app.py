@@ -12,7 +12,7 @@ from fastapi.templating import Jinja2Templates
 from sqlalchemy.exc import DataError, OperationalError
 
 from rescue.errors import is_disk_full
-from rescue.review.api.deps import CurrentUser, LoginRequired
+from rescue.review.api.deps import CurrentUser, LoginRequired, UnstorableBody
 from rescue.review.api.routes import agreement, export, login, media, pages, rows, search, segments, users
 from rescue.review.db import default_url, make_engine, session_factory
 from rescue.review.project import Project, load_project
@@ -54,9 +54,35 @@ def create_app(project_dir: str | Path | Project, db_url: str | None = None) -> 
     def openapi(actor: CurrentUser) -> dict[str, Any]:
         return app.openapi()
 
+    _answer_errors(app)
+
+    # Inside the security headers (a 413 carries them too), outside everything that reads a body.
+    app.add_middleware(BodyLimit)
+
+    @app.middleware("http")
+    async def security_headers(request: Request, call_next):  # type: ignore[no-untyped-def]
+        response = await call_next(request)
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+        if not request.url.path.startswith("/static/"):  # pages and API answers carry data: never cached
+            response.headers.setdefault("Cache-Control", "no-store")
+        return response
+
+    return app
+
+
+def _answer_errors(app: FastAPI) -> None:
+    """How errors reach the client: a login page, a JSON detail, 507 for a full disk, 422 for what cannot be stored."""
+
     @app.exception_handler(LoginRequired)
     async def to_login(request: Request, exc: LoginRequired) -> Response:
         return RedirectResponse(exc.next_url, status_code=303)
+
+    @app.exception_handler(UnstorableBody)
+    async def unstorable_body(request: Request, exc: UnstorableBody) -> Response:
+        # Refused while the body is read, before any route runs: nothing of the request was stored.
+        return JSONResponse({"detail": "this request holds what cannot be stored; nothing was saved",
+                             "problems": exc.problems}, status_code=422)
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
@@ -80,17 +106,3 @@ def create_app(project_dir: str | Path | Project, db_url: str | None = None) -> 
     async def unstorable(request: Request, exc: DataError) -> Response:
         # A value the database refuses (PostgreSQL is stricter than SQLite); the request's own fault, not a crash.
         return JSONResponse({"detail": f"the database cannot store a value of this request: {exc.orig}"}, status_code=422)
-
-    # Inside the security headers (a 413 carries them too), outside everything that reads a body.
-    app.add_middleware(BodyLimit)
-
-    @app.middleware("http")
-    async def security_headers(request: Request, call_next):  # type: ignore[no-untyped-def]
-        response = await call_next(request)
-        for name, value in SECURITY_HEADERS.items():
-            response.headers.setdefault(name, value)
-        if not request.url.path.startswith("/static/"):  # pages and API answers carry data: never cached
-            response.headers.setdefault("Cache-Control", "no-store")
-        return response
-
-    return app

@@ -24,7 +24,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, select, text, update
+from sqlalchemy import delete, func, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -118,8 +118,11 @@ def create_user(db: Session, actor: str, name: str, role: str, password: str) ->
         raise ReviewError(f"role {role!r}: choose one of {', '.join(ROLES)}")
     password_hash = security.hash_password(_checked_password(password))
     with _writing(db, ACCOUNTS):
-        if db.scalar(select(User).where(User.name == name)) is not None:
-            raise ReviewError(f"user {name!r} already exists")
+        # Unique whatever the case: "Ann" and "ann" would be one person to every reader of the audit log.
+        taken = db.scalar(select(User.name).where(func.lower(User.name) == name.lower()))
+        if taken is not None:
+            raise ReviewError(f"user {taken!r} already exists" + (f" (names are unique whatever their case: "
+                                                                    f"{name!r} is taken)" if taken != name else ""))
         user = User(name=name, role=role, password_hash=password_hash, created_at=now())
         db.add(user)
         _audit(db, actor, "user.add", field="role", new={"name": name, "role": role})
@@ -393,6 +396,11 @@ def save_row(
     warnings = {b.key for b in row_checks(segment, updated) if b.severity == "warning"}
     new_acks = _acknowledgements(current["acknowledged"], acknowledged, warnings)
     with _writing(db, segment.sample_id):
+        if any(name in fields for name in TIME_FIELDS):
+            # Order is a fact of the whole copy: checked again under the segment's write lock, so two saves of
+            # neighbouring rows' times (two tabs of one annotator) are serialised, never both passed against
+            # what each read before the other wrote.
+            _check_times(segment, [r["values"] for r in copy_rows(db, segment, copy, assigned)], row_index, updated)
         new_accepted = sorted(set(current["accepted"]) | (set(fields) & set(FIELD_NAMES)) | set(accepted or []))
         _store_row(db, actor, segment, copy, row_index, version, assigned,
                    values=updated, accepted=new_accepted, acknowledged=new_acks)
@@ -411,10 +419,15 @@ def _edited_row(db: Session, segment: Segment, copy: str, row_index: int, fields
     siblings = [r["values"] for r in copy_rows(db, segment, copy, assigned)] if cut or timed else None
     updated = check_edit(segment, values, row_index, dict(fields), siblings)
     if siblings is not None and timed:
-        problems = cuts.check_times(siblings, row_index, float(updated["start_time"]), float(updated["end_time"]))
-        if problems:
-            raise FieldError(problems)
+        _check_times(segment, siblings, row_index, updated)
     return updated
+
+
+def _check_times(segment: Segment, rows: list[dict[str, Any]], row_index: int, updated: dict[str, Any]) -> None:
+    problems = cuts.check_times(rows, row_index, float(updated["start_time"]), float(updated["end_time"]),
+                                segment.time_limit)
+    if problems:
+        raise FieldError(problems)
 
 
 def _acknowledgements(current: list[str], acknowledged: list[str] | None, warnings: set[str]) -> list[str]:
@@ -585,9 +598,12 @@ def insert_row(db: Session, actor: str, segment: Segment, copy: str, layout: int
                speaker: str = "", dialogue: str = "", assigned: list[str] | None = None) -> tuple[int, int]:
     """Add a row for speech nobody annotated, placed by its start time; returns (layout, its row number)."""
     def change(rows: Rows) -> tuple[Rows, list[int | None], int]:
-        new, position = cuts.insert(rows, cuts.blank_row(start, end, speaker, dialogue))
+        new, position = cuts.insert(rows, cuts.blank_row(start, end, speaker, dialogue), segment.time_limit)
         return new, [*range(1, position), None, *range(position, len(rows) + 1)], position
 
+    problems = cuts.check_span(start, end, segment.time_limit)  # before anything is read or written
+    if problems:
+        raise FieldError(problems)
     return _recut(db, actor, segment, copy, layout, {}, "row.insert", change, assigned)
 
 
@@ -689,6 +705,27 @@ def add_comment(db: Session, actor: str, segment_id: str, row_index: int | None,
         db.add(entry)
         _audit(db, actor, "comment", segment_id, "", row_index, "comment", None, text)
     return entry
+
+
+def comment_shown(author: str, copy: str, annotators: set[str]) -> bool:
+    """Whether a comment by ``author`` is shown with ``copy``: the final copy shows all of them; an annotator's copy
+    hers and those of adjudicators and admins, never a co-annotator's, not even how many (blind annotation)."""
+    return copy == FINAL or author == copy or author not in annotators
+
+
+def annotator_names(db: Session) -> set[str]:
+    """The names of every annotator account."""
+    return set(db.scalars(select(User.name).where(User.role == "annotator")))
+
+
+def comment_counts(db: Session, copy: str) -> dict[str, int]:
+    """How many comments each segment shows with ``copy`` (FINAL: all of them), by segment id."""
+    annotators = annotator_names(db) if copy != FINAL else set()
+    counts: dict[str, int] = {}
+    for segment_id, author in db.execute(select(Comment.segment_id, Comment.author)):
+        if comment_shown(author, copy, annotators):
+            counts[segment_id] = counts.get(segment_id, 0) + 1
+    return counts
 
 
 def comments(db: Session, segment_id: str) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy as _copy
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -113,14 +114,13 @@ def blank_row(start: float, end: float, speaker: str = "", dialogue: str = "") -
     return row
 
 
-def insert(rows: list[Row], new: Row) -> tuple[list[Row], int]:
+def insert(rows: list[Row], new: Row, limit: float = math.inf) -> tuple[list[Row], int]:
     """``new`` placed among ``rows`` by its start time (after rows starting at the same time); returns the rows
-    and the new row's index."""
+    and the new row's index. Its span must pass :func:`check_span` within ``limit``."""
     start, end = _time(new, "start_time"), _time(new, "end_time")
-    if start < 0:
-        raise CutError("start_time", f"{start} is negative")
-    if end < start + MIN_ROW_SECONDS:
-        raise CutError("end_time", f"{end} must be after start_time {start}")
+    problems = check_span(start, end, limit)
+    if problems:
+        raise CutError(problems[0]["field"], problems[0]["message"])
     position = sum(1 for r in rows if _time(r, "start_time") <= start)
     out = _renumber([*rows[:position], new, *rows[position:]], lambda r: r if r <= position else r + 1)
     return out, position + 1
@@ -134,14 +134,27 @@ def delete(rows: list[Row], index: int) -> list[Row]:
                      lambda r: None if r == index else r if r < index else r - 1)
 
 
-def check_times(rows: list[Row], index: int, start: float, end: float) -> list[dict[str, str]]:
-    """Problems with row ``index`` spanning ``start``-``end`` among ``rows``: the span must be positive and rows
-    stay in order of their start times (a boundary never crosses a neighbour's start)."""
+def check_span(start: float, end: float, limit: float = math.inf) -> list[dict[str, str]]:
+    """Problems with a row spanning ``start``-``end`` seconds in a segment whose media ends at ``limit``: both
+    finite, not negative, not past the end, and the span positive."""
     problems = []
-    if start < 0:
-        problems.append({"field": "start_time", "message": f"{start} is negative"})
-    if end < start + MIN_ROW_SECONDS:
+    for name, value in (("start_time", start), ("end_time", end)):
+        if not math.isfinite(value):
+            problems.append({"field": name, "message": f"{value} is not a finite number of seconds"})
+        elif value < 0:
+            problems.append({"field": name, "message": f"{value} is negative"})
+        elif value > limit:
+            problems.append({"field": name, "message": f"{value:g} s is past the end of the segment's media "
+                                                       f"({limit:.3f} s)"})
+    if not problems and end < start + MIN_ROW_SECONDS:
         problems.append({"field": "end_time", "message": f"{end} must be after start_time {start}"})
+    return problems
+
+
+def check_times(rows: list[Row], index: int, start: float, end: float, limit: float = math.inf) -> list[dict[str, str]]:
+    """Problems with row ``index`` spanning ``start``-``end`` among ``rows``: :func:`check_span`, and rows
+    stay in order of their start times (a boundary never crosses a neighbour's start)."""
+    problems = check_span(start, end, limit)
     if index > 1 and start < _time(rows[index - 2], "start_time"):
         problems.append({"field": "start_time", "message": f"{start} is before the previous row's start "
                                                            f"{_time(rows[index - 2], 'start_time')}"})

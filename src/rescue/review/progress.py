@@ -10,9 +10,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from rescue.review.crud import annotator_copies, assignments
+from rescue.review.crud import annotator_copies, assignments, comment_counts
 from rescue.review.fields import FIELD_NAMES
-from rescue.review.models import FINAL, Comment, RowCopy, SegmentState
+from rescue.review.models import FINAL, RowCopy, SegmentState
 from rescue.review.project import Project, Segment
 
 ALL_FIELDS = sorted(FIELD_NAMES)
@@ -55,17 +55,16 @@ def _same_values(db: Session, segment: Segment, copies: list[str]) -> bool:
     return all(json.dumps(copy_values(db, segment, c), sort_keys=True) == first for c in copies[1:])
 
 
-def project_progress(db: Session, project: Project) -> dict[str, SegmentProgress]:
-    """The progress of every segment of the project, by sample id."""
+def project_progress(db: Session, project: Project, viewer: str = FINAL) -> dict[str, SegmentProgress]:
+    """The progress of every segment of the project, by sample id; ``comments`` counts those shown with the
+    copy ``viewer`` (an annotator's name: not her co-annotators')."""
     plan = assignments(db)
     states: dict[str, dict[str, dict[str, Any]]] = {}
     for s in db.scalars(select(SegmentState)):
         states.setdefault(s.segment_id, {})[s.copy] = {"status": s.status, "reason": s.reason, "comment": s.comment,
                                                        "by": s.updated_by, "at": s.updated_at}
     summary = _row_summary(db)
-    comment_counts: dict[str, int] = {}
-    for (segment_id,) in db.execute(select(Comment.segment_id)):
-        comment_counts[segment_id] = comment_counts.get(segment_id, 0) + 1
+    counts = comment_counts(db, viewer)
     out: dict[str, SegmentProgress] = {}
     for sample_id, segment in project.segments.items():
         assigned = plan.get(sample_id, [])
@@ -75,7 +74,7 @@ def project_progress(db: Session, project: Project) -> dict[str, SegmentProgress
         for copy in [*annotators, FINAL]:
             reviewed, edited = summary.get((sample_id, copy), (0, 0))
             p.reviewed[copy], p.edited[copy] = reviewed, edited
-        p.comments = comment_counts.get(sample_id, 0)
+        p.comments = counts.get(sample_id, 0)
         p.status, p.source = _overall(db, segment, p)
         out[sample_id] = p
     return out
@@ -102,10 +101,10 @@ def _overall(db: Session, segment: Segment, p: SegmentProgress) -> tuple[str, st
     return ("in_progress" if touched else "open"), None
 
 
-def dashboard(db: Session, project: Project, users: list[tuple[str, str]]) -> dict[str, Any]:
-    """The paper's dashboard numbers: files, segments, reviewed and remaining rows, comments, discards,
-    and per-annotator progress."""
-    progress = project_progress(db, project)
+def dashboard(db: Session, project: Project, users: list[tuple[str, str]], viewer: str = FINAL) -> dict[str, Any]:
+    """The paper's dashboard numbers: files, segments, reviewed and remaining rows, comments (those ``viewer``
+    may read), discards, and per-annotator progress."""
+    progress = project_progress(db, project, viewer)
     total_rows = sum(len(s.rows) for s in project.segments.values())
     reviewed_rows = 0
     for p in progress.values():

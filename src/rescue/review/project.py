@@ -9,6 +9,7 @@ instead of reasons to refuse the sample. Only a line that is not a sample at all
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -66,6 +67,15 @@ class Segment:
     def rows(self) -> list[dict[str, Any]]:
         """The draft's rows, as read."""
         return list(self.data.get("rows") or [])
+
+    @property
+    def time_limit(self) -> float:
+        """The latest time a row may reach: the clip's length where the manifest gives its span, and never less
+        than the draft's own latest end (what the draft holds is never refused)."""
+        ends = [float(r["end_time"]) for r in self.rows if isinstance(r.get("end_time"), (int, float))
+                and not isinstance(r.get("end_time"), bool) and math.isfinite(r["end_time"])]
+        clip = self.end - self.start if self.start is not None and self.end is not None else 0.0
+        return max([clip, *ends]) if math.isfinite(clip) else max(ends, default=0.0)
 
     @property
     def entities(self) -> list[str]:

@@ -58,9 +58,10 @@ def _sort_key(name: str, item: dict[str, Any]) -> tuple[Any, ...]:
     return (item[name],)
 
 
-def queue(db: Session, project: Project, name: str, *, only_assigned: bool) -> list[dict[str, Any]]:
-    """The segments ``name`` sees (``only_assigned``: just their own once assignments exist), in project order."""
-    progress = project_progress(db, project)
+def queue(db: Session, project: Project, name: str, *, only_assigned: bool, blind: bool = True) -> list[dict[str, Any]]:
+    """The segments ``name`` sees (``only_assigned``: just their own once assignments exist), in project order;
+    ``blind`` (annotators): comments counted as her copy shows them, never a co-annotator's."""
+    progress = project_progress(db, project, name if blind else FINAL)
     items = []
     for sample_id, segment in project.segments.items():
         p = progress[sample_id]

@@ -3,13 +3,15 @@ CSRF checks, and which copy of a segment a request may read or write."""
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import Depends, HTTPException, Request
-from pydantic import AfterValidator
+from pydantic import AfterValidator, BaseModel, ConfigDict, model_validator
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -17,7 +19,9 @@ from rescue.review import security
 from rescue.review.crud import assignments, segment_assignees
 from rescue.review.models import FINAL, ROLES, Assignment, LoginSession, User
 from rescue.review.project import Project, Segment
-from rescue.errors import LoginRequired as LoginRequired
+from rescue.errors import LoginRequired as LoginRequired, UnstorableBody as UnstorableBody
+
+_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str from JSON, always lone: a pair decodes to one character
 
 
 def _storable(value: str) -> str:
@@ -31,6 +35,49 @@ def _storable(value: str) -> str:
 
 PlainText = Annotated[str, AfterValidator(_storable)]
 """A string from a request body that goes into the database as it is."""
+
+
+def _where(path: str, key: object) -> str:
+    return f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}" if path else str(key)
+
+
+def unstorable(value: Any) -> list[dict[str, str]]:
+    """Every place in JSON data (``field.key[i]``) holding a lone UTF-16 surrogate (``\\ud800``: JSON escapes
+    can carry one; UTF-8, hence the database and the answer, cannot) or a non-finite number (Python's JSON
+    reader takes ``NaN`` and ``Infinity``; the database stores them as null and no answer can carry them).
+    Iterative: a body's nesting is bounded by its size, not by the stack."""
+    problems: list[dict[str, str]] = []
+    pending: list[tuple[str, Any]] = [("", value)]
+    while pending and len(problems) < 20:
+        path, item = pending.pop()
+        if isinstance(item, str) and _SURROGATE.search(item):
+            problems.append({"field": path or "body", "message": "holds a lone UTF-16 surrogate, which cannot be "
+                             "stored as text (send the character itself, or a surrogate pair)"})
+        elif isinstance(item, float) and not math.isfinite(item):
+            problems.append({"field": path or "body", "message": f"{item} is not a finite number"})
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    problems.append({"field": path or "body", "message": "a key holds a lone UTF-16 surrogate"})
+                pending.append((_where(path, key), inner))
+        elif isinstance(item, list):
+            pending.extend((_where(path, i), inner) for i, inner in enumerate(item))
+    return problems
+
+
+class Body(BaseModel):
+    """The one base of every request body: unknown keys are refused, and so is anything the database or an
+    answer cannot carry (:func:`unstorable`), wherever it sits, so every write refuses it in the same way."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable_everywhere(cls, data: Any) -> Any:
+        problems = unstorable(data)
+        if problems:
+            raise UnstorableBody(problems)
+        return data
 
 
 @dataclass(frozen=True)

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Request, Response
-from pydantic import BaseModel, ConfigDict
+
 
 from rescue.review import crud, security
-from rescue.review.api.deps import CurrentUser, Db, PlainText
+from rescue.review.api.deps import CurrentUser, Db, Body, PlainText
 
 router = APIRouter(prefix="/api", tags=["login"])
 
 
-class LoginBody(BaseModel):
+class LoginBody(Body):
     """The body of POST /api/login."""
 
-    model_config = ConfigDict(extra="forbid")
     name: PlainText
     password: PlainText
 

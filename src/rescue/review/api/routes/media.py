@@ -92,5 +92,13 @@ def segment_waveform(segment_id: str, actor: CurrentUser, db: Db, project: Proje
     clip = safe_media_path(project.root, project.media_files, segment.clip, segment.clip)
     try:
         return clip_waveform(project.root, clip)
-    except MediaError as exc:
-        raise HTTPException(422, str(exc)) from None
+    except MediaError as exc:  # ffmpeg's words name the file by its absolute path: shown as the project names it
+        raise HTTPException(422, project_relative(str(exc), project.root)) from None
+
+
+def project_relative(message: str, root: Path) -> str:
+    """``message`` with the project folder's absolute path left out: where the server keeps the project is no
+    business of an annotator's (and says who runs it and how)."""
+    for spelling in dict.fromkeys((str(root), str(root.resolve()))):
+        message = message.replace(spelling + "/", "").replace(spelling, "the project folder")
+    return message

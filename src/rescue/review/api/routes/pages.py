@@ -13,7 +13,7 @@ from sqlalchemy import select
 from rescue.review.api.deps import Db, PageUser, ProjectDep, get_segment, has_assignments, require_queue
 from rescue.review.crud import assignments, list_users
 from rescue.review.guidelines import load_guidelines
-from rescue.review.models import ROLES, User
+from rescue.review.models import FINAL, ROLES, User
 from rescue.review.progress import dashboard
 from rescue.review.queue import SORT_KEYS, STATUS_ORDER, QueueQuery, narrow, queue, search
 
@@ -64,10 +64,11 @@ def _queue_query(params: dict[str, str]) -> QueueQuery:
 def dashboard_page(request: Request, actor: PageUser, db: Db, project: ProjectDep) -> HTMLResponse:
     """GET /: the dashboard: progress, the queue with its filters and the transcript search."""
     users = [(u.name, u.role) for u in db.scalars(select(User).order_by(User.name))]
-    numbers = dashboard(db, project, users)
+    blind = not actor.at_least("adjudicator")
+    numbers = dashboard(db, project, users, actor.name if blind else FINAL)
     params = {name: request.query_params.get(name, "") for name in QUEUE_PARAMS}
-    only_assigned = has_assignments(db) and not actor.at_least("adjudicator")
-    everything = queue(db, project, actor.name, only_assigned=only_assigned)
+    only_assigned = has_assignments(db) and blind
+    everything = queue(db, project, actor.name, only_assigned=only_assigned, blind=blind)
     segments = narrow(everything, _queue_query(params))
     found = search(db, project, params["q"], [s["sample_id"] for s in everything],
                    None if actor.at_least("adjudicator") else [actor.name]) if params["q"].strip() else None

@@ -10,13 +10,14 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import Field, StrictInt
 
 from rescue.review import crud
 from rescue.review.crud import segment_assignees
 from rescue.review.api.deps import (
     CurrentUser,
     Db,
+    Body,
     PlainText,
     ProjectDep,
     get_segment,
@@ -31,10 +32,9 @@ from rescue.review.project import Segment
 router = APIRouter(prefix="/api", tags=["rows"])
 
 
-class RowSave(BaseModel):
+class RowSave(Body):
     """The body of a row save: the version it edits, the changed fields, accepted fields and acknowledged warnings."""
 
-    model_config = ConfigDict(extra="forbid")
     version: StrictInt
     fields: dict[str, Any] = Field(default_factory=dict)
     accepted: list[str] = Field(default_factory=list)
@@ -69,10 +69,9 @@ def save_row(segment_id: str, row_index: int, body: RowSave, actor: CurrentUser,
             "checks": checks_payload(segment, saved.values, saved.acknowledged)}
 
 
-class CutBase(BaseModel):
+class CutBase(Body):
     """What every re-cut sends: the copy's cut revision (layout) it was made on."""
 
-    model_config = ConfigDict(extra="forbid")
     layout: StrictInt
 
 

@@ -19,6 +19,7 @@ def search_transcript(actor: CurrentUser, db: Db, project: ProjectDep,
     """Rows whose dialogue (or background dialogue) holds every word of ``q``, in the caller's queue: the draft's
     words and, where edited, those of the caller's own copy (adjudicators: of every copy)."""
     visible = [item["sample_id"] for item in queue(
-        db, project, actor.name, only_assigned=has_assignments(db) and not actor.at_least("adjudicator"))]
+        db, project, actor.name, only_assigned=has_assignments(db) and not actor.at_least("adjudicator"),
+        blind=not actor.at_least("adjudicator"))]
     copies = None if actor.at_least("adjudicator") else [actor.name]
     return search(db, project, q, visible, copies, limit)

@@ -9,9 +9,8 @@ from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
 from fastapi import APIRouter, HTTPException, Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from sqlalchemy import select
 
 from rescue.review import crud, cuts
 from rescue.review.crud import segment_assignees
@@ -19,6 +18,7 @@ from rescue.review.api.deps import (
     Adjudicator,
     CurrentUser,
     Db,
+    Body,
     PlainText,
     ProjectDep,
     get_segment,
@@ -28,7 +28,7 @@ from rescue.review.api.deps import (
 )
 from rescue.review.fields import DISCARD_REASONS, FieldError, checks_payload, field_schema, label_sets
 from rescue.data.rules import RULES
-from rescue.review.models import FINAL, User
+from rescue.review.models import FINAL
 from rescue.review.project import Project, Segment
 from rescue.review.queue import QueueQuery, SortKey, Status, narrow, queue
 
@@ -36,18 +36,16 @@ router = APIRouter(prefix="/api", tags=["segments"])
 RULEBOOK = [{"id": r.id, "fields": r.fields, "severity": r.severity, "message": r.message} for r in RULES]
 
 
-class DiscardBody(BaseModel):
+class DiscardBody(Body):
     """The body of a discard: the reason and a comment (required for "other")."""
 
-    model_config = ConfigDict(extra="forbid")
     reason: PlainText
     comment: PlainText = ""
 
 
-class CommentBody(BaseModel):
+class CommentBody(Body):
     """The body of a comment: its text, and the row it is about when any."""
 
-    model_config = ConfigDict(extra="forbid")
     text: PlainText = Field(min_length=1, max_length=10_000)
     row_index: int | None = None
 
@@ -61,10 +59,8 @@ def _copy_comments(db: Db, segment_id: str, copy: str) -> list[dict[str, Any]]:
     """The comments shown with a copy: on an annotator's copy, hers and those of adjudicators and admins, never a
     co-annotator's (blind double annotation); on the final copy, all of them."""
     found = crud.comments(db, segment_id)
-    if copy == FINAL:
-        return found
-    annotators = set(db.scalars(select(User.name).where(User.role == "annotator")))
-    return [c for c in found if c["author"] == copy or c["author"] not in annotators]
+    annotators = crud.annotator_names(db) if copy != FINAL else set()
+    return [c for c in found if crud.comment_shown(c["author"], copy, annotators)]
 
 
 def segment_payload(db: Db, project: Project, segment: Segment, copy: str) -> dict[str, Any]:
@@ -128,7 +124,8 @@ def list_segments(
     """The caller's queue once segments are assigned; adjudicators see every segment unless ``?mine=true``.
     Filters (status, assignee, problems, speakers, min/max_duration) and a sort (with ``order``) narrow it."""
     query = QueueQuery(status, assignee, problems, speakers, min_duration, max_duration, sort, order == "desc")
-    items = queue(db, project, actor.name, only_assigned=has_assignments(db) and (mine or not actor.at_least("adjudicator")))
+    items = queue(db, project, actor.name, only_assigned=has_assignments(db) and (mine or not actor.at_least("adjudicator")),
+                  blind=not actor.at_least("adjudicator"))
     return narrow(items, query)
 
 

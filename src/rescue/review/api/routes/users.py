@@ -6,35 +6,32 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, HTTPException
-from pydantic import BaseModel, ConfigDict
+
 
 from rescue.review import crud
-from rescue.review.api.deps import Adjudicator, Admin, Db, PlainText, ProjectDep
+from rescue.review.api.deps import Adjudicator, Admin, Db, Body, PlainText, ProjectDep
 
 router = APIRouter(prefix="/api", tags=["users"])
 
 
-class NewUser(BaseModel):
+class NewUser(Body):
     """The body of a new account: name, role and password."""
 
-    model_config = ConfigDict(extra="forbid")
     name: PlainText
     role: PlainText
     password: PlainText
 
 
-class AssignBody(BaseModel):
+class AssignBody(Body):
     """The body of an assignment: annotators per segment, and who (everybody by default)."""
 
-    model_config = ConfigDict(extra="forbid")
     k: int
     annotators: list[PlainText] | None = None
 
 
-class PasswordBody(BaseModel):
+class PasswordBody(Body):
     """The body of a password change."""
 
-    model_config = ConfigDict(extra="forbid")
     password: PlainText
 
 
