@@ -69,6 +69,12 @@ class OutFolderError(RescueError):
     """An output folder option that names something else than a folder."""
 
 
+class UnsafeNameError(RescueError):
+    """A name read from a file (a split, a group) that would become a file or folder name but cannot be one
+    safely (a path, empty, control characters, too long, a reserved device name, two names differing only in
+    case); the message names the file, the field and the reason."""
+
+
 class LockedError(RescueError):
     """Another process holds the folder's lock; ``pid`` names it when it could be read."""
 

@@ -1,4 +1,5 @@
-"""Files and folders: safe file names for ids that come from outside, file hashes, the check of an output
+"""Files and folders: ids from data made safe file names (:func:`safe_filename`: a slug, plus a hash when cut; a
+name a file chose is checked by :func:`rescue.data.names.path_name` instead), file hashes, the check of an output
 folder option, one writer per output folder (:class:`DirectoryLock`), and the one JSON-lines event log
 (:class:`JsonLinesLog`: ``run.log``, ``build.log``)."""
 

@@ -54,7 +54,7 @@ def test_rescue_tasks_table_and_rpp_gold_on_real_data(real_data_path):
         app, ["tasks", "--data", str(real_data_path), "--format", "json", "--rpp-gold", "relation_cycle_state"]
     )
     assert result.exit_code == 0, result.output
-    counts = json.loads(result.output)
+    counts = json.loads(result.stdout)  # the shared-prompt note goes to stderr
     assert counts["rpp"]["family"] == {"instances": 431, "samples": 15}
     assert counts["itp"]["family"] == {"instances": 284, "samples": 16}
     table = runner.invoke(app, ["tasks", "--data", str(real_data_path)])

@@ -13,6 +13,8 @@ import threading
 from pathlib import Path
 
 import pytest
+
+from rescue.errors import RescueError
 from video_media import (
     FPS,
     audible_at_or_after,
@@ -415,6 +417,22 @@ def test_a_broken_build_manifest_is_named(tmp_path, samples, manifest, problem):
     with pytest.raises(VideoError, match=problem) as error:
         find_media(samples, tmp_path)
     assert str(tmp_path / "manifest.json") in str(error.value)
+
+
+@pytest.mark.parametrize("clip", ["../outside.mp4", "clips/../../outside.mp4", "{outside}", "clips\\..\\x.mp4",
+                                  "clips/\x00.mp4", "clips/a\nb.mp4"])
+def test_a_build_manifest_clip_outside_the_media_root_is_refused(tmp_path, samples, clip):
+    # A manifest names each clip relative to its folder (issue 33 item 5): a path out of it would have a file
+    # from elsewhere on the machine sent to the model as the sample's video.
+    outside = tmp_path / "outside.mp4"
+    outside.write_bytes(b"a file outside the media root")
+    root = tmp_path / "built"
+    (root / "clips").mkdir(parents=True)
+    segments = [{"sample_id": s.sample_id, "clip": clip.format(outside=outside), "rows": []} for s in samples]
+    (root / "manifest.json").write_text(json.dumps({"version": 1, "segments": segments}))
+    with pytest.raises(RescueError) as error:
+        find_media(samples, root)
+    assert f"{root / 'manifest.json'}: field segments[0].clip:" in str(error.value)
 
 
 @pytest.mark.parametrize("field, value, option", [

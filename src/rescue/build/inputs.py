@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import csv
 import re
+import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rescue.data.models import GROUP_LABELS, NON_PERSON_LABELS, THERAPIST, Scenario
-from rescue.data.text import clock_time
+from rescue.data.names import NAME_RULE, name_problem
+from rescue.data.text import clock_time, visible_text
 from rescue.media import Cue, MediaError, MediaInfo, SubtitleError, load_cues, probe
 from rescue.errors import BuildInputError as BuildInputError
 
@@ -22,7 +24,7 @@ END_TOLERANCE = 0.1
 # Real transcripts let one line run into the next by a few frames; up to this much is trimmed, not refused.
 OVERLAP_TOLERANCE = 0.2
 MANIFEST_COLUMNS = ("video", "subtitles", "scenario", "participants", "group")
-_GROUP_NAME = re.compile(r"^[\w][\w.\-]*$")
+MAX_VIDEO_STEM = 100  # the stem names the sample and its files: <group>/<stem>_segmentNN.mp4
 
 
 @dataclass(frozen=True)
@@ -81,8 +83,13 @@ def parse_participants(text: str, where: str) -> tuple[str, ...]:
 
 
 def default_group(participants: tuple[str, ...]) -> str:
-    """``alan_and_evelyn``, as the release names couple groups."""
-    return "_and_".join(re.sub(r"\W+", "_", n.lower()).strip("_") for n in participants)
+    """``alan_and_evelyn``, as the release names couple groups; accents are dropped ("José" -> ``jose``) so the
+    name is a portable folder name."""
+    def plain(name: str) -> str:
+        ascii_only = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+        return re.sub(r"[^a-z0-9]+", "_", ascii_only.lower()).strip("_")
+
+    return "_and_".join(plain(n) for n in participants)
 
 
 def parse_speaker_map(text: str, where: str, participants: tuple[str, ...] | None) -> tuple[tuple[str, str], ...]:
@@ -268,10 +275,24 @@ def check_scenario(value: str, where: str) -> Scenario:
 
 
 def check_group(value: str, where: str) -> str:
-    """``value`` when it is a safe group name (letters, digits, '_', '-', '.'); BuildInputError otherwise."""
-    if not _GROUP_NAME.match(value):
-        raise BuildInputError([f"{where}: group: {value!r} must be letters, digits, '_', '-' or '.'"])
+    """``value`` when it is a safe folder name (:func:`rescue.data.names.name_problem`); BuildInputError
+    otherwise. The group names the folders of its clips, audio and transcripts."""
+    problem = name_problem(value)
+    if problem is not None:
+        raise BuildInputError([f"{where}: group: '{visible_text(value, max_length=60)}' cannot be a folder name: "
+                               f"{problem}; {NAME_RULE}"])
     return value
+
+
+def check_video_name(video: Path, where: str) -> Path:
+    """``video`` when its stem is a safe file name (it names the sample and its clips); BuildInputError naming the
+    line and what to rename otherwise."""
+    problem = name_problem(video.stem, MAX_VIDEO_STEM)
+    if problem is not None:
+        raise BuildInputError([f"{where}: video: the file name '{visible_text(video.stem, max_length=60)}' cannot "
+                               f"name a sample and its clips: {problem}; rename the file ({NAME_RULE}, at most "
+                               f"{MAX_VIDEO_STEM})"])
+    return video
 
 
 def read_csv_text(path: Path) -> str:
@@ -324,7 +345,7 @@ def read_sessions_csv(path: Path, *, default_map: tuple[tuple[str, str], ...] = 
             segments = row.get("segments") or ""
             mapping = parse_speaker_map(row.get("speaker_map") or "", where, participants)
             group = check_group(row["group"] or default_group(participants), where)
-            video = base / row["video"]
+            video = check_video_name(base / row["video"], where)
             subtitles = transcripts / group / f"{video.stem}.srt" if transcripts is not None and transcribe \
                 else base / row["subtitles"]
             specs.append(SessionSpec(

@@ -146,6 +146,7 @@ def _session_specs(out: Path, video: Path | None, subs: Path | None, transcribe:
         SessionSpec,
         check_group,
         check_scenario,
+        check_video_name,
         default_group,
         parse_participants,
         parse_speaker_map,
@@ -175,6 +176,7 @@ def _session_specs(out: Path, video: Path | None, subs: Path | None, transcribe:
     names = parse_participants(participants, "--participants")
     mapping = parse_speaker_map(speaker_map, "--speaker-map", names) if speaker_map else ()
     chosen_group = check_group(group or default_group(names), "--group")
+    check_video_name(video, "VIDEO")
     transcript = out / "transcripts" / chosen_group / f"{video.stem}.srt"
     return [SessionSpec(video, subs if subs is not None else transcript, check_scenario(scenario, "--scenario"),
                         names, chosen_group, segments, speaker_map=mapping, overlap_tolerance=overlap_tolerance,

@@ -50,8 +50,7 @@ def export_command(
     datasets folder with a dataset card."""
     from rescue.cli.app import load_data
     from rescue.data.splits import read_plan, select_split
-    from rescue.exports.chat import chat_examples, chat_jsonl
-    from rescue.atomic import write_atomic
+    from rescue.exports.chat import chat_examples, write_chat
     from rescue.tasks import get_task
     from rescue.tasks.base import RenderOptions
     from rescue.tasks.render import RowCache
@@ -69,9 +68,8 @@ def export_command(
     if output_format is ExportFormat.chat:
         if len(named) > 1:
             raise typer.BadParameter("--all-splits is for --format hf; export one --split per chat file")
-        examples = list(chat_examples(next(iter(named.values())), task_list, options))
-        write_atomic(out, chat_jsonl(examples))
-        console.print(f"wrote {out}: {len(examples)} chat example(s) from {len(task_list)} task(s)", highlight=False,
+        written = write_chat(out, chat_examples(next(iter(named.values())), task_list, options))
+        console.print(f"wrote {out}: {written} chat example(s) from {len(task_list)} task(s)", highlight=False,
                       soft_wrap=True)
         return
     from rescue.exports.hf import write_hf

@@ -40,5 +40,8 @@ def splits_command(
                       highlight=False)
         if not quiet and ids:
             print_stats_tables(dataset_stats.compute([by_id[i] for i in ids]), title=f"{name}: Table 3")
+    for name in plan.left_out:
+        console.print(f"[bold]{name}[/]: no session group fell to it ({len(samples)} sample(s)); left out of the plan, "
+                      "which never holds an empty split", highlight=False, soft_wrap=True)
     console.print(f"wrote {out} ({plan.scheme}, seed {seed}); grouping: {plan.grouping}", highlight=False,
                   soft_wrap=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from enum import Enum
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rescue.cli.app import (
@@ -14,6 +14,7 @@ from rescue.cli.app import (
     TaskOptionOption,
     app,
     console,
+    err_console,
     load_data,
     run_option,
 )
@@ -50,8 +51,11 @@ def tasks_command(
     options = parse_task_options(task_option or [])
     options.setdefault("rpp", {}).setdefault("rpp_gold", rpp_gold)
     counts = task_counts(samples, options=options)
+    shared = _shared_prompt_lines(samples, options)
     if output_format is OutputFormat.json:
         typer.echo(json.dumps(counts, indent=2))
+        for line in shared:  # on stderr: the JSON on stdout keeps its shape
+            err_console.print(line, highlight=False, soft_wrap=True)
         return
     table = Table(title=f"Instances (samples covered) from {len(samples)} samples")
     table.add_column("task")
@@ -68,3 +72,23 @@ def tasks_command(
         )
     console.print(table)
     console.print("Paper columns: Table 6, counted on the full release of 191 samples.", style="dim")
+    for line in shared:
+        console.print(line, highlight=False, soft_wrap=True)
+
+
+def _shared_prompt_lines(samples: list[Any], options: dict[str, dict[str, Any]]) -> list[str]:
+    """Instances whose prompts are identical while their gold answers differ (docs/splits-and-exports.md)."""
+    from rescue.display import terminal_text
+    from rescue.exports.chat import chat_examples, shared_prompts
+    from rescue.tasks import TASKS, get_task
+
+    shared = shared_prompts(chat_examples(samples, [get_task(name) for name in TASKS], build_options=options))
+    if not shared:
+        return []
+    lines = [f"{len(shared)} prompt(s) are identical across instances whose gold answers differ; no model, not even "
+             "one answering with `rescue export`'s assistant turns, is right on all of them:"]
+    for item in shared:
+        golds = (g if isinstance(g, str) else json.dumps(g, ensure_ascii=False) for g in item.golds)
+        shown = (f"{terminal_text(i)} (gold {terminal_text(g, max_length=60)})" for i, g in zip(item.instance_ids, golds))
+        lines.append(f"  {item.task}: " + ", ".join(shown))
+    return lines

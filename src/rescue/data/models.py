@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+import json
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 Scenario = Literal["couple", "family"]
 THERAPIST = "Therapist"
@@ -119,6 +121,20 @@ class Sample(_Open):
     # Where the sample was read from, for error messages; never serialised.
     origin_file: str = Field(default="", exclude=True)
     origin_line: int = Field(default=0, exclude=True)
+    # The record as read (its JSON text), so an export writes it as the release holds it: a dump of the model
+    # would add the optional fields the record lacks (null ``relation_cycle_*``) and respell numbers (3 -> 3.0).
+    _release_text: str | None = PrivateAttr(default=None)
+
+    def release_json(self) -> str:
+        """The sample as one line of the release: the record exactly as it was read (same keys, order and
+        spelling), or, for a sample made in code, its fields as set (none added)."""
+        if self._release_text is not None:
+            return self._release_text
+        return json.dumps(self.model_dump(mode="json", exclude_unset=True), ensure_ascii=False)
+
+    def keep_release_text(self, text: str) -> None:
+        """Remember the record's JSON text as read (the loader calls it; :meth:`release_json` returns it)."""
+        self._release_text = text
 
     @property
     def group_label(self) -> str:

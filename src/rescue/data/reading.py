@@ -28,6 +28,9 @@ class RawRecord:
     parse_error: str = ""  # set exactly when the line could not be read as JSON
     ascii_only: bool = False  # the source text is plain ASCII with no \u escapes (lets validation skip work)
     not_finite: list[tuple[str, str]] = field(default_factory=list)  # (path, NaN|Infinity|-Infinity): not JSON
+    # The record's JSON text exactly as the file holds it (a .jsonl line without its newline); None where the reader
+    # filled in fields the file lacks (a per-sample .json), so the text would not be the record.
+    text: str | None = None
 
 
 def demo_path() -> Path:
@@ -86,13 +89,14 @@ def _parse_line(display: str, number: int, raw: bytes) -> RawRecord:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return RawRecord(display, number, None, f"not UTF-8 text (byte {exc.start + 1} of the line)")
+    text = text.rstrip("\r\n")
     try:
         # Without the newline a truncated line reports the column where it stops, not "line 2 column 1".
-        data = _loads(text.rstrip("\r\n"))
+        data = _loads(text)
     except _NotJson as exc:
         return RawRecord(display, number, None, str(exc))
     bad = not_finite_paths(data) if (b"NaN" in raw or b"Infinity" in raw) else []
-    return RawRecord(display, number, data, ascii_only=raw.isascii() and b"\\u" not in raw, not_finite=bad)
+    return RawRecord(display, number, data, ascii_only=raw.isascii() and b"\\u" not in raw, not_finite=bad, text=text)
 
 
 def _read_jsonl(path: Path, display: str) -> Iterator[RawRecord]:

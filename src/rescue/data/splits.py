@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from rescue.data.groups import SessionGroups, infer_groups
 from rescue.data.models import Sample
+from rescue.data.names import distinct_path_names, path_name
 from rescue.errors import SplitError as SplitError
 
 SPLITS_FILE = "splits.json"
@@ -48,6 +49,9 @@ class SplitPlan(BaseModel):
     data_sha256: str | None = None
     splits: dict[str, list[str]] = Field(default_factory=dict)  # split -> sample ids (data order)
     groups: dict[str, list[str]] = Field(default_factory=dict)  # split -> session group names (sorted)
+    # Splits asked for that no session group fell to (fewer groups than splits): left out, as a plan never holds an
+    # empty split (read_plan refuses one).
+    left_out: list[str] = Field(default_factory=list)
 
     def names(self) -> list[str]:
         """The split names, in the plan's order."""
@@ -109,8 +113,11 @@ def make_splits(samples: Iterable[Sample], *, groups: SessionGroups | None = Non
     splits = {name: [s.sample_id for s in samples if assignment[groups.group_of(s.sample_id)] == name]
               for name in names}
     members = {name: sorted({g for g, n in assignment.items() if n == name}) for name in names}
+    empty = [name for name in names if not splits[name]]
     return SplitPlan(scheme=scheme, seed=seed, test=None if folds else test, dev=None if folds else dev,
-                     folds=folds, grouping=groups.method, splits=splits, groups=members)
+                     folds=folds, grouping=groups.method, left_out=empty,
+                     splits={n: ids for n, ids in splits.items() if ids},
+                     groups={n: g for n, g in members.items() if n not in empty})
 
 
 def check_leak_free(plan: SplitPlan, groups: SessionGroups) -> None:
@@ -133,13 +140,35 @@ def read_plan(path: str | Path) -> SplitPlan:
     except (OSError, UnicodeDecodeError) as exc:
         raise SplitError(f"{path}: cannot read the splits file: {exc}") from None
     try:
-        return SplitPlan.model_validate(json.loads(text))
+        plan = SplitPlan.model_validate(json.loads(text))
     except json.JSONDecodeError as exc:
         raise SplitError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
         raise SplitError(f"{path}: field {field}: {first['msg']}") from None
+    check_plan(plan, path)
+    return plan
+
+
+def check_plan(plan: SplitPlan, path: str | Path) -> None:
+    """A plan's split names become folder names (``rescue export --format hf``), so each must be a safe one
+    (:func:`rescue.files.path_name`), and no two may differ only in case; every split holds samples, and no
+    sample is in two splits (or twice in one). Raises naming the file and the split."""
+    for name in plan.splits:
+        path_name(name, file=path, field="splits")
+    distinct_path_names(plan.splits, file=path, field="splits")
+    seen: dict[str, str] = {}
+    for name, ids in plan.splits.items():
+        if not ids:
+            raise SplitError(f"{path}: field splits.{name}: an empty split (no samples); remove it or remake the plan")
+        for sample_id in ids:
+            if sample_id in seen:
+                first = seen[sample_id]
+                where = f"in splits {first!r} and {name!r}" if first != name else f"twice in split {name!r}"
+                raise SplitError(f"{path}: field splits.{name}: sample {sample_id!r} is {where}; a sample belongs "
+                                 "to one split")
+            seen[sample_id] = name
 
 
 def select_split(samples: list[Sample], path: str | Path, name: str) -> list[Sample]:

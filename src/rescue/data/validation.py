@@ -267,6 +267,7 @@ def _validate_record(record: RawRecord, first_seen: dict[str, str], strict: bool
     if any(issue.severity == "error" for issue in issues):
         return None, _in_row_order(issues)
     sample.origin_file, sample.origin_line = record.file, record.line
+    sample.keep_release_text(record.text if record.text is not None else json.dumps(record.data, ensure_ascii=False))
     return sample, _in_row_order(issues)
 
 

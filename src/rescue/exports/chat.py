@@ -12,7 +12,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from rescue.atomic import write_atomic
+from rescue.errors import ExportError
 
 from rescue.data.models import Sample
 from rescue.tasks.base import Instance, RenderOptions, Task, gold_value
@@ -51,7 +55,40 @@ def chat_examples(samples: list[Sample], tasks: Iterable[Task], options: RenderO
             yield ChatExample(task.name, instance, [*messages, {"role": "assistant", "content": answer}])
 
 
+@dataclass(frozen=True)
+class SharedPrompt:
+    """Instances of one task whose prompts are byte-identical but whose gold answers differ: no model, not even
+    one answering with the export's assistant turns, can be right on all of them."""
+
+    task: str
+    instance_ids: tuple[str, ...]
+    golds: tuple[Any, ...]  # each instance's gold, in the order of ``instance_ids``
+
+
+def shared_prompts(examples: Iterable[ChatExample]) -> list[SharedPrompt]:
+    """The prompts (per task) that two or more instances share while their gold answers differ, in example order.
+    A clip's first row has no prior context, so two clips that open with the same line render the same prompt."""
+    by_prompt: dict[tuple[str, str], list[ChatExample]] = {}
+    for example in examples:
+        prompt = json.dumps(example.messages[:-1], ensure_ascii=False, sort_keys=True)
+        by_prompt.setdefault((example.task, prompt), []).append(example)
+    return [SharedPrompt(task, tuple(e.instance.instance_id for e in group), tuple(e.instance.gold for e in group))
+            for (task, _), group in by_prompt.items() if len({e.answer for e in group}) > 1]
+
+
 def chat_jsonl(examples: Iterable[ChatExample]) -> str:
     """The examples as JSON lines (``{"messages": [...], "metadata": {...}}``), the format OpenAI's, Together's
     and most trainers' fine-tuning endpoints take."""
     return "".join(json.dumps(e.as_json(), ensure_ascii=False) + "\n" for e in examples)
+
+
+def write_chat(out: Path, examples: Iterable[ChatExample]) -> int:
+    """Write the examples to the .jsonl file ``out`` (its folder is created, as ``rescue run`` and ``report`` create
+    theirs), whole or not at all; returns how many were written."""
+    out = Path(out)
+    if out.is_dir():
+        raise ExportError(f"--out {out}: a folder; --format chat writes one .jsonl file (e.g. --out {out / 'train.jsonl'})")
+    listed = list(examples)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(out, chat_jsonl(listed))
+    return len(listed)

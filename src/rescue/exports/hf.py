@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from rescue.data import stats as dataset_stats
 from rescue.data.models import Sample
+from rescue.data.names import distinct_path_names, path_name
 from rescue.exports.chat import ChatExample
 from rescue.errors import ExportError as ExportError
 
@@ -64,8 +65,7 @@ def _datasets() -> Any:
 def sample_rows(samples: list[Sample]) -> list[dict[str, Any]]:
     """One datasets row per sample: id, scenario, participants, turns, and the whole record as JSON."""
     return [{"sample_id": s.sample_id, "scenario": s.scenario, "participants": list(s.participants),
-             "turns": len(s.rows), "record": json.dumps(s.model_dump(mode="json", exclude_none=False),
-                                                         ensure_ascii=False)} for s in samples]
+             "turns": len(s.rows), "record": s.release_json()} for s in samples]
 
 
 def instance_rows(examples: list[ChatExample]) -> list[dict[str, Any]]:
@@ -114,6 +114,9 @@ def write_hf(out: Path, kind: Literal["samples", "instances"], splits: dict[str,
     import shutil
     import tempfile
 
+    for name in splits:  # each split is a folder of ``out``: a name like "../x" would be written outside it
+        path_name(name, file=out, field="split")
+    distinct_path_names(splits, file=out, field="split")
     datasets = _datasets()
     datasets.disable_progress_bars()  # rescue prints its own one-line summary
     tables: dict[str, list[dict[str, Any]]] = {}

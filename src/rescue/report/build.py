@@ -24,7 +24,8 @@ from rescue.data.loading import load_samples
 from rescue.data.models import Sample
 from rescue.atomic import process_alive, remove_stale_temporaries, write_atomic
 from rescue.data.text import visible_text
-from rescue.files import safe_filename
+from rescue.data.names import path_name
+from rescue.files import MAX_FILENAME, safe_filename
 from rescue.report import analyses
 from rescue.report.bootstrap import DEFAULT_CLUSTER
 from rescue.report.columns import COLUMNS, HEADLINE
@@ -242,6 +243,8 @@ class _Staging:
     started: float = field(default_factory=time.monotonic)
 
     def write(self, relative: str, content: str | bytes) -> None:
+        for part in relative.split("/"):  # names from runs (systems, labels, scenarios) never leave the report
+            path_name(part, file=self.out_dir, field=f"report file {relative[:80]!r}", max_length=MAX_FILENAME + 80)
         path = self.stage / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, content)

@@ -25,9 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, get_args, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
-from rescue.data.models import Sample
+from rescue.data.models import GROUP_LABELS, Sample
 from rescue.tasks.render import RowCache
 from rescue.tasks.spec import Declaration
 
@@ -176,6 +176,14 @@ class PredictionRecord(BaseModel):
     def ok(self) -> bool:
         """Whether the model's answer was read (status ok)."""
         return self.status == "ok"
+
+    @field_validator("scenario")
+    @classmethod
+    def _known_scenario(cls, value: str) -> str:
+        # The report names files by scenario: a record edited to "../x" must not reach a path.
+        if value not in GROUP_LABELS:
+            raise ValueError(f"{value[:40]!r} is not one of: {', '.join(GROUP_LABELS)}")
+        return value
 
     @model_serializer(mode="wrap")
     def _without_absent_reasoning(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

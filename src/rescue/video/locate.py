@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 from rescue.data.models import Sample
+from rescue.data.names import inside_path
 from rescue.video.options import VideoError
 
 VIDEO_EXTENSIONS = (".mp4", ".mkv", ".webm", ".mov", ".m4v", ".avi")
@@ -55,7 +56,7 @@ def _read_manifest(root: Path) -> dict[str, Path]:
         clip = segment.get("clip")
         if not isinstance(clip, str) or not clip:
             raise VideoError(f"{path}: segments[{n}] ({segment['sample_id']}): field clip: expected a relative path")
-        clips[segment["sample_id"]] = root / clip
+        clips[segment["sample_id"]] = inside_path(root, clip, file=path, field=f"segments[{n}].clip")
     return clips
 
 

@@ -1,0 +1,80 @@
+"""A build's group and video names become folders and files under ``--out`` (issue 33 item 5): each passes the one
+name check (:func:`rescue.data.names.name_problem`), refused with the CSV line and field named, before anything is
+written; the default group drops accents so a cast named in any script still gets a portable folder."""
+
+from __future__ import annotations
+
+import pytest
+
+from rescue.build.inputs import BuildInputError, default_group, read_sessions_csv
+
+HOSTILE_GROUPS = {
+    "reserved device": "con",
+    "reserved with extension": "LPT1.x",
+    "very long": "g" * 200,
+    "fullwidth letters": "\uff47\uff52\uff4f\uff55\uff50",
+    "accented": "jos\u00e9_and_maria",
+    "zero-width joiner": "a\u200db",
+    "trailing dot": "group.",
+    "dot dot": "..",
+}
+HOSTILE_VIDEOS = {
+    "bell": "clip\x07.mp4",
+    "escape sequence": "\x1b[2Jclip.mp4",
+    "right-to-left override": "clip\u202e4pm.mp4",
+    "very long": "v" * 300 + ".mp4",
+    "reserved device": "con.mp4",
+    "option-like": "-y.mp4",
+    "hidden": ".clip.mp4",
+}
+
+
+def _manifest(tmp_path, video, group):
+    path = tmp_path / "sessions.csv"
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        import csv
+
+        csv.writer(handle).writerows([["video", "subtitles", "scenario", "participants", "group"],
+                                      [video, "a.srt", "couple", "Alan;Evelyn", group]])
+    return path
+
+
+@pytest.mark.parametrize("variant", list(HOSTILE_GROUPS))
+def test_a_hostile_group_is_refused_naming_the_line(tmp_path, variant):
+    path = _manifest(tmp_path, "a.mp4", HOSTILE_GROUPS[variant])
+    with pytest.raises(BuildInputError) as caught:
+        read_sessions_csv(path)
+    assert caught.value.problems[0].startswith(f"{path}:2: group: ")
+    assert "cannot be a folder name" in caught.value.problems[0]
+
+
+@pytest.mark.parametrize("variant", list(HOSTILE_VIDEOS))
+def test_a_hostile_video_file_name_is_refused_naming_the_line(tmp_path, variant):
+    path = _manifest(tmp_path, HOSTILE_VIDEOS[variant], "alan_and_evelyn")
+    with pytest.raises(BuildInputError) as caught:
+        read_sessions_csv(path)
+    assert caught.value.problems[0].startswith(f"{path}:2: video: ")
+    assert "rename the file" in caught.value.problems[0]
+
+
+@pytest.mark.parametrize("video, group", [("clip\nnext.mp4", None), ("clip.mp4", "con"), ("clip.mp4", "a/../../b")])
+def test_the_command_line_video_and_group_are_checked_before_anything_is_written(tmp_path, video, group):
+    from _cli import invoke_main
+
+    args = ["build", str(tmp_path / video), "--subs", str(tmp_path / "a.srt"), "--scenario", "couple",
+            "--participants", "Alan;Evelyn", "--out", str(tmp_path / "out")]
+    result = invoke_main([*args, "--group", group] if group else args)
+    assert result.exit_code == 2 and ("VIDEO: video:" in result.output or "--group: group:" in result.output), \
+        result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_default_group_is_a_portable_name_whatever_the_cast():
+    assert default_group(("Jos\u00e9", "Mar\u00eda")) == "jose_and_maria"
+    assert default_group(("Alan", "Evelyn")) == "alan_and_evelyn"
+
+
+def test_plain_names_with_spaces_still_build_their_paths(tmp_path):
+    path = _manifest(tmp_path, "Session 1.mp4", "alan and evelyn")
+    (spec,) = read_sessions_csv(path)
+    assert spec.group == "alan and evelyn" and spec.video.name == "Session 1.mp4"
