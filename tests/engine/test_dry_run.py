@@ -15,7 +15,8 @@ def test_the_judge_is_asked_once_per_graded_instance_of_each_model(tmp_path: Pat
     prices = tmp_path / "prices.toml"
     prices.write_text('["judge/x"]\ninput = 1.0\noutput = 2.0\n["m/*"]\ninput = 0.0\noutput = 0.0\n')
     config = RunConfig(out=str(tmp_path / "run"), models=["m/a", "m/b", "m/c"], tasks=["itp", "er", "vp"],
-                       judges=["judge/x"], prices=str(prices), bertscore=False)
+                       judges=["judge/x"], prices=str(prices), bertscore=False,
+                       base_url="http://127.0.0.1:9/v1")  # a run refuses these ids without an endpoint
     estimate = estimate_run(config)
     (judge,) = estimate.judges
     er = get_task("er").build(load_samples(None))
@@ -33,7 +34,7 @@ def test_the_judge_is_asked_once_per_graded_instance_of_each_model(tmp_path: Pat
 
 def test_a_judge_without_a_price_says_so(tmp_path: Path):
     config = RunConfig(out=str(tmp_path / "run"), models=["baseline/majority"], tasks=["vp"],
-                       judges=["nowhere/judge"], bertscore=False)
+                       judges=["nowhere/judge"], bertscore=False, base_url="http://127.0.0.1:9/v1")
     (judge,) = estimate_run(config).judges
     assert judge.requests_per_model > 0 and judge.cost_per_model is None and judge.cost_at_most is None
 

@@ -48,6 +48,14 @@ class RunConfig(RunOptions, BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    def __init__(self, **fields: Any):
+        # From the command line, a suite's [run] table or the notebook API, a value of the wrong type or an
+        # option that does not exist is a RunError naming it, never pydantic's report.
+        try:
+            super().__init__(**fields)
+        except ValidationError as exc:
+            raise RunError(_option_problem(exc)) from None
+
     @model_validator(mode="before")
     @classmethod
     def _every_task_by_default(cls, data: Any) -> Any:
@@ -81,6 +89,18 @@ class RunConfig(RunOptions, BaseModel):
         value = list(dict.fromkeys(m.strip() for m in value))  # a model named twice is run once
         if any(not m for m in value):
             raise RunError("--model: empty model name")
+        return value
+
+    @field_validator("judges")
+    @classmethod
+    def _each_judge_once(cls, value: list[str]) -> list[str]:
+        value = [j.strip() for j in value]
+        if any(not j for j in value):
+            raise RunError("--judge: empty model name")
+        twice = sorted({j for j in value if value.count(j) > 1})
+        if twice:
+            raise RunError(f"--judge {twice[0]!r} is given twice: each judge grades once (--judge-repeats asks a "
+                           "judge several times)")
         return value
 
     @field_validator(*_CLOSED, mode="before")
@@ -175,11 +195,26 @@ class RunConfig(RunOptions, BaseModel):
         elif not isinstance(data.get("bertscore"), bool):
             data["bertscore"] = data.get("bertscore") is not None
         try:
-            return cls(**{k: v for k, v in data.items() if k in known})
+            return cls.model_validate({k: v for k, v in data.items() if k in known})
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
             raise RunError(f"{origin}: field config.{where}: {first['msg']}") from None
+
+
+def _option_problem(exc: ValidationError) -> str:
+    """The first problem of a configuration pydantic refused, named by its option (``--max-tokens``)."""
+    first = exc.errors()[0]
+    name = str(first["loc"][0]) if first["loc"] else ""
+    declared = _FIELDS.get(name)
+    if first["type"] == "extra_forbidden":
+        return f"unknown option {name!r} (rescue run --help lists them; in Python, by their RunConfig names)"
+    where = declared.opt.flag if declared is not None else name
+    if first["type"] == "missing":
+        return f"{where} is required"
+    inner = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"][1:])
+    shown = _shown(first.get("input"))
+    return f"{where}{inner} {shown if len(shown) <= 80 else shown[:79] + '…'}: {first['msg']}"
 
 
 def _checked_task_options(options: dict[str, dict[str, Any]], rpp_gold: str | None) -> dict[str, dict[str, Any]]:

@@ -119,10 +119,13 @@ def _content_text(messages: list[dict[str, Any]]) -> str:
 
 
 def estimate_run(config: Any) -> RunEstimate:
-    """Count what ``rescue run`` with ``config`` would send; reads the data (and probes the media), writes nothing."""
+    """Count what ``rescue run`` with ``config`` would send; reads the data (and probes the media), writes nothing.
+    Every option the run would refuse is refused first, with the run's message."""
     from rescue.data.loading import load_samples
     from rescue.engine.plan import batch_plan, build_options, load_task, select_samples, send_chains
+    from rescue.engine.runner import check_run
 
+    check_run(config)  # a dry run refuses what the run would refuse, before it counts
     samples, _ = select_samples(config, load_samples(config.data))
     video = None
     if config.mode in VIDEO_MODES:

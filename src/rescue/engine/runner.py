@@ -131,9 +131,12 @@ class Runner:
             raise RunError(f"--judge {spec!r}: a judge must be a model that reads messages, not an offline baseline")
         return model
 
-    def _resolve_all(self) -> tuple[dict[str, Model | TaskModel], list[Model]]:
-        """Every ``--model`` and ``--judge`` resolved: a missing key or an unknown local model fails here,
-        before any data is read or any folder is made."""
+    def check(self) -> tuple[dict[str, Model | TaskModel], list[Model]]:
+        """Every check of the options a run makes before any work, and every ``--model`` and ``--judge``
+        resolved: a missing key (unless ``offline``), an unknown preset or local model, a bad ``--base-url``, a
+        ``--thinking`` level the provider cannot be told, a baseline as judge, a missing extra and an ``--out``
+        that is no folder fail here, before any data is read or any folder is made. ``--dry-run`` makes the
+        same checks (:func:`check_run`)."""
         config = self.config
         check_local_models(config.model_specs, "--model")
         check_local_models(config.judges, "--judge")
@@ -143,6 +146,9 @@ class Runner:
             check_llama_server()  # the 'local' extra, named, before any work
         raw_models = {spec: self._resolve(spec) for spec in config.model_specs}
         raw_judges: list[Model] = [self._resolve(spec, judge=True) for spec in config.judges]  # type: ignore[misc]
+        check_extras(config, {name: load_task(name) for name in config.tasks})
+        if self.write:
+            check_out_folder(self.out)
         return raw_models, raw_judges
 
     def _load_samples(self) -> tuple[list[Sample], str, dict[str, Any]]:
@@ -180,13 +186,10 @@ class Runner:
         ask, score and write."""
         config = self.config
         started = time.monotonic()
-        # Credentials first: a missing key fails before any data is read or any folder is made.
-        raw_models, raw_judges = self._resolve_all()
-        if self.write:
-            check_out_folder(self.out)
+        # Options and credentials first: they fail before any data is read or any folder is made.
+        raw_models, raw_judges = self.check()
         samples, data_sha, data_info = self._load_samples()
         tasks: dict[str, Task] = {name: load_task(name) for name in config.tasks}
-        check_extras(config, tasks)
         video = self._locate_media(samples)  # as does a sample without media
         instances = {name: task.build(samples, **build_options(config, task)) for name, task in tasks.items()}
         self.used = values_used(config, tasks, instances, data_sha)
@@ -333,6 +336,12 @@ def _interrupt_message(runner: Runner) -> str:
         return f"{runner.interrupted_note}{where}"
     return (f"interrupted: {runner.saved_answers} new answer(s) of this run are saved in the cache; "
             "rerun the same command to resume (saved answers are not asked again)")
+
+
+def check_run(config: RunConfig) -> None:
+    """What ``--dry-run`` checks before it counts: every check a run makes before any work (:meth:`Runner.check`),
+    keys aside (a dry run sends nothing, so it needs none). Resolving a model opens no connection."""
+    Runner(config, offline=True, write=config.out not in (None, "", ".")).check()
 
 
 def run(config: RunConfig, *, models: Iterable[Model | TaskModel] = ()) -> RunOutcome:
