@@ -90,7 +90,9 @@ def test_no_false_edited_after_an_unchanged_save_and_verify(browser, server, pro
 
 
 def _height(page) -> float:  # type: ignore[no-untyped-def]
-    return float(page.evaluate("document.getElementById('editor').getBoundingClientRect().height"))
+    # The editor's content: the pane itself is the window's height now, and scrolls when the content is taller.
+    return float(page.evaluate("""(() => { const e = document.getElementById('editor'), top = e.getBoundingClientRect().top;
+        return Math.max(...[...e.children].map((c) => c.getBoundingClientRect().bottom)) - top + e.scrollTop; })()"""))
 
 
 def test_compact_editor_by_role_with_label_digits_and_guidelines(browser, server):

@@ -592,7 +592,10 @@
   }
   function segmentNotes() {
     const general = seg.comments.filter((c) => c.row_index === null);
-    return el("div.notes", {},
+    // Folded to one line under the rows (the rows keep the room); the line says what is inside.
+    const summary = [seg.problems.length ? `⚠ ${seg.problems.length} build problem${seg.problems.length > 1 ? "s" : ""}` : "",
+      `${general.length} segment comment${general.length === 1 ? "" : "s"}`].filter(Boolean).join(" · ");
+    return el("details.notes", { id: "segment-notes" }, el("summary", { text: summary }),
       seg.problems.length ? el("div", {}, el("h3", { text: "Build problems" }), el("ul.problems", {}, ...seg.problems.map((p) => el("li", { text: p.message })))) : null,
       el("h3", { text: "Segment comments" }),
       el("ul", {}, ...general.map((c) => el("li", {}, el("b", { text: c.author }), " ", c.text))),

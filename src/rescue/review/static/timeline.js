@@ -9,6 +9,9 @@ const ReviewTimeline = (() => {
   const MIN_PX_PER_SECOND = 12;  // below this a 1-second row is too thin to grab; the timeline scrolls instead
   const EDGE_PX = 6;             // the grab zone of a block's edge
   const NEW_ROW_SECONDS = 2;
+  // One colour per speaker (per lane, in the lanes' order), readable on the dark track and told apart at a glance.
+  const COLOURS = ["#4b6cb7", "#2e9e6b", "#c0563f", "#8e5cc7", "#b58a12", "#2a9bb5", "#c2478a", "#6b7a8f"];
+  const colour = (lane) => COLOURS[lane % COLOURS.length];
   let view = null;
   let wave = null;               // {duration, fps, rate, peaks} once loaded; null without a clip
   let box = null, track = null, canvas = null, head = null;
@@ -70,18 +73,22 @@ const ReviewTimeline = (() => {
     pxPerSecond = Math.max(MIN_PX_PER_SECOND, (box.clientWidth || 600) / duration()) * zoom;
     canvas = el("canvas.wave", { id: "waveform", height: 36, width: Math.min(16_000, Math.ceil(x(duration()))) });
     head = el("div.playhead", { id: "playhead" });
-    const laneNodes = names.map((name, lane) => el("div.lane", { "data-speaker": name },
-      el("span.lane-name", { text: name || "(no speaker)" })));
+    const laneNodes = names.map((name, lane) => {
+      const label = el("span.lane-name", { text: name || "(no speaker)" });
+      label.style.color = colour(lane);
+      return el("div.lane", { "data-speaker": name }, label);
+    });
     view.seg.rows.forEach((r, i) => {
       const w = view.working(r);
       const lane = Math.max(0, names.indexOf(w.primary_speaker || ""));
       const block = el("div.block", { id: "block-" + r.row_index, "data-index": String(i),
         title: `#${r.row_index} ${w.primary_speaker || "?"}: ${w.dialogue_cleaned || ""}` },
-      el("span.block-label", { text: String(r.row_index) }),
+      el("span.block-label", { text: w.primary_speaker || "?" }),
       el("span.edge.start", { "data-which": "start_time" }), el("span.edge.end", { "data-which": "end_time" }));
       // Through the CSSOM: the Content-Security-Policy refuses style attributes.
       block.style.left = x(r.start_time) + "px";
       block.style.width = Math.max(2, x(r.end_time - r.start_time)) + "px";
+      block.style.background = colour(lane);
       if (i === view.selected) block.classList.add("selected");
       laneNodes[lane].append(block);
     });
