@@ -6,7 +6,10 @@ Each task is rescue's own, wrapped:
   ``rescue run`` sends for that instance (``task.render``), its target the gold answer in the task's schema
   (``task.format_answer``), its metadata the instance id, sample, scenario, row and gold.
 - **Solver**: :func:`rescue_generate` sends those messages as they are, with the task's answer budget and
-  temperature 0 (``rescue run``'s defaults; ``--max-tokens``/``--temperature`` override them as in inspect).
+  temperature 0 (``rescue run``'s defaults; ``--max-tokens``/``--temperature`` override them as in inspect),
+  whatever the model's name: inspect drops ``temperature`` for names it takes for reasoning models (every name
+  it does not know, a local server's included), so both also travel in the request body (:func:`wire_config`),
+  and what was sent is recorded with each score (``GENERATE_KEY``) for ``rescue report`` to check.
 - **Scorer**: the answer goes through the runner's answer reading and the task's ``parse`` (``parse`` policy),
   becomes a :class:`~rescue.tasks.base.PredictionRecord` with the task's per-instance scores; ER and VP are
   graded with the task's judge rubric (``rescue.scoring.judge``) by the model(s) of inspect's ``grader`` role
@@ -41,12 +44,12 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from rescue.inspect_tasks.plan import BenchError, BenchOptions, BenchPlan, build_plan
 from rescue.llm.types import ChatAnswer, ChatRequest, ModelBase, Usage
-from rescue.runs.inspect_logs import CONFIG_KEY, GRADER, RECORD_KEY
+from rescue.runs.inspect_logs import CONFIG_KEY, GENERATE_KEY, GRADER, RECORD_KEY
 from rescue.tasks import TASKS, get_task
 from rescue.tasks.base import PredictionRecord, gold_value, make_record
 
 __all__ = ["GRADER", "InspectJudge", "bench_dataset", "chat_answer", "rescue_generate", "rescue_metrics",
-           "rescue_scorer", "rescue_task", *TASKS]
+           "rescue_scorer", "rescue_task", "wire_config", *TASKS]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -93,6 +96,34 @@ def chat_answer(output: ModelOutput) -> ChatAnswer:
     return ChatAnswer(text, "ok", "", usage, meta)
 
 
+def _uses_responses_api(model: Model) -> bool:
+    # OpenAI's Responses API names the budget max_output_tokens (inspect sets it) and refuses max_tokens.
+    return bool(getattr(model.api, "responses_api", False))
+
+
+def wire_config(model: Model, temperature: float | None, max_tokens: int) -> tuple[GenerateConfig, dict[str, Any]]:
+    """The generate config of one request as ``rescue run`` sends it: ``temperature`` (None: 0) and the answer
+    budget, also put in the request body itself (``extra_body``), so a provider that drops them for a model name
+    it takes for a reasoning model (inspect's ``openai/`` provider does for every name it does not know) sends them
+    all the same; and what is sent, as recorded with the score."""
+    heat, budget = 0.0 if temperature is None else float(temperature), int(max_tokens)
+    extra: dict[str, Any] = {"temperature": heat}
+    if not _uses_responses_api(model):
+        extra["max_tokens"] = budget
+    return (GenerateConfig(temperature=heat, max_tokens=budget, extra_body=extra),
+            {"temperature": heat, "max_tokens": budget})
+
+
+def _active_config(model: Model) -> GenerateConfig:
+    """The generate config inspect would use for the evaluated model: the model's own, the task's and the eval's
+    (``--temperature`` ...) merged, as inspect merges them."""
+    try:
+        from inspect_ai.model._generate_config import active_generate_config
+    except ImportError:  # an inspect without it: the model's own config, then the task's defaults apply
+        return model.config
+    return model.config.merge(active_generate_config())
+
+
 class InspectJudge(ModelBase):
     """An inspect model (a ``grader`` role) as the rescue :class:`~rescue.llm.types.Model` the judge asks; inspect
     does the retrying and caching, so answers here are final."""
@@ -103,8 +134,7 @@ class InspectJudge(ModelBase):
 
     async def complete(self, request: ChatRequest) -> ChatAnswer:
         """One judge answer from the inspect model, at the judge's budget and temperature 0 (as ``rescue run``)."""
-        config = GenerateConfig(max_tokens=request.max_tokens,
-                                temperature=0.0 if request.temperature is None else request.temperature)
+        config, _ = wire_config(self.model, request.temperature, request.max_tokens)
         try:
             output = await self.model.generate(chat_messages(request.messages), config=config)
         except Exception as exc:  # noqa: BLE001 - a grade the judge could not give is a judge failure, not a crash
@@ -138,11 +168,23 @@ def bench_dataset(plan: BenchPlan) -> MemoryDataset:
 
 
 @solver
-def rescue_generate() -> Solver:
-    """Ask the model with the sample's messages as they are: rescue's prompt, nothing added or changed."""
+def rescue_generate(max_tokens: int | None = None) -> Solver:
+    """Ask the model with the sample's messages as they are: rescue's prompt, nothing added or changed, at
+    rescue's generate config whatever the model's name (:func:`wire_config`; ``max_tokens``: the task's answer
+    budget where the eval sets none), recorded in the sample's metadata for the scorer to keep."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        return await generate(state)
+        from inspect_ai.model import get_model
+
+        model = get_model()
+        active = _active_config(model)
+        budget = active.max_tokens or max_tokens
+        if budget is None:  # a solver used outside rescue_task: inspect's own config, unchanged
+            return await generate(state)
+        config, sent = wire_config(model, active.temperature, budget)
+        state.metadata[GENERATE_KEY] = sent
+        extra = {**(active.extra_body or {}), **(config.extra_body or {})}
+        return await generate(state, temperature=config.temperature, max_tokens=config.max_tokens, extra_body=extra)
 
     return solve
 
@@ -179,8 +221,11 @@ def rescue_scorer(plan: BenchPlan) -> Scorer:
 
                 await judge_records([(instance, record)], judges=graders(), task_name=task.name,
                                     scale=scale)  # type: ignore[arg-type]
+            kept: dict[str, Any] = {RECORD_KEY: record.model_dump(mode="json")}
+            if GENERATE_KEY in state.metadata:
+                kept[GENERATE_KEY] = state.metadata[GENERATE_KEY]
             return Score(value=dict(record.scores), answer=record.raw, explanation=record.error or None,
-                         metadata={RECORD_KEY: record.model_dump(mode="json")})
+                         metadata=kept)
 
         return score
 
@@ -201,7 +246,8 @@ def rescue_task(task: str, *, mode: str = "dialogue", context_size: int | None =
     plan = build_plan(BenchOptions(task, mode=mode, context_size=context_size, scenario=scenario, split=split,
                                    splits=splits, parse=parse, data=data, limit_samples=limit_samples,
                                    sample_choice=sample_choice, options=dict(options or {}), judge_scale=judge_scale))
-    return InspectTask(dataset=bench_dataset(plan), solver=rescue_generate(), scorer=rescue_scorer(plan),
+    return InspectTask(dataset=bench_dataset(plan), solver=rescue_generate(int(plan.task.max_tokens)),
+                       scorer=rescue_scorer(plan),
                        config=GenerateConfig(max_tokens=int(plan.task.max_tokens), temperature=0.0),
                        metadata={CONFIG_KEY: plan.metadata()}, name=f"rescue/{plan.task.name}")
 

@@ -100,7 +100,23 @@ def _setting_checks() -> list[tuple[str, Sequence[str] | None, Callable[[System]
         ("BERTScore backbone", GENERATIVE, bertscore_text),
         # A thinking model with thinking off is another system: never compared with it silently.
         ("thinking (--thinking)", None, thinking_text),
+        # Sampled answers are another system than greedy ones; an inspect log that recorded no temperature may
+        # have sent none (inspect drops it for names it takes for reasoning models).
+        ("temperature", None, temperature_text),
     ]
+
+
+NOT_RECORDED = "not recorded"
+
+
+def temperature_text(system: System) -> str:
+    """The temperature a system's requests were sent with: its own model settings', else the run's; an inspect log
+    that records none (written before rescue did) is ``not recorded``."""
+    own = (system.config.model_settings.get(system.model) or {}).get("temperature")
+    stored = system.config.model_extra or {}
+    # A results.json always holds the option (default 0); only an inspect log can hold None.
+    value = own if own is not None else stored.get("temperature", 0.0)
+    return NOT_RECORDED if value is None else f"{float(value):g}"
 
 
 def thinking_text(system: System) -> str:

@@ -7,9 +7,11 @@ A report reads run directories only; it never calls a model. inspect_ai logs of 
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rescue.errors import ReportError as ReportError
 from rescue.runs.results import ModelResults, StoredConfig
@@ -108,9 +110,21 @@ def load_logs(path: str | Path) -> list[System]:
         source = run.files[0] if len(run.files) == 1 else run.source
         notes = [f"{name}: the inspect eval ended with status {status}; its samples without a score count as "
                  "failures (request_error), samples it never ran are missing" for name, status in run.incomplete]
+        if run.config.get("temperature") is None:
+            notes.append(unrecorded_generation(run.model, run.config.get("generate") or []))
         systems.append(System(label=run.model, model=run.model, mode=config.mode, run_dir=source, config=config,
                               results=results, records=run.records, notes=notes))
     return systems
+
+
+def unrecorded_generation(model: str, sent: list[dict[str, Any]]) -> str:
+    """The note on an inspect system whose requests' temperature is not one known value."""
+    if sent:
+        shown = "; ".join(json.dumps(s, sort_keys=True) for s in sent)
+        return f"{model}: the inspect logs' requests were sent with different generate configs ({shown})"
+    return (f"{model}: the inspect log records no generate config (written before rescue recorded it): its "
+            "requests may have carried no temperature (inspect drops it for model names it takes for reasoning "
+            "models); rerun it with this rescue")
 
 
 def load_source(path: str | Path) -> list[System]:

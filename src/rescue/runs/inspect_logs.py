@@ -23,6 +23,9 @@ EXTRA_HINT = "pip install 'rescue-bench[inspect]'"
 # key (the prediction record, a predictions.jsonl line).
 CONFIG_KEY = "rescue"
 RECORD_KEY = "rescue_record"
+# The score's metadata key of the generate config the request was sent with ({"temperature", "max_tokens"});
+# absent in logs written before rescue recorded it, whose requests may have carried no temperature at all.
+GENERATE_KEY = "rescue_generate"
 GRADER = "grader"  # the inspect model role that grades ER and VP with the task's judge rubric
 
 
@@ -100,6 +103,26 @@ def _records(path: Path, log: Any, model: str, task: str) -> list[PredictionReco
     return records
 
 
+def _sent_configs(log: Any) -> list[dict[str, Any]]:
+    """The generate configs the log's scored samples record, one per distinct config, in order of appearance."""
+    seen: dict[str, dict[str, Any]] = {}
+    for sample in log.samples or []:
+        for score in (sample.scores or {}).values():
+            sent = (score.metadata or {}).get(GENERATE_KEY)
+            if isinstance(sent, dict):
+                seen.setdefault(json.dumps(sent, sort_keys=True), sent)
+    return list(seen.values())
+
+
+def _generation(config: dict[str, Any], log: Any) -> None:
+    """``config``'s ``temperature`` as the log's requests were sent: the one recorded, or None when the log records
+    none (written before rescue did) or several (the requests differ); ``generate`` keeps what was recorded."""
+    sent = _sent_configs(log)
+    temperatures = {s.get("temperature") for s in sent}
+    config["temperature"] = temperatures.pop() if len(temperatures) == 1 else None
+    config["generate"] = sent
+
+
 def _graders(log: Any) -> list[str]:
     bound = (log.eval.model_roles or {}).get(GRADER)
     if bound is None:
@@ -119,6 +142,7 @@ def read_log(path: str | Path) -> LoggedTask:
     config = dict(meta.get("config") or {})
     config["models"] = [model]
     config["judges"] = _graders(log) if task in judged_tasks() else []
+    _generation(config, log)
     return LoggedTask(file, model, task, str(log.eval.created), str(log.status), config, dict(meta.get("data") or {}),
                       _records(file, log, model, task))
 
@@ -128,7 +152,7 @@ def _group_key(logged: LoggedTask) -> str:
     used = config.get("used") or {}
     return json.dumps([logged.model, config.get("mode"), used.get("parse"), used.get("data_sha256"),
                        config.get("split"), config.get("judges"), config.get("judge_scale"),
-                       logged.data.get("sample_ids")], sort_keys=True, default=str)
+                       logged.data.get("sample_ids"), config.get("temperature")], sort_keys=True, default=str)
 
 
 def _merge(into: LoggedRun, logged: LoggedTask) -> None:
@@ -141,6 +165,8 @@ def _merge(into: LoggedRun, logged: LoggedTask) -> None:
             used.setdefault(key, {}).update(more[key])
     if more.get("rpp_gold") is not None:
         used["rpp_gold"] = more["rpp_gold"]
+    sent = config.setdefault("generate", [])
+    sent += [g for g in logged.config.get("generate") or [] if g not in sent]
     into.records += logged.records
     into.files.append(logged.path)
 
