@@ -153,3 +153,64 @@ def test_limiter_halves_on_rate_limit_and_grows_back():
         assert waited >= 0.19  # Retry-After pauses new requests
 
     asyncio.run(go())
+
+
+# --- identical requests in flight (issue #34, "identical requests") ----------------------------------------
+
+
+def test_identical_requests_in_flight_are_sent_once_and_share_the_answer(tmp_path):
+    with serve(Reply.json({"ok": 1}), latency=0.1) as server:
+        model = _reliable(server, tmp_path, concurrency=8)
+        answers = _run(model, [_request(1), _request(2), _request(1), _request(1), _request(2)])
+        assert server.request_count == 2  # one per distinct body
+    assert all(a.status == "ok" and a.text == '{"ok": 1}' for a in answers)
+    stats = model.stats_for("predict", "-")
+    assert stats.requests == 2 and stats.cache_hits == 3
+    assert stats.usage.input_tokens == sum(a.usage.input_tokens for a in answers)  # each use counted, as a hit is
+
+
+def test_requests_that_differ_in_a_keyed_setting_are_not_shared(tmp_path):
+    with serve(Reply.json({"ok": 1}), latency=0.1) as server:
+        model = _reliable(server, tmp_path, concurrency=8)
+        plain, hotter = _request(1), _request(1)
+        hotter.temperature = 0.7
+        budget = ChatRequest(messages=plain.messages, max_tokens=20, budget_factor=2.0)
+        _run(model, [plain, hotter, budget])
+        assert server.request_count == 3
+
+
+def test_a_refusal_in_flight_is_shared_a_request_error_is_asked_again(tmp_path):
+    with serve(Reply.content_filter(), latency=0.1) as server:
+        answers = _run(_reliable(server, tmp_path), [_request(1), _request(1)])
+        assert server.request_count == 1 and [a.status for a in answers] == ["refused", "refused"]
+    with serve(Reply.server_error(500), latency=0.05) as server:
+        # A request error is no answer (a rerun asks it again): the waiting twin is sent once the first gave up.
+        answers = _run(_reliable(server, tmp_path / "e", max_retries=1), [_request(1), _request(1)])
+        assert server.request_count == 4 and [a.status for a in answers] == ["request_error"] * 2
+        assert server.max_in_flight == 1
+
+
+def test_fresh_requests_are_never_shared(tmp_path):
+    with serve(Reply.json({"ok": 1}), latency=0.1) as server:
+        fresh = [ChatRequest(messages=_request(1).messages, max_tokens=20, fresh=True) for _ in range(2)]
+        _run(_reliable(server, tmp_path), fresh)
+        assert server.request_count == 2
+
+
+def test_a_cancelled_request_lets_its_waiting_twin_go(tmp_path):
+    with serve(Reply.json({"ok": 1}), latency=0.3) as server:
+        model = _reliable(server, tmp_path)
+
+        async def go():
+            first = asyncio.ensure_future(model.complete(_request(1)))
+            await asyncio.sleep(0.05)
+            second = asyncio.ensure_future(model.complete(_request(1)))
+            await asyncio.sleep(0.05)
+            first.cancel()
+            try:
+                return await second
+            finally:
+                await model.aclose()
+
+        answer = asyncio.run(go())
+        assert answer.status == "ok" and server.request_count == 2

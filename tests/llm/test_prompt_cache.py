@@ -49,19 +49,22 @@ def test_fewer_samples_than_concurrency_are_cut_into_segments_to_keep_concurrenc
     assert flat == sorted(flat)  # consecutive segments, in row order
 
 
-def test_a_run_sends_each_sample_in_row_order_one_at_a_time_and_keeps_concurrency(tmp_path):
+def test_a_run_sends_each_chain_in_row_order_one_at_a_time_and_keeps_concurrency(tmp_path):
     instances = _instances("itp", 3)
     answers = oracle_answers("itp", instances)
-    row_of = {}
-    for instance in instances:
-        from rescue.tasks.base import RenderOptions
+    # The chains the run sends: a sample's, or consecutive segments of it where it is longer than its share.
+    chains = send_chains([[i] for i in instances], 3)
+    chain_of, row_of = {}, {}
+    for n, chain in enumerate(chains):
+        for batch in chain:
+            from rescue.tasks.base import RenderOptions
 
-        body = {"messages": get_task("itp").render([instance], RenderOptions())}
-        row_of[request_key(body)] = (instance.sample_id, instance.row_index)
+            key = request_key({"messages": get_task("itp").render(batch, RenderOptions())})
+            chain_of[key], row_of[key] = n, batch[0].row_index
     lock = threading.Lock()
-    open_by_sample: dict[str, int] = {}
-    overlap: list[str] = []
-    order: list[tuple[str, int]] = []
+    open_by_chain: dict[int, int] = {}
+    overlap: list[int] = []
+    order: list[tuple[int, int]] = []
 
     unknown: list[str] = []
 
@@ -71,15 +74,15 @@ def test_a_run_sends_each_sample_in_row_order_one_at_a_time_and_keeps_concurrenc
         if request_key(body) not in row_of:  # named in the assertion below, not a bare 500
             unknown.append(str(body.get("messages"))[:300])
             return Reply.error(400, "unknown request", type="invalid_request_error")
-        sample, row = row_of[request_key(body)]
+        chain, row = chain_of[request_key(body)], row_of[request_key(body)]
         with lock:
-            order.append((sample, row))
-            open_by_sample[sample] = open_by_sample.get(sample, 0) + 1
-            if open_by_sample[sample] > 1:
-                overlap.append(sample)
+            order.append((chain, row))
+            open_by_chain[chain] = open_by_chain.get(chain, 0) + 1
+            if open_by_chain[chain] > 1:
+                overlap.append(chain)
         await asyncio.sleep(0.02)
         with lock:
-            open_by_sample[sample] -= 1
+            open_by_chain[chain] -= 1
         return Reply.text(answers[request_key(body)])
 
     with serve(script) as server:
@@ -88,11 +91,11 @@ def test_a_run_sends_each_sample_in_row_order_one_at_a_time_and_keeps_concurrenc
         peak = server.max_in_flight
     assert not unknown, unknown
     assert outcome.complete
-    assert not overlap  # never two requests of one sample at once
-    for sample in {s for s, _ in order}:
-        rows = [r for s, r in order if s == sample]
-        assert rows == sorted(rows)
-    assert peak == 3  # concurrency kept: three samples side by side
+    assert not overlap  # never two requests of one chain at once
+    for n, chain in enumerate(chains):
+        assert [r for c, r in order if c == n] == [b[0].row_index for b in chain]  # each chain in row order
+        assert len({b[0].sample_id for b in chain}) == 1
+    assert peak == 3  # concurrency kept
 
 
 def test_common_prefix():

@@ -122,7 +122,7 @@ def estimate_run(config: Any) -> RunEstimate:
     """Count what ``rescue run`` with ``config`` would send; reads the data (and probes the media), writes nothing.
     Every option the run would refuse is refused first, with the run's message."""
     from rescue.data.loading import load_samples
-    from rescue.engine.plan import batch_plan, build_options, load_task, select_samples, send_chains
+    from rescue.engine.plan import batch_plan, build_options, chain_share, load_task, select_samples, send_chains
     from rescue.engine.runner import check_run
 
     check_run(config)  # a dry run refuses what the run would refuse, before it counts
@@ -135,14 +135,18 @@ def estimate_run(config: Any) -> RunEstimate:
     options = RenderOptions(mode=config.mode, context_size=config.context_size, rows=RowCache())
     per_task: list[TaskEstimate] = []
     graded: dict[str, list[Any]] = {}  # judged task -> its instances
+    planned = []
     for name in config.tasks:
         task = load_task(name)
         instances = task.build(samples, **build_options(config, task))
+        batches = [[i] for i in instances] if video is not None else batch_plan(config, task, instances).batches
+        planned.append((name, task, instances, batches))
+    share = chain_share([len(batches) for *_, batches in planned], config.concurrency)  # as the run cuts chains
+    for name, task, instances, batches in planned:
         if config.judges and task.declaration.judge is not None:
             graded[name] = instances
-        batches = [[i] for i in instances] if video is not None else batch_plan(config, task, instances).batches
         estimate = TaskEstimate(name, instances=len(instances))
-        chains = send_chains(batches, config.concurrency)
+        chains = send_chains(batches, config.concurrency, share)
         head = ""  # the first prompt of the chain before: what every chain shares (the instructions)
         order = [(n, batch) for chain in chains for n, batch in enumerate(chain)]
         previous = ""

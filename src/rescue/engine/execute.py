@@ -16,6 +16,7 @@ from rescue.engine.batch_api import batch_judges, batch_predictions
 from rescue.engine.config import RunConfig
 from rescue.engine.hooks import judge_pair
 from rescue.engine.outcome import PairResult
+from rescue.engine.plan import batch_plan, chain_share
 from rescue.engine.progress import ProgressDisplay, RunLog, TaskProgress
 from rescue.engine.reask import run_pair
 from rescue.engine.types import TaskModel, as_task_model
@@ -77,6 +78,7 @@ class Execution:
     batched: bool
     # Samples do not change during a run, so every task and model renders from one row cache.
     rows: RowCache = field(default_factory=RowCache)
+    shares: dict[str, int] = field(default_factory=dict)  # model -> the longest chain its requests allow
 
     def todo(self) -> list[tuple[str, str]]:
         """The (model, task) pairs to ask, each given its progress bar."""
@@ -111,7 +113,7 @@ class Execution:
         """One model on one task: every instance asked, then graded when the task has a judge."""
         tracker = self.run_models.trackers[(spec, name)]
         records = await run_pair(self.run_models.models[spec], self.tasks[name], self.instances[name], self.config,
-                                 tracker, self.rows)
+                                 tracker, self.rows, self.shares.get(spec))
         pair = PairResult(spec, name, records)
         if self.tasks[name].declaration.judge is not None and not self.batched:
             await self.judge(pair)
@@ -119,10 +121,17 @@ class Execution:
                        retries=tracker.retries)
         return pair
 
+    def _share(self, todo: list[tuple[str, str]]) -> None:
+        """Each model's longest chain: all its requests in the run over its slots, so no chain outlasts the rest."""
+        requests = {n: len(batch_plan(self.config, self.tasks[n], self.instances[n]).batches) for n in {n for _, n in todo}}
+        for spec in {s for s, _ in todo}:
+            self.shares[spec] = chain_share([requests[n] for s, n in todo if s == spec], self.config.concurrency)
+
     async def ask_all(self) -> list[PairResult]:
         """Every pair asked (and graded); with ``--batch`` every request goes through the providers' batch APIs
         first, and the online pass reads their answers from the cache and asks only what they could not answer."""
         todo = self.todo()
+        self._share(todo)
         if self.batched:
             await batch_predictions(self.config, self.run_models.reliable, self.tasks, self.instances, self.rows,
                                     self.display, self.out)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from rescue.data.models import Sample
@@ -83,20 +84,38 @@ def select_samples(config: RunConfig, samples: list[Sample]) -> tuple[list[Sampl
     return choose_samples(samples, config.limit_samples, config.sample_choice), config.sample_choice
 
 
-def send_chains(batches: list[list[Instance]], concurrency: int) -> list[list[list[Instance]]]:
+def send_chains(batches: list[list[Instance]], concurrency: int, share: int | None = None) -> list[list[list[Instance]]]:
     """The order a task's requests are sent in, for providers' prompt caches: one chain per sample, its
     batches in row order, each sent after the one before it is answered, so each prompt finds the prefix it
     shares with the previous one (RPP's all-prior-rows context makes it a prefix extension) already cached.
-    Chains run side by side; when there are fewer samples than ``concurrency``, chains are cut into
-    consecutive segments so that as many requests as before are in flight."""
+
+    Chains run side by side, the longest first. A chain longer than ``share`` (a model's requests in the run
+    over ``--concurrency``: :func:`chain_share`; default this task's alone) is cut into consecutive segments of
+    near-equal length, so that no chain outlasts the rest of the run by itself (the tail a run ends with when
+    its longest chain is longer than its share of the slots); with fewer samples than ``concurrency`` this
+    keeps as many requests in flight as before."""
     chains: dict[str, list[list[Instance]]] = {}
     for batch in batches:
         chains.setdefault(batch[0].sample_id, []).append(batch)
     ordered = [sorted(chain, key=lambda b: b[0].row_index) for chain in chains.values()]
-    if len(ordered) >= concurrency or not batches:
-        return ordered
-    length = max(1, math.ceil(len(batches) / concurrency))
-    return [chain[i : i + length] for chain in ordered for i in range(0, len(chain), length)]
+    limit = max(1, share if share is not None else chain_share([len(batches)], concurrency))
+    cut = [segment for chain in ordered for segment in _segments(chain, limit)]
+    return sorted(cut, key=len, reverse=True)
+
+
+def chain_share(requests: Iterable[int], concurrency: int) -> int:
+    """The longest chain a model's ``requests`` (per task) allow at ``concurrency``: their sum over the slots."""
+    return max(1, math.ceil(sum(requests) / max(1, concurrency)))
+
+
+def _segments(chain: list[list[Instance]], limit: int) -> list[list[list[Instance]]]:
+    """``chain`` cut into the fewest consecutive segments of at most ``limit``, of near-equal lengths."""
+    parts = math.ceil(len(chain) / limit)
+    if parts <= 1:
+        return [chain]
+    size, extra = divmod(len(chain), parts)
+    bounds = [n * size + min(n, extra) for n in range(parts + 1)]
+    return [chain[bounds[n] : bounds[n + 1]] for n in range(parts)]
 
 
 def samples_sha256(samples: list[Sample]) -> str:

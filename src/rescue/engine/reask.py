@@ -53,11 +53,11 @@ def predictions_from_answer(task: Task, answer: ChatAnswer, batch: list[Instance
 
 
 async def _ask(model: TaskModel, task: Task, batch: list[Instance], options: RenderOptions,
-               budget_factor: float | None = None) -> ChatAnswer:
+               budget_factor: float | None = None, priority: int = 0) -> ChatAnswer:
     # The request itself is task-free; the tag and ids only group accounting and name the instances in logs.
     messages: list[Any] = task.render(batch, options)
     request = ChatRequest(messages=messages, max_tokens=int(task.max_tokens), tag=task.name,
-                          ids=tuple(i.instance_id for i in batch), budget_factor=budget_factor)
+                          ids=tuple(i.instance_id for i in batch), budget_factor=budget_factor, priority=priority)
     return await model.solve(TaskRequest(request, task, batch))
 
 
@@ -71,13 +71,16 @@ class AnswerPolicy:
 
 
 async def _run_batch(model: TaskModel, task: Task, batch: list[Instance], options: RenderOptions,
-                     progress: TaskProgress, policy: AnswerPolicy = AnswerPolicy()) -> dict[str, Prediction]:
-    answer = await _ask(model, task, batch, options)
+                     progress: TaskProgress, policy: AnswerPolicy = AnswerPolicy(),
+                     priority: int = 0) -> dict[str, Prediction]:
+    """One batch's predictions; ``priority``: the requests left in its chain, its own included (the limiter
+    serves the longest chains first)."""
+    answer = await _ask(model, task, batch, options, priority=priority)
     predictions = predictions_from_answer(task, answer, batch, policy.parse, policy.store_reasoning)
     if len(batch) > 1:
         # The authors' rule, minus their fallbacks: what a batch answer did not settle is asked alone.
         again = [i for i in batch if predictions[i.instance_id].status in ("missing", "parse_error", "refused")]
-        singles = await asyncio.gather(*(_ask(model, task, [i], options) for i in again))
+        singles = await asyncio.gather(*(_ask(model, task, [i], options, priority=priority) for i in again))
         for instance, single in zip(again, singles):
             predictions.update(predictions_from_answer(task, single, [instance], policy.parse, policy.store_reasoning))
     if policy.budget_retry:
@@ -87,7 +90,7 @@ async def _run_batch(model: TaskModel, task: Task, batch: list[Instance], option
             groups = [batch]
         else:
             groups = [[i] for i in spent]
-        retried = await asyncio.gather(*(_ask(model, task, g, options, policy.budget_retry) for g in groups))
+        retried = await asyncio.gather(*(_ask(model, task, g, options, policy.budget_retry, priority) for g in groups))
         for group, answer in zip(groups, retried):
             predictions.update(predictions_from_answer(task, answer, group, policy.parse, policy.store_reasoning))
     progress.advance(len(batch), sum(1 for p in predictions.values() if p.status != "ok"))
@@ -95,15 +98,18 @@ async def _run_batch(model: TaskModel, task: Task, batch: list[Instance], option
 
 
 async def run_pair(model: TaskModel, task: Task, instances: list[Instance], config: RunConfig,
-                   progress: TaskProgress, rows: RowCache | None = None) -> list[PredictionRecord]:
+                   progress: TaskProgress, rows: RowCache | None = None,
+                   share: int | None = None) -> list[PredictionRecord]:
     """Every instance of ``task`` asked of ``model``; ``rows``: the run's row cache, shared by all its pairs
-    (a row's prompt JSON depends on the mode alone, and a run has one mode), else one for this pair."""
+    (a row's prompt JSON depends on the mode alone, and a run has one mode), else one for this pair;
+    ``share``: the longest chain the model's whole run allows (:func:`rescue.engine.plan.chain_share`)."""
     options = RenderOptions(mode=config.mode, context_size=config.context_size,
                             rows=rows if rows is not None else RowCache())
     model.prepare(task, instances, options)
-    chains = send_chains(batch_plan(config, task, instances).batches, config.concurrency)
+    chains = send_chains(batch_plan(config, task, instances).batches, config.concurrency, share)
     # A batch renders its prompt as soon as it starts; without a gate every prompt of the run would sit in
-    # memory at once while waiting for the limiter. Twice the concurrency keeps the limiter fed.
+    # memory at once while waiting for the limiter. Twice the concurrency keeps the limiter fed; the chains
+    # come longest first, so the longest pass the gate first.
     gate = asyncio.Semaphore(max(2 * config.concurrency, 8))
 
     policy = AnswerPolicy(config.parse, config.store_reasoning, config.budget_retry)
@@ -111,8 +117,8 @@ async def run_pair(model: TaskModel, task: Task, instances: list[Instance], conf
     async def chained(chain: list[list[Instance]]) -> dict[str, Prediction]:
         async with gate:
             out: dict[str, Prediction] = {}
-            for batch in chain:  # in row order, each sent once the one before it is answered
-                out.update(await _run_batch(model, task, batch, options, progress, policy))
+            for n, batch in enumerate(chain):  # in row order, each sent once the one before it is answered
+                out.update(await _run_batch(model, task, batch, options, progress, policy, len(chain) - n))
             return out
 
     answered = await asyncio.gather(*(chained(c) for c in chains))

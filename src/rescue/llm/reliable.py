@@ -5,7 +5,8 @@ and pre-annotation use one wrapper (usually made by :meth:`rescue.llm.session.Mo
 
 1. answers from the cache when the same request (endpoint, model, messages, settings) was answered before;
 2. returns a refusal recorded by an earlier run without asking again, unless ``retry_errors`` (a refusal is an
-   answer); a request error recorded earlier is not an answer, so the request is always sent again;
+   answer); a request error recorded earlier is not an answer, so the request is always sent again; a request
+   identical to one in flight waits for that one's answer instead of being sent beside it;
 3. otherwise asks, inside the model's :class:`AdaptiveLimiter`, retrying transient failures (429, 5xx,
    timeouts, empty answers) with exponential backoff and jitter, never shorter than the endpoint's
    Retry-After and never longer than ``retry_after_cap``; every retry is logged with model, request ids and
@@ -190,6 +191,7 @@ class ReliableModel:
         self._total_failures = 0
         self._capped_noticed = False
         self._usage_noticed = False
+        self._in_flight: dict[str, asyncio.Event] = {}  # cache key -> set when that request's answer is in
 
     @property
     def _prices(self) -> PriceTable | None:
@@ -231,9 +233,25 @@ class ReliableModel:
 
     async def complete(self, request: ChatRequest) -> ChatAnswer:
         """The answer to ``request``: from the cache, a failure recorded earlier, or the model (with retries);
-        a request the run may no longer send (offline, a dead endpoint, a spent budget) is not sent."""
-        stats = self.stats_for(request.purpose, request.tag)
+        a request the run may no longer send (offline, a dead endpoint, a spent budget) is not sent.
+
+        A request identical to one in flight (the same cache key) waits for it and then reads its answer from
+        the cache, as it would had it come later: each distinct request is sent once. Samples that open with
+        the same row render the same first prompt, and every chain starts at once."""
         key = self.key(request)
+        if key is None or request.fresh:
+            return await self._complete(request, key)
+        while (pending := self._in_flight.get(key)) is not None:
+            await pending.wait()
+        done = self._in_flight[key] = asyncio.Event()
+        try:
+            return await self._complete(request, key)
+        finally:
+            del self._in_flight[key]
+            done.set()
+
+    async def _complete(self, request: ChatRequest, key: str | None) -> ChatAnswer:
+        stats = self.stats_for(request.purpose, request.tag)
         if key is not None and not request.fresh:
             stored = self._stored(request, key, stats)
             if stored is not None:
@@ -396,7 +414,7 @@ class ReliableModel:
             return _not_requested(self.fatal), False
         if self.limiter is None:
             return await self._call(request), True
-        async with self.limiter:
+        async with self.limiter.slot(request.priority):
             # Requests that waited for a slot must not go out once the endpoint is known dead
             # or the budget is spent.
             if self.fatal is not None:

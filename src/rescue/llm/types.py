@@ -193,6 +193,9 @@ class ChatRequest:
     # --judge-repeats: the judge's k-th asking of the same prompt (0: the first). Never sent; a repeat k > 0 is
     # part of the cache key, so a repeat is a request of its own and not the first one's cached answer.
     repeat: int = 0
+    # Which waiting request gets the next free slot (the highest first): the runner gives the number of requests
+    # left in the request's chain. Never sent, not part of the cache key.
+    priority: int = 0
 
     def overrides(self) -> dict[str, Any]:
         """The per-request settings that are set, overriding the model's own."""
