@@ -118,11 +118,24 @@ def _content_text(messages: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def _planned(config: Any, samples: list[Any], single: bool) -> list[tuple[str, Any, list[Any], list[list[Any]]]]:
+    """Each task's name, task, instances and batches as the run forms them (``single``: one instance each)."""
+    from rescue.engine.plan import batch_plan, build_options, load_task
+
+    planned = []
+    for name in config.tasks:
+        task = load_task(name)
+        instances = task.build(samples, **build_options(config, task))
+        batches = [[i] for i in instances] if single else batch_plan(config, task, instances).batches
+        planned.append((name, task, instances, batches))
+    return planned
+
+
 def estimate_run(config: Any) -> RunEstimate:
     """Count what ``rescue run`` with ``config`` would send; reads the data (and probes the media), writes nothing.
     Every option the run would refuse is refused first, with the run's message."""
     from rescue.data.loading import load_samples
-    from rescue.engine.plan import batch_plan, build_options, chain_share, load_task, select_samples, send_chains
+    from rescue.engine.plan import chain_share, load_task, select_samples, send_chains
     from rescue.engine.runner import check_run
 
     check_run(config)  # a dry run refuses what the run would refuse, before it counts
@@ -135,12 +148,7 @@ def estimate_run(config: Any) -> RunEstimate:
     options = RenderOptions(mode=config.mode, context_size=config.context_size, rows=RowCache())
     per_task: list[TaskEstimate] = []
     graded: dict[str, list[Any]] = {}  # judged task -> its instances
-    planned = []
-    for name in config.tasks:
-        task = load_task(name)
-        instances = task.build(samples, **build_options(config, task))
-        batches = [[i] for i in instances] if video is not None else batch_plan(config, task, instances).batches
-        planned.append((name, task, instances, batches))
+    planned = _planned(config, samples, video is not None)
     share = chain_share([len(batches) for *_, batches in planned], config.concurrency)  # as the run cuts chains
     for name, task, instances, batches in planned:
         if config.judges and task.declaration.judge is not None:
