@@ -81,3 +81,50 @@ def test_a_run_scores_it_through_the_normal_path_and_records_its_folds(tmp_path)
     assert "grouping" in described["rpp"] and described["rpp"]["mode"] == "dialogue"
     records = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
     assert {r["status"] for r in records} == {"ok"}
+
+
+def _columns_reference(task, instances):
+    """The fit as it was before issue 34: a TfidfVectorizer and a LogisticRegression on the n-gram columns per fold."""
+    from collections import Counter
+
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GroupKFold
+
+    groups = infer_groups({i.sample_id: i.sample for i in instances}.values())
+    encoded = [encode(i, task.render([i], RenderOptions())) for i in instances]
+    labels = [e.label(i.gold if isinstance(i.gold, str) else i.gold[0]) for i, e in zip(instances, encoded)]
+    rankings = {}
+    folds = GroupKFold(n_splits=min(5, len({groups.group_of(i.sample_id) for i in instances})))
+    for train, test in folds.split(instances, groups=[groups.group_of(i.sample_id) for i in instances]):
+        counts = Counter(labels[n] for n in train)
+        vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=2)
+        model = LogisticRegression(C=1.0, max_iter=2000).fit(
+            vectorizer.fit_transform([encoded[n].document for n in train]), [labels[n] for n in train])
+        probabilities = model.predict_proba(vectorizer.transform([encoded[n].document for n in test]))
+        for row, n in enumerate(test):
+            score = dict(zip(model.classes_, probabilities[row]))
+            order = {label: k for k, label in enumerate(instances[n].labels)}
+            rankings[instances[n].instance_id] = sorted(instances[n].labels, key=lambda label: (
+                -score.get(encoded[n].label(label), -1.0), -counts[encoded[n].label(label)], order[label]))
+    return rankings
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task_name", ["itp", "rpp", "stp", "ssp"])
+def test_the_answers_are_those_of_the_fit_on_the_columns(demo_samples, task_name):
+    """Fitted in the span of each fold's training rows, with features counted once per run, the answers (the top 3
+    a run sends) are the ones the vectorizer and a fit on the n-gram columns give."""
+    task = get_task(task_name)
+    instances = task.build(demo_samples)
+    rankings, _ = out_of_fold_rankings(task, instances, RenderOptions())
+    reference = _columns_reference(task, instances)
+    assert {k: v[:3] for k, v in rankings.items()} == {k: v[:3] for k, v in reference.items()}
+
+
+def test_prepare_reports_each_fold_as_it_fits(demo_samples):
+    task = get_task("ssp")
+    heard: list[tuple[int, int]] = []
+    make_baseline("baseline/supervised").prepare(task, task.build(demo_samples), progress=lambda d, n: heard.append((d, n)))
+    folds = heard[0][1]
+    assert folds >= 2 and heard == [(step, folds) for fold in range(folds) for step in (fold, fold + 1)]

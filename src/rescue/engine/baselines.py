@@ -25,7 +25,7 @@ from __future__ import annotations
 import random
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -37,6 +37,8 @@ from rescue.errors import BaselineError as BaselineError
 
 if TYPE_CHECKING:
     from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from rescue.engine.tfidf import Tokenizer
 
 PREFIX = "baseline/"
 TOP_K = 3
@@ -125,6 +127,7 @@ class _TaskState:
     options: RenderOptions
     counts: dict[str, Counter[str]] = field(default_factory=dict)  # per scenario: gold label counts
     extra: dict[str, Any] = field(default_factory=dict)
+    progress: Callable[[int, int], None] | None = None  # (steps done, steps) of a fit
 
 
 def _label_counts(instances: list[Instance]) -> dict[str, Counter[str]]:
@@ -154,8 +157,10 @@ class Baseline:
         task = _task(task_name)
         return task is not None and self.applies(task)
 
-    def prepare(self, task: Task, instances: list[Instance], options: RenderOptions | None = None) -> None:
-        """Learn what the baseline needs from the task's instances (BaselineError for a task it does not answer)."""
+    def prepare(self, task: Task, instances: list[Instance], options: RenderOptions | None = None,
+                progress: Callable[[int, int], None] | None = None) -> None:
+        """Learn what the baseline needs from the task's instances (BaselineError for a task it does not answer);
+        ``progress`` hears (steps done, steps) while a trained baseline fits."""
         if not self.applies(task):
             from rescue.tasks import TASKS
 
@@ -163,7 +168,8 @@ class Baseline:
             raise BaselineError(
                 f"{self.name} does not apply to task {task.name!r}; it applies to: {', '.join(sorted(usable))}"
             )
-        state = _TaskState(task, list(instances), options or RenderOptions(), _label_counts(instances))
+        state = _TaskState(task, list(instances), options or RenderOptions(), _label_counts(instances),
+                           progress=progress)
         self.learn(state)
         self._states[task.name] = state
 
@@ -423,6 +429,10 @@ class SupervisedBaseline(Baseline):
 
     kind = "supervised"
 
+    def __init__(self, *, seed: int = 0) -> None:
+        super().__init__(seed=seed)
+        self._tokenizer: Tokenizer | None = None
+
     def applies(self, task: Task) -> bool:
         return task.declaration.answer in ("label", "ranking")
 
@@ -440,8 +450,12 @@ class SupervisedBaseline(Baseline):
         why = self.sits_out(state.task, state.instances)
         if why is not None:
             raise BaselineError(f"{self.name}: {why} (it needs at least two groups: couples or families)")
-        state.extra["rankings"], state.extra["scheme"] = out_of_fold_rankings(state.task, state.instances,
-                                                                              state.options)
+        if self._tokenizer is None:
+            from rescue.engine.tfidf import Tokenizer
+
+            self._tokenizer = Tokenizer()  # one for all the tasks: their prompts show the same rows
+        state.extra["rankings"], state.extra["scheme"] = out_of_fold_rankings(
+            state.task, state.instances, state.options, self._tokenizer, state.progress)
 
     def answer(self, state: _TaskState, instance: Instance) -> Any:
         ranking = state.extra["rankings"][instance.instance_id]

@@ -42,10 +42,10 @@ class TaskProgress:
         self.failures = 0
         self.retries = 0
         self._id: Any = None
+        # Model ids come from the user or a suite file: never markup, never raw control characters.
+        self.label = label or f"{terminal_text(model, max_length=40)} · {terminal_text(task)}"
         if display.progress is not None:
-            # Model ids come from the user or a suite file: never markup, never raw control characters.
-            label = label or f"{terminal_text(model, max_length=40)} · {terminal_text(task)}"
-            self._id = display.progress.add_task(label, total=total, failures=0, retries=0)
+            self._id = display.progress.add_task(self.label, total=total, failures=0, retries=0)
 
     def advance(self, instances: int, failures: int = 0) -> None:
         """Count ``instances`` done, ``failures`` of them failed."""
@@ -57,6 +57,11 @@ class TaskProgress:
         """A new label (a phase saying what it is doing now)."""
         if self._id is not None:
             self.display.progress.update(self._id, description=label)
+
+    def fitting(self, done: int, steps: int) -> None:
+        """A baseline fitting before it answers: the bar says which of its ``steps`` it is on (``done`` are),
+        then shows its own label again."""
+        self.describe(self.label if done >= steps else f"{self.label} · fitting {done + 1}/{steps}")
 
     def retry(self) -> None:
         """Count one retry."""

@@ -12,6 +12,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+from rescue.engine.baselines import Baseline
 from rescue.engine.config import RunConfig
 from rescue.engine.plan import batch_plan, send_chains
 from rescue.engine.progress import TaskProgress
@@ -105,7 +106,12 @@ async def run_pair(model: TaskModel, task: Task, instances: list[Instance], conf
     ``share``: the longest chain the model's whole run allows (:func:`rescue.engine.plan.chain_share`)."""
     options = RenderOptions(mode=config.mode, context_size=config.context_size,
                             rows=rows if rows is not None else RowCache())
-    model.prepare(task, instances, options)
+    if isinstance(model, Baseline):  # a trained baseline fits first: its bar says so, fold by fold
+        progress.describe(f"{progress.label} · preparing")
+        model.prepare(task, instances, options, progress=progress.fitting)
+        progress.describe(progress.label)
+    else:
+        model.prepare(task, instances, options)
     chains = send_chains(batch_plan(config, task, instances).batches, config.concurrency, share)
     # A batch renders its prompt as soon as it starts; without a gate every prompt of the run would sit in
     # memory at once while waiting for the limiter. Twice the concurrency keeps the limiter fed; the chains

@@ -26,11 +26,15 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from rescue.data.groups import infer_groups
 from rescue.data.models import GROUP_LABELS, THERAPIST
+from rescue.engine.tfidf import GramCounts, Tokenizer, fold_tfidf
 from rescue.tasks.base import Instance, RenderOptions, Task
 
 FOLDS = 5
@@ -88,8 +92,13 @@ def _words(value: Any) -> list[str]:
 class Encoded:
     """One instance as the classifier sees it."""
 
-    document: str
+    pieces: list[str]  # the document's texts in order: row fields, then structure tokens
     people: dict[str, str]  # the instance's names -> person1, person2, ... (by recency of speaking)
+
+    @property
+    def document(self) -> str:
+        """The document the features are taken from: the pieces joined by spaces."""
+        return " ".join(self.pieces)
 
     def label(self, label: str) -> str:
         """``label`` as the features see it: a person by their recency role, anything else as is."""
@@ -125,7 +134,7 @@ def encode(instance: Instance, messages: list[dict[str, Any]]) -> Encoded:
              if key not in ("row_index", "timestamp", "primary_speaker", "target") for w in _words(value)]
     if item is None:  # a prompt of another shape: all of it
         words = [text]
-    return Encoded(" ".join([*words, *tokens]), people)
+    return Encoded([*words, *tokens], people)
 
 
 def _gold_label(instance: Instance) -> str | None:
@@ -154,15 +163,86 @@ class FoldScheme:
 FEATURES = ("TF-IDF (word 1-2 grams, sublinear tf, min_df 2) of the fields of the rows the prompt shows, "
             f"plus speaker/target role tokens of the last {LAST_ROWS} rows and the scenario; people re-named by "
             "recency of speaking")
-MODEL = f"scikit-learn LogisticRegression (lbfgs, C=1, max_iter {MAX_ITER}), one per fold"
+MODEL = (f"scikit-learn LogisticRegression (lbfgs, C=1, max_iter {MAX_ITER}), one per fold, fitted in the span of "
+         "the fold's training documents")
+# Added to the Gram matrix's diagonal (rows have unit length) so that duplicate documents, which make it
+# singular, do not stop its Cholesky factor; each row gains a private direction this short, which moves the
+# optimum by about as much.
+_SPAN_JITTER = 1e-10
+# Up to this many training instances a fold is fitted in their span: its Gram matrix (8 bytes per pair, 32 MB
+# here) and eigenvectors cost less than iterating over the n-gram columns; above, the columns.
+SPAN_MAX = 2000
+
+FoldProgress = Callable[[int, int], None]  # (folds fitted, folds) as the fitting goes
 
 
-def out_of_fold_rankings(task: Task, instances: list[Instance], options: RenderOptions
-                         ) -> tuple[dict[str, list[str]], FoldScheme]:
-    """Every instance's candidate labels ranked by a model trained without its session group."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
+def _products(train: Any, test: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Every dot product between training rows, and between each test row and each training row.
+
+    Columns in more than a tenth of the training rows go through a dense matrix product, the rest through the
+    sparse one: a sparse product's cost grows with the square of a column's frequency, a dense one's does not."""
+    frequent = np.bincount(train.indices, minlength=train.shape[1]) * 10 > train.shape[0]
+    dense, sparse = np.flatnonzero(frequent), np.flatnonzero(~frequent)
+    dense_train, sparse_train = train[:, dense].toarray(), train[:, sparse]
+    gram = dense_train @ dense_train.T + (sparse_train @ sparse_train.T).toarray()
+    cross = test[:, dense].toarray() @ dense_train.T + (test[:, sparse] @ sparse_train.T).toarray()
+    return gram, cross
+
+
+def span_features(train: Any, test: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The training and test rows in coordinates of the span of the training rows.
+
+    L2-regularised logistic regression's optimum weights lie in the span of its training rows, and the
+    coordinates keep every dot product between training rows and every one between a test row and a
+    training row; so a model fitted on them (at most as many columns as training rows) has the same optimum,
+    and the same predictions, as one fitted on the tens of thousands of n-gram columns, for a fraction of the
+    cost. The coordinates are the Cholesky factor L of the training rows' Gram matrix G = L L^T (the rows in
+    a basis of their span, up to a rotation the solver does not see), a test row's are L^-1 of its products."""
+    from scipy.linalg import LinAlgError, cholesky, eigh, solve_triangular
+
+    gram, cross = _products(train, test)
+    try:
+        factor = cholesky(gram + _SPAN_JITTER * np.eye(len(gram)), lower=True, check_finite=False)
+    except LinAlgError:  # rounding left the Gram matrix indefinite: its eigenvectors, the tiny ones dropped
+        values, vectors = eigh(gram, check_finite=False)
+        kept = values > max(float(values.max(initial=0.0)), 0.0) * _SPAN_JITTER
+        factor = vectors[:, kept] * np.sqrt(values[kept])
+        return factor, cross @ (vectors[:, kept] / np.sqrt(values[kept]))
+    return factor, solve_triangular(factor, cross.T, lower=True, check_finite=False).T
+
+
+def _fit_fold(counts: GramCounts, train: list[int], labels: list[str], test: list[int]
+              ) -> tuple[list[str], list[list[float]]]:
+    """The classes a fold's model learnt and each test instance's probability for each (none: no words).
+
+    Up to :data:`SPAN_MAX` training instances the model is fitted in the span of the training rows
+    (:func:`span_features`); above, where the Gram matrix would outgrow the n-gram columns, on the columns."""
     from sklearn.linear_model import LogisticRegression
+
+    features = fold_tfidf(counts, train, test)
+    if features is None:
+        return [], [[] for _ in test]
+    x_train, x_test = features[0], features[1]
+    if len(train) <= SPAN_MAX:
+        x_train, x_test = span_features(x_train, x_test)
+    model = LogisticRegression(C=1.0, max_iter=MAX_ITER)
+    model.fit(x_train, labels)
+    return [str(c) for c in model.classes_], model.predict_proba(x_test).tolist()
+
+
+def _ranking(instance: Instance, enc: Encoded, score: dict[str, float], counts: Counter[str | None]) -> list[str]:
+    order = {label: k for k, label in enumerate(instance.labels)}
+    return sorted(instance.labels,
+                  key=lambda label: (-score.get(enc.label(label), -1.0), -counts[enc.label(label)], order[label]))
+
+
+def out_of_fold_rankings(task: Task, instances: list[Instance], options: RenderOptions,
+                         tokenizer: Tokenizer | None = None, progress: FoldProgress | None = None,
+                         ) -> tuple[dict[str, list[str]], FoldScheme]:
+    """Every instance's candidate labels ranked by a model trained without its session group; ``tokenizer``:
+    one shared with other tasks of the run (their prompts show the same rows); ``progress`` hears of each fold."""
     from sklearn.model_selection import GroupKFold
+    from threadpoolctl import threadpool_limits
 
     samples = list({i.sample_id: i.sample for i in instances}.values())
     grouping = infer_groups(samples)
@@ -172,32 +252,26 @@ def out_of_fold_rankings(task: Task, instances: list[Instance], options: RenderO
         raise ValueError(f"out-of-fold training needs at least two session groups, got {distinct}")
     encoded = [encode(i, task.render([i], options)) for i in instances]
     labels = [e.label(g) if (g := _gold_label(i)) is not None else None for i, e in zip(instances, encoded)]
+    counts = (tokenizer or Tokenizer()).counts([e.pieces for e in encoded])
     folds = min(FOLDS, distinct)
     rankings: dict[str, list[str]] = {}
-    indices = list(range(len(instances)))
     fold_of: dict[str, int] = {}
-    for fold, (train, test) in enumerate(GroupKFold(n_splits=folds).split(indices, groups=groups), start=1):
-        fold_of.update((instances[n].instance_id, fold) for n in test)
-        train = [n for n in train if labels[n] is not None]
-        counts = Counter(labels[n] for n in train)
-        classes: list[str] = []
-        probabilities: list[list[float]] = [[] for _ in test]
-        if len(counts) >= 2:
-            vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=2)
-            try:
-                matrix = vectorizer.fit_transform([encoded[n].document for n in train])
-            except ValueError:  # too few words to keep any: a vocabulary of single occurrences
-                vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)
-                matrix = vectorizer.fit_transform([encoded[n].document for n in train])
-            model = LogisticRegression(C=1.0, max_iter=MAX_ITER)
-            model.fit(matrix, [labels[n] for n in train])
-            classes = [str(c) for c in model.classes_]
-            probabilities = model.predict_proba(vectorizer.transform([encoded[n].document for n in test])).tolist()
-        for position, n in enumerate(test):
-            instance, enc = instances[n], encoded[n]
-            score = dict(zip(classes, probabilities[position]))
-            order = {label: k for k, label in enumerate(instance.labels)}
-            rankings[instance.instance_id] = sorted(
-                instance.labels,
-                key=lambda label: (-score.get(enc.label(label), -1.0), -counts[enc.label(label)], order[label]))
+    splits = list(GroupKFold(n_splits=folds).split(np.zeros(len(instances)), groups=groups))
+    # BLAS threads only wait on each other over matrices this small: one thread does the work for less CPU.
+    with threadpool_limits(limits=1):
+        for fold, (all_train, test) in enumerate(splits, start=1):
+            if progress is not None:
+                progress(fold - 1, folds)
+            fold_of.update((instances[n].instance_id, fold) for n in test)
+            train = [int(n) for n in all_train if labels[n] is not None]
+            seen = Counter(labels[n] for n in train)
+            classes: list[str] = []
+            probabilities: list[list[float]] = [[] for _ in test]
+            if len(seen) >= 2:
+                classes, probabilities = _fit_fold(counts, train, [str(labels[n]) for n in train], list(test))
+            for position, n in enumerate(test):
+                score = dict(zip(classes, probabilities[position]))
+                rankings[instances[n].instance_id] = _ranking(instances[n], encoded[n], score, seen)
+            if progress is not None:
+                progress(fold, folds)
     return rankings, FoldScheme(folds, distinct, grouping.method, fold_of)
