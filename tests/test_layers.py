@@ -29,6 +29,7 @@ LAYERS: dict[str, set[str] | str] = {
     "atomic": set(),  # the one atomic writer: a leaf every layer writes through
     "errors": set(),  # every exception and the exit codes: the ground every layer raises and catches on
     "data": {"atomic"},
+    "archives": set(),  # archives read with limits (inspect logs): a leaf any layer above data may use
     "files": set(),  # safe file names, hashes, the output folder check, one writer per folder
     "display": {"data"},  # text from outside made safe for a terminal or a Markdown table
     "proc": set(),  # child processes that end with rescue, for every layer above data
@@ -52,7 +53,7 @@ LAYERS: dict[str, set[str] | str] = {
     "__init__": EVERYTHING,  # the notebook API
     "__main__": EVERYTHING,
 }
-LEAVES = {"_version", "atomic", "display", "files", "proc"}  # any layer above data may use them
+LEAVES = {"_version", "archives", "atomic", "display", "files", "proc"}  # any layer above data may use them
 GROUND = {"errors"}  # any layer but metrics (which imports nothing from rescue) may use it
 TASK_NAMES = set(TASKS)
 # Where a task may still be named outside rescue.tasks: a user-facing option that is about one task.
@@ -280,7 +281,7 @@ def test_every_exception_is_defined_in_the_errors_module():
 
 
 # Project-wide tests stay at the top of tests/; every other test file sits in the folder of the package it tests.
-PROJECT_WIDE_TESTS = {"test_layers.py", "test_docs_site.py", "test_docstrings.py", "test_scripts_heartbeat.py",
+PROJECT_WIDE_TESTS = {"test_layers.py", "test_docs_site.py", "test_docstrings.py", "test_scripts_heartbeat.py", "test_archives.py",
                       "test_atomic.py", "test_errors.py"}
 
 

@@ -262,6 +262,11 @@ class RunDirError(RescueError):
     """A run directory that cannot be read; the message names the file, line and field."""
 
 
+class ArchiveError(RescueError):
+    """An archive too large to read (a zip bomb: an inspect ``.eval`` log whose members inflate past rescue's limits,
+    or hold too many entries), or not a readable archive; the message names the file, the member and the limit."""
+
+
 class InspectLogError(RescueError):
     """An inspect log that cannot be read as a RESCUE-Bench run; the message names the file and field."""
 

@@ -17,6 +17,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
+from rescue.archives import gunzip_limited
 from rescue.data.models import Sample
 from rescue.report.comparisons import Comparison, comparisons_note, informative, p_bootstrap_text, p_text
 from rescue.report.leaderboard import MARKER, Cell, Leaderboard, _counts_text, cell_parts, legend
@@ -195,6 +196,7 @@ def _instances(systems: Sequence[System]) -> list[dict[str, Any]]:
 
 
 PAYLOAD_ENCODING = "gzip+base64"
+PAYLOAD_LIMIT = 1 << 30  # a report's instances inflate to megabytes; a bomb stops here
 
 
 def encode_payload(value: Any) -> str:
@@ -205,7 +207,8 @@ def encode_payload(value: Any) -> str:
 
 def decode_payload(text: str) -> Any:
     """The inverse of :func:`encode_payload` (tests and scripts read the report's instances with it)."""
-    return json.loads(gzip.decompress(base64.b64decode(text)).decode("utf-8"))
+    raw = gunzip_limited(base64.b64decode(text), limit=PAYLOAD_LIMIT, what="the report's instance payload")
+    return json.loads(raw.decode("utf-8"))
 
 
 def render_html(

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rescue.archives import check_zip
 from rescue.errors import InspectLogError as InspectLogError
 from rescue.tasks import TASKS, judged_tasks
 from rescue.tasks.base import PredictionRecord
@@ -72,6 +73,7 @@ def _read_eval_log(path: Path) -> Any:
         from inspect_ai.log import read_eval_log
     except ImportError:
         raise InspectLogError(f"{path}: an inspect_ai log; reading it needs the 'inspect' extra: {EXTRA_HINT}") from None
+    check_zip(path)  # a .eval log is a zip: a bomb is refused before inspect inflates it in memory
     try:
         return read_eval_log(str(path))
     except Exception as exc:  # noqa: BLE001 - inspect raises many kinds on a damaged file; each is named here
