@@ -224,3 +224,37 @@ def test_a_run_on_one_sample_skips_the_baselines_that_need_two(tmp_path):
     assert "baseline/uniform skips ER: it draws ER phrases from other samples and the data hold one sample" in result.output
     results = json.loads((tmp_path / "run" / "results.json").read_text(encoding="utf-8"))
     assert "itp" in json.dumps(results["models"]["baseline/uniform"]) and "er" not in results["models"]["baseline/uniform"]
+
+
+def test_nearest_retrieves_in_one_pass_what_one_query_at_a_time_finds(demo_samples):
+    """All queries at once, a sample's own turns masked by code (issue 34 item 4): the same turn as comparing one
+    query with the pool and keeping the best of the other samples' turns (ties: the earliest)."""
+    from sklearn.metrics.pairwise import linear_kernel
+
+    from rescue.engine.baselines import _retrieve
+
+    model = make_baseline("baseline/nearest")
+    instances = ER.build(demo_samples)
+    model.prepare(ER, instances)
+    pool = model._states["er"].extra["pool"]
+    found = _retrieve(pool, instances)
+    for instance, best in zip(instances, found):
+        query = pool.vectorizer.transform([instance.sample.row(instance.row_index).dialogue_cleaned])
+        similarity = linear_kernel(query, pool.matrix)[0]
+        allowed = [n for n, sample_id in enumerate(pool.sample_ids) if sample_id != instance.sample_id]
+        assert best == max(allowed, key=lambda n: (similarity[n], -n))
+    assert _retrieve(pool, [i for i in instances if i.sample_id == pool.sample_ids[0]][:1]) != [-1]
+
+
+def test_uniform_draws_what_choice_over_the_other_samples_phrases_draws(demo_samples):
+    import random
+
+    model = make_baseline("baseline/uniform", seed=3)
+    instances = ER.build(demo_samples)
+    model.prepare(ER, instances)
+    state = model._states["er"]
+    for instance in instances:
+        pool = [p for sample_id, p in state.extra["phrases"][instance.scenario] if sample_id != instance.sample_id]
+        pool = pool or [p for group in state.extra["phrases"].values() for sample_id, p in group
+                        if sample_id != instance.sample_id]
+        assert model._phrase(state, instance, random.Random(7)) == random.Random(7).choice(pool)

@@ -277,6 +277,13 @@ class UniformBaseline(Baseline):
                 gold = _gold_phrases(state.task, instance.gold)
                 phrases[instance.scenario].extend((instance.sample_id, p) for p in gold)
             state.extra["phrases"] = phrases
+            index: dict[str, tuple[list[str], dict[str, list[int]]]] = {}
+            for scenario, pairs in phrases.items():
+                own: dict[str, list[int]] = defaultdict(list)
+                for position, (sample_id, _) in enumerate(pairs):
+                    own[sample_id].append(position)
+                index[scenario] = ([p for _, p in pairs], own)
+            state.extra["phrase_index"] = index
             if len({i.sample_id for i in state.instances}) < 2:
                 raise BaselineError(
                     f"{self.name} draws {state.task.name.upper()} phrases from other samples: it needs at least two"
@@ -288,11 +295,20 @@ class UniformBaseline(Baseline):
 
     def _phrase(self, state: _TaskState, instance: Instance, rng: random.Random) -> str:
         phrases = state.extra["phrases"]
-        pool = [p for sample_id, p in phrases.get(instance.scenario, []) if sample_id != instance.sample_id]
-        if not pool:  # the only sample of its scenario: draw from the other scenario
+        texts, own = state.extra["phrase_index"].get(instance.scenario, ([], {}))
+        mine: list[int] = own.get(instance.sample_id, [])
+        if len(texts) == len(mine):  # the only sample of its scenario: draw from the other scenario
             pool = [p for group in phrases.values() for sample_id, p in group if sample_id != instance.sample_id]
-        phrase: str = rng.choice(pool)
-        return phrase
+            phrase: str = rng.choice(pool)
+            return phrase
+        # The draw rng.choice makes from the scenario's phrases of other samples, without listing them per
+        # instance (that list made the baseline quadratic): the k-th phrase that is not the instance's own.
+        k = rng.randrange(len(texts) - len(mine))
+        for position in mine:
+            if position > k:
+                break
+            k += 1
+        return str(texts[k])
 
     def answer(self, state: _TaskState, instance: Instance) -> Any:
         rng = self._rng(state, instance)
@@ -381,20 +397,44 @@ class NearestBaseline(Baseline):
         state.extra["pool"] = _Pool(sample_ids, golds, vectorizer, matrix)
 
     def answer(self, state: _TaskState, instance: Instance) -> Any:
-        from sklearn.metrics.pairwise import linear_kernel
-
         pool: _Pool = state.extra["pool"]
-        query = pool.vectorizer.transform([instance.sample.row(instance.row_index).dialogue_cleaned])
-        similarity = linear_kernel(query, pool.matrix)[0]
-        # Never the same sample: its gold would leak the answer (the turn itself is in the pool).
-        allowed = [n for n, sample_id in enumerate(pool.sample_ids) if sample_id != instance.sample_id]
-        if not allowed:
+        nearest: dict[str, int] = state.extra.setdefault("nearest", {})
+        if instance.instance_id not in nearest:  # every evaluated instance at once: one product, one mask
+            asked = [i for i in state.instances if i.instance_id not in nearest] + [instance]
+            nearest.update(zip((i.instance_id for i in asked), _retrieve(pool, asked)))
+        best = nearest[instance.instance_id]
+        if best < 0:
             raise BaselineError(f"{self.name}: no turn of another sample to retrieve for {instance.instance_id}")
-        best = max(allowed, key=lambda n: (similarity[n], -n))  # ties: the earliest pooled turn
         gold = pool.golds[best]
         if state.task.declaration.answer == "emotion":
             return {"emotion": gold["emotion"], "intensity": gold["intensity"]}
         return _transfer_viewpoints(gold, instance)
+
+
+# Similarities computed per block of queries: about this many (8 bytes each) at a time.
+_SIMILARITY_BLOCK = 2_000_000
+
+
+def _retrieve(pool: _Pool, instances: list[Instance]) -> list[int]:
+    """For each instance, the pooled turn most similar to its turn (TF-IDF cosine) among those of OTHER samples
+    (its own sample's gold would leak the answer: the turn itself is in the pool); ties: the earliest pooled
+    turn; -1 when no other sample has one. All queries are transformed at once and compared a block at a
+    time, a sample's own turns masked by sample code, so the cost grows with queries x pool in C, not Python."""
+    import numpy as np
+
+    codes = {sample_id: k for k, sample_id in enumerate(dict.fromkeys(pool.sample_ids))}
+    pool_codes = np.array([codes[s] for s in pool.sample_ids])
+    query_codes = np.array([codes.get(i.sample_id, -1) for i in instances])
+    queries = pool.vectorizer.transform([i.sample.row(i.row_index).dialogue_cleaned for i in instances])
+    step = max(1, _SIMILARITY_BLOCK // max(1, len(pool_codes)))
+    best: list[int] = []
+    for start in range(0, len(instances), step):
+        similarity = (queries[start:start + step] @ pool.matrix.T).toarray()  # cosines: 0 to 1
+        similarity[query_codes[start:start + step, None] == pool_codes[None, :]] = -1.0
+        picks = similarity.argmax(axis=1)  # the first of equal maxima: the earliest pooled turn
+        found = similarity[np.arange(len(picks)), picks] >= 0
+        best.extend(np.where(found, picks, -1).tolist())
+    return best
 
 
 def _transfer_viewpoints(gold: list[dict[str, Any]], instance: Instance) -> list[dict[str, str]]:
