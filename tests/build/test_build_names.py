@@ -78,3 +78,17 @@ def test_plain_names_with_spaces_still_build_their_paths(tmp_path):
     path = _manifest(tmp_path, "Session 1.mp4", "alan and evelyn")
     (spec,) = read_sessions_csv(path)
     assert spec.group == "alan and evelyn" and spec.video.name == "Session 1.mp4"
+
+
+def test_specs_made_in_code_and_names_differing_in_case_are_refused_before_any_probe(tmp_path):
+    from rescue.build.inputs import SessionSpec, load_sessions
+
+    def spec(video, group="alan_and_evelyn"):
+        return SessionSpec(tmp_path / video, tmp_path / "a.srt", "couple", ("Alan", "Evelyn"), group)
+
+    with pytest.raises(BuildInputError) as caught:
+        load_sessions([spec("Clip.mp4"), spec("clip.mp4"), spec("x.mp4", group="../../escaped"), spec("con.mp4")])
+    problems = "\n".join(caught.value.problems)
+    assert "alan_and_evelyn/clip is already built from" in problems and "whatever their case" in problems
+    assert "group: '../../escaped' cannot be a folder name" in problems
+    assert "video: the file name 'con' cannot name a sample" in problems

@@ -242,10 +242,17 @@ def load_sessions(specs: list[SessionSpec]) -> list[CheckedSession]:
     ids: dict[tuple[str, str], str] = {}
     unique = []
     for spec in specs:
-        key = (spec.group, spec.video.stem)
+        try:  # specs made in code never passed the CSV's checks: their names become folders too
+            check_group(spec.group, spec.origin or str(spec.video))
+            check_video_name(spec.video, spec.origin or str(spec.video))
+        except BuildInputError as exc:
+            problems += exc.problems
+            continue
+        # Case folded: macOS and Windows keep Clip_segment01.mp4 and clip_segment01.mp4 in one file.
+        key = (spec.group.casefold(), spec.video.stem.casefold())
         if key in ids:
             problems.append(f"{spec.origin or spec.video}: {spec.group}/{spec.video.stem} is already built from "
-                            f"{ids[key]} (video names must differ within a group)")
+                            f"{ids[key]} (video names must differ within a group, whatever their case)")
             continue
         ids[key] = spec.origin or str(spec.video)
         unique.append(spec)
