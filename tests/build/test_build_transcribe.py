@@ -13,6 +13,7 @@ from transcribe_media import extracted_audio, spoken_session
 
 from rescue.build import BuildConfig, SessionSpec, build
 from rescue.build.align import estimate_offset
+from rescue.build.chunks import read_chunks
 from rescue.build.transcribe import Chunk, merge_answers, plan_chunks
 from rescue.data.validation import validate_path
 from rescue.media import load_cues, silences
@@ -38,6 +39,7 @@ TURNS = [
     (58.5, "SPEAKER_01", "Thank you both for saying this."),
 ]
 CAST = "SPEAKER_1=Alan,SPEAKER_2=Therapist,SPEAKER_3=Evelyn"
+TRUTH = {"SPEAKER_00": "Alan", "SPEAKER_01": "Therapist", "SPEAKER_02": "Evelyn"}
 
 
 @pytest.fixture(autouse=True)
@@ -96,11 +98,17 @@ def test_a_bare_video_becomes_a_validated_draft_with_the_words_where_they_were_s
         chunks = len(timed.offsets)
         uploads = [r for r in server.requests if r.path.endswith("transcriptions")]
         assert chunks == 3 and len(uploads) == 2 * chunks  # each chunk: a 429, then its answer
+        # A speaker silent in the audio two chunks share cannot be matched across them: numbered apart, and
+        # named within its chunk ("2:SPEAKER_4=Evelyn"); the truth is the endpoint's label the record keeps.
+        record = read_chunks(transcript)
+        assert record is not None and len(record.chunks) == 3
+        per_chunk = [f"{c.number}:{label}={TRUTH[c.labels[label]]}" for c in record.chunks for label in c.unmatched]
         server.reset()
-        outcome = build(config(out, [spec(session, out, speaker_map=CAST)], server))
+        outcome = build(config(out, [spec(session, out, speaker_map=",".join([CAST, *per_chunk]))], server))
         assert not [r for r in server.requests if r.path.endswith("transcriptions")]  # the transcript is reused
     assert outcome.complete and outcome.segments
     assert validate_path(out / "draft.jsonl").errors == []
+    assert any("transcribed in 3 chunks" in note for note in outcome.notes)
     cues = load_cues(transcript)
     assert len(cues) == len(TURNS)
     assert [c.speakers for c in cues][:3] == [("SPEAKER_1",), ("SPEAKER_2",), ("SPEAKER_3",)]

@@ -13,6 +13,7 @@ import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from rescue.build.chunks import TranscriptChunks, chunk_label, read_chunks
 from rescue.data.models import GROUP_LABELS, NON_PERSON_LABELS, THERAPIST, Scenario
 from rescue.data.names import NAME_RULE, name_problem
 from rescue.data.text import clock_time, visible_text
@@ -54,6 +55,7 @@ class CheckedSession:
     cues: list[Cue]
     notes: tuple[str, ...] = ()  # what was repaired or is worth knowing (trimmed overlaps, no audio)
     split: tuple[tuple[float, str], ...] = ()  # (start in the source, message) of each half of a split line
+    chunks: TranscriptChunks | None = None  # --transcribe: the chunks the transcript was made in
 
     @property
     def stem(self) -> str:
@@ -94,12 +96,18 @@ def default_group(participants: tuple[str, ...]) -> str:
 
 def parse_speaker_map(text: str, where: str, participants: tuple[str, ...] | None) -> tuple[tuple[str, str], ...]:
     """``"Dr. Okafor=Therapist,M=Maya"`` (``;`` works too): each subtitle name and the cast name it stands for
-    (one of ``participants`` or Therapist; None: the cast varies, each session's speakers are checked later)."""
+    (one of ``participants`` or Therapist; None: the cast varies, each session's speakers are checked later).
+    ``"2:SPEAKER_1=Joel"`` names a label within one chunk of a ``--transcribe`` transcript only."""
     allowed = (*(participants or ()), THERAPIST)
     pairs, problems = [], []
     for item in (i.strip() for i in re.split(r"[;,]", text) if i.strip()):
         said, sep, meant = (part.strip() for part in item.partition("="))
-        if not sep or not said or not meant:
+        chunk, label = chunk_label(said)
+        if chunk is not None:
+            said = f"{chunk}:{label}"  # one spelling, whatever spaces surrounded the colon
+        if chunk == 0:
+            problems.append(f"{where}: speaker map: {item!r}: transcription chunks are numbered from 1")
+        elif not sep or not said or not meant:
             problems.append(f"{where}: speaker map: {item!r} is not NAME=CAST_NAME (e.g. \"Dr. Okafor=Therapist\")")
         elif participants is not None and meant not in allowed:
             problems.append(f"{where}: speaker map: {item!r}: {meant!r} is not one of {', '.join(allowed)}")
@@ -175,13 +183,64 @@ def canonical_speakers(cues: list[Cue], participants: tuple[str, ...],
     """Speaker names as the cast spells them: subtitles often write ``ALAN:`` or ``therapist:``, and a
     transcript names people its own way (``--speaker-map "Dr. Okafor=Therapist"``)."""
     by_fold = {name.casefold(): name for name in (*participants, THERAPIST)}
-    by_fold.update({said.casefold(): meant for said, meant in speaker_map})
+    by_fold.update({said.casefold(): meant for said, meant in speaker_map if chunk_label(said)[0] is None})
     out = []
     for cue in cues:
         named = tuple(dict.fromkeys(by_fold.get(s.casefold(), s) for s in cue.speakers))
         parts = tuple((by_fold.get(who.casefold(), who), text) for who, text in cue.parts)
         out.append(cue if (named, parts) == (cue.speakers, cue.parts) else replace(cue, speakers=named, parts=parts))
     return out
+
+
+def _chunked(spec: SessionSpec, cues: list[Cue], problems: list[str],
+             notes: list[str]) -> tuple[TranscriptChunks | None, list[Cue]]:
+    """A --transcribe transcript's chunk record (said in ``notes`` when there are several chunks) and its lines
+    with the chunk-qualified speaker names applied; what is wrong goes to ``problems``."""
+    chunks, found = _chunk_record(spec)
+    cues, mapped = chunk_speakers(spec, cues, chunks)
+    problems += found + mapped
+    if chunks is not None and len(chunks.chunks) > 1:
+        notes.append(chunks.describe(spec.subtitles))
+    return chunks, cues
+
+
+def _chunk_record(spec: SessionSpec) -> tuple[TranscriptChunks | None, list[str]]:
+    """The chunk record of a --transcribe transcript (None for subtitles given, or a transcript without one)."""
+    if not spec.transcribe:
+        return None, []
+    try:
+        return read_chunks(spec.subtitles), []
+    except BuildInputError as exc:
+        return None, exc.problems
+
+
+def chunk_speakers(spec: SessionSpec, cues: list[Cue], chunks: TranscriptChunks | None) -> tuple[list[Cue], list[str]]:
+    """The ``N:LABEL=NAME`` entries of the speaker map applied to the lines of chunk N (before the entries for
+    every chunk); a problem for each entry that names no chunk of the transcript or no label in its chunk."""
+    wanted: dict[tuple[int, str], tuple[str, str]] = {}
+    for said, meant in spec.speaker_map:
+        number, label = chunk_label(said)
+        if number is not None:
+            wanted[(number, label.casefold())] = (label, meant)
+    if not wanted:
+        return cues, []
+    if chunks is None:
+        return cues, [f"{spec.subtitles}: --speaker-map {n}:{label}=...: names a label within a transcription chunk, "
+                      "and this file is not a --transcribe transcript with a chunk record"
+                      for (n, _fold), (label, _meant) in wanted.items()]
+    seen: set[tuple[int, str]] = set()
+    out = []
+    for cue in cues:
+        number = chunks.of(cue.start, cue.end).number
+        named = []
+        for speaker in cue.speakers:
+            key = (number, speaker.casefold())
+            seen.add(key)
+            named.append(wanted[key][1] if key in wanted else speaker)
+        out.append(cue if tuple(named) == cue.speakers else replace(cue, speakers=tuple(dict.fromkeys(named))))
+    problems = [f"{spec.subtitles}: --speaker-map {n}:{label}=...: no line of chunk {n} is {label} (the transcript has "
+                f"{len(chunks.chunks)} chunk(s))" for (n, fold), (label, _meant) in wanted.items() if (n, fold) not in seen]
+    return out, problems
 
 
 def load_session(spec: SessionSpec) -> CheckedSession:
@@ -208,6 +267,7 @@ def load_session(spec: SessionSpec) -> CheckedSession:
             notes.append(f"{spec.subtitles}: --subs-offset {spec.subs_offset:g} moved {len(cues) - len(moved)} "
                          "line(s) before the video's start; they are left out")
         cues = moved
+    chunks, cues = _chunked(spec, cues, problems, notes)
     cues = canonical_speakers(cues, spec.participants, spec.speaker_map)
     cues, trimmed = trim_overlaps(spec.subtitles, cues, spec.overlap_tolerance)
     notes += trimmed
@@ -221,7 +281,8 @@ def load_session(spec: SessionSpec) -> CheckedSession:
             # Said first: the one fix for every line below (the transcript stays; nothing is transcribed again).
             problems.insert(0, f"{spec.subtitles}: the transcript's speakers {', '.join(unnamed)} are not in the "
                                f"cast: name them with --speaker-map \"{unnamed[0]}=NAME,...\" (names: "
-                               f"{', '.join(sorted(cast))}) or edit the file, then run the same command again")
+                               f"{', '.join(sorted(cast))}) or edit the file, then run the same command again"
+                               + (f" ({chunks.describe(spec.subtitles)})" if chunks and len(chunks.chunks) > 1 else ""))
     cues, split = split_shared_lines(spec.subtitles, cues)
     if media is not None and media.has_video and not media.has_audio:
         notes.append(f"{spec.video}: has no audio track: the clips are silent, and neither the model nor the "
@@ -231,7 +292,7 @@ def load_session(spec: SessionSpec) -> CheckedSession:
     if problems or media is None:
         # A manifest line named these files: say which, so the line can be found and fixed.
         raise BuildInputError([f"{spec.origin}: {p}" for p in problems] if spec.origin else problems)
-    return CheckedSession(spec, media, cues, tuple(notes), tuple(split))
+    return CheckedSession(spec, media, cues, tuple(notes), tuple(split), chunks)
 
 
 def load_sessions(specs: list[SessionSpec]) -> list[CheckedSession]:

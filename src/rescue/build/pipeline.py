@@ -54,6 +54,7 @@ from rescue.build.segments import (
 )
 from rescue.llm.client import DEFAULT_MAX_ANSWER_BYTES
 from rescue.llm.reliable import DEFAULT_RETRY_AFTER_CAP
+from rescue.data.text import clock_time
 from rescue.llm.secrets import redact_url
 from rescue.media import Cue, cues_in, ffmpeg_exe, get_step, scene_cuts
 from rescue.media.cut import REVIEW_CRF, ClipCutter, review_height
@@ -319,6 +320,24 @@ def _attribution_problems(item: Planned, rows: list[dict[str, Any]]) -> list[Pro
     return out
 
 
+def _chunk_problems(item: Planned, rows: list[dict[str, Any]]) -> list[Problem]:
+    """A ``primary_speaker`` problem on every row of a transcription chunk whose speaker labels the shared speech
+    could not match to the chunk before (they are numbered apart: the same person may have two labels)."""
+    chunks = item.session.chunks
+    if chunks is None:
+        return []
+    out = []
+    for chunk in (c for c in chunks.chunks if not c.reconciled):
+        for row in rows:
+            start, end = item.segment.start + row["start_time"], item.segment.start + row["end_time"]
+            if chunk.holds(start, end):
+                out.append(Problem(row_index=row["row_index"], field="primary_speaker", message=(
+                    f"transcription chunk {chunk.number} ({clock_time(chunk.own_from)}-{clock_time(chunk.own_to)} "
+                    f"in the source) could not be matched to chunk {chunk.number - 1}: its speaker labels are "
+                    f"numbered apart, so {row.get('primary_speaker')!r} may be another person; confirm the speaker")))
+    return out
+
+
 def _silent_line_problems(item: Planned, rows: list[dict[str, Any]], silent: set[int]) -> list[Problem]:
     """A problem for each line of the segment with no speech under it in the audio, on the first row over it."""
     out = []
@@ -430,7 +449,8 @@ def _transcripts(config: BuildConfig, model: Model | None, transcriber: Model | 
         assert config.transcribe is not None
         resolved = resolve_transcriber(config.transcribe, weights=config.transcribe_model,
                                        base_url=config.transcribe_base_url, api_key_env=config.transcribe_api_key_env,
-                                       language=config.language, timeout=config.timeout)
+                                       language=config.language, timeout=config.timeout,
+                                       max_answer_bytes=config.max_answer_bytes)
         if isinstance(resolved, TranscriptionModel):
             check_endpoint(resolved.endpoint)
         transcriber = resolved
@@ -573,7 +593,7 @@ def _write_outputs(config: BuildConfig, planned: list[Planned], dropped: list[Dr
     lines = []
     for item in planned:
         draft = drafts[item.sample_id]
-        extra = [*_split_problems(item, draft.rows),
+        extra = [*_split_problems(item, draft.rows), *_chunk_problems(item, draft.rows),
                  *_silent_line_problems(item, draft.rows, silent_lines.get(str(item.session.spec.video), set()))]
         if annotating:
             extra += _attribution_problems(item, draft.rows)

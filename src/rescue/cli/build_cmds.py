@@ -201,17 +201,25 @@ def _report(config: BuildConfig, outcome: BuildOutcome, say: Callable[..., objec
             err_console.print(f"[bold red]a real run would stop here:[/] {escape(outcome.key_problem)}", highlight=False)
             raise typer.Exit(EXIT_ERROR)
         return
-    if config.propose_only:
+    if config.propose_only and outcome.complete:
         return
+    if not config.propose_only and (outcome.segments or not outcome.failed):
+        _print_summary(outcome, out, say)
+    if not outcome.complete:
+        for failure in outcome.failed[:10]:
+            err_console.print(f"[yellow]failed:[/] {escape(failure)}", highlight=False)
+        if len(outcome.failed) > 10:
+            err_console.print(f"[yellow]failed:[/] ... and {len(outcome.failed) - 10} more (see {out}/build.log)",
+                              highlight=False)
+        err_console.print("[yellow]incomplete:[/] rerun the same command to continue (add --retry-errors to ask again).")
+        raise typer.Exit(EXIT_INCOMPLETE)
+
+
+def _print_summary(outcome: BuildOutcome, out: Path, say: Callable[..., object]) -> None:
     cost = f", ${outcome.cost:.4f}" if outcome.cost else ""
     say(f"{len(outcome.segments)} segment(s), {outcome.sent} request(s) sent ({outcome.cached} answered from the "
         f"cache, {outcome.reasked} re-ask(s)){cost}, {outcome.problems} open problem(s) "
         f"for review -> {out}/draft.jsonl, {out}/manifest.json", highlight=False)
-    if not outcome.complete:
-        for failure in outcome.failed[:10]:
-            err_console.print(f"[yellow]failed:[/] {failure}", highlight=False)
-        err_console.print("[yellow]incomplete:[/] rerun the same command to continue (add --retry-errors to ask again).")
-        raise typer.Exit(EXIT_INCOMPLETE)
 
 
 def _print_estimate(config, outcome, say) -> None:  # type: ignore[no-untyped-def]

@@ -111,6 +111,10 @@ class ResponseCache:
         )
         self._db.execute("DELETE FROM failures WHERE key = ?", (key,))
 
+    def forget(self, key: str) -> None:
+        """Remove the answer stored for ``key`` (nothing when there is none)."""
+        self._db.execute("DELETE FROM answers WHERE key = ?", (key,))
+
     def get_failure(self, key: str) -> tuple[str, str] | None:
         """The stored final failure of ``key`` as (status, error), None when there is none."""
         row = self._db.execute("SELECT status, error FROM failures WHERE key = ?", (key,)).fetchone()

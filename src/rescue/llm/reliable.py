@@ -231,6 +231,14 @@ class ReliableModel:
             return None
         return request_key(identity, self._settings(request), request.messages)
 
+    def forget(self, request: ChatRequest) -> None:
+        """Remove the stored answer to ``request``: one its caller refused after the model layer took it (a
+        transcript with no speech), so that the next run asks again instead of reading it back."""
+        key = self.key(request)
+        if key is not None:
+            assert self.cache is not None
+            self.cache.forget(key)
+
     async def complete(self, request: ChatRequest) -> ChatAnswer:
         """The answer to ``request``: from the cache, a failure recorded earlier, or the model (with retries);
         a request the run may no longer send (offline, a dead endpoint, a spent budget) is not sent.

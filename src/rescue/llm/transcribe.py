@@ -14,10 +14,11 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import math
 from typing import Any
 
 from rescue.llm import secrets
-from rescue.llm.client import GenerationSettings, MalformedAnswer, OpenAIModel, TransientError
+from rescue.llm.client import DEFAULT_MAX_ANSWER_BYTES, GenerationSettings, MalformedAnswer, OpenAIModel, TransientError
 from rescue.llm.providers import CredentialError, resolve_endpoint
 from rescue.llm.types import AudioPart, ChatAnswer, ChatRequest, Message, ModelBase, Usage
 
@@ -41,9 +42,15 @@ def transcription_request(audio: bytes, *, ids: tuple[str, ...] = ()) -> ChatReq
                        tag="transcribe", ids=ids)
 
 
-def read_transcription(text: str) -> dict[str, Any]:
-    """A ``verbose_json`` answer as a dict with ``segments`` (a list of objects with numeric ``start`` and
-    ``end``) and optionally ``words``; :class:`MalformedAnswer` for anything else."""
+# Servers round a chunk's last timestamps up (Whisper's 20 ms steps, a decoder's window): this much past the
+# audio's end is taken for its end; more is an answer about other audio.
+PAST_END_TOLERANCE = 1.0
+
+
+def read_transcription(text: str, seconds: float | None = None) -> dict[str, Any]:
+    """A ``verbose_json`` answer as a dict with ``segments`` (objects with finite ``start`` <= ``end`` from 0,
+    within ``seconds`` of audio where given, ``text`` a string, ``speaker`` a label) and optionally ``words``;
+    :class:`MalformedAnswer` naming the first item that is not."""
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
@@ -57,12 +64,7 @@ def read_transcription(text: str) -> dict[str, Any]:
         if not isinstance(items, list):
             raise MalformedAnswer(f"{field} is a {type(items).__name__}, not a list")
         for n, item in enumerate(items):
-            if not isinstance(item, dict):
-                raise MalformedAnswer(f"{field}[{n}] is not an object")
-            for key in ("start", "end"):
-                value = item.get(key)
-                if isinstance(value, bool) or not isinstance(value, (int, float)):
-                    raise MalformedAnswer(f"{field}[{n}].{key} is {value!r}, not seconds")
+            _check_item(f"{field}[{n}]", item, seconds)
     if data.get("segments") is None:
         if not isinstance(data.get("text"), str):
             raise MalformedAnswer("the transcription has neither segments nor text")
@@ -71,12 +73,43 @@ def read_transcription(text: str) -> dict[str, Any]:
     return data
 
 
+def _check_item(where: str, item: Any, seconds: float | None) -> None:
+    """A segment or word: its times seconds into the audio it answers, its text and speaker what they say."""
+    if not isinstance(item, dict):
+        raise MalformedAnswer(f"{where} is not an object")
+    times = []
+    for key in ("start", "end"):
+        value = item.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise MalformedAnswer(f"{where}.{key} is {_shown(value)}, not seconds")
+        if not math.isfinite(value) or value < 0:
+            raise MalformedAnswer(f"{where}.{key} is {_shown(value)}: not a time in the audio")
+        if seconds is not None and value > seconds + PAST_END_TOLERANCE:
+            raise MalformedAnswer(f"{where}.{key} is {value:g} s, past the end of the {seconds:g} s of audio sent")
+        times.append(float(value))
+    if times[1] < times[0]:
+        raise MalformedAnswer(f"{where} ends ({times[1]:g} s) before it starts ({times[0]:g} s)")
+    for key in ("text", "word"):
+        if item.get(key) is not None and not isinstance(item[key], str):
+            raise MalformedAnswer(f"{where}.{key} is a {type(item[key]).__name__}, not text")
+    speaker = item.get("speaker")
+    if speaker is not None and (isinstance(speaker, bool) or not isinstance(speaker, (str, int))):
+        raise MalformedAnswer(f"{where}.speaker is a {type(speaker).__name__}, not a label")
+
+
+def _shown(value: Any) -> str:
+    """A value for a message, cut short (an answer can hold anything)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 class TranscriptionModel(OpenAIModel):
     """A transcription model behind an OpenAI-compatible ``/audio/transcriptions`` endpoint."""
 
     def __init__(self, endpoint: Any, *, language: str | None = None, timeout: float = 600.0,
-                 name: str | None = None):
-        super().__init__(endpoint, GenerationSettings(json_mode=False, timeout=timeout), name=name)
+                 name: str | None = None, max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES):
+        super().__init__(endpoint, GenerationSettings(json_mode=False, timeout=timeout,
+                                                      max_answer_bytes=max_answer_bytes), name=name)
         self.language = language
 
     def cache_settings(self) -> dict[str, Any]:
@@ -93,18 +126,20 @@ class TranscriptionModel(OpenAIModel):
             form["language"] = self.language
         try:
             async with asyncio.timeout(self.settings.timeout):
-                response = await client.post("audio/transcriptions", data=form,
-                                             files={"file": ("audio.wav", audio.data, audio.mime)})
+                async with client.stream("POST", "audio/transcriptions", data=form,
+                                         files={"file": ("audio.wav", audio.data, audio.mime)}) as response:
+                    status, headers = response.status_code, response.headers
+                    raw = await self._read(response, False)  # within --max-answer-bytes, never all of a huge body
         except (TimeoutError, httpx.HTTPError) as exc:
             return self._transport_failure(exc)
-        raw = response.content
-        if len(raw) > self.settings.max_answer_bytes:
-            return self._too_large(len(raw))
-        if response.status_code != 200:
-            return self._status_error(response.status_code, raw, response.headers)
+        if isinstance(raw, ChatAnswer):
+            return raw
+        assert isinstance(raw, bytes)
+        if status != 200:
+            return self._status_error(status, raw, headers)
         text = raw.decode("utf-8", errors="replace")
         try:
-            data = read_transcription(text)
+            data = read_transcription(text, wav_seconds(audio.data) or None)
         except MalformedAnswer as exc:
             if not text.strip():
                 raise TransientError("empty_answer", "the transcription is empty") from None
@@ -158,12 +193,18 @@ class LocalWhisper(ModelBase):
     async def complete(self, request: ChatRequest) -> ChatAnswer:
         data = audio_of(request).data
         text = await asyncio.to_thread(self._transcribe, data)
-        return ChatAnswer(text, "ok", "", Usage(audio_seconds=wav_seconds(data)), {})
+        seconds = wav_seconds(data)
+        try:
+            read_transcription(text, seconds or None)  # the same checks as a server's answer, before it is cached
+        except MalformedAnswer as exc:
+            return OpenAIModel._malformed(exc)
+        return ChatAnswer(text, "ok", "", Usage(audio_seconds=seconds), {})
 
 
 def resolve_transcriber(spec: str, *, weights: str | None = None, base_url: str | None = None,
                         api_key_env: str | None = None, language: str | None = None, timeout: float = 600.0,
-                        need_key: bool = True) -> ModelBase | TranscriptionModel:
+                        need_key: bool = True,
+                        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES) -> ModelBase | TranscriptionModel:
     """The transcription model ``--transcribe SPEC`` names: a preset (``openai/whisper-1``,
     ``groq/whisper-large-v3``), any id with ``base_url``, or ``local/faster-whisper`` with ``weights``."""
     if spec == LOCAL_WHISPER:
@@ -176,4 +217,4 @@ def resolve_transcriber(spec: str, *, weights: str | None = None, base_url: str 
                                   "(pip install 'rescue-bench[transcribe]')") from None
         return LocalWhisper(weights, language=language)
     endpoint = resolve_endpoint(spec, base_url=base_url, api_key_env=api_key_env, need_key=need_key)
-    return TranscriptionModel(endpoint, language=language, timeout=timeout)
+    return TranscriptionModel(endpoint, language=language, timeout=timeout, max_answer_bytes=max_answer_bytes)

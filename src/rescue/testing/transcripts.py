@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import wave
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rescue.testing.openai_server import Reply, ScriptResult, verbose_json
@@ -52,11 +52,15 @@ def locate(full: bytes, chunk: bytes) -> int | None:
 class TimedWords:
     """The script: ``TimedWords(wav_bytes, words, diarize=True)``; ``requests`` counts the chunks answered."""
 
-    def __init__(self, wav: bytes, words: list[PlacedWord], *, diarize: bool = True, segment_gap: float = 0.6):
+    def __init__(self, wav: bytes, words: list[PlacedWord], *, diarize: bool = True, segment_gap: float = 0.6,
+                 per_request: bool = False):
         self.pcm, self.rate = read_pcm(wav)
         self.words = sorted(words, key=lambda w: w.start)
         self.diarize = diarize
         self.segment_gap = segment_gap
+        # As pyannote-based servers do: speakers numbered per request (SPEAKER_00 is whoever speaks first in
+        # this chunk), so one label names different people in different chunks.
+        self.per_request = per_request
         self.offsets: list[float] = []
 
     def __call__(self, body: dict[str, Any]) -> ScriptResult:
@@ -70,6 +74,10 @@ class TimedWords:
         offset = offset_samples / rate
         self.offsets.append(offset)
         inside = [w for w in self.words if w.start >= offset - 1e-6 and w.end <= offset + duration + 1e-6]
+        if self.per_request:
+            order = list(dict.fromkeys(w.speaker for w in inside if w.speaker is not None))
+            inside = [replace(w, speaker=None if w.speaker is None else f"SPEAKER_{order.index(w.speaker):02d}")
+                      for w in inside]
         words = [{"word": w.word, "start": round(w.start - offset, 3), "end": round(w.end - offset, 3)}
                  for w in inside]
         segments: list[dict[str, Any]] = []
