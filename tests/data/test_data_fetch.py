@@ -101,6 +101,29 @@ def test_progress_is_reported_in_bytes(served, tmp_path):
     assert result.report.samples[0].sample_id == "demo_couple_riley_and_sam/001_session"
 
 
+class _AnyPath(http.server.BaseHTTPRequestHandler):
+    """The demo data at every path, whatever the URL spells (issue 33 item 5: the URL's last part names the file)."""
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server hook's name
+        body = demo_path().read_bytes()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("tail", ["a/%2e%2e", "%2e%2e", "con", "a%0ab.jsonl", "%1b%5b2J.jsonl", "", "x" * 300])
+def test_a_url_whose_last_part_cannot_be_a_file_name_gets_the_default_name(tmp_path, tail):
+    dest = tmp_path / "data" / "release"
+    for base in _serve(_AnyPath):
+        result = fetch.fetch_release(dest, url=f"{base}/{tail}", expected_samples=4)
+    assert result.path == dest / fetch.DEFAULT_NAME and result.path.is_file()
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["data", "release", fetch.DEFAULT_NAME]
+
+
 def test_the_official_url_must_hold_191_samples(served, tmp_path):
     base, _ = served
     with pytest.raises(fetch.FetchError, match=r"holds 4 valid samples, expected 191"):

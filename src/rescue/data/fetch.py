@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rescue.atomic import atomic_output
+from rescue.data.names import name_problem
 from rescue.errors import FetchError as FetchError, NoNetworkError as NoNetworkError
 
 if TYPE_CHECKING:  # httpx and the validation are imported when a download starts: `rescue --help` stays fast
@@ -84,6 +85,9 @@ def download(
     return sha256, size
 
 
+DEFAULT_NAME = "release.jsonl"
+
+
 def fetch_release(
     dest_dir: Path = DEFAULT_DEST,
     *,
@@ -101,8 +105,9 @@ def fetch_release(
 
     from rescue.data.validation import validate_path
 
-    name = Path(httpx.URL(url).path).name or "release.jsonl"
-    path = dest_dir / name
+    # The URL's last part names the file unless it cannot ("%2e%2e", "con", a newline): then the default name.
+    name = Path(httpx.URL(url).path).name
+    path = dest_dir / (name if name_problem(name, max_length=200) is None else DEFAULT_NAME)
     sha256, size = download(url, path, expected_sha256=expected_sha256, progress=progress)
     report = validate_path(path)
     result = FetchResult(path, sha256, size, report)
