@@ -137,6 +137,12 @@ def test_every_client_verifies_servers_with_one_shared_tls_context():
         try:
             pools = [client._transport._pool for client in clients]
             assert all(pool._ssl_context is context for pool in pools)
+
+            async def chat_sessions():  # the chat requests' aiohttp sessions, made in a running loop
+                return [model._session() for model in models]
+
+            sessions = asyncio.run(chat_sessions())
+            assert all(session.connector._ssl is context for session in sessions)
         finally:
             for model in models:
                 asyncio.run(model.aclose())

@@ -24,6 +24,7 @@ import asyncio
 import dataclasses
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -391,6 +392,51 @@ class _StreamRefusal(Exception):
     """A content-filter error sent inside a stream."""
 
 
+# Response headers the chat client reads: a larger header, or more of them, is an endpoint to fix, not a fault to
+# retry (real providers send 20-40 headers of well under 1 KiB).
+MAX_HEADER_BYTES = 64 * 1024
+MAX_HEADERS = 256
+_HEADER_LIMIT_MARKERS = re.compile(r"too long|too many headers|got more than", re.IGNORECASE)
+
+
+def _chat_url(base_url: str) -> str:
+    """``{base_url}/chat/completions``, the base's query (Azure's api-version) kept after the path; user info is
+    left out, as the key goes in the Authorization header (an aiohttp request cannot carry both)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(base_url)
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/") + "/chat/completions", parts.query, ""))
+
+
+def _encode(body: dict[str, Any]) -> bytes:
+    """The request body as JSON bytes (compact, as httpx sent it); a lone surrogate in a prompt goes out escaped."""
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(body, separators=(",", ":"), allow_nan=False).encode("ascii")
+
+
+def _env_proxy(url: str) -> dict[str, Any]:
+    """The proxy the environment names for ``url`` (HTTP_PROXY, HTTPS_PROXY, NO_PROXY), as the arguments of an
+    aiohttp request; none: empty."""
+    from aiohttp.helpers import get_env_proxy_for_url
+    from yarl import URL
+
+    try:
+        proxy, auth = get_env_proxy_for_url(URL(url))
+    except LookupError:
+        return {}
+    return {"proxy": proxy, "proxy_auth": auth}
+
+
+def _is_aiohttp_error(exc: Exception) -> bool:
+    import aiohttp
+
+    return isinstance(exc, aiohttp.ClientError)
+
+
 class OpenAIModel:
     """One model behind an OpenAI-compatible ``/chat/completions`` endpoint."""
 
@@ -415,6 +461,9 @@ class OpenAIModel:
         self._clients: set[Any] = set()
         # Set when the endpoint rejects response_format once: later requests go without it.
         self._json_mode_rejected = False
+        self._http: Any = None  # the aiohttp session of chat requests
+        self._proxy: dict[str, Any] = {}  # proxy and proxy_auth from the environment (HTTPS_PROXY, NO_PROXY ...)
+        self._url = _chat_url(endpoint.base_url)
 
     # The identity the cache keys on: where the model lives, not how this process reaches it.
     @property
@@ -457,6 +506,9 @@ class OpenAIModel:
         clients, self._clients, self._free_clients = self._clients, set(), []
         for client in clients:
             await client.aclose()
+        session, self._http = self._http, None
+        if session is not None:
+            await session.close()
 
     def _body(self, request: ChatRequest) -> dict[str, Any]:
         overrides = request.overrides()
@@ -489,22 +541,52 @@ class OpenAIModel:
 
     async def complete(self, request: ChatRequest) -> ChatAnswer:
         """Send one chat completion request; an answer or a failure, never an exception for an endpoint's error."""
-        client = self._take_client()
-        try:
-            return await self._complete_with(client, request)
-        finally:
-            self._give_back(client)
+        if type(self)._complete_with is not OpenAIModel._complete_with:
+            # A subclass that sends a request of its own (transcription's multipart upload) does so over httpx.
+            client = self._take_client()
+            try:
+                return await self._complete_with(client, request)
+            finally:
+                self._give_back(client)
+        return await self._chat(request)
 
     async def _complete_with(self, client: Any, request: ChatRequest) -> ChatAnswer:
-        import httpx
+        """One request over ``client`` (an httpx client): what subclasses that send their own request override."""
+        return await self._chat(request)
+
+    def _session(self) -> Any:
+        """The aiohttp session every chat request of this model goes through (made on first use, in the running
+        event loop): of the HTTP stacks measured on rescue's own requests it costs the least CPU per request
+        (benchmarks/README.md, (a)), about a third of httpx's. Its connector has no limit of its own: the
+        limiter decides how many requests are in flight, and idle connections are kept for the next."""
+        if self._http is None or self._http.closed:
+            import aiohttp
+
+            connector = aiohttp.TCPConnector(limit=0, ssl=tls_context(), keepalive_timeout=30)
+            # The environment's proxy is looked up once here: with trust_env aiohttp looks it up, and reads
+            # ~/.netrc, in a worker thread for every request (two thread hops a request, and a netrc entry for
+            # the host would clash with the Bearer header).
+            self._proxy = _env_proxy(self._url)
+            self._http = aiohttp.ClientSession(
+                connector=connector, trust_env=False, auto_decompress=True,
+                timeout=aiohttp.ClientTimeout(total=None),  # the whole request is bounded by asyncio.timeout
+                headers={"Authorization": f"Bearer {self.endpoint.api_key}", "Accept": "application/json",
+                         "Content-Type": "application/json"},
+                max_line_size=MAX_HEADER_BYTES, max_field_size=MAX_HEADER_BYTES, max_headers=MAX_HEADERS)
+        return self._http
+
+    async def _chat(self, request: ChatRequest) -> ChatAnswer:
+        import aiohttp
 
         body = self._body(request)
         try:
             async with asyncio.timeout(self.settings.timeout):  # the whole stream, not each chunk
-                async with client.stream("POST", "chat/completions", json=body) as response:
-                    status, headers = response.status_code, response.headers
+                # No redirects, as before: a provider answering 3xx to a POST is an error to see, not to follow.
+                async with self._session().post(self._url, data=_encode(body), allow_redirects=False,
+                                                **self._proxy) as response:
+                    status, headers = response.status, response.headers
                     read = await self._read(response, bool(body.get("stream")))
-        except (TimeoutError, httpx.HTTPError) as exc:
+        except (TimeoutError, aiohttp.ClientError) as exc:
             return self._transport_failure(exc)
         if isinstance(read, ChatAnswer):
             return read
@@ -520,11 +602,11 @@ class OpenAIModel:
         if declared is not None and declared.isdigit() and int(declared) > limit:
             return self._too_large(int(declared))
         events: _StreamReader | None = None
-        if response.status_code == 200 and stream and "text/event-stream" in response.headers.get("content-type", ""):
+        if response.status == 200 and stream and "text/event-stream" in response.headers.get("content-type", ""):
             events = _StreamReader()
         chunks: list[bytes] = []
         size = 0
-        async for chunk in response.aiter_bytes():
+        async for chunk in response.content.iter_any():
             size += len(chunk)
             if size > limit:
                 return self._too_large(size, more=True)
@@ -563,6 +645,8 @@ class OpenAIModel:
         an answer that says why no retry helps. Shared by every request this client makes (chat, transcription)."""
         import httpx
 
+        if _is_aiohttp_error(exc):
+            return self._aiohttp_failure(exc)
         try:
             raise exc
         except TimeoutError:
@@ -582,6 +666,23 @@ class OpenAIModel:
             detail = str(exc) or type(exc).__name__
             raise TransientError("connection", secrets.clip(f"{type(exc).__name__}: {detail} ({self.cache_identity})",
                                                             ERROR_CHARS)) from None
+
+    def _aiohttp_failure(self, exc: Exception) -> ChatAnswer:
+        """What an aiohttp error means: headers it will not read are an answer (the same on every retry), every
+        other failure to connect, send or read is a transient fault."""
+        import aiohttp
+
+        if isinstance(exc, aiohttp.ClientResponseError) and _HEADER_LIMIT_MARKERS.search(str(exc.message)):
+            return ChatAnswer(None, "request_error",
+                              f"response_headers_too_large: the endpoint's response headers are larger than the HTTP "
+                              f"client accepts (at most {MAX_HEADERS} headers of {MAX_HEADER_BYTES // 1024} KiB "
+                              f"each: {secrets.clip(str(exc.message), 120)}); not retried",
+                              meta={"error_class": "response_headers_too_large"})
+        if isinstance(exc, aiohttp.ServerTimeoutError):
+            raise TransientError("timeout", f"no complete answer within {self.settings.timeout:g} s") from None
+        detail = str(exc) or type(exc).__name__
+        raise TransientError("connection", secrets.clip(f"{type(exc).__name__}: {detail} ({self.cache_identity})",
+                                                        ERROR_CHARS)) from None
 
     @staticmethod
     def _malformed(exc: MalformedAnswer) -> ChatAnswer:

@@ -8,6 +8,7 @@ read is a recorded failure, never a silent default.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -74,6 +75,17 @@ def label_key(text: str) -> str:
     return _NON_ALNUM.sub("_", text.casefold()).strip("_")
 
 
+@functools.lru_cache(maxsize=1024)
+def _label_table(labels: tuple[str, ...], synonyms: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """Every spelling key of a closed set and its synonyms -> the canonical label. Built once per set: a ranking
+    answer reads up to a dozen labels against the same few sets (label_key ran 48 times per answer)."""
+    table = {label_key(label): label for label in labels}
+    for alias, canonical in synonyms:
+        if canonical in labels:
+            table.setdefault(label_key(alias), canonical)
+    return table
+
+
 def normalize_label(value: Any, labels: list[str], synonyms: Mapping[str, str] | None = None) -> str:
     """The member of ``labels`` that ``value`` names, or :class:`AnswerError`.
 
@@ -83,10 +95,7 @@ def normalize_label(value: Any, labels: list[str], synonyms: Mapping[str, str] |
     """
     if not isinstance(value, str) or not value.strip():
         raise AnswerError(f"expected a label, got {value!r}")
-    table = {label_key(label): label for label in labels}
-    for alias, canonical in (synonyms or {}).items():
-        if canonical in labels:
-            table.setdefault(label_key(alias), canonical)
+    table = _label_table(tuple(labels), tuple(synonyms.items()) if synonyms else ())
     for text in (value, _GLOSS.sub("", value)):
         found = table.get(label_key(text))
         if found is not None:
