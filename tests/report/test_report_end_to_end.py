@@ -77,7 +77,8 @@ def test_report_writes_every_artifact(report_dir):
 def test_a_full_report_draws_every_figure_and_inlines_them(runs, tmp_path):
     needs_extra("plot")
     out = tmp_path / "report"
-    result = CliRunner().invoke(app, ["report", str(runs[0]), str(runs[1]), "--out", str(out), "--bootstrap", "50"])
+    result = CliRunner().invoke(app, ["report", str(runs[0]), str(runs[1]), "--out", str(out), "--bootstrap", "50",
+                                      "--figure-formats", "svg,pdf"])
     assert result.exit_code == 0, result.output
     for name in ("rpp_position", "scores", "rpp_transitions_gold_couple", "rpp_gold_position_couple",
                  "ssp_preference_couple"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -69,5 +70,36 @@ def test_with_matplotlib_the_figures_are_drawn(tmp_path: Path):
                                     "--quiet"])
     assert done.exit_code == 0, done.output
     drawn = {p.name for p in (out / "figures").iterdir()}
-    assert drawn == {"scores.png", "scores.svg", "scores.pdf"}
-    assert "data:image/png;base64," in (out / "report.html").read_text(encoding="utf-8")  # inlined in the page
+    assert drawn == {"scores.png"}  # the page's format only, unless more are asked for (issue 34 item 5)
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "data:image/png;base64," in page and "scores.svg" not in page  # inlined; no link to a file not drawn
+    both = tmp_path / "both"
+    done = CliRunner().invoke(app, ["report", str(run), "--out", str(both), "--bootstrap", "20", "--figures",
+                                    "--figure-formats", "pdf, SVG,pdf", "--quiet"])
+    assert done.exit_code == 0, done.output
+    assert {p.name for p in (both / "figures").iterdir()} == {"scores.png", "scores.svg", "scores.pdf"}
+    assert 'href="figures/scores.svg"' in (both / "report.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("formats", ["jpeg", "png,eps", "svg;pdf"])
+def test_an_unknown_figure_format_is_refused_before_any_work(tmp_path: Path, formats: str):
+    from _cli import invoke_main
+
+    done = invoke_main(["report", str(tmp_path / "no-run"), "--out", str(tmp_path / "report"),
+                        "--figure-formats", formats])
+    assert done.exit_code == 2 and "--figure-formats" in done.output and not (tmp_path / "report").exists()
+
+
+def test_the_report_imports_scipy_and_matplotlib_only_to_use_them():
+    """Issue 34 item 5: building the report module loads neither; pyplot is never loaded (figures are drawn
+    without it)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, rescue.report.build, rescue.report.significance; "
+            "print(sorted(m for m in ('scipy', 'scipy.stats', 'matplotlib', 'matplotlib.pyplot') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    if importlib.util.find_spec("matplotlib") is not None:
+        code = "import sys, rescue.report.figures; print('matplotlib.pyplot' in sys.modules)"
+        assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"

@@ -46,6 +46,9 @@ def report(
         "--figures/--no-figures", help="Draw the figures (PNG, SVG, PDF). They need matplotlib, the 'plot' extra; "
         "by default they are drawn when it is installed and a note says how to get it when not. --figures "
         "makes a missing extra an error.", show_default=False)] = None,
+    figure_formats: Annotated[str, typer.Option(
+        "--figure-formats", help="The figures' formats under figures/, comma-separated: png (always: the page "
+        "inlines it), svg, pdf. Each format is another drawing of every figure.")] = "png",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
     split: SplitOption = None,
     splits: SplitsFileOption = DEFAULT_SPLITS_FILE,
@@ -54,7 +57,7 @@ def report(
     figures and a self-contained HTML report, from one or more run directories."""
     from rescue.files import check_out_folder
     from rescue.report.bootstrap import CLUSTERS
-    from rescue.report.build import ReportOptions, build_report
+    from rescue.report.build import ReportOptions, build_report, figure_format_list
     from rescue.report.runs import ReportError
 
     check_out_folder(out)
@@ -63,13 +66,15 @@ def report(
     from rescue.report.reference import check_reference
 
     check_reference(reference)
+    formats = figure_format_list(figure_formats)
 
     def progress(message: str) -> None:
         err_console.print(f"[dim]{message}[/]", highlight=False)
 
     options = ReportOptions(n_resamples=bootstrap, seed=seed, level=level, alpha=alpha, context_rows=context_rows,
                             html=html, cluster=cluster, groups=groups, allow_mixed=allow_mixed, reference=reference,
-                            figures=figures, progress=None if quiet else progress, split=split, splits=splits)
+                            figures=figures, figure_formats=formats, progress=None if quiet else progress,
+                            split=split, splits=splits)
     result = build_report(run_dirs, out, data=data, options=options)
     if result.reference:
         _print_reference(result.reference)

@@ -13,8 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -33,6 +32,7 @@ from rescue.report.comparability import Comparability, ComparabilityError, check
 from rescue.report.comparisons import Comparison, compare_systems, comparisons_csv, comparisons_markdown
 from rescue.report.failures import FailureRow, failure_rows, failures_markdown, failures_table
 from rescue.report.html import (
+    FIGURE_FORMATS,
     Figure,
     HtmlTable,
     comparison_tables,
@@ -57,6 +57,9 @@ from rescue.report.recompute import Aggregates, registry_aggregates
 from rescue.report.video_gain import gains_csv, gains_markdown, gains_table, video_gains
 from rescue.tasks import TASK_NAMES
 
+if TYPE_CHECKING:
+    from rescue.report.figures import Plots
+
 DEMO_MARKERS = ("", "demo", "<demo>")
 
 
@@ -75,6 +78,7 @@ class ReportOptions:
     allow_mixed: bool = False  # show runs that are not comparable side by side instead of refusing
     reference: str | None = None  # "paper": the published numbers as reference rows and a reproduction section
     figures: bool | None = None  # None: draw them when matplotlib (the plot extra) is installed; True: require it
+    figure_formats: tuple[str, ...] = ("png",)  # PNG (the page inlines it) and any of FIGURE_FORMATS asked for
     progress: Callable[[str], None] | None = None  # told each step as it starts
     split: str | None = None  # only the records of this split of the ``splits`` file (rescue splits)
     splits: Path = Path("splits.json")
@@ -159,8 +163,9 @@ TRANSITION_NOTE = ("Row-normalised % of consecutive labelled rows. The diagonal 
                    "a label followed by itself is not counted as a transition.")
 
 
-def plotting(wanted: bool | None) -> tuple[ModuleType | None, str | None]:
-    """The figures module, or None and why: figures need matplotlib, the ``plot`` extra.
+def plotting(wanted: bool | None, formats: Sequence[str] = ("png",)) -> tuple[Plots | None, str | None]:
+    """The report's figures, drawn as PNG and the other ``formats`` (svg, pdf), or None and why: figures need
+    matplotlib, the ``plot`` extra.
 
     ``wanted`` None draws figures when matplotlib is installed and says how to get them when not; True makes
     a missing matplotlib an error (before any work); False draws none.
@@ -176,7 +181,17 @@ def plotting(wanted: bool | None) -> tuple[ModuleType | None, str | None]:
         if wanted:
             raise ReportError(f"--figures: {why}, or pass --no-figures") from None
         return None, f"no figures: {why}"
-    return figures, None
+    return figures.Plots(tuple(formats)), None
+
+
+def figure_format_list(text: str) -> tuple[str, ...]:
+    """``--figure-formats``: PNG first (the page inlines it), then the others named, each once."""
+    named = [part.strip().lower() for part in text.split(",") if part.strip()]
+    unknown = [fmt for fmt in named if fmt not in FIGURE_FORMATS]
+    if unknown:
+        raise ReportError(f"--figure-formats {text!r}: unknown {', '.join(unknown)}; choose from "
+                          f"{', '.join(FIGURE_FORMATS)}")
+    return tuple(dict.fromkeys(["png", *named]))
 
 
 FAILED_MARK = "REPORT-FAILED.txt"
@@ -279,7 +294,7 @@ class _Sections:
 def _build(run_dirs: Sequence[str | Path], out_dir: Path, stage: Path, staged: list[str], data: Path | None,
            options: ReportOptions) -> ReportOutput:
     result = ReportOutput(out_dir)
-    plots, no_plots = plotting(options.figures)
+    plots, no_plots = plotting(options.figures, options.figure_formats)
     if options.reference:  # checked with every other input, before any file is made
         from rescue.report import reference
 
@@ -407,7 +422,7 @@ def _write_reference(report: _Staging, systems: Sequence[System], board: Leaderb
     return reproduction
 
 
-def _score_figures(sections: _Sections, board: Leaderboard, plots: ModuleType | None, options: ReportOptions) -> None:
+def _score_figures(sections: _Sections, board: Leaderboard, plots: Plots | None, options: ReportOptions) -> None:
     """Bar charts of the pooled scores, one for right/wrong tasks and one for graded tasks."""
     unit = "session groups" if options.cluster == "group" else "samples"
     closed = [c.id for c in HEADLINE if c.scale == 100.0]
@@ -425,7 +440,7 @@ def _score_figures(sections: _Sections, board: Leaderboard, plots: ModuleType | 
 
 
 def _write_analyses(report: _Staging, sections: _Sections, systems: Sequence[System], lengths: dict[str, int],
-                    plots: ModuleType | None) -> None:
+                    plots: Plots | None) -> None:
     """The paper's analyses, for every task that declares them (RPP: position and per label; SSP: preference),
     then the gold distributions and the confusion matrices."""
     for task in [t for t in analyses.tasks_with("position") if any(s.task_records(t) for s in systems)]:
@@ -453,7 +468,7 @@ def _write_analyses(report: _Staging, sections: _Sections, systems: Sequence[Sys
 
 
 def _write_positions(report: _Staging, sections: _Sections, systems: Sequence[System], lengths: dict[str, int],
-                     plots: ModuleType | None, task: str) -> None:
+                     plots: Plots | None, task: str) -> None:
     name = task.upper()
     by_position = analyses.accuracy_by_position(systems, lengths, task)
     report.write(f"analyses/{task}_accuracy_by_position.csv", by_position.to_csv(index=False))
@@ -472,7 +487,7 @@ def _write_positions(report: _Staging, sections: _Sections, systems: Sequence[Sy
                                            plots.stacked_shares(part, title)))
 
 
-def _write_transitions(report: _Staging, sections: _Sections, systems: Sequence[System], plots: ModuleType | None,
+def _write_transitions(report: _Staging, sections: _Sections, systems: Sequence[System], plots: Plots | None,
                        task: str) -> None:
     for (source, scenario), matrix in analyses.transitions(systems, task).items():
         key = f"{task}_transitions_{_slug(source)}_{scenario}"
@@ -498,7 +513,7 @@ def _write_per_label(report: _Staging, sections: _Sections, systems: Sequence[Sy
                                         "Accuracy = share of the label's instances predicted top-1 (its recall)."))
 
 
-def _write_preferences(report: _Staging, sections: _Sections, systems: Sequence[System], plots: ModuleType | None,
+def _write_preferences(report: _Staging, sections: _Sections, systems: Sequence[System], plots: Plots | None,
                        task: str) -> None:
     preferences = analyses.preferences(systems, task)
     if preferences.empty:

@@ -26,17 +26,23 @@ from rescue.report.runs import System
 from rescue.tasks import TASK_NAMES
 
 
+# A figure's formats: PNG always (the page inlines it), SVG and PDF when a report asks (--figure-formats).
+FIGURE_FORMATS = ("png", "svg", "pdf")
+
+
 @dataclass(frozen=True)
 class Rendered:
-    """One figure drawn three ways: PNG (inlined in the page), SVG and PDF (written beside it, for papers)."""
+    """One figure as PNG (inlined in the page) and, when the report asked for them, SVG and PDF (written beside
+    it, for papers)."""
 
     png: bytes
-    svg: bytes
-    pdf: bytes
+    svg: bytes | None = None
+    pdf: bytes | None = None
 
     def files(self) -> dict[str, bytes]:
-        """The figure's bytes by format (png, svg, pdf)."""
-        return {"png": self.png, "svg": self.svg, "pdf": self.pdf}
+        """The figure's bytes by format (png, then svg and pdf when drawn)."""
+        drawn = {"png": self.png, "svg": self.svg, "pdf": self.pdf}
+        return {fmt: content for fmt, content in drawn.items() if content is not None}
 
 
 @dataclass
@@ -45,7 +51,7 @@ class Figure:
 
     key: str  # file stem under figures/
     title: str
-    image: Rendered  # PNG (inlined here), SVG and PDF (written beside it)
+    image: Rendered  # PNG (inlined here), SVG and PDF when asked (written beside it)
     caption: str = ""
 
     @property

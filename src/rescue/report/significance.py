@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy.stats import binomtest, chi2
-
 from rescue.data.groups import SessionGroups
 from rescue.report.bootstrap import DEFAULT_CLUSTER, cluster_of, pair_records
 from rescue.report.outcomes import is_correct
@@ -50,7 +48,12 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> McNemarResult:
     both = sum(1 for x, y in zip(a, b) if x and y)
     neither = len(a) - only_a - only_b - both
     discordant = only_a + only_b
-    p_value = 1.0 if discordant == 0 else float(binomtest(only_a, discordant, 0.5).pvalue)
+    if discordant == 0:
+        return McNemarResult(only_a, only_b, both, neither, 1.0)
+    # scipy.stats (about 0.4 s of imports) only when a test is computed: a report of one system has none.
+    from scipy.stats import binomtest
+
+    p_value = float(binomtest(only_a, discordant, 0.5).pvalue)
     return McNemarResult(only_a, only_b, both, neither, p_value)
 
 
@@ -63,6 +66,8 @@ def clustered_mcnemar(a: Sequence[bool], b: Sequence[bool], clusters: Sequence[s
     spread = sum(v * v for v in balance.values())
     if spread == 0:
         return 1.0
+    from scipy.stats import chi2
+
     return float(chi2.sf(total * total / spread, df=1))
 
 
