@@ -248,6 +248,12 @@ class RunInterrupted(RunError):
     exit_code = EXIT_INTERRUPTED
 
 
+class RunTerminated(RunInterrupted):
+    """SIGTERM: what was saved, and how to continue."""
+
+    exit_code = EXIT_TERMINATED
+
+
 class BertScoreInterrupted(RescueError):
     """Ctrl-C during BERTScore: the run writes its results marked incomplete, then stops."""
 

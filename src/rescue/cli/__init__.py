@@ -6,14 +6,16 @@ import functools
 import gc
 import importlib
 import os
+import signal
 import sys
 import threading
+from types import FrameType
 from typing import Any
 
 from rich.markup import escape
 
 from rescue.cli.app import app, err_console
-from rescue.errors import EXIT_ERROR, RescueError, exit_code
+from rescue.errors import EXIT_ERROR, RescueError, Terminated, exit_code
 from rescue.data.text import visible_text
 
 # Each module registers its commands on `app` when imported.
@@ -31,14 +33,16 @@ def main() -> None:
     """The ``rescue`` command: run the CLI with the collector tuned for a long-lived process, errors as messages."""
     gc.freeze()
     gc.set_threshold(10_000, 10, 10)
+    previous = signal.signal(signal.SIGTERM, _terminate) if threading.current_thread() is threading.main_thread() \
+        else None
     try:
         command()()
     except RescueError as exc:
         err_console.print(f"[bold red]error:[/] {escape(visible_lines(str(exc)))}", highlight=False, soft_wrap=True)
         _exit(exit_code(exc))
-    except KeyboardInterrupt:
-        err_console.print("interrupted.", highlight=False)
-        sys.exit(exit_code(KeyboardInterrupt()))
+    except (KeyboardInterrupt, Terminated) as stop:
+        err_console.print("terminated (SIGTERM)." if isinstance(stop, Terminated) else "interrupted.", highlight=False)
+        sys.exit(exit_code(stop))
     except Exception as exc:
         if not isinstance(exc, OSError) and type(exc).__module__ != "sqlite3":
             raise
@@ -49,6 +53,19 @@ def main() -> None:
         err_console.print(f"[bold red]error:[/] {escape(visible_lines(environment_error(exc)))}", highlight=False,
                           soft_wrap=True)
         _exit(EXIT_ERROR)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM (``timeout``, a scheduler) ends every command as Ctrl-C does: the ``finally`` blocks run
+    (temporaries removed, locks released), children are killed, exit 143. A run stops cleanly instead
+    (rescue.engine.stop); a build's children are ended by rescue.proc, which takes SIGTERM while it works."""
+    children = sys.modules.get("rescue.proc")  # not imported at start-up: it costs `rescue --help` 0.1 s
+    if children is not None:
+        children.kill_children(stopping=True)
+    raise Terminated()
 
 
 def command() -> Any:

@@ -8,7 +8,7 @@ it really has open. A pair whose task is graded by a judge is graded as soon as 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,6 +79,9 @@ class Execution:
     # Samples do not change during a run, so every task and model renders from one row cache.
     rows: RowCache = field(default_factory=RowCache)
     shares: dict[str, int] = field(default_factory=dict)  # model -> the longest chain its requests allow
+    # Told "batch" while the batch API is polled and "asking" while requests go out (rescue.engine.stop).
+    on_phase: Callable[[str], None] = lambda phase: None
+    stopping: Callable[[], bool] = lambda: False  # a stopping run submits no batch of judge requests
 
     def todo(self) -> list[tuple[str, str]]:
         """The (model, task) pairs to ask, each given its progress bar."""
@@ -133,11 +136,18 @@ class Execution:
         todo = self.todo()
         self._share(todo)
         if self.batched:
+            self.on_phase("batch")
             await batch_predictions(self.config, self.run_models.reliable, self.tasks, self.instances, self.rows,
                                     self.display, self.out)
+        self.on_phase("asking")
         pairs = list(await asyncio.gather(*(self.one(s, n) for s, n in todo)))
         if self.batched:  # the judge's requests need every prediction: one batch for them, then the grades
             graded = [p for p in pairs if self.tasks[p.task].declaration.judge is not None]
-            await batch_judges(self.config, self.run_models.judges, graded, self.instances, self.display, self.out)
+            if not self.stopping():
+                self.on_phase("batch")
+                await batch_judges(self.config, self.run_models.judges, graded, self.instances, self.display,
+                                   self.out)
+                self.on_phase("asking")
             await asyncio.gather(*(self.judge(p) for p in graded))
+        self.on_phase("")
         return pairs

@@ -25,6 +25,7 @@ from rescue.errors import (
     BertScoreInterrupted as BertScoreInterrupted,
     RescueError,
     RunInterrupted as RunInterrupted,
+    RunTerminated,
 )
 from rescue.data.models import Sample
 from rescue.engine.accounting import config_block, models_block, run_counts
@@ -46,6 +47,7 @@ from rescue.engine.plan import (
 )
 from rescue.engine.progress import ProgressDisplay, RunLog
 from rescue.engine.resume import prepare_folder
+from rescue.engine.stop import RunSignals
 from rescue.engine.types import TaskModel
 from rescue.files import DirectoryLock, check_out_folder
 from rescue.llm.cache import ResponseCache
@@ -78,6 +80,9 @@ class Runner:
         self.prices = PriceTable.load(config.prices)
         self.saved_answers = 0
         self.interrupted_note: str | None = None  # set when Ctrl-C stopped BERTScore and the results were written
+        self.stopped_cleanly = False  # a signal stopped the asking and the results were written
+        self.take_signals = False  # Ctrl-C and SIGTERM handled by the run (rescue.engine.stop): run() sets it
+        self.signals: RunSignals | None = None
         self.plans: dict[str, BatchPlan] = {}
         self._stale: list[Path] = []  # leftover temporary files removed from the run directory
         self.used: dict[str, Any] = {}  # what the run really used where its config says "default"
@@ -225,9 +230,18 @@ class Runner:
             log.event("warning", message=note)
             display.warn(note)
 
+    def _phase(self, phase: str) -> None:
+        if self.signals is not None:
+            self.signals.phase = phase
+
     async def _bertscore(self, pairs: list[PairResult], display: ProgressDisplay, log: RunLog,
-                         cache: ResponseCache | None) -> tuple[dict[str, Any] | None, str | None]:
-        """BERTScore's backbone description, and the note of a Ctrl-C that stopped it."""
+                         cache: ResponseCache | None, budget: Budget) -> tuple[dict[str, Any] | None, str | None]:
+        """BERTScore's backbone description, and the note of a Ctrl-C that stopped it (or the asking before it:
+        a stopping run computes none)."""
+        if budget.stopped is not None:
+            self.stopped_cleanly = True
+            log.event("interrupted", reason=budget.stopped)
+            return None, budget.stopped
         try:
             return await bertscore_pairs(pairs, self.config, display, log,
                                          self._cache_folder() if cache is not None else None), None
@@ -258,14 +272,16 @@ class Runner:
         run_models = RunModels()
         interrupted = False
         try:
-            with ProgressDisplay(config.quiet) as display:
+            with ProgressDisplay(config.quiet) as display, \
+                    RunSignals(budget, display, log).taken(self.take_signals) as self.signals:
                 self._listen(log, session, display, {**endpoints, **judge_endpoints})
                 run_models.wrap(session, config.model_specs, raw_models, raw_judges)
                 execution = Execution(config, run_models, tasks, instances, display, log, self.out,
-                                      batched=config.batch and self.write and not self.offline)
+                                      batched=config.batch and self.write and not self.offline,
+                                      on_phase=self._phase, stopping=lambda: budget.stopped is not None)
                 pairs = await execution.ask_all()
                 self._describe_baselines(run_models.models)
-                bertscore, interrupted_note = await self._bertscore(pairs, display, log, cache)
+                bertscore, interrupted_note = await self._bertscore(pairs, display, log, cache, budget)
         except (KeyboardInterrupt, asyncio.CancelledError):
             interrupted = True
             raise
@@ -274,7 +290,7 @@ class Runner:
             await session.aclose()
             if cache is not None:
                 cache.close()
-            self.saved_answers = sum(s.requests - s.failures for s in run_models.stats())
+            self.saved_answers = sum(s.answered for s in run_models.stats())
             if interrupted:
                 log.event("interrupted", new_answers_saved=self.saved_answers)
                 log.close()
@@ -327,15 +343,23 @@ async def run_async(config: RunConfig, *, write: bool = True, models: Iterable[M
     try:
         return await runner.run()
     except (KeyboardInterrupt, asyncio.CancelledError):
-        raise RunInterrupted(_interrupt_message(runner)) from None
+        raise _interrupted(runner) from None
 
 
-def _interrupt_message(runner: Runner) -> str:
-    if runner.interrupted_note:
-        where = f"; {runner.out / RESULTS} is written and marked incomplete" if runner.write else ""
-        return f"{runner.interrupted_note}{where}"
-    return (f"interrupted: {runner.saved_answers} new answer(s) of this run are saved in the cache; "
-            "rerun the same command to resume (saved answers are not asked again)")
+def _interrupted(runner: Runner) -> RunInterrupted:
+    """The error a stopped run ends with: what is saved, what is written, how to continue; exit 143 after
+    SIGTERM, 130 after Ctrl-C."""
+    terminated = runner.signals is not None and runner.signals.terminated
+    saved = (f"{runner.saved_answers} new answer(s) of this run are saved in the cache; rerun the same command to "
+             "resume (saved answers are not asked again)")
+    where = f"; {runner.out / RESULTS} is written and marked incomplete" if runner.write else ""
+    if runner.stopped_cleanly:
+        message = f"{runner.interrupted_note}: {saved}{where}"
+    elif runner.interrupted_note:
+        message = f"{runner.interrupted_note}{where}"
+    else:
+        message = f"{'terminated (SIGTERM)' if terminated else 'interrupted'}: {saved}"
+    return RunTerminated(message) if terminated else RunInterrupted(message)
 
 
 def check_run(config: RunConfig) -> None:
@@ -345,12 +369,14 @@ def check_run(config: RunConfig) -> None:
 
 
 def run(config: RunConfig, *, models: Iterable[Model | TaskModel] = ()) -> RunOutcome:
-    """Run ``config``; ``models`` adds model objects of your own (see :class:`Runner`)."""
+    """Run ``config``; ``models`` adds model objects of your own (see :class:`Runner`). Ctrl-C and SIGTERM
+    stop it as :mod:`rescue.engine.stop` says (in the main thread)."""
     runner = Runner(config, models=models)
+    runner.take_signals = True
     try:
         return asyncio.run(runner.run())
     except (KeyboardInterrupt, asyncio.CancelledError):
-        raise RunInterrupted(_interrupt_message(runner)) from None
+        raise _interrupted(runner) from None
 
 
 def rescore(run_dir: str | Path, *, data: str | None = None, media_root: str | None = None,
@@ -387,4 +413,4 @@ def rescore(run_dir: str | Path, *, data: str | None = None, media_root: str | N
     try:
         return asyncio.run(runner.run())
     except (KeyboardInterrupt, asyncio.CancelledError):
-        raise RunInterrupted(_interrupt_message(runner)) from None
+        raise _interrupted(runner) from None

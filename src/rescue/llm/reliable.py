@@ -20,10 +20,10 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from rescue.data.text import without_lone_surrogates
 from rescue.llm import secrets
@@ -73,6 +73,7 @@ class CallStats(UsageCount):
     retries: int = 0
     failures: int = 0  # final failures: request_error, refused or budget_exhausted
     budget_exhausted: int = 0  # of the failures: answers whose budget ran out before any answer (thinking)
+    answered: int = 0  # of the requests: those answered (each kept in the cache, when there is one)
     # Their cost, each answer at the rates of the hour it was answered (time-of-day prices) or of the batch API
     # it came through; None: no price.
     cost: float | None = 0.0
@@ -114,13 +115,44 @@ class CallStats(UsageCount):
         }
 
 
+_T = TypeVar("_T")
+
+
 class Budget:
-    """``--max-cost``: dollars this process may spend across all models; None: no limit."""
+    """What the models of one process may still spend: ``--max-cost`` dollars across all of them (None: no
+    limit), and nothing at all once the run is stopping (:meth:`stop`: Ctrl-C or SIGTERM)."""
 
     def __init__(self, max_cost: float | None, prices: PriceTable):
         self.max_cost = max_cost
         self.prices = prices
         self.spent = 0.0
+        self.stopped: str | None = None  # why no request is sent any more (a signal), once it is so
+        self._stopping: asyncio.Future[None] | None = None
+
+    def stop(self, reason: str) -> None:
+        """From now on no request is sent, and those in flight are dropped (:meth:`unless_stopped`)."""
+        self.stopped = self.stopped or reason
+        if self._stopping is not None and not self._stopping.done():
+            self._stopping.set_result(None)
+
+    async def unless_stopped(self, work: Awaitable[_T]) -> tuple[_T | None, bool]:
+        """``work``'s result and True; or None and False once the run stops first (``work`` is then cancelled).
+        An answer that arrives together with the stop is kept: what was received is never lost."""
+        loop = asyncio.get_running_loop()
+        if self._stopping is None or self._stopping.get_loop() is not loop:  # one budget may outlive a loop
+            self._stopping = loop.create_future()
+            if self.stopped is not None:
+                self._stopping.set_result(None)
+        task = asyncio.ensure_future(work)
+        try:
+            await asyncio.wait((task, self._stopping), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not task.done():
+                task.cancel()
+        if task.done() and not task.cancelled():
+            return task.result(), True
+        await asyncio.gather(task, return_exceptions=True)  # its cancellation has run (a client closed)
+        return None, False
 
     def charge(self, model: str, usage: Usage, *, batch: bool = False) -> None:
         """Add what ``usage`` of ``model`` cost now to the money spent."""
@@ -274,6 +306,7 @@ class ReliableModel:
         if answer.meta.get("usage_unknown"):
             self._usage_unknown(request, answer)
         if answer.status == "ok":
+            stats.answered += 1
             self._charge(stats, answer)
             if key is not None:
                 assert self.cache is not None
@@ -311,11 +344,18 @@ class ReliableModel:
                           meta={"recorded": True})
 
     def _withheld(self, key: str | None) -> ChatAnswer | None:
-        """Why a request that is not in the cache is not sent: offline, a dead endpoint, a spent budget."""
+        """Why a request that is not in the cache is not sent: offline, a dead endpoint, a spent budget, a run
+        that is stopping."""
         if self.offline and key is not None:
             return ChatAnswer(None, "request_error", NOT_CACHED, meta={"not_requested": True})
+        return self._not_sent()
+
+    def _not_sent(self) -> ChatAnswer | None:
+        """Why a request is not sent now (a dead endpoint, a spent budget, a run that is stopping), or None."""
         if self.fatal is not None:
             return _not_requested(self.fatal)
+        if self.budget is not None and self.budget.stopped is not None:
+            return _not_requested(self.budget.stopped)
         if self.budget is not None and self.budget.exhausted:
             return ChatAnswer(None, "request_error", NOT_REQUESTED_BUDGET, meta={"not_requested": True})
         return None
@@ -370,6 +410,15 @@ class ReliableModel:
             self.notice(message)
 
     async def _call(self, request: ChatRequest) -> ChatAnswer:
+        """The inner model's answer; dropped (not requested) when the run stops while it is asked."""
+        if self.budget is None:
+            return await self._call_inner(request)
+        answer, answered = await self.budget.unless_stopped(self._call_inner(request))
+        if not answered or answer is None:
+            return _not_requested(str(self.budget.stopped))
+        return answer
+
+    async def _call_inner(self, request: ChatRequest) -> ChatAnswer:
         try:
             answer = await self.inner.complete(request)
         except (TransientError, FatalError):
@@ -418,18 +467,22 @@ class ReliableModel:
     async def _once(self, request: ChatRequest) -> tuple[ChatAnswer, bool]:
         """One attempt, through the limiter when there is one, and whether it was sent: not once the endpoint
         is known dead or the budget is spent."""
-        if self.fatal is not None:
-            return _not_requested(self.fatal), False
+        withheld = self._not_sent()
+        if withheld is not None:
+            return withheld, False
         if self.limiter is None:
-            return await self._call(request), True
+            return await self._sent(request)
         async with self.limiter.slot(request.priority):
-            # Requests that waited for a slot must not go out once the endpoint is known dead
-            # or the budget is spent.
-            if self.fatal is not None:
-                return _not_requested(self.fatal), False
-            if self.budget is not None and self.budget.exhausted:
-                return ChatAnswer(None, "request_error", NOT_REQUESTED_BUDGET, meta={"not_requested": True}), False
-            return await self._call(request), True
+            # Requests that waited for a slot must not go out once the endpoint is known dead, the budget is
+            # spent or the run is stopping.
+            withheld = self._not_sent()
+            if withheld is not None:
+                return withheld, False
+            return await self._sent(request)
+
+    async def _sent(self, request: ChatRequest) -> tuple[ChatAnswer, bool]:
+        answer = await self._call(request)
+        return answer, not answer.meta.get("not_requested")
 
     def _wait_for(self, exc: TransientError, capped: list[int]) -> tuple[float | None, ChatAnswer | None]:
         """The endpoint's Retry-After, capped at ``retry_after_cap``; past CAPPED_WAITS_BEFORE_GIVING_UP capped
@@ -462,7 +515,10 @@ class ReliableModel:
                        wait_s=round(delay, 3))
         if self.on_retry is not None:
             self.on_retry(request)
-        await asyncio.sleep(delay)
+        if self.budget is None:
+            await asyncio.sleep(delay)
+        else:  # a run that stops does not wait out a backoff: the next attempt is then not sent
+            await self.budget.unless_stopped(asyncio.sleep(delay))
 
     def _fatal(self, exc: FatalError) -> ChatAnswer:
         reason = secrets.scrub(f"{exc.kind}: {exc}")
