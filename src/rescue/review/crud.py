@@ -584,10 +584,10 @@ def split_row(db: Session, actor: str, segment: Segment, copy: str, layout: int,
 
 
 def merge_rows(db: Session, actor: str, segment: Segment, copy: str, layout: int, row_index: int, version: int,
-               next_version: int, assigned: list[str] | None = None) -> tuple[int, int]:
-    """Join row ``row_index`` and the row after it."""
+               next_version: int, assigned: list[str] | None = None, drop_self_target: bool = False) -> tuple[int, int]:
+    """Join row ``row_index`` and the row after it (leaving the speaker out of the targets with ``drop_self_target``)."""
     def change(rows: Rows) -> tuple[Rows, list[int | None], int]:
-        new = cuts.merge(rows, row_index)
+        new = cuts.merge(rows, row_index, drop_self_target)
         return new, [*range(1, row_index), None, *range(row_index + 2, len(rows) + 1)], row_index
 
     return _recut(db, actor, segment, copy, layout, {row_index: version, row_index + 1: next_version}, "row.merge",

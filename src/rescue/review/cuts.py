@@ -77,9 +77,11 @@ def _union(a: Any, b: Any) -> Any:
     return a if a not in (None, "", []) else b
 
 
-def merge(rows: list[Row], index: int) -> list[Row]:
+def merge(rows: list[Row], index: int, drop_self_target: bool = False) -> list[Row]:
     """Rows ``index`` and ``index + 1`` as one: the first row's speaker and labels, the dialogue of both, list
-    fields (targets, cues, strategies...) of both, and the span of both."""
+    fields (targets, cues, strategies...) of both, and the span of both. Joining rows of two speakers can make the
+    first speaker a target of their own row (a self-target, which verify refuses): ``drop_self_target`` leaves
+    the speaker out of the merged targets."""
     if not 1 <= index < len(rows):
         raise CutError("row_index", f"row {index} has no next row to merge with")
     first, second = rows[index - 1], rows[index]
@@ -95,8 +97,29 @@ def merge(rows: list[Row], index: int) -> list[Row]:
             merged[name] = _copy.deepcopy(_union(first.get(name), second.get(name)))
     for name in EVIDENCE:
         merged[name] = _union(first.get(name), second.get(name))
+    if drop_self_target and isinstance(merged.get("target"), list):
+        merged["target"] = [t for t in merged["target"] if t != merged.get("primary_speaker")]
     return _renumber([*rows[: index - 1], merged, *rows[index + 1:]],
                      lambda r: r if r <= index else r - 1)
+
+
+def origins(draft: list[Row], rows: list[Row]) -> list[str]:
+    """How each row of a re-cut copy stands to the draft: ``re-cut`` (a split half, a merge, an inserted row:
+    it shares its draft row with another row, covers several, or overlaps none), ``re-timed`` (one draft row's
+    speech with its span moved) or ``draft`` (the draft row's span)."""
+    forward, backward = align(rows, draft), align(draft, rows)
+    shared = [m for m in forward if m is not None]
+    covered = [m for m in backward if m is not None]
+    out = []
+    for position, (row, match) in enumerate(zip(rows, forward)):
+        if match is None or shared.count(match) > 1 or covered.count(position) > 1:
+            out.append("re-cut")
+        elif (_time(row, "start_time"), _time(row, "end_time")) != (_time(draft[match], "start_time"),
+                                                                    _time(draft[match], "end_time")):
+            out.append("re-timed")
+        else:
+            out.append("draft")
+    return out
 
 
 def blank_row(start: float, end: float, speaker: str = "", dialogue: str = "") -> Row:

@@ -204,7 +204,11 @@
   function editState(r) {
     const p = pending[r.row_index];
     if (p && (Object.keys(p.fields).length || p.accepted.length)) return "unsaved";
-    return seg.fields.some((f) => !same(r.values[f.name], r.draft[f.name])) ? "edited" : "draft";
+    // A cut (split, merge, new row) or a moved boundary shows as such: the span is no longer the draft's.
+    const span = r.origin === "re-cut" ? "re-cut"
+      : r.origin === "re-timed" || r.start_time !== r.draft.start_time || r.end_time !== r.draft.end_time ? "re-timed" : "";
+    const edited = seg.fields.some((f) => !same(r.values[f.name], r.draft[f.name])) ? "edited" : "";
+    return [span, edited].filter(Boolean).join(" · ") || "draft";
   }
   function rowItem(r, i) {
     const w = working(r);
@@ -217,7 +221,7 @@
     el("td.text", { text: w.dialogue_cleaned || "", title: w.dialogue_cleaned || "" }),
     el("td.num", { text: (r.end_time - r.start_time).toFixed(1) + "s" }),
     el("td", {}, el("span.badge." + reviewState(r).replace(/[^a-z]/g, "") || "none", { text: reviewState(r) })),
-    el("td", {}, el("span.badge." + editState(r), { text: editState(r) })),
+    el("td", {}, el("span.badge." + editState(r).split(" ")[0], { text: editState(r) })),
     el("td", { title: [...r.problems.map((p) => p.message), ...openChecks(r).map((c) => `${c.field}: ${c.message}`)].join("\n") },
       r.problems.length + openChecks(r).length ? el("span.warn", { text: "⚠ " + (r.problems.length + openChecks(r).length) }) : ""));
     if (i === selected) tr.classList.add("selected");
@@ -469,6 +473,10 @@
       return false;
     }
     if (answer.status === 200) {
+      if (Object.keys(p.fields).length) {
+        ReviewUndo.record({ kind: "edit", row: r.row_index, after: { ...p.fields },
+          before: Object.fromEntries(Object.keys(p.fields).map((name) => [name, r.values[name]])) });
+      }
       r.values = { ...r.values, ...p.fields };
       r.accepted = [...new Set([...r.accepted, ...Object.keys(p.fields), ...p.accepted])];
       r.version = answer.data.version;
@@ -614,7 +622,7 @@
 
   const SHORTCUTS = [["j/k", "next/previous row"], ["a", "accept row, next"], ["Enter", "edit row"], ["Esc", "back to rows"],
     ["1–9", "label (in a label list)"], ["space", "play/pause"], ["r", "replay row"], ["l", "loop row"], ["[ ]", "speed"],
-    ["Ctrl+S", "save"], ["g", "guidelines"], ["Shift+V", "verify segment"], ...ReviewTimeline.KEYS];
+    ["Ctrl+S", "save"], ["g", "guidelines"], ["Shift+V", "verify segment"], ...ReviewTimeline.KEYS, ...ReviewUndo.KEYS];
 
   // --- keyboard --------------------------------------------------------------------------------------
   document.addEventListener("keydown", (e) => {
@@ -659,6 +667,7 @@
     },
   };
 
-  window.reviewState = () => ({ selected, loop, pending, rows: seg && seg.rows.map((r) => ({ row_index: r.row_index, version: r.version, start: r.start_time, end: r.end_time })) });
+  ReviewUndo.mount(view, storeKey);
+  window.reviewState = () => ({ undo: ReviewUndo.state(), selected, loop, pending, rows: seg && seg.rows.map((r) => ({ row_index: r.row_index, version: r.version, start: r.start_time, end: r.end_time })) });
   fetchSegment();
 })();

@@ -12,6 +12,8 @@ const ReviewTimeline = (() => {
   // One colour per speaker (per lane, in the lanes' order), readable on the dark track and told apart at a glance.
   const COLOURS = ["#4b6cb7", "#2e9e6b", "#c0563f", "#8e5cc7", "#b58a12", "#2a9bb5", "#c2478a", "#6b7a8f"];
   const colour = (lane) => COLOURS[lane % COLOURS.length];
+  // What a write did, for undo (undo.js; the adjudication view, read only, has none).
+  const remember = (entry) => { if (typeof ReviewUndo !== "undefined") ReviewUndo.record(entry); };
   let view = null;
   let wave = null;               // {duration, fps, rate, peaks} once loaded; null without a clip
   let box = null, track = null, canvas = null, head = null;
@@ -194,6 +196,7 @@ const ReviewTimeline = (() => {
     if (!r || view.readOnly || r[which] === t) { draw(); return; }
     const answer = await api("PUT", rowUrl(r), { version: r.version, fields: { [which]: t } });
     if (answer.status === 200) {
+      remember({ kind: "edit", row: r.row_index, before: { [which]: r[which] }, after: { [which]: t } });
       r[which] = t;
       r.values = { ...r.values, [which]: t };
       const p = view.pending()[r.row_index];
@@ -221,11 +224,14 @@ const ReviewTimeline = (() => {
   }
 
   // Every cut renumbers rows, and unsaved edits are kept by row number: they are saved first.
-  async function cut(method, url, body, what) {
+  // ``record(rows before, answer)`` says what the cut did, for undo.
+  async function cut(method, url, body, what, record) {
     if (view.readOnly) return;
     if (!(await view.saveAll())) { view.status(`${what}: save or resolve the open edits first`, "bad"); return; }
+    const before = JSON.parse(JSON.stringify(view.seg.rows.map((r) => r.values)));
     const answer = await api(method, url, { layout: view.seg.layout, ...body() });
     if (answer.ok) {
+      remember({ ...record(before, answer.data), after: answer.data.segment.rows.map((r) => r.values) });
       view.replace(answer.data.segment, answer.data.row_index - 1);
       view.status(`${what}: done (row ${answer.data.row_index})`, "good");
       return true;
@@ -248,22 +254,54 @@ const ReviewTimeline = (() => {
     if (!r) { view.status("Split: put the playhead inside a row first", "bad"); return; }
     const text = view.working(r).dialogue_cleaned || "";
     const caret = lastCaret && lastCaret.row === r.row_index && lastCaret.at > 0 && lastCaret.at < text.length ? lastCaret.at : null;
-    return cut("POST", rowUrl(r, "/split"), () => ({ version: r.version, at: t, text_at: caret }), `Split row ${r.row_index}`);
+    return cut("POST", rowUrl(r, "/split"), () => ({ version: r.version, at: t, text_at: caret }), `Split row ${r.row_index}`,
+      (rows) => ({ kind: "split", row: r.row_index, rows }));
   }
-  function merge() {
+  async function merge() {
     const r = view.seg.rows[view.selected], next = view.seg.rows[view.selected + 1];
     if (!r || !next) { view.status("Merge: the last row has no next row", "bad"); return; }
-    return cut("POST", rowUrl(r, "/merge"), () => ({ version: r.version, next_version: next.version }), `Merge rows ${r.row_index}+${next.row_index}`);
+    // The merged row keeps the first row's speaker and both rows' targets: joining a therapist row and a client
+    // row that speaks to the therapist would make the speaker a target of their own row, which verify refuses.
+    const first = view.working(r), second = view.working(next);
+    const speaker = first.primary_speaker;
+    const selfTarget = speaker && [...(first.target || []), ...(second.target || [])].includes(speaker);
+    let drop = false;
+    if (selfTarget) {
+      const choice = await ask(`Merge rows ${r.row_index} (${speaker}) and ${next.row_index} (${second.primary_speaker || "?"})?`,
+        `The merged row keeps ${speaker} as its speaker and both rows' targets, so ${speaker} would be a target of their ` +
+        "own row: a self-target, which verify refuses.",
+        [["merge-fix", `Merge and remove ${speaker} from the targets`, "fix"], ["merge-anyway", "Merge as it is", "as-is"], ["merge-cancel", "Cancel", null]]);
+      if (!choice) return;
+      drop = choice === "fix";
+    }
+    return cut("POST", rowUrl(r, "/merge"), () => ({ version: r.version, next_version: next.version, drop_self_target: drop }),
+      `Merge rows ${r.row_index}+${next.row_index}`, (rows) => ({ kind: "merge", row: r.row_index, rows }));
+  }
+  // A question with buttons, in the page's dialog place; resolves to the chosen button's value (null: cancel, Esc).
+  function ask(title, text, buttons) {
+    const host = document.getElementById("dialog-host");
+    return new Promise((resolve) => {
+      const close = (value) => { host.replaceChildren(); resolve(value); };
+      const dialog = el("div.dialog", { role: "dialog", "aria-modal": "true", "aria-label": title, id: "merge-dialog",
+        onkeydown: (e) => { if (e.key === "Escape") { e.stopPropagation(); close(null); } } },
+      el("h3", { text: title }), el("p", { text }),
+      el("div.actions", {}, ...buttons.map(([id, label, value], i) => el(i === 0 ? "button.primary" : "button",
+        { id, type: "button", text: label, onclick: () => close(value) }))));
+      host.replaceChildren(dialog);
+      dialog.querySelector("button").focus();
+    });
   }
   function insert() {
     const start = now();
     const end = Math.min(Math.max(duration(), start + 0.1), start + NEW_ROW_SECONDS);
-    return cut("POST", rowUrl(null), () => ({ start_time: start, end_time: Math.round(end * 1000) / 1000 }), "New row");
+    return cut("POST", rowUrl(null), () => ({ start_time: start, end_time: Math.round(end * 1000) / 1000 }), "New row",
+      (rows, data) => ({ kind: "insert", row: data.row_index, rows }));
   }
   function remove() {
     const r = view.seg.rows[view.selected];
     if (!r || !window.confirm(`Delete row ${r.row_index}? (${view.working(r).primary_speaker || "?"}: ${view.working(r).dialogue_cleaned || ""})`)) return;
-    return cut("DELETE", rowUrl(r), () => ({ version: r.version }), `Delete row ${r.row_index}`);
+    return cut("DELETE", rowUrl(r), () => ({ version: r.version }), `Delete row ${r.row_index}`,
+      (rows) => ({ kind: "delete", row: r.row_index, rows }));
   }
   function toPlayhead(which) {
     return moveBoundary(view.selected, which, now());

@@ -88,6 +88,8 @@ class MergeBody(CutBase):
 
     version: StrictInt
     next_version: StrictInt
+    # Joining a therapist row and a client row can make the first speaker a target of their own row.
+    drop_self_target: bool = False
 
 
 class InsertBody(CutBase):
@@ -142,7 +144,8 @@ def merge_rows(segment_id: str, row_index: int, body: MergeBody, actor: CurrentU
     """Row ``row_index`` and the next one become one row."""
     segment = get_segment(project, segment_id)
     return _cut(db, project, actor, segment, copy, lambda target, assigned: crud.merge_rows(
-        db, actor.name, segment, target, body.layout, row_index, body.version, body.next_version, assigned))
+        db, actor.name, segment, target, body.layout, row_index, body.version, body.next_version, assigned,
+        body.drop_self_target))
 
 
 @router.post("/segments/{segment_id:path}/rows", response_model=None, status_code=201)

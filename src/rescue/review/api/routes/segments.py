@@ -73,11 +73,17 @@ def segment_payload(db: Db, project: Project, segment: Segment, copy: str) -> di
     state = crud.segment_state(db, segment.sample_id, copy)
     cut = crud.copy_cut(db, segment.sample_id, copy)
     # A re-cut copy's rows are compared with the draft rows they overlap most; build problems name draft rows.
-    drafts = crud.draft_counterparts(segment, [r["values"] for r in rows]) if cut is not None else segment.rows
+    row_values = [r["values"] for r in rows]
+    drafts = crud.draft_counterparts(segment, row_values) if cut is not None else segment.rows
+    # Re-cut or re-timed rows say so (the row list shows it): by time, against the draft's rows.
+    origins = cuts.origins(segment.rows, row_values) if cut is not None else [
+        "draft" if (v.get("start_time"), v.get("end_time")) == (d.get("start_time"), d.get("end_time")) else "re-timed"
+        for v, d in zip(row_values, segment.rows)]
     out_rows = []
-    for row, draft in zip(rows, drafts):
+    for row, draft, origin in zip(rows, drafts, origins):
         values = row["values"]
         out_rows.append({
+            "origin": origin,
             "row_index": row["row_index"],
             "start_time": values.get("start_time"),
             "end_time": values.get("end_time"),
