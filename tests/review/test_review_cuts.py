@@ -260,7 +260,7 @@ def test_concurrent_cuts_of_one_copy_lose_nothing(app):
 
     clients = [Client(app, name) for name in ("ada", "root", "ada", "root", "ada", "root")]
     draft = clients[0].segment(copy="final")["rows"]
-    at = draft[-1]["end_time"] + 1.0
+    at = draft[-1]["start_time"] + 0.1  # after the last row's start (so the new rows come last), inside the media
     with ThreadPoolExecutor(len(clients)) as pool:
         first = list(pool.map(lambda c: cut(c, "insert", {"layout": 0, "start_time": at, "end_time": at + 0.5,
                                                          "dialogue_cleaned": "first"}, copy="final").status_code, clients))
@@ -272,8 +272,8 @@ def test_concurrent_cuts_of_one_copy_lose_nothing(app):
         for n in range(3):
             words = f"c{number}-{n}"
             while True:
-                answer = cut(client, "insert", {"layout": layout, "start_time": at + 1 + number + n / 10,
-                                                "end_time": at + 1.05 + number + n / 10, "dialogue_cleaned": words},
+                answer = cut(client, "insert", {"layout": layout, "start_time": at + 0.05 + number / 10 + n / 100,
+                                                "end_time": at + 0.1 + number / 10 + n / 100, "dialogue_cleaned": words},
                              copy="final")
                 if answer.status_code == 201:
                     layout = answer.json()["layout"]
