@@ -40,6 +40,7 @@ BAD_OPTIONS = [
     pytest.param(["--model", "local/nope"], {"models": "local/nope"}, "unknown local model", id="unknown-local-model"),
     pytest.param(["--media-root", "."], {"video": {"media_root": "."}}, "need --mode video",
                  id="video-options-without-video-mode"),
+    pytest.param(["--cache-dir", __file__], {"cache_dir": __file__}, "--cache-dir", id="cache-dir-a-file"),
 ]
 
 

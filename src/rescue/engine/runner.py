@@ -139,8 +139,8 @@ class Runner:
     def check(self) -> tuple[dict[str, Model | TaskModel], list[Model]]:
         """Every check of the options a run makes before any work, and every ``--model`` and ``--judge``
         resolved: a missing key (unless ``offline``), an unknown preset or local model, a bad ``--base-url``, a
-        ``--thinking`` level the provider cannot be told, a baseline as judge, a missing extra and an ``--out``
-        that is no folder fail here, before any data is read or any folder is made. ``--dry-run`` makes the
+        ``--thinking`` level the provider cannot be told, a baseline as judge, a missing extra and an ``--out`` or
+        ``--cache-dir`` that is no folder fail here, before any data is read or any folder is made. ``--dry-run`` makes the
         same checks (:func:`check_run`)."""
         config = self.config
         check_local_models(config.model_specs, "--model")
@@ -154,6 +154,8 @@ class Runner:
         check_extras(config, {name: load_task(name) for name in config.tasks})
         if self.write:
             check_out_folder(self.out)
+        if config.cache_dir:
+            check_out_folder(config.cache_dir, "--cache-dir")
         return raw_models, raw_judges
 
     def _load_samples(self) -> tuple[list[Sample], str, dict[str, Any]]:

@@ -5,8 +5,8 @@ any more and those in flight are dropped (their instances are asked again by the
 to write ``results.json`` marked incomplete, its ``stopped`` naming the signal, as after ``--max-cost``. Every
 answer received before is in the cache and in the results. In any other phase (the batch API's polling,
 BERTScore) and at a second signal the run is cancelled at once, as Ctrl-C always did; the children (ffmpeg)
-are killed. Signals are taken over only in the main thread of a process that runs no other event loop's code
-(``rescue run``, ``rescue.evaluate`` outside Jupyter).
+are killed. Signals are taken over only by :func:`rescue.engine.runner.run` (``rescue run``), in the main
+thread; the notebook API leaves them to the notebook.
 """
 
 from __future__ import annotations
