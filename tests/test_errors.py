@@ -75,3 +75,14 @@ def test_every_public_exception_of_the_whole_package_is_a_rescue_error_with_an_e
 ])
 def test_the_exit_code_of_each_kind_of_stop(exc, code):
     assert exit_code(exc) == code
+
+
+def test_the_docs_exit_code_table_lists_the_codes_of_the_code():
+    """docs/runs.md's exit code table is held to rescue.errors: a code added or changed there fails here."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "runs.md").read_text(encoding="utf-8")
+    table = text.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    documented = {int(code) for code in re.findall(r"^\| (\d+) \|", table, flags=re.MULTILINE)}
+    assert documented == {0} | EXIT_CODES
