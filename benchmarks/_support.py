@@ -35,12 +35,21 @@ def run_arguments(description: str, *, samples: int, tasks: str, batch_size: str
     return parser
 
 
-def default_source() -> Path:
-    """The real samples when present, else the bundled demo dataset."""
+def default_source(data: Path | None = None) -> Path:
+    """The data a benchmark measures, said on stderr: ``data`` (--data) when given, else the real samples beside the
+    checkout, else the bundled demo data, with a line saying the figures are then the demo's."""
+    if data is not None:
+        if not data.is_file():
+            raise SystemExit(f"--data {data}: no such file")
+        print(f"benchmark data: {data} (--data)", file=sys.stderr)
+        return data
     if REAL_DATA.exists():
+        print(f"benchmark data: the real samples, {REAL_DATA}", file=sys.stderr)
         return REAL_DATA
     from rescue.data.loading import demo_path
 
+    print(f"benchmark data: the bundled DEMO data ({demo_path()}): the real samples are not at {REAL_DATA}, so "
+          "these figures are not the real samples'; pass --data FILE to measure other data", file=sys.stderr)
     return demo_path()
 
 

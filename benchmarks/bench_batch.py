@@ -25,7 +25,7 @@ def main() -> None:
     parser.add_argument("--batch-poll", type=float, default=0.5)
     args = parser.parse_args()
 
-    source = args.data or bench.default_source()
+    source = bench.default_source(args.data)
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         data = bench.write_scaled(source, args.samples, work / "data.jsonl") if args.samples else source

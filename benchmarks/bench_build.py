@@ -70,7 +70,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="timed repetitions, each cold")
     args = parser.parse_args()
 
-    source = args.data or default_source()
+    source = default_source(args.data)
     with tempfile.TemporaryDirectory() as folder:
         data = write_scaled(source, args.samples, Path(folder) / "release.jsonl")
         load_start = time.perf_counter()

@@ -62,7 +62,7 @@ def main() -> None:
     parser.add_argument("--uniform", action="store_true", help="repeat the source evenly up to --samples")
     args = parser.parse_args()
 
-    source = args.data or default_source()
+    source = default_source(args.data)
     with tempfile.TemporaryDirectory() as folder:
         target = Path(folder) / "data.jsonl"
         data = write_scaled(source, args.samples, target) if args.uniform else write_release_shaped(source, target)

@@ -37,7 +37,7 @@ def main() -> None:
                         help="BERTScore for ER/VP, on by default as in rescue run")
     args = parser.parse_args()
 
-    source = args.data or default_source()
+    source = default_source(args.data)
     baseline = run_child([*rescue_command(), "--help"])
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)

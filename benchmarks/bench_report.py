@@ -52,7 +52,7 @@ def main() -> None:
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--bertscore", action="store_true", help="score ER/VP with BERTScore too (slow at 10x)")
     args = parser.parse_args()
-    source = args.data or default_source()
+    source = default_source(args.data)
     work = Path(tempfile.mkdtemp(prefix="bench_report_"))
     now_src = REPO / "src"
     before_src = sources_at(args.before, work / "before") if args.before else None

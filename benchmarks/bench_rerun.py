@@ -34,7 +34,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.0, help="server latency of the first run")
     args = parser.parse_args()
 
-    source = args.data or default_source()
+    source = default_source(args.data)
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         data = write_scaled(source, args.samples, work / "data.jsonl")

@@ -146,12 +146,23 @@ class Annotator(threading.Thread):
         self.errors.append(f"shared {key}: gave up after 50 conflicts")
 
 
-def percentile(values: list[float], q: float) -> float:
+def percentile(values: list[float], q: float) -> float | None:
+    """The q-th percentile of ``values``; None when there are none (printed as such, never as nan)."""
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))] if ordered else float("nan")
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))] if ordered else None
 
 
-def run_backend(args: argparse.Namespace, source: Path, db_url: str | None, servers: int) -> dict[str, float | int | str]:
+def shown_ms(value: float | int | str | None) -> str:
+    return "—" if value is None else f"{float(value):.1f}"
+
+
+def number(value: float | int | str | None) -> float:
+    """A measured figure of a run that confirmed saves (run_backend refuses one without)."""
+    assert value is not None
+    return float(value)
+
+
+def run_backend(args: argparse.Namespace, source: Path, db_url: str | None, servers: int) -> dict[str, float | int | str | None]:
     """One bounded run on a fresh project folder: ``servers`` ``rescue review serve`` processes on one database
     (``db_url``, or the folder's own SQLite file), the annotators spread over them; the numbers it measured."""
     work = Path(tempfile.mkdtemp(prefix="bench-review-"))
@@ -224,6 +235,9 @@ def run_backend(args: argparse.Namespace, source: Path, db_url: str | None, serv
     cut_latencies = [x for w in workers for x in w.cut_latencies]
     saves = len(latencies) - sum(w.conflicts for w in workers)
     errors = [e for w in workers for e in w.errors]
+    if saves <= 0:  # nothing measured: no rate, no latency to print (it printed nan before)
+        raise SystemExit(f"bench_review: no save was confirmed in {elapsed:.1f} s on {db_url or 'SQLite'} with "
+                         f"{args.annotators} annotators; first error: {errors[0] if errors else 'none reported'}")
     return {"saves": saves, "rate": saves / elapsed, "conflicts": sum(w.conflicts for w in workers),
             "p50": percentile(latencies, 50), "p95": percentile(latencies, 95), "p99": percentile(latencies, 99),
             "cuts": len(cut_latencies), "cut_p95": percentile(cut_latencies, 95),
@@ -246,10 +260,10 @@ def main() -> None:
     parser.add_argument("--servers", type=int, default=1,
                         help="serve processes sharing the database in the --db/--postgres run (SQLite runs one)")
     args = parser.parse_args()
-    source = args.data or default_source()
+    source = default_source(args.data)
 
     with ExitStack() as stack:
-        runs: list[tuple[str, dict[str, float | int | str]]] = [("SQLite (WAL)", run_backend(args, source, None, 1))]
+        runs: list[tuple[str, dict[str, float | int | str | None]]] = [("SQLite (WAL)", run_backend(args, source, None, 1))]
         other = args.db
         if args.postgres and not other:
             from rescue.testing.postgres import temporary_cluster
@@ -265,17 +279,17 @@ def main() -> None:
     table = [
         ("confirmed saves/s", lambda r: f"{r['rate']:.0f} ({r['saves']})"),
         ("409 conflicts (retried)", lambda r: str(r["conflicts"])),
-        ("latency p50 / p95 / p99 ms", lambda r: f"{r['p50']:.1f} / {r['p95']:.1f} / {r['p99']:.1f}"),
-        ("row cuts (p95 ms)", lambda r: f"{r['cuts']} ({float(r['cut_p95']):.1f})"),
-        ("p95 vs target", lambda r: f"{float(r['p95']) / TARGET_P95_MS:.2f}x"),
+        ("latency p50 / p95 / p99 ms", lambda r: f"{shown_ms(r['p50'])} / {shown_ms(r['p95'])} / {shown_ms(r['p99'])}"),
+        ("row cuts (p95 ms)", lambda r: f"{r['cuts']} ({shown_ms(r['cut_p95'])})"),
+        ("p95 vs target", lambda r: f"{number(r['p95']) / TARGET_P95_MS:.2f}x"),
         ("shared saves in the audit log", lambda r: f"{r['shared_edits']} of {r['tokens']}"),
         ("lost updates", lambda r: str(r["lost"])),
         ("errors", lambda r: str(r["errors"])),
     ]
     rows = [(name, "   ".join(f"{show(r):<24}" for _, r in runs)) for name, show in table]
     if len(runs) == 2:
-        rows.append(("saves/s ratio (2nd / 1st)", f"{float(runs[1][1]['rate']) / float(first['rate']):.2f}x"))
-        rows.append(("p95 ratio (2nd / 1st)", f"{float(runs[1][1]['p95']) / float(first['p95']):.2f}x"))
+        rows.append(("saves/s ratio (2nd / 1st)", f"{number(runs[1][1]['rate']) / number(first['rate']):.2f}x"))
+        rows.append(("p95 ratio (2nd / 1st)", f"{number(runs[1][1]['p95']) / number(first['p95']):.2f}x"))
     width = max(len(name) for name, _ in rows)
     print_table(" " * (width + 4) + "   ".join(f"{label:<24}" for label, _ in runs), rows)
     failed = [label + ": " + str(r["first_error"] or "lost or unaudited saves") for label, r in runs

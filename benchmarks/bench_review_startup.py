@@ -88,12 +88,14 @@ def first_page(project: Path) -> tuple[float, float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--data", type=Path, default=None, help="release-format .jsonl (default: the real samples)")
     args = parser.parse_args()
+    source = default_source(args.data)
     imports = [import_seconds() for _ in range(args.runs)]
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp) / "project"
         project.mkdir()
-        shutil.copyfile(default_source(), project / "draft.jsonl")
+        shutil.copyfile(source, project / "draft.jsonl")
         subprocess.run([*rescue_command(), "review", "user", "add", str(project), "lee", "--role", "admin",
                         "--password-stdin"], input=PASSWORD + "\n", text=True, check=True, capture_output=True,
                        env={**os.environ})
@@ -101,7 +103,7 @@ def main() -> None:
     def shown(values: list[float]) -> str:
         return f"min {min(values):.2f} s, median {statistics.median(values):.2f} s ({len(values)} runs)"
 
-    print_table(f"review start-up ({default_source().name}, load average {os.getloadavg()[0]:.1f})", [
+    print_table(f"review start-up ({source.name}, load average {os.getloadavg()[0]:.1f})", [
         ("import rescue.review.api", shown([i[0] for i in imports])),
         ("  CPU of that python -c", shown([i[1] for i in imports])),
         ("serve -> GET /login 200", shown([p[0] for p in pages])),
