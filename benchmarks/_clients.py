@@ -9,7 +9,8 @@ it. What they differ in is the HTTP stack:
   its chunks): the least any client can do, so rescue's cost is measured against it;
 - ``httpx-rescue``: httpx as rescue used it until #34: one ``AsyncClient`` of one connection per request in
   flight, read as a stream;
-- ``httpx``: one shared ``AsyncClient`` (a pool of CONCURRENCY connections), ``trust_env=False``;
+- ``httpx`` (or ``lean``, its earlier name): one shared ``AsyncClient`` (a pool of CONCURRENCY connections),
+  ``trust_env=False``;
 - ``aiohttp``: one ``ClientSession`` over a ``TCPConnector`` of CONCURRENCY connections;
 - ``h11``: a lean client of our own over asyncio streams and the h11 state machine (what httpcore uses);
 - ``sequential``: one ``requests.post`` after another, as the authors' scripts do (without their fixed 0.3 s
@@ -171,8 +172,9 @@ async def h11_client(base_url: str, bodies: list[dict], concurrency: int) -> Non
     await _workers(bodies, concurrency, open_worker)
 
 
-CONCURRENT = {"floor": floor, "httpx-rescue": httpx_rescue, "httpx": httpx_shared, "aiohttp": aiohttp_client,
-              "h11": h11_client}
+# "lean" is the httpx client's earlier name (bench_build_media.py measures `rescue build` against it).
+CONCURRENT = {"floor": floor, "httpx-rescue": httpx_rescue, "httpx": httpx_shared, "lean": httpx_shared,
+              "aiohttp": aiohttp_client, "h11": h11_client}
 
 
 def main() -> None:

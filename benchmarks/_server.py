@@ -47,7 +47,13 @@ def main() -> None:
                 with args.log.open("w", encoding="utf-8") as log:
                     for body in server.bodies:
                         log.write(json.dumps(body, ensure_ascii=False) + "\n")
+                arrivals = [r.received_at for r in server.requests] or [0.0]
+                first, last = min(arrivals), max(arrivals)
                 stats = {"requests": server.request_count, "max_in_flight": server.max_in_flight,
+                         # From the first request's arrival to the last's: the sending phase, start-up left out.
+                         "span_s": last - first,
+                         # Arrivals in the last quarter of that span: a run ending in a tail sends few there.
+                         "last_quarter": sum(1 for a in arrivals if a >= last - (last - first) / 4),
                          "oracle_hits": script.hits, "oracle_misses": script.misses, "answers_known": len(script),
                          "batch_requests": len(server.batch_bodies), "batches": len(server.batches)}
                 tmp = args.stats.with_suffix(".tmp")

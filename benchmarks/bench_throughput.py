@@ -70,7 +70,9 @@ class Measured:
 
     def line(self) -> str:
         return (f"{self.requests} requests in {self.run.seconds:.2f} s = {self.rate:.1f} req/s, CPU {self.run.cpu_s:.2f} s "
-                f"= {self.cpu_ms:.3f} ms/request (max {self.stats['max_in_flight']} in flight)")
+                f"= {self.cpu_ms:.3f} ms/request (max {self.stats['max_in_flight']} in flight; first to last request "
+                f"{self.stats['span_s']:.2f} s, {self.stats['last_quarter'] / max(1, self.requests):.0%} of them in "
+                f"its last quarter)")
 
 
 def _rescue_run(server, data: Path, out: Path, args, *more: str) -> ChildRun:

@@ -146,3 +146,50 @@ def test_every_client_verifies_servers_with_one_shared_tls_context():
         finally:
             for model in models:
                 asyncio.run(model.aclose())
+
+
+# --- the HTTP client (issue #34 item 3): what changed with aiohttp stays as it was ---------------------------
+
+
+def test_the_environments_proxy_is_used_and_no_proxy_is_obeyed(monkeypatch):
+    import socket
+
+    with socket.socket() as closed:  # a port nobody listens on: a proxy there cannot be reached
+        closed.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    with serve(Reply.json({"ok": 1})) as server:
+        monkeypatch.setenv("HTTP_PROXY", dead)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        with pytest.raises(TransientError) as caught:
+            _complete(_model(server))
+        assert caught.value.kind == "connection" and server.request_count == 0
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        assert _complete(_model(server)).status == "ok" and server.request_count == 1
+
+
+def test_a_netrc_entry_for_the_host_does_not_clash_with_the_bearer_key(tmp_path, monkeypatch):
+    netrc = tmp_path / ".netrc"
+    netrc.write_text("machine 127.0.0.1 login someone password other\n", encoding="utf-8")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    with serve(Reply.json({"ok": 1}), api_key=KEY) as server:
+        assert _complete(_model(server)).status == "ok"
+        assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_a_redirect_is_an_error_to_see_not_followed():
+    reply = Reply.error(307, "moved")
+    with serve(reply) as server:
+        reply.headers = {"location": server.base_url + "/chat/completions"}
+        answer = _complete(_model(server))
+        assert server.request_count == 1
+    assert answer.status == "request_error" and "HTTP 307" in answer.error
+
+
+def test_the_base_urls_query_stays_after_the_path_and_user_info_leaves_the_url():
+    from rescue.llm.client import _chat_url
+
+    assert _chat_url("https://h.example/openai/v1?api-version=2024-02-01") == \
+        "https://h.example/openai/v1/chat/completions?api-version=2024-02-01"
+    assert _chat_url("http://user:secret@127.0.0.1:8000/v1/") == "http://127.0.0.1:8000/v1/chat/completions"
