@@ -1,9 +1,14 @@
 """A report that fits (issue #28 item 3): the leaderboard and reproduction tables of report.html fit the page's
 ~1,400 px column at 1,440 px, measured in Debian's Chromium; the Markdown has no HTML escapes; p-values at the
-bootstrap's floor say so; leaderboard.tex compiles within a page with a LaTeX engine from Debian."""
+bootstrap's floor say so; leaderboard.tex compiles within a page with a LaTeX engine from Debian.
+
+Issue 35 item 5: with eight systems (long model names, failures, answers whose budget ran out) the leaderboard
+fits a 1,440 px window without a horizontal scrollbar and every row is one line high (no cell's text wraps); at
+1,920 px the page uses the screen's width."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -36,7 +41,56 @@ def report_dir(tmp_path_factory) -> Path:
     return report
 
 
-def _widths(report: Path, viewport: int) -> list[dict]:
+# Five baselines and three scripted models with names as long as real ones: eight systems.
+LONG_NAMES = ("openai/gpt-4o-mini-2024-07-18", "dashscope/qwen3-235b-a22b-instruct-2507",
+              "deepseek/deepseek-r1-distill-llama-70b")
+BASELINES = ("baseline/majority", "baseline/uniform", "baseline/persist", "baseline/nearest", "baseline/supervised")
+
+
+def _flawed_oracle():
+    """Right answers, but every fifth one prose and every eleventh cut at max_tokens: failures of both kinds."""
+    from rescue.data.loading import load_samples
+    from rescue.tasks import TASKS, get_task
+    from rescue.testing.openai_server import Reply
+    from rescue.testing.oracle import OracleScript
+
+    oracle = OracleScript(load_samples(None), [get_task(t) for t in TASKS])
+    asked = [0]
+
+    def script(body):
+        asked[0] += 1
+        if asked[0] % 5 == 0:
+            return Reply.text("I would rather not say.")
+        if asked[0] % 11 == 0:
+            return Reply(content='{"predictions": [', finish_reason="length")
+        return oracle(body)
+
+    return script
+
+
+@pytest.fixture(scope="module")
+def eight_systems(tmp_path_factory) -> Path:
+    from rescue.testing.openai_server import serve
+
+    root = tmp_path_factory.mktemp("fit8")
+    models = [a for m in BASELINES for a in ("--model", m)]
+    result = CliRunner().invoke(app, ["run", "--out", str(root / "baselines"), *models, "--quiet"])
+    assert result.exit_code == 0, result.output
+    with serve(_flawed_oracle()) as server:
+        models = [a for m in LONG_NAMES for a in ("--model", m)]
+        result = CliRunner().invoke(app, ["run", "--out", str(root / "scripted"), *models, "--base-url",
+                                          server.base_url, "--quiet", "--max-retries", "0"],
+                                    env={"OPENAI_API_KEY": "test"})
+    assert result.exit_code == 0, result.output
+    report = root / "report"
+    result = CliRunner().invoke(app, ["report", str(root / "baselines"), str(root / "scripted"), "--out", str(report),
+                                      "--bootstrap", "200", "--reference", "paper", "--no-figures", "--quiet"])
+    assert result.exit_code == 0, result.output
+    return report
+
+
+def _evaluate(report: Path, viewport: int, script: str):
+    """``script`` evaluated in report.html, opened in Debian's Chromium at ``viewport`` px wide."""
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} not installed (scripts/test.sh installs Debian's chromium)")
     sync_api = pytest.importorskip("playwright.sync_api")
@@ -45,11 +99,52 @@ def _widths(report: Path, viewport: int) -> list[dict]:
         try:
             page = browser.new_page(viewport={"width": viewport, "height": 1000})
             page.goto((report / "report.html").as_uri())
-            return page.evaluate("""() => [...document.querySelectorAll('table.board, table.wraps')].map(t => ({
-                css: t.className, table: Math.ceil(t.getBoundingClientRect().width),
-                column: t.parentElement.clientWidth}))""")
+            return page.evaluate(script)
         finally:
             browser.close()
+
+
+def _layout(report: Path, viewport: int) -> dict:
+    """Per leaderboard table: its width, its column's, whether that column scrolls, and the cells whose text
+    takes more than one line; and the page's width."""
+    return _evaluate(report, viewport, """() => {
+              const wrapped = cell => [...cell.childNodes].flatMap(n => n.nodeType === 3 ? [n] : [...n.childNodes])
+                .filter(n => n.nodeType === 3 && n.textContent.trim()).some(n => {
+                  const range = document.createRange(); range.selectNodeContents(n);
+                  return new Set([...range.getClientRects()].map(r => Math.round(r.top))).size > 1; });
+              return {page: document.documentElement.scrollWidth,
+                tables: [...document.querySelectorAll('table.board')].map(t => ({
+                  css: t.className, rows: t.tBodies[0].rows.length,
+                  table: Math.ceil(t.getBoundingClientRect().width), column: t.parentElement.clientWidth,
+                  scrolls: t.parentElement.scrollWidth > t.parentElement.clientWidth,
+                  wrapped: [...t.tBodies[0].rows].flatMap(r => [...r.cells]).filter(wrapped).map(c => c.textContent),
+                  failures: [...t.tBodies[0].rows].map(r => r.cells[r.cells.length - 1].textContent)}))};
+            }""")
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.parametrize("viewport", [1440, 1920])
+def test_eight_systems_fit_one_line_a_row_and_the_page_uses_the_screen(eight_systems, viewport):
+    layout = _layout(eight_systems, viewport)
+    boards = [t for t in layout["tables"] if t["css"] == "board"]
+    assert boards and all(t["rows"] >= 8 for t in boards), layout
+    assert layout["page"] <= viewport, layout  # no horizontal scrollbar on the page
+    for table in layout["tables"]:
+        assert table["table"] <= table["column"] and not table["scrolls"], table
+        assert table["wrapped"] == [], table  # one line a row: no name, count or value wraps
+    # The failures are one total per system ("52 of 193"); their counts per task are the table under the scores.
+    assert any(re.fullmatch(r"[1-9]\d* of \d+", cell) for cell in boards[0]["failures"]), boards[0]
+    assert any(t["css"] == "board counts" for t in layout["tables"])
+    if viewport == 1920:
+        assert boards[0]["column"] >= 1850, boards[0]  # the page uses the screen's width, not a 1,400 px column
+    print(f"{viewport} px: leaderboard widths", [t["table"] for t in boards], "in columns of", boards[0]["column"])
+
+
+def _widths(report: Path, viewport: int) -> list[dict]:
+    return _evaluate(report, viewport, """() => [...document.querySelectorAll('table.board, table.wraps')].map(t => ({
+                css: t.className, table: Math.ceil(t.getBoundingClientRect().width),
+                column: t.parentElement.clientWidth}))""")
 
 
 @pytest.mark.slow

@@ -89,20 +89,18 @@ def report(
 
 
 def _print_failures(rows: list[Any]) -> None:
-    """Why answers failed, per system and task: the commonest reasons with their counts and an example instance."""
-    from rich.table import Table
-    from rich.text import Text
+    """Why answers failed, as ``rescue run`` prints it: per system and task its failures, then one line per
+    reason (count, reason, example instance); the same table is in failures.md and report.html."""
+    from rescue.report.failures import TITLE
+    from rescue.runs.failures import reason_lines
 
-    from rescue.report.failures import HEADERS, TITLE
-
-    table = Table(title=TITLE, title_justify="left")
-    for header in HEADERS:
-        table.add_column(header, justify="right" if header == "Count" else "left",
-                         overflow="fold", no_wrap=header not in ("Reason", "Example"))
+    console.print(f"[bold]{TITLE}[/] (failures.md):", highlight=False)
     for row in rows:
-        for cells in row.cells():
-            table.add_row(*(Text(cell) for cell in cells))  # reasons quote the model's text: never markup
-    console.print(table)
+        # Reasons quote the model's text and ids come from users: never markup.
+        console.print(f"  {row.system} · {row.task}: {row.failures} of {row.instances} failed", markup=False,
+                      highlight=False, soft_wrap=True)
+        for line in reason_lines(row.reasons, row.failures):
+            console.print(f"    {line}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_reference(items: list[Any]) -> None:

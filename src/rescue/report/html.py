@@ -20,7 +20,7 @@ from markupsafe import Markup, escape
 from rescue.archives import gunzip_limited
 from rescue.data.models import Sample
 from rescue.report.comparisons import Comparison, comparisons_note, informative, p_bootstrap_text, p_text
-from rescue.report.leaderboard import MARKER, Cell, Leaderboard, _counts_text, cell_parts, legend
+from rescue.report.leaderboard import MARKER, Cell, Leaderboard, LeaderRow, cell_parts, legend
 from rescue.report.outcomes import outcome
 from rescue.report.runs import System
 from rescue.tasks import TASK_NAMES
@@ -82,24 +82,62 @@ def html_cell(cell: Cell | None, column: Any) -> Markup:
     return shown + (Markup('<br><small class="ci">{}</small>').format(extra) if extra else Markup(""))
 
 
+def _system_cell(row: LeaderRow) -> Markup:
+    # One line however long the name: cut with an ellipsis where it would widen the table, whole on hover and in
+    # the list of systems above the leaderboard.
+    name = Markup('<span class="name" title="{0}">{0}</span>').format(row.system)
+    return name + (Markup(' <small class="published">(published)</small>') if row.published else Markup(""))
+
+
+def _failures_total(row: LeaderRow, tasks: Sequence[str]) -> str:
+    """The row's failures of all its tasks, out of its instances (the per-task counts are in their own table)."""
+    counts = [(n, f) for t, (n, f) in row.counts.items() if t in tasks and n]
+    if not counts:
+        return ""
+    return f"{sum(f for _, f in counts)} of {sum(n for n, _ in counts)}"
+
+
+def _counts_table(board: Leaderboard, scope: str, tasks: Sequence[str]) -> HtmlTable:
+    """Instances and failures per task of each system in ``scope``: what the leaderboard's Failures column sums."""
+    shown = [t for t in tasks if any(r.counts.get(t, (0, 0))[0] for r in board.scope_rows(scope))]
+    rows = []
+    for r in board.scope_rows(scope):
+        if r.published:
+            continue
+        cells = []
+        for task in shown:
+            n, f = r.counts.get(task, (0, 0))
+            budget = r.budget.get(task)
+            cells.append(f"{n}/{f}" + (f" ({budget} budget)" if budget else "") if n else "—")
+        rows.append([_system_cell(r), *cells])
+    title = "Instances/failures per task" + ("" if scope == "all" else f", {scope}")
+    return HtmlTable(title, ["System", *(t.upper() for t in shown)], rows,
+                     "Instances of the task / those that failed (a failure counts as wrong); budget: failures whose "
+                     "answer budget ran out (budget_exhausted).", collapsed=scope != "all", css="board counts")
+
+
 def leaderboard_tables(board: Leaderboard) -> list[HtmlTable]:
-    """The leaderboard as HTML tables, one per scope."""
+    """The leaderboard as HTML tables, one per scope, each followed by its instance and failure counts per task.
+
+    Every row is one line high: the system name is never wrapped (an ellipsis cuts what would widen the table),
+    and the counts, which took three or four lines per row, are a table of their own under the scores."""
     tasks = sorted({c.task for c in board.columns})
-    tables = []
+    tables: list[HtmlTable] = []
+    scores: list[HtmlTable] = []
     for scope in dict.fromkeys(r.scope for r in board.rows):
         rows = []
         for r in board.scope_rows(scope):
-            name = Markup('{} <small class="published">(published)</small>').format(r.system) if r.published else r.system
-            rows.append([name, *(html_cell(r.cells.get(c.id), c) for c in board.columns),
-                         "" if r.published else _counts_text(r, tasks)])
+            rows.append([_system_cell(r), *(html_cell(r.cells.get(c.id), c) for c in board.columns),
+                         "" if r.published else _failures_total(r, tasks)])
         title = "Pooled (both scenarios)" if scope == "all" else f"Scenario: {scope}"
         # Grouped headers: the task once above its metrics ("ITP" over "F1 | P | R"), not "ITP F1 | ITP P ...".
         groups = [("", 1)] + [(task.upper(), sum(1 for c in board.columns if c.task == task))
                               for task in dict.fromkeys(c.task for c in board.columns)] + [("", 1)]
-        headers = ["System", *(_metric_label(c) for c in board.columns), "Instances/failures"]
-        tables.append(HtmlTable(title, headers, rows, css="board", groups=groups))
-    if tables:
-        tables[-1].note = legend(board)
+        headers = ["System", *(_metric_label(c) for c in board.columns), "Failures"]
+        scores.append(HtmlTable(title, headers, rows, css="board", groups=groups))
+        tables += [scores[-1], _counts_table(board, scope, tasks)]
+    if scores:
+        scores[-1].note = legend(board)
     return tables
 
 
