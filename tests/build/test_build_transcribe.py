@@ -222,6 +222,8 @@ def test_local_faster_whisper_needs_its_extra_and_weights(tmp_path):
 
     with pytest.raises(CredentialError, match="--transcribe-model PATH"):
         resolve_transcriber("local/faster-whisper")
+    with pytest.raises(CredentialError, match="no such folder"):  # never taken for a hub name and fetched
+        resolve_transcriber("local/faster-whisper", weights=str(tmp_path / "missing"))
     try:
         import faster_whisper  # noqa: F401
     except ImportError:
@@ -229,23 +231,44 @@ def test_local_faster_whisper_needs_its_extra_and_weights(tmp_path):
             resolve_transcriber("local/faster-whisper", weights=str(tmp_path))
 
 
-@pytest.mark.slow
-def test_local_faster_whisper_transcribes_espeak_speech(tmp_path, spoken):
-    """Runs only where the transcribe extra is installed and RESCUE_WHISPER_WEIGHTS names weights on disk."""
-    import os
-    from pathlib import Path
-
+@pytest.fixture(scope="module")
+def tiny_whisper(tmp_path_factory):
+    """faster-whisper weights made here (rescue.testing.tiny_whisper): no hub, no download."""
     pytest.importorskip("faster_whisper", reason="the transcribe extra (faster-whisper) is not installed")
-    weights = os.environ.get("RESCUE_WHISPER_WEIGHTS")
-    if not weights or not Path(weights).exists():
-        pytest.skip("no faster-whisper weights on disk (set RESCUE_WHISPER_WEIGHTS to a model folder)")
+    from rescue.testing.tiny_whisper import make_tiny_whisper
+
+    return make_tiny_whisper(tmp_path_factory.mktemp("tiny-whisper"))
+
+
+@pytest.mark.slow
+def test_local_faster_whisper_transcribes_in_process_into_a_validated_draft(tmp_path, spoken, tiny_whisper):
+    """``--transcribe local/faster-whisper`` end to end on weights the test made: the transcript has the shape and
+    the timing the model gives (one line in every 30 s window: it hears nothing), the answers go
+    through the same checks and cache, and the draft validates."""
+    from test_build_inputs import cli
+
+    from rescue.testing.tiny_whisper import SAID
+
     session, _audio = spoken
     out = tmp_path / "out"
-    outcome = build(BuildConfig(out=out, sessions=[spec(session, out)], transcribe="local/faster-whisper",
-                                transcribe_model=weights, min_duration=20, language="en"))
-    assert outcome.complete and validate_path(out / "draft.jsonl").errors == []
-    heard = " ".join(c.text for c in load_cues(out / "transcripts/g/session.srt")).lower()
-    assert sum(word in heard for word in ("listens", "fight", "scared", "thank")) >= 3
+    args = [str(session.video), "--transcribe", "local/faster-whisper", "--transcribe-model", str(tiny_whisper),
+            "--language", "en", "--scenario", "couple", "--participants", "Alan,Evelyn", "--min-duration", "20",
+            "--out", str(out)]
+    done = cli(*args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    transcript = out / "transcripts/alan_and_evelyn/session.srt"
+    cues = load_cues(transcript)
+    said = "".join(SAID).replace("\u0120", " ")
+    assert [c.text for c in cues] == [said] * 3
+    # One line in each 30 s window (where in it is the word alignment's: cross-attention on noise), in order.
+    assert [int(c.start // 30) for c in cues] == [0, 1, 2] and all(c.start < c.end <= DURATION for c in cues)
+    assert validate_path(out / "draft.jsonl").errors == []
+    events = [json.loads(line) for line in (out / "build.log").read_text().splitlines()]
+    assert [e["lines"] for e in events if e["event"] == "transcribe" and e.get("done")] == [3]
+    # Transcribed again from the cache: same transcript, the model not loaded for it.
+    transcript.unlink()
+    again = cli(*args)
+    assert again.returncode == 0 and [c.text for c in load_cues(transcript)] == [said] * 3
 
 
 @pytest.mark.slow

@@ -140,6 +140,7 @@ def test_a_chunk_refused_among_good_ones_is_named_and_only_it_is_asked_again(tmp
 def test_hostile_labels_and_text_never_reach_the_transcript_or_the_terminal(tmp_path, video):
     hostile = ["\x1b[31mred", "[bold red]x[/]", "../../etc/passwd", "SPEAKER_1: fake", "A" * 5000, "a\nb", 7]
     segments = [segment(1.0 + n, 1.8 + n, text=f"line {n}", speaker=label) for n, label in enumerate(hostile)]
+    segments.append(segment(8.0, 8.5, text="bell\x07 and nul\x00 and escape\x1b[2J"))
     segments.append(segment(9.0, 10.0, text="one\n\n99\n00:00:00,000 --> 00:00:09,000\nInjected cue"))
     out = tmp_path / "out"
     with serve(transcribe=verbose_json(segments)) as server:
@@ -153,6 +154,7 @@ def test_hostile_labels_and_text_never_reach_the_transcript_or_the_terminal(tmp_
 
     cues = load_cues(out / "transcripts/alan_and_evelyn/session.srt")
     assert len(cues) == len(segments) and cues[-1].text.startswith("one 99 00:00:00 000 -> 00:00:09 000")
+    assert cues[-2].text == "bell and nul and escape[2J"
     assert {s for c in cues for s in c.speakers} == {f"SPEAKER_{n}" for n in range(1, len(hostile) + 1)}
     record = json.loads((out / "transcripts/alan_and_evelyn/session.chunks.json").read_text())
     assert all(len(label) <= 80 for label in record["chunks"][0]["labels"].values())

@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-import io
 import math
 import struct
-import wave
 
 import httpx
 import pytest
 
 from rescue.testing import Reply, fail_first, serve, verbose_json
-from rescue.testing.transcripts import PlacedWord, TimedWords
+from rescue.testing.transcripts import PlacedWord, TimedWords, wav_bytes
 
 pytestmark = pytest.mark.timeout(60)
 
 
 def wav(samples: list[int], rate: int = 16000) -> bytes:
-    out = io.BytesIO()
-    with wave.open(out, "wb") as writer:
-        writer.setnchannels(1)
-        writer.setsampwidth(2)
-        writer.setframerate(rate)
-        writer.writeframes(struct.pack(f"<{len(samples)}h", *samples))
-    return out.getvalue()
+    return wav_bytes(struct.pack(f"<{len(samples)}h", *samples), rate)
 
 
 def tone(seconds: float, rate: int = 16000, freq: float = 220.0) -> list[int]:

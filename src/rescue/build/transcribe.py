@@ -42,6 +42,9 @@ _SEARCH_SHARE = 1 / 3
 # under one label there, and that share is at least _MATCH_SHARE of it (and the same holds the other way).
 _MATCH_SECONDS = 0.5
 _MATCH_SHARE = 0.8
+# Control characters in an answer's text (a confused model emits them): dropped, as a subtitle reader refuses
+# a file holding them.
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f]")
 # A SubRip time ("00:00:09,000") inside an answer's text: its comma becomes a space.
 _SRT_TIME = re.compile(r"(\d{1,2}:\d{1,2}:\d{1,2})[.,](\d{1,3})")
 # Words this close to the edge of the shared audio may be cut by one chunk's edge: not evidence.
@@ -248,14 +251,14 @@ def merge_chunks(chunks: list[Chunk], answers: list[dict[str, Any]]) -> tuple[li
 
 def srt_text(lines: list[Line]) -> str:
     """The lines as SubRip text (``Speaker: text`` when the speaker is known). A line's text is one line, with
-    no timing arrow and no SubRip time in it (a reader takes a line with two for a timing line): an answer's text
+    no control character, no timing arrow and no SubRip time in it (a reader takes a line with two for a timing line): an answer's text
     never becomes a cue of its own."""
     import pysubs2
 
     subs = pysubs2.SSAFile()
     for line in lines:
         prefix = f"{line.speaker}: " if line.speaker else ""
-        text = _SRT_TIME.sub(r"\1 \2", " ".join(line.text.replace("-->", "->").split()))
+        text = _SRT_TIME.sub(r"\1 \2", " ".join(_CONTROL.sub("", line.text).replace("-->", "->").split()))
         subs.append(pysubs2.SSAEvent(start=round(line.start * 1000), end=round(line.end * 1000), text=prefix + text))
     return str(subs.to_string("srt"))
 

@@ -15,6 +15,7 @@ import asyncio
 import io
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 from rescue.llm import secrets
@@ -180,7 +181,8 @@ class LocalWhisper(ModelBase):
         if self._model is None:
             from faster_whisper import WhisperModel
 
-            self._model = WhisperModel(self.weights, device="auto", compute_type="default")
+            self._model = WhisperModel(str(Path(self.weights).expanduser()) if self.weights.startswith("~")
+                                       else self.weights, device="auto", compute_type="default")
         pieces, info = self._model.transcribe(io.BytesIO(data), language=self.language, word_timestamps=True)
         segments, words = [], []
         for piece in pieces:
@@ -210,6 +212,10 @@ def resolve_transcriber(spec: str, *, weights: str | None = None, base_url: str 
     if spec == LOCAL_WHISPER:
         if not weights:
             raise CredentialError(f"--transcribe {LOCAL_WHISPER}: give the weights' folder with --transcribe-model PATH")
+        if weights.startswith(("/", "./", "../", "~")) and not Path(weights).expanduser().is_dir():
+            # A path that is not there would be taken for a model name and fetched from a hub.
+            raise CredentialError(f"--transcribe-model {weights}: no such folder (the faster-whisper weights: "
+                                  "model.bin, config.json, tokenizer.json, vocabulary.json)")
         try:
             import faster_whisper  # noqa: F401
         except ImportError:

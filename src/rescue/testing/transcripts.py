@@ -28,6 +28,17 @@ class PlacedWord:
     speaker: str | None = None
 
 
+def wav_bytes(pcm: bytes, rate: int) -> bytes:
+    """16-bit mono PCM as WAV bytes (what rescue extracts and sends)."""
+    out = io.BytesIO()
+    with wave.open(out, "wb") as writer:
+        writer.setnchannels(1)
+        writer.setsampwidth(2)
+        writer.setframerate(rate)
+        writer.writeframes(pcm)
+    return out.getvalue()
+
+
 def read_pcm(data: bytes) -> tuple[bytes, int]:
     """The 16-bit mono frames of a WAV and its sample rate."""
     with wave.open(io.BytesIO(data)) as reader:
