@@ -130,7 +130,7 @@ class TranscriptionModel(OpenAIModel):
                 async with client.stream("POST", "audio/transcriptions", data=form,
                                          files={"file": ("audio.wav", audio.data, audio.mime)}) as response:
                     status, headers = response.status_code, response.headers
-                    raw = await self._read(response, False)  # within --max-answer-bytes, never all of a huge body
+                    raw = await self._read_upload_answer(response)
         except (TimeoutError, httpx.HTTPError) as exc:
             return self._transport_failure(exc)
         if isinstance(raw, ChatAnswer):
@@ -148,6 +148,21 @@ class TranscriptionModel(OpenAIModel):
         seconds = data.get("duration")
         usage = Usage(audio_seconds=float(seconds) if isinstance(seconds, (int, float)) else wav_seconds(audio.data))
         return ChatAnswer(secrets.scrub(json.dumps(data, ensure_ascii=False)), "ok", "", usage, {})
+
+
+    async def _read_upload_answer(self, response: Any) -> ChatAnswer | bytes:
+        """The (httpx) response's body within --max-answer-bytes: never all of a huge body in memory."""
+        limit = self.settings.max_answer_bytes
+        declared = response.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            return self._too_large(int(declared))
+        chunks, size = [], 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > limit:
+                return self._too_large(size, more=True)
+            chunks.append(chunk)
+        return b"".join(chunks)
 
 
 def wav_seconds(data: bytes) -> float:
