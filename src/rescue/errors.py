@@ -166,6 +166,13 @@ class BatchError(RescueError):
     """A batch cannot be sent or read: the endpoint refuses the batch API, or the run directory's batch ledger."""
 
 
+class BatchUnsettled(BatchError):
+    """Whether a batch was created cannot be told (its endpoint's batches cannot be listed): the run stops
+    rather than create it twice; rerunning looks again."""
+
+    exit_code = EXIT_INCOMPLETE
+
+
 class PriceError(RescueError):
     """A price table that cannot be read; the message names the file and the entry."""
 

@@ -13,41 +13,19 @@ import sys
 import time
 
 import pytest
-from _engine_support import itp_instances, oracle_answers
+from batch_support import oracle, prices, run_config
 
-from rescue.engine.runner import RunConfig, run
+from rescue.engine.runner import run
 from rescue.testing.openai_server import Reply, fail_first, message_text, request_key, serve
 
-PRICES = '["m"]\ninput = 2.0\noutput = 8.0\n\n["judge-a"]\ninput = 1.0\noutput = 4.0\n'
-
-
-def _prices(tmp_path):
-    path = tmp_path / "prices.toml"
-    path.write_text(PRICES, encoding="utf-8")
-    return str(path)
-
-
-def _config(tmp_path, server, out="run", **overrides) -> RunConfig:
-    options = dict(out=str(tmp_path / out), models=["m"], tasks=["itp"], base_url=server.base_url, quiet=True,
-                   bertscore=False, limit_samples=1, batch=True, batch_poll=0.01, prices=_prices(tmp_path),
-                   max_retries=1, timeout=5.0)
-    options.update(overrides)
-    return RunConfig(**options)
-
-
-def _oracle():
-    answers = oracle_answers("itp", itp_instances(limit_samples=1))
-    return answers, (lambda body: Reply.text(answers[request_key(body)]))
-
-
 def test_a_batch_run_completes_sends_nothing_online_and_costs_half(tmp_path):
-    answers, script = _oracle()
+    answers, script = oracle()
     with serve(script) as server:
-        batched = run(_config(tmp_path, server))
+        batched = run(run_config(tmp_path, server))
         assert server.request_count == 0  # every answer came through the batch
         assert len(server.batch_bodies) == len(answers) and len(server.batches) == 1
         assert all("stream" not in b for b in server.batch_bodies)
-        online = run(_config(tmp_path, server, out="online", batch=False))
+        online = run(run_config(tmp_path, server, out="online", batch=False))
     assert batched.complete and online.complete
     b, o = batched.results["models"]["m"], online.results["models"]["m"]
     assert b["itp"]["all"]["f1"] == o["itp"]["all"]["f1"] == 1.0
@@ -61,28 +39,36 @@ def test_a_batch_run_completes_sends_nothing_online_and_costs_half(tmp_path):
 
 
 def test_answers_already_in_the_cache_are_not_sent_again(tmp_path):
-    answers, script = _oracle()
+    answers, script = oracle()
     with serve(script) as server:
-        run(_config(tmp_path, server, batch=False))
+        run(run_config(tmp_path, server, batch=False))
         sent = server.request_count
-        again = run(_config(tmp_path, server))
+        again = run(run_config(tmp_path, server))
         assert server.batches == {} and server.request_count == sent
     assert again.complete
 
 
+def _recorded(ledger) -> bool:
+    try:
+        return any(e["batch_id"] for e in json.loads(ledger.read_text())["batches"])
+    except (OSError, ValueError, KeyError):
+        return False
+
+
 @pytest.mark.slow
 def test_a_killed_batch_run_resumes_polling_the_same_batch(tmp_path):
-    answers, script = _oracle()
+    answers, script = oracle()
     with serve(script) as server:
         server.batch_behaviour.polls = 10**9  # the batch never ends while the first run waits
         env = {**os.environ, "OPENAI_API_KEY": "test", "PYTHONPATH": os.pathsep.join(sys.path)}
         child = subprocess.Popen(
             [sys.executable, "-m", "rescue", "run", "--model", "m", "--base-url", server.base_url, "--tasks", "itp",
              "--limit-samples", "1", "--out", str(tmp_path / "run"), "--no-bertscore", "--batch", "--batch-poll",
-             "0.05", "--quiet", "--prices", _prices(tmp_path)], env=env, start_new_session=True)
+             "0.05", "--quiet", "--prices", prices(tmp_path)], env=env, start_new_session=True)
         try:
             deadline = time.monotonic() + 60
-            while not (tmp_path / "run" / "batches.json").exists() and child.poll() is None:
+            # batches.json names the run before anything is sent; wait for the batch itself in it.
+            while not _recorded(tmp_path / "run" / "batches.json") and child.poll() is None:
                 assert time.monotonic() < deadline, "the batch was never recorded"
                 time.sleep(0.05)
         finally:
@@ -90,24 +76,24 @@ def test_a_killed_batch_run_resumes_polling_the_same_batch(tmp_path):
             child.wait()
         assert len(server.batches) == 1
         server.batch_behaviour.polls = 1
-        resumed = run(_config(tmp_path, server))
+        resumed = run(run_config(tmp_path, server))
         assert len(server.batches) == 1  # polled again, never submitted again
         assert server.request_count == 0
     assert resumed.complete and resumed.results["models"]["m"]["usage"]["itp"]["batch_answers"] == len(answers)
 
 
 def test_an_expired_batch_keeps_what_it_answered_and_the_rest_goes_online(tmp_path):
-    answers, script = _oracle()
+    answers, script = oracle()
     with serve(script) as server:
         server.batch_behaviour.outcome, server.batch_behaviour.expire_after = "expired", 3
-        outcome = run(_config(tmp_path, server))
+        outcome = run(run_config(tmp_path, server))
         assert len(server.batch_bodies) == 3 and server.request_count == len(answers) - 3
     assert outcome.complete and outcome.results["models"]["m"]["itp"]["all"]["f1"] == 1.0
     assert outcome.results["models"]["m"]["usage"]["itp"]["batch_answers"] == 3
 
 
 def test_a_partially_failed_batch_falls_back_to_the_online_path(tmp_path):
-    answers, _ = _oracle()
+    answers, _ = oracle()
     failing = set(sorted(answers)[:2])
     # Each of those fails once (in the batch), then answers (online).
     script = fail_first(1, Reply.server_error(500), lambda body: Reply.text(answers[request_key(body)]))
@@ -118,7 +104,7 @@ def test_a_partially_failed_batch_falls_back_to_the_online_path(tmp_path):
         return Reply.text(answers[request_key(body)])
 
     with serve(chosen) as server:
-        outcome = run(_config(tmp_path, server))
+        outcome = run(run_config(tmp_path, server))
         assert server.request_count == 2
         batch = next(iter(server.batches.values()))
         assert batch["request_counts"]["failed"] == 2 and batch["error_file_id"]
@@ -126,10 +112,10 @@ def test_a_partially_failed_batch_falls_back_to_the_online_path(tmp_path):
 
 
 def test_a_failed_batch_leaves_everything_to_the_online_path(tmp_path):
-    answers, script = _oracle()
+    answers, script = oracle()
     with serve(script) as server:
         server.batch_behaviour.outcome = "failed"
-        outcome = run(_config(tmp_path, server))
+        outcome = run(run_config(tmp_path, server))
         assert server.request_count == len(answers) and server.batch_bodies == []
     assert outcome.complete
 
@@ -145,7 +131,7 @@ def _er_script(body):
 
 def test_the_judge_runs_in_batch_too(tmp_path):
     with serve(_er_script) as server:
-        outcome = run(_config(tmp_path, server, tasks=["er"], judges=["judge-a"]))
+        outcome = run(run_config(tmp_path, server, tasks=["er"], judges=["judge-a"]))
         assert server.request_count == 0
         assert {b["model"] for b in server.batch_bodies} == {"m", "judge-a"}
         assert len(server.batches) == 2
@@ -158,10 +144,10 @@ def test_the_judge_runs_in_batch_too(tmp_path):
 
 
 def test_a_model_without_a_batch_api_goes_online_with_a_warning(tmp_path, capfd):
-    answers, script = _oracle()
+    answers, script = oracle()
     with serve(script) as server:
         # A kimi model behind the test server: the preset says Moonshot has no batch API.
-        outcome = run(_config(tmp_path, server, models=["kimi/m"], api_key_env="PATH"))
+        outcome = run(run_config(tmp_path, server, models=["kimi/m"], api_key_env="PATH"))
         assert server.batches == {} and server.request_count == len(answers)
     assert outcome.complete
     assert "kimi/m has no batch API" in " ".join(capfd.readouterr().err.split())

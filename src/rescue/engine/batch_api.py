@@ -8,11 +8,13 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from rescue.data.text import visible_text
 from rescue.engine.config import RunConfig
 from rescue.engine.failures import terminal_safe
 from rescue.engine.outcome import PairResult
 from rescue.engine.plan import batch_plan, send_chains
 from rescue.engine.progress import ProgressDisplay
+from rescue.llm.batch import LEDGER, BatchLedger
 from rescue.llm.reliable import ReliableModel
 from rescue.llm.types import ChatRequest
 from rescue.tasks.base import Instance, RenderOptions, Task
@@ -26,8 +28,8 @@ def _batchable(model: ReliableModel) -> bool:
 
 
 async def _send_batches(model: ReliableModel, requests: list[ChatRequest], purpose: str, label: str,
-                        config: RunConfig, display: ProgressDisplay, out: Path) -> None:
-    from rescue.llm.batch import LEDGER, BatchLedger, run_in_batches
+                        config: RunConfig, display: ProgressDisplay, ledger: BatchLedger) -> None:
+    from rescue.llm.batch import run_in_batches
 
     if not requests:
         return
@@ -49,8 +51,9 @@ async def _send_batches(model: ReliableModel, requests: list[ChatRequest], purpo
             done[batch_id] = completed + failed
             done[batch_id + ":failed"] = failed
 
-    outcome = await run_in_batches(model, requests, BatchLedger(out / LEDGER), purpose=purpose,
-                                   poll_interval=config.batch_poll, on_progress=progress)
+    outcome = await run_in_batches(model, requests, ledger, purpose=purpose, poll_interval=config.batch_poll,
+                                   on_progress=progress,
+                                   on_warning=lambda text: display.warn(visible_text(text)))
     model.log.event("batch_done", model=model.name, purpose=purpose, submitted=outcome.submitted,
                     resumed=outcome.resumed, skipped=outcome.skipped, answered=outcome.answered,
                     left_to_online=outcome.failed, batches=outcome.batches)
@@ -68,7 +71,9 @@ async def batch_predictions(config: RunConfig, reliable: dict[str, ReliableModel
                 messages: list[Any] = task.render(batch, options)
                 requests.append(ChatRequest(messages=messages, max_tokens=int(task.max_tokens), tag=task.name,
                                             ids=tuple(i.instance_id for i in batch)))
-    await asyncio.gather(*(_send_batches(model, requests, "predict", "batch", config, display, out)
+    # One ledger for every model: each writes it whole, so each must see the others' batches.
+    ledger = BatchLedger(out / LEDGER)
+    await asyncio.gather(*(_send_batches(model, requests, "predict", "batch", config, display, ledger)
                            for model in reliable.values()))
 
 
@@ -86,5 +91,6 @@ async def batch_judges(config: RunConfig, judges: list[ReliableModel], pairs: li
                                       record.prediction, record.gold)
                 requests += [ChatRequest(messages=[{"role": "user", "content": prompt}], max_tokens=JUDGE_MAX_TOKENS,
                                          purpose="judge", repeat=k) for k in range(config.judge_repeats)]
-    await asyncio.gather(*(_send_batches(judge, requests, "judge", "judge batch", config, display, out)
+    ledger = BatchLedger(out / LEDGER)
+    await asyncio.gather(*(_send_batches(judge, requests, "judge", "judge batch", config, display, ledger)
                            for judge in judges))

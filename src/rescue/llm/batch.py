@@ -3,55 +3,77 @@
 The form OpenAI, DashScope, Gemini's OpenAI-compatible endpoint, Together and Groq accept: the requests as a
 JSONL file (``POST /files``, purpose ``batch``), one line per request (``custom_id``, ``method``, ``url``,
 ``body``), a batch over it (``POST /batches``), its status polled (``GET /batches/{id}``) until it ends, then
-its output and error files read (``GET /files/{id}/content``).
+its output and error files read (``GET /files/{id}/content``; rescue.llm.batch_output).
 
 Every request is keyed as the online path keys it (:meth:`ReliableModel.key`) and the key is its
 ``custom_id``, so an answer that comes back through a batch is stored in the run's cache exactly where the
 online path looks: the run then reads it as a cached answer. Requests already answered (or finally failed)
-in the cache are not sent. The batch ids go to ``batches.json`` in the run directory as soon as a batch is
-created, so a killed run polls the same batches when it is started again instead of submitting them again.
-What a batch could not answer (its error file, an expired or failed batch) is left out of the cache and falls
-back to the online path.
+in the cache are not sent. What a batch could not answer is left out of the cache and falls back to the
+online path.
+
+A batch is paid for, so none is made twice. ``batches.json`` in the run directory names the run (a random id,
+written before anything is sent) and records each chunk of requests as it is uploaded and again when its batch
+is created. Upload and create are not idempotent and never simply sent again: each batch carries metadata
+naming the run and its chunk, and before every create, the endpoint's batches are listed (page by page, newest
+first) and a batch of ours is adopted; after an ambiguous upload the endpoint's files are listed the same way.
+When the batches cannot be listed after an ambiguous create, the run stops (a rerun looks again).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
+from secrets import token_hex
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from rescue.atomic import write_atomic
-from rescue.llm import secrets
-from rescue.llm.client import ERROR_CHARS, MalformedAnswer, OpenAIModel, TransientError, _error_message
-from rescue.llm.reliable import ReliableModel, _scrubbed
-from rescue.llm.types import ChatRequest
-from rescue.llm.providers import tls_context
 from rescue.errors import BatchError as BatchError
+from rescue.errors import BatchUnsettled, TransientError
+from rescue.llm.batch_http import BatchEndpoint, BatchObject, FileObject, Page, parse
+from rescue.llm.batch_output import OutputReader
+from rescue.llm.client import OpenAIModel
+from rescue.llm.reliable import ReliableModel
+from rescue.llm.types import ChatRequest
 
 LEDGER = "batches.json"
 TERMINAL = ("completed", "expired", "failed", "cancelled")
 # OpenAI's limits for one batch: 50,000 requests and a 200 MB input file (kept under it).
 MAX_LINES = 50_000
 MAX_BYTES = 190 * 1024 * 1024
+ATTEMPTS = 4  # uploads, creates, status reads and file reads tried per batch, each after a look at what exists
+MAX_PAGES = 500  # pages of a list read before giving up (a list that never ends)
+CLOCK_SLACK = 86_400.0  # batches created this long before the run started are not looked at (clock skew)
 
 
-@dataclass
-class BatchEntry:
-    """One submitted batch, as ``batches.json`` keeps it."""
+class BatchEntry(BaseModel):
+    """One chunk of requests, as ``batches.json`` keeps it: uploaded (``input_file_id``), then created
+    (``batch_id``), then read (``collected``)."""
 
+    model_config = ConfigDict(strict=True)
     model: str
     purpose: str
     batch_id: str
     input_file_id: str
     keys: list[str]
+    chunk: str = ""  # the sha256 of its keys: the batch's metadata names it
     status: str = "submitted"
     collected: bool = False
-    answered: int = 0
-    failed: int = 0
+    answered: int = Field(default=0, ge=0)
+    failed: int = Field(default=0, ge=0)
+
+
+class _LedgerFile(BaseModel):
+    model_config = ConfigDict(strict=True)
+    run: str = Field(default="", max_length=64)
+    started: float | int = 0.0
+    batches: list[BatchEntry]
 
 
 @dataclass
@@ -66,110 +88,59 @@ class BatchOutcome:
     batches: list[str] = field(default_factory=list)
 
 
+def _field(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"]).lstrip(".")
+    return f"{where or 'the file'}: {first['msg']}"
+
+
 class BatchLedger:
-    """``DIR/batches.json``: every batch a run submitted, written whole (atomically) after each change."""
+    """``DIR/batches.json``: the run's id and every chunk it uploaded or submitted, written whole (atomically)
+    after each change; checked field by field when read."""
 
     def __init__(self, path: Path):
         self.path = path
         self.entries: list[BatchEntry] = []
-        if path.exists():
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                self.entries = [BatchEntry(**entry) for entry in data["batches"]]
-            except (ValueError, KeyError, TypeError) as exc:
-                raise BatchError(f"{path}: not a batch ledger rescue wrote ({exc}); remove it to submit again") from None
+        self.run = token_hex(16)
+        self.started = time.time()
+        self.existed = path.exists()
+        if self.existed:
+            self._read()
+
+    def _read(self) -> None:
+        fix = "fix it, or remove it to submit its requests again (batches it names are then not read)"
+        try:
+            data = json.loads(self.path.read_bytes().decode("utf-8"))
+            ledger = _LedgerFile.model_validate(data)
+        except ValidationError as exc:
+            raise BatchError(f"{self.path}: {_field(exc)}; not a batch ledger rescue wrote: {fix}") from None
+        except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, a number of thousands of digits
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
+            raise BatchError(f"{self.path}: not JSON ({reason}); not a batch ledger rescue wrote: {fix}") from None
+        except OSError as exc:
+            raise BatchError(f"{self.path}: cannot be read ({exc.strerror})") from None
+        self.entries = ledger.batches
+        self.run = ledger.run or self.run  # a ledger of an earlier version: named from now on
+        self.started = float(ledger.started) or self.started
 
     def save(self) -> None:
         """Write the ledger (batches.json) atomically."""
-        write_atomic(self.path, json.dumps({"batches": [asdict(e) for e in self.entries]}, indent=1) + "\n")
+        data = {"run": self.run, "started": self.started, "batches": [e.model_dump() for e in self.entries]}
+        write_atomic(self.path, json.dumps(data, indent=1) + "\n")
 
     def of(self, model: str, purpose: str) -> list[BatchEntry]:
         """The ledger's batches of ``model`` for ``purpose``."""
         return [e for e in self.entries if e.model == model and e.purpose == purpose]
 
 
-class BatchEndpoint:
-    """The files and batches routes of one OpenAI-compatible endpoint, with the model's key and timeout."""
-
-    def __init__(self, model: OpenAIModel):
-        import httpx
-
-        self.model = model
-        endpoint = model.endpoint
-        self.client = httpx.AsyncClient(base_url=endpoint.base_url + "/", timeout=model.settings.timeout,
-                                        headers={"Authorization": f"Bearer {endpoint.api_key}"}, verify=tls_context())
-
-    async def aclose(self) -> None:
-        """Close the HTTP client."""
-        await self.client.aclose()
-
-    async def _call(self, method: str, path: str, **kwargs: Any) -> Any:
-        import httpx
-
-        try:
-            response = await self.client.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            raise TransientError("connection", secrets.clip(f"{type(exc).__name__}: {exc}", ERROR_CHARS)) from None
-        if response.status_code >= 500 or response.status_code == 429:
-            raise TransientError("server_error", f"HTTP {response.status_code} from {path}")
-        if response.status_code != 200:
-            message = secrets.clip(_error_message(response.status_code, response.content), ERROR_CHARS)
-            raise BatchError(f"{self.model.name}: the batch API refused {method} {path} "
-                             f"(HTTP {response.status_code}): {message}")
-        return response
-
-    async def upload(self, content: bytes) -> str:
-        """Upload a JSONL file of requests for a batch; its file id."""
-        response = await self._call("POST", "files", data={"purpose": "batch"},
-                                    files={"file": ("requests.jsonl", content, "application/jsonl")})
-        return str(response.json()["id"])
-
-    async def create(self, file_id: str) -> dict[str, Any]:
-        """Start a batch over an uploaded file (24 h window); the batch object."""
-        response = await self._call("POST", "batches", json={"input_file_id": file_id, "endpoint":
-                                                               "/v1/chat/completions", "completion_window": "24h"})
-        return dict(response.json())
-
-    async def status(self, batch_id: str) -> dict[str, Any]:
-        """The batch object as the endpoint reports it now."""
-        return dict((await self._call("GET", f"batches/{batch_id}")).json())
-
-    async def content(self, file_id: str) -> bytes:
-        """The bytes of a file (a finished batch's output or errors)."""
-        return bytes((await self._call("GET", f"files/{file_id}/content")).content)
-
-
 Progress = Callable[[str, int, int, int], None]  # batch id, completed, failed, total
+Warn = Callable[[str], None]
 
 
-def _retrying(attempts: int = 5) -> Callable[..., Any]:
-    """A batch-API call retried on transient faults (a poll must survive a dropped connection)."""
-
-    def wrap(call: Callable[..., Any]) -> Callable[..., Any]:
-        async def run(*args: Any, **kwargs: Any) -> Any:
-            for attempt in range(attempts):
-                try:
-                    return await call(*args, **kwargs)
-                except TransientError:
-                    if attempt == attempts - 1:
-                        raise
-                    await asyncio.sleep(min(30.0, 0.5 * 2**attempt))
-            return None
-
-        return run
-
-    return wrap
-
-
-async def run_in_batches(model: ReliableModel, requests: Sequence[ChatRequest], ledger: BatchLedger, *,
-                         purpose: str = "predict", poll_interval: float = 30.0,
-                         on_progress: Progress | None = None) -> BatchOutcome:
-    """Answer ``requests`` of ``model`` through its endpoint's batch API, into the model's cache."""
-    inner = model.inner
-    if not isinstance(inner, OpenAIModel) or model.cache is None:
-        raise BatchError(f"{model.name}: --batch needs an OpenAI-compatible endpoint and a cache")
+def _wanted(model: ReliableModel, requests: Sequence[ChatRequest], outcome: BatchOutcome) -> dict[str, ChatRequest]:
+    """The requests to ask, by key: those neither answered nor finally failed in the cache."""
+    assert model.cache is not None
     by_key: dict[str, ChatRequest] = {}
-    outcome = BatchOutcome()
     for request in requests:
         key = model.key(request)
         if key is None or key in by_key:
@@ -179,32 +150,47 @@ async def run_in_batches(model: ReliableModel, requests: Sequence[ChatRequest], 
             outcome.skipped += 1
             continue
         by_key[key] = request
+    return by_key
+
+
+async def run_in_batches(model: ReliableModel, requests: Sequence[ChatRequest], ledger: BatchLedger, *,
+                         purpose: str = "predict", poll_interval: float = 30.0, on_progress: Progress | None = None,
+                         on_warning: Warn | None = None, max_lines: int = MAX_LINES,
+                         max_bytes: int = MAX_BYTES) -> BatchOutcome:
+    """Answer ``requests`` of ``model`` through its endpoint's batch API, into the model's cache."""
+    inner = model.inner
+    if not isinstance(inner, OpenAIModel) or model.cache is None:
+        raise BatchError(f"{model.name}: --batch needs an OpenAI-compatible endpoint and a cache")
+    outcome = BatchOutcome()
+    by_key = _wanted(model, requests, outcome)
     earlier = ledger.of(model.name, purpose)
     covered = {k for entry in earlier for k in entry.keys}
-    api = BatchEndpoint(inner)
+    if by_key and not ledger.path.exists():
+        ledger.save()  # the run's id, before anything is sent: a rerun after a crash knows what is its own
+    flow = _Flow(BatchEndpoint(inner), model, inner, ledger, by_key, poll_interval,
+                 on_warning or (lambda text: None), on_progress, outcome)
     try:
         pending = [e for e in earlier if not e.collected]
-        outcome.resumed = sum(len(e.keys) for e in pending)
-        todo = [k for k in by_key if k not in covered]
-        for chunk in _chunks(inner, todo, by_key):
-            content = b"".join(line for _, line in chunk)
-            file_id = await _retrying()(api.upload)(content)
-            created = await _retrying()(api.create)(file_id)
-            entry = BatchEntry(model.name, purpose, str(created["id"]), file_id, [k for k, _ in chunk],
-                               str(created.get("status", "submitted")))
-            ledger.entries.append(entry)
-            ledger.save()  # before waiting: a killed run finds it and polls it
+        outcome.resumed = sum(len(e.keys) for e in pending if e.input_file_id)
+        lines = {}
+        for chunk in _chunks(inner, [k for k in by_key if k not in covered], by_key, max_lines, max_bytes):
+            keys = [k for k, _ in chunk]
+            entry = BatchEntry(model=model.name, purpose=purpose, batch_id="", input_file_id="", keys=keys,
+                               chunk=hashlib.sha256("\n".join(keys).encode()).hexdigest(), status="new")
+            lines[entry.chunk] = b"".join(line for _, line in chunk)
             pending.append(entry)
-            outcome.submitted += len(chunk)
-        outcome.batches = [e.batch_id for e in pending]
-        await asyncio.gather(*(_follow(api, model, inner, entry, by_key, ledger, poll_interval, on_progress, outcome)
-                               for entry in pending))
+        for entry in [e for e in pending if not e.batch_id]:
+            await flow.submit(entry, lines.get(entry.chunk))
+        followed = [e for e in pending if e.batch_id and not e.collected]
+        outcome.batches = [e.batch_id for e in followed]
+        await asyncio.gather(*(flow.follow(entry) for entry in followed))
     finally:
-        await api.aclose()
+        await flow.api.aclose()
     return outcome
 
 
-def _chunks(inner: OpenAIModel, keys: list[str], by_key: dict[str, ChatRequest]) -> list[list[tuple[str, bytes]]]:
+def _chunks(inner: OpenAIModel, keys: list[str], by_key: dict[str, ChatRequest], max_lines: int,
+            max_bytes: int) -> list[list[tuple[str, bytes]]]:
     chunks: list[list[tuple[str, bytes]]] = []
     current: list[tuple[str, bytes]] = []
     size = 0
@@ -212,7 +198,7 @@ def _chunks(inner: OpenAIModel, keys: list[str], by_key: dict[str, ChatRequest])
         body = inner.batch_body(by_key[key])
         line = (json.dumps({"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": body},
                            ensure_ascii=False) + "\n").encode("utf-8")
-        if current and (len(current) >= MAX_LINES or size + len(line) > MAX_BYTES):
+        if current and (len(current) >= max_lines or size + len(line) > max_bytes):
             chunks.append(current)
             current, size = [], 0
         current.append((key, line))
@@ -222,61 +208,262 @@ def _chunks(inner: OpenAIModel, keys: list[str], by_key: dict[str, ChatRequest])
     return chunks
 
 
-async def _follow(api: BatchEndpoint, model: ReliableModel, inner: OpenAIModel, entry: BatchEntry,
-                  by_key: dict[str, ChatRequest], ledger: BatchLedger, poll_interval: float,
-                  on_progress: Progress | None, outcome: BatchOutcome) -> None:
-    """Poll one batch until it ends, then store its answers; what it could not answer is left to the online path."""
-    while True:
-        batch = await _retrying()(api.status)(entry.batch_id)
-        entry.status = str(batch.get("status", ""))
-        counts = batch.get("request_counts") or {}
-        if on_progress is not None:
-            on_progress(entry.batch_id, int(counts.get("completed") or 0), int(counts.get("failed") or 0),
-                        int(counts.get("total") or len(entry.keys)))
-        if entry.status in TERMINAL:
-            break
-        await asyncio.sleep(poll_interval)
-    answered = 0
-    if batch.get("output_file_id"):
-        content = await _retrying()(api.content)(str(batch["output_file_id"]))
-        for raw in content.splitlines():
-            if raw.strip() and _store(model, inner, json.loads(raw), by_key, entry.batch_id):
-                answered += 1
-    entry.answered = answered
-    entry.failed = len(entry.keys) - answered
-    entry.collected = True
-    ledger.save()
-    model.log.event("batch", model=model.name, batch_id=entry.batch_id, status=entry.status, requests=len(entry.keys),
-                    answered=answered, left_to_online=entry.failed, at=round(time.time(), 3))
-    outcome.answered += answered
-    outcome.failed += entry.failed
+class _CannotTell(Exception):
+    """The endpoint's batches or files could not be listed: whether one of ours exists is unknown."""
 
 
-def _store(model: ReliableModel, inner: OpenAIModel, line: dict[str, Any], by_key: dict[str, ChatRequest],
-           batch_id: str) -> bool:
-    """One output line into the cache, as the online path would have stored its answer."""
-    key = line.get("custom_id")
-    request = by_key.get(str(key))
-    response = line.get("response") or {}
-    if request is None or response.get("status_code") != 200:
-        return False
-    try:
-        answer = inner._answer(response.get("body"))
-    except (MalformedAnswer, TransientError):  # no usable answer: the online path asks it
-        return False
-    answer = _scrubbed(answer)
-    answer.meta["batch"] = batch_id
-    assert model.cache is not None
-    if model.budget is not None:
-        model.budget.charge(model.name, answer.usage, batch=True)
-    if answer.status == "ok":
-        model.cache.put(str(key), model=model.name, endpoint=str(model.cache_identity), purpose=request.purpose,
-                        request=model._request_record(request), answer=answer)
-        return True
-    if answer.status in ("refused", "budget_exhausted"):  # outcomes, recorded like the online path records them
-        model.cache.put_failure(str(key), model=model.name, status=answer.status, error=answer.error)
-        return True
-    return False
+@dataclass
+class _Flow:
+    """Submitting, following and reading the batches of one model."""
+
+    api: BatchEndpoint
+    model: ReliableModel
+    inner: OpenAIModel
+    ledger: BatchLedger
+    by_key: dict[str, ChatRequest]
+    poll_interval: float
+    warn: Warn
+    on_progress: Progress | None
+    outcome: BatchOutcome
+
+    async def _pause(self, attempt: int) -> None:
+        await asyncio.sleep(min(30.0, max(self.poll_interval, 0.01) * 2**attempt))
+
+    def _event(self, entry: BatchEntry, what: str, **fields: Any) -> None:
+        self.model.log.event("batch_step", model=self.model.name, chunk=entry.chunk, step=what,
+                             at=round(time.time(), 3), **fields)
+
+    def _record(self, entry: BatchEntry) -> None:
+        if entry not in self.ledger.entries:
+            self.ledger.entries.append(entry)
+        self.ledger.save()
+
+    def _left_online(self, entry: BatchEntry, status: str, why: str) -> None:
+        """Nothing was created for ``entry``: its requests go to the online pass."""
+        entry.status, entry.collected, entry.failed = status, True, len(entry.keys)
+        self._record(entry)
+        wanted = sum(1 for k in entry.keys if k in self.by_key)
+        self.outcome.failed += wanted
+        self._event(entry, status, reason=why)
+        self.warn(f"{self.model.name}: no batch for {len(entry.keys)} requests ({why}); they go online")
+
+    # --- listing what exists ---------------------------------------------------------------------------------
+
+    async def _listed(self, route: str) -> list[Any]:
+        """The items of ``batches`` or ``files`` made since the run started, newest first."""
+        items: list[Any] = []
+        after: str | None = None
+        for _ in range(MAX_PAGES):
+            page = await self._page(route, after)
+            items += page.data
+            if not page.has_more or not page.data:
+                return items
+            last = page.data[-1] if isinstance(page.data[-1], dict) else {}
+            created = last.get("created_at")
+            if isinstance(created, int | float) and created < self.ledger.started - CLOCK_SLACK:
+                return items  # older than the run: none of ours further on
+            cursor = page.last_id or last.get("id")
+            if not isinstance(cursor, str) or cursor == after:
+                raise _CannotTell(f"the list of {route} pages on without end")
+            after = cursor
+        raise _CannotTell(f"the list of {route} runs past {MAX_PAGES} pages")
+
+    async def _page(self, route: str, after: str | None) -> Page:
+        for attempt in range(ATTEMPTS):
+            try:
+                return await self.api.page(route, after)
+            except TransientError as exc:
+                if attempt == ATTEMPTS - 1:
+                    raise _CannotTell(f"listing {route}: {exc}") from None
+                await self._pause(attempt)
+        raise AssertionError("unreachable")
+
+    async def _ours(self, entry: BatchEntry) -> BatchObject | None:
+        """Our batch of ``entry`` at the endpoint: by the metadata naming run and chunk, or by its input file."""
+        for item in await self._listed("batches"):
+            try:
+                batch = parse(BatchObject, item, "a listed batch")
+            except TransientError:
+                continue
+            meta = batch.metadata or {}
+            if (meta.get("rescue_run") == self.ledger.run and meta.get("rescue_chunk") == entry.chunk) or (
+                    entry.input_file_id and batch.input_file_id == entry.input_file_id):
+                return batch
+        return None
+
+    async def _our_file(self, name: str, size: int) -> str | None:
+        for item in await self._listed("files"):
+            try:
+                found = parse(FileObject, item, "a listed file")
+            except TransientError:
+                continue
+            if found.filename == name and found.bytes in (None, size):
+                return found.id
+        return None
+
+    # --- upload and create, each at most once ---------------------------------------------------------------
+
+    async def submit(self, entry: BatchEntry, content: bytes | None) -> None:
+        """Upload ``entry``'s requests (unless uploaded before) and create its batch, adopting ours if either
+        already exists; chunks nothing was created for go online."""
+        fresh = not entry.input_file_id
+        if fresh:
+            assert content is not None
+            file_id = await self._upload(entry, content)
+            if file_id is None:
+                return
+            entry.input_file_id, entry.status = file_id, "uploaded"
+            self._record(entry)  # before the create: a rerun looks for a batch of this file first
+        await self._create(entry, unsent=fresh)
+
+    async def _upload(self, entry: BatchEntry, content: bytes) -> str | None:
+        name = f"rescue-{self.ledger.run[:16]}-{entry.chunk[:16]}.jsonl"
+        why = ""
+        for attempt in range(ATTEMPTS):
+            if attempt or self.ledger.existed:
+                try:
+                    found = await self._our_file(name, len(content))
+                except (_CannotTell, BatchError) as exc:
+                    if attempt:  # after an upload that may have arrived: never upload again unseen
+                        self._left_online(entry, "upload_unconfirmed", f"{why}; the files cannot be listed: {exc}")
+                        return None
+                    found = None
+                if found is not None:
+                    self._event(entry, "file_adopted", file_id=found)
+                    return found
+            try:
+                file_id = await self.api.upload(content, name)
+            except TransientError as exc:
+                why = f"upload: {exc}"
+                self._event(entry, "upload_ambiguous", reason=str(exc))
+                await self._pause(attempt)
+                continue
+            except BatchError as exc:
+                self._left_online(entry, "upload_refused", str(exc))
+                return None
+            self._event(entry, "uploaded", file_id=file_id)
+            return file_id
+        self._left_online(entry, "upload_failed", why)
+        return None
+
+    async def _look(self, entry: BatchEntry, unsent: bool, why: str) -> BatchObject | None:
+        """Our batch of ``entry`` if the endpoint has one. When its batches cannot be listed: None if ``unsent``
+        (its file was uploaded by this process and no create was sent, so no batch of it can exist), else
+        the run stops rather than risk a second batch."""
+        try:
+            return await self._ours(entry)
+        except (_CannotTell, BatchError) as exc:
+            if unsent:
+                return None
+            raise BatchUnsettled(
+                f"{self.model.name}: cannot tell whether the batch of {len(entry.keys)} requests (file "
+                f"{entry.input_file_id}) was created ({why or 'an earlier run stopped before it knew'}; {exc}); "
+                "nothing was created twice: rerun to look again, or run without --batch") from None
+
+    async def _create(self, entry: BatchEntry, unsent: bool) -> None:
+        """Create ``entry``'s batch, after a look at the endpoint's batches before every try."""
+        why = ""
+        unsent_at_start = unsent  # uploaded by this call: its batch counts as submitted, not resumed
+        for attempt in range(ATTEMPTS + 1):
+            found = await self._look(entry, unsent, why)
+            if found is not None:
+                self._event(entry, "batch_adopted", batch_id=found.id)
+                return self._created(entry, found, new=unsent_at_start)
+            if attempt == ATTEMPTS:  # listed after the last try: none of ours exists
+                break
+            try:
+                batch = await self.api.create(entry.input_file_id, {
+                    "rescue_run": self.ledger.run, "rescue_chunk": entry.chunk, "rescue_model": self.model.name[:512],
+                    "rescue_purpose": entry.purpose[:512]})
+            except TransientError as exc:
+                why = f"create: {exc}"
+                self._event(entry, "create_ambiguous", reason=str(exc))
+                unsent = False
+                await self._pause(attempt)
+                continue
+            except BatchError as exc:
+                return self._left_online(entry, "create_refused", str(exc))
+            return self._created(entry, batch, new=unsent_at_start)
+        return self._left_online(entry, "create_failed", why)
+
+    def _created(self, entry: BatchEntry, batch: BatchObject, new: bool) -> None:
+        entry.batch_id, entry.status = batch.id, batch.status
+        self._record(entry)  # before waiting: a killed run finds it and polls it
+        if new:
+            self.outcome.submitted += len(entry.keys)
+
+    # --- following a batch and reading what it answered -----------------------------------------------------
+
+    async def follow(self, entry: BatchEntry) -> None:
+        """Poll one batch until it ends, then store its answers; what it could not answer is left online."""
+        reader = OutputReader(self.model, self.inner, entry.batch_id, entry.keys, self.by_key)
+        batch = await self._until_done(entry)
+        if isinstance(batch, str):
+            return self._abandon(entry, reader, f"cannot be read ({batch})")
+        for file_id, kind in ((batch.output_file_id, "output"), (batch.error_file_id, "errors")):
+            failure = await self._read(reader, file_id, kind) if file_id else None
+            if failure is not None:
+                return self._abandon(entry, reader, f"has an {kind} file that cannot be read ({failure})")
+        warning = reader.finish(entry.status)
+        if warning:
+            self.warn(warning)
+        entry.answered, entry.failed, entry.collected = len(reader.stored), len(reader.missing), True
+        self.ledger.save()
+        self.model.log.event("batch", model=self.model.name, batch_id=entry.batch_id, status=entry.status,
+                             requests=len(entry.keys), answered=entry.answered, left_to_online=entry.failed,
+                             unreadable_lines=reader.unreadable, repeated_lines=reader.repeated,
+                             unknown_lines=reader.unknown, at=round(time.time(), 3))
+        self.outcome.answered += entry.answered
+        self.outcome.failed += entry.failed
+        return None
+
+    async def _until_done(self, entry: BatchEntry) -> BatchObject | str:
+        """The batch once it ended, or why its status could not be read."""
+        unread = 0
+        while True:
+            try:
+                batch = await self.api.status(entry.batch_id)
+            except (TransientError, BatchError) as exc:
+                unread += 1
+                if isinstance(exc, BatchError) or unread >= ATTEMPTS:
+                    return str(exc)
+                await self._pause(unread)
+                continue
+            unread = 0
+            entry.status = batch.status
+            counts = batch.request_counts
+            if self.on_progress is not None and counts is not None and counts.completed is not None:
+                self.on_progress(entry.batch_id, counts.completed, counts.failed or 0,
+                                 counts.total if counts.total is not None else len(entry.keys))
+            if batch.status in TERMINAL:
+                return batch
+            await asyncio.sleep(self.poll_interval)
+
+    async def _read(self, reader: OutputReader, file_id: str, kind: str) -> str | None:
+        """Read one of the batch's files into the cache; why it could not be read whole, None when it was."""
+        why = ""
+        for attempt in range(ATTEMPTS):
+            try:
+                await reader.read(self.api.content(file_id), kind)
+                return None
+            except (TransientError, BatchError) as exc:
+                why = str(exc)
+                if isinstance(exc, BatchError):
+                    break
+                await self._pause(attempt)
+        return why
+
+    def _abandon(self, entry: BatchEntry, reader: OutputReader, what: str) -> None:
+        """Stop following a batch in this run: what it answered stays stored, the rest goes online; the ledger
+        keeps it uncollected so that a rerun polls it again."""
+        self.ledger.save()
+        self.outcome.answered += len(reader.stored)
+        self.outcome.failed += len(reader.missing)
+        self.model.log.event("batch", model=self.model.name, batch_id=entry.batch_id, status="unreadable",
+                             requests=len(entry.keys), answered=len(reader.stored),
+                             left_to_online=len(reader.missing), reason=what, at=round(time.time(), 3))
+        self.warn(f"{self.model.name}: batch {entry.batch_id} {what}; its {len(reader.missing)} "
+                  "unanswered requests go online (the batch may still run at the endpoint; a rerun polls it again)")
 
 
-__all__ = ["LEDGER", "BatchEndpoint", "BatchError", "BatchLedger", "BatchOutcome", "run_in_batches"]
+__all__ = ["LEDGER", "BatchEndpoint", "BatchEntry", "BatchError", "BatchLedger", "BatchOutcome", "run_in_batches"]

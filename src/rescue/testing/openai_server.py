@@ -345,6 +345,41 @@ class BatchBehaviour:
     polls: int = 1
     outcome: str = "completed"
     expire_after: int = 0
+    # Faults of the batch-API routes, each for its next ``times`` calls (:class:`BatchFault`).
+    faults: list[BatchFault] = field(default_factory=list)
+    # Rewrites of a finished batch's output and error files (bytes in, bytes out): lines that are not JSON,
+    # cut off, of the wrong shape, repeated, not UTF-8 ... as a provider's file might hold them.
+    output: Callable[[bytes], bytes] | None = None
+    errors: Callable[[bytes], bytes] | None = None
+
+
+BATCH_ROUTES = ("upload", "list_files", "content", "create", "list_batches", "status")
+
+
+@dataclass
+class BatchFault:
+    """A fault of one batch-API route (one of :data:`BATCH_ROUTES`) for its next ``times`` calls.
+
+    ``after`` (the default): the route does its work first (the file is stored, the batch created) and the
+    fault replaces its answer, the ambiguous failure a client cannot tell from one where nothing happened;
+    ``after=False``: nothing is done. The answer is then an error ``status`` (500 ...), or ``body`` (bytes sent
+    with 200 instead of the real answer, or a function of the real answer's bytes), or the real answer cut to its first ``cut`` bytes; after what was
+    sent, ``drop`` breaks the connection and ``hang`` waits until the client gives up (or the server stops).
+    """
+
+    route: str
+    times: int = 1
+    after: bool = True
+    status: int | None = None
+    body: bytes | Callable[[bytes], bytes] | None = None
+    cut: int | None = None
+    drop: bool = False
+    hang: bool = False
+    calls: int = 0  # how often it struck
+
+    def __post_init__(self) -> None:
+        if self.route not in BATCH_ROUTES:
+            raise ValueError(f"route {self.route!r} is not one of {', '.join(BATCH_ROUTES)}")
 
 
 class ServerState:
@@ -368,6 +403,7 @@ class ServerState:
         self.stopping: asyncio.Event | None = None
         # The batch API (/v1/files, /v1/batches): uploaded files, batches, and how batches behave.
         self.files: dict[str, tuple[str, bytes]] = {}  # id -> (purpose, content)
+        self.file_info: dict[str, dict[str, Any]] = {}  # id -> the file object of an upload (files listed)
         self.batches: dict[str, dict[str, Any]] = {}
         self.batch_behaviour = BatchBehaviour()
         self.batch_bodies: list[dict[str, Any]] = []  # every request a batch ran (not counted as online requests)
@@ -567,25 +603,7 @@ def create_app(state: ServerState) -> FastAPI:
     async def chat_completions(request: Request) -> Response:
         return await _chat_completions(state, request)
 
-    @app.post("/v1/files")
-    async def upload_file(request: Request) -> Response:
-        denied = _unauthorised(state, request)
-        return denied if denied is not None else _upload_file(state, request.headers, await request.body())
-
-    @app.get("/v1/files/{file_id}/content")
-    async def file_content(file_id: str, request: Request) -> Response:
-        denied = _unauthorised(state, request)
-        return denied if denied is not None else _file_content(state, file_id)
-
-    @app.post("/v1/batches")
-    async def create_batch(request: Request) -> Response:
-        denied = _unauthorised(state, request)
-        return denied if denied is not None else _create_batch(state, await request.json())
-
-    @app.get("/v1/batches/{batch_id}")
-    async def get_batch(batch_id: str, request: Request) -> Response:
-        denied = _unauthorised(state, request)
-        return denied if denied is not None else await _get_batch(state, batch_id)
+    _batch_routes(app, state)
 
     @app.post("/v1/audio/transcriptions")
     async def transcriptions(request: Request) -> Response:
@@ -682,15 +700,102 @@ def _chat_response(state: ServerState, body: dict[str, Any], reply: Reply, given
     return Response(payload, status_code=reply.status, headers=headers)
 
 
-def _upload_file(state: ServerState, headers: Any, content: bytes) -> Response:
-    fields = _multipart(headers.get("content-type", ""), content)
-    if "file" not in fields:
+def _batch_routes(app: FastAPI, state: ServerState) -> None:
+    """The batch API: files (upload, list, content) and batches (create, list, status), each open to the
+    scripted faults of :class:`BatchFault`."""
+
+    routes: list[tuple[str, str, str, Callable[[Request], Response | Awaitable[Response]]]] = [
+        ("POST", "/v1/files", "upload", lambda request: _upload_file(state, request)),
+        ("GET", "/v1/files", "list_files", lambda request: _list_files(state, request.query_params)),
+        ("GET", "/v1/files/{file_id}/content", "content",
+         lambda request: _file_content(state, request.path_params["file_id"])),
+        ("POST", "/v1/batches", "create", lambda request: _create_batch(state, request)),
+        ("GET", "/v1/batches", "list_batches", lambda request: _list_batches(state, request.query_params)),
+        ("GET", "/v1/batches/{batch_id}", "status", lambda request: _get_batch(state, request.path_params["batch_id"])),
+    ]
+    for method, path, name, work in routes:
+        app.add_api_route(path, _route(state, name, work), methods=[method])
+
+
+def _route(state: ServerState, name: str, work: Callable[[Request], Response | Awaitable[Response]]) -> Any:
+    async def answer(request: Request) -> Response:
+        return await _faulty(state, request, name, lambda: work(request))
+
+    return answer
+
+
+async def _faulty(state: ServerState, request: Request, route: str,
+                  work: Callable[[], Response | Awaitable[Response]]) -> Response:
+    """The route's answer (401 without the server's key), or the scripted fault that strikes this call (its
+    work done first when ``after``)."""
+    denied = _unauthorised(state, request)
+    if denied is not None:
+        return denied
+    fault = next((f for f in state.batch_behaviour.faults if f.route == route and f.calls < f.times), None)
+    if fault is None:
+        result = work()
+        return await result if inspect.isawaitable(result) else result
+    fault.calls += 1
+    real: Response | None = None
+    if fault.after:
+        result = work()
+        real = await result if inspect.isawaitable(result) else result
+    if fault.status is not None:
+        return _api_error(fault.status, f"scripted fault of {route}")
+    payload = bytes(real.body) if real is not None else b""
+    if fault.body is not None:
+        payload = fault.body(payload) if callable(fault.body) else fault.body
+    payload = payload if fault.cut is None else payload[: fault.cut]
+    if not (fault.drop or fault.hang):
+        return Response(payload, media_type="application/json")
+    return StreamingResponse(_broken(state, payload, fault.hang), media_type="application/json")
+
+
+async def _broken(state: ServerState, payload: bytes, hang: bool) -> Any:
+    if payload:
+        yield payload
+    if hang:
+        await state.sleep(HANG_SECONDS)
+        return
+    raise _StreamReset("connection dropped by a scripted fault")
+
+
+def _page(items: list[dict[str, Any]], query: Any) -> JSONResponse:
+    """One page of a list route, as OpenAI pages them: newest first, ``limit`` (1-100) after the id ``after``."""
+    try:
+        limit = min(100, max(1, int(query.get("limit", 20))))
+    except ValueError:
+        return _api_error(400, "limit must be a number")
+    ids = [item["id"] for item in items]
+    after = query.get("after")
+    start = ids.index(after) + 1 if after in ids else 0
+    page = items[start : start + limit]
+    return JSONResponse({"object": "list", "data": page, "first_id": page[0]["id"] if page else None,
+                         "last_id": page[-1]["id"] if page else None, "has_more": start + limit < len(items)})
+
+
+def _list_files(state: ServerState, query: Any) -> Response:
+    purpose = query.get("purpose")
+    files = [info for info in reversed(state.file_info.values()) if purpose in (None, info["purpose"])]
+    return _page(files, query)
+
+
+def _list_batches(state: ServerState, query: Any) -> Response:
+    return _page([_public(batch) for batch in reversed(state.batches.values())], query)
+
+
+async def _upload_file(state: ServerState, request: Request) -> Response:
+    parts = {name: (filename, data) for name, filename, _type, data in
+             _multipart_parts(request.headers.get("content-type", ""), await request.body())}
+    if "file" not in parts:
         return _api_error(400, "a multipart body with a 'file' field is required")
     file_id = f"file-test-{next(state.ids)}"
-    purpose = fields.get("purpose", b"").decode()
-    state.files[file_id] = (purpose, fields["file"])
-    return JSONResponse({"id": file_id, "object": "file", "bytes": len(fields["file"]), "purpose": purpose,
-                         "filename": "input.jsonl", "created_at": int(time.time())})
+    purpose = parts.get("purpose", (None, b""))[1].decode()
+    filename, data = parts["file"]
+    state.files[file_id] = (purpose, data)
+    state.file_info[file_id] = {"id": file_id, "object": "file", "bytes": len(data), "purpose": purpose,
+                                "filename": filename or "upload", "created_at": int(time.time())}
+    return JSONResponse(state.file_info[file_id])
 
 
 def _file_content(state: ServerState, file_id: str) -> Response:
@@ -699,21 +804,32 @@ def _file_content(state: ServerState, file_id: str) -> Response:
     return Response(state.files[file_id][1], media_type="application/octet-stream")
 
 
-def _create_batch(state: ServerState, body: Any) -> Response:
+async def _create_batch(state: ServerState, request: Request) -> Response:
+    body = await request.json()
     file_id = body.get("input_file_id")
     if file_id not in state.files:
         return _api_error(400, f"input_file_id {file_id!r} is not an uploaded file")
     if body.get("endpoint") != "/v1/chat/completions":
         return _api_error(400, "endpoint must be /v1/chat/completions")
+    metadata = body.get("metadata")
+    if metadata is not None and not _metadata_ok(metadata):
+        return _api_error(400, "metadata: at most 16 pairs, keys of up to 64 characters, text values of up to 512")
     lines = [json.loads(line) for line in state.files[file_id][1].splitlines() if line.strip()]
     batch_id = f"batch_test_{next(state.ids)}"
     state.batches[batch_id] = {
         "id": batch_id, "object": "batch", "endpoint": body["endpoint"], "input_file_id": file_id,
         "completion_window": body.get("completion_window", "24h"), "status": "validating",
         "output_file_id": None, "error_file_id": None, "created_at": int(time.time()), "errors": None,
-        "request_counts": {"total": len(lines), "completed": 0, "failed": 0}, "_lines": lines, "_polls": 0,
+        "request_counts": {"total": len(lines), "completed": 0, "failed": 0}, "metadata": metadata,
+        "_lines": lines, "_polls": 0,
     }
     return JSONResponse(_public(state.batches[batch_id]))
+
+
+def _metadata_ok(metadata: Any) -> bool:
+    """OpenAI's limits on a batch's metadata."""
+    return isinstance(metadata, dict) and len(metadata) <= 16 and all(
+        isinstance(k, str) and len(k) <= 64 and isinstance(v, str) and len(v) <= 512 for k, v in metadata.items())
 
 
 async def _get_batch(state: ServerState, batch_id: str) -> Response:
@@ -780,14 +896,8 @@ def _public(batch: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in batch.items() if not k.startswith("_")}
 
 
-def _multipart(content_type: str, body: bytes) -> dict[str, bytes]:
-    """The fields of a multipart/form-data body (the standard library's MIME parser; no extra dependency)."""
-
-    return {name: payload for name, _filename, _type, payload in _multipart_parts(content_type, body)}
-
-
 def _multipart_parts(content_type: str, body: bytes) -> list[tuple[str, str | None, str, bytes]]:
-    """Every part of a multipart/form-data body in order: (name, filename, content type, bytes); repeated
+    """Every part of a multipart/form-data body (the standard library's MIME parser) in order: (name, filename, content type, bytes); repeated
     names (``timestamp_granularities[]``) each have their own."""
     from email import message_from_bytes
     from email.policy import HTTP
@@ -834,10 +944,12 @@ async def _finish_batch(state: ServerState, batch: dict[str, Any]) -> None:
             payload = reply.body if not reply.raw else {"error": {"message": str(reply.body)}}
             entry["response"] = {"status_code": reply.status, "request_id": f"req_{n}", "body": payload}
             errors.append(entry)
-    for name, entries in (("output_file_id", output), ("error_file_id", errors)):
+    for name, entries, rewrite in (("output_file_id", output, behaviour.output),
+                                   ("error_file_id", errors, behaviour.errors)):
         if entries:
             file_id = f"file-test-{next(state.ids)}"
-            state.files[file_id] = ("batch_output", "".join(_dumps(e) + "\n" for e in entries).encode())
+            content = "".join(_dumps(e) + "\n" for e in entries).encode()
+            state.files[file_id] = ("batch_output", content if rewrite is None else rewrite(content))
             batch[name] = file_id
     batch["request_counts"] = {"total": len(lines), "completed": len(output), "failed": len(errors)}
     batch["status"] = "expired" if behaviour.outcome == "expired" else "completed"
@@ -925,6 +1037,11 @@ class Server:
     def batches(self) -> dict[str, dict[str, Any]]:
         """Every batch created, by id, as the API shows it."""
         return {k: _public(v) for k, v in self._state.batches.items()}
+
+    @property
+    def uploads(self) -> dict[str, dict[str, Any]]:
+        """Every file uploaded, by id, as the files list shows it."""
+        return dict(self._state.file_info)
 
 
 def _bind_ephemeral(host: str) -> socket.socket:

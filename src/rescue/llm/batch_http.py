@@ -1,0 +1,187 @@
+"""The files and batches routes of one OpenAI-compatible endpoint, every answer read as untrusted input.
+
+A transport failure, a 5xx or 429, and a 200 whose body is not what the route answers (not JSON, a list, no
+``id``) are all a :class:`TransientError`: for ``POST /files`` and ``POST /batches`` they are *ambiguous* (the
+file or batch may exist all the same), so the caller never simply sends them again (rescue.llm.batch lists
+first). Another 4xx is a :class:`BatchError`: the endpoint refused, nothing was made. Numbers of more digits
+than any count holds are read as absent (Python refuses ``int()`` past 4,300 digits).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, WrapValidator
+
+from rescue.errors import BatchError, TransientError
+from rescue.llm import secrets
+from rescue.llm.client import ERROR_CHARS, OpenAIModel, _error_message
+from rescue.llm.providers import tls_context
+
+NUMBER_DIGITS = 30  # no count, size or time has more digits
+PAGE = 100  # batches or files asked per page of a list
+
+
+def _bounded_int(text: str) -> int | None:
+    return int(text) if len(text.lstrip("-")) <= NUMBER_DIGITS else None
+
+
+def loads(raw: bytes) -> Any:
+    """JSON sent by a batch API; ValueError (with the reason) when it is not UTF-8 JSON one can read."""
+    try:
+        return json.loads(raw.decode("utf-8"), parse_int=_bounded_int)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 (byte {exc.start + 1})") from None
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc.msg} at character {exc.pos + 1})") from None
+
+
+def _or_none(value: Any, handler: Any) -> Any:
+    # Fields only shown (progress counts, metadata of batches not ours): an unreadable one is simply unknown.
+    try:
+        return handler(value)
+    except ValidationError:
+        return None
+
+
+Count = Annotated[int | None, Field(ge=0), WrapValidator(_or_none)]
+
+
+class Counts(BaseModel):
+    """``request_counts`` of a batch: shown as progress, never trusted for anything else."""
+
+    model_config = ConfigDict(strict=True)
+    total: Count = None
+    completed: Count = None
+    failed: Count = None
+
+
+class BatchObject(BaseModel):
+    """The fields of a batch object rescue acts on; the rest of it is ignored."""
+
+    model_config = ConfigDict(strict=True)
+    id: str = Field(min_length=1)
+    status: str = Field(min_length=1)
+    input_file_id: Annotated[str | None, WrapValidator(_or_none)] = None
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+    created_at: Annotated[int | float | None, WrapValidator(_or_none)] = None
+    metadata: Annotated[dict[str, str] | None, WrapValidator(_or_none)] = None
+    request_counts: Annotated[Counts | None, WrapValidator(_or_none)] = None
+
+
+class FileObject(BaseModel):
+    """An uploaded file as the files list shows it."""
+
+    model_config = ConfigDict(strict=True)
+    id: str = Field(min_length=1)
+    filename: Annotated[str | None, WrapValidator(_or_none)] = None
+    bytes: Annotated[int | None, WrapValidator(_or_none)] = None
+    created_at: Annotated[int | float | None, WrapValidator(_or_none)] = None
+
+
+class Page(BaseModel):
+    """One page of a list route; items that are not objects are kept for the caller to pass over."""
+
+    model_config = ConfigDict(strict=True)
+    data: list[Any]
+    has_more: bool = False
+    last_id: Annotated[str | None, WrapValidator(_or_none)] = None
+
+
+def _where(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "the answer"
+    return f"{where}: {first['msg']}"
+
+
+T = TypeVar("T", bound=BaseModel)
+
+
+def parse(kind: type[T], data: Any, what: str) -> T:
+    """``data`` read as ``kind``; a :class:`TransientError` naming the field when it is not one."""
+    try:
+        return kind.model_validate(data)
+    except ValidationError as exc:
+        raise TransientError("bad_response", f"{what}: {_where(exc)}") from None
+
+
+class BatchEndpoint:
+    """The files and batches routes of one OpenAI-compatible endpoint, with the model's key and timeout."""
+
+    def __init__(self, model: OpenAIModel):
+        import httpx
+
+        self.model = model
+        endpoint = model.endpoint
+        self.client = httpx.AsyncClient(base_url=endpoint.base_url + "/", timeout=model.settings.timeout,
+                                        headers={"Authorization": f"Bearer {endpoint.api_key}"}, verify=tls_context())
+
+    async def aclose(self) -> None:
+        """Close the HTTP client."""
+        await self.client.aclose()
+
+    def _check(self, method: str, path: str, status: int, body: bytes) -> None:
+        if status >= 500 or status == 429:
+            raise TransientError("server_error", f"HTTP {status} from {method} {path}")
+        if status != 200:
+            message = secrets.clip(_error_message(status, body), ERROR_CHARS)
+            raise BatchError(f"{self.model.name}: the batch API refused {method} {path} (HTTP {status}): {message}")
+
+    async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        import httpx
+
+        try:
+            response = await self.client.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise TransientError("connection", secrets.clip(f"{type(exc).__name__}: {exc}", ERROR_CHARS)) from None
+        self._check(method, path, response.status_code, response.content)
+        try:
+            return loads(response.content)
+        except ValueError as exc:
+            raise TransientError("bad_response", f"{method} {path} answered {exc}") from None
+
+    async def upload(self, content: bytes, filename: str) -> str:
+        """Upload a JSONL file of requests for a batch; its file id."""
+        data = await self._json("POST", "files", data={"purpose": "batch"},
+                                files={"file": (filename, content, "application/jsonl")})
+        return parse(FileObject, data, "the uploaded file").id
+
+    async def create(self, file_id: str, metadata: dict[str, str]) -> BatchObject:
+        """Start a batch over an uploaded file (24 h window), tagged with ``metadata``; the batch object."""
+        data = await self._json("POST", "batches", json={
+            "input_file_id": file_id, "endpoint": "/v1/chat/completions", "completion_window": "24h",
+            "metadata": metadata})
+        return parse(BatchObject, data, "the created batch")
+
+    async def status(self, batch_id: str) -> BatchObject:
+        """The batch object as the endpoint reports it now."""
+        return parse(BatchObject, await self._json("GET", f"batches/{batch_id}"), f"batch {batch_id}")
+
+    async def page(self, route: str, after: str | None) -> Page:
+        """One page (newest first) of ``batches`` or ``files`` (those of purpose ``batch``)."""
+        params: dict[str, Any] = {"limit": PAGE, **({"after": after} if after else {})}
+        if route == "files":
+            params["purpose"] = "batch"
+        return parse(Page, await self._json("GET", route, params=params), f"the list of {route}")
+
+    async def content(self, file_id: str) -> AsyncIterator[bytes]:
+        """The bytes of a file (a finished batch's output or errors) as they arrive."""
+        import httpx
+
+        path = f"files/{file_id}/content"
+        try:
+            async with self.client.stream("GET", path) as response:
+                if response.status_code != 200:
+                    self._check("GET", path, response.status_code, await response.aread())
+                async for chunk in response.aiter_bytes():
+                    yield chunk
+        except httpx.HTTPError as exc:
+            raise TransientError("connection", secrets.clip(f"{type(exc).__name__}: {exc}", ERROR_CHARS)) from None
+
+
+__all__ = ["BatchEndpoint", "BatchObject", "Counts", "FileObject", "Page", "loads", "parse"]
