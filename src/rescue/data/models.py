@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 import json
+import zlib
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -19,8 +20,41 @@ GROUP_LABELS: dict[str, str] = {"couple": "Couple", "family": "Family"}
 NON_PERSON_LABELS = frozenset({THERAPIST, "Couple", "Family"})
 
 
+class _SharedFields(set[str]):
+    """The names of the fields a model was given, one set shared by every model given the same names. pydantic
+    keeps such a set per model (2 KB for a row); a release has about ten distinct ones among its tens of
+    thousands of rows and cues, and at ten times the release's size these copies alone held 250 MB. A shared
+    set is never changed in place: a model that is assigned a field takes its own copy first."""
+
+
+_SHARED_FIELDS: dict[frozenset[str], _SharedFields] = {}
+
+
+def share_field_sets(value: object) -> None:
+    """Every model in ``value`` (a model, or a list of them, nested) given its shared set of field names."""
+    if isinstance(value, list):
+        for item in value:
+            share_field_sets(item)
+    elif isinstance(value, _Open):
+        names = value.__pydantic_fields_set__
+        if type(names) is not _SharedFields:
+            key = frozenset(names)
+            shared = _SHARED_FIELDS.get(key)
+            if shared is None:
+                shared = _SHARED_FIELDS.setdefault(key, _SharedFields(key))
+            object.__setattr__(value, "__pydantic_fields_set__", shared)
+        for item in value.__dict__.values():
+            if isinstance(item, (list, _Open)):
+                share_field_sets(item)
+
+
 class _Open(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if type(self.__pydantic_fields_set__) is _SharedFields:  # shared with other models: copied, never changed
+            object.__setattr__(self, "__pydantic_fields_set__", set(self.__pydantic_fields_set__))
+        super().__setattr__(name, value)
 
 
 class PersonCue(_Open):
@@ -123,18 +157,19 @@ class Sample(_Open):
     origin_line: int = Field(default=0, exclude=True)
     # The record as read (its JSON text), so an export writes it as the release holds it: a dump of the model
     # would add the optional fields the record lacks (null ``relation_cycle_*``) and respell numbers (3 -> 3.0).
-    _release_text: str | None = PrivateAttr(default=None)
+    # Kept zlib-compressed (level 1): a fifth of the text's size, about 0.3 ms a sample to compress.
+    _release_text: bytes | None = PrivateAttr(default=None)
 
     def release_json(self) -> str:
         """The sample as one line of the release: the record exactly as it was read (same keys, order and
         spelling), or, for a sample made in code, its fields as set (none added)."""
         if self._release_text is not None:
-            return self._release_text
+            return zlib.decompress(self._release_text).decode("utf-8")
         return json.dumps(self.model_dump(mode="json", exclude_unset=True), ensure_ascii=False)
 
     def keep_release_text(self, text: str) -> None:
         """Remember the record's JSON text as read (the loader calls it; :meth:`release_json` returns it)."""
-        self._release_text = text
+        self._release_text = zlib.compress(text.encode("utf-8"), 1)
 
     @property
     def group_label(self) -> str:

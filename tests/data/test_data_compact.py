@@ -1,0 +1,35 @@
+"""Samples held compactly (issue 34 item 4): the models of a loaded sample share one set of field names per
+distinct set, and a model that is assigned a field takes its own copy, so no other model changes."""
+
+from __future__ import annotations
+
+import json
+
+from rescue.data.loading import load_samples
+from rescue.data.models import Row, Sample, _SharedFields
+
+
+def test_loaded_rows_share_their_field_name_sets(demo_samples):
+    rows = [row for sample in demo_samples for row in sample.rows]
+    sets = {id(row.__pydantic_fields_set__) for row in rows}
+    assert len(sets) < 20 < len(rows)
+    assert all(type(row.__pydantic_fields_set__) is _SharedFields for row in rows)
+
+
+def test_assigning_a_field_changes_that_model_only(tmp_path):
+    record = {"sample_id": "s1", "scenario": "couple", "participants": ["A", "B"], "rows": [
+        {"row_index": i, "start_time": float(i), "end_time": i + 1.0, "primary_speaker": "A", "target": ["B"],
+         "dialogue_cleaned": f"line {i}"} for i in (1, 2, 3)]}
+    path = tmp_path / "data.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    sample = load_samples(path)[0]
+    first, second = sample.rows[0], sample.rows[1]
+    assert first.__pydantic_fields_set__ is second.__pydantic_fields_set__
+    before = second.model_dump(exclude_unset=True)
+    first.relation_pattern = "A"  # a field the record did not give
+    first.note = "extra"  # an extra field
+    assert "relation_pattern" in first.model_dump(exclude_unset=True)
+    assert second.model_dump(exclude_unset=True) == before and "relation_pattern" not in before
+    assert Sample.model_validate(json.loads(sample.release_json())).rows[1] == second
+    assert load_samples(path)[0].rows[0].__pydantic_fields_set__ == set(record["rows"][0])
+    assert Row.model_validate(record["rows"][0]).__pydantic_fields_set__ == set(record["rows"][0])
