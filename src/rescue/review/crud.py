@@ -619,6 +619,71 @@ def take_rows(db: Session, actor: str, segment: Segment, copy: str, layout: int,
     return _recut(db, actor, segment, copy, layout, {}, "rows.take", change, assigned)
 
 
+def take_fields(db: Session, actor: str, segment: Segment, copy: str, layout: int, source: str,
+                versions: dict[int, int], only: list[int] | None = None, assigned: list[str] | None = None) -> list[int]:
+    """Write copy ``source``'s value of every field where its row departs from the copy's (row for row, or by
+    time where the cuts differ) into rows ``only`` (default: every row): one transaction, every row's version
+    checked first (LayoutConflict otherwise) and every row checked as a save is (FieldError), so either all of
+    it is written or nothing. Returns the rows written."""
+    with _writing(db, segment.sample_id):
+        cut = copy_cut(db, segment.sample_id, copy)
+        rows = copy_rows(db, segment, copy, assigned)
+        _check_layout(rows, cut.revision if cut is not None else 0, layout, versions)
+        values = [r["values"] for r in rows]
+        theirs = [r["values"] for r in copy_rows(db, segment, source, assigned)]
+        written = []
+        for row, match in zip(rows, cuts.align(values, theirs)):
+            index = row["row_index"]
+            if match is None or (only is not None and index not in only):
+                continue
+            fields = {name: theirs[match][name] for name in FIELD_NAMES
+                      if name in theirs[match] and _dump(theirs[match][name]) != _dump(row["values"].get(name))}
+            if not fields:
+                continue
+            if index not in versions:  # a row the taker never saw: their view is older than the copy
+                raise LayoutConflict(row, cut.revision if cut is not None else 0)
+            _save_in(db, actor, segment, copy, row, fields, values if cut is not None else None, assigned)
+            written.append(index)
+        _reopen(db, actor, segment.sample_id, copy)
+    return written
+
+
+def move_boundary(db: Session, actor: str, segment: Segment, copy: str, layout: int, row_index: int, version: int,
+                  next_version: int, at: float, assigned: list[str] | None = None) -> int:
+    """Move the boundary rows ``row_index`` and ``row_index + 1`` share (the first's end, the second's start) to
+    ``at``, both in one transaction: checked like two time saves, each row's version first. Returns the layout."""
+    with _writing(db, segment.sample_id):
+        cut = copy_cut(db, segment.sample_id, copy)
+        revision = cut.revision if cut is not None else 0
+        rows = copy_rows(db, segment, copy, assigned)
+        _check_layout(rows, revision, layout, {row_index: version, row_index + 1: next_version})
+        first, second = rows[row_index - 1], rows[row_index]
+        probe = [r["values"] for r in rows]
+        probe[row_index - 1] = {**first["values"], "end_time": at}
+        probe[row_index] = {**second["values"], "start_time": at}
+        problems = [*cuts.check_times(probe, row_index, float(first["values"]["start_time"]), at, segment.time_limit),
+                    *cuts.check_times(probe, row_index + 1, at, float(second["values"]["end_time"]), segment.time_limit)]
+        if problems:
+            raise FieldError(problems)
+        _save_in(db, actor, segment, copy, first, {"end_time": at}, probe, assigned)
+        _save_in(db, actor, segment, copy, second, {"start_time": at}, probe, assigned)
+        _reopen(db, actor, segment.sample_id, copy)
+    return revision
+
+
+def _save_in(db: Session, actor: str, segment: Segment, copy: str, current: dict[str, Any], fields: dict[str, Any],
+             siblings: list[dict[str, Any]] | None, assigned: list[str] | None) -> None:
+    """One row's save inside a write transaction already open: checked, stored over its version, audited."""
+    index, version = current["row_index"], current["version"]
+    updated = check_edit(segment, current["values"], index, dict(fields), siblings)
+    warnings = {b.key for b in row_checks(segment, updated) if b.severity == "warning"}
+    new_acks = _acknowledgements(current["acknowledged"], None, warnings)
+    new_accepted = sorted(set(current["accepted"]) | set(fields))
+    _store_row(db, actor, segment, copy, index, version, assigned, values=updated, accepted=new_accepted,
+               acknowledged=new_acks)
+    _audit_save(db, actor, segment, copy, index, version, fields, current, updated, new_accepted, new_acks)
+
+
 def delete_row(db: Session, actor: str, segment: Segment, copy: str, layout: int, row_index: int, version: int,
                assigned: list[str] | None = None) -> tuple[int, int]:
     """Delete row ``row_index`` of a copy (a re-cut, audited); the new layout revision and the row reported."""

@@ -50,24 +50,18 @@
     for (const f of data.final.fields) if (!same(mine[f.name], row.values[f.name])) out[f.name] = mine[f.name];
     return out;
   }
+  // One write for all of them (POST .../rows/take-fields): every row's version is checked first and each row as
+  // a save is, so either every differing row is taken or none is.
   async function takeRows(name, positions) {
     if (busy) return;
     busy = true;
-    let taken = 0;
     try {
-      for (const i of positions) {
-        const fields = departures(name, i);
-        if (!Object.keys(fields).length) continue;
-        const row = data.final.rows[i];
-        const answer = await write(row, fields);
-        if (answer.status === 409) { await load(); note(`Row ${row.row_index} changed meanwhile; reloaded after taking ${taken} row(s) — take again.`); return; }
-        if (!answer.ok) { await load(); note(`Row ${row.row_index}: ${problems(answer)} (took ${taken} row(s) before it)`); return; }
-        row.version = answer.data.version;
-        taken += 1;
-      }
+      const final = data.final;
+      const answer = await api("POST", `${segmentUrl(B.segment)}/rows/take-fields?copy=final`, { layout: final.layout, source: name,
+        versions: Object.fromEntries(final.rows.map((r) => [r.row_index, r.version])), rows: positions.map((i) => final.rows[i].row_index) });
       await load();
-      note("");
-      status(`Took ${taken} row(s) from ${name}`);
+      if (answer.ok) { note(""); status(`Took ${answer.data.taken.length} row(s) from ${name}`); return; }
+      note(answer.status === 409 ? "The final copy changed meanwhile; reloaded, nothing was taken — take again." : `Nothing was taken: ${problems(answer)}`);
     } finally { busy = false; }
   }
   // An annotator who re-cut the rows (split, merged, inserted, deleted) has a segmentation the final copy lacks;
@@ -119,6 +113,34 @@
     if (side) return side;
     side = el("div.adj-side", {}, player());
     return side;
+  }
+
+  // Each annotator's rows as a strip under the final copy's timeline, on the same scale and scrolled with it:
+  // blocks in the speaker's colour, labelled with the speaker, so cuts and speakers that differ show at a glance.
+  function copyTimelines() {
+    const box = document.getElementById("timeline"), track = box && box.querySelector(".track");
+    if (!track) return;
+    const scale = ReviewTimeline.state().pxPerSecond;
+    const strips = data.annotators.map((name) => {
+      const strip = el("div.lane.copy-lane", { "data-copy": name }, el("span.lane-name", { text: name }));
+      data.copies[name].forEach((row, i) => {
+        const speaker = row.primary_speaker || "";
+        const block = el("div.block.copy-block", { title: `${name} #${i + 1} ${speaker || "?"}: ${row.dialogue_cleaned || ""}`, "data-speaker": speaker },
+          el("span.block-label", { text: speaker || "?" }));
+        block.style.left = row.start_time * scale + "px";
+        block.style.width = Math.max(2, (row.end_time - row.start_time) * scale) + "px";
+        block.style.background = ReviewTimeline.colourOf(speaker);
+        strip.append(block);
+      });
+      return strip;
+    });
+    const inner = el("div.track", {}, ...strips);
+    inner.style.width = track.style.width;
+    const holder = el("div.timeline.copy-timelines", { id: "copy-timelines", "aria-label": "Each annotator's rows" }, inner);
+    document.getElementById("copy-timelines")?.remove();
+    box.after(holder);
+    holder.scrollLeft = box.scrollLeft;
+    box.onscroll = () => { holder.scrollLeft = box.scrollLeft; };
   }
 
   function playRow(row) {
@@ -203,6 +225,7 @@
     if (guideOpen) ReviewGuide.toggle(true);
     if (typeof ReviewTimeline !== "undefined" && video) {
       if (first) ReviewTimeline.mount(timelineView); else ReviewTimeline.draw();
+      copyTimelines();
     }
   }
   load();

@@ -157,7 +157,10 @@ const ReviewTimeline = (() => {
     const t = timeAt(e.clientX);
     if (edge && block && !view.readOnly) {
       e.preventDefault();
-      dragging = { index: Number(block.dataset.index), which: edge.dataset.which, block, time: t, moved: false };
+      const index = Number(block.dataset.index);
+      const partner = shared(index, edge.dataset.which);
+      dragging = { index, which: edge.dataset.which, block, time: t, moved: false,
+        partner: partner === null ? null : document.getElementById("block-" + view.seg.rows[partner].row_index) };
       track.setPointerCapture(e.pointerId);
       track.addEventListener("pointermove", pointerMove);
       track.addEventListener("pointerup", pointerUp, { once: true });
@@ -176,6 +179,12 @@ const ReviewTimeline = (() => {
     const end = dragging.which === "end_time" ? dragging.time : r.end_time;
     dragging.block.style.left = x(Math.min(start, end)) + "px";
     dragging.block.style.width = Math.max(2, x(Math.abs(end - start))) + "px";
+    if (dragging.partner) {  // the row on the other side of a shared boundary follows
+      const other = view.seg.rows[Number(dragging.partner.dataset.index)];
+      const [s, e] = dragging.which === "end_time" ? [dragging.time, other.end_time] : [other.start_time, dragging.time];
+      dragging.partner.style.left = x(Math.min(s, e)) + "px";
+      dragging.partner.style.width = Math.max(2, x(Math.abs(e - s))) + "px";
+    }
     cursor = dragging.time;
     if (view.video) view.video.currentTime = dragging.time; else playhead();
   }
@@ -190,10 +199,34 @@ const ReviewTimeline = (() => {
   // --- writes --------------------------------------------------------------------------------------------
   const rowUrl = (r, suffix = "") => `${segmentUrl(view.seg.sample_id)}/rows${r ? "/" + r.row_index : ""}${suffix}${view.copyParam}`;
 
+  // The row on the other side of row i's edge when the two rows meet there (one ends where the other starts), else null.
+  function shared(i, which) {
+    const rows = view.seg.rows, r = rows[i];
+    const j = which === "end_time" ? i + 1 : i - 1;
+    const other = rows[j];
+    if (!r || !other) return null;
+    const meets = which === "end_time" ? other.start_time === r.end_time : other.end_time === r.start_time;
+    return meets ? j : null;
+  }
+  // A boundary two rows share moves for both, in one write (POST .../boundary).
+  async function moveShared(first, t) {
+    const a = view.seg.rows[first], b = view.seg.rows[first + 1];
+    const before = a.end_time;
+    if (!(await view.saveAll())) { view.status("Boundary: save or resolve the open edits first", "bad"); draw(); return; }
+    const answer = await api("POST", `${segmentUrl(view.seg.sample_id)}/boundary${view.copyParam}`,
+      { layout: view.seg.layout, row: a.row_index, version: a.version, next_version: b.version, at: t });
+    if (!answer.ok) { await refused(answer, "Boundary not moved"); return; }
+    remember({ kind: "boundary", row: a.row_index, before, after: t });
+    view.replace(answer.data.segment, view.selected);
+    view.status(`Boundary of rows ${a.row_index} and ${b.row_index} moved to ${view.fmtTime(t)}`, "good");
+  }
+
   async function moveBoundary(i, which, time) {
     const r = view.seg.rows[i];
     const t = Math.round(time * 1000) / 1000;
     if (!r || view.readOnly || r[which] === t) { draw(); return; }
+    const partner = shared(i, which);
+    if (partner !== null) { await moveShared(Math.min(i, partner), t); return; }
     const answer = await api("PUT", rowUrl(r), { version: r.version, fields: { [which]: t } });
     if (answer.status === 200) {
       remember({ kind: "edit", row: r.row_index, before: { [which]: r[which] }, after: { [which]: t } });
@@ -356,5 +389,8 @@ const ReviewTimeline = (() => {
   });
   window.addEventListener("resize", () => { if (box) draw(); });
 
-  return { mount, draw, refresh, selected, KEYS, state: () => ({ pxPerSecond, zoom, wave: wave && { duration: wave.duration, fps: wave.fps, peaks: wave.peaks.length } }) };
+  // The colour of a speaker's lane and blocks (other views draw rows in the same colours).
+  const colourOf = (speaker) => colour(Math.max(0, lanes().indexOf(speaker || "")));
+
+  return { mount, draw, refresh, selected, colourOf, KEYS, state: () => ({ pxPerSecond, zoom, wave: wave && { duration: wave.duration, fps: wave.fps, peaks: wave.peaks.length } }) };
 })();

@@ -99,6 +99,15 @@ const ReviewUndo = (() => {
       view.refreshRow(r);
       return { kind: "edit", row: e.row, before: now, after: e.before };
     },
+    async boundary(e) {
+      const a = rowAt(e.row), b = rowAt(e.row + 1);
+      still(a && b && a.end_time === e.after && b.start_time === e.after, `rows ${e.row}–${e.row + 1}`);
+      const answer = await api("POST", `${segmentUrl(view.seg.sample_id)}/boundary${view.copyParam}`,
+        { layout: view.seg.layout, row: e.row, version: a.version, next_version: b.version, at: e.before });
+      if (!answer.ok) throw new Refused(problem(answer));
+      view.replace(answer.data.segment, e.row - 1);
+      return { kind: "boundary", row: e.row, before: e.after, after: e.before };
+    },
     async split(e) {
       still(unchanged(e.after), "the rows");
       const first = rowAt(e.row), second = rowAt(e.row + 1), whole = e.rows[e.row - 1];
@@ -139,7 +148,7 @@ const ReviewUndo = (() => {
       return { kind: "insert", row: index, rows, after: snapshot() };
     },
   };
-  const NAMES = { edit: "edit", split: "split", merge: "merge", insert: "new row", delete: "delete" };
+  const NAMES = { edit: "edit", boundary: "boundary move", split: "split", merge: "merge", insert: "new row", delete: "delete" };
 
   async function step(from, to, verb, again) {
     if (!view || !view.seg || view.readOnly || busy) return;

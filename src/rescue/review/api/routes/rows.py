@@ -118,10 +118,12 @@ def _cut(db: Db, project: ProjectDep, actor: CurrentUser, segment: Segment, copy
     target = resolve_copy(db, actor, segment.sample_id, copy, write=True)
     try:
         layout, row_index = run(target, segment_assignees(db, segment.sample_id))
-    except crud.LayoutConflict as exc:
+    except crud.Conflict as exc:  # a stale layout or row version (or, on PostgreSQL, a row saved a moment before)
+        layout = exc.layout if isinstance(exc, crud.LayoutConflict) else (
+            cut.revision if (cut := crud.copy_cut(db, segment.sample_id, target)) else 0)
         return JSONResponse(status_code=409, content={
-            "detail": f"the rows changed since you loaded them (now cut revision {exc.layout}); reload to see them",
-            "current": exc.current, "layout": exc.layout})
+            "detail": f"the rows changed since you loaded them (now cut revision {layout}); reload to see them",
+            "current": exc.current, "layout": layout})
     except FieldError as exc:
         raise HTTPException(422, {"message": str(exc), "problems": exc.problems}) from None
     except crud.ReviewError as exc:
@@ -170,6 +172,58 @@ def take_rows(segment_id: str, body: TakeBody, actor: CurrentUser, db: Db, proje
         raise HTTPException(404, f"{body.source!r} has no copy of this segment")
     return _cut(db, project, actor, segment, copy, lambda target, assigned: crud.take_rows(
         db, actor.name, segment, target, body.layout, body.source, assigned))
+
+
+class BoundaryBody(CutBase):
+    """The body of moving a boundary two rows share: the first row, both rows' versions and the new time."""
+
+    row: StrictInt
+    version: StrictInt
+    next_version: StrictInt
+    at: float
+
+
+@router.post("/segments/{segment_id:path}/boundary", response_model=None)
+def move_boundary(segment_id: str, body: BoundaryBody, actor: CurrentUser, db: Db, project: ProjectDep,
+                  copy: str | None = None) -> dict[str, Any] | JSONResponse:
+    """POST: the end of row ``row`` and the start of the next, where they meet, moved together to ``at``."""
+    segment = get_segment(project, segment_id)
+    return _cut(db, project, actor, segment, copy, lambda target, assigned: (crud.move_boundary(
+        db, actor.name, segment, target, body.layout, body.row, body.version, body.next_version, body.at, assigned),
+        body.row))
+
+
+class TakeFieldsBody(CutBase):
+    """The body of taking another copy's values: the copy, the versions of the rows as the taker saw them, and
+    which rows (default: every row)."""
+
+    source: PlainText
+    versions: dict[int, StrictInt]
+    rows: list[int] | None = None
+
+
+@router.post("/segments/{segment_id:path}/rows/take-fields", response_model=None)
+def take_fields(segment_id: str, body: TakeFieldsBody, actor: CurrentUser, db: Db, project: ProjectDep,
+                copy: str | None = None) -> dict[str, Any] | JSONResponse:
+    """An annotator's values of every row where they differ, into the final copy in one write (adjudicators)."""
+    segment = get_segment(project, segment_id)
+    target = resolve_copy(db, actor, segment_id, copy, write=True)
+    if target != FINAL:
+        raise HTTPException(422, {"message": "only the final copy takes another copy's values", "problems": [
+            {"field": "copy", "message": "use ?copy=final"}]})
+    if body.source not in crud.annotator_copies(db, segment_id, segment_assignees(db, segment_id)):
+        raise HTTPException(404, f"{body.source!r} has no copy of this segment")
+    taken: list[int] = []
+
+    def run(target: str, assigned: list[str]) -> tuple[int, int]:
+        taken.extend(crud.take_fields(db, actor.name, segment, target, body.layout, body.source, body.versions,
+                                      body.rows, assigned))
+        return body.layout, taken[0] if taken else 1
+
+    answer = _cut(db, project, actor, segment, copy, run)
+    if isinstance(answer, dict):
+        answer["taken"] = taken
+    return answer
 
 
 @router.delete("/segments/{segment_id:path}/rows/{row_index:int}", response_model=None)
