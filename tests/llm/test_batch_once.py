@@ -234,3 +234,21 @@ def test_a_run_killed_at_any_step_is_finished_by_a_rerun_without_a_second_batch(
     results = json.loads((run / "results.json").read_text())
     assert results["run"]["complete"]
     assert all(results["models"][m]["itp"]["all"]["f1"] == 1.0 for m in ("m", "m2"))
+
+
+def test_rescue_run_stops_with_exit_3_when_it_cannot_tell_and_the_rerun_adopts(tmp_path):
+    from _cli import invoke_main
+    from batch_support import prices
+
+    with serve(answer_of) as server:
+        server.batch_behaviour.faults += [BatchFault("create", times=EVERY, status=500),
+                                          BatchFault("list_batches", times=EVERY, status=500)]
+        args = ["run", "--model", "m", "--base-url", server.base_url, "--tasks", "itp", "--limit-samples", "1",
+                "--out", str(tmp_path / "run"), "--no-bertscore", "--batch", "--batch-poll", "0.01", "--quiet",
+                "--prices", prices(tmp_path)]
+        stopped = invoke_main(args, env={"OPENAI_API_KEY": "test-key-of-some-length"})
+        assert stopped.exit_code == 3 and "cannot tell whether the batch" in stopped.output
+        assert "Traceback" not in stopped.output and server.request_count == 0 and len(server.batches) == 1
+        server.batch_behaviour.faults.clear()
+        invoke_main(args, env={"OPENAI_API_KEY": "test-key-of-some-length"})
+        assert len(server.batches) == 1 and len(server.uploads) == 1

@@ -385,3 +385,38 @@ def test_a_run_whose_batch_object_has_unreadable_counts_completes(tmp_path, vari
         outcome = run(run_config(tmp_path, server))
         assert server.request_count == 0
     assert outcome.complete and outcome.results["models"]["m"]["usage"]["itp"]["batch_answers"] == len(answers)
+
+
+def test_lines_split_anywhere_across_chunks_are_read_whole():
+    import asyncio
+
+    from rescue.llm.batch_output import lines
+
+    content = b'{"a": 1}\n\n{"b": "\xc3\xa9"}\r\nlast without newline'
+    expected = [(1, b'{"a": 1}'), (2, b""), (3, b'{"b": "\xc3\xa9"}\r'), (4, b"last without newline")]
+
+    async def read(chunks):
+        async def stream():
+            for chunk in chunks:
+                yield chunk
+        return [item async for item in lines(stream())]
+
+    for cut in range(len(content) + 1):
+        assert asyncio.run(read([content[:cut], content[cut:]])) == expected
+    assert asyncio.run(read([bytes([b]) for b in content])) == expected
+
+
+def test_a_ledger_of_the_earlier_format_is_named_before_anything_is_sent(tmp_path):
+    (tmp_path / LEDGER).write_text(json.dumps({"batches": []}), encoding="utf-8")
+    named_at_upload = []
+
+    def look(real: bytes) -> bytes:  # runs in the server as the upload arrives
+        named_at_upload.append(json.loads((tmp_path / LEDGER).read_text()).get("run"))
+        return real
+
+    with serve(answer_of) as server:
+        server.batch_behaviour.faults.append(BatchFault("upload", body=look))
+        run_batches(batch_model(server, tmp_path), [question(0)], tmp_path)
+        [upload] = server.uploads.values()
+    [run] = named_at_upload
+    assert run and upload["filename"].startswith(f"rescue-{run[:16]}-")

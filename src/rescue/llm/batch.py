@@ -104,6 +104,7 @@ class BatchLedger:
         self.run = token_hex(16)
         self.started = time.time()
         self.existed = path.exists()
+        self.unsaved_run = True  # the run's id is not in the file yet
         if self.existed:
             self._read()
 
@@ -120,13 +121,15 @@ class BatchLedger:
         except OSError as exc:
             raise BatchError(f"{self.path}: cannot be read ({exc.strerror})") from None
         self.entries = ledger.batches
-        self.run = ledger.run or self.run  # a ledger of an earlier version: named from now on
+        self.unsaved_run = not ledger.run  # a ledger of an earlier version: named from now on
+        self.run = ledger.run or self.run
         self.started = float(ledger.started) or self.started
 
     def save(self) -> None:
         """Write the ledger (batches.json) atomically."""
         data = {"run": self.run, "started": self.started, "batches": [e.model_dump() for e in self.entries]}
         write_atomic(self.path, json.dumps(data, indent=1) + "\n")
+        self.unsaved_run = False
 
     def of(self, model: str, purpose: str) -> list[BatchEntry]:
         """The ledger's batches of ``model`` for ``purpose``."""
@@ -165,7 +168,7 @@ async def run_in_batches(model: ReliableModel, requests: Sequence[ChatRequest], 
     by_key = _wanted(model, requests, outcome)
     earlier = ledger.of(model.name, purpose)
     covered = {k for entry in earlier for k in entry.keys}
-    if by_key and not ledger.path.exists():
+    if by_key and ledger.unsaved_run:
         ledger.save()  # the run's id, before anything is sent: a rerun after a crash knows what is its own
     flow = _Flow(BatchEndpoint(inner), model, inner, ledger, by_key, poll_interval,
                  on_warning or (lambda text: None), on_progress, outcome)
@@ -358,7 +361,8 @@ class _Flow:
             raise BatchUnsettled(
                 f"{self.model.name}: cannot tell whether the batch of {len(entry.keys)} requests (file "
                 f"{entry.input_file_id}) was created ({why or 'an earlier run stopped before it knew'}; {exc}); "
-                "nothing was created twice: rerun to look again, or run without --batch") from None
+                "nothing was created twice: rerun to look again (without --batch, a batch that was made still runs "
+                "and bills)") from None
 
     async def _create(self, entry: BatchEntry, unsent: bool) -> None:
         """Create ``entry``'s batch, after a look at the endpoint's batches before every try."""

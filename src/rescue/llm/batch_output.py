@@ -201,7 +201,7 @@ def _parts(raw: bytes | None) -> tuple[str | None, Any, str | None]:
     if not isinstance(key, str):
         return None, None, f"custom_id is a {type(key).__name__}, not text"
     error = line.get("error")
-    if error is not None:
+    if error:  # null (or an empty object) on a line that has its answer
         return key, line.get("response"), _reason(f"error: {_error_text(error)}")
     return key, line.get("response"), None
 
