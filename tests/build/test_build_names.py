@@ -13,7 +13,7 @@ HOSTILE_GROUPS = {
     "reserved with extension": "LPT1.x",
     "very long": "g" * 200,
     "fullwidth letters": "\uff47\uff52\uff4f\uff55\uff50",
-    "accented": "jos\u00e9_and_maria",
+    "decomposed accent": "jose\u0301_and_maria",
     "zero-width joiner": "a\u200db",
     "trailing dot": "group.",
     "dot dot": "..",
@@ -72,6 +72,14 @@ def test_the_command_line_video_and_group_are_checked_before_anything_is_written
 def test_the_default_group_is_a_portable_name_whatever_the_cast():
     assert default_group(("Jos\u00e9", "Mar\u00eda")) == "jose_and_maria"
     assert default_group(("Alan", "Evelyn")) == "alan_and_evelyn"
+
+
+def test_a_name_in_another_script_is_a_name(tmp_path):
+    """A lab's own file and group names in its own language are accepted: only separators, invisible characters
+    and look-alikes are refused."""
+    path = _manifest(tmp_path, "s\u00e9ance 1.mp4", "jos\u00e9_and_mar\u00eda")
+    (spec,) = read_sessions_csv(path)
+    assert spec.group == "jos\u00e9_and_mar\u00eda" and spec.video.name == "s\u00e9ance 1.mp4"
 
 
 def test_plain_names_with_spaces_still_build_their_paths(tmp_path):

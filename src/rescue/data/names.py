@@ -18,7 +18,9 @@ __all__ = ["MAX_NAME", "NAME_RULE", "RESERVED_NAMES", "UnsafeNameError", "distin
 MAX_NAME = 64  # a split or group name; far below every file system's 255 bytes
 # Device names Windows reserves in every folder, whatever the extension ("con.txt" is the console too).
 RESERVED_NAMES = frozenset({"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))})
-NAME_RULE = "use ASCII letters, digits, spaces, '.', '_' or '-', starting with a letter or digit"
+NAME_RULE = "use letters, digits, spaces, '.', '_' or '-', starting with a letter or digit"
+# Letters of any script are a user's own file names ("séance.mp4"); symbols, separators and look-alikes are not.
+_LETTER_CATEGORIES = ("Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Nd")
 _UNPRINTABLE = ("Cc", "Cf", "Cs", "Zl", "Zp", "Co", "Cn")
 
 
@@ -27,15 +29,22 @@ def _character_problem(char: str) -> str:
         return f"holds the path separator '{char}'"
     if unicodedata.category(char) in _UNPRINTABLE:
         return f"holds the control or invisible character {visible_text(char)}"
-    return f"holds {char!r} (U+{ord(char):04X}), which is not ASCII or not allowed in a name"
+    return f"holds {char!r} (U+{ord(char):04X}), which is not a letter, a digit or allowed in a name"
+
+
+def _allowed(char: str) -> bool:
+    if char.isascii():
+        return char.isalnum() or char in " ._-"
+    return unicodedata.category(char) in _LETTER_CATEGORIES
 
 
 def name_problem(name: object, max_length: int = MAX_NAME) -> str | None:
     """Why ``name`` cannot be one file or folder name on every system rescue runs on, or None when it can.
 
-    A name is ASCII letters, digits, spaces, ``.``, ``_`` and ``-`` only: that rules out a path (``/``, ``\\``,
-    ``..``, an absolute path), NUL and control characters, and the Unicode look-alikes (a fullwidth solidus, a
-    right-to-left override, a composed and a decomposed "é" that are one name on macOS). It starts with a letter or
+    A name is letters (of any script), digits, spaces, ``.``, ``_`` and ``-`` only: that rules out a path (``/``,
+    ``\\``, ``..``, an absolute path), NUL and control characters and the invisible ones (a right-to-left override, a
+    zero-width joiner). It is in its NFKC form, which refuses the look-alikes (a fullwidth "Ａ" or solidus, a
+    decomposed "é" that macOS would make one name with the composed one) and keeps "séance". It starts with a letter or
     digit (no hidden file, nothing read as an option), does not end in a space or dot (Windows drops them), is not
     a device name Windows reserves (``con``, ``nul``, ``com1``, ...) and is at most ``max_length`` characters.
     """
@@ -43,9 +52,11 @@ def name_problem(name: object, max_length: int = MAX_NAME) -> str | None:
         return f"not text (a JSON {type(name).__name__})"
     if not name:
         return "empty"
-    bad = next((c for c in name if not (c.isascii() and (c.isalnum() or c in " ._-"))), None)
+    bad = next((c for c in name if not _allowed(c)), None)
     if bad is not None:
         return _character_problem(bad)
+    if unicodedata.normalize("NFKC", name) != name:
+        return "not in Unicode's NFKC form (a decomposed accent or a look-alike such as a fullwidth letter)"
     if not name[0].isalnum():
         return f"starts with {name[0]!r}"
     if name[-1] in " .":
