@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 from media_helpers import make_video
@@ -169,3 +174,40 @@ def test_read_transcription_refuses_each_bad_time():
     for bad in ([segment(-0.5, 1.0)], [segment(2.0, 1.0)], [segment(1.0, 11.5)], [segment(math.inf, 1.0)]):
         with pytest.raises(MalformedAnswer):
             read_transcription(json.dumps(verbose_json(bad)), 10.0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_a_build_killed_while_chunks_are_in_flight_leaves_no_transcript_and_resumes(tmp_path, how):
+    """Three chunks sent at once: the first answered, the others held; the build is killed. No transcript and no
+    chunk record are left, no ffmpeg runs on, and the rerun sends only the two chunks not answered."""
+    video = make_video(tmp_path / "long.mp4", 64.0, silences=[(19.0, 21.0), (40.0, 42.0)])
+    out = tmp_path / "out"
+    held = {"on": True, "answered": 0}
+
+    def script(body):
+        seconds = (body["file"]["size"] - 44) / 32000
+        answer = verbose_json([segment(1.0, 3.0), segment(min(seconds - 2, 9.0), min(seconds - 1, 10.0), text="More.")])
+        held["answered"] += 1
+        return Reply.json(answer, delay=120.0) if held["on"] and held["answered"] > 1 else answer
+
+    env = {**os.environ, "OPENAI_API_KEY": "test"}
+    with serve(transcribe=script) as server:
+        command = [sys.executable, "-m", "rescue", "build", str(video), "--transcribe", "whisper-1",
+                   "--transcribe-base-url", server.base_url, "--scenario", "couple", "--participants", "Alan,Evelyn",
+                   "--min-duration", "5", "--propose-only", "--chunk-seconds", "25", "--out", str(out)]
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 120
+        while uploads(server) < 3 and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # the first answer is stored before the others are answered
+        process.send_signal(how)
+        _, err = process.communicate(timeout=60)
+        assert process.returncode in (-signal.SIGKILL, 128 + signal.SIGTERM, -signal.SIGTERM), err.decode()[-2000:]
+        assert not list(out.rglob("*.srt")) and not list(out.rglob("*.chunks.json"))
+        assert not [p for p in out.rglob(".*") if p.is_file() and p.name != ".rescue.lock"]
+        held["on"] = False
+        server.reset()
+        again = subprocess.run(command, env=env, capture_output=True, check=False, timeout=120)
+        assert again.returncode == 0, again.stderr.decode()[-2000:]
+        assert uploads(server) == 2 and list(out.rglob("*.srt"))

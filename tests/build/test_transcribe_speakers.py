@@ -178,6 +178,12 @@ def test_two_chunks_whose_shared_speech_cannot_decide_flag_every_row_of_the_seco
     print(f"\ntwo chunks, shared speech cannot decide: {rows} rows, {wrong} wrong speaker, {silent} wrong and "
           f"unflagged, {flagged} flagged ({in_second} rows in chunk 2)")
     assert silent == 0 and flagged == in_second > 0
+    # What the review tool shows on those rows: the same problems, from the build.
+    from rescue.review.project import load_project
+
+    shown = [p for s in load_project(out).segments.values() for p in s.problems
+             if p.field == "primary_speaker" and "transcription chunk 2" in p.message]
+    assert len(shown) == flagged and {p.source for p in shown} == {"build"}
 
 
 @pytest.mark.slow

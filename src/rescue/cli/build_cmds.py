@@ -34,6 +34,9 @@ def build_command(
         "--transcribe-api-key-env", help="The environment variable that holds --transcribe's key.")] = None,
     language: Annotated[str | None, typer.Option(
         "--language", help="The spoken language for --transcribe (ISO 639-1, e.g. en); default: detected.")] = None,
+    chunk_seconds: Annotated[float, typer.Option(
+        "--chunk-seconds", help="--transcribe: the longest audio sent in one request, in seconds (cut at silences; "
+        "neighbouring chunks share up to 30 s).")] = 600.0,
     subs_offset: Annotated[float, typer.Option(
         "--subs-offset", help="Seconds added to every subtitle time (negative: the subtitles run late).")] = 0.0,
     no_align_check: Annotated[bool, typer.Option(
@@ -94,6 +97,10 @@ def build_command(
     from rescue.build import AnnotateSettings, BuildConfig, build
 
     _check_options(video_input, review_height, overlap_tolerance)
+    if not 10 <= chunk_seconds < float("inf"):
+        from rescue.build.inputs import BuildInputError
+
+        raise BuildInputError([f"--chunk-seconds {chunk_seconds:g}: give at least 10 seconds"])
     specs = _session_specs(out, video, subs, transcribe, scenario, participants, group, segments, manifest,
                            speaker_map, overlap_tolerance, subs_offset)
     settings = AnnotateSettings(video_input=video_input, frame_rate=frame_rate,  # type: ignore[arg-type]
@@ -108,6 +115,7 @@ def build_command(
         review_height=review_height, retry_after_cap=retry_after_cap, max_answer_bytes=max_answer_bytes,
         transcribe=transcribe, transcribe_model=transcribe_model, transcribe_base_url=transcribe_base_url,
         transcribe_api_key_env=transcribe_api_key_env, language=language, check_alignment=not no_align_check,
+        chunk_seconds=chunk_seconds,
     )
     from rescue.proc import ending_children_on_signals
 
