@@ -1,4 +1,5 @@
-"""An OpenAI-compatible chat endpoint as a :class:`~rescue.llm.types.Model`, over httpx.
+"""An OpenAI-compatible chat endpoint as a :class:`~rescue.llm.types.Model`, over aiohttp (subclasses that send
+a request of their own, such as transcription's upload, over httpx).
 
 The request is a plain ``POST {base_url}/chat/completions`` with a Bearer key, read as a stream so that two
 bounds hold whatever the endpoint does: ``timeout`` bounds the whole request (connect, headers and a body
@@ -641,7 +642,7 @@ class OpenAIModel:
             return self._malformed(exc)
 
     def _transport_failure(self, exc: Exception) -> ChatAnswer:
-        """What a request that raised a timeout or an httpx error means: a :class:`TransientError` to retry, or
+        """What a request that raised a timeout or an httpx or aiohttp error means: a :class:`TransientError` to retry, or
         an answer that says why no retry helps. Shared by every request this client makes (chat, transcription)."""
         import httpx
 
