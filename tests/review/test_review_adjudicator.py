@@ -9,6 +9,13 @@ from review_helpers import FIRST, Client, seg_url
 
 from rescue.review.fields import FIELD_NAMES
 
+
+
+@pytest.fixture
+def db_url(review_db_url):  # every test on SQLite and (slow) on PostgreSQL
+    return review_db_url
+
+
 SEG = seg_url(FIRST)
 ROWS = SEG + "/rows"
 
