@@ -96,6 +96,21 @@ def test_a_lone_surrogate_at_login_is_refused_not_a_crash(app):
         assert answer.status_code == 422 and "surrogate" in answer.text, answer.text
 
 
+@pytest.mark.parametrize(("method", "url"), [
+    ("GET", "/api/search?q=%ED%A0%80"), ("GET", SEG + "?copy=%ED%A0%80"), ("PUT", "/api/segments/%ED%A0%80/rows/1"),
+    ("PUT", ROWS + "/1?copy=%ED%A0%80"), ("GET", "/api/segments?assignee=%ED%A0%80"),
+    ("POST", "/api/users/%ED%A0%80/password"), ("POST", "/api/users/%ED%A0%80/disable"), ("GET", "/media/%ED%A0%80"),
+    ("GET", "/?q=%ED%A0%80&assignee=%ED%A0%80"),
+])
+def test_a_surrogate_encoded_in_a_path_or_query_is_never_a_crash(app, method, url):
+    root = Client(app, "root")
+    before = _stored(app)
+    body = {"version": 0, "fields": {}} if method == "PUT" else {"password": "long enough"} if "password" in url else None
+    answer = root.write(method, url, body) if method != "GET" else root.get(url)
+    assert answer.status_code in (200, 403, 404), (url, answer.status_code, answer.text)
+    assert _stored(app) == before
+
+
 # --- times that cannot be stored, or lie past the media --------------------------------------------------------------
 
 
