@@ -120,3 +120,24 @@ def test_the_local_model_timing_is_for_the_readme_command():
     assert readme and timed is not None
     assert all(option in readme[0] for option in timed.group(1).split(" --"))
     assert readme[0] in guide
+
+
+def test_run_help_ends_with_a_minimal_call_and_the_local_server_flag(monkeypatch):
+    """lm-eval and inspect show example lines; `rescue run --help` had none (issue 35). Each example is shown whole
+    on one line of an 80-column terminal, and is a call rescue takes: the local server one needs no key."""
+    from rescue.cli.run_cmds import RUN_EXAMPLES
+    from rescue.llm.providers import resolve_endpoint
+
+    result = _help("run", columns=80)
+    assert result.exit_code == 0
+    lines = [line.strip() for line in result.stdout.split("Examples:", 1)[1].splitlines()]
+    commands = [command for _, command in RUN_EXAMPLES]
+    assert all(command in lines for command in commands), lines
+    assert any("--base-url http://127.0.0.1" in c for c in commands)  # the local-server flag
+    assert any(c.split()[3].startswith("baseline/") for c in commands)  # a minimal call that needs nothing
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    for command in commands:
+        words = command.split()
+        if "--base-url" in words:
+            model, url = words[words.index("--model") + 1], words[words.index("--base-url") + 1]
+            assert resolve_endpoint(model, base_url=url).api_key == "EMPTY"

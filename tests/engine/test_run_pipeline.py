@@ -62,7 +62,7 @@ def test_rerun_resumes_and_rescore_asks_nothing(tmp_path):
     # The server is gone: rescore must work from the cache alone.
     outcome = rescore(tmp_path / "run")
     assert outcome.results["models"]["test-model"]["itp"] == first["models"]["test-model"]["itp"]
-    assert outcome.results["run"]["offline"] is True
+    assert outcome.results["run"]["rescored"] is True
 
 
 def test_batches_reask_missing_instances_singly(tmp_path):

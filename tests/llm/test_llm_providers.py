@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rescue.llm.client import GenerationSettings, OpenAIModel
-from rescue.llm.providers import CredentialError, normalize_base_url, redact, resolve_endpoint
+from rescue.llm.providers import LOCAL_HOSTS, CredentialError, normalize_base_url, redact, resolve_endpoint
 from rescue.engine.resolve import LocalModel, resolve_model
 
 SECRET = "sk-test-0123456789abcdef"
@@ -65,6 +65,20 @@ def test_local_base_url_needs_no_key():
     endpoint = resolve_endpoint("qwen", base_url="http://127.0.0.1:8000/v1/")
     assert endpoint.base_url == "http://127.0.0.1:8000/v1"
     assert endpoint.api_key == "EMPTY"
+
+
+@pytest.mark.parametrize("host", LOCAL_HOSTS)
+def test_every_local_host_needs_no_key_and_the_docs_say_so(host):
+    """docs/engine.md said a missing key is an error for --base-url endpoints; on this machine none is needed."""
+    from pathlib import Path
+
+    shown = f"[{host}]" if ":" in host else host
+    assert resolve_endpoint("m", base_url=f"http://{shown}:8000/v1").api_key == "EMPTY"
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "engine.md").read_text(encoding="utf-8")
+    (row,) = [line for line in docs.splitlines() if line.startswith("| `ID --base-url URL`")]
+    assert "none on this machine" in row and f"`{host}`" in row
+    said = " ".join(docs.split("A missing\nkey is an error", 1)[1].split("\n\n", 1)[0].split())
+    assert "`--base-url` endpoint on this machine" in said and f"`{host}`" in said
 
 
 def test_remote_base_url_without_key_is_an_error():

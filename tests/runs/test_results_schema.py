@@ -90,3 +90,17 @@ def test_judge_grades_are_typed_and_a_bad_one_names_its_line_and_field(tmp_path:
     assert record.judge.own_scores("judge_emotion") == {"j": 4.0}
     record.judge = {"judges": {"j": {"status": "minimum", "scores": {"judge_emotion": 1}}}}  # type: ignore[assignment]
     assert record.judge.judges["j"].graded and record.judge.own_scores("judge_emotion") == {}
+
+
+def test_an_all_baseline_run_is_not_called_online_and_old_files_still_read(demo_run: Path, tmp_path: Path):
+    """results.json said "offline": false for a run of offline baselines: the field meant "rescored from the cache"
+    and is named so now (issue 35); a results.json written before reads with its value."""
+    written = json.loads((demo_run / "results.json").read_text(encoding="utf-8"))
+    assert "offline" not in written["run"] and written["run"]["rescored"] is False
+    for old_value in (True, False):
+        old = dict(written, run={k: v for k, v in written["run"].items() if k != "rescored"} | {"offline": old_value})
+        path = tmp_path / f"{old_value}.json"
+        path.write_text(json.dumps(old), encoding="utf-8")
+        typed = read_results(path)
+        assert typed.run is not None and typed.run.rescored is old_value
+        assert "offline" not in json.loads(typed.to_json_text())["run"]

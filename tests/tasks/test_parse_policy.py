@@ -97,7 +97,7 @@ def test_rescore_switches_the_policy_without_new_requests(tmp_path):
     assert strict["models"]["m"]["ssp"]["all"]["failures"] == len(instances)
     # The server is gone: every answer below comes from the cache.
     lenient = rescore(out, parse="lenient").results
-    assert lenient["config"]["parse"] == "lenient" and lenient["run"]["offline"] is True
+    assert lenient["config"]["parse"] == "lenient" and lenient["run"]["rescored"] is True
     scores = lenient["models"]["m"]["ssp"]["all"]
     assert scores["failures"] == 0 and scores["recall_at_1"] == 1.0
     assert scores["lenient_dropped_labels"] == len(instances) == scores["lenient_instances_with_drops"]

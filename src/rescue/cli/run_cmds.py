@@ -172,7 +172,21 @@ def _signature() -> inspect.Signature:
 
 
 run_command.__signature__ = _signature()  # type: ignore[attr-defined]
-app.command("run")(run_command)
+# Example lines, as lm-eval and inspect show them: a minimal call and the local-server flag.
+RUN_EXAMPLES = (
+    ("the quick start, offline", "rescue run --model baseline/majority --out runs/first"),
+    ("a provider (its key in the environment)", "rescue run --model openai/gpt-4o-mini --tasks itp,rpp --out runs/mini"),
+    ("a server on this machine (vLLM, SGLang, llama.cpp): no key needed",
+     "rescue run --model my-model --base-url http://127.0.0.1:8000/v1 --out runs/m"),
+)
+
+
+def _examples() -> str:
+    """The help's example lines, each command on a line of its own under its comment (fits 80 columns)."""
+    return "Examples:\n" + "\n".join(f"  # {what}\n  {command}" for what, command in RUN_EXAMPLES)
+
+
+app.command("run", epilog=_examples())(run_command)
 
 
 def _print_estimate(config: Any) -> None:

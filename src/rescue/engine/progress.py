@@ -70,7 +70,22 @@ class TaskProgress:
             self.display.progress.update(self._id, retries=self.retries)
 
 
-def _rate_column() -> Any:
+def _label_column() -> Any:
+    from rich.progress import ProgressColumn
+    from rich.table import Column
+    from rich.text import Text
+
+    class LabelColumn(ProgressColumn):
+        """The bar's label on one line, cut with an ellipsis where the terminal is too narrow for it and the
+        numbers (the label's column is the one that gives way)."""
+
+        def render(self, task: Any) -> Text:
+            return Text.assemble(Text.from_markup(task.description), no_wrap=True, overflow="ellipsis")
+
+    return LabelColumn(table_column=Column(overflow="ellipsis"))
+
+
+def _rate_column(table_column: Any) -> Any:
     from rich.progress import ProgressColumn
     from rich.text import Text
 
@@ -83,7 +98,7 @@ def _rate_column() -> Any:
                 return Text("   -/s", style="cyan")
             return Text(f"{speed:4.1f}/s" if speed < 100 else f"{speed:4.0f}/s", style="cyan")
 
-    return RateColumn()
+    return RateColumn(table_column=table_column)
 
 
 class ProgressDisplay:
@@ -103,14 +118,22 @@ class ProgressDisplay:
                 TimeRemainingColumn,
             )
 
+            from rich.table import Column
+
+            def whole() -> Column:
+                # A count or a time is never cut ("161/1…" said nothing): the label gives way instead.
+                return Column(no_wrap=True)
+
             self.progress = Progress(
-                TextColumn("{task.description}"),
+                # The label takes what the numbers leave, cut with an ellipsis on a narrow terminal.
+                _label_column(),
                 # Narrow enough for an 80-column terminal: the count says what a percentage would.
-                BarColumn(bar_width=12),
-                MofNCompleteColumn(),
-                _rate_column(),
-                TimeRemainingColumn(),
-                TextColumn("[red]fail {task.fields[failures]}[/] [yellow]retry {task.fields[retries]}[/]"),
+                BarColumn(bar_width=12, table_column=whole()),
+                MofNCompleteColumn(table_column=whole()),
+                _rate_column(whole()),
+                TimeRemainingColumn(table_column=whole()),
+                TextColumn("[red]fail {task.fields[failures]}[/] [yellow]retry {task.fields[retries]}[/]",
+                           table_column=whole()),
                 console=self.console,
                 transient=False,
             )

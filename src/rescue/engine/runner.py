@@ -213,7 +213,7 @@ class Runner:
     def _log_start(self, log: RunLog, cache: ResponseCache | None, instances: dict[str, list[Instance]],
                    data_info: dict[str, Any]) -> None:
         config = self.config
-        log.event("start", offline=self.offline, models=config.model_specs, tasks=config.tasks,
+        log.event("start", rescore=self.offline, models=config.model_specs, tasks=config.tasks,
                   instances={n: len(v) for n, v in instances.items()}, cache=str(cache.path) if cache else None,
                   samples=data_info["samples"], sample_ids=data_info["sample_ids"])
         if self._stale:
@@ -329,7 +329,7 @@ class Runner:
             "schema_version": SCHEMA_VERSION,
             "config": config_json,
             "run": {"complete": stopped is None, "stopped": stopped, "elapsed_s": round(elapsed, 3),
-                    "offline": self.offline, "run_id": uuid.uuid4().hex, **status},
+                    "rescored": self.offline, "run_id": uuid.uuid4().hex, **status},
             "data": data_info,
             "cost": {"total": None if total is None else round(total, 6), "spent_this_run": round(budget.spent, 6)},
             "models": block,

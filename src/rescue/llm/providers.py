@@ -193,9 +193,14 @@ def normalize_base_url(url: str) -> str:
     return cleaned
 
 
+# Hosts of this machine: an endpoint on one needs no key (a local server mostly checks none); PLACEHOLDER_KEY is sent
+# where the key's variable is unset.
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
+
+
 def _is_local(url: str) -> bool:
     host = urlparse(url).hostname or ""
-    return host in ("127.0.0.1", "localhost", "::1", "0.0.0.0")
+    return host in LOCAL_HOSTS
 
 
 def resolve_endpoint(

@@ -37,10 +37,21 @@ class RunStatus(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _offline_was_rescored(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "offline" in data and "rescored" not in data:
+            data = dict(data)
+            data["rescored"] = data.pop("offline")
+        return data
+
     complete: bool
     stopped: str | None = None
     elapsed_s: float = 0.0
-    offline: bool = False
+    # Written by `rescue rescore`: the answers came from the cache and nothing was asked. It was called "offline"
+    # until issue 35, which read as a contradiction of "offline baselines" (a baseline run asks no server either
+    # and was "offline": false); a results.json written then is read with its value here.
+    rescored: bool = False
     run_id: str | None = None  # shared with nothing else; names this command's write of the directory
     requests: int = 0  # new requests answered or finally failed in this command
     cache_hits: int = 0  # answers reused from the cache
