@@ -42,6 +42,10 @@ def _stp_script(prose_every: int = 0):
     return script
 
 
+def _data_order(record: dict) -> tuple:
+    return record["sample_id"], record["row_index"], record["instance_id"]
+
+
 def _run(server, out, *extra: str):
     return invoke_main(["run", "--model", "scripted", "--base-url", server.base_url, "--tasks", "stp",
                         "--limit-samples", "2", "--no-bertscore", "--max-retries", "0", "--out", str(out), *extra],
@@ -55,8 +59,8 @@ def test_the_run_prints_and_stores_why_answers_failed(tmp_path):
     assert done.exit_code == 0, done.output
     records = read_jsonl(out / "predictions.jsonl")
     failed = [r for r in records if r["status"] != "ok"]
-    unknown = [r for r in failed if UNKNOWN in r["error"]]
-    prose = [r for r in failed if UNKNOWN not in r["error"]]
+    unknown = sorted((r for r in failed if UNKNOWN in r["error"]), key=_data_order)
+    prose = sorted((r for r in failed if UNKNOWN not in r["error"]), key=_data_order)
     # Both samples (a couple and a family, whose candidate lists differ) fail for the one reason.
     assert len({r["scenario"] for r in unknown}) == 2 and prose
 
@@ -77,7 +81,7 @@ def test_report_shows_why_answers_failed_on_the_terminal_in_markdown_and_in_the_
     out = tmp_path / "run"
     with serve(_stp_script()) as server:
         assert _run(server, out, "--quiet").exit_code == 0
-    failed = [r for r in read_jsonl(out / "predictions.jsonl") if r["status"] != "ok"]
+    failed = sorted((r for r in read_jsonl(out / "predictions.jsonl") if r["status"] != "ok"), key=_data_order)
     done = invoke_main(["report", str(out), "--out", str(tmp_path / "report"), "--bootstrap", "0", "--no-figures",
                         "--quiet"])
     assert done.exit_code == 0, done.output
@@ -131,6 +135,15 @@ def test_hostile_errors_are_shown_as_text_and_kept_short():
     assert "\x1b" not in found[0].reason and "\\x1b" in found[0].reason and len(found[0].reason) <= 160
     assert len(found[0].error) <= 300
     assert found[1].reason == "request_error: (no error recorded)"
+
+
+def test_the_example_is_the_first_instance_in_the_datas_order_whatever_order_answers_came_in():
+    import random
+
+    records = [_record(f"s{n % 3}#row{n}", "parse_error", "unknown label 'X'") for n in range(12)]
+    for seed in range(5):
+        random.Random(seed).shuffle(records)
+        assert [(r.count, r.example) for r in failure_reasons(records)] == [(12, "s0#row0")]
 
 
 def test_only_the_commonest_reasons_are_kept_and_the_rest_counted():

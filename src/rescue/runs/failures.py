@@ -49,13 +49,13 @@ def reason_of(record: PredictionRecord) -> str:
 
 
 def failure_reasons(records: Iterable[PredictionRecord], top: int = TOP_REASONS) -> list[FailureReason]:
-    """The ``top`` commonest reasons among the failed ``records`` (commonest first, ties in order of first
-    appearance), each with its first instance as the example; empty when none failed."""
+    """The ``top`` commonest reasons among the failed ``records`` (commonest first, ties in the order of their
+    first instances), each with its first instance as the example; empty when none failed. Instances are taken in
+    the data's order, not the order answers came in, so a rerun or a rescore names the same example."""
     counts: Counter[str] = Counter()
     examples: dict[str, PredictionRecord] = {}
-    for record in records:
-        if record.status == "ok":
-            continue
+    failed = [r for r in records if r.status != "ok"]
+    for record in sorted(failed, key=lambda r: (r.sample_id, r.row_index, r.instance_id)):
         reason = reason_of(record)
         counts[reason] += 1
         examples.setdefault(reason, record)
