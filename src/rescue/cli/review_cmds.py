@@ -22,10 +22,14 @@ DbOption = Annotated[str | None, typer.Option("--db", help="SQLAlchemy database 
 
 
 def _db(directory: Path, db: str | None):  # type: ignore[no-untyped-def]
+    from rescue.review.benchmark import is_benchmark, load_benchmark
     from rescue.review.db import default_url, make_engine, session_factory
     from rescue.review.project import load_project
 
-    project = load_project(directory)
+    if is_benchmark(directory):
+        import rescue.review.benchmark_store  # noqa: F401 - its tables exist before make_engine creates them
+
+    project = load_benchmark(directory) if is_benchmark(directory) else load_project(directory)
     engine = make_engine(db or default_url(project.root))
     return project, session_factory(engine)()
 
@@ -67,7 +71,10 @@ def serve(
         if session.scalar(select(User.id).limit(1)) is None:
             console.print(f"[yellow]note:[/] no accounts yet; add one with `rescue review user add {directory} NAME "
                           "--role admin --password-stdin`", highlight=False)
-    console.print(f"Serving {len(application.state.project.segments)} segments on http://{host}:{port}/", highlight=False)
+    served = application.state.project
+    what = (f"{sum(len(v) for v in served.instances.values())} benchmark instances" if hasattr(served, "instances")
+            else f"{len(served.segments)} segments")
+    console.print(f"Serving {what} on http://{host}:{port}/", highlight=False)
     uvicorn.run(application, host=host, port=port, log_level="warning")
 
 
@@ -159,14 +166,26 @@ def user_enable(
 @review_app.command("assign")
 def assign(
     directory: DirArgument,
-    k: Annotated[int, typer.Option("--k", min=1, help="Annotators per segment (overlap).")] = 1,
+    k: Annotated[int | None, typer.Option("--k", min=1, help="Annotators per segment (overlap; default 1), or people per instance of a benchmark (default: its --per-instance).")] = None,
     annotators: Annotated[list[str] | None, typer.Option("--annotator", help="Who to assign (repeat); default: every annotator account.")] = None,
     db: DbOption = None,
 ) -> None:
-    """Give every segment to k annotators, spreading the load evenly; replaces any earlier assignment."""
+    """Give every segment (or benchmark instance) to k annotators, spreading the load evenly; replaces any earlier
+    assignment."""
     from rescue.review import crud
+    from rescue.review.benchmark import is_benchmark
 
     project, session = _db(directory, db)
+    if is_benchmark(directory):
+        from rescue.review.benchmark_store import assign as assign_instances
+
+        with session:
+            given = assign_instances(session, "cli", project, k, annotators)
+        console.print(f"Assigned {sum(len(v) for v in project.instances.values())} instances with "
+                      f"{k or project.per_instance} people each: " + ", ".join(f"{n} {c}" for n, c in sorted(given.items())),
+                      highlight=False)
+        return
+    k = k or 1
     with session:
         plan = crud.assign(session, "cli", project, k, annotators)
     load: dict[str, int] = {}
@@ -177,14 +196,48 @@ def assign(
                   + ", ".join(f"{n} {c}" for n, c in sorted(load.items())), highlight=False)
 
 
+@review_app.command("init")
+def init(
+    directory: DirArgument,
+    benchmark: Annotated[bool, typer.Option("--benchmark", help="A project in which people take the benchmark (the only kind init makes).")] = False,
+    data: Annotated[Path | None, typer.Option("--data", help="The release-format JSONL whose instances people answer.")] = None,
+    tasks: Annotated[str, typer.Option("--tasks", help="Comma-separated tasks, e.g. itp,rpp,stp,ssp,er,vp.")] = "itp,rpp,stp,ssp,er,vp",
+    per_instance: Annotated[int, typer.Option("--per-instance", help="People who answer each instance (blind to each other).")] = 2,
+) -> None:
+    """Make a benchmark project: people answer the tasks' instances in the browser (then user add, assign, serve)."""
+    from rescue.errors import ReviewError
+    from rescue.review.benchmark import init_benchmark
+
+    if not benchmark or data is None:
+        raise ReviewError("rescue review init makes benchmark projects: give --benchmark and --data FILE "
+                          "(a verification project is what `rescue build` writes)")
+    config = init_benchmark(directory, data, tasks.split(","), per_instance)
+    console.print(f"Made the benchmark project {directory}: " + ", ".join(f"{t.upper()} {n}" for t, n in config["instances"].items())
+                  + f" instances, {per_instance} people each. Next: `rescue review user add`, `rescue review assign "
+                  f"{directory}`, `rescue review serve {directory}`", highlight=False)
+
+
 @review_app.command("export")
 def export(
     directory: DirArgument,
-    out: Annotated[Path, typer.Option("--out", help="The verified JSONL to write (release format).")],
+    out: Annotated[Path | None, typer.Option("--out", help="The verified JSONL to write (release format).")] = None,
+    as_run: Annotated[Path | None, typer.Option("--as-run", help="Benchmark projects: write a run folder with a system per person (human/NAME) and human/pooled, scored like any model.")] = None,
+    bertscore: Annotated[bool, typer.Option("--bertscore/--no-bertscore", help="--as-run: BERTScore for ER/VP.")] = True,
+    judges: Annotated[list[str] | None, typer.Option("--judge", help="--as-run: a judge model for ER/VP (repeat), as `rescue run --judge`.")] = None,
     db: DbOption = None,
 ) -> None:
-    """Write the verified, non-discarded segments (release format) and OUT's .provenance.json sidecar."""
+    """Write the verified, non-discarded segments (release format) and OUT's .provenance.json sidecar; for a
+    benchmark project, --as-run writes people's answers as a run folder that `rescue report` reads."""
+    from rescue.errors import ReviewError
     from rescue.review.export import write_export
+
+    if as_run is not None:
+        from rescue.cli.human_run import export_human_run
+
+        export_human_run(directory, as_run, bertscore=bertscore, judges=judges or [], db=db)
+        return
+    if out is None:
+        raise ReviewError("give --out FILE (verified JSONL) or, for a benchmark project, --as-run FOLDER")
 
     project, session = _db(directory, db)
     with session:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
@@ -15,6 +15,7 @@ from rescue.errors import is_disk_full
 from rescue.review.api.deps import CurrentUser, LoginRequired, UnstorableBody
 from rescue.review.api.routes import agreement, export, login, media, pages, rows, search, segments, users
 from rescue.review.db import default_url, make_engine, session_factory
+from rescue.review.benchmark import is_benchmark
 from rescue.review.project import Project, load_project
 from rescue.review.security import BodyLimit, LoginThrottle
 
@@ -32,7 +33,18 @@ SECURITY_HEADERS = {
 
 def create_app(project_dir: str | Path | Project, db_url: str | None = None) -> FastAPI:
     """The review app for a project folder and database (SQLite in the folder by default)."""
+    if not isinstance(project_dir, Project) and is_benchmark(project_dir):
+        from rescue.review.benchmark_app import create_benchmark_app
+
+        return create_benchmark_app(project_dir, db_url, _app)
     project = project_dir if isinstance(project_dir, Project) else load_project(project_dir)
+    modules = (login, users, rows, media, segments, search, agreement, export, pages)  # before segments' catch-all GET
+    return _app(project, db_url, [module.router for module in modules])
+
+
+def _app(project: Any, db_url: str | None, routers: list[APIRouter]) -> FastAPI:
+    """The app around ``routers``: database, login throttle, templates, static files, error answers, body limit
+    and security headers (a verification project's and a benchmark project's alike)."""
     engine = make_engine(db_url or default_url(project.root))
     # The OpenAPI schema is served behind the login like every other route (below), not by FastAPI itself.
     app = FastAPI(title="rescue review", docs_url=None, redoc_url=None, openapi_url=None)
@@ -42,8 +54,8 @@ def create_app(project_dir: str | Path | Project, db_url: str | None = None) -> 
     app.state.login_throttle = LoginThrottle()
     app.state.templates = Jinja2Templates(directory=str(HERE / "templates"))
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
-    for module in (login, users, rows, media, segments, search, agreement, export, pages):  # before segments' catch-all GET
-        app.include_router(module.router)
+    for router in routers:
+        app.include_router(router)
 
     @app.get("/favicon.ico", include_in_schema=False)
     def favicon() -> FileResponse:

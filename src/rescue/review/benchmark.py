@@ -1,0 +1,265 @@
+"""A benchmark project: people take the benchmark's task instances in the browser (issue #38).
+
+``rescue review init DIR --benchmark --data FILE --tasks itp,rpp`` copies the data into ``DIR/data/`` (under its
+own file name, so its data digest is the one a ``rescue run`` on FILE records) and writes ``DIR/benchmark.json``.
+The instances are the tasks' own (``task.build``), and a person is shown exactly what a model is shown: the page
+is made from the prompt ``task.render`` sends for that one instance, split into its instructions, the item's
+context rows, its current row (where the task shows it) and the facts it gives, so nothing a prompt hides can
+reach the browser. Answers are checked against the task's answer shape and the instance's closed set here,
+before they are stored; the export then sends them through the task's own ``format_answer`` and ``parse``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rescue.atomic import write_atomic
+from rescue.data.fingerprint import data_sha256
+from rescue.data.loading import load_samples
+from rescue.data.models import GROUP_LABELS, Sample
+from rescue.data.taxonomy import INTENSITY_SCALE
+from rescue.errors import ReviewError
+from rescue.tasks import get_task
+from rescue.tasks.base import Instance, RenderOptions, Task
+
+BENCHMARK_FILE = "benchmark.json"
+DATA_DIR = "data"
+TOP_K = 3  # a ranking task asks for the 3 most likely labels
+MAX_ANSWER_TEXT = 500  # one emotion or viewpoint phrase
+MAX_VIEWPOINTS = 10
+# Where a prompt's items start (the closed-set tasks' and the checkpoint tasks' layouts), and where the answer
+# schema, which a person does not need, begins.
+_ITEM_MARKERS = ("\n\nItems:\n", "\nCheckpoints: ")
+_SCHEMA = "Answer with one JSON object"
+_CURRENT_KEYS = ("decision_row", "current_turn")
+
+
+def is_benchmark(root: str | Path) -> bool:
+    """Whether ``root`` is a benchmark project (it holds ``benchmark.json``)."""
+    return (Path(root) / BENCHMARK_FILE).is_file()
+
+
+def _task_names(tasks: list[str]) -> list[str]:
+    names = [get_task(t).name for t in tasks if t.strip()]
+    if not names:
+        raise ReviewError("--tasks: name at least one task (e.g. itp,rpp)")
+    return list(dict.fromkeys(names))
+
+
+def init_benchmark(root: str | Path, data: str | Path, tasks: list[str], per_instance: int = 2) -> dict[str, Any]:
+    """Make the benchmark project ``root``: its data copied in, ``benchmark.json`` written. ReviewError for a
+    folder that already holds a project, a per-instance count below 1, unknown tasks; DataError for bad data."""
+    folder, source = Path(root), Path(data)
+    if per_instance < 1:
+        raise ReviewError(f"--per-instance {per_instance}: give each instance to at least one person")
+    if (folder / BENCHMARK_FILE).exists() or (folder / "draft.jsonl").exists():
+        raise ReviewError(f"{folder}: already holds a review project")
+    if not source.is_file():
+        raise ReviewError(f"--data {source}: no such file")
+    names = _task_names(tasks)
+    samples = load_samples(source)  # bad data stops here, naming its line, before anything is written
+    counts = {name: len(get_task(name).build(samples)) for name in names}
+    empty = [name for name, n in counts.items() if not n]
+    if empty:
+        raise ReviewError(f"--data {source}: no instance of {', '.join(empty)} in these samples")
+    (folder / DATA_DIR).mkdir(parents=True, exist_ok=True)
+    copy = folder / DATA_DIR / source.name
+    shutil.copyfile(source, copy)
+    config = {"version": 1, "data": f"{DATA_DIR}/{source.name}", "data_sha256": data_sha256(copy), "tasks": names,
+              "per_instance": per_instance, "mode": "dialogue", "instances": counts}
+    write_atomic(folder / BENCHMARK_FILE, json.dumps(config, indent=2) + "\n")
+    return config
+
+
+@dataclass
+class Benchmark:
+    """A loaded benchmark project: its configuration, samples and every task's instances in build order."""
+
+    root: Path
+    config: dict[str, Any]
+    samples: list[Sample]
+    instances: dict[str, list[Instance]] = field(default_factory=dict)
+
+    @property
+    def tasks(self) -> list[str]:
+        """The project's tasks, in its order."""
+        return list(self.instances)
+
+    @property
+    def data_path(self) -> Path:
+        """The project's copy of the data."""
+        return self.root / str(self.config["data"])
+
+    @property
+    def per_instance(self) -> int:
+        """How many people answer each instance."""
+        return int(self.config.get("per_instance", 1))
+
+    @property
+    def segments(self) -> dict[str, Any]:
+        """Nothing to verify: ``rescue review serve`` counts a benchmark's instances instead."""
+        return {}
+
+    def instance(self, task: str, number: int) -> Instance:
+        """The ``number``-th (from 1) instance of ``task``; ReviewError when there is none."""
+        found = self.instances.get(task) or []
+        if not 1 <= number <= len(found):
+            raise ReviewError(f"no instance {task}/{number}")
+        return found[number - 1]
+
+    def keys(self) -> list[tuple[str, int]]:
+        """Every (task, number) of the project."""
+        return [(task, n) for task, found in self.instances.items() for n in range(1, len(found) + 1)]
+
+
+def load_benchmark(root: str | Path) -> Benchmark:
+    """Read ``root/benchmark.json`` and its data; ReviewError naming the file and field when it cannot."""
+    folder = Path(root).resolve()
+    path = folder / BENCHMARK_FILE
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ReviewError(f"{path}: cannot read the benchmark project ({exc})") from None
+    if not isinstance(config, dict) or not isinstance(config.get("tasks"), list) or not isinstance(config.get("data"), str):
+        raise ReviewError(f"{path}: field tasks or data: missing (write it with `rescue review init --benchmark`)")
+    data = (folder / config["data"]).resolve()
+    if folder not in data.parents:
+        raise ReviewError(f"{path}: field data: {config['data']!r} must be a file inside the project folder")
+    samples = load_samples(data)
+    instances = {name: get_task(name).build(samples) for name in _task_names([str(t) for t in config["tasks"]])}
+    return Benchmark(folder, config, samples, instances)
+
+
+# --- what a person sees ----------------------------------------------------------------------------------------
+
+
+def prompt_text(task: Task, instance: Instance, mode: str = "dialogue") -> str:
+    """The one prompt a model gets for this instance alone."""
+    messages = task.render([instance], RenderOptions(mode=mode))  # type: ignore[arg-type]
+    return str(messages[-1]["content"])
+
+
+def _split_prompt(text: str) -> tuple[str, dict[str, Any]]:
+    for marker in _ITEM_MARKERS:
+        if marker in text:
+            head, items = text.rsplit(marker, 1)
+            found = json.loads(items)
+            if isinstance(found, list) and len(found) == 1 and isinstance(found[0], dict):
+                return head.split(_SCHEMA, 1)[0].strip(), found[0]
+    raise ReviewError("the task's prompt holds no single item to show")
+
+
+def _definitions(instructions: str, labels: list[str]) -> list[dict[str, str]]:
+    """Each label of the closed set with its definition as the prompt states it (the ``- label: ...`` line and
+    its indented 'Use when' lines)."""
+    shown = []
+    lines = instructions.splitlines()
+    for label in labels:
+        text = ""
+        for i, line in enumerate(lines):
+            if line.startswith(f"- {label}: "):
+                more = [x.strip() for x in lines[i + 1:i + 3] if x.startswith("  ")]
+                text = " ".join([line[len(label) + 4:], *more])
+                break
+        shown.append({"label": label, "definition": text})
+    return shown
+
+
+def _transcript(rows: Any) -> list[dict[str, Any]]:
+    return [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
+
+
+def _people(instance: Instance) -> list[str]:
+    """Whom a viewpoint may be held by or be about: the participants and the group."""
+    sample = instance.sample
+    return [*sample.participants, GROUP_LABELS.get(sample.scenario, "Couple")]
+
+
+def page(bench: Benchmark, task_name: str, number: int) -> dict[str, Any]:
+    """What the page of one instance shows: made from the instance's prompt only (never from its sample)."""
+    task, instance = get_task(task_name), bench.instance(task_name, number)
+    instructions, item = _split_prompt(prompt_text(task, instance, str(bench.config.get("mode", "dialogue"))))
+    current = next((item[k] for k in _CURRENT_KEYS if isinstance(item.get(k), dict)), None)
+    given = {k: v for k, v in item.items()
+             if k not in ("id", "checkpoint_id", "prior_context", *_CURRENT_KEYS) and isinstance(v, (str, int))}
+    kind = task.declaration.answer
+    return {
+        "task": task.name, "title": task.title, "number": number, "total": len(bench.instances[task.name]),
+        "answer_kind": kind, "rank": min(TOP_K, len(instance.labels)) if kind == "ranking" else 1,
+        "labels": _definitions(instructions, instance.labels),
+        "intensity": list(INTENSITY_SCALE),
+        "people": _people(instance) if kind == "viewpoints" else [],
+        "speaker": (current or {}).get("primary_speaker", ""),
+        "instructions": instructions, "context": _transcript(item.get("prior_context")), "current": current,
+        "given": given,
+    }
+
+
+# --- what a person may answer ----------------------------------------------------------------------------------
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ReviewError(f"{where}: write a short phrase")
+    if len(value) > MAX_ANSWER_TEXT:
+        raise ReviewError(f"{where}: at most {MAX_ANSWER_TEXT} characters")
+    return re.sub(r"\s+", " ", value).strip()
+
+
+def _label(value: Any, labels: list[str]) -> str:
+    if value not in labels:
+        raise ReviewError(f"answer: {str(value)[:60]!r} is not one of: {', '.join(labels)}")
+    return str(value)
+
+
+def _ranking(value: Any, labels: list[str]) -> list[str]:
+    if not isinstance(value, list) or not 1 <= len(value) <= min(TOP_K, len(labels)):
+        raise ReviewError(f"answer: rank 1 to {min(TOP_K, len(labels))} labels of the closed set, most likely first")
+    ranked = [_label(v, labels) for v in value]
+    if len(set(ranked)) != len(ranked):
+        raise ReviewError("answer: a label may appear only once in a ranking")
+    return ranked
+
+
+def _emotion(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict) or set(value) != {"emotion", "intensity"}:
+        raise ReviewError("answer: give {\"emotion\": phrase, \"intensity\": 0-10}")
+    low, high = INTENSITY_SCALE
+    intensity = value["intensity"]
+    if isinstance(intensity, bool) or not isinstance(intensity, int) or not low <= intensity <= high:
+        raise ReviewError(f"answer.intensity: a whole number from {low} to {high}")
+    return {"emotion": _text(value["emotion"], "answer.emotion"), "intensity": intensity}
+
+
+def _viewpoints(value: Any, people: list[str]) -> list[dict[str, str]]:
+    if not isinstance(value, list) or not 1 <= len(value) <= MAX_VIEWPOINTS:
+        raise ReviewError(f"answer: give 1 to {MAX_VIEWPOINTS} viewpoints")
+    found = []
+    for i, entry in enumerate(value):
+        where = f"answer[{i}]"
+        if not isinstance(entry, dict) or set(entry) != {"source", "target", "viewpoint"}:
+            raise ReviewError(f"{where}: give source, target and viewpoint")
+        for key in ("source", "target"):
+            if entry[key] not in people:
+                raise ReviewError(f"{where}.{key}: {str(entry[key])[:60]!r} is not one of: {', '.join(people)}")
+        found.append({"source": entry["source"], "target": entry["target"],
+                      "viewpoint": _text(entry["viewpoint"], f"{where}.viewpoint")})
+    return found
+
+
+def checked_answer(bench: Benchmark, task_name: str, number: int, value: Any) -> Any:
+    """``value`` as the task's answer for the instance, or ReviewError saying what is wrong with it."""
+    task, instance = get_task(task_name), bench.instance(task_name, number)
+    kind = task.declaration.answer
+    if kind == "label":
+        return _label(value, instance.labels)
+    if kind == "ranking":
+        return _ranking(value, instance.labels)
+    if kind == "emotion":
+        return _emotion(value)
+    return _viewpoints(value, _people(instance))

@@ -1,0 +1,126 @@
+"""The web app of a benchmark project: the review tool's login, accounts, CSRF, body limit and security headers,
+with pages and API routes for taking the benchmark instead of verifying drafts.
+
+- ``GET /``: the person's queue (admins: everyone's progress, counts only);
+- ``GET /take/{task}/{number}``: the page of one instance; ``GET /api/bench/items/{task}/{number}``: its data;
+- ``PUT /api/bench/items/{task}/{number}/answer`` ``{"value": ..., "version": n}``: the answer, saved at once;
+- ``GET /api/bench/queue``: the person's instances and which are answered.
+
+A person reads and writes only the instances assigned to them and only their own answers (blind to each other).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from rescue.errors import Conflict, ReviewError
+from rescue.review import benchmark_store as store
+from rescue.review.api.deps import Body, CurrentUser, Db, PageUser
+from rescue.review.api.routes import login, users
+from rescue.review.api.routes.pages import login_page
+from rescue.review.benchmark import Benchmark, load_benchmark, page
+
+router = APIRouter()
+
+
+def _bench(request: Request) -> Benchmark:
+    return request.app.state.project  # type: ignore[no-any-return]
+
+
+def _render(request: Request, name: str, actor: Any, **context: Any) -> HTMLResponse:
+    templates = request.app.state.templates
+    return templates.TemplateResponse(request, name, {"actor": actor, **context})  # type: ignore[no-any-return]
+
+
+def _mine(db: Db, request: Request, user: str, task: str, number: int) -> None:
+    try:
+        _bench(request).instance(task, number)
+    except ReviewError as exc:
+        raise HTTPException(404, str(exc)) from None
+    if not store.assigned(db, user, task, number):
+        raise HTTPException(403, "this instance is not in your queue")
+
+
+@router.get("/", response_class=HTMLResponse, include_in_schema=False)
+def home(request: Request, actor: PageUser, db: Db) -> HTMLResponse:
+    """The person's queue, or for an admin everyone's progress."""
+    bench = _bench(request)
+    mine = store.queue(db, actor.name)
+    first = next((q for q in mine if not q["answered"]), None)
+    return _render(request, "bench_home.html", actor, queue=mine, first=first, tasks=bench.tasks,
+                   progress=store.progress(db) if actor.at_least("admin") else None,
+                   counts={t: len(v) for t, v in bench.instances.items()})
+
+
+@router.get("/take/{task}/{number}", response_class=HTMLResponse, include_in_schema=False)
+def take(request: Request, actor: PageUser, db: Db, task: str, number: int) -> HTMLResponse:
+    """The page of one instance of the person's queue."""
+    _mine(db, request, actor.name, task, number)
+    return _render(request, "bench_item.html", actor, task=task, number=number)
+
+
+def _link(entry: dict[str, Any] | None) -> str | None:
+    return f"/take/{entry['task']}/{entry['number']}" if entry else None
+
+
+def _neighbours(db: Db, user: str, task: str, number: int) -> dict[str, Any]:
+    mine = store.queue(db, user)
+    at = next(i for i, q in enumerate(mine) if (q["task"], q["number"]) == (task, number))
+    return {"position": at + 1, "of": len(mine), "answered": sum(q["answered"] for q in mine),
+            "previous": _link(mine[at - 1] if at > 0 else None),
+            "next": _link(mine[at + 1] if at + 1 < len(mine) else None),
+            "next_open": _link(next((q for q in mine[at + 1:] + mine[:at] if not q["answered"]), None))}
+
+
+@router.get("/api/bench/items/{task}/{number}")
+def item(request: Request, actor: CurrentUser, db: Db, task: str, number: int) -> dict[str, Any]:
+    """What the instance's page shows, the person's own answer so far, and where it sits in their queue."""
+    _mine(db, request, actor.name, task, number)
+    return {**page(_bench(request), task, number), **store.shown(db, actor.name, task, number),
+            "queue": _neighbours(db, actor.name, task, number)}
+
+
+@router.get("/api/bench/queue")
+def my_queue(actor: CurrentUser, db: Db) -> list[dict[str, Any]]:
+    """The person's instances in order and which are answered."""
+    return store.queue(db, actor.name)
+
+
+class AnswerBody(Body):
+    """PUT .../answer: the answer in the task's shape, and the answer version the page last saw."""
+
+    value: Any
+    version: int
+
+
+@router.put("/api/bench/items/{task}/{number}/answer")
+def answer(request: Request, actor: CurrentUser, db: Db, task: str, number: int, body: AnswerBody) -> dict[str, Any]:
+    """Save the person's answer at once (409 with the stored one when another tab changed it meanwhile)."""
+    _mine(db, request, actor.name, task, number)
+    try:
+        version = store.save(db, _bench(request), actor.name, task, number, body.value, body.version)
+    except Conflict as exc:
+        raise HTTPException(409, {"message": "this answer was changed in another tab; the page now shows it",
+                                  "current": exc.current}) from None
+    except ReviewError as exc:
+        raise HTTPException(422, str(exc)) from None
+    return {"version": version}
+
+
+def create_benchmark_app(root: str | Path, db_url: str | None, setup: Any) -> FastAPI:
+    """The benchmark app for the project folder ``root``; ``setup(app, project, db_url)`` is the review app's own
+    set-up (engine, login routes, static files, error answers, body limit, security headers)."""
+    bench = load_benchmark(root)
+    # The tables of benchmark_store are registered (imported above) before setup creates them.
+    app: FastAPI = setup(bench, db_url, [login.router, users.router, router])
+    app.get("/login", response_class=HTMLResponse, include_in_schema=False)(login_page)
+
+    @app.get("/segments/{rest:path}", include_in_schema=False)
+    def no_segments(rest: str) -> Response:
+        return RedirectResponse("/", status_code=303)
+
+    return app
