@@ -52,10 +52,7 @@ from rescue.build.segments import (
     sample_id,
     write_segments_csv,
 )
-from rescue.llm.client import DEFAULT_MAX_ANSWER_BYTES
-from rescue.llm.reliable import DEFAULT_RETRY_AFTER_CAP
 from rescue.data.text import clock_time
-from rescue.llm.secrets import redact_url
 from rescue.media import Cue, cues_in, ffmpeg_exe, get_step, scene_cuts
 from rescue.media.cut import REVIEW_CRF, ClipCutter, review_height
 
@@ -91,8 +88,18 @@ class BuildConfig:
     keyframe_interval: float = 1.0
     scene_threshold: float = 0.3
     review_height: int | None = None  # review clips' height; None: the source's, at most 720
-    retry_after_cap: float = DEFAULT_RETRY_AFTER_CAP  # the longest Retry-After obeyed, as `rescue run`
-    max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES  # a larger answer is a request error, as `rescue run`
+    # None: rescue run's (rescue.llm's DEFAULT_RETRY_AFTER_CAP and DEFAULT_MAX_ANSWER_BYTES), read where a model is
+    # asked, so a build that asks none never imports the model layer (httpx and all: a fifth of a second).
+    retry_after_cap: float | None = None  # the longest Retry-After obeyed, as `rescue run`
+    max_answer_bytes: int | None = None  # a larger answer is a request error, as `rescue run`
+
+    def request_limits(self) -> tuple[float, int]:
+        """(retry_after_cap, max_answer_bytes), rescue run's where not set."""
+        from rescue.llm.client import DEFAULT_MAX_ANSWER_BYTES
+        from rescue.llm.reliable import DEFAULT_RETRY_AFTER_CAP
+
+        return (DEFAULT_RETRY_AFTER_CAP if self.retry_after_cap is None else self.retry_after_cap,
+                DEFAULT_MAX_ANSWER_BYTES if self.max_answer_bytes is None else self.max_answer_bytes)
     # --transcribe: sessions whose spec says ``transcribe`` get their subtitles from this speech-to-text model.
     transcribe: str | None = None
     transcribe_model: str | None = None  # --transcribe-model: weights on disk for local/faster-whisper
@@ -387,14 +394,22 @@ def _provenance(config: BuildConfig, item: Planned, draft: SegmentDraft, annotat
         "segments_from": item.segments_from if spec.segments is None else _relative(spec.segments, config.out),
         "segment_number": item.segment.number, "segment_name": item.segment.name,
         "group": spec.group, "model": annotated,
-        "base_url": redact_url(config.base_url) if annotated else None, "video_input": config.annotate.video_input,
+        "base_url": _redacted(config.base_url) if annotated else None, "video_input": config.annotate.video_input,
         "settings": asdict(config.annotate), "requests": draft.requests, "reasked": draft.reasked,
         "ffmpeg": ffmpeg_exe(), "rescue_version": __version__, "python": platform.python_version(),
         # The subtitles' own history: made by --transcribe (which model), moved by --subs-offset.
         "transcribed_by": (config.transcribe or "your own model") if spec.transcribe else None,
-        "transcribe_base_url": redact_url(config.transcribe_base_url) if spec.transcribe else None,
+        "transcribe_base_url": _redacted(config.transcribe_base_url) if spec.transcribe else None,
         "subs_offset": spec.subs_offset,
     }
+
+
+def _redacted(url: str | None) -> str | None:
+    if not url:  # no endpoint, no model layer to import
+        return url
+    from rescue.llm.secrets import redact_url
+
+    return redact_url(url)
 
 
 def _check_model(config: BuildConfig) -> str | None:
@@ -450,7 +465,7 @@ def _transcripts(config: BuildConfig, model: Model | None, transcriber: Model | 
         resolved = resolve_transcriber(config.transcribe, weights=config.transcribe_model,
                                        base_url=config.transcribe_base_url, api_key_env=config.transcribe_api_key_env,
                                        language=config.language, timeout=config.timeout,
-                                       max_answer_bytes=config.max_answer_bytes)
+                                       max_answer_bytes=config.request_limits()[1])
         if isinstance(resolved, TranscriptionModel):
             check_endpoint(resolved.endpoint)
         transcriber = resolved
@@ -468,7 +483,7 @@ def _transcripts(config: BuildConfig, model: Model | None, transcriber: Model | 
                                           concurrency=config.concurrency, max_retries=config.max_retries,
                                           retry_errors=config.retry_errors, max_failures=config.max_failures,
                                           max_cost=config.max_cost, prices=config.prices, log=log, echo=echo,
-                                          chunk_seconds=config.chunk_seconds, retry_after_cap=config.retry_after_cap))
+                                          chunk_seconds=config.chunk_seconds, retry_after_cap=config.request_limits()[0]))
     finally:
         log.close()
     outcome.transcripts, outcome.failed = done.written, done.failed
@@ -534,12 +549,12 @@ async def _annotate_all(config: BuildConfig, items: list[Planned], log: BuildLog
     async with ModelSession(cache=config.out / "cache.sqlite", concurrency=config.concurrency,
                        max_retries=config.max_retries, retry_errors=config.retry_errors,
                        max_failures=config.max_failures, max_cost=config.max_cost, prices=config.prices,
-                       retry_after_cap=config.retry_after_cap, log=log, notice=echo) as session:
+                       retry_after_cap=config.request_limits()[0], log=log, notice=echo) as session:
         if model is None:
             assert config.model is not None
             model = resolve_model(config.model, base_url=config.base_url, api_key_env=config.api_key_env,
                                   json_mode=True, timeout=config.timeout, extra_body=config.extra_body,
-                                  max_answer_bytes=config.max_answer_bytes)
+                                  max_answer_bytes=config.request_limits()[1])
         wrapped = session.wrap(model)
 
         async def one(item: Planned, key: str) -> None:

@@ -1,0 +1,23 @@
+"""`rescue build` imports only what its options need (issue 34 item 6): without a model or a transcriber the model
+layer (rescue.llm, httpx) is never imported; its request limits are rescue run's when a model is asked."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from rescue.build import BuildConfig
+from rescue.llm.client import DEFAULT_MAX_ANSWER_BYTES
+from rescue.llm.reliable import DEFAULT_RETRY_AFTER_CAP
+
+
+def test_the_build_command_does_not_import_the_model_layer():
+    code = ("import sys, rescue.cli.build_cmds, rescue.build, rescue.build.pipeline; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'httpx' or m.startswith('rescue.llm')))")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+
+
+def test_request_limits_default_to_rescue_runs(tmp_path):
+    config = BuildConfig(out=tmp_path, sessions=[])
+    assert config.request_limits() == (DEFAULT_RETRY_AFTER_CAP, DEFAULT_MAX_ANSWER_BYTES)
+    assert BuildConfig(out=tmp_path, sessions=[], retry_after_cap=5.0, max_answer_bytes=10).request_limits() == (5.0, 10)
