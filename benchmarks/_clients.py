@@ -49,7 +49,11 @@ async def _workers(bodies: list[dict], concurrency: int, open_worker: Callable[[
     async def worker() -> None:
         send = await open_worker()
         for body in todo:
-            await send(body)
+            try:
+                await send(body)
+            except Exception:  # noqa: BLE001 - a kept-alive connection the server closed meanwhile: once more
+                send = await open_worker()
+                await send(body)
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
 

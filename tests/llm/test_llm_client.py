@@ -193,3 +193,12 @@ def test_the_base_urls_query_stays_after_the_path_and_user_info_leaves_the_url()
     assert _chat_url("https://h.example/openai/v1?api-version=2024-02-01") == \
         "https://h.example/openai/v1/chat/completions?api-version=2024-02-01"
     assert _chat_url("http://user:secret@127.0.0.1:8000/v1/") == "http://127.0.0.1:8000/v1/chat/completions"
+
+
+def test_a_model_asked_again_from_another_event_loop_still_answers():
+    with serve(Reply.json({"ok": 1})) as server:
+        model = _model(server)
+        first = asyncio.run(model.complete(REQUEST))  # not closed: its session belongs to a loop now gone
+        second = asyncio.run(model.complete(REQUEST))
+        asyncio.run(model.aclose())
+    assert first.status == second.status == "ok"

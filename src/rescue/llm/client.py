@@ -463,6 +463,7 @@ class OpenAIModel:
         # Set when the endpoint rejects response_format once: later requests go without it.
         self._json_mode_rejected = False
         self._http: Any = None  # the aiohttp session of chat requests
+        self._http_loop: Any = None  # the event loop it belongs to
         self._proxy: dict[str, Any] = {}  # proxy and proxy_auth from the environment (HTTPS_PROXY, NO_PROXY ...)
         self._url = _chat_url(endpoint.base_url)
 
@@ -560,8 +561,12 @@ class OpenAIModel:
         event loop): of the HTTP stacks measured on rescue's own requests it costs the least CPU per request
         (benchmarks/README.md, (a)), about a third of httpx's. Its connector has no limit of its own: the
         limiter decides how many requests are in flight, and idle connections are kept for the next."""
-        if self._http is None or self._http.closed:
+        loop = asyncio.get_running_loop()
+        if self._http is None or self._http.closed or self._http_loop is not loop:
+            # A session serves the loop it was made in: a model asked again from another asyncio.run gets one anew.
             import aiohttp
+
+            self._http_loop = loop
 
             connector = aiohttp.TCPConnector(limit=0, ssl=tls_context(), keepalive_timeout=30)
             # The environment's proxy is looked up once here: with trust_env aiohttp looks it up, and reads
