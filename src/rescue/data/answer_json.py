@@ -32,6 +32,7 @@ def _no_constant(text: str) -> Any:
 # NaN, Infinity and 1e999 are refused: they would pass float fields and reach a release as non-finite times.
 FINITE = json.JSONDecoder(parse_float=_finite, parse_constant=_no_constant)
 PLAIN = json.JSONDecoder()
+_THOUSANDS_OF_DIGITS = "a number with thousands of digits"
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,10 @@ def _decode(decoder: json.JSONDecoder, text: str, start: int | None) -> Any:
     except RecursionError:
         raise UnreadableJSON(nested=True) from None
     except ValueError as exc:  # a 5000-digit number, a refused non-finite number
-        raise UnreadableJSON(str(exc).split(":")[0]) from None
+        # Python's own words for the digit limit ("Exceeds the limit (4300 digits) for integer string
+        # conversion") would reach the run's failure summary: say what the answer held instead.
+        detail = str(exc).split(":")[0]
+        raise UnreadableJSON(_THOUSANDS_OF_DIGITS if "integer string conversion" in detail else detail) from None
 
 
 def find_json(raw: str, accept_whole: Callable[[Any], bool], accept_inner: Callable[[Any], bool],
