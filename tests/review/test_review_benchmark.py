@@ -252,3 +252,37 @@ def test_init_refuses_what_it_cannot_make(tmp_path):
     (made / "benchmark.json").write_text(json.dumps(config))
     with pytest.raises(ReviewError, match="inside the project folder"):
         load_benchmark(made)
+
+
+def test_the_commands_make_a_project_its_accounts_and_its_assignment(tmp_path):
+    from _cli import invoke_main
+
+    folder = str(tmp_path / "people")
+    refused = invoke_main(["review", "init", folder, "--data", str(demo_path())])
+    assert refused.exit_code != 0 and "--benchmark" in refused.output and not (tmp_path / "people").exists()
+    made = invoke_main(["review", "init", folder, "--benchmark", "--data", str(demo_path()), "--tasks", "itp,ER",
+                        "--per-instance", "2"])
+    assert made.exit_code == 0, made.output
+    config = json.loads((tmp_path / "people" / "benchmark.json").read_text())
+    assert config["tasks"] == ["itp", "er"] and (tmp_path / "people" / "data" / demo_path().name).is_file()
+    for name in ("ann", "bob"):
+        added = invoke_main(["review", "user", "add", folder, name, "--password-stdin"], input=b"a-long-password\n")
+        assert added.exit_code == 0, added.output
+    total = sum(config["instances"].values())
+    assigned = invoke_main(["review", "assign", folder])
+    assert assigned.exit_code == 0 and f"Assigned {total} instances with 2 people each: ann {total}, bob {total}" \
+        in " ".join(assigned.output.split()), assigned.output
+    too_many = invoke_main(["review", "assign", folder, "--k", "3"])
+    assert too_many.exit_code != 0 and "at least 3 annotator accounts" in " ".join(too_many.output.split())
+
+
+def test_an_admin_sees_progress_as_counts_never_answers(app):
+    ann = ScanningClient(app, "ann")
+    entry = first_of_each(ann)["vp"]
+    item = ann.get(item_url(entry)).json()
+    value = [{"source": item["speaker"], "target": item["people"][0], "viewpoint": "a view only ann holds"}]
+    assert ann.write("PUT", item_url(entry) + "/answer", {"value": value, "version": 0}).status_code == 200
+    root = ScanningClient(app, "root")
+    home = root.get("/")
+    assert home.status_code == 200 and 'id="bench-people"' in home.text and "only ann holds" not in home.text
+    assert root.get(item_url(entry)).status_code == 403  # an admin is not a taker of the instance

@@ -140,3 +140,30 @@ def test_agreement_time_and_the_pooled_answer(tmp_path, data):
                                                                     "c": {"emotion": "upset", "intensity": 6}}) \
         == {"emotion": "upset", "intensity": 6}
     app.state.engine.dispose()
+
+
+def test_er_and_vp_answers_go_to_the_same_judge_as_a_models(tmp_path, data):
+    """The judge path of any run: the judge is asked about the person's phrase, and a baseline judged alike
+    reports beside the people without --allow-mixed."""
+    from rescue.testing.openai_server import Reply, serve
+
+    bench = make_bench(tmp_path / "bench", data, tasks=["er"])
+    app = bench_app(bench, bench / "review.db")
+    answer_queue(ScanningClient(app, "ann"), random.Random(8))
+    with app.state.sessions() as db:
+        phrases = {a["value"]["emotion"] for a in all_answers(db)}
+    app.state.engine.dispose()
+    with serve(Reply.json({"emotion_score": 4, "notes": "close"})) as server:
+        judge = ["--judge", "judge-model", "--judge-base-url", server.base_url, "--no-bertscore"]
+        made = invoke_main(["review", "export", str(bench), "--as-run", str(tmp_path / "people"), *judge])
+        assert made.exit_code == 0, made.output
+        asked = [json.dumps(body, ensure_ascii=False) for body in server.bodies]
+        ran = invoke_main(["run", "--model", "baseline/majority", "--data", str(data), "--tasks", "er",
+                           "--out", str(tmp_path / "majority"), "-q", *judge])
+        assert ran.exit_code == 0, ran.output
+    assert len(phrases) > 1 and all(any(f'"{p}"' in body or f'\\"{p}\\"' in body for body in asked) for p in phrases)
+    results = json.loads((tmp_path / "people" / "results.json").read_text())
+    er = results["models"]["human/ann"]["er"]["all"]
+    assert er["judged"] == er["instances"] > 0
+    made = invoke_main(["report", str(tmp_path / "people"), str(tmp_path / "majority"), "--out", str(tmp_path / "r")])
+    assert made.exit_code == 0, made.output

@@ -14,7 +14,8 @@ from rescue.cli.app import console
 from rescue.errors import ReviewError
 
 
-def export_human_run(directory: Path, out: Path, *, bertscore: bool, judges: list[str], db: str | None) -> None:
+def export_human_run(directory: Path, out: Path, *, bertscore: bool, judges: list[str], db: str | None,
+                     judge_base_url: str | None = None) -> None:
     """Write the run folder ``out`` of the benchmark project ``directory`` (a new or empty folder)."""
     from rescue.engine.config import RunConfig
     from rescue.engine.runner import run
@@ -38,7 +39,7 @@ def export_human_run(directory: Path, out: Path, *, bertscore: bool, judges: lis
     if not answers:
         raise ReviewError(f"{directory}: nobody has answered anything yet; nothing to export")
     config = RunConfig(out=str(out), models=[], tasks=bench.tasks, data=str(bench.data_path), bertscore=bertscore,
-                       judges=judges, quiet=True)
+                       judges=judges, judge_base_url=judge_base_url, quiet=True)
     outcome = run(config, models=human_models(bench, answers))
     summary = human_summary(bench, answers)
     write_atomic(out / "human.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")

@@ -224,6 +224,7 @@ def export(
     as_run: Annotated[Path | None, typer.Option("--as-run", help="Benchmark projects: write a run folder with a system per person (human/NAME) and human/pooled, scored like any model.")] = None,
     bertscore: Annotated[bool, typer.Option("--bertscore/--no-bertscore", help="--as-run: BERTScore for ER/VP.")] = True,
     judges: Annotated[list[str] | None, typer.Option("--judge", help="--as-run: a judge model for ER/VP (repeat), as `rescue run --judge`.")] = None,
+    judge_base_url: Annotated[str | None, typer.Option("--judge-base-url", help="--as-run: an OpenAI-compatible endpoint for the judges, as `rescue run --judge-base-url`.")] = None,
     db: DbOption = None,
 ) -> None:
     """Write the verified, non-discarded segments (release format) and OUT's .provenance.json sidecar; for a
@@ -234,7 +235,7 @@ def export(
     if as_run is not None:
         from rescue.cli.human_run import export_human_run
 
-        export_human_run(directory, as_run, bertscore=bertscore, judges=judges or [], db=db)
+        export_human_run(directory, as_run, bertscore=bertscore, judges=judges or [], judge_base_url=judge_base_url, db=db)
         return
     if out is None:
         raise ReviewError("give --out FILE (verified JSONL) or, for a benchmark project, --as-run FOLDER")

@@ -111,13 +111,13 @@ def human_models(bench: Benchmark, answers: list[dict[str, Any]]) -> list[HumanM
 # --- time and agreement ----------------------------------------------------------------------------------------
 
 
-def _times(answers: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _times(answers: list[dict[str, Any]], order: list[str]) -> dict[str, dict[str, Any]]:
     per: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for answer in answers:
+    for answer in sorted(answers, key=lambda a: order.index(a["task"])):
         if answer["seconds"] is not None:
             per[answer["user"]][answer["task"]].append(float(answer["seconds"]))
     return {name: {task: {"answered": len(xs), "median_s": round(statistics.median(xs), 1),
-                          "mean_s": round(statistics.fmean(xs), 1)} for task, xs in sorted(tasks.items())}
+                          "mean_s": round(statistics.fmean(xs), 1)} for task, xs in tasks.items()}
             for name, tasks in sorted(per.items())}
 
 
@@ -182,7 +182,7 @@ def human_summary(bench: Benchmark, answers: list[dict[str, Any]]) -> dict[str, 
     answered = {t: sum(1 for (task, _n) in grouped if task == t) for t in bench.tasks}
     return {
         "instances": {t: len(v) for t, v in bench.instances.items()}, "answered": answered,
-        "per_instance": bench.per_instance, "time": _times(answers),
+        "per_instance": bench.per_instance, "time": _times(answers, bench.tasks),
         "agreement": {t: _task_agreement(bench, t, grouped) for t in bench.tasks},
     }
 
