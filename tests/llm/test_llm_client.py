@@ -158,13 +158,15 @@ def test_the_environments_proxy_is_used_and_no_proxy_is_obeyed(monkeypatch):
         closed.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{closed.getsockname()[1]}"
     with serve(Reply.json({"ok": 1})) as server:
-        monkeypatch.setenv("HTTP_PROXY", dead)
-        monkeypatch.delenv("NO_PROXY", raising=False)
-        monkeypatch.delenv("no_proxy", raising=False)
+        for name in ("HTTP_PROXY", "http_proxy"):
+            monkeypatch.setenv(name, dead)
+        for name in ("NO_PROXY", "no_proxy"):
+            monkeypatch.delenv(name, raising=False)
         with pytest.raises(TransientError) as caught:
             _complete(_model(server))
         assert caught.value.kind == "connection" and server.request_count == 0
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        for name in ("NO_PROXY", "no_proxy"):
+            monkeypatch.setenv(name, "127.0.0.1")
         assert _complete(_model(server)).status == "ok" and server.request_count == 1
 
 

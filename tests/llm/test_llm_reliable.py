@@ -213,4 +213,6 @@ def test_a_cancelled_request_lets_its_waiting_twin_go(tmp_path):
                 await model.aclose()
 
         answer = asyncio.run(go())
-        assert answer.status == "ok" and server.request_count == 2
+        # The twin was sent once the first was cancelled (the first may not have reached the server by then).
+        assert answer.status == "ok" and server.request_count in (1, 2)
+        assert server.requests[-1].body["messages"] == _request(1).messages
