@@ -43,6 +43,23 @@ def _hidden_row(task: Task, instance: Instance) -> int:
     return instance.row_index + 1 if task.declaration.hidden == "next_row" else instance.row_index
 
 
+def _gold_text_shown(task: Task, batch: list[Instance], items: list[dict[str, Any]]) -> set[str]:
+    """A task that hides no row (ER, VP): its gold lives in fields no row record renders. Where the gold is text
+    (an emotion, viewpoints), no item's gold phrase may show up anywhere in the batch's items; a closed-set gold
+    (a label, a ranking) is words every prompt of the task holds, so there is no phrase to look for."""
+    if task.declaration.answer in ("label", "ranking"):
+        return set()
+    scorer = task.declaration.bertscore
+    assert scorer is not None, f"{task.name}: a free-text answer declares the phrases BERTScore compares"
+    text = json.dumps(items, ensure_ascii=False)
+    found = set()
+    for instance in batch:
+        phrases = [p for p in scorer.texts(instance.gold) if len(p.split()) >= 4]
+        if any(json.dumps(p, ensure_ascii=False)[1:-1] in text for p in phrases):
+            found.add(instance.instance_id)
+    return found
+
+
 def leaking_instances(task: Task, batches: list[list[Instance]], options: RenderOptions) -> set[str]:
     """Instances whose hidden row (as a record, or its dialogue text) appears in another item of their batch."""
     leaking: set[str] = set()
@@ -52,15 +69,7 @@ def leaking_instances(task: Task, batches: list[list[Instance]], options: Render
         items = _items(task, batch, options)
         assert len(items) == len(batch)
         if task.declaration.hidden == "none":
-            # ER, VP: the gold (an emotion, viewpoints) lives in fields no row record renders; check that no
-            # item's gold phrase shows up anywhere in the batch's items.
-            text = json.dumps(items, ensure_ascii=False)
-            scorer = task.declaration.bertscore
-            assert scorer is not None
-            for instance in batch:
-                phrases = [p for p in scorer.texts(instance.gold) if len(p.split()) >= 4]
-                if any(json.dumps(p, ensure_ascii=False)[1:-1] in text for p in phrases):
-                    leaking.add(instance.instance_id)
+            leaking |= _gold_text_shown(task, batch, items)
             continue
         for n, instance in enumerate(batch):
             sample = instance.sample
