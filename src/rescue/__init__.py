@@ -115,7 +115,7 @@ async def evaluate_async(
     **options: Any,
 ) -> Evaluation:
     """Evaluate ``models`` (specs such as ``"openai/gpt-4o-mini"``, ``"baseline/majority"``, or model objects
-    of your own with ``name`` and ``complete``) on ``tasks`` (default: all six) and ``data`` (a path, samples
+    of your own with ``name`` and ``complete``) on ``tasks`` (default: every registered task) and ``data`` (a path, samples
     from :func:`load`, or None for the demo data). ``options`` are ``rescue run``'s options by their
     :class:`~rescue.engine.config.RunConfig` names (``limit_samples=5``, ``base_url=...``, ``bertscore=False``).
     Nothing is written unless ``out`` names a run directory."""

@@ -36,7 +36,7 @@ def export_command(
     kind: Annotated[ExportKind, typer.Option(
         "--kind", help="hf only: one row per task instance, or per sample (the release record, readable by "
         "rescue.load).")] = ExportKind.instances,
-    tasks: Annotated[Optional[str], typer.Option("--tasks", help="Comma-separated tasks to export (default: all six).")] = None,
+    tasks: Annotated[Optional[str], typer.Option("--tasks", help="Comma-separated tasks to export (default: every registered task).")] = None,
     split: SplitOption = None,
     splits: SplitsFileOption = DEFAULT_SPLITS_FILE,
     all_splits: Annotated[bool, typer.Option(

@@ -108,7 +108,7 @@ class RunOptions:
 
     # --- Data ---------------------------------------------------------------------------------------------------
     tasks: Annotated[list[str], _opt(
-        "--tasks", P_DATA, "Comma-separated tasks, any case (default: all six; `rescue tasks` lists them).",
+        "--tasks", P_DATA, "Comma-separated tasks, any case (default: every registered task; `rescue tasks` lists them).",
         cli=Optional[str])]  # no default here: RunConfig fills in every task of the registry
     data: Annotated[Optional[str], _opt("--data", P_DATA, DATA_HELP, cli=Optional[Path])] = None
     mode: Annotated[Mode, _opt(
