@@ -169,9 +169,11 @@ MODEL = (f"scikit-learn LogisticRegression (lbfgs, C=1, max_iter {MAX_ITER}), on
 # singular, do not stop its Cholesky factor; each row gains a private direction this short, which moves the
 # optimum by about as much.
 _SPAN_JITTER = 1e-10
-# Up to this many training instances a fold is fitted in their span: its Gram matrix (8 bytes per pair, 32 MB
-# here) and eigenvectors cost less than iterating over the n-gram columns; above, the columns.
-SPAN_MAX = 2000
+# Up to this many training instances a fold is fitted in their span: a few hundred rows' Gram matrix and its
+# Cholesky factor cost less than iterating over tens of thousands of n-gram columns (RPP on the 35 real samples:
+# 0.9 s against 3.2 s); from a few thousand rows on, the factor (n^3) and the products (n^2) cost more (RPP on the
+# release's 191 samples: 18.6 s against 12.5 s), and the columns are fitted instead.
+SPAN_MAX = 1000
 
 FoldProgress = Callable[[int, int], None]  # (folds fitted, folds) as the fitting goes
 
@@ -216,7 +218,7 @@ def _fit_fold(counts: GramCounts, train: list[int], labels: list[str], test: lis
     """The classes a fold's model learnt and each test instance's probability for each (none: no words).
 
     Up to :data:`SPAN_MAX` training instances the model is fitted in the span of the training rows
-    (:func:`span_features`); above, where the Gram matrix would outgrow the n-gram columns, on the columns."""
+    (:func:`span_features`), above on the n-gram columns: the same model either way."""
     from sklearn.linear_model import LogisticRegression
 
     features = fold_tfidf(counts, train, test)
