@@ -420,3 +420,20 @@ def test_a_ledger_of_the_earlier_format_is_named_before_anything_is_sent(tmp_pat
         [upload] = server.uploads.values()
     [run] = named_at_upload
     assert run and upload["filename"].startswith(f"rescue-{run[:16]}-")
+
+
+def test_a_key_quoted_in_a_lines_error_is_masked_in_run_log(tmp_path):
+    from rescue.llm import secrets
+
+    key = "sk-batch-test-key-0123456789abcdef"
+    secrets.register(key)
+    requests = [question(n) for n in range(N)]
+    quoting = _first(lambda line: {**line, "response": {"status_code": 401, "body": {
+        "error": {"message": f"Incorrect API key provided: {key}"}}}})
+    with serve(answer_of) as server:
+        server.batch_behaviour.output = quoting
+        model = batch_model(server, tmp_path)
+        warnings: list[str] = []
+        run_batches(model, requests, tmp_path, warnings)
+    assert key not in (tmp_path / "run.log").read_text() and not any(key in w for w in warnings)
+    assert any("Incorrect API key" in r["reason"] for r in log_events(tmp_path, "batch_line"))

@@ -16,6 +16,7 @@ from typing import Any
 
 from rescue.errors import MalformedAnswer, TransientError
 from rescue.data.text import visible_text
+from rescue.llm import secrets
 from rescue.llm.batch_http import loads
 from rescue.llm.client import OpenAIModel, _error_message
 from rescue.llm.reliable import ReliableModel, _scrubbed
@@ -49,7 +50,8 @@ async def lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[int, bytes 
 
 
 def _reason(text: str) -> str:
-    return visible_text(text, max_length=REASON_CHARS)
+    # Reasons quote the provider (an error message may echo the key): masked, cut, control characters shown.
+    return visible_text(secrets.clip(text, REASON_CHARS))
 
 
 def _plural(n: int, one: str, many: str) -> str:
