@@ -155,7 +155,8 @@ BAD_ANSWERS = {
     "rpp": [[], ["attack_attack", "attack_attack"], ["nonsense"], "attack_attack", [["attack_attack"]],
             ["attack_attack", "pursue_withdraw", "withdraw_withdraw", "repair_softening"]],
     "er": [{"emotion": "hurt"}, {"emotion": "hurt", "intensity": 11}, {"emotion": "hurt", "intensity": True},
-           {"emotion": "hurt", "intensity": 5.5}, {"emotion": "  ", "intensity": 5},
+           {"emotion": "hurt", "intensity": 5.5}, {"emotion": "hurt", "intensity": "5"}, {"emotion": "  ", "intensity": 5},
+           {"emotion": ["hurt"], "intensity": 5}, {"emotion": "hurt", "intensity": -1},
            {"emotion": "x" * (MAX_ANSWER_TEXT + 1), "intensity": 5}, {"emotion": "hurt", "intensity": 5, "gold": 1}, "hurt"],
     "vp": [[], [{"source": "Nobody", "target": "Nobody", "viewpoint": "x"}], [{"viewpoint": "x"}],
            [{"source": "{s}", "target": "{t}", "viewpoint": ""}],
@@ -193,6 +194,9 @@ def test_hostile_requests_are_refused(app):
                     "/api/bench/items/..%2F..%2Fetc/1"):
         assert ann.get(missing).status_code in (404, 422), missing
     assert ann.get("/api/bench/items/itp/x").status_code == 422
+    deep = '{"value": ' + "[" * 5000 + "]" * 5000 + ', "version": 0}'
+    nested = ann.http.put(url, content=deep, headers={"X-CSRF-Token": ann.csrf, "Content-Type": "application/json"})
+    assert nested.status_code in (400, 422), nested.status_code
     assert ann.get(item_url(entry)).json()["version"] == 0
 
 
@@ -286,3 +290,15 @@ def test_an_admin_sees_progress_as_counts_never_answers(app):
     home = root.get("/")
     assert home.status_code == 200 and 'id="bench-people"' in home.text and "only ann holds" not in home.text
     assert root.get(item_url(entry)).status_code == 403  # an admin is not a taker of the instance
+
+
+def test_a_benchmark_project_refuses_a_verified_export_and_serves(tmp_path, bench):
+    from _cli import invoke_main
+
+    refused = invoke_main(["review", "export", str(bench), "--out", str(tmp_path / "v.jsonl")])
+    assert refused.exit_code != 0 and "--as-run" in refused.output and not (tmp_path / "v.jsonl").exists()
+    from rescue.review.app import create_app
+
+    app = create_app(bench, f"sqlite:///{tmp_path / 'x.db'}")
+    assert isinstance(app.state.project, type(load_benchmark(bench)))
+    app.state.engine.dispose()

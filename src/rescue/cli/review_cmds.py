@@ -237,8 +237,12 @@ def export(
 
         export_human_run(directory, as_run, bertscore=bertscore, judges=judges or [], judge_base_url=judge_base_url, db=db)
         return
-    if out is None:
-        raise ReviewError("give --out FILE (verified JSONL) or, for a benchmark project, --as-run FOLDER")
+    from rescue.review.benchmark import is_benchmark
+
+    if out is None or is_benchmark(directory):
+        raise ReviewError(f"{directory}: a benchmark project exports its answers as a run: give --as-run FOLDER"
+                          if is_benchmark(directory) else
+                          "give --out FILE (verified JSONL) or, for a benchmark project, --as-run FOLDER")
 
     project, session = _db(directory, db)
     with session:
