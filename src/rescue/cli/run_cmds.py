@@ -112,15 +112,6 @@ def _resolved(path: Path | None) -> str | None:
     return None if path is None else str(path.resolve())
 
 
-def _video(options: dict[str, Any]) -> dict[str, Any] | None:
-    if options["media_root"] is None:
-        return None
-    return {"media_root": _resolved(options["media_root"]), "media_match": options["media_match"],
-            "video_input": options["video_input"], "frame_rate": options["frame_rate"],
-            "max_frames": options["max_frames"], "frame_size": options["frame_size"],
-            "workers": options["media_workers"], "image_detail": options["image_detail"]}
-
-
 def _task_options(words: list[str] | None) -> dict[str, dict[str, Any]]:
     from rescue.tasks import parse_task_options
 
@@ -147,7 +138,7 @@ def _config_fields(options: dict[str, Any]) -> dict[str, Any]:
     """The RunConfig fields of ``rescue run``'s option values."""
     fields = {}
     for declared in declared_options():
-        if declared.in_config:
+        if declared.in_config or declared.opt.video:  # RunConfig gathers the video options into its video field
             value = options[declared.name]
             convert = _FROM_COMMAND_LINE.get(declared.name)
             if convert is not None:
@@ -155,7 +146,6 @@ def _config_fields(options: dict[str, Any]) -> dict[str, Any]:
             if isinstance(value, Enum):  # an option whose choices click lists
                 value = value.value
             fields[declared.name] = str(value) if isinstance(value, Path) else value
-    fields["video"] = _video(options)  # gathered from the video options
     return fields
 
 

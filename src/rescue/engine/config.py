@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
 from rescue.errors import RunError as RunError
-from rescue.engine.run_options import RunOptions, declared_options
+from rescue.engine.run_options import RunOptions, declared_options, gather_video
 from rescue.llm.client import GenerationSettings
 from rescue.tasks import TASK_NAMES, graded_tasks
 from rescue.tasks.base import VIDEO_MODES
@@ -55,6 +55,12 @@ class RunConfig(RunOptions, BaseModel):
             super().__init__(**fields)
         except ValidationError as exc:
             raise RunError(_option_problem(exc)) from None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _video_from_its_options(cls, data: Any) -> Any:
+        # rescue run's video options (--media-root, --frame-size ...) by name, as rescue.evaluate takes them too
+        return gather_video(data) if isinstance(data, dict) else data
 
     @model_validator(mode="before")
     @classmethod

@@ -58,6 +58,7 @@ class Opt:
     check: tuple[Callable[[Any], bool], str] | None = None
     list_choices: bool = False  # the Literal's values listed in the help and checked by click, first
     min: int | None = None  # checked by click, before anything else
+    video: str = ""  # the rescue.video.VideoOptions field this option fills ("": none)
 
     @property
     def flag(self) -> str:
@@ -118,22 +119,25 @@ class RunOptions:
     video: Any = None
     media_root: ClassVar[Annotated[Optional[Path], _opt(
         "--media-root", P_DATA, "Video modes: the folder of the samples' videos, or a `rescue build --out` "
-        "folder.")]] = None
+        "folder.", video="media_root")]] = None
     media_match: ClassVar[Annotated[MediaMatch, _opt(
         "--media-match", P_DATA, "How a sample finds its video: source_file, id, or auto (manifest, source_file, "
-        "id).")]] = "auto"
+        "id).", video="media_match")]] = "auto"
     video_input: ClassVar[Annotated[VideoInput, _opt(
         "--video-input", P_DATA, "frames (images sampled inside the context rows) or clip (the window as "
-        "video_url).")]] = "frames"
-    frame_rate: ClassVar[Annotated[float, _opt("--frame-rate", P_DATA, "Frames per second of context sent.")]] = 1.0
-    max_frames: ClassVar[Annotated[int, _opt("--max-frames", P_DATA, "Most frames per request (thinned evenly).")]] = 16
+        "video_url).", video="video_input")]] = "frames"
+    frame_rate: ClassVar[Annotated[float, _opt("--frame-rate", P_DATA, "Frames per second of context sent.",
+                                                            video="frame_rate")]] = 1.0
+    max_frames: ClassVar[Annotated[int, _opt("--max-frames", P_DATA, "Most frames per request (thinned evenly).",
+                                                       video="max_frames")]] = 16
     frame_size: ClassVar[Annotated[int, _opt(
-        "--frame-size", P_DATA, "Longest side in pixels of a frame or the cut clip.")]] = 448
+        "--frame-size", P_DATA, "Longest side in pixels of a frame or the cut clip.", video="frame_size")]] = 448
     image_detail: ClassVar[Annotated[Optional[ImageDetail], _opt(
         "--image-detail", P_DATA, "Frames: low, high or auto for OpenAI-style APIs (low: ~85 tokens a "
-        "frame).")]] = None
+        "frame).", video="image_detail")]] = None
     media_workers: ClassVar[Annotated[int, _opt(
-        "--media-workers", P_DATA, "ffmpeg processes at once while video mode makes frames and clips.")]] = 2
+        "--media-workers", P_DATA, "ffmpeg processes at once while video mode makes frames and clips.",
+        video="workers")]] = 2
     limit_samples: Annotated[Optional[int], _opt(
         "--limit-samples", P_DATA, "Only N samples (see --sample-choice); the ones taken are listed in results.json.",
         check=(_at_least(1), "must be at least 1"))] = None
@@ -332,6 +336,31 @@ def declared_options(cls: type = RunOptions) -> tuple[Declared, ...]:
         if opts:
             found.append(Declared(name, annotation, opts[0], getattr(cls, name, _NO_DEFAULT), in_config))
     return tuple(found)
+
+
+def video_options() -> tuple[Declared, ...]:
+    """The options that make up a run's ``video`` field (``--media-root`` and its friends), in order."""
+    return tuple(d for d in declared_options() if d.opt.video)
+
+
+def gather_video(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` (option name -> value, as ``rescue run`` and ``rescue.evaluate`` take them) with the video options
+    taken out and put together as the ``video`` field: its VideoOptions fields, the media root as an absolute path.
+    No video field is made when no media root is given and every other video option is absent or at its default
+    (a command line always holds them all). Video options beside a ``video`` field of their own are an error."""
+    given = {d: values[d.name] for d in video_options() if d.name in values}
+    rest = {name: value for name, value in values.items() if name not in {d.name for d in given}}
+    if all(value is None or (d.opt.video != "media_root" and value == d.default) for d, value in given.items()):
+        return rest
+    if rest.get("video") is not None:
+        from rescue.errors import RunError
+
+        raise RunError(f"give the video options either as video= or by name ({', '.join(d.name for d in given)}), "
+                       "not both")
+    video = {d.opt.video: value for d, value in given.items() if value is not None}
+    if video.get("media_root") is not None:
+        video["media_root"] = str(Path(video["media_root"]).resolve())
+    return {**rest, "video": video}
 
 
 def literal_choices(annotation: Any) -> tuple[str, ...]:

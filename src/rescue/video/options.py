@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -28,6 +29,7 @@ class VideoOptions:
     workers: int = 2  # ffmpeg processes at once while preparing media
 
     def __post_init__(self) -> None:
+        self._check_types()
         if self.media_match not in MEDIA_MATCHES:
             raise VideoError(f"--media-match {self.media_match!r}: choose one of {', '.join(MEDIA_MATCHES)}")
         if self.video_input not in VIDEO_INPUTS:
@@ -44,6 +46,18 @@ class VideoOptions:
             raise VideoError(f"--image-detail {self.image_detail!r}: choose one of {', '.join(IMAGE_DETAILS)}")
         if self.workers < 1:
             raise VideoError("media workers must be at least 1")
+
+    def _check_types(self) -> None:
+        # From JSON or rescue.evaluate(frame_size="big") a value may be of any type: a VideoError, not a TypeError.
+        for name, hint in typing.get_type_hints(type(self)).items():
+            value = getattr(self, name)
+            allowed = typing.get_args(hint) or (hint,)
+            if float in allowed:
+                allowed = (*allowed, int)
+            if isinstance(value, bool) or not isinstance(value, allowed):
+                flag = {"workers": "--media-workers", "jpeg_quality": "jpeg_quality"}.get(name, "--" + name.replace("_", "-"))
+                kinds = " or ".join("None" if t is type(None) else t.__name__ for t in allowed)
+                raise VideoError(f"{flag} {value!r}: expected {kinds}")
 
     def to_json(self) -> dict[str, Any]:
         """The options as JSON (results.json's config)."""
