@@ -141,3 +141,18 @@ def test_run_help_ends_with_a_minimal_call_and_the_local_server_flag(monkeypatch
         if "--base-url" in words:
             model, url = words[words.index("--model") + 1], words[words.index("--base-url") + 1]
             assert resolve_endpoint(model, base_url=url).api_key == "EMPTY"
+
+
+def test_a_commands_help_draws_its_panels_without_building_what_it_does_not_show():
+    """Issue 34 item 6: `rescue run --help` neither converts flags through pydantic adapters nor loads typer's rich
+    help (rich.markdown, markdown-it): its panels are drawn as plain text."""
+    code = ("import sys; sys.argv = ['rescue', 'run', '--help']\nfrom rescue.cli import main\ntry:\n    main()\n"
+            "except SystemExit:\n    pass\nprint('MODULES', ' '.join(sorted(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "COLUMNS": "100"})
+    assert "╭─ Data ─" in done.stdout and "--temperature" in done.stdout
+    modules = set(done.stdout.split("MODULES", 1)[1].split())
+    assert not [m for m in (*HEAVY, "typer.rich_utils", "typer._adapters") if m in modules]
+    for line in done.stdout.split("MODULES", 1)[0].splitlines():
+        if line.startswith(("│", "╭", "╰")):
+            assert len(line) == 99, line  # every panel line as wide as the terminal, less one column

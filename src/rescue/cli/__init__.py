@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import threading
+import types
 from types import FrameType
 from typing import Any
 
@@ -73,18 +74,32 @@ def command() -> Any:
     rich help imports rich.markdown and markdown-it, a third of `rescue --help`'s time), the commands keep rich
     help with their option panels, and flags show no ``<bool>`` type."""
     words = [a for a in sys.argv[1:] if not a.startswith("-")]
-    return _command_for(words[0] if words else None)
+    return _command_for(words[0] if words else None, "--help" in sys.argv[1:])
 
 
 @functools.lru_cache(maxsize=16)
-def _command_for(wanted: str | None) -> Any:
+def _command_for(wanted: str | None, helping: bool = False) -> Any:
     # Built once per command name in a process: a notebook or a test suite calling main() again reuses it.
     import typer.main
 
     group = typer.main.get_command(_only(app, wanted))
     group.rich_markup_mode = None  # type: ignore[attr-defined]
     _no_flag_types(group)
+    if helping:  # a command's help: its option panels drawn as plain text (rescue.cli.panels), not by rich
+        from rescue.cli.panels import use_panels
+
+        for sub in _commands(group):
+            use_panels(sub)
     return group
+
+
+def _commands(group: Any) -> list[Any]:
+    """Every command below ``group``, nested groups' included."""
+    found = []
+    for sub in getattr(group, "commands", {}).values():
+        found.append(sub)
+        found.extend(_commands(sub))
+    return found
 
 
 def _only(typer_app: Any, wanted: str | None) -> Any:
@@ -126,11 +141,18 @@ def _no_flag_types(cmd: Any) -> None:
     help_option = cmd.get_help_option(Context(cmd))
     if help_option is not None:
         options.append(help_option)
+        # A help flag's value needs no conversion; typer's would build pydantic type adapters first (pydantic
+        # and its plugin scan: 0.1 s of `rescue run --help`) for the group's flag, given or not.
+        help_option.process_value = types.MethodType(_help_flag_value, help_option)
     for param in options:
         if getattr(param, "is_flag", False):
             param.metavar = ""  # typer shows a flag's metavar in place of its type
     for sub in getattr(cmd, "commands", {}).values():
         _no_flag_types(sub)
+
+
+def _help_flag_value(self: Any, ctx: Any, value: Any) -> Any:
+    return self.callback(ctx, self, bool(value)) if self.callback is not None else bool(value)
 
 
 def _exit(code: int) -> None:
