@@ -167,3 +167,16 @@ def test_er_and_vp_answers_go_to_the_same_judge_as_a_models(tmp_path, data):
     assert er["judged"] == er["instances"] > 0
     made = invoke_main(["report", str(tmp_path / "people"), str(tmp_path / "majority"), "--out", str(tmp_path / "r")])
     assert made.exit_code == 0, made.output
+
+
+def test_the_summary_shows_peoples_text_as_text(tmp_path, data):
+    from rescue.review.benchmark import load_benchmark
+    from rescue.review.benchmark_export import summary_markdown
+
+    bench = load_benchmark(make_bench(tmp_path / "bench", data, tasks=["er"]))
+    hostile = "<script>alert(1)</script> | `x`"
+    answers = [{"task": "er", "number": 1, "user": u, "value": {"emotion": e, "intensity": i}, "seconds": 2.0}
+               for u, e, i in (("ann", hostile, 2), ("bob", "calm", 9))]
+    text = summary_markdown(human_summary(bench, answers))
+    assert "<script>" not in text and "&lt;script>" in text and "\\|" in text
+    assert "| ann | ER | 1 | 2.0 | 2.0 |" in text

@@ -17,6 +17,7 @@ import statistics
 from collections import Counter, defaultdict
 from typing import Any
 
+from rescue.display import markdown_table, markdown_text
 from rescue.llm.types import ChatAnswer
 from rescue.metrics.agreement import alpha, text_agreement
 from rescue.review.benchmark import Benchmark
@@ -192,22 +193,19 @@ def _figure(value: Any) -> str:
 
 
 def summary_markdown(summary: dict[str, Any]) -> str:
-    """The summary as Markdown (``human.md`` beside the run)."""
-    lines = ["# People on the benchmark", "", "## Time per instance (seconds from first shown to first answer)", "",
-             "| person | task | answered | median s | mean s |", "|---|---|---|---|---|"]
-    for name, tasks in summary["time"].items():
-        lines += [f"| {name} | {t.upper()} | {v['answered']} | {v['median_s']} | {v['mean_s']} |" for t, v in tasks.items()]
-    lines += ["", "## Agreement between people", "",
-              "| task | instances answered twice+ | people | α | α of | exact agreement |", "|---|---|---|---|---|---|"]
-    notes = []
-    for task, a in summary["agreement"].items():
-        lines.append(f"| {task.upper()} | {a['units']} | {a['raters']} | {_figure(a['alpha'])} | {a['alpha_of']} | "
-                     f"{_figure(a['exact_agreement'])} |")
-        if a.get("note"):
-            notes.append(f"- {task.upper()}: {a['note']}.")
-    lines += ["", *notes, "", "## Where people disagree most", ""]
-    for task, a in summary["agreement"].items():
-        for d in a["disagreements"]:
-            shown = "; ".join(f"{p}: {_category(get_task(task).declaration.answer, v)}" for p, v in sorted(d["answers"].items()))
-            lines.append(f"- {task.upper()} {d['instance_id']}: {shown}")
-    return "\n".join(lines).rstrip() + "\n"
+    """The summary as Markdown (``human.md`` beside the run); people's text and instance ids as plain text."""
+    times = [[name, t.upper(), v["answered"], v["median_s"], v["mean_s"]]
+             for name, tasks in summary["time"].items() for t, v in tasks.items()]
+    agreement = [[t.upper(), a["units"], a["raters"], _figure(a["alpha"]), a["alpha_of"], _figure(a["exact_agreement"])]
+                 for t, a in summary["agreement"].items()]
+    notes = [f"- {t.upper()}: {a['note']}." for t, a in summary["agreement"].items() if a.get("note")]
+    disputed = [
+        f"- {task.upper()} {markdown_text(d['instance_id'])}: " + markdown_text("; ".join(
+            f"{p}: {_category(get_task(task).declaration.answer, v)}" for p, v in sorted(d["answers"].items())))
+        for task, a in summary["agreement"].items() for d in a["disagreements"]]
+    return "\n".join([
+        "# People on the benchmark", "", "## Time per instance (seconds from first shown to first answer)", "",
+        markdown_table(["person", "task", "answered", "median s", "mean s"], times),
+        "## Agreement between people", "",
+        markdown_table(["task", "instances answered twice+", "people", "α", "α of", "exact agreement"], agreement),
+        *notes, "", "## Where people disagree most", "", *disputed]).rstrip() + "\n"
