@@ -113,6 +113,9 @@ def _layout(report: Path, viewport: int) -> dict:
                   const range = document.createRange(); range.selectNodeContents(n);
                   return new Set([...range.getClientRects()].map(r => Math.round(r.top))).size > 1; });
               return {page: document.documentElement.scrollWidth,
+                comparisons: [...document.querySelectorAll('table.pairs')]
+                  .filter(t => !t.closest('details')).map(t => ({table: Math.ceil(t.getBoundingClientRect().width),
+                    scrolls: t.parentElement.scrollWidth > t.parentElement.clientWidth})),
                 tables: [...document.querySelectorAll('table.board')].map(t => ({
                   css: t.className, rows: t.tBodies[0].rows.length,
                   table: Math.ceil(t.getBoundingClientRect().width), column: t.parentElement.clientWidth,
@@ -136,6 +139,8 @@ def test_eight_systems_fit_one_line_a_row_and_the_page_uses_the_screen(eight_sys
     # The failures are one total per system ("52 of 193"); their counts per task are the table under the scores.
     assert any(re.fullmatch(r"[1-9]\d* of \d+", cell) for cell in boards[0]["failures"]), boards[0]
     assert any(t["css"] == "board counts" for t in layout["tables"])
+    # The paired comparisons name two systems a row: they fit as well.
+    assert layout["comparisons"] and not any(t["scrolls"] for t in layout["comparisons"]), layout["comparisons"]
     if viewport == 1920:
         assert boards[0]["column"] >= 1850, boards[0]  # the page uses the screen's width, not a 1,400 px column
     print(f"{viewport} px: leaderboard widths", [t["table"] for t in boards], "in columns of", boards[0]["column"])

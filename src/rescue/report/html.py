@@ -69,7 +69,7 @@ class HtmlTable:
     rows: list[list[Any]]  # str, or Markup for cells with their own markup
     note: str = ""
     collapsed: bool = False  # inside a closed <details>
-    css: str = ""  # the table's class: "board" (leaderboard layout), "wraps" (long text wraps)
+    css: str = ""  # the table's class: "board" (leaderboard layout), "wraps" (long text wraps), "pairs" (paired comparisons)
     groups: list[tuple[str, int]] = field(default_factory=list)  # a header row above: (label, columns spanned)
 
 
@@ -82,11 +82,15 @@ def html_cell(cell: Cell | None, column: Any) -> Markup:
     return shown + (Markup('<br><small class="ci">{}</small>').format(extra) if extra else Markup(""))
 
 
+def name_cell(name: str) -> Markup:
+    """A system's name on one line however long: cut with an ellipsis where it would widen the table, whole on
+    hover and in the list of systems above the leaderboard."""
+    return Markup('<span class="name" title="{0}">{0}</span>').format(name)
+
+
 def _system_cell(row: LeaderRow) -> Markup:
-    # One line however long the name: cut with an ellipsis where it would widen the table, whole on hover and in
-    # the list of systems above the leaderboard.
-    name = Markup('<span class="name" title="{0}">{0}</span>').format(row.system)
-    return name + (Markup(' <small class="published">(published)</small>') if row.published else Markup(""))
+    published = Markup(' <small class="published">(published)</small>') if row.published else Markup("")
+    return name_cell(row.system) + published
 
 
 def _failures_total(row: LeaderRow, tasks: Sequence[str]) -> str:
@@ -164,7 +168,7 @@ def comparison_tables(comparisons: Sequence[Comparison], alpha: float, cluster: 
             diff = escape(c.column.format(c.diff)) + Markup(' <small class="ci">[{}, {}]</small>').format(
                 c.column.format(c.low), c.column.format(c.high))
             mcnemar = "" if c.p_mcnemar is None else f"{c.mcnemar_only_a}/{c.mcnemar_only_b}, {_p_text(c.p_mcnemar, alpha)}"
-            out.append([c.a, c.b, c.scope, c.metric, str(c.instances), c.column.format(c.value_a),
+            out.append([name_cell(c.a), name_cell(c.b), c.scope, c.metric, str(c.instances), c.column.format(c.value_a),
                         c.column.format(c.value_b), diff,
                         "" if c.p_bootstrap is None else p_bootstrap_text(c) + (MARKER if c.p_bootstrap < alpha else ""),
                         mcnemar,
@@ -173,9 +177,10 @@ def comparison_tables(comparisons: Sequence[Comparison], alpha: float, cluster: 
 
     headline = informative(comparisons, headline_only=True)
     rest = [c for c in informative(comparisons) if c not in headline]
-    tables = [HtmlTable("Headline metrics", headers, rows(headline), comparisons_note(alpha, cluster))]
+    tables = [HtmlTable("Headline metrics", headers, rows(headline), comparisons_note(alpha, cluster), css="pairs")]
     if rest:
-        tables.append(HtmlTable(f"Other metrics ({len(rest)} rows)", headers, rows(rest), collapsed=True))
+        tables.append(HtmlTable(f"Other metrics ({len(rest)} rows)", headers, rows(rest), collapsed=True,
+                                css="pairs"))
     return tables
 
 
