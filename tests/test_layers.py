@@ -42,7 +42,7 @@ LAYERS: dict[str, set[str] | str] = {
     "video": {"data", "tasks", "llm", "media"},
     "engine": {"data", "tasks", "llm", "scoring", "video", "runs"},
     "build": {"data", "llm", "media"},
-    "review": {"data", "metrics", "media", "tasks", "llm"},  # a benchmark project renders tasks; people answer as models
+    "review": {"data", "metrics", "media", "tasks", "llm", "video"},  # benchmark projects: tasks' prompts and frames
     "report": {"data", "metrics", "tasks", "scoring", "runs"},  # runs, never engine: it reads runs, runs nothing
     "suites": {"llm"},
     # inspect_ai tasks: rescue's own instances, prompts, parsing, judge and metrics; the runner's sample choice

@@ -203,6 +203,8 @@ def init(
     data: Annotated[Path | None, typer.Option("--data", help="The release-format JSONL whose instances people answer.")] = None,
     tasks: Annotated[str, typer.Option("--tasks", help="Comma-separated tasks, e.g. itp,rpp,stp,ssp,er,vp.")] = "itp,rpp,stp,ssp,er,vp",
     per_instance: Annotated[int, typer.Option("--per-instance", help="People who answer each instance (blind to each other).")] = 2,
+    mode: Annotated[str, typer.Option("--mode", help="The mode prompts are rendered in, as `rescue run --mode` (video modes show the frames a model gets).")] = "dialogue",
+    media_root: Annotated[Path | None, typer.Option("--media-root", help="Video modes: the folder of the sessions' videos, as `rescue run --media-root`.")] = None,
 ) -> None:
     """Make a benchmark project: people answer the tasks' instances in the browser (then user add, assign, serve)."""
     from rescue.errors import ReviewError
@@ -211,7 +213,7 @@ def init(
     if not benchmark or data is None:
         raise ReviewError("rescue review init makes benchmark projects: give --benchmark and --data FILE "
                           "(a verification project is what `rescue build` writes)")
-    config = init_benchmark(directory, data, tasks.split(","), per_instance)
+    config = init_benchmark(directory, data, tasks.split(","), per_instance, mode, media_root)
     console.print(f"Made the benchmark project {directory}: " + ", ".join(f"{t.upper()} {n}" for t, n in config["instances"].items())
                   + f" instances, {per_instance} people each. Next: `rescue review user add`, `rescue review assign "
                   f"{directory}`, `rescue review serve {directory}`", highlight=False)

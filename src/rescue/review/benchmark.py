@@ -25,10 +25,11 @@ from rescue.data.models import GROUP_LABELS, Sample
 from rescue.data.taxonomy import INTENSITY_SCALE
 from rescue.errors import ReviewError
 from rescue.tasks import get_task
-from rescue.tasks.base import Instance, RenderOptions, Task
+from rescue.tasks.base import MODES, VIDEO_MODES, Instance, RenderOptions, Task
 
 BENCHMARK_FILE = "benchmark.json"
 DATA_DIR = "data"
+MEDIA_CACHE = ".media-cache"  # the frames of a video-mode project, made once
 TOP_K = 3  # a ranking task asks for the 3 most likely labels
 MAX_ANSWER_TEXT = 500  # one emotion or viewpoint phrase
 MAX_VIEWPOINTS = 10
@@ -51,12 +52,28 @@ def _task_names(tasks: list[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def init_benchmark(root: str | Path, data: str | Path, tasks: list[str], per_instance: int = 2) -> dict[str, Any]:
+def _video_config(mode: str, media_root: str | Path | None) -> dict[str, Any] | None:
+    if mode not in MODES:
+        raise ReviewError(f"--mode {mode!r}: choose one of {', '.join(MODES)}")
+    if mode not in VIDEO_MODES:
+        if media_root is not None:
+            raise ReviewError(f"--media-root needs --mode {' or '.join(VIDEO_MODES)}")
+        return None
+    if media_root is None or not Path(media_root).is_dir():
+        raise ReviewError(f"--mode {mode}: give --media-root, the folder that holds the sessions' videos")
+    # Frames, as images a page can show; a clip would need the browser to fetch media the CSP keeps to the app.
+    return {"media_root": str(Path(media_root).resolve()), "video_input": "frames"}
+
+
+def init_benchmark(root: str | Path, data: str | Path, tasks: list[str], per_instance: int = 2,
+                   mode: str = "dialogue", media_root: str | Path | None = None) -> dict[str, Any]:
     """Make the benchmark project ``root``: its data copied in, ``benchmark.json`` written. ReviewError for a
-    folder that already holds a project, a per-instance count below 1, unknown tasks; DataError for bad data."""
+    folder that already holds a project, a per-instance count below 1, unknown tasks, a video mode without
+    media; DataError for bad data; VideoError for media that cannot serve every sample."""
     folder, source = Path(root), Path(data)
     if per_instance < 1:
         raise ReviewError(f"--per-instance {per_instance}: give each instance to at least one person")
+    video = _video_config(mode, media_root)
     if (folder / BENCHMARK_FILE).exists() or (folder / "draft.jsonl").exists():
         raise ReviewError(f"{folder}: already holds a review project")
     if not source.is_file():
@@ -67,11 +84,13 @@ def init_benchmark(root: str | Path, data: str | Path, tasks: list[str], per_ins
     empty = [name for name, n in counts.items() if not n]
     if empty:
         raise ReviewError(f"--data {source}: no instance of {', '.join(empty)} in these samples")
+    if video is not None:
+        _video_context(video, samples, None)  # every sample's media found and readable, before anything is written
     (folder / DATA_DIR).mkdir(parents=True, exist_ok=True)
     copy = folder / DATA_DIR / source.name
     shutil.copyfile(source, copy)
     config = {"version": 1, "data": f"{DATA_DIR}/{source.name}", "data_sha256": data_sha256(copy), "tasks": names,
-              "per_instance": per_instance, "mode": "dialogue", "instances": counts}
+              "per_instance": per_instance, "mode": mode, "instances": counts, **({"video": video} if video else {})}
     write_atomic(folder / BENCHMARK_FILE, json.dumps(config, indent=2) + "\n")
     return config
 
@@ -84,6 +103,12 @@ class Benchmark:
     config: dict[str, Any]
     samples: list[Sample]
     instances: dict[str, list[Instance]] = field(default_factory=dict)
+    video: Any = None  # rescue.video.VideoContext in a video mode: the frames each instance's prompt carries
+
+    @property
+    def mode(self) -> str:
+        """The mode prompts are rendered in (dialogue unless the project says otherwise)."""
+        return str(self.config.get("mode", "dialogue"))
 
     @property
     def tasks(self) -> list[str]:
@@ -132,7 +157,35 @@ def load_benchmark(root: str | Path) -> Benchmark:
         raise ReviewError(f"{path}: field data: {config['data']!r} must be a file inside the project folder")
     samples = load_samples(data)
     instances = {name: get_task(name).build(samples) for name in _task_names([str(t) for t in config["tasks"]])}
-    return Benchmark(folder, config, samples, instances)
+    bench = Benchmark(folder, config, samples, instances)
+    if isinstance(config.get("video"), dict):
+        bench.video = _video_context(config["video"], samples, folder / MEDIA_CACHE)
+        # Every instance's frames are made (or found in the cache) now, as a run makes them before it asks.
+        bench.video.wrap_tasks({n: get_task(n) for n in instances}, instances, None)
+    return bench
+
+
+def _video_context(video: dict[str, Any], samples: list[Sample], cache: Path | None) -> Any:
+    from rescue.video import VideoContext, VideoOptions
+
+    return VideoContext.locate(VideoOptions(**video), samples, cache)
+
+
+def _frames(bench: Benchmark, task: Task, instance: Instance) -> dict[str, Any] | None:
+    """The media the instance's prompt carries: its note and each frame (caption, data URL), nothing later."""
+    if bench.video is None:
+        return None
+    from rescue.llm.types import ImagePart, TextPart
+
+    parts = bench.video.media_parts(task, instance, None)
+    note = parts[0].text if parts and isinstance(parts[0], TextPart) else ""
+    frames, caption = [], ""
+    for part in parts[1:]:
+        if isinstance(part, TextPart):
+            caption = part.text.strip("[]")
+        elif isinstance(part, ImagePart):
+            frames.append({"caption": caption, "src": part.data_url()})
+    return {"note": note, "frames": frames}
 
 
 # --- what a person sees ----------------------------------------------------------------------------------------
@@ -183,7 +236,7 @@ def _people(instance: Instance) -> list[str]:
 def page(bench: Benchmark, task_name: str, number: int) -> dict[str, Any]:
     """What the page of one instance shows: made from the instance's prompt only (never from its sample)."""
     task, instance = get_task(task_name), bench.instance(task_name, number)
-    instructions, item = _split_prompt(prompt_text(task, instance, str(bench.config.get("mode", "dialogue"))))
+    instructions, item = _split_prompt(prompt_text(task, instance, bench.mode))
     current = next((item[k] for k in _CURRENT_KEYS if isinstance(item.get(k), dict)), None)
     given = {k: v for k, v in item.items()
              if k not in ("id", "checkpoint_id", "prior_context", *_CURRENT_KEYS) and isinstance(v, (str, int))}
@@ -196,7 +249,7 @@ def page(bench: Benchmark, task_name: str, number: int) -> dict[str, Any]:
         "people": _people(instance) if kind == "viewpoints" else [],
         "speaker": (current or {}).get("primary_speaker", ""),
         "instructions": instructions, "context": _transcript(item.get("prior_context")), "current": current,
-        "given": given,
+        "given": given, "media": _frames(bench, task, instance),
     }
 
 

@@ -30,6 +30,12 @@
     $("bench-title").textContent = `${item.title} — ${item.task.toUpperCase()} ${item.number} of ${item.total}` +
       ` (your ${item.queue.position} of ${item.queue.of}, ${item.queue.answered} answered)`;
     $("bench-instructions").querySelector("pre").textContent = item.instructions;
+    const media = $("bench-media");
+    media.replaceChildren();
+    if (item.media) {
+      media.append(el("p.meta", { text: item.media.note }),
+        ...item.media.frames.map((f) => el("figure", {}, el("img", { src: f.src, alt: f.caption }), el("figcaption", { text: f.caption }))));
+    }
     const given = $("bench-given");
     given.replaceChildren(...Object.entries(item.given).map(([k, v]) => el("div.bench-given", { text: `${k}: ${v}` })));
     const context = $("bench-context");
