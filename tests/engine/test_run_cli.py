@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from rescue.cli import app
 from rescue.engine.runner import RunConfig, run
+from rescue.tasks import TASKS
 from rescue.testing.openai_server import request_key, serve
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,8 +40,9 @@ def test_default_command_runs_the_baselines_on_the_demo_data(tmp_path):
              "baseline/persist": ["rpp"], "baseline/nearest": ["er", "vp"],
              "baseline/supervised": ["itp", "rpp", "stp", "ssp"]}
     assert {m: [t for t in v if t in instances] for m, v in models.items()} == tasks
+    assert results["config"]["tasks"] == list(TASKS)  # every registered task, the six pinned here and any other
     records = read_jsonl(out / "predictions.jsonl")
-    per_pair = Counter((r["model"], r["task"]) for r in records)
+    per_pair = Counter((r["model"], r["task"]) for r in records if r["task"] in instances)
     assert per_pair == {(m, t): instances[t] for m, names in tasks.items() for t in names}
     for model, names in tasks.items():
         for task in names:
