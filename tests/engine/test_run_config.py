@@ -34,7 +34,10 @@ def test_the_command_and_the_model_are_made_from_one_declaration():
             assert params[d.name].default == RunConfig.model_fields[d.name].default, d.name  # type: ignore[attr-defined]
 
 
-def test_closed_choices_are_the_registries():
+def test_closed_choices_are_written_once():
+    """Each closed choice is one Literal in rescue.data.choices: the option's type is it, and the library's tuples
+    are its values, the same object (no second list a test has to hold equal)."""
+    from rescue.data import choices
     from rescue.llm.client import DEFAULT_MAX_ANSWER_BYTES
     from rescue.llm.providers import THINKING_LEVELS
     from rescue.llm.reliable import DEFAULT_RETRY_AFTER_CAP
@@ -42,11 +45,14 @@ def test_closed_choices_are_the_registries():
     from rescue.tasks.rpp import RPP_GOLD_CHOICES
     from rescue.video.options import IMAGE_DETAILS, MEDIA_MATCHES, VIDEO_INPUTS
 
+    assert MODES is choices.MODES and PARSE_POLICIES is choices.PARSE_POLICIES
+    assert THINKING_LEVELS is choices.THINKING_LEVELS and RPP_GOLD_CHOICES is choices.RPP_GOLD_CHOICES
+    assert (IMAGE_DETAILS, MEDIA_MATCHES, VIDEO_INPUTS) == (choices.IMAGE_DETAILS, choices.MEDIA_MATCHES,
+                                                            choices.VIDEO_INPUTS)
+    assert IMAGE_DETAILS is choices.IMAGE_DETAILS and MEDIA_MATCHES is choices.MEDIA_MATCHES
     hints = typing.get_type_hints(RunOptions)
-    assert literal_choices(hints["mode"]) == MODES
-    assert literal_choices(hints["parse"]) == PARSE_POLICIES
+    assert hints["mode"] is choices.Mode and hints["parse"] is choices.ParsePolicy
     assert literal_choices(hints["thinking"]) == THINKING_LEVELS
-    assert literal_choices(hints["rpp_gold"]) == RPP_GOLD_CHOICES
     video = {d.name: d for d in declared_options() if not d.in_config}
     assert video["media_match"].choices == MEDIA_MATCHES and video["video_input"].choices == VIDEO_INPUTS
     assert video["image_detail"].choices == IMAGE_DETAILS

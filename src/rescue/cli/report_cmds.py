@@ -9,6 +9,9 @@ import typer
 
 from rescue.cli.app import SplitOption, SplitsFileOption, app, console, err_console
 from rescue.engine.run_options import DEFAULT_SPLITS_FILE
+from rescue.report.options import CLUSTERS, ReportOptions
+
+_DEFAULTS = ReportOptions()  # every default of rescue report, as the library has it
 
 
 @app.command("report")
@@ -20,16 +23,16 @@ def report(
         typer.Option("--data", help="The data the runs evaluated (for positions and transcripts). Default: the "
                      "data named in the first run's results.json (the bundled demo data when none)."),
     ] = None,
-    bootstrap: Annotated[int, typer.Option("--bootstrap", min=0, help="Bootstrap resamples (0: no CIs).")] = 1000,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap draws.")] = 0,
-    level: Annotated[float, typer.Option("--level", min=0.5, max=0.999, help="Confidence level of the intervals.")] = 0.95,
-    alpha: Annotated[float, typer.Option("--alpha", min=0.0, max=0.5, help="Significance level of the markers.")] = 0.05,
-    context_rows: Annotated[int, typer.Option("--context-rows", min=0, help="Rows before an instance shown in the HTML drill-down.")] = 8,
-    html: Annotated[bool, typer.Option("--html/--no-html", help="Write report.html.")] = True,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", min=0, help="Bootstrap resamples (0: no CIs).")] = _DEFAULTS.n_resamples,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap draws.")] = _DEFAULTS.seed,
+    level: Annotated[float, typer.Option("--level", min=0.5, max=0.999, help="Confidence level of the intervals.")] = _DEFAULTS.level,
+    alpha: Annotated[float, typer.Option("--alpha", min=0.0, max=0.5, help="Significance level of the markers.")] = _DEFAULTS.alpha,
+    context_rows: Annotated[int, typer.Option("--context-rows", min=0, help="Rows before an instance shown in the HTML drill-down.")] = _DEFAULTS.context_rows,
+    html: Annotated[bool, typer.Option("--html/--no-html", help="Write report.html.")] = _DEFAULTS.html,
     cluster: Annotated[str, typer.Option(
         "--cluster", help="The bootstrap's resampling unit: group (the session group: one couple, the sample id's "
         "folder, or one family, the clips whose casts share at least two people; clips of one group are not "
-        "independent) or sample (each clip).")] = "group",
+        "independent) or sample (each clip).")] = _DEFAULTS.cluster,
     groups: Annotated[Optional[Path], typer.Option(
         "--groups", metavar="FILE", help="Session groups as a CSV of sample_id,group lines (header optional) "
         "instead of inferring them from the data; every evaluated sample needs one. The report writes the "
@@ -48,7 +51,7 @@ def report(
         "makes a missing extra an error.", show_default=False)] = None,
     figure_formats: Annotated[str, typer.Option(
         "--figure-formats", help="The figures' formats under figures/, comma-separated: png (always: the page "
-        "inlines it), svg, pdf. Each format is another drawing of every figure.")] = "png",
+        "inlines it), svg, pdf. Each format is another drawing of every figure.")] = ",".join(_DEFAULTS.figure_formats),
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
     split: SplitOption = None,
     splits: SplitsFileOption = DEFAULT_SPLITS_FILE,
@@ -56,8 +59,7 @@ def report(
     """Leaderboards (Markdown, LaTeX, CSV) with bootstrap CIs, paired comparisons, the paper's analyses,
     figures and a self-contained HTML report, from one or more run directories."""
     from rescue.files import check_out_folder
-    from rescue.report.bootstrap import CLUSTERS
-    from rescue.report.build import ReportOptions, build_report, figure_format_list
+    from rescue.report.build import build_report, figure_format_list
     from rescue.report.runs import ReportError
 
     check_out_folder(out)

@@ -9,12 +9,13 @@ import typer
 
 from rescue.cli.app import DataOption, app, console
 from rescue.cli.data_cmds import print_stats_tables
+from rescue.engine.run_options import DEFAULT_SPLITS_FILE
 
 
 @app.command("splits")
 def splits_command(
     data: DataOption = None,
-    out: Annotated[Path, typer.Option("--out", help="Where to write the plan (JSON).")] = Path("splits.json"),
+    out: Annotated[Path, typer.Option("--out", help="Where to write the plan (JSON).")] = DEFAULT_SPLITS_FILE,
     folds: Annotated[Optional[int], typer.Option("--folds", help="K folds instead of train/dev/test.")] = None,
     test: Annotated[float, typer.Option("--test", help="Share of each scenario's samples in the test split.")] = 0.2,
     dev: Annotated[float, typer.Option("--dev", help="Share of each scenario's samples in the dev split (0: none).")] = 0.1,

@@ -26,12 +26,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from rescue.data.choices import SPLITS_FILE as SPLITS_FILE
 from rescue.data.groups import SessionGroups, infer_groups
 from rescue.data.models import Sample
 from rescue.data.names import distinct_path_names, path_name
 from rescue.errors import SplitError as SplitError
 
-SPLITS_FILE = "splits.json"
 HOLDOUT_NAMES = ("train", "dev", "test")
 
 

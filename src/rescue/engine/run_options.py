@@ -7,8 +7,8 @@ written here, which is the order of ``rescue run --help``. Options of the comman
 them, the command line reads them like the rest.
 
 This module imports nothing heavy (no pydantic, no task registry), so ``rescue --help`` stays fast. Closed sets of
-values are ``Literal`` types written out here; tests/engine/test_run_config.py holds them equal to the registries that
-own them (``rescue.tasks.base.MODES``, ``rescue.llm.providers.THINKING_LEVELS`` ...).
+values are ``Literal`` types, those the library shares written once in ``rescue.data.choices`` (``Mode`` and its
+``MODES``, ``Thinking`` and its ``THINKING_LEVELS`` ...).
 """
 
 # No `from __future__ import annotations`: the annotations below are read as objects (declared_options), and
@@ -22,22 +22,17 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 
-from rescue.data.choices import RppGold, VideoInput
+from rescue.data.choices import SPLITS_FILE, ImageDetail, MediaMatch, Mode, ParsePolicy, RppGold, Thinking, VideoInput
 
 # The option panels of `rescue run --help`, shown in the order their first option is declared below
 # (tests/cli/test_cli_help.py checks the order).
 P_DATA, P_MODELS, P_GENERATION = "Data", "Models", "Generation"
 P_JUDGING, P_RUN, P_OUTPUT = "Judging and scoring", "Run control", "Output"
 
-Mode = Literal["dialogue", "audio", "visual", "audiovisual", "video", "video+cues"]
 SampleChoice = Literal["first", "stratified"]
-ParsePolicy = Literal["strict", "lenient"]
 JudgeScale = Literal["likert", "authors"]
-Thinking = Literal["on", "off", "low", "medium", "high"]
-MediaMatch = Literal["auto", "source_file", "id"]
-ImageDetail = Literal["low", "high", "auto"]
 
-DEFAULT_SPLITS_FILE = Path("splits.json")
+DEFAULT_SPLITS_FILE = Path(SPLITS_FILE)
 
 
 @dataclass(frozen=True)

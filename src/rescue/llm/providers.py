@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
+from rescue.data.choices import THINKING_LEVELS as THINKING_LEVELS
 from rescue.llm import secrets
 from rescue.errors import CredentialError as CredentialError, ThinkingError as ThinkingError
 
@@ -106,7 +107,6 @@ class Endpoint:
 
 # --thinking, one portable option, and what each provider style sends for it (merged into the body's extras).
 # None: the provider cannot say that level; the run stops with a message naming the preset.
-THINKING_LEVELS = ("on", "off", "low", "medium", "high")
 THINKING_STYLES: dict[str, dict[str, dict[str, Any] | None]] = {
     # DashScope / Model Studio: hybrid models switch with enable_thinking (no effort levels).
     "enable_thinking": {"on": {"enable_thinking": True}, "off": {"enable_thinking": False},

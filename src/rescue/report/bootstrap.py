@@ -26,11 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from rescue.data.groups import SessionGroups, folder_of
+from rescue.report.options import CLUSTERS as CLUSTERS, DEFAULT_CLUSTER as DEFAULT_CLUSTER, LEVEL, N_RESAMPLES
 from rescue.tasks.base import PredictionRecord
 
 MIN_SAMPLES = 2
-CLUSTERS = ("group", "sample")
-DEFAULT_CLUSTER = "group"
 
 Statistic = Callable[[list[PredictionRecord]], Mapping[str, object]]
 
@@ -169,9 +168,9 @@ def bootstrap_ci(
     statistic: Statistic | Decomposed,
     keys: Sequence[str],
     *,
-    n_resamples: int = 1000,
+    n_resamples: int = N_RESAMPLES,
     seed: int = 0,
-    level: float = 0.95,
+    level: float = LEVEL,
     cluster: str = DEFAULT_CLUSTER,
     groups: SessionGroups | None = None,
 ) -> dict[str, Interval]:
@@ -205,9 +204,9 @@ def paired_bootstrap(
     statistic: Statistic | Decomposed,
     keys: Sequence[str],
     *,
-    n_resamples: int = 1000,
+    n_resamples: int = N_RESAMPLES,
     seed: int = 0,
-    level: float = 0.95,
+    level: float = LEVEL,
     cluster: str = DEFAULT_CLUSTER,
     groups: SessionGroups | None = None,
 ) -> dict[str, PairedResult]:

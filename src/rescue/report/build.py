@@ -26,7 +26,6 @@ from rescue.data.text import visible_text
 from rescue.data.names import path_name
 from rescue.files import MAX_FILENAME, safe_filename
 from rescue.report import analyses
-from rescue.report.bootstrap import DEFAULT_CLUSTER
 from rescue.report.columns import COLUMNS, HEADLINE
 from rescue.report.comparability import Comparability, ComparabilityError, check, refusal
 from rescue.report.comparisons import Comparison, compare_systems, comparisons_csv, comparisons_markdown
@@ -41,6 +40,7 @@ from rescue.report.html import (
     reproduction_table,
     shaded_table,
 )
+from rescue.report.options import ReportOptions as ReportOptions
 from rescue.report.leaderboard import (
     Cell,
     Leaderboard,
@@ -61,27 +61,6 @@ if TYPE_CHECKING:
     from rescue.report.figures import Plots
 
 DEMO_MARKERS = ("", "demo", "<demo>")
-
-
-@dataclass
-class ReportOptions:
-    """How a report is computed: resamples, seed, interval level, alpha, context rows, HTML, resampling unit."""
-
-    n_resamples: int = 1000
-    seed: int = 0
-    level: float = 0.95
-    alpha: float = 0.05
-    context_rows: int = 8
-    html: bool = True
-    cluster: str = DEFAULT_CLUSTER  # the bootstrap's resampling unit: "group" (session group) or "sample"
-    groups: Path | None = None  # a sample_id,group CSV; None: session groups inferred from the data
-    allow_mixed: bool = False  # show runs that are not comparable side by side instead of refusing
-    reference: str | None = None  # "paper": the published numbers as reference rows and a reproduction section
-    figures: bool | None = None  # None: draw them when matplotlib (the plot extra) is installed; True: require it
-    figure_formats: tuple[str, ...] = ("png",)  # PNG (the page inlines it) and any of FIGURE_FORMATS asked for
-    progress: Callable[[str], None] | None = None  # told each step as it starts
-    split: str | None = None  # only the records of this split of the ``splits`` file (rescue splits)
-    splits: Path = Path("splits.json")
 
 
 @dataclass

@@ -18,6 +18,7 @@ from itertools import combinations
 from rescue.display import markdown_table
 from rescue.data.groups import GROUP_WORDS, SessionGroups
 from rescue.report.bootstrap import DEFAULT_CLUSTER, paired_bootstrap
+from rescue.report.options import ALPHA, LEVEL, N_RESAMPLES
 from rescue.report.columns import COMPARED, Column, columns_for
 from rescue.report.runs import System
 from rescue.report.recompute import Aggregates, best_statistic, in_scope
@@ -77,9 +78,9 @@ def compare_systems(
     aggregates: Aggregates,
     scopes: Sequence[str],
     *,
-    n_resamples: int = 1000,
+    n_resamples: int = N_RESAMPLES,
     seed: int = 0,
-    level: float = 0.95,
+    level: float = LEVEL,
     cluster: str = DEFAULT_CLUSTER,
     groups: SessionGroups | None = None,
 ) -> list[Comparison]:
@@ -138,7 +139,7 @@ def p_bootstrap_text(comparison: Comparison) -> str:
     return p_text(value)
 
 
-def comparisons_markdown(comparisons: Sequence[Comparison], alpha: float = 0.05, *, cluster: str = DEFAULT_CLUSTER) -> str:
+def comparisons_markdown(comparisons: Sequence[Comparison], alpha: float = ALPHA, *, cluster: str = DEFAULT_CLUSTER) -> str:
     """The informative comparisons as a Markdown table, with the note that reads it."""
     headers = ["A", "B", "Scope", "Metric", "n shared", "A", "B", "A−B [95% CI]", "p (paired bootstrap)",
                "McNemar A-only/B-only, p exact", "p clustered"]

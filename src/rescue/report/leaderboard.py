@@ -19,6 +19,7 @@ from rescue.data.text import latex_text
 from rescue.display import markdown_table, markdown_text
 from rescue.data.groups import GROUP_WORDS, SessionGroups
 from rescue.report.bootstrap import DEFAULT_CLUSTER, MIN_SAMPLES, Interval, bootstrap_ci
+from rescue.report.options import ALPHA, LEVEL, N_RESAMPLES
 from rescue.report.columns import COLUMNS, Column, columns_for
 from rescue.report.comparability import MIXED_MARK, Comparability, bertscore_text, judge_text
 from rescue.report.runs import System
@@ -115,10 +116,10 @@ def build_leaderboard(
     systems: Sequence[System],
     aggregates: Aggregates,
     *,
-    n_resamples: int = 1000,
+    n_resamples: int = N_RESAMPLES,
     seed: int = 0,
-    level: float = 0.95,
-    alpha: float = 0.05,
+    level: float = LEVEL,
+    alpha: float = ALPHA,
     cluster: str = DEFAULT_CLUSTER,
     comparability: Comparability | None = None,
     groups: SessionGroups | None = None,

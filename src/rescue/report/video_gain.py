@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from rescue.data.groups import SessionGroups
 from rescue.display import markdown_table
 from rescue.report.bootstrap import DEFAULT_CLUSTER
+from rescue.report.options import ALPHA, LEVEL, N_RESAMPLES
 from rescue.report.comparisons import Comparison, compare_systems, p_text
 from rescue.report.html import HtmlTable
 from rescue.report.runs import System
@@ -41,7 +42,7 @@ def video_pairs(systems: Sequence[System]) -> list[tuple[System, System]]:
 
 
 def video_gains(systems: Sequence[System], aggregates: Aggregates, scopes: Sequence[str], *,
-                n_resamples: int = 1000, seed: int = 0, level: float = 0.95, cluster: str = DEFAULT_CLUSTER,
+                n_resamples: int = N_RESAMPLES, seed: int = 0, level: float = LEVEL, cluster: str = DEFAULT_CLUSTER,
                 groups: SessionGroups | None = None) -> list[Comparison]:
     """One comparison per (pair, task, scope, metric); ``diff`` is video minus text."""
     gains: list[Comparison] = []
@@ -72,7 +73,7 @@ HEADERS = ["Video run", "Text run", "Scope", "Metric", "Shared instances", "Text
            "p (paired bootstrap)", "McNemar video-only/text-only, p"]
 
 
-def gains_markdown(gains: Sequence[Comparison], alpha: float = 0.05) -> str:
+def gains_markdown(gains: Sequence[Comparison], alpha: float = ALPHA) -> str:
     """What the video adds, as Markdown: each model's video run against its text run."""
     intro = ("Each model's video-mode run against its text run on the instances both answered. Gain = video "
              "minus text, with its paired-bootstrap interval.")

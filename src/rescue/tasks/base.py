@@ -27,12 +27,12 @@ from typing import Any, ClassVar, Literal, Protocol, get_args, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
+from rescue.data.choices import MODES as MODES, PARSE_POLICIES as PARSE_POLICIES
+from rescue.data.choices import Mode as Mode, ParsePolicy as ParsePolicy
 from rescue.data.models import GROUP_LABELS, Sample
 from rescue.tasks.render import RowCache
 from rescue.tasks.spec import Declaration
 
-MODES = ("dialogue", "audio", "visual", "audiovisual", "video", "video+cues")
-Mode = Literal["dialogue", "audio", "visual", "audiovisual", "video", "video+cues"]
 # Modes that send the media of each instance's context (rescue.video) besides the transcript.
 VIDEO_MODES = ("video", "video+cues")
 
@@ -41,10 +41,6 @@ VIDEO_MODES = ("video", "video+cues")
 Status = Literal["ok", "parse_error", "missing", "request_error", "refused", "budget_exhausted"]
 # Every outcome a prediction record can have, read from Status: tests and readers take them from here.
 STATUSES: tuple[str, ...] = get_args(Status)
-# strict: one unknown label voids the answer, prose is not read; lenient: unknown labels are dropped from
-# rankings and a clear yes/no is read from prose (as the authors' scripts do), and what it did is recorded.
-ParsePolicy = Literal["strict", "lenient"]
-PARSE_POLICIES: tuple[str, ...] = ("strict", "lenient")
 
 
 @dataclass

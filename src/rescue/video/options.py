@@ -7,10 +7,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from rescue.errors import VideoError as VideoError
+from rescue.data.choices import IMAGE_DETAILS as IMAGE_DETAILS, MEDIA_MATCHES as MEDIA_MATCHES
 from rescue.data.choices import VIDEO_INPUTS as VIDEO_INPUTS
 
-IMAGE_DETAILS = ("low", "high", "auto")  # OpenAI's image detail levels; None sends none (the server's default)
-MEDIA_MATCHES = ("auto", "source_file", "id")
 
 
 @dataclass
