@@ -290,6 +290,8 @@ def test_an_admin_sees_progress_as_counts_never_answers(app):
     home = root.get("/")
     assert home.status_code == 200 and 'id="bench-people"' in home.text and "only ann holds" not in home.text
     assert root.get(item_url(entry)).status_code == 403  # an admin is not a taker of the instance
+    assert root.get("/admin").status_code == 200 and "ann" in root.get("/api/users").text
+    assert root.get("/agreement", follow_redirects=False).headers["location"] == "/"
 
 
 def test_a_benchmark_project_refuses_a_verified_export_and_serves(tmp_path, bench):

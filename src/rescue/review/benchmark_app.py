@@ -21,7 +21,7 @@ from rescue.errors import Conflict, ReviewError
 from rescue.review import benchmark_store as store
 from rescue.review.api.deps import Body, CurrentUser, Db, PageUser
 from rescue.review.api.routes import login, users
-from rescue.review.api.routes.pages import login_page
+from rescue.review.api.routes.pages import admin_page, login_page
 from rescue.review.benchmark import Benchmark, load_benchmark, page
 
 router = APIRouter()
@@ -118,9 +118,12 @@ def create_benchmark_app(root: str | Path, db_url: str | None, setup: Any) -> Fa
     # The tables of benchmark_store are registered (imported above) before setup creates them.
     app: FastAPI = setup(bench, db_url, [login.router, users.router, router])
     app.get("/login", response_class=HTMLResponse, include_in_schema=False)(login_page)
+    app.get("/admin", response_class=HTMLResponse, include_in_schema=False)(admin_page)  # accounts, as in review
 
     @app.get("/segments/{rest:path}", include_in_schema=False)
-    def no_segments(rest: str) -> Response:
+    @app.get("/agreement", include_in_schema=False)
+    def not_here(rest: str = "") -> Response:
+        # A verification project's pages: a benchmark's agreement is in the export's human.md.
         return RedirectResponse("/", status_code=303)
 
     return app
