@@ -5,6 +5,7 @@ demo data, answered with the keyboard, each page's text through the leak scan, r
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from pathlib import Path
@@ -104,6 +105,19 @@ def test_two_people_take_every_task_by_keyboard_and_come_back(browser, tmp_path)
             assert mine == set(keys) and len(keys) == len(ALL_TASKS) * PER_TASK
             assert {k.split("/")[0] for k in keys} == set(ALL_TASKS)
         assert all(a["seconds"] is not None and a["seconds"] >= 0 for a in stored)
+        # A ranking reordered by drag is saved in its new order.
+        context, page = login(browser, server, "ann")
+        rpp = next(k for k in taken["ann"] if k.startswith("rpp/"))
+        page.goto(f"{server.url}/take/{rpp}")
+        page.wait_for_selector("#bench-ranking li")
+        before = page.evaluate("window.benchState().value")
+        page.drag_and_drop("#bench-ranking li[data-rank='1']", "#bench-ranking li[data-rank='0']")
+        wait_until(page, f"JSON.stringify(window.benchState().value) !== {json.dumps(json.dumps(before))}")
+        wait_until(page, "document.getElementById('bench-status').className === 'saved'")
+        context.close()
+        with app.state.sessions() as db:
+            saved = next(a["value"] for a in all_answers(db) if a["user"] == "ann" and f"{a['task']}/{a['number']}" == rpp)
+        assert saved == [before[1], before[0], *before[2:]]
     finally:
         server.stop()
         app.state.engine.dispose()

@@ -89,13 +89,25 @@
         if (next.length) save(next); else state.value = next;
         drawAnswer();
       };
-      box.replaceChildren(
-        el("p#bench-ranking", { text: ranked.length ? ranked.map((x, i) => `${i + 1}. ${x}`).join("   ") : "(nothing ranked yet)" }),
+      // The ranking itself: drag an entry onto another to put it in that place.
+      const move = (from, to) => {
+        const next = ranked.slice();
+        next.splice(to, 0, next.splice(from, 1)[0]);
+        save(next);
+        drawAnswer();
+      };
+      const list = ranked.length ? el("ol#bench-ranking", {}, ...ranked.map((label, i) => el("li", {
+        draggable: "true", "data-rank": String(i), text: label,
+        ondragstart: (e) => { e.dataTransfer.setData("text/plain", String(i)); },
+        ondragover: (e) => { e.preventDefault(); },
+        ondrop: (e) => { e.preventDefault(); move(Number(e.dataTransfer.getData("text/plain")), i); },
+      }))) : el("p#bench-ranking", { text: "(nothing ranked yet)" });
+      box.replaceChildren(list,
         ...item.labels.map((entry, i) => {
           const at = ranked.indexOf(entry.label);
           return choiceButton(entry, i, at >= 0, pick, at >= 0 ? `#${at + 1}` : `${i + 1 < 10 ? i + 1 : 0}`);
         }));
-      return "keys: a label's number adds it to the ranking (again: removes it), Backspace removes the last";
+      return "keys: a label's number adds it to the ranking (again: removes it), Backspace removes the last; drag to reorder";
     },
     emotion(item, box) {
       const value = state.value || {};
