@@ -22,6 +22,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 
+from rescue.video.options import VideoOptions
 from rescue.data.choices import SPLITS_FILE, ImageDetail, MediaMatch, Mode, ParsePolicy, RppGold, Thinking, VideoInput
 
 # The option panels of `rescue run --help`, shown in the order their first option is declared below
@@ -117,22 +118,22 @@ class RunOptions:
         "folder.", video="media_root")]] = None
     media_match: ClassVar[Annotated[MediaMatch, _opt(
         "--media-match", P_DATA, "How a sample finds its video: source_file, id, or auto (manifest, source_file, "
-        "id).", video="media_match")]] = "auto"
+        "id).", video="media_match")]] = VideoOptions.media_match
     video_input: ClassVar[Annotated[VideoInput, _opt(
         "--video-input", P_DATA, "frames (images sampled inside the context rows) or clip (the window as "
-        "video_url).", video="video_input")]] = "frames"
+        "video_url).", video="video_input")]] = VideoOptions.video_input
     frame_rate: ClassVar[Annotated[float, _opt("--frame-rate", P_DATA, "Frames per second of context sent.",
-                                                            video="frame_rate")]] = 1.0
+                                                            video="frame_rate")]] = VideoOptions.frame_rate
     max_frames: ClassVar[Annotated[int, _opt("--max-frames", P_DATA, "Most frames per request (thinned evenly).",
-                                                       video="max_frames")]] = 16
+                                                       video="max_frames")]] = VideoOptions.max_frames
     frame_size: ClassVar[Annotated[int, _opt(
-        "--frame-size", P_DATA, "Longest side in pixels of a frame or the cut clip.", video="frame_size")]] = 448
+        "--frame-size", P_DATA, "Longest side in pixels of a frame or the cut clip.", video="frame_size")]] = VideoOptions.frame_size
     image_detail: ClassVar[Annotated[Optional[ImageDetail], _opt(
         "--image-detail", P_DATA, "Frames: low, high or auto for OpenAI-style APIs (low: ~85 tokens a "
-        "frame).", video="image_detail")]] = None
+        "frame).", video="image_detail")]] = VideoOptions.image_detail
     media_workers: ClassVar[Annotated[int, _opt(
         "--media-workers", P_DATA, "ffmpeg processes at once while video mode makes frames and clips.",
-        video="workers")]] = 2
+        video="workers")]] = VideoOptions.workers
     limit_samples: Annotated[Optional[int], _opt(
         "--limit-samples", P_DATA, "Only N samples (see --sample-choice); the ones taken are listed in results.json.",
         check=(_at_least(1), "must be at least 1"))] = None

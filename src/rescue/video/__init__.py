@@ -12,12 +12,20 @@ Layer: above ``tasks`` (it reads a task's context window), below ``engine`` (the
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from rescue.video.context import PreparedMedia, VideoContext, VideoTask
-from rescue.video.locate import find_media
 from rescue.video.options import MEDIA_MATCHES, VIDEO_INPUTS, VideoError, VideoOptions
-from rescue.video.window import MediaWindow, Span, media_window
+
+if TYPE_CHECKING:
+    from rescue.video.context import PreparedMedia, VideoContext, VideoTask
+    from rescue.video.locate import find_media
+    from rescue.video.window import MediaWindow, Span, media_window
+
+# The parts that read tasks and media, imported on first use: rescue.video.options (the video options' one
+# declaration, which `rescue run --help` reads for its defaults) must not bring them in.
+_LAZY = {"PreparedMedia": "context", "VideoContext": "context", "VideoTask": "context", "find_media": "locate",
+         "MediaWindow": "window", "Span": "window", "media_window": "window"}
 
 __all__ = [
     "MEDIA_MATCHES", "VIDEO_INPUTS", "MediaWindow", "PreparedMedia", "Span", "VideoContext", "VideoError",
@@ -37,3 +45,9 @@ def check_video_config(video: Any, batch_size: str) -> VideoOptions:
         raise VideoError(f"--batch-size {batch_size}: video mode sends one instance per request (each has its "
                          "own media window; a shared request would show an earlier item what is hidden from it)")
     return options
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"rescue.video.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'rescue.video' has no attribute {name!r}")

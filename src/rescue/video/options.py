@@ -8,7 +8,7 @@ from typing import Any
 
 from rescue.errors import VideoError as VideoError
 from rescue.data.choices import IMAGE_DETAILS as IMAGE_DETAILS, MEDIA_MATCHES as MEDIA_MATCHES
-from rescue.data.choices import VIDEO_INPUTS as VIDEO_INPUTS
+from rescue.data.choices import VIDEO_INPUTS as VIDEO_INPUTS, ImageDetail, MediaMatch, VideoInput
 
 
 
@@ -18,13 +18,13 @@ class VideoOptions:
     so those are recorded in results.json and are part of every media cache key."""
 
     media_root: str = ""
-    media_match: str = "auto"  # auto: a `rescue build` manifest if there is one, else source_file, else id
-    video_input: str = "frames"
+    media_match: MediaMatch = "auto"  # auto: a `rescue build` manifest if there is one, else source_file, else id
+    video_input: VideoInput = "frames"
     frame_rate: float = 1.0  # frames per second of context, on a grid anchored at the clip's start
     max_frames: int = 16  # per request; more are thinned evenly over the window
     frame_size: int = 448  # longest side in pixels of a frame or of the cut clip
     jpeg_quality: int = 4  # ffmpeg's -q:v for frames, 2 (best) to 31
-    image_detail: str | None = None  # OpenAI-style APIs: "low" is a fixed small token count per frame
+    image_detail: ImageDetail | None = None  # OpenAI-style APIs: "low" is a fixed small token count per frame
     workers: int = 2  # ffmpeg processes at once while preparing media
 
     def __post_init__(self) -> None:
@@ -50,9 +50,7 @@ class VideoOptions:
         # From JSON or rescue.evaluate(frame_size="big") a value may be of any type: a VideoError, not a TypeError.
         for name, hint in typing.get_type_hints(type(self)).items():
             value = getattr(self, name)
-            allowed = typing.get_args(hint) or (hint,)
-            if float in allowed:
-                allowed = (*allowed, int)
+            allowed = _kinds(hint)
             if isinstance(value, bool) or not isinstance(value, allowed):
                 flag = {"workers": "--media-workers", "jpeg_quality": "jpeg_quality"}.get(name, "--" + name.replace("_", "-"))
                 kinds = " or ".join("None" if t is type(None) else t.__name__ for t in allowed)
@@ -74,3 +72,12 @@ class VideoOptions:
         if unknown:
             raise VideoError(f"{origin}: unknown video option(s) {', '.join(sorted(unknown))}")
         return cls(**data)
+
+
+def _kinds(hint: Any) -> tuple[type, ...]:
+    """The runtime types a field's type allows: a Literal's (text here), each of a union's, an int for a float."""
+    if typing.get_origin(hint) is typing.Literal:
+        return (str,)
+    if typing.get_args(hint):
+        return tuple(kind for arg in typing.get_args(hint) for kind in _kinds(arg))
+    return (float, int) if hint is float else (hint,)
