@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import tomllib
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -264,3 +265,20 @@ def test_an_eval_that_stopped_on_an_error_reports_its_failure_and_says_so(tmp_pa
     (row,) = [r for r in csv.DictReader((tmp_path / "report" / "leaderboard.csv").open(encoding="utf-8"))
               if r["scope"] == "all" and r["metric"] == "ITP F1"]
     assert (int(row["instances"]), int(row["failures"])) == (len(ran), 1)  # the failed request counts, as in rescue run
+
+
+def test_the_inspect_parameters_are_rescue_runs_options():
+    """Each -T parameter named like a `rescue run` option has its type and default, from the one declaration."""
+    import inspect
+
+    from rescue.engine.run_options import declared_options
+    from rescue.inspect_tasks import bench
+
+    declared = {d.name: d for d in declared_options()}
+    shared = [p for p in inspect.signature(bench.itp).parameters.values() if p.name in declared]
+    assert {p.name for p in shared} >= {"mode", "parse", "sample_choice", "judge_scale", "data", "split", "splits"}
+    for parameter in shared:
+        assert parameter.default == declared[parameter.name].default or parameter.default is None, parameter.name
+    hints = typing.get_type_hints(bench.rescue_task)
+    for name in ("mode", "parse", "sample_choice", "judge_scale"):
+        assert hints[name] == declared[name].annotation, name

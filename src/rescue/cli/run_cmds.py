@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from rescue.cli.app import app, console, err_console
+from rescue.cli.app import app, console, err_console, run_option
 from rescue.errors import EXIT_INCOMPLETE
 from rescue.engine.run_options import declared_options
 
@@ -233,14 +233,15 @@ def _print_estimate(config: Any) -> None:
 @app.command("rescore")
 def rescore_command(
     run_dir: Annotated[Path, typer.Argument(help="A run directory written by `rescue run --out`.")],
-    data: Annotated[Optional[Path], typer.Option(
-        "--data", help="The data to rescore against (default: the data the run used, as recorded in its "
+    # rescue run's options of these names (their flags from rescue.engine.run_options), with what they mean here.
+    data: Annotated[Optional[Path], run_option(
+        "data", "The data to rescore against (default: the data the run used, as recorded in its "
         "results.json).")] = None,
-    media_root: Annotated[Optional[Path], typer.Option(
-        "--media-root", help="Video-mode runs: where the media is now, if it moved since the run.")] = None,
-    parse: Annotated[Optional[str], typer.Option(
-        "--parse", help="Re-read the cached answers as strict or lenient (default: the run's own policy).")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display or leaderboard.")] = False,
+    media_root: Annotated[Optional[Path], run_option(
+        "media_root", "Video-mode runs: where the media is now, if it moved since the run.")] = None,
+    parse: Annotated[Optional[str], run_option(
+        "parse", "Re-read the cached answers as strict or lenient (default: the run's own policy).")] = None,
+    quiet: Annotated[bool, run_option("quiet", "No progress display or leaderboard.")] = False,
 ) -> None:
     """Recompute predictions and metrics of a run from its cached answers; no model is asked."""
     from rescue.engine.runner import rescore

@@ -22,6 +22,7 @@ This module imports inspect_ai: it is what inspect's entry point (``[project.ent
 
 from __future__ import annotations
 
+import inspect as pyinspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -42,6 +43,8 @@ from inspect_ai.model import (
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
+from rescue.data.choices import Mode, ParsePolicy
+from rescue.engine.run_options import JudgeScale, SampleChoice
 from rescue.inspect_tasks.plan import BenchError, BenchOptions, BenchPlan, build_plan
 from rescue.llm.types import ChatAnswer, ChatRequest, ModelBase, Usage
 from rescue.runs.inspect_logs import CONFIG_KEY, GENERATE_KEY, GRADER, RECORD_KEY
@@ -236,10 +239,11 @@ def rescue_scorer(plan: BenchPlan) -> Scorer:
 # The tasks
 
 
-def rescue_task(task: str, *, mode: str = "dialogue", context_size: int | None = None, scenario: str | None = None,
-                split: str | None = None, splits: str | None = None, parse: str = "strict", data: str | None = None,
-                limit_samples: int | None = None, sample_choice: str = "stratified",
-                options: dict[str, Any] | None = None, judge_scale: str = "likert") -> InspectTask:
+def rescue_task(task: str, *, mode: Mode = BenchOptions.mode, context_size: int | None = None,
+                scenario: str | None = None, split: str | None = None, splits: str | None = None,
+                parse: ParsePolicy = BenchOptions.parse, data: str | None = None, limit_samples: int | None = None,
+                sample_choice: SampleChoice = BenchOptions.sample_choice, options: dict[str, Any] | None = None,
+                judge_scale: JudgeScale = BenchOptions.judge_scale) -> InspectTask:
     """The inspect task of one RESCUE task (what ``inspect eval rescue/<task>`` builds); parameters as ``rescue
     run``'s options of the same names, plus ``scenario`` (couple or family only) and ``options`` (the task's build
     options, e.g. ``{"rpp_gold": "relation_pattern"}``)."""
@@ -261,14 +265,12 @@ def _registered_as(factory: Callable[..., InspectTask], short: str) -> str:
 
 
 def _register(name: str) -> Callable[..., InspectTask]:
-    def factory(mode: str = "dialogue", context_size: int | None = None, scenario: str | None = None,
-                split: str | None = None, splits: str | None = None, parse: str = "strict", data: str | None = None,
-                limit_samples: int | None = None, sample_choice: str = "stratified",
-                options: dict[str, Any] | None = None, judge_scale: str = "likert") -> InspectTask:
-        return rescue_task(name, mode=mode, context_size=context_size, scenario=scenario, split=split, splits=splits,
-                           parse=parse, data=data, limit_samples=limit_samples, sample_choice=sample_choice,
-                           options=options, judge_scale=judge_scale)
+    def factory(**params: Any) -> InspectTask:
+        return rescue_task(name, **params)
 
+    # inspect reads a task's parameters (-T NAME=VALUE) from its signature: rescue_task's, less the task's name.
+    parameters = list(pyinspect.signature(rescue_task).parameters.values())[1:]
+    factory.__signature__ = pyinspect.Signature(parameters, return_annotation="InspectTask")  # type: ignore[attr-defined]
     factory.__name__ = factory.__qualname__ = name
     factory.__doc__ = f"RESCUE-Bench {TASKS[name].title} ({name.upper()}), rescue's own prompt, parsing and metrics."
     registered: Callable[..., InspectTask] = inspect_task(name=_registered_as(factory, name))(factory)

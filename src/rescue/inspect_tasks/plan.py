@@ -14,7 +14,9 @@ from typing import Any
 
 from rescue._version import __version__
 from rescue.errors import BenchError as BenchError
+from rescue.data.choices import Mode, ParsePolicy
 from rescue.engine.config import RunConfig
+from rescue.engine.run_options import JudgeScale, RunOptions, SampleChoice
 from rescue.tasks import SCENARIOS, get_task
 from rescue.tasks.base import PARSE_POLICIES, VIDEO_MODES, Instance, RenderOptions, Task
 from rescue.tasks.render import RowCache
@@ -22,20 +24,21 @@ from rescue.tasks.render import RowCache
 
 @dataclass(frozen=True)
 class BenchOptions:
-    """The parameters of one inspect task (``inspect eval rescue/itp -T mode=audio -T split=test``)."""
+    """The parameters of one inspect task (``inspect eval rescue/itp -T mode=audio -T split=test``): ``rescue
+    run``'s options of the same names, with its types and defaults (RunOptions), plus ``scenario`` and ``options``."""
 
     task: str
-    mode: str = "dialogue"
+    mode: Mode = RunOptions.mode
     context_size: int | None = None  # None: the task's default; -1: every prior row
     scenario: str | None = None  # couple or family; None: both
     split: str | None = None  # a split of the splits file (rescue splits); None: every sample
     splits: str | None = None  # the splits file (None: ./splits.json, as rescue run --split)
-    parse: str = "strict"
+    parse: ParsePolicy = RunOptions.parse
     data: str | None = None  # None: the bundled demo dataset, as rescue run
     limit_samples: int | None = None
-    sample_choice: str = "stratified"
+    sample_choice: SampleChoice = RunOptions.sample_choice
     options: dict[str, Any] = field(default_factory=dict)  # the task's build options (rpp_gold ...)
-    judge_scale: str = "likert"  # ER/VP: the judge rubric's scale
+    judge_scale: JudgeScale = RunOptions.judge_scale  # ER/VP: the judge rubric's scale
 
     def run_config(self) -> RunConfig:
         """The ``rescue run`` configuration these options mean (one task, one instance per request)."""
