@@ -198,3 +198,19 @@ if __name__ == "__main__":
 
     if sys.argv[1:] == ["--write"]:
         _write()
+
+
+def test_the_inspect_parameters_table_lists_every_parameter_with_its_default():
+    import dataclasses
+
+    from rescue.inspect_tasks.plan import BenchOptions
+
+    fields = {f.name: f.default for f in dataclasses.fields(BenchOptions) if f.name != "task"}
+    documented: dict[str, str] = {}
+    for cells in _rows(_section("inspect.md", "## Tasks and their parameters"), "| parameter |"):
+        for name in re.findall(r"`([a-z_]+)`", cells[0]):
+            documented[name] = cells[1]
+    assert set(documented) == set(fields), "docs/inspect.md's parameters and BenchOptions differ"
+    for name, default in fields.items():
+        if isinstance(default, str):
+            assert f"`{default}`" in documented[name], (name, default, documented[name])
