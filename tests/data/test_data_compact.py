@@ -33,3 +33,19 @@ def test_assigning_a_field_changes_that_model_only(tmp_path):
     assert Sample.model_validate(json.loads(sample.release_json())).rows[1] == second
     assert load_samples(path)[0].rows[0].__pydantic_fields_set__ == set(record["rows"][0])
     assert Row.model_validate(record["rows"][0]).__pydantic_fields_set__ == set(record["rows"][0])
+
+
+def test_records_share_their_field_sets_until_one_is_assigned(demo_samples):
+    from rescue.tasks import get_task
+    from rescue.tasks.base import Prediction, make_record
+
+    task = get_task("itp")
+    first, second = (make_record(task, "m", i, Prediction(i.instance_id, "ok", value="yes", raw="yes"))
+                     for i in task.build(demo_samples)[:2])
+    assert first.__pydantic_fields_set__ is second.__pydantic_fields_set__
+    before = second.model_dump(exclude_unset=True)
+    first.scores = {"accuracy": 0.5}
+    first.reasoning = "thought"  # a field neither was given
+    assert first.__pydantic_fields_set__ is not second.__pydantic_fields_set__
+    assert "reasoning" in first.model_dump(exclude_unset=True)
+    assert second.model_dump(exclude_unset=True) == before and second.reasoning is None

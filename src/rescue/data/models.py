@@ -35,7 +35,7 @@ def share_field_sets(value: object) -> None:
     if isinstance(value, list):
         for item in value:
             share_field_sets(item)
-    elif isinstance(value, _Open):
+    elif isinstance(value, SharedFieldSets):
         names = value.__pydantic_fields_set__
         if type(names) is not _SharedFields:
             key = frozenset(names)
@@ -44,17 +44,21 @@ def share_field_sets(value: object) -> None:
                 shared = _SHARED_FIELDS.setdefault(key, _SharedFields(key))
             object.__setattr__(value, "__pydantic_fields_set__", shared)
         for item in value.__dict__.values():
-            if isinstance(item, (list, _Open)):
+            if isinstance(item, (list, SharedFieldSets)):
                 share_field_sets(item)
 
 
-class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+class SharedFieldSets(BaseModel):
+    """A model whose set of given field names may be shared with others (:func:`share_field_sets`)."""
 
     def __setattr__(self, name: str, value: object) -> None:
         if type(self.__pydantic_fields_set__) is _SharedFields:  # shared with other models: copied, never changed
             object.__setattr__(self, "__pydantic_fields_set__", set(self.__pydantic_fields_set__))
         super().__setattr__(name, value)
+
+
+class _Open(SharedFieldSets):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
 
 
 class PersonCue(_Open):

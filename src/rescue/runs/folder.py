@@ -21,6 +21,7 @@ from rescue.atomic import write_atomic
 from rescue.errors import LockedError
 from rescue.files import DirectoryLock, sha256_file
 from rescue.runs.results import PREDICTIONS, RESULTS, SCHEMA_VERSION, PredictionsInfo, RunResults
+from rescue.data.models import share_field_sets
 from rescue.tasks.base import PredictionRecord
 
 CACHE = "cache.sqlite"
@@ -86,9 +87,11 @@ def read_predictions(path: str | Path) -> list[PredictionRecord]:
             if not line.strip():
                 continue
             try:
-                records.append(PredictionRecord.model_validate_json(line))
+                record = PredictionRecord.model_validate_json(line)
             except ValidationError as exc:
                 raise RunDirError(f"{file}:{number}: {_first_error(exc)}") from None
+            share_field_sets(record)  # a report holds every record of its runs: one field-name set for those alike
+            records.append(record)
     return records
 
 

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 
 from rescue.data.choices import MODES as MODES, PARSE_POLICIES as PARSE_POLICIES
 from rescue.data.choices import Mode as Mode, ParsePolicy as ParsePolicy
-from rescue.data.models import GROUP_LABELS, Sample
+from rescue.data.models import GROUP_LABELS, Sample, SharedFieldSets, share_field_sets
 from rescue.tasks.render import RowCache
 from rescue.tasks.spec import Declaration
 
@@ -143,7 +143,7 @@ class JudgeResults(BaseModel):
                 if grade.status == "ok" and key in grade.scores}
 
 
-class PredictionRecord(BaseModel):
+class PredictionRecord(SharedFieldSets):
     """One line of ``predictions.jsonl``: an instance, what a model answered, and how it scored."""
 
     # Scorers fill records in place: what they assign is checked too (a judge block given as a dict is read
@@ -307,4 +307,5 @@ def make_record(task: Task, model: str, instance: Instance, prediction: Predicti
         reasoning=prediction.reasoning,
     )
     record.scores = task.instance_scores(record)
+    share_field_sets(record)  # a run holds every record: one set of field names for all those alike
     return record
