@@ -19,7 +19,8 @@ def export_human_run(directory: Path, out: Path, *, bertscore: bool, judges: lis
     """Write the run folder ``out`` of the benchmark project ``directory`` (a new or empty folder)."""
     from rescue.engine.config import RunConfig
     from rescue.engine.runner import run
-    from rescue.review.benchmark import is_benchmark, load_benchmark
+    from rescue.review.benchmark import load_benchmark
+    from rescue.review.project import is_benchmark
     from rescue.review.benchmark_export import human_models, human_summary, summary_markdown
     from rescue.review.benchmark_store import all_answers
     from rescue.review.db import default_url, make_engine, session_factory

@@ -22,7 +22,8 @@ DbOption = Annotated[str | None, typer.Option("--db", help="SQLAlchemy database 
 
 
 def _db(directory: Path, db: str | None):  # type: ignore[no-untyped-def]
-    from rescue.review.benchmark import is_benchmark, load_benchmark
+    from rescue.review.benchmark import load_benchmark
+    from rescue.review.project import is_benchmark
     from rescue.review.db import default_url, make_engine, session_factory
     from rescue.review.project import load_project
 
@@ -173,7 +174,7 @@ def assign(
     """Give every segment (or benchmark instance) to k annotators, spreading the load evenly; replaces any earlier
     assignment."""
     from rescue.review import crud
-    from rescue.review.benchmark import is_benchmark
+    from rescue.review.project import is_benchmark
 
     project, session = _db(directory, db)
     if is_benchmark(directory):
@@ -239,7 +240,7 @@ def export(
 
         export_human_run(directory, as_run, bertscore=bertscore, judges=judges or [], judge_base_url=judge_base_url, db=db)
         return
-    from rescue.review.benchmark import is_benchmark
+    from rescue.review.project import is_benchmark
 
     if out is None or is_benchmark(directory):
         raise ReviewError(f"{directory}: a benchmark project exports its answers as a run: give --as-run FOLDER"

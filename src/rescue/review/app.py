@@ -15,8 +15,7 @@ from rescue.errors import is_disk_full
 from rescue.review.api.deps import CurrentUser, LoginRequired, UnstorableBody
 from rescue.review.api.routes import agreement, export, login, media, pages, rows, search, segments, users
 from rescue.review.db import default_url, make_engine, session_factory
-from rescue.review.benchmark import is_benchmark
-from rescue.review.project import Project, load_project
+from rescue.review.project import Project, is_benchmark, load_project
 from rescue.review.security import BodyLimit, LoginThrottle
 
 HERE = Path(__file__).parent

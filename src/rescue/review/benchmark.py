@@ -24,10 +24,10 @@ from rescue.data.loading import load_samples
 from rescue.data.models import GROUP_LABELS, Sample
 from rescue.data.taxonomy import INTENSITY_SCALE
 from rescue.errors import ReviewError
+from rescue.review.project import BENCHMARK_FILE, DRAFT_FILE
 from rescue.tasks import get_task
 from rescue.tasks.base import MODES, VIDEO_MODES, Instance, RenderOptions, Task
 
-BENCHMARK_FILE = "benchmark.json"
 DATA_DIR = "data"
 MEDIA_CACHE = ".media-cache"  # the frames of a video-mode project, made once
 TOP_K = 3  # a ranking task asks for the 3 most likely labels
@@ -39,10 +39,6 @@ _ITEM_MARKERS = ("\n\nItems:\n", "\nCheckpoints: ")
 _SCHEMA = "Answer with one JSON object"
 _CURRENT_KEYS = ("decision_row", "current_turn")
 
-
-def is_benchmark(root: str | Path) -> bool:
-    """Whether ``root`` is a benchmark project (it holds ``benchmark.json``)."""
-    return (Path(root) / BENCHMARK_FILE).is_file()
 
 
 def _task_names(tasks: list[str]) -> list[str]:
@@ -74,7 +70,7 @@ def init_benchmark(root: str | Path, data: str | Path, tasks: list[str], per_ins
     if per_instance < 1:
         raise ReviewError(f"--per-instance {per_instance}: give each instance to at least one person")
     video = _video_config(mode, media_root)
-    if (folder / BENCHMARK_FILE).exists() or (folder / "draft.jsonl").exists():
+    if (folder / BENCHMARK_FILE).exists() or (folder / DRAFT_FILE).exists():
         raise ReviewError(f"{folder}: already holds a review project")
     if not source.is_file():
         raise ReviewError(f"--data {source}: no such file")

@@ -22,6 +22,13 @@ from rescue.data.validation import validate_records
 
 DRAFT_FILE = "draft.jsonl"
 MANIFEST_FILE = "manifest.json"
+BENCHMARK_FILE = "benchmark.json"  # a benchmark project's (people take the tasks) instead of a draft
+
+
+def is_benchmark(root: str | Path) -> bool:
+    """Whether ``root`` is a benchmark project (it holds ``benchmark.json``). Here, not in
+    :mod:`rescue.review.benchmark`, so that starting a verification project never loads the tasks."""
+    return (Path(root) / BENCHMARK_FILE).is_file()
 
 
 @dataclass(frozen=True)
