@@ -37,7 +37,6 @@ MAX_VIEWPOINTS = 10
 # schema, which a person does not need, begins.
 _ITEM_MARKERS = ("\n\nItems:\n", "\nCheckpoints: ")
 _SCHEMA = "Answer with one JSON object"
-_CURRENT_KEYS = ("decision_row", "current_turn")
 
 
 
@@ -233,9 +232,12 @@ def page(bench: Benchmark, task_name: str, number: int) -> dict[str, Any]:
     """What the page of one instance shows: made from the instance's prompt only (never from its sample)."""
     task, instance = get_task(task_name), bench.instance(task_name, number)
     instructions, item = _split_prompt(prompt_text(task, instance, bench.mode))
-    current = next((item[k] for k in _CURRENT_KEYS if isinstance(item.get(k), dict)), None)
+    # The row a task shows of the instance itself (ITP's decision_row, ER/VP's current_turn, any new task's own
+    # key): the item's row record of the instance's row, found by what it is, not by a list of the tasks' keys.
+    shown = next((k for k, v in item.items() if isinstance(v, dict) and v.get("row_index") == instance.row_index), None)
+    current = item[shown] if shown is not None else None
     given = {k: v for k, v in item.items()
-             if k not in ("id", "checkpoint_id", "prior_context", *_CURRENT_KEYS) and isinstance(v, (str, int))}
+             if k not in ("id", "checkpoint_id", "prior_context", shown) and isinstance(v, (str, int))}
     kind = task.declaration.answer
     return {
         "task": task.name, "title": task.title, "number": number, "total": len(bench.instances[task.name]),
