@@ -47,6 +47,9 @@ def test_closed_choices_are_written_once():
 
     assert MODES is choices.MODES and PARSE_POLICIES is choices.PARSE_POLICIES
     assert THINKING_LEVELS is choices.THINKING_LEVELS and RPP_GOLD_CHOICES is choices.RPP_GOLD_CHOICES
+    from rescue.scoring.judge import SCALES
+
+    assert SCALES is choices.JUDGE_SCALES and typing.get_type_hints(RunOptions)["judge_scale"] is choices.JudgeScale
     assert (IMAGE_DETAILS, MEDIA_MATCHES, VIDEO_INPUTS) == (choices.IMAGE_DETAILS, choices.MEDIA_MATCHES,
                                                             choices.VIDEO_INPUTS)
     assert IMAGE_DETAILS is choices.IMAGE_DETAILS and MEDIA_MATCHES is choices.MEDIA_MATCHES

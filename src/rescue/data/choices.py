@@ -46,3 +46,7 @@ IMAGE_DETAILS: tuple[str, ...] = get_args(ImageDetail)
 
 # The file `rescue splits` writes and every --split reads by default.
 SPLITS_FILE = "splits.json"
+
+# How an LLM judge grades ER and VP: a 1-5 Likert scale, or the authors' rubric (VP).
+JudgeScale = Literal["likert", "authors"]
+JUDGE_SCALES: tuple[str, ...] = get_args(JudgeScale)

@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 
 from rescue.video.options import VideoOptions
-from rescue.data.choices import SPLITS_FILE, ImageDetail, MediaMatch, Mode, ParsePolicy, RppGold, Thinking, VideoInput
+from rescue.data.choices import (
+    SPLITS_FILE, ImageDetail, JudgeScale, MediaMatch, Mode, ParsePolicy, RppGold, Thinking, VideoInput,
+)
 
 # The option panels of `rescue run --help`, shown in the order their first option is declared below
 # (tests/cli/test_cli_help.py checks the order).
@@ -31,7 +33,6 @@ P_DATA, P_MODELS, P_GENERATION = "Data", "Models", "Generation"
 P_JUDGING, P_RUN, P_OUTPUT = "Judging and scoring", "Run control", "Output"
 
 SampleChoice = Literal["first", "stratified"]
-JudgeScale = Literal["likert", "authors"]
 
 DEFAULT_SPLITS_FILE = Path(SPLITS_FILE)
 

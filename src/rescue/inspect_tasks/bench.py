@@ -43,8 +43,8 @@ from inspect_ai.model import (
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from rescue.data.choices import Mode, ParsePolicy
-from rescue.engine.run_options import JudgeScale, SampleChoice
+from rescue.data.choices import JudgeScale, Mode, ParsePolicy
+from rescue.engine.run_options import SampleChoice
 from rescue.inspect_tasks.plan import BenchError, BenchOptions, BenchPlan, build_plan
 from rescue.llm.types import ChatAnswer, ChatRequest, ModelBase, Usage
 from rescue.runs.inspect_logs import CONFIG_KEY, GENERATE_KEY, GRADER, RECORD_KEY

@@ -14,9 +14,9 @@ from typing import Any
 
 from rescue._version import __version__
 from rescue.errors import BenchError as BenchError
-from rescue.data.choices import Mode, ParsePolicy
+from rescue.data.choices import JudgeScale, Mode, ParsePolicy
 from rescue.engine.config import RunConfig
-from rescue.engine.run_options import JudgeScale, RunOptions, SampleChoice
+from rescue.engine.run_options import RunOptions, SampleChoice
 from rescue.tasks import SCENARIOS, get_task
 from rescue.tasks.base import PARSE_POLICIES, VIDEO_MODES, Instance, RenderOptions, Task
 from rescue.tasks.render import RowCache

@@ -44,10 +44,11 @@ import json
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from rescue.data.choices import JUDGE_SCALES, JudgeScale
 from rescue.tasks import TASKS, judged_tasks
 from rescue.tasks.base import Instance, JudgeGrade, JudgeResults, PredictionRecord
 from rescue.tasks.parsing import AnswerError, extract_json
@@ -59,8 +60,8 @@ from rescue.llm.types import UsageCount
 if TYPE_CHECKING:
     from rescue.llm.types import Model
 
-Scale = Literal["likert", "authors"]
-SCALES: tuple[str, ...] = ("likert", "authors")
+Scale = JudgeScale
+SCALES: tuple[str, ...] = JUDGE_SCALES
 
 NO_JUDGE_NOTE = "no judge configured (offline run): judge scores are absent, not zero; pass --judge MODEL"
 FAILED_PREDICTION_NOTE = "prediction status {status}: scored the scale minimum without asking the judge"
