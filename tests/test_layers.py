@@ -38,7 +38,7 @@ LAYERS: dict[str, set[str] | str] = {
     "llm": {"data"},  # the task-free model layer
     "runs": {"data", "tasks"},  # the run directory: results.json, predictions.jsonl, its lock and readers
     "media": {"data"},
-    "scoring": {"metrics", "tasks", "llm"},
+    "scoring": {"data", "metrics", "tasks", "llm"},  # data: the closed choices (judge scale)
     "video": {"data", "tasks", "llm", "media"},
     "engine": {"data", "tasks", "llm", "scoring", "video", "runs"},
     "build": {"data", "llm", "media"},
