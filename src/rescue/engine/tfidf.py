@@ -98,10 +98,7 @@ def fold_tfidf(counts: GramCounts, train: Sequence[int], test: Sequence[int]) ->
         return None
     n = training.shape[0]
     idf = np.log((1 + n) / (1 + frequency[keep])) + 1.0
-    # Training and test rows weighed together (each row's weights depend on the idf alone), then split.
-    both = _weigh(counts.matrix[np.concatenate([np.asarray(train, dtype=np.int64), np.asarray(test, dtype=np.int64)])]
-                  [:, keep], idf)
-    return both[:n], both[n:], keep
+    return _weigh(training[:, keep], idf), _weigh(counts.matrix[np.asarray(test, dtype=np.int64)][:, keep], idf), keep
 
 
 def _weigh(counts: Any, idf: np.ndarray) -> Any:
