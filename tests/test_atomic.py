@@ -100,3 +100,21 @@ def test_stale_temporaries_of_dead_writers_are_removed(tmp_path: Path):
     mine.write_text("in progress")
     assert remove_stale_temporaries(tmp_path) == [dead]
     assert mine.exists()
+
+
+def test_chunks_are_written_as_they_come_and_a_failure_midway_leaves_the_old_file(tmp_path):
+    """Issue 34: predictions.jsonl is streamed record by record; a writer that fails midway (an error, a kill)
+    still leaves the previous file whole and no temporary."""
+    from rescue.atomic import write_atomic
+
+    target = tmp_path / "predictions.jsonl"
+    write_atomic(target, (f"line {n}\n".encode() for n in range(3)))
+    assert target.read_text() == "line 0\nline 1\nline 2\n"
+
+    def failing():
+        yield b"half"
+        raise RuntimeError("the record could not be serialised")
+
+    with pytest.raises(RuntimeError):
+        write_atomic(target, failing())
+    assert target.read_text() == "line 0\nline 1\nline 2\n" and sorted(p.name for p in tmp_path.iterdir()) == [target.name]

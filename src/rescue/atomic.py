@@ -103,10 +103,14 @@ def atomic_output(path: str | Path) -> Iterator[Path]:
             temporary.unlink(missing_ok=True)
 
 
-def _write_file(path: Path, data: str | bytes, target: Path) -> None:
+def _write_file(path: Path, data: str | bytes | Iterable[bytes], target: Path) -> None:
     try:
         with path.open("wb") as handle:
-            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+            if isinstance(data, (str, bytes)):
+                handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+            else:  # chunks, written as they come: a large file is never held whole (nor twice, text and bytes)
+                for chunk in data:
+                    handle.write(chunk)
     except OSError as exc:
         if exc.filename is not None:
             raise
@@ -114,8 +118,9 @@ def _write_file(path: Path, data: str | bytes, target: Path) -> None:
         raise type(exc)(exc.errno, exc.strerror, str(target)) from exc
 
 
-def write_atomic(path: str | Path, data: str | bytes) -> None:
-    """Replace ``path`` with ``data`` (text is UTF-8) so that no reader ever sees a partial file."""
+def write_atomic(path: str | Path, data: str | bytes | Iterable[bytes]) -> None:
+    """Replace ``path`` with ``data`` (text is UTF-8; or chunks of bytes, written as they come) so that no reader
+    ever sees a partial file."""
     with atomic_output(path) as temporary:
         _write_file(temporary, data, Path(path))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterator
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -121,17 +121,18 @@ def lock_run(folder: Path) -> DirectoryLock:
     return lock
 
 
-def predictions_text(records: Iterable[PredictionRecord]) -> str:
-    """``predictions.jsonl`` as written: one record per line."""
-    return "".join(r.model_dump_json() + "\n" for r in records)
-
-
 def write_run(folder: Path, results: RunResults, records: list[PredictionRecord]) -> None:
     """``predictions.jsonl`` then ``results.json``, each atomically; ``results.predictions`` is set to the hash
     and count of the records written. Predictions first: a kill before results.json is replaced leaves a pair
     :func:`read_run` refuses (results.json names the hash of the predictions it was written with)."""
-    text = predictions_text(records)
-    results.predictions = PredictionsInfo(sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
-                                          records=len(records))
-    write_atomic(folder / PREDICTIONS, text)
+    digest = hashlib.sha256()
+
+    def lines() -> Iterator[bytes]:  # one record at a time: the file is never held whole (it was, twice, at 10x
+        for record in records:      # the release a third of the run's peak memory)
+            line = (record.model_dump_json() + "\n").encode("utf-8")
+            digest.update(line)
+            yield line
+
+    write_atomic(folder / PREDICTIONS, lines())
+    results.predictions = PredictionsInfo(sha256=digest.hexdigest(), records=len(records))
     write_atomic(folder / RESULTS, results.to_json_text())
