@@ -46,7 +46,7 @@ def report(
         "as reference rows, compare each system with them (and say where a column is not comparable) and add a "
         "reproduction section to report.html. Never part of a significance test.")] = None,
     figures: Annotated[Optional[bool], typer.Option(
-        "--figures/--no-figures", help="Draw the figures (PNG, SVG, PDF). They need matplotlib, the 'plot' extra; "
+        "--figures/--no-figures", help="Draw the figures (in --figure-formats). They need matplotlib, the 'plot' extra; "
         "by default they are drawn when it is installed and a note says how to get it when not. --figures "
         "makes a missing extra an error.", show_default=False)] = None,
     figure_formats: Annotated[str, typer.Option(
