@@ -258,3 +258,17 @@ def test_uniform_draws_what_choice_over_the_other_samples_phrases_draws(demo_sam
         pool = pool or [p for group in state.extra["phrases"].values() for sample_id, p in group
                         if sample_id != instance.sample_id]
         assert model._phrase(state, instance, random.Random(7)) == random.Random(7).choice(pool)
+
+
+def test_the_most_central_phrase_is_found_without_the_all_pairs_matrix(demo_samples):
+    """Issue 34: centrality as the cosine with the sum of all phrases picks what summing the all-pairs cosine
+    matrix picked."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.metrics.pairwise import linear_kernel
+
+    from rescue.engine.baselines import _typical_phrase
+
+    phrases = [str(i.gold["emotion"]) for i in ER.build(demo_samples)]
+    phrases = list(dict.fromkeys(phrases))  # all distinct: every phrase tied on frequency
+    matrix = TfidfVectorizer().fit_transform(phrases)
+    assert _typical_phrase(phrases) == phrases[int(linear_kernel(matrix, matrix).sum(axis=1).argmax())]
