@@ -55,3 +55,8 @@ _.encodings
 _.gamma
 _.beta
 _.pre_tokenizer
+# click calls these on a command and a parameter it builds; rescue.cli replaces them on the instances (help
+# drawn as plain-text panels, a help flag taken without typer's conversion).
+_.format_options
+_.format_epilog
+_.process_value
