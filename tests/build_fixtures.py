@@ -46,7 +46,7 @@ class Prepared:
 
 @pytest.fixture(scope="session")
 def prepared(session_files, tmp_path_factory) -> Prepared:
-    from rescue.build import BuildConfig, SessionSpec, build
+    from rescue.builder import BuildConfig, SessionSpec, build
 
     folder = tmp_path_factory.mktemp("prepared")
     spec = SessionSpec(session_files.video, session_files.subs, "couple", ("Alan", "Evelyn"), "alan_and_evelyn")

@@ -41,7 +41,7 @@ LAYERS: dict[str, set[str] | str] = {
     "scoring": {"data", "metrics", "tasks", "llm"},  # data: the closed choices (judge scale)
     "video": {"data", "tasks", "llm", "media"},
     "engine": {"data", "tasks", "llm", "scoring", "video", "runs"},
-    "build": {"data", "llm", "media"},
+    "builder": {"data", "llm", "media"},  # rescue build's pipeline (not "build": tools skip that folder)
     "review": {"data", "metrics", "media", "tasks", "llm", "video"},  # benchmark projects: tasks' prompts and frames
     "report": {"data", "metrics", "tasks", "scoring", "runs"},  # runs, never engine: it reads runs, runs nothing
     "suites": {"llm"},
@@ -295,10 +295,43 @@ def test_tests_mirror_the_packages():
 
 
 def test_every_test_folder_is_collected(pytestconfig):
-    # pytest's default norecursedirs names "build": tests/build was silently left out of every run until this test.
+    # pytest's default norecursedirs names "build": tests/build (now tests/builder) was silently left out of every
+    # run until this test.
     tests = Path(__file__).resolve().parent
     patterns = pytestconfig.getini("norecursedirs")
     skipped = sorted(folder.name for folder in tests.iterdir()
                      if folder.is_dir() and any(folder.glob("test_*.py"))
                      and any(fnmatch.fnmatch(folder.name, pattern) for pattern in patterns))
     assert skipped == [], f"test folders pytest does not collect (norecursedirs in pyproject.toml): {skipped}"
+
+
+# Folder names that common tools take for output or environments and skip: pytest's default norecursedirs, the
+# usual Python ignore rules (GitHub's Python .gitignore), mkdocs' site/, coverage's htmlcov/, node's
+# node_modules/, and hidden folders. A package or test folder so named is silently left out somewhere (the
+# pipeline of `rescue build` is the package rescue.builder for this reason).
+TOOL_SKIPPED_FOLDERS = ("build", "dist", "site", "sdist", "wheels", "eggs", "*.egg", "*.egg-info", "develop-eggs",
+                        "downloads", "parts", "lib", "lib64", "var", "env", "venv", "ENV", "node_modules", "htmlcov",
+                        "target", "_darcs", "CVS", "{arch}", "__pypackages__", ".*")
+
+
+def _folders_named_like_output(root: Path) -> list[str]:
+    """Every folder under ``root`` that holds Python files and bears a name in TOOL_SKIPPED_FOLDERS (any case)."""
+    return sorted(str(folder.relative_to(root)) for folder in {path.parent for path in root.rglob("*.py")}
+                  if folder != root and any(fnmatch.fnmatch(part.lower(), pattern.lower())
+                                            for part in folder.relative_to(root).parts
+                                            for pattern in TOOL_SKIPPED_FOLDERS))
+
+
+def test_no_package_or_test_folder_is_named_like_tool_output():
+    tests = Path(__file__).resolve().parent
+    named = [f"src/rescue/{name}" for name in _folders_named_like_output(SRC)]
+    named += [f"tests/{name}" for name in _folders_named_like_output(tests)]
+    assert named == [], f"folders that tools skip as output or environments; rename them: {named}"
+
+
+def test_the_folder_name_check_finds_every_kind(tmp_path):
+    for folder in ("build", "Dist/inner", "pkg/site", "x.egg-info", ".hidden", "node_modules", "venv", "ok/builder"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "m.py").write_text("", encoding="utf-8")
+    assert _folders_named_like_output(tmp_path) == [".hidden", "Dist/inner", "build", "node_modules", "pkg/site",
+                                                    "venv", "x.egg-info"]

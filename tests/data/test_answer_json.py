@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rescue.build.checks import parse_draft
+from rescue.builder.checks import parse_draft
 from rescue.data.answer_json import FINITE, UnreadableJSON, find_json, unfence
 from rescue.tasks.parsing import AnswerError, extract_json
 

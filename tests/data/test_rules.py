@@ -152,7 +152,7 @@ def test_strict_keeps_warnings_of_rules_a_person_may_override(tmp_path):
 
 
 def test_build_checks_take_their_rules_from_the_rulebook():
-    from rescue.build.checks import check_rows
+    from rescue.builder.checks import check_rows
     from rescue.media import Cue
 
     cues = [Cue(1, 0.0, 2.0, "You never listen.", ("Lily",))]

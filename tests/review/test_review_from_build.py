@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_build_review_adjudicate_export(tmp_path, monkeypatch):
-    from rescue.build import AnnotateSettings, BuildConfig, SessionSpec, build
+    from rescue.builder import AnnotateSettings, BuildConfig, SessionSpec, build
     from rescue.review.export import write_export
     from rescue.testing.drafts import draft_script
     from rescue.testing.openai_server import serve

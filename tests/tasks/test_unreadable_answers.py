@@ -14,7 +14,7 @@ import pytest
 from _cli import invoke_main
 from _engine_support import itp_instances, oracle_answers, oracle_script, read_jsonl
 
-from rescue.build.checks import parse_draft
+from rescue.builder.checks import parse_draft
 from rescue.engine.runner import RunConfig, run
 from rescue.tasks.parsing import AnswerError, extract_json
 from rescue.testing.openai_server import Reply, request_key, serve
@@ -142,7 +142,7 @@ def test_a_draft_answer_no_reader_takes_is_a_problem_not_a_crash(raw):
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["big_number", "huge_float", "lone_surrogate"])
 def test_build_takes_hostile_answers_as_problems_and_reruns(tmp_path, prepared, session_files, monkeypatch, kind):
-    from rescue.build import AnnotateSettings, BuildConfig, SessionSpec, build
+    from rescue.builder import AnnotateSettings, BuildConfig, SessionSpec, build
     from rescue.data.validation import validate_path
     from rescue.testing.drafts import draft_script
 

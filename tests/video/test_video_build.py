@@ -8,7 +8,7 @@ import re
 import pytest
 from build_fixtures import session_files  # noqa: F401 (fixture)
 
-from rescue.build import AnnotateSettings, BuildConfig, SessionSpec, build
+from rescue.builder import AnnotateSettings, BuildConfig, SessionSpec, build
 from rescue.data.loading import load_samples
 from rescue.engine.runner import RunConfig, run
 from rescue.testing.drafts import draft_script

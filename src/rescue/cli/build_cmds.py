@@ -1,4 +1,4 @@
-"""``rescue build``: a thin wrapper over :func:`rescue.build.build`."""
+"""``rescue build``: a thin wrapper over :func:`rescue.builder.build`."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from rescue.cli.app import app, console, err_console
 from rescue.errors import EXIT_ERROR, EXIT_INCOMPLETE
 
 if TYPE_CHECKING:
-    from rescue.build import BuildConfig, BuildOutcome
-    from rescue.build.inputs import SessionSpec
+    from rescue.builder import BuildConfig, BuildOutcome
+    from rescue.builder.inputs import SessionSpec
 
 
 @app.command("build")
@@ -94,11 +94,11 @@ def build_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """Cut session videos into segments and pre-annotate them into a draft release for review."""
-    from rescue.build import AnnotateSettings, BuildConfig, build
+    from rescue.builder import AnnotateSettings, BuildConfig, build
 
     _check_options(video_input, review_height, overlap_tolerance)
     if not 10 <= chunk_seconds < float("inf"):
-        from rescue.build.inputs import BuildInputError
+        from rescue.builder.inputs import BuildInputError
 
         raise BuildInputError([f"--chunk-seconds {chunk_seconds:g}: give at least 10 seconds"])
     specs = _session_specs(out, video, subs, transcribe, scenario, participants, group, segments, manifest,
@@ -135,7 +135,7 @@ def _extras(extra: list[str] | None) -> dict[str, object]:
 
 def _check_options(video_input: str, review_height: int | None, overlap_tolerance: float) -> None:
     from rescue.data.choices import BUILD_VIDEO_INPUTS
-    from rescue.build.inputs import BuildInputError
+    from rescue.builder.inputs import BuildInputError
 
     if video_input not in BUILD_VIDEO_INPUTS:
         raise BuildInputError([f"--video-input {video_input!r}: choose one of {', '.join(BUILD_VIDEO_INPUTS)}"])
@@ -149,7 +149,7 @@ def _session_specs(out: Path, video: Path | None, subs: Path | None, transcribe:
                    participants: str | None, group: str | None, segments: Path | None, manifest: Path | None,
                    speaker_map: str | None, overlap_tolerance: float, subs_offset: float) -> list[SessionSpec]:
     """The sessions to build: the rows of ``--manifest``, or the one VIDEO with its options."""
-    from rescue.build.inputs import (
+    from rescue.builder.inputs import (
         BuildInputError,
         SessionSpec,
         check_group,

@@ -1,5 +1,5 @@
 """The one reading of JSON out of a model's answer, shared by the tasks' parsing (rescue.tasks.parsing) and the
-build's draft checks (rescue.build.checks): a fenced block is unwrapped, the whole text is tried, then the first
+build's draft checks (rescue.builder.checks): a fenced block is unwrapped, the whole text is tried, then the first
 decodable object inside other text. Each caller says what it accepts and words its own errors.
 """
 

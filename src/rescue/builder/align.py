@@ -7,7 +7,7 @@ the lines start where speech starts, and is there speech under every line?
   longer than the speech it holds, which makes overlap flat over a range of shifts.
 - **Lines with no speech under them**: less than ``min(MIN_SPEECH, a fifth of the line)`` of sound inside.
 
-``--subs-offset SECONDS`` shifts the subtitles before anything else reads them (:mod:`rescue.build.inputs`).
+``--subs-offset SECONDS`` shifts the subtitles before anything else reads them (:mod:`rescue.builder.inputs`).
 """
 
 from __future__ import annotations

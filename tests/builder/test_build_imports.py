@@ -6,13 +6,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from rescue.build import BuildConfig
+from rescue.builder import BuildConfig
 from rescue.llm.client import DEFAULT_MAX_ANSWER_BYTES
 from rescue.llm.reliable import DEFAULT_RETRY_AFTER_CAP
 
 
 def test_the_build_command_does_not_import_the_model_layer():
-    code = ("import sys, rescue.cli.build_cmds, rescue.build, rescue.build.pipeline; "
+    code = ("import sys, rescue.cli.build_cmds, rescue.builder, rescue.builder.pipeline; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'httpx' or m.startswith('rescue.llm')))")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
 

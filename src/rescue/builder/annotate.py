@@ -12,15 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rescue.build.checks import (
+from rescue.builder.checks import (
     TIME_TOLERANCE,
     check_relations,
     check_rows,
     parse_draft,
     uncovered_cues,
 )
-from rescue.build.manifest import Problem
-from rescue.build.prompts import (
+from rescue.builder.manifest import Problem
+from rescue.builder.prompts import (
     ROW_KEYS,
     annotation_system_prompt,
     annotation_user_prompt,

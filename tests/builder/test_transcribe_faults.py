@@ -113,7 +113,7 @@ def test_a_chunk_refused_among_good_ones_is_named_and_only_it_is_asked_again(tmp
     video = make_video(tmp_path / "long.mp4", 40.0, silences=[(18.0, 21.0)])
     out = tmp_path / "out"
     bad = {"on": True}
-    from rescue.build.transcribe import plan_chunks
+    from rescue.builder.transcribe import plan_chunks
     from rescue.media import silences
 
     second = plan_chunks(40.0, silences(video, duration=40.0), max_seconds=25)[1]
@@ -125,8 +125,8 @@ def test_a_chunk_refused_among_good_ones_is_named_and_only_it_is_asked_again(tmp
         return verbose_json([segment(1.0, 3.0), segment(5.0, 8.0, text="Second line.")])
 
     with serve(transcribe=script) as server:
-        from rescue.build import BuildConfig, SessionSpec
-        from rescue.build import build as run_build
+        from rescue.builder import BuildConfig, SessionSpec
+        from rescue.builder import build as run_build
 
         spec = SessionSpec(video, out / "transcripts/g/long.srt", "couple", ("Alan", "Evelyn"), "g", transcribe=True)
         config = BuildConfig(out=out, sessions=[spec], transcribe="whisper-1", transcribe_base_url=server.base_url,

@@ -11,10 +11,10 @@ import pytest
 from media_helpers import espeak_available, write_srt
 from transcribe_media import extracted_audio, spoken_session
 
-from rescue.build import BuildConfig, SessionSpec, build
-from rescue.build.align import estimate_offset
-from rescue.build.chunks import read_chunks
-from rescue.build.transcribe import Chunk, merge_answers, plan_chunks
+from rescue.builder import BuildConfig, SessionSpec, build
+from rescue.builder.align import estimate_offset
+from rescue.builder.chunks import read_chunks
+from rescue.builder.transcribe import Chunk, merge_answers, plan_chunks
 from rescue.data.validation import validate_path
 from rescue.media import load_cues, silences
 from rescue.testing import Reply, fail_first, serve
@@ -55,7 +55,7 @@ def spoken(tmp_path_factory):
 
 
 def spec(session, out, **kw) -> SessionSpec:
-    from rescue.build.inputs import parse_speaker_map
+    from rescue.builder.inputs import parse_speaker_map
 
     mapping = parse_speaker_map(kw.pop("speaker_map"), "--speaker-map", ("Alan", "Evelyn")) if "speaker_map" in kw else ()
     return SessionSpec(session.video, out / "transcripts/g/session.srt", "couple", ("Alan", "Evelyn"), "g",
@@ -89,7 +89,7 @@ def test_a_bare_video_becomes_a_validated_draft_with_the_words_where_they_were_s
     # The first upload of every chunk is refused with a 429: retried, never seen in the result.
     with serve(draft_script(), transcribe=fail_first(1, Reply.rate_limited(0.01), timed)) as server:
         # Diarized: the transcript names SPEAKER_n, which the cast does not hold until mapped.
-        from rescue.build.inputs import BuildInputError
+        from rescue.builder.inputs import BuildInputError
 
         with pytest.raises(BuildInputError, match=r"are not in the cast: name them with --speaker-map \"SPEAKER_1=NAME"):
             build(config(out, [spec(session, out)], server))
@@ -209,7 +209,7 @@ def test_alignment_finds_a_known_shift_and_subs_offset_undoes_it(tmp_path, spoke
     # A line over silence is flagged; --subs-offset moves the lines back onto the speech.
     write_srt(tmp_path / "late.srt", [(a + 1.5, b + 1.5, w, t) for a, b, w, t in truth] + [(63.0, 63.8, "", "ghost")])
     assert [c.text for c in estimate_offset(load_cues(tmp_path / "late.srt"), silent, DURATION).silent] == ["ghost"]
-    from rescue.build.inputs import load_session
+    from rescue.builder.inputs import load_session
 
     moved = load_session(SessionSpec(session.video, tmp_path / "late.srt", "couple", ("Alan", "Evelyn"), "g",
                                      subs_offset=-1.5))
@@ -298,7 +298,7 @@ def test_a_late_subtitle_file_is_reported_with_the_offset_that_fixes_it(tmp_path
 def test_a_sessions_csv_transcribes_the_lines_without_subtitles(tmp_path, spoken):
     from test_build_inputs import cli
 
-    from rescue.build.inputs import BuildInputError, read_sessions_csv
+    from rescue.builder.inputs import BuildInputError, read_sessions_csv
 
     session, _audio = spoken
     write_srt(tmp_path / "given.srt", [(1.0, 4.0, "Alan", "Hello there.")])

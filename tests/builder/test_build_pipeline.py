@@ -12,7 +12,7 @@ import pytest
 from build_fixtures import SCENE_AT
 from media_helpers import conversation, make_video, write_srt
 
-from rescue.build import (
+from rescue.builder import (
     AnnotateSettings,
     BuildConfig,
     SessionSpec,
@@ -403,7 +403,7 @@ def test_an_edited_proposal_is_used_without_segments(tmp_path, session_files):
 
 
 def test_scene_cut_inside_a_silence_is_the_boundary():
-    from rescue.build.segments import propose_segments
+    from rescue.builder.segments import propose_segments
     from rescue.media import Cue
 
     cues = [Cue(i + 1, t, t + 5, "x", ("Alan",)) for i, t in enumerate(range(0, 700, 7))]

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rescue.build.annotate import (
+from rescue.builder.annotate import (
     AnnotateSettings,
     Estimate,
     SegmentDraft,
@@ -30,9 +30,9 @@ from rescue.build.annotate import (
     estimate_segment,
     skeleton_rows,
 )
-from rescue.build.inputs import BuildInputError, CheckedSession, SessionSpec, load_sessions
-from rescue.build.log import BuildLog
-from rescue.build.manifest import (
+from rescue.builder.inputs import BuildInputError, CheckedSession, SessionSpec, load_sessions
+from rescue.builder.log import BuildLog
+from rescue.builder.manifest import (
     DroppedSegment,
     Manifest,
     ManifestRow,
@@ -42,8 +42,8 @@ from rescue.build.manifest import (
     write_manifest,
     write_text_atomic,
 )
-from rescue.build.prompts import annotation_system_prompt, relation_system_prompt
-from rescue.build.segments import (
+from rescue.builder.prompts import annotation_system_prompt, relation_system_prompt
+from rescue.builder.segments import (
     Dropped,
     SegmentSpan,
     keep_long_enough,
@@ -456,7 +456,7 @@ def _transcripts(config: BuildConfig, model: Model | None, transcriber: Model | 
         name = config.transcribe or str(getattr(transcriber, "name", ""))
         outcome.transcribe_cost = PriceTable.load(config.prices).cost(name, Usage(audio_seconds=outcome.audio_seconds))
         return outcome
-    from rescue.build.transcribe import TranscriptJob, transcribe_all
+    from rescue.builder.transcribe import TranscriptJob, transcribe_all
     from rescue.llm import CredentialError, check_endpoint
     from rescue.llm.transcribe import TranscriptionModel, resolve_transcriber
 
@@ -497,7 +497,7 @@ def _check_alignment(config: BuildConfig, planned: list[Planned], log: BuildLog,
                      outcome: BuildOutcome) -> dict[str, set[int]]:
     """Each session's lines against the speech in its audio: the global offset reported (a note and
     ``build.log``), and the lines with no speech under them (their indices, by video)."""
-    from rescue.build.align import estimate_offset
+    from rescue.builder.align import estimate_offset
     from rescue.media import silences
 
     sessions = {str(item.session.spec.video): item.session for item in planned}

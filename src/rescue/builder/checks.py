@@ -16,8 +16,8 @@ from typing import Any, cast
 
 from pydantic import TypeAdapter, ValidationError
 
-from rescue.build.manifest import Problem
-from rescue.build.prompts import RELATION_KEYS, ROW_KEYS
+from rescue.builder.manifest import Problem
+from rescue.builder.prompts import RELATION_KEYS, ROW_KEYS
 from rescue.data.answer_json import FINITE, UnreadableJSON, find_json, unfence
 from rescue.data.models import GROUP_LABELS, THERAPIST, Row, Scenario
 from rescue.data.rules import Cast, cast_of, check_row, severity_in

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from rescue.build.checks import check_relations, check_rows, parse_draft
-from rescue.build.prompts import ROW_KEYS, annotation_system_prompt
+from rescue.builder.checks import check_relations, check_rows, parse_draft
+from rescue.builder.prompts import ROW_KEYS, annotation_system_prompt
 from rescue.data.models import Row
 from rescue.data.taxonomy import strategy_precedence, strategy_taxonomy
 from rescue.media import Cue

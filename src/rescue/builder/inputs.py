@@ -13,7 +13,7 @@ import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from rescue.build.chunks import TranscriptChunks, chunk_label, read_chunks
+from rescue.builder.chunks import TranscriptChunks, chunk_label, read_chunks
 from rescue.data.models import GROUP_LABELS, NON_PERSON_LABELS, THERAPIST, Scenario
 from rescue.data.names import NAME_RULE, name_problem
 from rescue.data.text import clock_time, visible_text
@@ -260,7 +260,7 @@ def load_session(spec: SessionSpec) -> CheckedSession:
         problems.append(str(exc))
     notes: list[str] = []
     if spec.subs_offset:
-        from rescue.build.align import shift_cues
+        from rescue.builder.align import shift_cues
 
         moved = shift_cues(cues, spec.subs_offset)
         if len(moved) < len(cues):

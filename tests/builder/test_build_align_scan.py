@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from rescue.build.align import MAX_SHIFT, STEP, _matches, estimate_offset, match_counts, onsets
+from rescue.builder.align import MAX_SHIFT, STEP, _matches, estimate_offset, match_counts, onsets
 from rescue.media import Cue
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from media_helpers import make_video, write_srt, write_vtt
 
-from rescue.build import BuildConfig, BuildInputError, SessionSpec, build
-from rescue.build.inputs import parse_participants, read_sessions_csv
+from rescue.builder import BuildConfig, BuildInputError, SessionSpec, build
+from rescue.builder.inputs import parse_participants, read_sessions_csv
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -145,8 +145,8 @@ def test_cli_bad_input_exits_2_without_traceback(tmp_path, short_video):
 
 @pytest.mark.slow
 def test_more_segment_file_errors(tmp_path, session_files):
-    from rescue.build.inputs import load_session
-    from rescue.build.segments import read_segments_csv
+    from rescue.builder.inputs import load_session
+    from rescue.builder.segments import read_segments_csv
 
     session = load_session(_spec(session_files.video, session_files.subs))
     path = tmp_path / "s.csv"
@@ -181,7 +181,7 @@ def test_video_and_manifest_together_is_an_error(tmp_path, short_video):
 
 
 def test_speaker_names_match_the_cast_whatever_their_case(tmp_path, short_video):
-    from rescue.build.inputs import load_session
+    from rescue.builder.inputs import load_session
 
     subs = write_srt(tmp_path / "s.srt", [(1, 2, "ALAN", "hi"), (3, 4, "THERAPIST", "hello")])
     session = load_session(_spec(short_video, subs))
@@ -192,7 +192,7 @@ def test_speaker_names_match_the_cast_whatever_their_case(tmp_path, short_video)
 
 
 def test_a_speaker_map_names_the_cast(tmp_path, short_video):
-    from rescue.build.inputs import load_session, parse_speaker_map
+    from rescue.builder.inputs import load_session, parse_speaker_map
 
     subs = write_srt(tmp_path / "s.srt", [(1, 2, "Dr. Okafor", "hello"), (3, 4, "M", "hi"), (5, 6, "Alan", "yes")])
     mapping = parse_speaker_map("Dr. Okafor=Therapist,M=Evelyn", "--speaker-map", ("Alan", "Evelyn"))
@@ -217,7 +217,7 @@ def test_a_speaker_map_column_in_the_sessions_csv(tmp_path, short_video):
 
 
 def test_small_overlaps_are_trimmed_and_reported(tmp_path, short_video):
-    from rescue.build.inputs import load_session
+    from rescue.builder.inputs import load_session
 
     subs = write_srt(tmp_path / "s.srt", [(1, 5.15, "Alan", "one"), (5, 6, "Evelyn", "two"), (6.0, 7, "Alan", "x")])
     session = load_session(_spec(short_video, subs))
@@ -230,7 +230,7 @@ def test_small_overlaps_are_trimmed_and_reported(tmp_path, short_video):
 
 @pytest.mark.parametrize("layout", ["two lines", pytest.param("one line", marks=pytest.mark.slow)])
 def test_a_line_of_two_speakers_is_split_in_proportion(tmp_path, short_video, layout):
-    from rescue.build.inputs import load_session
+    from rescue.builder.inputs import load_session
 
     sep = "\n" if layout == "two lines" else " / "
     subs = tmp_path / "s.srt"
@@ -242,7 +242,7 @@ def test_a_line_of_two_speakers_is_split_in_proportion(tmp_path, short_video, la
     assert [start for start, _ in session.split] == [2.0, 4.667]  # 4 words and 5 share 6 s
     assert "holds Alan and Evelyn: split at a time proportional to the words" in session.split[1][1]
     if layout == "one line":  # the draft's two rows carry the flag, for the reviewer to check the boundary
-        from rescue.build import read_manifest
+        from rescue.builder import read_manifest
 
         segments = tmp_path / "seg.csv"
         segments.write_text("0,20\n", encoding="utf-8")
@@ -253,7 +253,7 @@ def test_a_line_of_two_speakers_is_split_in_proportion(tmp_path, short_video, la
 
 
 def test_a_video_without_audio_is_warned_about(tmp_path):
-    from rescue.build.inputs import load_session
+    from rescue.builder.inputs import load_session
     from rescue.media import ffmpeg_exe
 
     video = tmp_path / "silent.mp4"
@@ -299,7 +299,7 @@ def test_the_key_is_checked_before_anything_is_cut(tmp_path, short_video, monkey
 
 @pytest.mark.slow
 def test_review_height_sets_the_clips_height(tmp_path, short_video):
-    from rescue.build import read_manifest
+    from rescue.builder import read_manifest
     from rescue.media import probe
 
     subs = write_srt(tmp_path / "s.srt", [(1, 2, "Alan", "hi")])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rescue.build.inputs import BuildInputError, default_group, read_sessions_csv
+from rescue.builder.inputs import BuildInputError, default_group, read_sessions_csv
 
 HOSTILE_GROUPS = {
     "reserved device": "con",
@@ -89,7 +89,7 @@ def test_plain_names_with_spaces_still_build_their_paths(tmp_path):
 
 
 def test_specs_made_in_code_and_names_differing_in_case_are_refused_before_any_probe(tmp_path):
-    from rescue.build.inputs import SessionSpec, load_sessions
+    from rescue.builder.inputs import SessionSpec, load_sessions
 
     def spec(video, group="alan_and_evelyn"):
         return SessionSpec(tmp_path / video, tmp_path / "a.srt", "couple", ("Alan", "Evelyn"), group)

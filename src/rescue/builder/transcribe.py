@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 from rescue.atomic import write_atomic
 from rescue.llm.reliable import DEFAULT_RETRY_AFTER_CAP
-from rescue.build.chunks import TranscriptChunk, TranscriptChunks, write_chunks
+from rescue.builder.chunks import TranscriptChunk, TranscriptChunks, write_chunks
 from rescue.llm.client import MalformedAnswer
 from rescue.llm.transcribe import read_transcription, transcription_request
 from rescue.media import extract_audio, silences, wav_seconds, wav_slice
 
 if TYPE_CHECKING:
-    from rescue.build.log import BuildLog
+    from rescue.builder.log import BuildLog
     from rescue.llm import Model
 
 # Chunks stay well under OpenAI's 25 MB upload limit (16 kHz mono 16-bit is 1.9 MB a minute).

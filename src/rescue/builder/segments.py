@@ -11,7 +11,7 @@ import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
-from rescue.build.inputs import BuildInputError, CheckedSession, read_csv_text
+from rescue.builder.inputs import BuildInputError, CheckedSession, read_csv_text
 from rescue.data.text import clock_time
 from rescue.media import Cue, parse_timestamp
 from rescue.atomic import write_atomic

@@ -12,9 +12,9 @@ import pytest
 from media_helpers import espeak_available
 from transcribe_media import extracted_audio, spoken_session
 
-from rescue.build import BuildConfig, SessionSpec, build
-from rescue.build.chunks import read_chunks
-from rescue.build.inputs import BuildInputError, parse_speaker_map
+from rescue.builder import BuildConfig, SessionSpec, build
+from rescue.builder.chunks import read_chunks
+from rescue.builder.inputs import BuildInputError, parse_speaker_map
 from rescue.data.validation import validate_path
 from rescue.media import load_cues
 from rescue.testing import serve
