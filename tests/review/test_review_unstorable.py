@@ -15,7 +15,9 @@ from contextlib import contextmanager
 import pytest
 from review_helpers import FIRST, PASSWORD, Client, make_app, seg_url
 
+from rescue.errors import ReviewError
 from rescue.review import crud
+from rescue.review.crud import _write
 
 
 
@@ -212,13 +214,13 @@ def _write_lock_held(app) -> Iterator[None]:  # type: ignore[no-untyped-def]
     on PostgreSQL the segment's advisory lock, from a connection of its own."""
     engine = app.state.engine
     if engine.dialect.name != "postgresql":
-        with crud._write_lock:
+        with _write.write_lock:
             yield
         return
     from sqlalchemy import text
 
     with engine.connect() as connection:
-        key = {"key": crud._advisory_key(FIRST)}
+        key = {"key": _write.advisory_key(FIRST)}
         connection.execute(text("SELECT pg_advisory_lock(:key)"), key)
         try:
             yield
@@ -231,11 +233,12 @@ def _until_waiting_for_the_lock(count: int) -> None:
     import sys
     import time
 
+    entry = _write.writing.__wrapped__.__code__  # type: ignore[attr-defined]
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         waiting = 0
         for frame in sys._current_frames().values():
-            while frame is not None and frame.f_code.co_name != "_writing":
+            while frame is not None and frame.f_code is not entry:
                 frame = frame.f_back
             waiting += frame is not None
         if waiting >= count:
@@ -311,7 +314,7 @@ def test_user_names_are_unique_whatever_their_case(app, taken):
     answer = root.write("POST", "/api/users", {"name": taken, "role": "annotator", "password": PASSWORD})
     assert answer.status_code == 422 and "already exists" in answer.text, answer.text
     assert _stored(app) == before
-    with app.state.sessions() as db, pytest.raises(crud.ReviewError, match="already exists"):
+    with app.state.sessions() as db, pytest.raises(ReviewError, match="already exists"):
         crud.create_user(db, "cli", taken, "annotator", PASSWORD)
 
 

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from rescue.errors import Conflict, ReviewError
 from rescue.review.benchmark import Benchmark, checked_answer
-from rescue.review.crud import ASSIGNMENTS, _audit, _writing
+from rescue.review.crud._write import ASSIGNMENTS, audit, writing
 from rescue.review.models import Base, User, now
 
 AUDIT_ANSWER = "bench.answer"
@@ -71,14 +71,14 @@ def assign(db: Session, actor: str, bench: Benchmark, k: int | None = None,
     load: dict[str, int] = defaultdict(int)
     # Interleave the tasks (one of each in turn), so a person who stops early has answered every task.
     order = sorted(bench.keys(), key=lambda tn: (tn[1], bench.tasks.index(tn[0])))
-    with _writing(db, ASSIGNMENTS):
+    with writing(db, ASSIGNMENTS):
         db.execute(delete(BenchAssignment))
         for i, (task, number) in enumerate(order):
             chosen = [names[(i * k + j) % len(names)] for j in range(k)]
             for name in chosen:
                 load[name] += 1
                 db.add(BenchAssignment(key=key_of(task, number), user_id=users[name].id, position=load[name]))
-        _audit(db, actor, "bench.assign", field="k", new={"k": k, "people": names})
+        audit(db, actor, "bench.assign", field="k", new={"k": k, "people": names})
     return dict(load)
 
 
@@ -116,7 +116,7 @@ def _answer_or_new(db: Session, user: str, key: str) -> BenchAnswer:
 def shown(db: Session, user: str, task: str, number: int) -> dict[str, Any]:
     """Note that the person was shown the instance (the first time starts its clock); their answer so far."""
     key = key_of(task, number)
-    with _writing(db, f"bench:{user}"):
+    with writing(db, f"bench:{user}"):
         record = _answer_or_new(db, user, key)
     return {"value": json.loads(record.value_json), "version": record.version}
 
@@ -127,7 +127,7 @@ def save(db: Session, bench: Benchmark, user: str, task: str, number: int, value
     one). Returns the new version."""
     checked = checked_answer(bench, task, number, value)
     key = key_of(task, number)
-    with _writing(db, f"bench:{user}"):
+    with writing(db, f"bench:{user}"):
         record = _answer_or_new(db, user, key)
         if record.version != version:
             raise Conflict({"value": json.loads(record.value_json), "version": record.version})
@@ -138,7 +138,7 @@ def save(db: Session, bench: Benchmark, user: str, task: str, number: int, value
         record.answered_at = at
         record.version += 1
         record.value_json = json.dumps(checked, ensure_ascii=False, sort_keys=True)
-        _audit(db, user, AUDIT_ANSWER, segment_id=key, copy=user, field="answer", old=old, new=checked)
+        audit(db, user, AUDIT_ANSWER, segment_id=key, copy=user, field="answer", old=old, new=checked)
         return record.version
 
 

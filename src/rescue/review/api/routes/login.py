@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, Request, Response
 
 
+from rescue.errors import AccountDisabled
 from rescue.review import crud, security
 from rescue.review.api.deps import CurrentUser, Db, Body, PlainText
 
@@ -29,7 +30,7 @@ def login(body: LoginBody, request: Request, response: Response, db: Db) -> dict
     found = None
     try:
         found = crud.login(db, body.name, body.password)
-    except crud.AccountDisabled as exc:
+    except AccountDisabled as exc:
         raise HTTPException(403, str(exc)) from None
     finally:
         throttle.end(client, body.name, found is not None)

@@ -12,6 +12,7 @@ from fastapi import APIRouter, HTTPException
 from fastapi.responses import JSONResponse
 from pydantic import Field, StrictInt
 
+from rescue.errors import Conflict, LayoutConflict, ReviewError
 from rescue.review import crud
 from rescue.review.crud import segment_assignees
 from rescue.review.api.deps import (
@@ -52,7 +53,7 @@ def save_row(segment_id: str, row_index: int, body: RowSave, actor: CurrentUser,
     try:
         saved = crud.save_row(db, actor.name, segment, target, row_index, body.version, body.fields, body.accepted,
                               segment_assignees(db, segment_id), body.acknowledged)
-    except crud.Conflict as exc:
+    except Conflict as exc:
         return JSONResponse(status_code=409, content={
             "detail": f"row {row_index} was saved by {exc.current.get('updated_by') or 'someone'} since you loaded "
                       f"version {body.version}",
@@ -63,7 +64,7 @@ def save_row(segment_id: str, row_index: int, body: RowSave, actor: CurrentUser,
         })
     except FieldError as exc:
         raise HTTPException(422, {"message": str(exc), "problems": exc.problems}) from None
-    except crud.ReviewError as exc:
+    except ReviewError as exc:
         raise HTTPException(404, str(exc)) from None
     return {"version": saved.version, "copy": target, "acknowledged": saved.acknowledged,
             "checks": checks_payload(segment, saved.values, saved.acknowledged)}
@@ -118,15 +119,15 @@ def _cut(db: Db, project: ProjectDep, actor: CurrentUser, segment: Segment, copy
     target = resolve_copy(db, actor, segment.sample_id, copy, write=True)
     try:
         layout, row_index = run(target, segment_assignees(db, segment.sample_id))
-    except crud.Conflict as exc:  # a stale layout or row version (or, on PostgreSQL, a row saved a moment before)
-        layout = exc.layout if isinstance(exc, crud.LayoutConflict) else (
+    except Conflict as exc:  # a stale layout or row version (or, on PostgreSQL, a row saved a moment before)
+        layout = exc.layout if isinstance(exc, LayoutConflict) else (
             cut.revision if (cut := crud.copy_cut(db, segment.sample_id, target)) else 0)
         return JSONResponse(status_code=409, content={
             "detail": f"the rows changed since you loaded them (now cut revision {layout}); reload to see them",
             "current": exc.current, "layout": layout})
     except FieldError as exc:
         raise HTTPException(422, {"message": str(exc), "problems": exc.problems}) from None
-    except crud.ReviewError as exc:
+    except ReviewError as exc:
         raise HTTPException(404, str(exc)) from None
     return {"row_index": row_index, "layout": layout, "segment": segment_payload(db, project, segment, target)}
 

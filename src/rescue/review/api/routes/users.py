@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 
 
+from rescue.errors import ReviewError
 from rescue.review import crud
 from rescue.review.api.deps import Adjudicator, Admin, Db, Body, PlainText, ProjectDep
 
@@ -44,7 +45,7 @@ def list_users(actor: Adjudicator, db: Db) -> list[dict[str, Any]]:
 def _account_write(write: Callable[[], None]) -> dict[str, Any]:
     try:
         write()
-    except crud.ReviewError as exc:
+    except ReviewError as exc:
         raise HTTPException(404 if str(exc).startswith("no user") else 422, str(exc)) from None
     return {"ok": True}
 
@@ -74,7 +75,7 @@ def add_user(body: NewUser, actor: Admin, db: Db) -> dict[str, str]:
     """POST /api/users: create an account (admins); 422 for a bad name, role or password."""
     try:
         user = crud.create_user(db, actor.name, body.name, body.role, body.password)
-    except crud.ReviewError as exc:
+    except ReviewError as exc:
         raise HTTPException(422, str(exc)) from None
     return {"name": user.name, "role": user.role}
 
@@ -90,5 +91,5 @@ def make_assignments(body: AssignBody, actor: Admin, db: Db, project: ProjectDep
     """POST /api/assignments: assign ``k`` annotators to every segment (admins)."""
     try:
         return crud.assign(db, actor.name, project, body.k, body.annotators)
-    except crud.ReviewError as exc:
+    except ReviewError as exc:
         raise HTTPException(422, str(exc)) from None
