@@ -20,6 +20,7 @@ from rescue.builder.checks import (
     uncovered_cues,
 )
 from rescue.builder.manifest import Problem
+from rescue.builder.options import BuildOptions
 from rescue.builder.prompts import (
     ROW_KEYS,
     annotation_system_prompt,
@@ -46,14 +47,15 @@ RELATION_OUTPUT_TOKENS_PER_ROW = 80
 class AnnotateSettings:
     """How pre-annotation asks: frames or clips, how many images, and the size and overlap of cue windows."""
 
-    video_input: BuildVideoInput = "frames"
-    frame_rate: float = 0.5  # frames per second of speech
-    frames_per_cue: int = 2
-    max_images: int = 24  # per request, spread over its cues
-    frame_width: int = 448
-    window_cues: int = 40
-    window_overlap: int = 6
-    max_tokens: int = 12000
+    # The defaults are rescue build's (rescue.builder.options, their one declaration).
+    video_input: BuildVideoInput = BuildOptions.video_input
+    frame_rate: float = BuildOptions.frame_rate  # frames per second of speech
+    frames_per_cue: int = BuildOptions.frames_per_line
+    max_images: int = BuildOptions.max_images  # per request, spread over its cues
+    frame_width: int = BuildOptions.frame_width
+    window_cues: int = BuildOptions.window_lines
+    window_overlap: int = BuildOptions.window_overlap
+    max_tokens: int = BuildOptions.max_tokens
     relation_max_tokens: int = 4000
     temperature: float | None = None
 

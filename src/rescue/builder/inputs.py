@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rescue.builder.chunks import TranscriptChunks, chunk_label, read_chunks
+from rescue.builder.options import BuildOptions
 from rescue.data.models import GROUP_LABELS, NON_PERSON_LABELS, THERAPIST, Scenario
 from rescue.data.names import NAME_RULE, name_problem
 from rescue.data.text import clock_time, visible_text
@@ -22,8 +23,6 @@ from rescue.errors import BuildInputError as BuildInputError
 
 # Subtitle and container clocks disagree by a frame or two at the very end.
 END_TOLERANCE = 0.1
-# Real transcripts let one line run into the next by a few frames; up to this much is trimmed, not refused.
-OVERLAP_TOLERANCE = 0.2
 MANIFEST_COLUMNS = ("video", "subtitles", "scenario", "participants", "group")
 MAX_VIDEO_STEM = 100  # the stem names the sample and its files: <group>/<stem>_segmentNN.mp4
 
@@ -40,8 +39,8 @@ class SessionSpec:
     segments: Path | None = None
     origin: str = ""  # "sessions.csv:3" for a CSV line, for messages
     speaker_map: tuple[tuple[str, str], ...] = ()  # subtitle name -> cast name ("Dr. Okafor" -> "Therapist")
-    overlap_tolerance: float = OVERLAP_TOLERANCE
-    subs_offset: float = 0.0  # --subs-offset: seconds added to every line's times (late subtitles: negative)
+    overlap_tolerance: float = BuildOptions.overlap_tolerance
+    subs_offset: float = BuildOptions.subs_offset  # --subs-offset: seconds added to every line's times (late subtitles: negative)
     # --transcribe: ``subtitles`` is the transcript rescue writes (DIR/transcripts/<group>/<stem>.srt)
     transcribe: bool = False
 
@@ -384,7 +383,7 @@ def read_csv_text(path: Path) -> str:
 
 
 def read_sessions_csv(path: Path, *, default_map: tuple[tuple[str, str], ...] = (),
-                      overlap_tolerance: float = OVERLAP_TOLERANCE,
+                      overlap_tolerance: float = BuildOptions.overlap_tolerance,
                       transcripts: Path | None = None) -> list[SessionSpec]:
     """``--manifest sessions.csv``: a header ``video,subtitles,scenario,participants,group[,segments]
     [,speaker_map]``, one line per video; paths relative to the CSV's folder; participants and speaker-map

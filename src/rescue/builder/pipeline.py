@@ -32,6 +32,7 @@ from rescue.builder.annotate import (
 )
 from rescue.builder.inputs import BuildInputError, CheckedSession, SessionSpec, load_sessions
 from rescue.builder.log import BuildLog
+from rescue.builder.options import BuildOptions
 from rescue.builder.manifest import (
     DroppedSegment,
     Manifest,
@@ -69,22 +70,22 @@ class BuildConfig:
 
     out: Path
     sessions: list[SessionSpec]
-    min_duration: float = 120.0
+    min_duration: float = BuildOptions.min_duration
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
     annotate: AnnotateSettings = field(default_factory=AnnotateSettings)
     extra_body: dict[str, Any] = field(default_factory=dict)
-    timeout: float = 600.0
-    concurrency: int = 4
-    max_retries: int = 5
-    max_failures: int | None = 50
+    timeout: float = BuildOptions.timeout
+    concurrency: int = BuildOptions.concurrency
+    max_retries: int = BuildOptions.max_retries
+    max_failures: int | None = BuildOptions.max_failures  # None: never stop
     max_cost: float | None = None
-    retry_errors: bool = False
+    retry_errors: bool = BuildOptions.retry_errors
     prices: str | None = None
-    row_clips: bool = False
-    dry_run: bool = False
-    propose_only: bool = False
+    row_clips: bool = BuildOptions.row_clips
+    dry_run: bool = BuildOptions.dry_run
+    propose_only: bool = BuildOptions.propose_only
     keyframe_interval: float = 1.0
     scene_threshold: float = 0.3
     review_height: int | None = None  # review clips' height; None: the source's, at most 720
@@ -106,8 +107,8 @@ class BuildConfig:
     transcribe_base_url: str | None = None
     transcribe_api_key_env: str | None = None
     language: str | None = None
-    check_alignment: bool = True  # subtitles checked against the speech in the audio
-    chunk_seconds: float = 600.0  # --transcribe: the longest audio sent in one request (cut at silences)
+    check_alignment: bool = not BuildOptions.no_align_check  # subtitles checked against the speech in the audio
+    chunk_seconds: float = BuildOptions.chunk_seconds  # --transcribe: the longest audio sent in one request (cut at silences)
 
 
 @dataclass

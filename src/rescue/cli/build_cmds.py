@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
+from rescue.builder.options import NO_DEFAULT, build_options
 from rescue.cli.app import app, console, err_console
+from rescue.engine.run_options import literal_choices, option as run_declared
 from rescue.errors import EXIT_ERROR, EXIT_INCOMPLETE
 
 if TYPE_CHECKING:
@@ -17,112 +21,58 @@ if TYPE_CHECKING:
     from rescue.builder.inputs import SessionSpec
 
 
-@app.command("build")
-def build_command(
-    out: Annotated[Path, typer.Option("--out", help="Output folder: draft.jsonl, manifest.json, clips/, build.log.")],
-    video: Annotated[Path | None, typer.Argument(help="A session video (or use --manifest for many).")] = None,
-    subs: Annotated[Path | None, typer.Option("--subs", help="The video's subtitles: .srt, .vtt or .ass.")] = None,
-    transcribe: Annotated[str | None, typer.Option(
-        "--transcribe", help="No subtitles: transcribe the audio with this speech-to-text model (PRESET/ID such as "
-        "openai/whisper-1, any id with --transcribe-base-url, or local/faster-whisper) into "
-        "DIR/transcripts/<group>/<stem>.srt, then build from it.")] = None,
-    transcribe_model: Annotated[str | None, typer.Option(
-        "--transcribe-model", help="local/faster-whisper: the weights' folder (or a faster-whisper model name).")] = None,
-    transcribe_base_url: Annotated[str | None, typer.Option(
-        "--transcribe-base-url", help="An OpenAI-compatible endpoint with /audio/transcriptions for --transcribe.")] = None,
-    transcribe_api_key_env: Annotated[str | None, typer.Option(
-        "--transcribe-api-key-env", help="The environment variable that holds --transcribe's key.")] = None,
-    language: Annotated[str | None, typer.Option(
-        "--language", help="The spoken language for --transcribe (ISO 639-1, e.g. en); default: detected.")] = None,
-    chunk_seconds: Annotated[float, typer.Option(
-        "--chunk-seconds", help="--transcribe: the longest audio sent in one request, in seconds (cut at silences; "
-        "neighbouring chunks share up to 30 s).")] = 600.0,
-    subs_offset: Annotated[float, typer.Option(
-        "--subs-offset", help="Seconds added to every subtitle time (negative: the subtitles run late).")] = 0.0,
-    no_align_check: Annotated[bool, typer.Option(
-        "--no-align-check", help="Skip checking the subtitles against the speech in the audio.")] = False,
-    scenario: Annotated[str | None, typer.Option("--scenario", help="couple or family.")] = None,
-    participants: Annotated[str | None, typer.Option(
-        "--participants", help='The people on screen, e.g. "Alan,Evelyn" (the therapist is always Therapist).')] = None,
-    group: Annotated[str | None, typer.Option(
-        "--group", help="The group of the sample ids <group>/<video stem>_segmentNN (default: alan_and_evelyn style).")] = None,
-    segments: Annotated[Path | None, typer.Option(
-        "--segments", help="CSV start,end[,name] (seconds or HH:MM:SS.mmm); default: proposed and written to DIR/segments/.")] = None,
-    manifest: Annotated[Path | None, typer.Option(
-        "--manifest", help="CSV video,subtitles,scenario,participants,group[,segments]: one line per video.")] = None,
-    speaker_map: Annotated[str | None, typer.Option(
-        "--speaker-map", help='Subtitle speaker names for cast names, e.g. "Dr. Okafor=Therapist,M=Maya" '
-        "(a manifest's speaker_map column, where given, wins).")] = None,
-    overlap_tolerance: Annotated[float, typer.Option(
-        "--overlap-tolerance", help="Subtitle lines overlapping the next by at most this many seconds are "
-        "trimmed (and reported), not refused.")] = 0.2,
-    min_duration: Annotated[float, typer.Option("--min-duration", help="Drop segments shorter than this (seconds).")] = 120.0,
-    propose_only: Annotated[bool, typer.Option("--propose-only", help="Write proposed segments and stop.")] = False,
-    model: Annotated[str | None, typer.Option(
-        "--model", help="The pre-annotation model: PRESET/ID, any id with --base-url, or local/NAME. "
-        "Without it the draft holds the subtitles only.")] = None,
-    base_url: Annotated[str | None, typer.Option("--base-url", help="An OpenAI-compatible endpoint for --model.")] = None,
-    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="The environment variable that holds the key.")] = None,
-    video_input: Annotated[str, typer.Option(
-        "--video-input", help="clip (the segment as video_url), frames (JPEG frames inside each line) or none.")] = "frames",
-    frame_rate: Annotated[float, typer.Option("--frame-rate", help="Frames per second inside a line.")] = 0.5,
-    frames_per_line: Annotated[int, typer.Option("--frames-per-line", help="At most this many frames per line.")] = 2,
-    max_images: Annotated[int, typer.Option("--max-images", help="At most this many images per request.")] = 24,
-    frame_width: Annotated[int, typer.Option("--frame-width", help="Frames, and the video sent with --video-input clip, are scaled down to this width (pixels).")] = 448,
-    window_lines: Annotated[int, typer.Option("--window-lines", help="Subtitle lines per request; longer segments use overlapping windows.")] = 40,
-    window_overlap: Annotated[int, typer.Option("--window-overlap", help="Lines shared by neighbouring windows.")] = 6,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Answer budget of an annotation request.")] = 12000,
-    temperature: Annotated[float | None, typer.Option("--temperature")] = None,
-    extra: Annotated[list[str] | None, typer.Option("--extra", help="A provider extra, KEY=JSON; repeatable.")] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request attempt.")] = 600.0,
-    retry_after_cap: Annotated[float, typer.Option(
-        "--retry-after-cap", help="The longest Retry-After wait obeyed, in seconds; a request told to wait longer "
-        "twice fails.")] = 300.0,
-    max_answer_bytes: Annotated[int, typer.Option(
-        "--max-answer-bytes", help="A larger answer is recorded as a request error, not stored.")] = 8 * 1024 * 1024,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Most requests in flight.")] = 4,
-    max_retries: Annotated[int, typer.Option("--max-retries", help="Retries of a transient failure.")] = 5,
-    max_failures: Annotated[int, typer.Option("--max-failures", help="Stop asking after this many failed requests (0: never).")] = 50,
-    max_cost: Annotated[float | None, typer.Option("--max-cost", help="Stop (resumably) once this many dollars are spent.")] = None,
-    retry_errors: Annotated[bool, typer.Option("--retry-errors", help="Ask again what failed in earlier runs.")] = False,
-    prices: Annotated[Path | None, typer.Option("--prices", help="A price table (TOML) consulted first.")] = None,
-    row_clips: Annotated[bool, typer.Option("--row-clips", help="Also cut one clip per row.")] = False,
-    review_height: Annotated[int | None, typer.Option(
-        "--review-height", help="Height of the clips for review, in lines (never above the source's); "
-        "default: the source's, at most 720.")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the requests, images, tokens and cost; send and write nothing.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
-) -> None:
+def build_command(**options: Any) -> None:
     """Cut session videos into segments and pre-annotate them into a draft release for review."""
     from rescue.builder import AnnotateSettings, BuildConfig, build
 
-    _check_options(video_input, review_height, overlap_tolerance)
-    if not 10 <= chunk_seconds < float("inf"):
+    o = SimpleNamespace(**options)
+    _check_options(o.video_input, o.review_height, o.overlap_tolerance)
+    if not 10 <= o.chunk_seconds < float("inf"):
         from rescue.builder.inputs import BuildInputError
 
-        raise BuildInputError([f"--chunk-seconds {chunk_seconds:g}: give at least 10 seconds"])
-    specs = _session_specs(out, video, subs, transcribe, scenario, participants, group, segments, manifest,
-                           speaker_map, overlap_tolerance, subs_offset)
-    settings = AnnotateSettings(video_input=video_input, frame_rate=frame_rate,  # type: ignore[arg-type]
-                                frames_per_cue=frames_per_line, max_images=max_images, frame_width=frame_width,
-                                window_cues=window_lines, window_overlap=window_overlap, max_tokens=max_tokens,
-                                temperature=temperature)
+        raise BuildInputError([f"--chunk-seconds {o.chunk_seconds:g}: give at least 10 seconds"])
+    specs = _session_specs(o.out, o.video, o.subs, o.transcribe, o.scenario, o.participants, o.group, o.segments,
+                           o.manifest, o.speaker_map, o.overlap_tolerance, o.subs_offset)
+    settings = AnnotateSettings(video_input=o.video_input, frame_rate=o.frame_rate, frames_per_cue=o.frames_per_line,
+                                max_images=o.max_images, frame_width=o.frame_width, window_cues=o.window_lines,
+                                window_overlap=o.window_overlap, max_tokens=o.max_tokens, temperature=o.temperature)
     config = BuildConfig(
-        out=out, sessions=specs, min_duration=min_duration, model=model, base_url=base_url, api_key_env=api_key_env,
-        annotate=settings, extra_body=_extras(extra), timeout=timeout, concurrency=concurrency,
-        max_retries=max_retries, max_failures=max_failures or None, max_cost=max_cost, retry_errors=retry_errors,
-        prices=None if prices is None else str(prices), row_clips=row_clips, dry_run=dry_run, propose_only=propose_only,
-        review_height=review_height, retry_after_cap=retry_after_cap, max_answer_bytes=max_answer_bytes,
-        transcribe=transcribe, transcribe_model=transcribe_model, transcribe_base_url=transcribe_base_url,
-        transcribe_api_key_env=transcribe_api_key_env, language=language, check_alignment=not no_align_check,
-        chunk_seconds=chunk_seconds,
+        out=o.out, sessions=specs, min_duration=o.min_duration, model=o.model, base_url=o.base_url,
+        api_key_env=o.api_key_env, annotate=settings, extra_body=_extras(o.extra), timeout=o.timeout,
+        concurrency=o.concurrency, max_retries=o.max_retries, max_failures=o.max_failures or None,
+        max_cost=o.max_cost, retry_errors=o.retry_errors, prices=None if o.prices is None else str(o.prices),
+        row_clips=o.row_clips, dry_run=o.dry_run, propose_only=o.propose_only, review_height=o.review_height,
+        retry_after_cap=o.retry_after_cap, max_answer_bytes=o.max_answer_bytes, transcribe=o.transcribe,
+        transcribe_model=o.transcribe_model, transcribe_base_url=o.transcribe_base_url,
+        transcribe_api_key_env=o.transcribe_api_key_env, language=o.language, check_alignment=not o.no_align_check,
+        chunk_seconds=o.chunk_seconds,
     )
     from rescue.proc import ending_children_on_signals
 
     # SIGTERM (timeout, systemd, a scheduler) stops the build as Ctrl-C does: its ffmpeg children die with it.
     with ending_children_on_signals():
         outcome = build(config, echo=lambda message: err_console.print(message, highlight=False, markup=False))
-    _report(config, outcome, console.print if not quiet else (lambda *a, **k: None))
+    _report(config, outcome, console.print if not o.quiet else (lambda *a, **k: None))
+
+
+def _signature() -> inspect.Signature:
+    """``rescue build``'s parameters, one per option :class:`rescue.builder.options.BuildOptions` declares, in its
+    order. A closed choice is taken as text (the command checks it and names the option); an option ``as_run``
+    shows ``rescue run``'s default, which the build then uses."""
+    params = []
+    for declared in build_options():
+        flag = declared.flag
+        info = typer.Option(*flag.flags, help=flag.help) if flag.flags else typer.Argument(help=flag.help)
+        annotation = str if literal_choices(declared.annotation) else declared.annotation
+        default = run_declared(declared.name).default if flag.as_run else declared.default
+        params.append(inspect.Parameter(declared.name, inspect.Parameter.KEYWORD_ONLY,
+                                        annotation=Annotated[annotation, info],
+                                        default=inspect.Parameter.empty if default is NO_DEFAULT else default))
+    return inspect.Signature(params, return_annotation=None)
+
+
+build_command.__signature__ = _signature()  # type: ignore[attr-defined]
+app.command("build")(build_command)
 
 
 def _extras(extra: list[str] | None) -> dict[str, object]:
