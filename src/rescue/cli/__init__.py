@@ -19,6 +19,8 @@ from rescue.cli.app import app, err_console
 from rescue.errors import EXIT_ERROR, RescueError, Terminated, exit_code
 from rescue.data.text import visible_text
 
+__all__ = ["app", "main"]
+
 # Each module registers its commands on `app` when imported.
 _COMMAND_MODULES = ("data_cmds", "tasks_cmds", "run_cmds", "judge_cmds", "report_cmds", "review_cmds", "build_cmds",
                     "splits_cmds", "export_cmds")

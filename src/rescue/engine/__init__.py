@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+__all__ = ["ReliableModel", "resolve_model"]
+
 
 def __getattr__(name: str) -> Any:
     if name == "resolve_model":

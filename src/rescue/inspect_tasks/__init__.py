@@ -11,3 +11,9 @@ Nothing here copies task logic: prompts, parsing, scores and metrics are the tas
 """
 
 from __future__ import annotations
+
+# Its face is its modules; ``bench`` imports inspect_ai, so nothing is imported here.
+__all__ = [
+    "bench",
+    "plan",
+]

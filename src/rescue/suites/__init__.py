@@ -23,6 +23,18 @@ from typing import Any
 
 from rescue.errors import SuiteError as SuiteError
 
+__all__ = [
+    "PACKAGED",
+    "KeyStatus",
+    "Suite",
+    "SuiteError",
+    "SuiteModel",
+    "apply_suite",
+    "key_status",
+    "load_suite",
+    "print_plan",
+]
+
 PACKAGED = ("paper",)
 
 
