@@ -123,13 +123,18 @@ def test_gzip_data_past_its_limit_is_refused():
         gunzip_limited(bomb, limit=4 * MiB, what="payload")
 
 
-PEAK = """import resource, sys
+# The child's own peak: VmHWM belongs to the memory map the child made. Not ru_maxrss: Linux carries the maximum
+# across execve, and subprocess starts the child from pytest's own map (vfork), so ru_maxrss reported the whole
+# test run's peak (2.2 GB in a full run) rather than the report's.
+PEAK = """import re, sys
+from pathlib import Path
 from rescue.cli import main
 sys.argv[0] = "rescue"
 try:
     main()
 finally:
-    print("peak-rss-kib", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+    status = Path("/proc/self/status").read_text()
+    print("peak-rss-kib", re.search(r"VmHWM:\\s+(\\d+) kB", status).group(1), file=sys.stderr)
 """
 
 
