@@ -147,9 +147,15 @@ def test_kills_at_twenty_points_leave_no_broken_clip_and_no_ffmpeg(session, tmp_
     kills, orphans, decoded, made = 0, 0, 0, 0
     round_ = 0
     out = tmp_path / f"round {round_}"
-    for point in range(POINTS):
+    attempts = 0
+    # A point counts when its kill landed: a build that ended before its trigger (the machine was quick, or the
+    # folder had few cuts left) is tried again at the next trigger, so a loaded machine cannot thin the test out.
+    while kills < POINTS and attempts < 3 * POINTS:
+        point, attempts = kills, attempts + 1
         how = signal.SIGKILL if point % 2 == 0 else signal.SIGTERM
-        trigger = TRIGGERS[point % len(TRIGGERS)]
+        nth, delay = TRIGGERS[attempts % len(TRIGGERS)]
+        done = len(list((out / "clips").rglob("*.mp4"))) if (out / "clips").is_dir() else 0
+        trigger = (None if nth is None else min(nth, SEGMENTS - done), delay)  # a cut this build will make
         if _kill_at(_command(session, out), env, trigger, how):
             kills += 1
         # Whatever the moment, nothing of the build runs on, and every clip in place is whole.
@@ -171,7 +177,7 @@ def test_kills_at_twenty_points_leave_no_broken_clip_and_no_ffmpeg(session, tmp_
     assert not [p for p in out.rglob(".*") if p.is_file() and p.name != ".rescue.lock"]
     decoded += sum(_decodes_fully(c, clip_seconds) for c in clips)
     made += len(clips)
-    print(f"kill test: {kills} kills at {POINTS} points in {round_ + 1} build folders, {orphans} ffmpeg left running, "
+    print(f"kill test: {kills} kills in {attempts} tries in {round_ + 1} build folders, {orphans} ffmpeg left running, "
           f"{decoded}/{made} clips decoded fully")
-    assert kills >= POINTS - 2  # a trigger may come after a short build ended; nearly all points must kill
+    assert kills == POINTS
     assert decoded == made > 0
