@@ -23,7 +23,7 @@ counts in the denominator and scores as wrong.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Protocol, get_args, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, TypedDict, get_args, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
@@ -43,6 +43,18 @@ Status = Literal["ok", "parse_error", "missing", "request_error", "refused", "bu
 STATUSES: tuple[str, ...] = get_args(Status)
 
 
+class InstanceExtra(TypedDict, total=False):
+    """``Instance.extra``: what a task's ``build`` notes about an instance for its own ``render`` and ``parse``, for
+    the offline baselines and for the run plan. Each key is set by the tasks named; none is required."""
+
+    speaker: str  # ER, VP: the speaker of the instance's row
+    participants: list[str]  # VP: the people a viewpoint can be about (rescue.tasks.vp.participants)
+    gold_field: str  # RPP: the row field the gold label was read from (rpp_gold)
+    gold_source: str  # STP: the strategy field the support target was read from
+    support_target: str  # SSP: the support target, shown in the prompt
+    target_source: str  # SSP: the strategy field the support target was read from
+
+
 @dataclass
 class Instance:
     """One thing to predict. ``instance_id`` never encodes the gold label."""
@@ -53,14 +65,14 @@ class Instance:
     row_index: int  # the row being predicted (ITP: the decision row t; the therapist may enter at t+1)
     gold: Any
     labels: list[str] = field(default_factory=list)  # the closed candidate set, empty for open tasks
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: InstanceExtra = field(default_factory=lambda: InstanceExtra())
 
     @classmethod
     def at_row(cls, task: str, sample: Sample, row_index: int, gold: Any, *, local_id: str | None = None,
-               labels: list[str] | None = None, extra: dict[str, Any] | None = None) -> Instance:
+               labels: list[str] | None = None, extra: InstanceExtra | None = None) -> Instance:
         """An instance about one row, with the id contract ``"{sample_id}#{local_id}"`` (default ``row<k>``)."""
         return cls(task, f"{sample.sample_id}#{local_id or f'row{row_index}'}", sample, row_index, gold,
-                   list(labels or []), dict(extra or {}))
+                   list(labels or []), (extra or InstanceExtra()).copy())
 
     @property
     def sample_id(self) -> str:

@@ -11,13 +11,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 from rescue.data.evenly import pick_evenly as pick_evenly  # ER's and VP's checkpoints
 from rescue.data.models import NON_PERSON_LABELS, Row, Sample
 from rescue.data.taxonomy import INTENSITY_SCALE
 from rescue.tasks import prompts
-from rescue.tasks.base import Instance, PredictionRecord
+from rescue.tasks.base import Instance, InstanceExtra, PredictionRecord
 from rescue.tasks.parsing import AnswerError, Matching, local_id
 from rescue.tasks.render import EncodedRows, RawJSON, RowCache, dumps, encode_row
 from rescue.tasks.rubric import (
@@ -85,7 +85,7 @@ def answer_intensity(value: Any) -> int:
     return rounded
 
 
-def make_instance(task: str, sample: Sample, row: Row, gold: Any, **extra: Any) -> Instance:
+def make_instance(task: str, sample: Sample, row: Row, gold: Any, **extra: Unpack[InstanceExtra]) -> Instance:
     """An instance at ``row`` of ``sample``, with the row's speaker among its extras."""
     return Instance.at_row(task, sample, row.row_index, gold, extra={"speaker": row.speaker, **extra})
 
