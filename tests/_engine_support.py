@@ -8,6 +8,7 @@ requests: by the hash of the messages. Tests then check real metrics computed fr
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from rescue.tasks import get_task
@@ -79,3 +80,35 @@ def start_slow_run(server, out):
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
         time.sleep(0.05)
     return process
+
+
+def saved_answers(cache: Path) -> int:
+    """How many answers the response cache file ``cache`` (a run's or a build's ``cache.sqlite``) holds now, read
+    while another process may be writing it; 0 before it exists."""
+    import sqlite3
+
+    if not cache.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{cache}?mode=ro", uri=True, timeout=5) as db:
+            return int(db.execute("SELECT COUNT(*) FROM answers").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+
+
+def settled_count(server, quiet_s: float = 0.5, limit_s: float = 30.0) -> int:
+    """The server's request count once it has stopped changing. A run that is killed or stopped drops its requests
+    in flight; the server may still read one of them after the run has ended, and counting it as the rerun's made
+    the rerun look as if it asked more than there are instances (seen once in a loaded CI run: 32 for 30)."""
+    import time
+
+    deadline = time.monotonic() + limit_s
+    count, since = server.request_count, time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = server.request_count
+        if now != count or server.in_flight:
+            count, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            break
+    return count

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from _cli import invoke_main
-from _engine_support import itp_instances, oracle_answers, oracle_script
+from _engine_support import itp_instances, oracle_answers, oracle_script, settled_count
 
 from rescue.testing.openai_server import serve
 
@@ -64,24 +64,6 @@ def _run(out: Path, url: str):
                        env={"OPENAI_API_KEY": "test"})
 
 
-def _settled_count(server, quiet_s: float = 0.5, limit_s: float = 10.0) -> int:
-    """The server's request count once it has stopped changing. A run stopped by the full disk drops its requests in
-    flight; the server may still read one of them after the run returned, and counting it as the rerun's made the
-    rerun look as if it asked more than there are instances (seen once in a loaded CI run: 32 for 30)."""
-    import time
-
-    deadline = time.monotonic() + limit_s
-    count, since = server.request_count, time.monotonic()
-    while time.monotonic() < deadline:
-        time.sleep(0.05)
-        now = server.request_count
-        if now != count or server.in_flight:
-            count, since = now, time.monotonic()
-        elif time.monotonic() - since >= quiet_s:
-            break
-    return count
-
-
 @pytest.mark.parametrize("leave_kb", [0, 8, 48, 120])
 def test_a_run_on_a_full_disk_says_so_and_the_rerun_completes(tmp_path, leave_kb):
     instances = itp_instances(2)
@@ -89,7 +71,7 @@ def test_a_run_on_a_full_disk_says_so_and_the_rerun_completes(tmp_path, leave_kb
         filler = fill(disk, leave_kb)
         out = disk / "run"
         first = _run(out, server.base_url)
-        asked = _settled_count(server)
+        asked = settled_count(server)
         if first.exit_code != 0 or leave_kb == 0:  # with no space at all it cannot succeed
             _assert_disk_message(first)
         results = out / "results.json"
