@@ -127,7 +127,16 @@ def test_fatal_error_stops_asking(tmp_path):
 
 
 def test_concurrency_is_used_and_capped(tmp_path):
-    with serve(Reply.json({"ok": 1}), latency=0.2) as server:
+    async def eight_at_once(body):
+        # The first requests wait until eight are in (or a long while): a loaded machine that sends them slowly
+        # cannot keep eight from meeting (0.2 s latency alone left it to chance); after that each waits 0.2 s, so
+        # a ninth let through would be seen too.
+        deadline = time.monotonic() + 30
+        while server.max_in_flight < 8 and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        return Reply.json({"ok": 1})
+
+    with serve(eight_at_once, latency=0.2) as server:
         answers = _run(_reliable(server, tmp_path, concurrency=8), [_request(i) for i in range(32)])
         # Eight at once seen by the server: used (not one after another) and capped. No wall-clock bound: it
         # failed on a loaded machine while the behaviour was right.
@@ -137,12 +146,14 @@ def test_concurrency_is_used_and_capped(tmp_path):
 
 def test_limiter_halves_on_rate_limit_and_grows_back():
     async def go():
-        limiter = AdaptiveLimiter(16, cooldown=0.05)
+        # A cooldown a loaded machine cannot outlast between two statements (0.05 s could pass there, and the
+        # second 429 then counted as a new burst).
+        limiter = AdaptiveLimiter(16, cooldown=0.5)
         limiter.on_rate_limit(None)
         assert limiter.limit == 8
         limiter.on_rate_limit(None)  # a burst of 429s within the cooldown counts once
         assert limiter.limit == 8
-        await asyncio.sleep(0.06)
+        await asyncio.sleep(0.51)
         for _ in range(3):
             limiter.on_success()
         assert limiter.limit == 11
