@@ -10,6 +10,15 @@ _.__signature__
 # Jinja templates read these (report/templates/report.html.j2).
 _.data_uri
 _.css
+# Keys of TypedDicts that code writes and the pages' JavaScript or a reader of the record reads (review answers,
+# Instance.extra).
+_.my_status
+_.speaker_names
+_.has_media
+_.my_reviewed_rows
+_.final_status
+_.gold_source
+_.target_source
 # Fields of stored formats (results.json, the release format, batches.json): written and read back whole.
 _.relation_pattern_reason
 _.relation_pattern_evidence_rows

@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import signal
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 EXIT_ERROR = 2
@@ -339,7 +340,7 @@ class AccountDisabled(ReviewError):
 class Conflict(RescueError):
     """A save over a newer version; ``current`` is the row as it now stands."""
 
-    def __init__(self, current: dict[str, Any]):
+    def __init__(self, current: Mapping[str, Any]):
         super().__init__("the row changed since it was loaded")
         self.current = current
 
@@ -347,7 +348,7 @@ class Conflict(RescueError):
 class LayoutConflict(Conflict):
     """A cut started from an older cut of the copy (or from an older version of a row it touches)."""
 
-    def __init__(self, current: dict[str, Any], layout: int):
+    def __init__(self, current: Mapping[str, Any], layout: int):
         super().__init__(current)
         self.layout = layout
 

@@ -160,7 +160,7 @@ def compute_agreement(db: Session, project: Project) -> dict[str, Any]:
     for sample_id, p in sorted(project_progress(db, project).items()):
         segment = project.segments[sample_id]
         for name in p.annotators:
-            if p.states.get(name, {}).get("status") != "verified" or name == FINAL:
+            if p.copy_status(name) != "verified" or name == FINAL:
                 continue
             annotators.add(name)
             rows = copy_values(db, segment, name)

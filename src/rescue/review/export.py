@@ -41,7 +41,7 @@ def build_export(db: Session, project: Project) -> tuple[list[dict[str, Any]], d
         if p.status != "verified" or p.source is None:
             entry: dict[str, Any] = {"sample_id": sample_id, "status": p.status}
             if p.status == "discarded":
-                entry["discarded"] = {c: s for c, s in p.states.items() if s.get("status") == "discarded"}
+                entry["discarded"] = {c: s for c, s in p.states.items() if s["status"] == "discarded"}
             left_out.append(entry)
             continue
         rows = copy_values(db, segment, p.source)
@@ -51,7 +51,7 @@ def build_export(db: Session, project: Project) -> tuple[list[dict[str, Any]], d
         segments.append({
             "sample_id": sample_id,
             "source": "adjudicated" if p.source == FINAL else "annotators agreed",
-            "verified_by": sorted(c for c, s in p.states.items() if s.get("status") == "verified" and c != FINAL),
+            "verified_by": sorted(c for c, s in p.states.items() if s["status"] == "verified" and c != FINAL),
             "adjudicated_by": p.states[FINAL]["by"] if p.source == FINAL else None,
             "verified_at": p.states[p.source]["at"],
             "changes_from_draft": _changes(draft_counterparts(segment, rows) if recut else segment.rows, rows),

@@ -14,6 +14,7 @@ from rescue.review.crud import annotator_copies, assignments, comment_counts
 from rescue.review.fields import FIELD_NAMES
 from rescue.review.models import FINAL, RowCopy, SegmentState
 from rescue.review.project import Project, Segment
+from rescue.review.shapes import CopyState
 
 ALL_FIELDS = sorted(FIELD_NAMES)
 
@@ -26,7 +27,7 @@ class SegmentProgress:
     rows: int
     assigned: list[str]
     annotators: list[str]
-    states: dict[str, dict[str, Any]] = field(default_factory=dict)  # copy -> {status, reason, comment, by}
+    states: dict[str, CopyState] = field(default_factory=dict)  # by copy
     reviewed: dict[str, int] = field(default_factory=dict)  # copy -> rows with every field accepted
     edited: dict[str, int] = field(default_factory=dict)  # copy -> rows saved at least once
     comments: int = 0
@@ -36,6 +37,11 @@ class SegmentProgress:
     def as_dict(self) -> dict[str, Any]:
         """The progress as JSON."""
         return dict(self.__dict__)
+
+    def copy_status(self, copy: str) -> str | None:
+        """The stored status of ``copy``, None when never set (open)."""
+        state = self.states.get(copy)
+        return state["status"] if state is not None else None
 
 
 def _row_summary(db: Session) -> dict[tuple[str, str], tuple[int, int]]:
@@ -59,7 +65,7 @@ def project_progress(db: Session, project: Project, viewer: str = FINAL) -> dict
     """The progress of every segment of the project, by sample id; ``comments`` counts those shown with the
     copy ``viewer`` (an annotator's name: not her co-annotators')."""
     plan = assignments(db)
-    states: dict[str, dict[str, dict[str, Any]]] = {}
+    states: dict[str, dict[str, CopyState]] = {}
     for s in db.scalars(select(SegmentState)):
         states.setdefault(s.segment_id, {})[s.copy] = {"status": s.status, "reason": s.reason, "comment": s.comment,
                                                        "by": s.updated_by, "at": s.updated_at}
@@ -81,14 +87,14 @@ def project_progress(db: Session, project: Project, viewer: str = FINAL) -> dict
 
 
 def _overall(db: Session, segment: Segment, p: SegmentProgress) -> tuple[str, str | None]:
-    final = p.states.get(FINAL, {}).get("status")
+    final = p.copy_status(FINAL)
     if final == "verified":
         return "verified", FINAL
     if final == "discarded":
         return "discarded", None
     if not p.annotators:
         return "open", None
-    done = [p.states.get(a, {}).get("status") for a in p.annotators]
+    done = [p.copy_status(a) for a in p.annotators]
     if all(s == "discarded" for s in done):
         return "discarded", None
     if all(s == "verified" for s in done):
@@ -120,10 +126,10 @@ def dashboard(db: Session, project: Project, users: list[tuple[str, str]], viewe
             "name": name,
             "role": role,
             "segments": len(mine),
-            "verified": sum(1 for p in mine if p.states.get(name, {}).get("status") == "verified"),
-            "discarded": sum(1 for p in mine if p.states.get(name, {}).get("status") == "discarded"),
+            "verified": sum(1 for p in mine if p.copy_status(name) == "verified"),
+            "discarded": sum(1 for p in mine if p.copy_status(name) == "discarded"),
             "rows": sum(p.rows for p in mine),
-            "reviewed_rows": sum(p.rows if p.states.get(name, {}).get("status") in ("verified", "discarded")
+            "reviewed_rows": sum(p.rows if p.copy_status(name) in ("verified", "discarded")
                                  else p.reviewed.get(name, 0) for p in mine),
         })
     counts: dict[str, int] = {}

@@ -6,6 +6,7 @@ the page and a script see one queue."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -15,6 +16,7 @@ from sqlalchemy.orm import Session
 from rescue.review.models import FINAL, RowCopy
 from rescue.review.progress import project_progress
 from rescue.review.project import Project, Segment
+from rescue.review.shapes import QueueItem, RowValues, SearchAnswer, SearchHit
 
 # The order a lab works through: what waits on someone first, what is settled last.
 STATUS_ORDER = ("needs_adjudication", "in_progress", "open", "verified", "discarded")
@@ -36,7 +38,7 @@ class QueueQuery:
     sort: str = "sample_id"
     descending: bool = False
 
-    def keeps(self, item: dict[str, Any]) -> bool:
+    def keeps(self, item: QueueItem) -> bool:
         """Whether a queue item passes every filter that is set."""
         return ((self.status is None or item["status"] == self.status)
                 and (self.assignee is None or self.assignee in item["assigned"])
@@ -50,19 +52,20 @@ def _speakers(segment: Segment) -> list[str]:
     return sorted({str(r.get("primary_speaker")) for r in segment.rows if r.get("primary_speaker")})
 
 
-def _sort_key(name: str, item: dict[str, Any]) -> tuple[Any, ...]:
+def _sort_key(name: str, item: QueueItem) -> tuple[Any, ...]:
     if name == "status":
         return (STATUS_ORDER.index(item["status"]) if item["status"] in STATUS_ORDER else len(STATUS_ORDER),)
     if name == "assignee":  # unassigned last, whichever way the rest goes
         return (not item["assigned"], ", ".join(item["assigned"]))
-    return (item[name],)
+    by_name: Mapping[str, Any] = item  # the other sort keys are the item's own keys
+    return (by_name[name],)
 
 
-def queue(db: Session, project: Project, name: str, *, only_assigned: bool, blind: bool = True) -> list[dict[str, Any]]:
+def queue(db: Session, project: Project, name: str, *, only_assigned: bool, blind: bool = True) -> list[QueueItem]:
     """The segments ``name`` sees (``only_assigned``: just their own once assignments exist), in project order;
     ``blind`` (annotators): comments counted as her copy shows them, never a co-annotator's."""
     progress = project_progress(db, project, name if blind else FINAL)
-    items = []
+    items: list[QueueItem] = []
     for sample_id, segment in project.segments.items():
         p = progress[sample_id]
         if only_assigned and name not in p.assigned:
@@ -80,14 +83,14 @@ def queue(db: Session, project: Project, name: str, *, only_assigned: bool, blin
             "comments": p.comments,
             "assigned": p.assigned,
             "status": p.status,
-            "my_status": p.states.get(name, {}).get("status", "open"),
+            "my_status": p.copy_status(name) or "open",
             "my_reviewed_rows": p.reviewed.get(name, 0),
-            "final_status": p.states.get(FINAL, {}).get("status"),
+            "final_status": p.copy_status(FINAL),
         })
     return items
 
 
-def narrow(items: list[dict[str, Any]], query: QueueQuery) -> list[dict[str, Any]]:
+def narrow(items: list[QueueItem], query: QueueQuery) -> list[QueueItem]:
     """The items ``query`` keeps, in its order; ties keep the project's order."""
     kept = [item for item in items if query.keeps(item)]
     if query.sort != "sample_id" or query.descending:
@@ -97,7 +100,7 @@ def narrow(items: list[dict[str, Any]], query: QueueQuery) -> list[dict[str, Any
     return kept
 
 
-def _row_texts(row: dict[str, Any]) -> list[str]:
+def _row_texts(row: RowValues) -> list[str]:
     """What a row says: its dialogue and the background dialogue heard under it."""
     texts = [str(row.get("dialogue_cleaned") or "")]
     for entry in row.get("background_dialogue") or []:
@@ -107,7 +110,7 @@ def _row_texts(row: dict[str, Any]) -> list[str]:
 
 
 def search(db: Session, project: Project, text: str, segment_ids: list[str], copies: list[str] | None,
-           limit: int = 100) -> dict[str, Any]:
+           limit: int = 100) -> SearchAnswer:
     """Rows whose transcript holds every word of ``text`` (case-insensitive), over the draft and the stored rows
     of ``copies`` (None: every copy), in the given segments. A row edited in a copy is found by its new words and
     says which copy they are in; a hit identical to the draft's is listed once, as the draft's."""
@@ -115,7 +118,7 @@ def search(db: Session, project: Project, text: str, segment_ids: list[str], cop
     if not words:
         return {"query": text, "hits": [], "truncated": False}
     wanted = set(segment_ids)
-    candidates: list[tuple[str, str, int, dict[str, Any]]] = []
+    candidates: list[tuple[str, str, int, RowValues]] = []
     for sample_id in segment_ids:
         candidates += [(sample_id, "draft", i, row) for i, row in enumerate(project.segments[sample_id].rows, start=1)]
     stored = select(RowCopy.segment_id, RowCopy.copy, RowCopy.row_index, RowCopy.values_json)
@@ -124,7 +127,7 @@ def search(db: Session, project: Project, text: str, segment_ids: list[str], cop
     for segment_id, copy, index, values_json in db.execute(stored.order_by(RowCopy.segment_id, RowCopy.row_index)):
         if segment_id in wanted:
             candidates.append((segment_id, copy, index, json.loads(values_json)))
-    hits: list[dict[str, Any]] = []
+    hits: list[SearchHit] = []
     seen: set[tuple[str, int, str]] = set()
     truncated = False
     for sample_id, copy, index, row in candidates:

@@ -19,6 +19,7 @@ from rescue.review import security
 from rescue.review.crud import assignments, segment_assignees
 from rescue.review.models import FINAL, ROLES, Assignment, LoginSession, User
 from rescue.review.project import Project, Segment
+from rescue.review.shapes import AuditView
 from rescue.errors import LoginRequired as LoginRequired, UnstorableBody as UnstorableBody
 
 _SURROGATE = re.compile("[\ud800-\udfff]")  # in a str from JSON, always lone: a pair decodes to one character
@@ -190,7 +191,7 @@ def may_annotate(db: Session, actor: Actor, segment_id: str) -> bool:
     return actor.name in segment_assignees(db, segment_id)
 
 
-def visible_audit(db: Session, actor: Actor, segment_id: str, row_index: int | None = None) -> list[dict[str, Any]]:
+def visible_audit(db: Session, actor: Actor, segment_id: str, row_index: int | None = None) -> list[AuditView]:
     """The audit entries of a segment ``actor`` may read. Annotators: only segments in their queue, and only
     their own copy's entries (blind double annotation: a co-annotator's edits stay unseen until adjudication)."""
     from rescue.review.crud import audit_log

@@ -18,7 +18,15 @@ The errors raised are :mod:`rescue.errors`' ``ReviewError``, ``Conflict``, ``Lay
 """
 
 from rescue.review.crud._assignment import assign, assignments, segment_assignees
-from rescue.review.crud._comments import add_comment, annotator_names, audit_log, comment_counts, comment_shown, comments
+from rescue.review.crud._comments import (
+    add_comment,
+    annotator_names,
+    audit_log,
+    comment_counts,
+    comment_shown,
+    comment_view,
+    comments,
+)
 from rescue.review.crud._edits import Saved, save_row, verify
 from rescue.review.crud._recuts import delete_row, insert_row, merge_rows, move_boundary, split_row, take_fields, take_rows
 from rescue.review.crud._rows import annotator_copies, copy_cut, copy_rows, copy_values, draft_counterparts
@@ -35,6 +43,7 @@ __all__ = [
     "audit_log",
     "comment_counts",
     "comment_shown",
+    "comment_view",
     "comments",
     "copy_cut",
     "copy_rows",

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from rescue.review.models import FINAL, AuditEntry, Comment, User, now
 from rescue.review.crud._write import audit, writing
+from rescue.review.shapes import AuditView, CommentView
 
 
 def add_comment(db: Session, actor: str, segment_id: str, row_index: int | None, text: str) -> Comment:
@@ -43,13 +43,18 @@ def comment_counts(db: Session, copy: str) -> dict[str, int]:
     return counts
 
 
-def comments(db: Session, segment_id: str) -> list[dict[str, Any]]:
+def comment_view(c: Comment) -> CommentView:
+    """A comment as the answers show it."""
+    return {"id": c.id, "row_index": c.row_index, "author": c.author, "text": c.text, "created_at": c.created_at}
+
+
+def comments(db: Session, segment_id: str) -> list[CommentView]:
     """A segment's comments, oldest first."""
     found = db.scalars(select(Comment).where(Comment.segment_id == segment_id).order_by(Comment.id))
-    return [{"id": c.id, "row_index": c.row_index, "author": c.author, "text": c.text, "created_at": c.created_at} for c in found]
+    return [comment_view(c) for c in found]
 
 
-def audit_log(db: Session, segment_id: str, row_index: int | None = None) -> list[dict[str, Any]]:
+def audit_log(db: Session, segment_id: str, row_index: int | None = None) -> list[AuditView]:
     """A segment's audit entries (one row's when ``row_index`` is given), oldest first."""
     query = select(AuditEntry).where(AuditEntry.segment_id == segment_id)
     if row_index is not None:

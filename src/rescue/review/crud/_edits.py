@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
@@ -33,6 +32,7 @@ from rescue.review.project import Segment
 from rescue.review.crud._rows import copy_cut, copy_rows, current_row, stored_rows
 from rescue.review.crud._states import reopen_if_verified, set_state
 from rescue.review.crud._write import audit, dump, writing
+from rescue.review.shapes import CopyRow, RowValues
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Saved:
     """A row as one save left it."""
 
     version: int
-    values: dict[str, Any]
+    values: RowValues
     acknowledged: list[str]
 
 
@@ -51,7 +51,7 @@ def save_row(
     copy: str,
     row_index: int,
     version: int,
-    fields: dict[str, Any],
+    fields: RowValues,
     accepted: list[str] | None = None,
     assigned: list[str] | None = None,
     acknowledged: list[str] | None = None,
@@ -92,8 +92,8 @@ def save_row(
     return Saved(version + 1, updated, new_acks)
 
 
-def _edited_row(db: Session, segment: Segment, copy: str, row_index: int, fields: dict[str, Any],
-                values: dict[str, Any], cut: bool, assigned: list[str] | None) -> dict[str, Any]:
+def _edited_row(db: Session, segment: Segment, copy: str, row_index: int, fields: RowValues,
+                values: RowValues, cut: bool, assigned: list[str] | None) -> RowValues:
     """The row's ``values`` with ``fields`` applied, checked as the benchmark would (FieldError otherwise)."""
     # Checked before taking the write lock: the check depends only on this row (and, for a boundary move, its
     # neighbours' starts), and the UPDATE refuses the save if the row moved on meanwhile (a cut gives every row
@@ -106,7 +106,7 @@ def _edited_row(db: Session, segment: Segment, copy: str, row_index: int, fields
     return updated
 
 
-def _check_times(segment: Segment, rows: list[dict[str, Any]], row_index: int, updated: dict[str, Any]) -> None:
+def _check_times(segment: Segment, rows: list[RowValues], row_index: int, updated: RowValues) -> None:
     problems = cuts.check_times(rows, row_index, float(updated["start_time"]), float(updated["end_time"]),
                                 segment.time_limit)
     if problems:
@@ -125,7 +125,7 @@ def _acknowledgements(current: list[str], acknowledged: list[str] | None, warnin
 
 
 def _store_row(db: Session, actor: str, segment: Segment, copy: str, row_index: int, version: int,
-               assigned: list[str] | None, *, values: dict[str, Any], accepted: list[str],
+               assigned: list[str] | None, *, values: RowValues, accepted: list[str],
                acknowledged: list[str]) -> None:
     """Store the row's next version over ``version`` (0: its first); Conflict when someone saved first."""
     stamp = now()
@@ -151,7 +151,7 @@ def _store_row(db: Session, actor: str, segment: Segment, copy: str, row_index: 
 
 
 def _audit_save(db: Session, actor: str, segment: Segment, copy: str, row_index: int, version: int,
-                fields: dict[str, Any], current: dict[str, Any], updated: dict[str, Any], new_accepted: list[str],
+                fields: RowValues, current: CopyRow, updated: RowValues, new_accepted: list[str],
                 new_acks: list[str]) -> None:
     """The audit entries of one save: adopted values, edited fields, accepted fields, acknowledgements."""
     old_values = current["values"]
@@ -168,7 +168,7 @@ def _audit_save(db: Session, actor: str, segment: Segment, copy: str, row_index:
         audit(db, actor, "row.acknowledge", segment.sample_id, copy, row_index, "acknowledged", old_acks, new_acks)
 
 
-def audit_adopted(db: Session, actor: str, segment: Segment, copy: str, row_index: int, values: dict[str, Any],
+def audit_adopted(db: Session, actor: str, segment: Segment, copy: str, row_index: int, values: RowValues,
                   skip: Iterable[str]) -> None:
     """A final copy starts from the annotators' agreed values; storing its row for the first time makes
     those departures from the draft permanent, so the audit log shows them like any edit."""
@@ -178,8 +178,8 @@ def audit_adopted(db: Session, actor: str, segment: Segment, copy: str, row_inde
             audit(db, actor, "row.adopt", segment.sample_id, copy, row_index, name, draft.get(name), values.get(name))
 
 
-def save_in(db: Session, actor: str, segment: Segment, copy: str, current: dict[str, Any], fields: dict[str, Any],
-            siblings: list[dict[str, Any]] | None, assigned: list[str] | None) -> None:
+def save_in(db: Session, actor: str, segment: Segment, copy: str, current: CopyRow, fields: RowValues,
+            siblings: list[RowValues] | None, assigned: list[str] | None) -> None:
     """One row's save inside a write transaction already open: checked, stored over its version, audited."""
     index, version = current["row_index"], current["version"]
     updated = check_edit(segment, current["values"], index, dict(fields), siblings)

@@ -10,7 +10,6 @@ cut's revision moves on.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -23,8 +22,9 @@ from rescue.review.crud._edits import audit_adopted, save_in
 from rescue.review.crud._rows import copy_cut, copy_rows, stored_rows
 from rescue.review.crud._states import reopen_if_verified
 from rescue.review.crud._write import audit, dump, writing
+from rescue.review.shapes import CopyRow, RowValues
 
-Rows = list[dict[str, Any]]
+Rows = list[RowValues]
 
 
 def _recut(db: Session, actor: str, segment: Segment, copy: str, layout: int, versions: dict[int, int],
@@ -79,7 +79,7 @@ def _recut(db: Session, actor: str, segment: Segment, copy: str, layout: int, ve
     return revision + 1, reported
 
 
-def _check_layout(rows: list[dict[str, Any]], revision: int, layout: int, versions: dict[int, int]) -> None:
+def _check_layout(rows: list[CopyRow], revision: int, layout: int, versions: dict[int, int]) -> None:
     """A cut starts from the copy's current cut (``layout``) and the current versions of the rows it touches."""
     if revision != layout:
         raise LayoutConflict({"layout": revision, "rows": len(rows)}, revision)

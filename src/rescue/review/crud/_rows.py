@@ -5,7 +5,6 @@ re-cut copy's alignment to the draft (the ``rows`` and ``segments`` routes, expo
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -17,6 +16,7 @@ from rescue.review.models import FINAL, CopyCut, RowCopy, SegmentState
 from rescue.review.project import Segment
 from rescue.review.crud._assignment import segment_assignees
 from rescue.review.crud._write import dump
+from rescue.review.shapes import CopyRow, RowValues
 
 
 def stored_rows(db: Session, segment_id: str, copy: str, only: int | None = None) -> dict[int, RowCopy]:
@@ -41,7 +41,7 @@ def copy_cut(db: Session, segment_id: str, copy: str) -> CopyCut | None:
     return db.scalar(select(CopyCut).where(CopyCut.segment_id == segment_id, CopyCut.copy == copy))
 
 
-def draft_counterparts(segment: Segment, values: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def draft_counterparts(segment: Segment, values: list[RowValues]) -> list[RowValues]:
     """The draft row each row of a copy stands for: the same row where the copy keeps the draft's cut, else the
     draft row it overlaps longest in time (see :func:`rescue.review.cuts.align`); a row with no such draft
     row (speech the draft missed) stands for a blank row of its own span."""
@@ -51,13 +51,13 @@ def draft_counterparts(segment: Segment, values: list[dict[str, Any]]) -> list[d
             for v, m in zip(values, matched)]
 
 
-def copy_values(db: Session, segment: Segment, copy: str) -> list[dict[str, Any]]:
+def copy_values(db: Session, segment: Segment, copy: str) -> list[RowValues]:
     """The release-format rows of one copy."""
     return [row["values"] for row in copy_rows(db, segment, copy)]
 
 
 def _base_rows(db: Session, segment: Segment, copy: str, assigned: list[str] | None = None,
-               only: int | None = None) -> list[dict[str, Any]]:
+               only: int | None = None) -> list[RowValues]:
     """What a copy starts from: the draft, and for the final copy the annotators' value wherever they all
     agree (for row ``only`` alone when given)."""
     rows = [dict(r) for r in segment.rows]
@@ -65,7 +65,7 @@ def _base_rows(db: Session, segment: Segment, copy: str, assigned: list[str] | N
         return rows
     if assigned is None:
         assigned = segment_assignees(db, segment.sample_id)
-    others: list[dict[int, dict[str, Any]]] = []
+    others: list[dict[int, RowValues]] = []
     for name in annotator_copies(db, segment.sample_id, assigned):
         if copy_cut(db, segment.sample_id, name) is None:
             others.append({i: json.loads(r.values_json) for i, r in stored_rows(db, segment.sample_id, name, only).items()})
@@ -85,14 +85,14 @@ def _base_rows(db: Session, segment: Segment, copy: str, assigned: list[str] | N
     return rows
 
 
-def copy_rows(db: Session, segment: Segment, copy: str, assigned: list[str] | None = None) -> list[dict[str, Any]]:
+def copy_rows(db: Session, segment: Segment, copy: str, assigned: list[str] | None = None) -> list[CopyRow]:
     """Every row of one copy: ``values`` (the full release-format row), ``version`` (0 = never saved) and
     ``accepted`` (the fields someone accepted or edited)."""
     stored = stored_rows(db, segment.sample_id, copy)
     cut = copy_cut(db, segment.sample_id, copy)
     count = cut.rows if cut is not None else len(segment.rows)
     base = _base_rows(db, segment, copy, assigned) if len(stored) < count else []
-    out = []
+    out: list[CopyRow] = []
     for index in range(1, count + 1):
         record = stored.get(index)
         if record is None:
@@ -103,13 +103,13 @@ def copy_rows(db: Session, segment: Segment, copy: str, assigned: list[str] | No
     return out
 
 
-def _stored(record: RowCopy) -> dict[str, Any]:
+def _stored(record: RowCopy) -> CopyRow:
     return {"row_index": record.row_index, "version": record.version, "values": json.loads(record.values_json),
             "accepted": json.loads(record.accepted_json), "acknowledged": json.loads(record.acknowledged_json or "[]"),
             "updated_by": record.updated_by, "updated_at": record.updated_at}
 
 
-def current_row(db: Session, segment: Segment, copy: str, row_index: int, assigned: list[str] | None) -> dict[str, Any]:
+def current_row(db: Session, segment: Segment, copy: str, row_index: int, assigned: list[str] | None) -> CopyRow:
     """One row of a copy, as :func:`copy_rows` gives it, reading only that row."""
     query = select(RowCopy).where(RowCopy.segment_id == segment.sample_id, RowCopy.copy == copy,
                                   RowCopy.row_index == row_index)

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
@@ -12,6 +10,7 @@ from rescue.errors import AccountDisabled, ReviewError
 from rescue.review import security
 from rescue.review.models import FINAL, ROLES, LoginSession, User, now
 from rescue.review.crud._write import ACCOUNTS, audit, writing
+from rescue.review.shapes import UserView
 
 
 def create_user(db: Session, actor: str, name: str, role: str, password: str) -> User:
@@ -39,7 +38,7 @@ def _checked_password(password: str) -> str:
     return password
 
 
-def list_users(db: Session) -> list[dict[str, Any]]:
+def list_users(db: Session) -> list[UserView]:
     """Every account: name, role, when created, and whether and when disabled."""
     return [{"name": u.name, "role": u.role, "created_at": u.created_at, "disabled": bool(u.disabled_at),
              "disabled_at": u.disabled_at or None} for u in db.scalars(select(User).order_by(User.name))]

@@ -29,6 +29,7 @@ from rescue.review.api.routes.segments import segment_payload
 from rescue.review.fields import FieldError, checks_payload
 from rescue.review.models import FINAL
 from rescue.review.project import Segment
+from rescue.review.shapes import AuditView
 
 router = APIRouter(prefix="/api", tags=["rows"])
 
@@ -236,8 +237,8 @@ def delete_row(segment_id: str, row_index: int, body: DeleteBody, actor: Current
         db, actor.name, segment, target, body.layout, row_index, body.version, assigned))
 
 
-@router.get("/segments/{segment_id:path}/rows/{row_index:int}/audit")
-def row_audit(segment_id: str, row_index: int, actor: CurrentUser, db: Db, project: ProjectDep) -> list[dict[str, Any]]:
+@router.get("/segments/{segment_id:path}/rows/{row_index:int}/audit", response_model=list[dict[str, Any]])
+def row_audit(segment_id: str, row_index: int, actor: CurrentUser, db: Db, project: ProjectDep) -> list[AuditView]:
     """GET: a row's audit log, as far as the user may see it."""
     get_segment(project, segment_id)
     return visible_audit(db, actor, segment_id, row_index)

@@ -31,6 +31,7 @@ from rescue.data.rules import RULES
 from rescue.review.models import FINAL
 from rescue.review.project import Project, Segment
 from rescue.review.queue import QueueQuery, SortKey, Status, narrow, queue
+from rescue.review.shapes import AuditView, CommentView, QueueItem
 
 router = APIRouter(prefix="/api", tags=["segments"])
 RULEBOOK = [{"id": r.id, "fields": r.fields, "severity": r.severity, "message": r.message} for r in RULES]
@@ -55,7 +56,7 @@ def media_url(path: str | None) -> str | None:
     return "/media/" + quote(path) if path else None
 
 
-def _copy_comments(db: Db, segment_id: str, copy: str) -> list[dict[str, Any]]:
+def _copy_comments(db: Db, segment_id: str, copy: str) -> list[CommentView]:
     """The comments shown with a copy: on an annotator's copy, hers and those of adjudicators and admins, never a
     co-annotator's (blind double annotation); on the final copy, all of them."""
     found = crud.comments(db, segment_id)
@@ -119,14 +120,14 @@ def segment_payload(db: Db, project: Project, segment: Segment, copy: str) -> di
     }
 
 
-@router.get("/segments")
+@router.get("/segments", response_model=list[dict[str, Any]])
 def list_segments(
     actor: CurrentUser, db: Db, project: ProjectDep, mine: bool = False,
     status: Status | None = None, assignee: str | None = None, problems: bool | None = None,
     speakers: Annotated[int | None, Query(ge=0)] = None, min_duration: Annotated[float | None, Query(ge=0)] = None,
     max_duration: Annotated[float | None, Query(ge=0)] = None, sort: SortKey = "sample_id",
     order: Literal["asc", "desc"] = "asc",
-) -> list[dict[str, Any]]:
+) -> list[QueueItem]:
     """The caller's queue once segments are assigned; adjudicators see every segment unless ``?mine=true``.
     Filters (status, assignee, problems, speakers, min/max_duration) and a sort (with ``order``) narrow it."""
     query = QueueQuery(status, assignee, problems, speakers, min_duration, max_duration, sort, order == "desc")
@@ -135,8 +136,8 @@ def list_segments(
     return narrow(items, query)
 
 
-@router.get("/segments/{segment_id:path}/audit")
-def segment_audit(segment_id: str, actor: CurrentUser, db: Db, project: ProjectDep, row: int | None = None) -> list[dict[str, Any]]:
+@router.get("/segments/{segment_id:path}/audit", response_model=list[dict[str, Any]])
+def segment_audit(segment_id: str, actor: CurrentUser, db: Db, project: ProjectDep, row: int | None = None) -> list[AuditView]:
     """GET: a segment's audit log (one row's with ``row``), as far as the user may see it."""
     get_segment(project, segment_id)
     return visible_audit(db, actor, segment_id, row)
@@ -196,17 +197,15 @@ def reopen(segment_id: str, actor: CurrentUser, db: Db, project: ProjectDep, cop
     return {"status": "open", "copy": target}
 
 
-@router.post("/segments/{segment_id:path}/comments", status_code=201)
-def comment(segment_id: str, body: CommentBody, actor: CurrentUser, db: Db, project: ProjectDep) -> dict[str, Any]:
+@router.post("/segments/{segment_id:path}/comments", status_code=201, response_model=dict[str, Any])
+def comment(segment_id: str, body: CommentBody, actor: CurrentUser, db: Db, project: ProjectDep) -> CommentView:
     """POST: comment on a segment or one of its rows."""
     segment = get_segment(project, segment_id)
     if body.row_index is not None and not 1 <= body.row_index <= len(segment.rows):
         raise HTTPException(422, {"message": "no such row", "problems": [
             {"field": "row_index", "message": f"row {body.row_index} does not exist (1-{len(segment.rows)})"}]})
     resolve_copy(db, actor, segment_id, None, write=False)
-    entry = crud.add_comment(db, actor.name, segment_id, body.row_index, body.text)
-    return {"id": entry.id, "row_index": entry.row_index, "author": entry.author, "text": entry.text,
-            "created_at": entry.created_at}
+    return crud.comment_view(crud.add_comment(db, actor.name, segment_id, body.row_index, body.text))
 
 
 @router.get("/segments/{segment_id:path}")

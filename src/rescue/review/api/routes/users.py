@@ -11,6 +11,7 @@ from fastapi import APIRouter, HTTPException
 from rescue.errors import ReviewError
 from rescue.review import crud
 from rescue.review.api.deps import Adjudicator, Admin, Db, Body, PlainText, ProjectDep
+from rescue.review.shapes import UserView
 
 router = APIRouter(prefix="/api", tags=["users"])
 
@@ -36,8 +37,8 @@ class PasswordBody(Body):
     password: PlainText
 
 
-@router.get("/users")
-def list_users(actor: Adjudicator, db: Db) -> list[dict[str, Any]]:
+@router.get("/users", response_model=list[dict[str, Any]])
+def list_users(actor: Adjudicator, db: Db) -> list[UserView]:
     """GET /api/users: every account (adjudicators)."""
     return crud.list_users(db)
 

@@ -1,0 +1,109 @@
+"""The shapes of the dicts the review tool passes between its modules (crud, queue, progress, the routes), each
+written once. They are what the JSON answers carry, key for key: a route returns them as they are.
+
+A row's ``values`` stay an open JSON object (:data:`RowValues`): a release row, whose unknown fields a
+project keeps, and whose every field an annotator edits by name.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+# A release-format row as JSON: the fields of rescue.data.models.Row and any other a draft carries.
+RowValues = dict[str, Any]
+
+
+class CopyRow(TypedDict):
+    """One row of one copy (:func:`rescue.review.crud.copy_rows`): its values, its version (0: never saved), the
+    fields someone accepted or edited, the warnings its annotator let stand, and who saved it last and when."""
+
+    row_index: int
+    version: int
+    values: RowValues
+    accepted: list[str]
+    acknowledged: list[str]
+    updated_by: str | None
+    updated_at: str | None
+
+
+class CommentView(TypedDict):
+    """A comment on a segment (``row_index`` None) or on one of its rows."""
+
+    id: int
+    row_index: int | None
+    author: str
+    text: str
+    created_at: str
+
+
+class AuditView(TypedDict):
+    """One audit entry as read back: who did what, when, to which copy, row and field; ``old`` and ``new`` are
+    whatever JSON the write recorded (passed on, never read)."""
+
+    at: str
+    user: str
+    action: str
+    copy: str
+    row_index: int | None
+    field: str
+    old: object
+    new: object
+
+
+class UserView(TypedDict):
+    """An account as listed: never its password hash."""
+
+    name: str
+    role: str
+    created_at: str
+    disabled: bool
+    disabled_at: str | None
+
+
+class CopyState(TypedDict):
+    """A copy's stored state (:class:`rescue.review.progress.SegmentProgress` ``states``)."""
+
+    status: str
+    reason: str
+    comment: str
+    by: str
+    at: str
+
+
+class QueueItem(TypedDict):
+    """One segment of a queue (:func:`rescue.review.queue.queue`): what the dashboard lists, filters and sorts."""
+
+    sample_id: str
+    scenario: str
+    rows: int
+    duration: float
+    speakers: int
+    speaker_names: list[str]
+    has_media: bool
+    problems: int
+    comments: int
+    assigned: list[str]
+    status: str
+    my_status: str
+    my_reviewed_rows: int
+    final_status: str | None
+
+
+class SearchHit(TypedDict):
+    """A row whose transcript holds every word searched for, in the copy whose words they are (or the draft)."""
+
+    sample_id: str
+    row_index: int
+    copy: str
+    start_time: object  # as the row holds them: JSON of any kind
+    end_time: object
+    speaker: object
+    text: str
+
+
+class SearchAnswer(TypedDict):
+    """A transcript search (:func:`rescue.review.queue.search`): the query, its hits, and whether the limit cut them."""
+
+    query: str
+    hits: list[SearchHit]
+    truncated: bool
