@@ -112,3 +112,15 @@ def settled_count(server, quiet_s: float = 0.5, limit_s: float = 30.0) -> int:
         elif time.monotonic() - since >= quiet_s:
             break
     return count
+
+
+async def until_in_flight(server, count: int, limit_s: float = 30.0) -> None:
+    """For a script: wait until the server has had ``count`` requests in flight at once (or ``limit_s`` passed).
+    The first requests meet however slowly a loaded machine sends them; left to a fixed latency, a client slower
+    to send the next request than the server took to answer one kept them from ever meeting."""
+    import asyncio
+    import time
+
+    deadline = time.monotonic() + limit_s
+    while server.max_in_flight < count and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)

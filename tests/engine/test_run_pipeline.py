@@ -141,7 +141,7 @@ def test_transient_faults_lose_nothing(tmp_path):
 
     with serve(script) as server:
         # The timeout bounds whole requests: generous enough that a loaded machine does not add timeouts.
-        outcome = run(_config(tmp_path, server, limit_samples=2, timeout=1.5, concurrency=8))
+        outcome = run(_config(tmp_path, server, limit_samples=2, timeout=4.0, concurrency=8))
     scores = outcome.results["models"]["test-model"]["itp"]["all"]
     assert scores["failures"] == 0 and scores["f1"] == 1.0
     assert outcome.results["models"]["test-model"]["usage"]["itp"]["retries"] == sum(1 for n in seen.values() if n > 1)

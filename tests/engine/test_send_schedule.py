@@ -8,7 +8,7 @@ import asyncio
 import json
 import threading
 
-from _engine_support import oracle_answers
+from _engine_support import oracle_answers, until_in_flight
 
 from rescue.data.loading import demo_path, load_samples
 from rescue.engine.plan import chain_share, send_chains
@@ -134,6 +134,9 @@ def test_a_run_keeps_each_segment_in_row_order_and_starts_with_the_longest_chain
     async def script(body):
         with lock:
             order.append(row_of[request_key(body)])
+        # The first request waits for the second: on a loaded machine the first chain's answer and next row could
+        # otherwise reach the server before the second chain's first row.
+        await until_in_flight(server, 2)
         await asyncio.sleep(0.01)
         return Reply.text(answers[request_key(body)])
 

@@ -6,7 +6,7 @@ import asyncio
 import json
 import time
 
-from _engine_support import complete_all
+from _engine_support import complete_all, until_in_flight
 
 from rescue.llm.cache import ResponseCache
 from rescue.llm.client import GenerationSettings, OpenAIModel
@@ -128,12 +128,9 @@ def test_fatal_error_stops_asking(tmp_path):
 
 def test_concurrency_is_used_and_capped(tmp_path):
     async def eight_at_once(body):
-        # The first requests wait until eight are in (or a long while): a loaded machine that sends them slowly
-        # cannot keep eight from meeting (0.2 s latency alone left it to chance); after that each waits 0.2 s, so
-        # a ninth let through would be seen too.
-        deadline = time.monotonic() + 30
-        while server.max_in_flight < 8 and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
+        # Eight meet however slowly a loaded machine sends them (0.2 s latency alone left it to chance); after
+        # that each waits 0.2 s, so a ninth let through would be seen too.
+        await until_in_flight(server, 8)
         return Reply.json({"ok": 1})
 
     with serve(eight_at_once, latency=0.2) as server:

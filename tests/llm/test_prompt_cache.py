@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 
 import pytest
 from _cli import invoke_main
-from _engine_support import oracle_answers
+from _engine_support import oracle_answers, until_in_flight
 
 from rescue.engine.dryrun import common_prefix, estimate_run
 from rescue.engine.plan import send_chains
@@ -80,6 +80,7 @@ def test_a_run_sends_each_chain_in_row_order_one_at_a_time_and_keeps_concurrency
             open_by_chain[chain] = open_by_chain.get(chain, 0) + 1
             if open_by_chain[chain] > 1:
                 overlap.append(chain)
+        await until_in_flight(server, 3)  # three at once, however slowly a loaded machine sends them
         await asyncio.sleep(0.02)
         with lock:
             open_by_chain[chain] -= 1
