@@ -42,7 +42,7 @@ def timed(run: Any) -> tuple[float, float]:
 def measure(weights: Path, audio: bytes, repeats: int) -> dict[str, list[tuple[float, float]]]:
     from faster_whisper import WhisperModel
 
-    from rescue.llm.transcribe import LocalWhisper, transcription_request
+    from rescue.llm._transcribe import LocalWhisper, transcription_request
 
     local = LocalWhisper(str(weights), language="en")
     bare = WhisperModel(str(weights), device="cpu", compute_type="default")

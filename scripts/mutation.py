@@ -57,7 +57,7 @@ MODULES: dict[str, Module] = {
          "--deselect", "tests/llm/test_batch_leaks.py::test_results_record_the_batching_and_its_splits"),
     ),
     "llm": Module(
-        ("src/rescue/llm/cache.py", "src/rescue/llm/reliable.py"),
+        ("src/rescue/llm/_cache.py", "src/rescue/llm/_reliable.py"),
         ("tests/llm/test_llm_cache_cost.py", "tests/llm/test_llm_reliable.py", "tests/llm/test_llm_layer.py",
          "tests/llm/test_llm_cache_key.py", "tests/llm/test_llm_faults.py"),
         # 23 s of whole runs, for the key masking of secrets.py (outside this module); and a wall-clock bound that

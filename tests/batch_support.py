@@ -12,12 +12,12 @@ from _engine_support import itp_instances, oracle_answers
 
 from rescue.engine.progress import RunLog
 from rescue.engine.runner import RunConfig
-from rescue.llm.batch import LEDGER, BatchLedger, BatchOutcome, run_in_batches
-from rescue.llm.cache import ResponseCache
-from rescue.llm.client import GenerationSettings, OpenAIModel
-from rescue.llm.providers import Endpoint
-from rescue.llm.reliable import ReliableModel
-from rescue.llm.types import ChatRequest
+from rescue.llm._batch import LEDGER, BatchLedger, BatchOutcome, run_in_batches
+from rescue.llm._cache import ResponseCache
+from rescue.llm._client import GenerationSettings, OpenAIModel
+from rescue.llm._providers import Endpoint
+from rescue.llm._reliable import ReliableModel
+from rescue.llm._types import ChatRequest
 from rescue.testing.openai_server import Reply, message_text, request_key
 
 PRICES = '["m"]\ninput = 2.0\noutput = 8.0\n\n["judge-a"]\ninput = 1.0\noutput = 4.0\n'

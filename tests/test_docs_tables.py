@@ -40,7 +40,7 @@ def _prefixes(cell: str) -> list[str]:
 
 
 def test_the_models_table_lists_every_preset_with_its_key_and_endpoint():
-    from rescue.llm.providers import PRESETS
+    from rescue.llm._providers import PRESETS
 
     rows = _rows(_section("engine.md", "## Models and credentials"), "| spec |")
     found: dict[str, list[str]] = {}
@@ -57,7 +57,7 @@ def test_the_models_table_lists_every_preset_with_its_key_and_endpoint():
 
 
 def test_the_guide_lists_every_preset():
-    from rescue.llm.providers import PRESETS
+    from rescue.llm._providers import PRESETS
 
     text = (DOCS / "guide.md").read_text(encoding="utf-8")
     listed = text.split("`--model` takes a provider preset (", 1)[1].split(")", 1)[0]
@@ -71,7 +71,7 @@ def _first_key(extra: dict[str, object] | None) -> str | None:
 def test_the_thinking_table_says_what_each_preset_sends():
     """One row per thinking style; each preset in the row of its style; the row names the body key the style
     sends for off and for a level, or says refused where the style cannot say it."""
-    from rescue.llm.providers import PRESETS, THINKING_STYLES
+    from rescue.llm._providers import PRESETS, THINKING_STYLES
 
     rows = _rows(_section("engine.md", "## Thinking models and streaming"), "| preset |")
     seen: dict[str, str] = {}

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from rescue.data.models import Sample
     from rescue.runs.results import RunResults
-    from rescue.llm.types import Model
+    from rescue.llm import Model
     from rescue.tasks.base import PredictionRecord, RenderOptions, Task
 
 __all__ = [

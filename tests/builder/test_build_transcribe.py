@@ -218,7 +218,7 @@ def test_alignment_finds_a_known_shift_and_subs_offset_undoes_it(tmp_path, spoke
 
 def test_local_faster_whisper_needs_its_extra_and_weights(tmp_path):
     from rescue.llm import CredentialError
-    from rescue.llm.transcribe import resolve_transcriber
+    from rescue.llm._transcribe import resolve_transcriber
 
     with pytest.raises(CredentialError, match="--transcribe-model PATH"):
         resolve_transcriber("local/faster-whisper")

@@ -167,8 +167,8 @@ def test_hostile_labels_and_text_never_reach_the_transcript_or_the_terminal(tmp_
 
 
 def test_read_transcription_refuses_each_bad_time():
-    from rescue.llm.client import MalformedAnswer
-    from rescue.llm.transcribe import read_transcription
+    from rescue.llm._client import MalformedAnswer
+    from rescue.llm._transcribe import read_transcription
 
     good = json.dumps(verbose_json([segment(0.0, 9.5)], [{"word": "x", "start": 0.0, "end": 10.4}]))
     assert read_transcription(good, 10.0)["segments"][0]["end"] == 9.5  # within a second of the end: rounding

@@ -126,7 +126,7 @@ def test_run_help_ends_with_a_minimal_call_and_the_local_server_flag(monkeypatch
     """lm-eval and inspect show example lines; `rescue run --help` had none (issue 35). Each example is shown whole
     on one line of an 80-column terminal, and is a call rescue takes: the local server one needs no key."""
     from rescue.cli.run_cmds import RUN_EXAMPLES
-    from rescue.llm.providers import resolve_endpoint
+    from rescue.llm._providers import resolve_endpoint
 
     result = _help("run", columns=80)
     assert result.exit_code == 0

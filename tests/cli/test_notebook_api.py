@@ -65,7 +65,7 @@ def test_evaluate_async_and_out_writes_a_run_directory(tmp_path):
 
 
 def test_a_python_model_of_ones_own(tmp_path):
-    from rescue.llm.types import ChatAnswer, ModelBase
+    from rescue.llm._types import ChatAnswer, ModelBase
 
     class AlwaysYes(ModelBase):
         name = "my/always-yes"

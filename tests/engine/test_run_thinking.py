@@ -139,7 +139,7 @@ def test_thinking_is_mapped_per_preset_and_recorded(tmp_path, preset, level, sen
 
 
 def test_thinking_a_provider_cannot_be_told_is_refused_before_any_work(tmp_path):
-    from rescue.llm.providers import ThinkingError
+    from rescue.llm._providers import ThinkingError
 
     with pytest.raises(ThinkingError, match="takes only on, off"):
         run(_config(tmp_path, "http://127.0.0.1:9/v1", models=["dashscope/qwen3-max"], thinking="high"))

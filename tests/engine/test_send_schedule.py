@@ -13,7 +13,7 @@ from _engine_support import oracle_answers, until_in_flight
 from rescue.data.loading import demo_path, load_samples
 from rescue.engine.plan import chain_share, send_chains
 from rescue.engine.runner import RunConfig, run
-from rescue.llm.limiter import AdaptiveLimiter
+from rescue.llm._limiter import AdaptiveLimiter
 from rescue.tasks import get_task
 from rescue.tasks.base import RenderOptions
 from rescue.testing.openai_server import Reply, request_key, serve

@@ -17,7 +17,7 @@ import httpx
 import pytest
 from batch_support import answer_of, batch_model, cached, question, run_batches
 
-from rescue.llm.batch import LEDGER, BatchError, BatchLedger
+from rescue.llm._batch import LEDGER, BatchError, BatchLedger
 from rescue.testing.openai_server import BatchFault, serve
 
 N = 6

@@ -10,7 +10,7 @@ import json
 import pytest
 from batch_support import answer_of, batch_model, cached, log_events, question, run_batches
 
-from rescue.llm.batch import LEDGER, BatchError, BatchLedger
+from rescue.llm._batch import LEDGER, BatchError, BatchLedger
 from rescue.testing.openai_server import BatchFault, serve
 
 N = 6
@@ -146,7 +146,7 @@ def test_unknown_custom_ids_blank_and_crlf_lines_are_passed_over(tmp_path):
 
 @pytest.mark.slow
 def test_a_line_over_the_limit_fails_without_holding_it(tmp_path):
-    from rescue.llm.batch_output import MAX_LINE_BYTES
+    from rescue.llm._batch_output import MAX_LINE_BYTES
 
     requests = [question(n) for n in range(N)]
     huge = _first(_set(("response", "body", "choices"), [{"message": {"content": "x" * (MAX_LINE_BYTES + 10)}}]))
@@ -390,7 +390,7 @@ def test_a_run_whose_batch_object_has_unreadable_counts_completes(tmp_path, vari
 def test_lines_split_anywhere_across_chunks_are_read_whole():
     import asyncio
 
-    from rescue.llm.batch_output import lines
+    from rescue.llm._batch_output import lines
 
     content = b'{"a": 1}\n\n{"b": "\xc3\xa9"}\r\nlast without newline'
     expected = [(1, b'{"a": 1}'), (2, b""), (3, b'{"b": "\xc3\xa9"}\r'), (4, b"last without newline")]
@@ -423,8 +423,7 @@ def test_a_ledger_of_the_earlier_format_is_named_before_anything_is_sent(tmp_pat
 
 
 def test_a_key_quoted_in_a_lines_error_is_masked_in_run_log(tmp_path):
-    from rescue.llm import secrets
-
+    from rescue.llm import _secrets as secrets
     key = "sk-batch-test-key-0123456789abcdef"
     secrets.register(key)
     requests = [question(n) for n in range(N)]

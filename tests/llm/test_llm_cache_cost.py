@@ -6,9 +6,9 @@ import sqlite3
 
 import pytest
 
-from rescue.llm.cache import ResponseCache, request_key
-from rescue.llm.cost import Price, PriceError, PriceTable
-from rescue.llm.types import ChatAnswer, Usage
+from rescue.llm._cache import ResponseCache, request_key
+from rescue.llm._cost import Price, PriceError, PriceTable
+from rescue.llm._types import ChatAnswer, Usage
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 

@@ -18,9 +18,9 @@ from rescue.llm import (
     TextPart,
     VideoPart,
 )
-from rescue.llm.providers import Endpoint
-from rescue.llm.reliable import ReliableModel
-from rescue.llm.resolve import LocalModel
+from rescue.llm._providers import Endpoint
+from rescue.llm._reliable import ReliableModel
+from rescue.llm._resolve import LocalModel
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
 MP4 = b"\x00\x00\x00\x18ftypmp42" + bytes(range(64))

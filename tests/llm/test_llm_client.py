@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from rescue.llm.client import FatalError, GenerationSettings, OpenAIModel, TransientError
-from rescue.llm.providers import Endpoint
-from rescue.llm.types import ChatRequest
+from rescue.llm._client import FatalError, GenerationSettings, OpenAIModel, TransientError
+from rescue.llm._providers import Endpoint
+from rescue.llm._types import ChatRequest
 from rescue.testing.openai_server import Reply, serve
 
 KEY = "sk-secret-key-for-tests-123"
@@ -125,7 +125,7 @@ def test_every_client_verifies_servers_with_one_shared_tls_context():
     # weaken it: servers' certificates and host names are still checked.
     import ssl
 
-    from rescue.llm.providers import tls_context
+    from rescue.llm._providers import tls_context
 
     context = tls_context()
     assert context is tls_context()
@@ -190,7 +190,7 @@ def test_a_redirect_is_an_error_to_see_not_followed():
 
 
 def test_the_base_urls_query_stays_after_the_path_and_user_info_leaves_the_url():
-    from rescue.llm.client import _chat_url
+    from rescue.llm._client import _chat_url
 
     assert _chat_url("https://h.example/openai/v1?api-version=2024-02-01") == \
         "https://h.example/openai/v1/chat/completions?api-version=2024-02-01"

@@ -17,9 +17,9 @@ from rescue.llm import (
     ResponseCache,
     ModelSession,
 )
-from rescue.llm import secrets as llm_secrets
-from rescue.llm.providers import Endpoint
-from rescue.llm.reliable import ReliableModel
+from rescue.llm import _secrets as llm_secrets
+from rescue.llm._providers import Endpoint
+from rescue.llm._reliable import ReliableModel
 from rescue.testing.openai_server import Reply, fail_first, request_key, serve
 
 KEY = "sk-proj-Zq8vL2mN4pR6tX0yB3dF5hJ7kW9cE1gA"

@@ -170,7 +170,7 @@ def test_a_python_model_that_raises_fails_its_request_not_the_session(tmp_path):
 
 
 def test_requests_in_flight_each_have_a_connection_and_reuse_it(tmp_path):
-    # One single-connection client per request in flight (rescue.llm.client): the limiter's slots, no more
+    # One single-connection client per request in flight (rescue.llm._client): the limiter's slots, no more
     # connections than that, and each kept alive for the requests after it.
     requests = [ChatRequest([Message("user", f"question {n}")], max_tokens=5) for n in range(24)]
 

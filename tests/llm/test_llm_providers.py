@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rescue.llm.client import GenerationSettings, OpenAIModel
-from rescue.llm.providers import LOCAL_HOSTS, CredentialError, normalize_base_url, redact, resolve_endpoint
+from rescue.llm._client import GenerationSettings, OpenAIModel
+from rescue.llm._providers import LOCAL_HOSTS, CredentialError, normalize_base_url, redact, resolve_endpoint
 from rescue.engine.resolve import LocalModel, resolve_model
 
 SECRET = "sk-test-0123456789abcdef"
@@ -16,7 +16,7 @@ def clean_env(monkeypatch, tmp_path):
     for name in ("OPENAI_API_KEY", "DEEPSEEK_API_KEY", "DASHSCOPE_API_KEY", "MY_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)  # no stray .env from the checkout
-    monkeypatch.setattr("rescue.llm.providers._DOTENV_LOADED", False)
+    monkeypatch.setattr("rescue.llm._providers._DOTENV_LOADED", False)
 
 
 def test_preset_knows_base_url_and_key_variable(monkeypatch):

@@ -8,13 +8,13 @@ import time
 
 from _engine_support import complete_all, until_in_flight
 
-from rescue.llm.cache import ResponseCache
-from rescue.llm.client import GenerationSettings, OpenAIModel
-from rescue.llm.limiter import AdaptiveLimiter
+from rescue.llm._cache import ResponseCache
+from rescue.llm._client import GenerationSettings, OpenAIModel
+from rescue.llm._limiter import AdaptiveLimiter
 from rescue.engine.progress import RunLog
-from rescue.llm.providers import Endpoint
-from rescue.llm.reliable import ReliableModel
-from rescue.llm.types import ChatRequest
+from rescue.llm._providers import Endpoint
+from rescue.llm._reliable import ReliableModel
+from rescue.llm._types import ChatRequest
 from rescue.testing.openai_server import Reply, fail_first, serve
 
 

@@ -8,8 +8,8 @@ import pytest
 from _engine_support import complete_all
 
 from rescue.llm import ChatRequest, GenerationSettings, OpenAIModel, ResponseCache
-from rescue.llm.providers import Endpoint
-from rescue.llm.reliable import ReliableModel
+from rescue.llm._providers import Endpoint
+from rescue.llm._reliable import ReliableModel
 from rescue.testing.openai_server import Reply, fail_first, serve
 
 KEY = "sk-proj-Zq8vL2mN4pR6tX0yB3dF5hJ7kW9cE1gA"

@@ -16,7 +16,7 @@ from rescue.engine.dryrun import common_prefix, estimate_run
 from rescue.engine.plan import send_chains
 from rescue.engine.runner import RunConfig, run
 from rescue.llm import PriceTable, Usage
-from rescue.llm.cost import PriceError
+from rescue.llm._cost import PriceError
 from rescue.tasks import get_task
 from rescue.testing.openai_server import Reply, request_key, serve
 

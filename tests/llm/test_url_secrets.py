@@ -16,7 +16,7 @@ import pytest
 from _cli import invoke_main
 from _engine_support import itp_instances, oracle_answers, oracle_script
 
-from rescue.llm import secrets
+from rescue.llm import _secrets as secrets
 from rescue.testing.openai_server import Reply, serve
 
 KEY = "sk-url-Qw3rTy7uIo9pAs2dFg4hJk6lZx8c"

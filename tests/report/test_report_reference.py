@@ -206,7 +206,7 @@ def test_suite_and_model_together_are_refused(tmp_path):
 
 
 def test_minimax_preset():
-    from rescue.llm.providers import resolve_endpoint
+    from rescue.llm._providers import resolve_endpoint
 
     endpoint = resolve_endpoint("minimax/MiniMax-M2.5", need_key=False)
     assert endpoint.key_env == "MINIMAX_API_KEY" and endpoint.model_id == "MiniMax-M2.5"

@@ -114,8 +114,8 @@ def _er_script(body: dict[str, Any]) -> Reply:
 
 
 def _judge(server, name: str, cache: Path | None = None):
-    from rescue.llm.cache import ResponseCache
-    from rescue.llm.reliable import ReliableModel
+    from rescue.llm._cache import ResponseCache
+    from rescue.llm._reliable import ReliableModel
     from rescue.engine.resolve import resolve_model
 
     inner = resolve_model(name, base_url=server.base_url)

@@ -76,7 +76,7 @@ def test_ratings_file_errors_name_file_line_and_field(tmp_path):
 @pytest.fixture()
 def judged_run(demo_samples, tmp_path) -> tuple[Path, list[PredictionRecord]]:
     """A run directory whose ER predictions were graded by two judges over HTTP (the scripted server)."""
-    from rescue.llm.reliable import ReliableModel
+    from rescue.llm._reliable import ReliableModel
     from rescue.engine.resolve import resolve_model
 
     instances = er.TASK.build(demo_samples)[:6]

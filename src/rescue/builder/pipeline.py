@@ -96,8 +96,7 @@ class BuildConfig:
 
     def request_limits(self) -> tuple[float, int]:
         """(retry_after_cap, max_answer_bytes), rescue run's where not set."""
-        from rescue.llm.client import DEFAULT_MAX_ANSWER_BYTES
-        from rescue.llm.reliable import DEFAULT_RETRY_AFTER_CAP
+        from rescue.llm import DEFAULT_MAX_ANSWER_BYTES, DEFAULT_RETRY_AFTER_CAP
 
         return (DEFAULT_RETRY_AFTER_CAP if self.retry_after_cap is None else self.retry_after_cap,
                 DEFAULT_MAX_ANSWER_BYTES if self.max_answer_bytes is None else self.max_answer_bytes)
@@ -408,7 +407,7 @@ def _provenance(config: BuildConfig, item: Planned, draft: SegmentDraft, annotat
 def _redacted(url: str | None) -> str | None:
     if not url:  # no endpoint, no model layer to import
         return url
-    from rescue.llm.secrets import redact_url
+    from rescue.llm._secrets import redact_url
 
     return redact_url(url)
 
@@ -459,7 +458,7 @@ def _transcripts(config: BuildConfig, model: Model | None, transcriber: Model | 
         return outcome
     from rescue.builder.transcribe import TranscriptJob, transcribe_all
     from rescue.llm import CredentialError, check_endpoint
-    from rescue.llm.transcribe import TranscriptionModel, resolve_transcriber
+    from rescue.llm._transcribe import TranscriptionModel, resolve_transcriber
 
     if transcriber is None:
         assert config.transcribe is not None

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rescue.atomic import write_atomic
-from rescue.llm.reliable import DEFAULT_RETRY_AFTER_CAP
+from rescue.llm import DEFAULT_RETRY_AFTER_CAP
 from rescue.builder.chunks import TranscriptChunk, TranscriptChunks, write_chunks
-from rescue.llm.client import MalformedAnswer
-from rescue.llm.transcribe import read_transcription, transcription_request
+from rescue.llm._client import MalformedAnswer
+from rescue.llm._transcribe import read_transcription, transcription_request
 from rescue.media import extract_audio, silences, wav_seconds, wav_slice
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ def _label(value: Any) -> str | None:
 
 
 def read_chunk(chunk: Chunk, answer: dict[str, Any]) -> ChunkHeard:
-    """A checked answer (:func:`~rescue.llm.transcribe.read_transcription`) on the source's clock: segments
+    """A checked answer (:func:`~rescue.llm._transcribe.read_transcription`) on the source's clock: segments
     timed by the words inside them where the server gave words (tighter than segment bounds), each word with
     its own label or its segment's, text on one line."""
     length = chunk.end - chunk.start

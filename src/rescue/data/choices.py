@@ -32,7 +32,7 @@ MODES: tuple[str, ...] = get_args(Mode)
 ParsePolicy = Literal["strict", "lenient"]
 PARSE_POLICIES: tuple[str, ...] = get_args(ParsePolicy)
 
-# --thinking, one portable option (rescue.llm.providers maps it to each provider's own switch).
+# --thinking, one portable option (rescue.llm._providers maps it to each provider's own switch).
 Thinking = Literal["on", "off", "low", "medium", "high"]
 THINKING_LEVELS: tuple[str, ...] = get_args(Thinking)
 

@@ -17,7 +17,7 @@ def __getattr__(name: str) -> Any:
 
         return resolve_model
     if name == "ReliableModel":
-        from rescue.llm.reliable import ReliableModel
+        from rescue.llm import ReliableModel
 
         return ReliableModel
     raise AttributeError(f"module 'rescue.engine' has no attribute {name!r}")

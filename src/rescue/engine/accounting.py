@@ -8,9 +8,7 @@ from typing import Any
 from rescue.engine.config import RunConfig
 from rescue.engine.failures import judge_failures
 from rescue.engine.outcome import PairResult
-from rescue.llm.cost import PriceTable
-from rescue.llm.reliable import ReliableModel, CallStats
-from rescue.llm.types import Usage
+from rescue.llm import PriceTable, ReliableModel, CallStats, Usage
 from rescue.runs.failures import failure_reasons
 from rescue.tasks.base import PredictionRecord
 

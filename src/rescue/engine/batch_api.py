@@ -14,27 +14,26 @@ from rescue.engine.failures import terminal_safe
 from rescue.engine.outcome import PairResult
 from rescue.engine.plan import batch_plan, send_chains
 from rescue.engine.progress import ProgressDisplay
-from rescue.llm.batch import LEDGER, BatchLedger
-from rescue.llm.reliable import ReliableModel
-from rescue.llm.types import ChatRequest
+from rescue.llm._batch import LEDGER, BatchLedger
+from rescue.llm import ReliableModel, ChatRequest
 from rescue.tasks.base import Instance, RenderOptions, Task
 from rescue.tasks.render import RowCache
 
 
 def _batchable(model: ReliableModel) -> bool:
-    from rescue.llm.client import OpenAIModel
+    from rescue.llm import OpenAIModel
 
     return isinstance(model.inner, OpenAIModel) and model.inner.endpoint.batch
 
 
 async def _send_batches(model: ReliableModel, requests: list[ChatRequest], purpose: str, label: str,
                         config: RunConfig, display: ProgressDisplay, ledger: BatchLedger) -> None:
-    from rescue.llm.batch import run_in_batches
+    from rescue.llm._batch import run_in_batches
 
     if not requests:
         return
     if not _batchable(model):
-        from rescue.llm.providers import PRESETS
+        from rescue.llm import PRESETS
 
         able = ", ".join(name for name, p in PRESETS.items() if p.batch)
         display.warn(f"--batch: {terminal_safe(model.name)} has no batch API in rescue (presets with one: {able}); "

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, fie
 
 from rescue.errors import RunError as RunError
 from rescue.engine.run_options import RunOptions, declared_options, gather_video
-from rescue.llm.client import GenerationSettings
+from rescue.llm import GenerationSettings
 from rescue.tasks import TASK_NAMES, graded_tasks
 from rescue.tasks.base import VIDEO_MODES
 
@@ -166,7 +166,7 @@ class RunConfig(RunOptions, BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         """The config as results.json records it (models resolved, credentials removed from URLs)."""
-        from rescue.llm.secrets import redact_url
+        from rescue.llm._secrets import redact_url
 
         data = self.model_dump(mode="json")
         data["models"] = self.model_specs

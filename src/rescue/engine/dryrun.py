@@ -196,7 +196,8 @@ THINKING_BUDGET = 4096
 
 def thinking_warning(config: Any, spec: str, budgets: dict[str, int]) -> str | None:
     """A warning when ``spec`` is known to think and some task's answer budget looks too small for it."""
-    from rescue.llm.providers import PRESETS, known_to_think
+    from rescue.llm import PRESETS
+    from rescue.llm._providers import known_to_think
 
     if spec.startswith(("baseline/", "local/")):
         return None

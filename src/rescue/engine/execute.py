@@ -20,9 +20,7 @@ from rescue.engine.plan import batch_plan, chain_share
 from rescue.engine.progress import ProgressDisplay, RunLog, TaskProgress
 from rescue.engine.reask import run_pair
 from rescue.engine.types import TaskModel, as_task_model
-from rescue.llm.reliable import CallStats, ReliableModel
-from rescue.llm.session import ModelSession
-from rescue.llm.types import ChatRequest, Model
+from rescue.llm import CallStats, ReliableModel, ModelSession, ChatRequest, Model
 from rescue.tasks.base import Instance, Task
 from rescue.tasks.render import RowCache
 

@@ -9,7 +9,7 @@ from rescue.engine.config import RunError
 from rescue.engine.outcome import PairResult
 from rescue.engine.progress import ProgressDisplay
 from rescue.data.text import visible_text
-from rescue.llm.reliable import ReliableModel
+from rescue.llm import ReliableModel
 from rescue.tasks.base import PredictionRecord
 
 

@@ -18,7 +18,7 @@ from rescue.engine.config import RunConfig
 from rescue.engine.outcome import PairResult
 from rescue.engine.plan import load_task
 from rescue.engine.progress import ProgressDisplay, RunLog, TaskProgress
-from rescue.llm.types import Model
+from rescue.llm import Model
 from rescue.tasks.base import Instance
 
 T = TypeVar("T")

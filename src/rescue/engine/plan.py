@@ -36,7 +36,7 @@ def batch_size(config: RunConfig, task: Task) -> int:
 
 def names_preset(spec: str) -> bool:
     """Whether ``spec`` names a provider preset (``openai/...``), whose endpoint is the provider's own."""
-    from rescue.llm.providers import PRESETS
+    from rescue.llm import PRESETS
 
     prefix, _, rest = spec.partition("/")
     return bool(rest) and prefix in PRESETS

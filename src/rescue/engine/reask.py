@@ -18,7 +18,7 @@ from rescue.engine.plan import batch_plan, send_chains
 from rescue.engine.progress import TaskProgress
 from rescue.engine.types import TaskModel, TaskRequest
 from rescue.data.text import visible_text
-from rescue.llm.types import ChatAnswer, ChatRequest
+from rescue.llm import ChatAnswer, ChatRequest
 from rescue.tasks.base import Instance, Prediction, PredictionRecord, RenderOptions, Task, make_record
 from rescue.tasks.render import RowCache
 

@@ -1,6 +1,6 @@
 """``resolve_model(spec)`` for evaluation: ``baseline/NAME`` is an offline baseline
 (:mod:`rescue.engine.baselines`, a :class:`~rescue.engine.types.TaskModel`); every other spec is a
-:class:`~rescue.llm.types.Model` from :func:`rescue.llm.resolve.resolve_model` (presets, ``--base-url``,
+:class:`~rescue.llm.Model` from :func:`rescue.llm.resolve_model` (presets, ``--base-url``,
 ``local/NAME``)."""
 
 from __future__ import annotations
@@ -8,10 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from rescue.engine.types import TaskModel
-from rescue.llm.client import GenerationSettings
-from rescue.llm.resolve import LocalModel, settings_with
-from rescue.llm.resolve import resolve_model as resolve_llm
-from rescue.llm.types import Model
+from rescue.llm import GenerationSettings, LocalModel
+from rescue.llm._resolve import settings_with
+from rescue.llm import Model, resolve_model as resolve_llm
 
 __all__ = ["LocalModel", "resolve_model"]
 

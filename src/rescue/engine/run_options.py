@@ -22,6 +22,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 
+from rescue.llm import DEFAULT_MAX_ANSWER_BYTES, DEFAULT_RETRY_AFTER_CAP
 from rescue.video.options import VideoOptions
 from rescue.data.choices import (
     SPLITS_FILE, ImageDetail, JudgeScale, MediaMatch, Mode, ParsePolicy, RppGold, Thinking, VideoInput,
@@ -213,10 +214,9 @@ class RunOptions:
     timeout: Annotated[float, _opt(  # the whole request, the body included
         "--timeout", P_GENERATION, "Seconds per request attempt, the whole answer included.",
         check=(_above(0), "a positive number of seconds"))] = 240.0
-    # rescue.llm.client.DEFAULT_MAX_ANSWER_BYTES (a test holds them equal): a larger answer is never stored
-    max_answer_bytes: Annotated[int, _opt(
+    max_answer_bytes: Annotated[int, _opt(  # the model layer's own limit, declared there
         "--max-answer-bytes", P_GENERATION, "A larger answer is recorded as a request error, not stored.",
-        check=(_at_least(1), "a positive number of bytes"))] = 8 * 1024 * 1024
+        check=(_at_least(1), "a positive number of bytes"))] = DEFAULT_MAX_ANSWER_BYTES
 
     # --- Judging and scoring ------------------------------------------------------------------------------------
     parse: Annotated[ParsePolicy, _opt(  # rescore can switch it
@@ -247,16 +247,15 @@ class RunOptions:
         "for).")] = False
 
     # --- Run control --------------------------------------------------------------------------------------------
-    batch: Annotated[bool, _opt(  # rescue.llm.batch
+    batch: Annotated[bool, _opt(  # src/rescue/llm/_batch.py
         "--batch", P_RUN, "Send the requests (and the judge's) through the providers' batch APIs at about half the "
         "price; a killed run resumes polling the same batches. See docs/engine.md.")] = False
     batch_poll: Annotated[float, _opt(
         "--batch-poll", P_RUN, "Seconds between two reads of a batch's status.",
         check=(_above(0), "a positive number of seconds"))] = 30.0
-    # rescue.llm.reliable.DEFAULT_RETRY_AFTER_CAP (a test holds them equal)
-    retry_after_cap: Annotated[float, _opt(
+    retry_after_cap: Annotated[float, _opt(  # the model layer's own default, declared there
         "--retry-after-cap", P_RUN, "The longest Retry-After wait obeyed, in seconds; a request told to wait longer "
-        "twice fails.", check=(_at_least(0), "0 or more seconds"))] = 300.0
+        "twice fails.", check=(_at_least(0), "0 or more seconds"))] = DEFAULT_RETRY_AFTER_CAP
     concurrency: Annotated[int, _opt(
         "--concurrency", P_RUN, "Most requests in flight per model.", check=(_at_least(1), "must be at least 1"))] = 16
     max_retries: Annotated[int, _opt(

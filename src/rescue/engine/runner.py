@@ -50,12 +50,10 @@ from rescue.engine.resume import prepare_folder
 from rescue.engine.stop import RunSignals
 from rescue.engine.types import TaskModel
 from rescue.files import DirectoryLock, check_out_folder
-from rescue.llm.cache import ResponseCache
-from rescue.llm.cost import PriceTable
-from rescue.llm.reliable import Budget, ReliableModel
-from rescue.llm.secrets import refused_notes
-from rescue.llm.session import ModelSession
-from rescue.llm.types import Model, require_model
+from rescue.llm import ResponseCache, PriceTable, Budget, ReliableModel
+from rescue.llm._secrets import refused_notes
+from rescue.llm import ModelSession, Model
+from rescue.llm._types import require_model
 from rescue.runs.folder import CACHE, LOG, RunDirError, lock_run, locked_message, read_results, write_run
 from rescue.runs.results import RESULTS, SCHEMA_VERSION, RunResults
 from rescue.tasks.base import PARSE_POLICIES, VIDEO_MODES, Instance, ParsePolicy, PredictionRecord, Task
@@ -66,7 +64,7 @@ __all__ = ["WORKER_PREFIX", "RunConfig", "RunError", "RunOutcome", "Runner", "re
 
 
 class Runner:
-    """One run. ``models`` adds model objects of your own (any :class:`~rescue.llm.types.Model`, e.g. an HF
+    """One run. ``models`` adds model objects of your own (any :class:`~rescue.llm.Model`, e.g. an HF
     pipeline behind ``complete``, or a :class:`~rescue.engine.types.TaskModel`) to the specs in the config;
     they are evaluated under their ``name`` like any other."""
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from rescue import proc
 from rescue.engine.progress import ProgressDisplay, RunLog
-from rescue.llm.reliable import Budget
+from rescue.llm import Budget
 
 # What results.json's ``stopped`` and the terminal say of each signal (the words Ctrl-C always printed).
 NOTES = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated (SIGTERM)"}

@@ -1,9 +1,9 @@
 """What the evaluation runner asks: a :class:`TaskRequest` (the model layer's task-free
-:class:`~rescue.llm.types.ChatRequest` plus the task and batch it was rendered from) answered by a
+:class:`~rescue.llm.ChatRequest` plus the task and batch it was rendered from) answered by a
 :class:`TaskModel`.
 
 Models of the model layer see only the messages: :func:`as_task_model` adapts any
-:class:`~rescue.llm.types.Model` (an endpoint, the local model, your own Python model) by sending the
+:class:`~rescue.llm.Model` (an endpoint, the local model, your own Python model) by sending the
 request and ignoring the task. Offline baselines answer from the task and instances instead, so they
 implement :class:`TaskModel` themselves. Either way every answer goes through the task's ``parse``.
 """
@@ -13,14 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from rescue.llm.types import (
-    AnswerStatus,
-    ChatAnswer,
-    ChatRequest,
-    Model,
-    Usage,
-    require_model,
-)
+from rescue.llm import AnswerStatus, ChatAnswer, ChatRequest, Model, Usage
+from rescue.llm._types import require_model
 from rescue.tasks.base import Instance, RenderOptions, Task
 
 __all__ = ["AnswerStatus", "ChatAnswer", "ChatRequest", "Model", "ModelAdapter", "TaskModel", "TaskRequest",
@@ -57,7 +51,7 @@ class TaskModel(Protocol):
 
 
 class ModelAdapter:
-    """A model-layer :class:`~rescue.llm.types.Model` as a :class:`TaskModel`: it gets the messages only."""
+    """A model-layer :class:`~rescue.llm.Model` as a :class:`TaskModel`: it gets the messages only."""
 
     def __init__(self, model: Model):
         self.model = model

@@ -46,7 +46,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from rescue.data.choices import JudgeScale, Mode, ParsePolicy
 from rescue.engine.run_options import SampleChoice
 from rescue.inspect_tasks.plan import BenchError, BenchOptions, BenchPlan, build_plan
-from rescue.llm.types import ChatAnswer, ChatRequest, ModelBase, Usage
+from rescue.llm import ChatAnswer, ChatRequest, ModelBase, Usage
 from rescue.runs.inspect_logs import CONFIG_KEY, GENERATE_KEY, GRADER, RECORD_KEY
 from rescue.tasks import TASKS, get_task
 from rescue.tasks.base import PredictionRecord, gold_value, make_record
@@ -128,7 +128,7 @@ def _active_config(model: Model) -> GenerateConfig:
 
 
 class InspectJudge(ModelBase):
-    """An inspect model (a ``grader`` role) as the rescue :class:`~rescue.llm.types.Model` the judge asks; inspect
+    """An inspect model (a ``grader`` role) as the rescue :class:`~rescue.llm.Model` the judge asks; inspect
     does the retrying and caching, so answers here are final."""
 
     def __init__(self, model: Model):

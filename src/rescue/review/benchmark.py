@@ -170,7 +170,7 @@ def _frames(bench: Benchmark, task: Task, instance: Instance) -> dict[str, Any] 
     """The media the instance's prompt carries: its note and each frame (caption, data URL), nothing later."""
     if bench.video is None:
         return None
-    from rescue.llm.types import ImagePart, TextPart
+    from rescue.llm import ImagePart, TextPart
 
     parts = bench.video.media_parts(task, instance, None)
     note = parts[0].text if parts and isinstance(parts[0], TextPart) else ""

@@ -18,7 +18,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from rescue.display import markdown_table, markdown_text
-from rescue.llm.types import ChatAnswer
+from rescue.llm import ChatAnswer
 from rescue.metrics.agreement import alpha, text_agreement
 from rescue.review.benchmark import Benchmark
 from rescue.tasks import get_task

@@ -320,7 +320,7 @@ class PairScoreCache:
     """
 
     def __init__(self, path: Path):
-        from rescue.llm.cache import open_wal
+        from rescue.llm._cache import open_wal
 
         self.path = path
         self._db = open_wal(path, _CACHE_SCHEMA)

@@ -55,10 +55,10 @@ from rescue.tasks.parsing import AnswerError, extract_json
 from rescue.tasks.rubric import Grade
 from rescue.tasks.spec import JudgeRubric
 from rescue.errors import JudgeAnswerError as JudgeAnswerError, JudgeConfigError as JudgeConfigError
-from rescue.llm.types import UsageCount
+from rescue.llm._types import UsageCount
 
 if TYPE_CHECKING:
-    from rescue.llm.types import Model
+    from rescue.llm import Model
 
 Scale = JudgeScale
 SCALES: tuple[str, ...] = JUDGE_SCALES
@@ -196,7 +196,7 @@ async def _grade_one(
     retry_errors: bool = False,
     repeat: int = 0,
 ) -> JudgeGrade:
-    from rescue.llm.types import ChatRequest
+    from rescue.llm import ChatRequest
 
     messages: list[dict[str, str]] = [{"role": "user", "content": prompt}]
     error = ""

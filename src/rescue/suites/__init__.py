@@ -130,7 +130,8 @@ class KeyStatus:
 def key_status(specs: list[str], judges: list[str], *, base_url: str | None = None,
                api_key_env: str | None = None) -> list[KeyStatus]:
     """Which key each model and judge needs and whether it is set (environment or ./.env); asks nothing."""
-    from rescue.llm.providers import CredentialError, load_dotenv_once, resolve_endpoint
+    from rescue.llm import CredentialError, resolve_endpoint
+    from rescue.llm._providers import load_dotenv_once
 
     load_dotenv_once()
     out = []

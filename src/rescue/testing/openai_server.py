@@ -315,7 +315,7 @@ def verbose_json(segments: list[dict[str, Any]], words: list[dict[str, Any]] | N
 
 
 def default_transcription(body: dict[str, Any]) -> ScriptResult:
-    from rescue.llm.transcribe import wav_seconds
+    from rescue.llm._transcribe import wav_seconds
 
     seconds = wav_seconds(body["file"]["data"]) or 1.0
     return verbose_json([{"start": 0.0, "end": round(seconds, 3), "text": "Scripted transcription."}],

@@ -1,9 +1,9 @@
 """Speech to text through the same layer as chat: an OpenAI-compatible ``POST {base_url}/audio/transcriptions``
-(OpenAI, Groq, vLLM's Whisper serving, speaches / faster-whisper-server) as a :class:`~rescue.llm.types.Model`,
-so a :class:`~rescue.llm.session.ModelSession` gives it the response cache (the audio keyed by content), retries,
+(OpenAI, Groq, vLLM's Whisper serving, speaches / faster-whisper-server) as a :class:`~rescue.llm.Model`,
+so a :class:`~rescue.llm.ModelSession` gives it the response cache (the audio keyed by content), retries,
 the limiter, the failure and cost budgets exactly as it gives them to chat models.
 
-A request is one :class:`~rescue.llm.types.AudioPart` (a WAV); the answer's text is the server's
+A request is one :class:`~rescue.llm._types.AudioPart` (a WAV); the answer's text is the server's
 ``verbose_json`` (segments, and words with ``timestamp_granularities[]=word``; diarizing servers add
 ``speaker``), checked to be that shape before it is cached. ``local/faster-whisper`` runs faster-whisper
 in-process on weights on disk (the ``transcribe`` extra).
@@ -18,10 +18,11 @@ import math
 from pathlib import Path
 from typing import Any
 
-from rescue.llm import secrets
-from rescue.llm.client import DEFAULT_MAX_ANSWER_BYTES, GenerationSettings, MalformedAnswer, OpenAIModel, TransientError
-from rescue.llm.providers import CredentialError, resolve_endpoint
-from rescue.llm.types import AudioPart, ChatAnswer, ChatRequest, Message, ModelBase, Usage
+from rescue.llm import _secrets as secrets
+from rescue.llm._limits import DEFAULT_MAX_ANSWER_BYTES
+from rescue.llm._client import GenerationSettings, MalformedAnswer, OpenAIModel, TransientError
+from rescue.llm._providers import CredentialError, resolve_endpoint
+from rescue.llm._types import AudioPart, ChatAnswer, ChatRequest, Message, ModelBase, Usage
 
 LOCAL_WHISPER = "local/faster-whisper"
 GRANULARITIES = ("word", "segment")

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rescue.llm.types import ChatAnswer, MessageLike, Usage, key_messages
+from rescue.llm._types import ChatAnswer, MessageLike, Usage, key_messages
 from rescue.errors import UnreadableEntry as UnreadableEntry
 
 SCHEMA = """

@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from rescue.data.choices import THINKING_LEVELS as THINKING_LEVELS
-from rescue.llm import secrets
+from rescue.llm import _secrets as secrets
 from rescue.errors import CredentialError as CredentialError, ThinkingError as ThinkingError
 
 
@@ -38,7 +38,7 @@ class Provider:
     thinking: str = ""
     # Why requests to this provider are streamed by default when it thinks ("": they are not).
     stream_when_thinking: str = ""
-    # Whether it takes OpenAI-style batches (/files + /batches, rescue.llm.batch; --batch).
+    # Whether it takes OpenAI-style batches (/files + /batches, rescue.llm._batch; --batch).
     batch: bool = False
 
 
@@ -296,5 +296,5 @@ def check_endpoint(endpoint: Endpoint, *, timeout: float = 15.0) -> None:
 
 
 def redact(text: str, keys: list[str]) -> str:
-    """``text`` with ``keys`` (and every key configured in this process) masked: :func:`rescue.llm.secrets.scrub`."""
+    """``text`` with ``keys`` (and every key configured in this process) masked: :func:`rescue.llm.scrub`."""
     return secrets.scrub(text, keys)

@@ -3,7 +3,7 @@
 The form OpenAI, DashScope, Gemini's OpenAI-compatible endpoint, Together and Groq accept: the requests as a
 JSONL file (``POST /files``, purpose ``batch``), one line per request (``custom_id``, ``method``, ``url``,
 ``body``), a batch over it (``POST /batches``), its status polled (``GET /batches/{id}``) until it ends, then
-its output and error files read (``GET /files/{id}/content``; rescue.llm.batch_output).
+its output and error files read (``GET /files/{id}/content``; rescue.llm._batch_output).
 
 Every request is keyed as the online path keys it (:meth:`ReliableModel.key`) and the key is its
 ``custom_id``, so an answer that comes back through a batch is stored in the run's cache exactly where the
@@ -36,11 +36,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rescue.atomic import write_atomic
 from rescue.errors import BatchError as BatchError
 from rescue.errors import BatchUnsettled, TransientError
-from rescue.llm.batch_http import BatchEndpoint, BatchObject, FileObject, Page, parse
-from rescue.llm.batch_output import OutputReader
-from rescue.llm.client import OpenAIModel
-from rescue.llm.reliable import ReliableModel
-from rescue.llm.types import ChatRequest
+from rescue.llm._batch_http import BatchEndpoint, BatchObject, FileObject, Page, parse
+from rescue.llm._batch_output import OutputReader
+from rescue.llm._client import OpenAIModel
+from rescue.llm._reliable import ReliableModel
+from rescue.llm._types import ChatRequest
 
 LEDGER = "batches.json"
 TERMINAL = ("completed", "expired", "failed", "cancelled")

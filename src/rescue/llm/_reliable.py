@@ -1,7 +1,7 @@
 """The layer every model is called through: cache, resume, retries, adaptive concurrency, failure and cost budgets.
 
-:class:`ReliableModel` itself implements :class:`~rescue.llm.types.Model`, so the evaluation runner, the judge
-and pre-annotation use one wrapper (usually made by :meth:`rescue.llm.session.ModelSession.wrap`). Per request it:
+:class:`ReliableModel` itself implements :class:`~rescue.llm.Model`, so the evaluation runner, the judge
+and pre-annotation use one wrapper (usually made by :meth:`rescue.llm.ModelSession.wrap`). Per request it:
 
 1. answers from the cache when the same request (endpoint, model, messages, settings) was answered before;
 2. returns a refusal recorded by an earlier run without asking again, unless ``retry_errors`` (a refusal is an
@@ -11,7 +11,7 @@ and pre-annotation use one wrapper (usually made by :meth:`rescue.llm.session.Mo
    timeouts, empty answers) with exponential backoff and jitter, never shorter than the endpoint's
    Retry-After and never longer than ``retry_after_cap``; every retry is logged with model, request ids and
    error class;
-4. masks every configured key in the answer and error text (:func:`rescue.llm.secrets.scrub`), then stores
+4. masks every configured key in the answer and error text (:func:`rescue.llm.scrub`), then stores
    the answer (or the final failure) before returning it, so a killed run loses only requests in flight.
 """
 
@@ -26,12 +26,13 @@ from datetime import datetime, timezone
 from typing import Any, Protocol, TypeVar
 
 from rescue.data.text import without_lone_surrogates
-from rescue.llm import secrets
-from rescue.llm.cache import ResponseCache, UnreadableEntry, request_key
-from rescue.llm.client import FatalError, TransientError
-from rescue.llm.cost import PriceTable
-from rescue.llm.limiter import AdaptiveLimiter
-from rescue.llm.types import (
+from rescue.llm import _secrets as secrets
+from rescue.llm._cache import ResponseCache, UnreadableEntry, request_key
+from rescue.llm._client import FatalError, TransientError
+from rescue.llm._cost import PriceTable
+from rescue.llm._limiter import AdaptiveLimiter
+from rescue.llm._limits import DEFAULT_RETRY_AFTER_CAP
+from rescue.llm._types import (
     ChatAnswer,
     ChatRequest,
     Model,
@@ -43,7 +44,6 @@ from rescue.llm.types import (
 
 NOT_CACHED = "not in the cache (rescore asks no model)"
 NOT_REQUESTED_BUDGET = "not requested: --max-cost reached (rerun to continue)"
-DEFAULT_RETRY_AFTER_CAP = 300.0
 # A Retry-After above the cap this many times for one request: the request fails instead of waiting again.
 CAPPED_WAITS_BEFORE_GIVING_UP = 2
 

@@ -1,4 +1,4 @@
-"""An OpenAI-compatible chat endpoint as a :class:`~rescue.llm.types.Model`, over aiohttp (subclasses that send
+"""An OpenAI-compatible chat endpoint as a :class:`~rescue.llm.Model`, over aiohttp (subclasses that send
 a request of their own, such as transcription's upload, over httpx).
 
 The request is a plain ``POST {base_url}/chat/completions`` with a Bearer key, read as a stream so that two
@@ -12,11 +12,11 @@ Reasoning (``reasoning_content``, DeepSeek/Qwen/vLLM; ``reasoning``, OpenRouter/
 answer: it travels in ``meta["reasoning"]``. An answer whose budget ran out before any content
 (``finish_reason: "length"``) is status ``budget_exhausted``, not an empty answer to retry.
 
-Retrying is the :mod:`rescue.llm.reliable` layer's job, so that every retry is visible, counted and paced
+Retrying is the :mod:`rescue.llm._reliable` layer's job, so that every retry is visible, counted and paced
 by the shared adaptive limiter. This module only classifies what happened: an answer, a refusal (content
 filter), a transient failure worth retrying (:class:`TransientError`), a permanent one (a ``request_error``
 answer), or :class:`FatalError` when no request can ever succeed. Every text it hands on has the
-configured keys masked (:mod:`rescue.llm.secrets`) before it is cut.
+configured keys masked (:mod:`rescue.llm._secrets`) before it is cut.
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from rescue.llm import secrets
-from rescue.llm.providers import Endpoint, thinking_extra, tls_context
-from rescue.llm.types import ChatAnswer, ChatRequest, Usage, wire_messages
+from rescue.llm import _secrets as secrets
+from rescue.llm._limits import DEFAULT_MAX_ANSWER_BYTES
+from rescue.llm._providers import Endpoint, thinking_extra, tls_context
+from rescue.llm._types import ChatAnswer, ChatRequest, Usage, wire_messages
 from rescue.errors import (
     FatalError as FatalError,
     MalformedAnswer as MalformedAnswer,
@@ -50,7 +51,6 @@ REFUSAL_MARKERS = (
 
 # Error texts quoted from an endpoint are cut to this many characters (after masking).
 ERROR_CHARS = 500
-DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)

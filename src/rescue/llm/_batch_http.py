@@ -2,7 +2,7 @@
 
 A transport failure, a 5xx or 429, and a 200 whose body is not what the route answers (not JSON, a list, no
 ``id``) are all a :class:`TransientError`: for ``POST /files`` and ``POST /batches`` they are *ambiguous* (the
-file or batch may exist all the same), so the caller never simply sends them again (rescue.llm.batch lists
+file or batch may exist all the same), so the caller never simply sends them again (rescue.llm._batch lists
 first). Another 4xx is a :class:`BatchError`: the endpoint refused, nothing was made. Numbers of more digits
 than any count holds are read as absent (Python refuses ``int()`` past 4,300 digits).
 """
@@ -16,9 +16,9 @@ from typing import Annotated, Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WrapValidator
 
 from rescue.errors import BatchError, TransientError
-from rescue.llm import secrets
-from rescue.llm.client import ERROR_CHARS, OpenAIModel, _error_message
-from rescue.llm.providers import tls_context
+from rescue.llm import _secrets as secrets
+from rescue.llm._client import ERROR_CHARS, OpenAIModel, _error_message
+from rescue.llm._providers import tls_context
 
 NUMBER_DIGITS = 30  # no count, size or time has more digits
 PAGE = 100  # batches or files asked per page of a list

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from rescue.llm.types import Usage
+from rescue.llm._types import Usage
 from rescue.errors import PriceError as PriceError
 
 

@@ -1,10 +1,10 @@
-"""``resolve_model(spec)``: the :class:`~rescue.llm.types.Model` a model spec names.
+"""``resolve_model(spec)``: the :class:`~rescue.llm.Model` a model spec names.
 
 - ``local/NAME``: the packaged llama.cpp model, its server started on first request and stopped by ``aclose``;
 - ``PRESET/MODEL_ID`` (``openai/gpt-4o-mini``, ``deepseek/deepseek-chat`` ...) or any id with ``base_url``:
   an OpenAI-compatible endpoint.
 
-The returned model is raw: :meth:`rescue.llm.session.ModelSession.wrap` gives it cache, retries and limits.
+The returned model is raw: :meth:`rescue.llm.ModelSession.wrap` gives it cache, retries and limits.
 (``baseline/NAME`` specs are evaluation baselines: :func:`rescue.engine.resolve.resolve_model` knows them.)
 """
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from rescue.llm.client import GenerationSettings, OpenAIModel
-from rescue.llm.providers import Endpoint, resolve_endpoint
-from rescue.llm.types import ChatAnswer, ChatRequest, Model
+from rescue.llm._client import GenerationSettings, OpenAIModel
+from rescue.llm._providers import Endpoint, resolve_endpoint
+from rescue.llm._types import ChatAnswer, ChatRequest, Model
 
 
 class LocalModel:

@@ -16,11 +16,11 @@ from typing import Any
 
 from rescue.errors import MalformedAnswer, TransientError
 from rescue.data.text import visible_text
-from rescue.llm import secrets
-from rescue.llm.batch_http import loads
-from rescue.llm.client import OpenAIModel, _error_message
-from rescue.llm.reliable import ReliableModel, _scrubbed
-from rescue.llm.types import ChatRequest
+from rescue.llm import _secrets as secrets
+from rescue.llm._batch_http import loads
+from rescue.llm._client import OpenAIModel, _error_message
+from rescue.llm._reliable import ReliableModel, _scrubbed
+from rescue.llm._types import ChatRequest
 
 MAX_LINE_BYTES = 32 * 1024 * 1024  # far above any completion a batch answers; a longer line is refused unread
 LOGGED_LINES = 200  # reasons logged per batch (run.log); the rest only counted

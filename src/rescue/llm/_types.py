@@ -248,7 +248,7 @@ class Usage:
 @dataclass
 class UsageCount:
     """The one token counter: the usage of every answer counted, and the part of it that came through a
-    provider's batch API (billed at batch rates). A run's :class:`~rescue.llm.reliable.CallStats` and the judge's
+    provider's batch API (billed at batch rates). A run's :class:`~rescue.llm.CallStats` and the judge's
     ``JudgeStats`` both count with it."""
 
     usage: Usage = field(default_factory=Usage)
@@ -284,7 +284,7 @@ class Model(Protocol):
     - ``cache_settings()``: the settings that change its answers (model id, temperature ...), also keyed.
     - ``max_concurrency``: the most requests it takes at once (``None``: whatever the caller allows).
     - ``complete(request)``: one answer; failures are answers with a failure ``status``, or
-      :class:`~rescue.llm.client.TransientError` / :class:`~rescue.llm.client.FatalError` for the retry layer.
+      :class:`~rescue.llm.TransientError` / :class:`~rescue.llm.FatalError` for the retry layer.
     - ``aclose()``: release connections or servers.
 
     :class:`ModelBase` gives the defaults, so a model of your own (an HF pipeline, offline vLLM) only writes

@@ -12,7 +12,7 @@ one::
             [Message("user", [TextPart("What is shown?"), ImagePart.from_file("frame.png")])], max_tokens=200))
         print(answer.text, session.spent)
 
-``wrap`` returns a :class:`~rescue.llm.reliable.ReliableModel` (itself a :class:`~rescue.llm.types.Model`);
+``wrap`` returns a :class:`~rescue.llm.ReliableModel` (itself a :class:`~rescue.llm.Model`);
 the session closes every model it wrapped, and the cache it opened, on ``aclose``.
 """
 
@@ -23,17 +23,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Self
 
-from rescue.llm.cache import ResponseCache
-from rescue.llm.cost import PriceTable
-from rescue.llm.limiter import AdaptiveLimiter
-from rescue.llm.reliable import (
-    DEFAULT_RETRY_AFTER_CAP,
+from rescue.llm._cache import ResponseCache
+from rescue.llm._cost import PriceTable
+from rescue.llm._limiter import AdaptiveLimiter
+from rescue.llm._limits import DEFAULT_RETRY_AFTER_CAP
+from rescue.llm._reliable import (
     Budget,
     EventLog,
     NullLog,
     ReliableModel,
 )
-from rescue.llm.types import ChatRequest, Model, require_model
+from rescue.llm._types import ChatRequest, Model, require_model
 
 
 def stderr_notice(message: str) -> None:
