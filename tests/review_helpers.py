@@ -85,23 +85,22 @@ def append_tokens(client: Any, url: str, row: dict[str, Any], tokens: list[str])
     return done
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Server:
-    """uvicorn in a thread, bound to 127.0.0.1 on a free port, stopped at the end of the test."""
+    """uvicorn in a thread, on a port of 127.0.0.1 the OS chose, stopped at the end of the test."""
 
     def __init__(self, app: Any):
         import uvicorn
 
-        self.port = _free_port()
+        # The socket is bound here and handed to uvicorn still open: a port found free, closed and bound again
+        # could be taken in between by another process on a busy machine.
+        self.socket = socket.socket()
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.socket.bind(("127.0.0.1", 0))
+        self.port = int(self.socket.getsockname()[1])
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
         self.thread.start()
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60
         while not self.server.started:
             if time.monotonic() > deadline:
                 raise RuntimeError("uvicorn did not start")
@@ -111,3 +110,4 @@ class Server:
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(10)
+        self.socket.close()
