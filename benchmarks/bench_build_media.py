@@ -37,8 +37,8 @@ from _support import run_child  # noqa: E402
 from media_helpers import conversation, make_video, write_srt  # noqa: E402
 
 from rescue.media import cut_clip, ffmpeg_exe, grab_frames  # noqa: E402
-from rescue.media.cut import cut_args  # noqa: E402
-from rescue.media.frames import frame_args, frame_times, sampling  # noqa: E402
+from rescue.media._cut import cut_args  # noqa: E402
+from rescue.media._frames import frame_args, frame_times, sampling  # noqa: E402
 
 
 def _bare(args: list[str]) -> bytes:
@@ -80,7 +80,7 @@ def whole_build(folder: Path, minutes: float, segment_minutes: float, rounds: in
     import statistics
 
     from rescue.media import probe
-    from rescue.media.cut import REVIEW_CRF, review_height
+    from rescue.media._cut import REVIEW_CRF, review_height
 
     seconds = minutes * 60
     lines = conversation(seconds)

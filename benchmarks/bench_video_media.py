@@ -66,7 +66,7 @@ def main() -> None:
 
         from concurrent.futures import ThreadPoolExecutor
 
-        from rescue.video.store import scaled_size
+        from rescue.video._store import scaled_size
 
         width, height = scaled_size(info.width, info.height, options.frame_size)
         times = [(i - 0.25) / info.fps for i in indices]

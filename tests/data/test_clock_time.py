@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rescue.data.text import clock_time
-from rescue.media.subtitles import Cue, webvtt
+from rescue.media._subtitles import Cue, webvtt
 
 
 def test_clock_time_rounds_to_the_millisecond_and_carries_into_minutes_and_hours():

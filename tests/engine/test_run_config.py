@@ -41,7 +41,7 @@ def test_closed_choices_are_written_once():
     from rescue.llm._providers import THINKING_LEVELS
     from rescue.tasks.base import MODES, PARSE_POLICIES
     from rescue.tasks.rpp import RPP_GOLD_CHOICES
-    from rescue.video.options import IMAGE_DETAILS, MEDIA_MATCHES, VIDEO_INPUTS
+    from rescue.video._options import IMAGE_DETAILS, MEDIA_MATCHES, VIDEO_INPUTS
 
     assert MODES is choices.MODES and PARSE_POLICIES is choices.PARSE_POLICIES
     assert THINKING_LEVELS is choices.THINKING_LEVELS and RPP_GOLD_CHOICES is choices.RPP_GOLD_CHOICES
@@ -60,7 +60,7 @@ def test_closed_choices_are_written_once():
 
 
 def test_video_option_defaults_are_the_video_layers():
-    from rescue.video.options import VideoOptions
+    from rescue.video._options import VideoOptions
 
     video = {d.name: d.default for d in declared_options() if not d.in_config}
     defaults = VideoOptions()

@@ -424,6 +424,7 @@ def test_a_ledger_of_the_earlier_format_is_named_before_anything_is_sent(tmp_pat
 
 def test_a_key_quoted_in_a_lines_error_is_masked_in_run_log(tmp_path):
     from rescue.llm import _secrets as secrets
+
     key = "sk-batch-test-key-0123456789abcdef"
     secrets.register(key)
     requests = [question(n) for n in range(N)]

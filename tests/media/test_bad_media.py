@@ -15,8 +15,8 @@ from media_helpers import make_video
 
 from rescue import proc
 from rescue.media import MediaError
-from rescue.media.ffmpeg import ffmpeg_info, run_ffmpeg, time_limit
-from rescue.media.subtitles import SubtitleError, load_cues
+from rescue.media._ffmpeg import ffmpeg_info, run_ffmpeg, time_limit
+from rescue.media._subtitles import SubtitleError, load_cues
 
 GOOD_SRT = "1\n00:00:01,000 --> 00:00:03,000\nAlan: Hello there.\n\n2\n00:00:04,000 --> 00:00:06,000\nEvelyn: Hi.\n"
 

@@ -26,7 +26,7 @@ from rescue.media import (
     scene_cuts,
     webvtt,
 )
-from rescue.media.probe import parse_info
+from rescue.media._probe import parse_info
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +96,7 @@ def test_cut_failure_leaves_nothing(tmp_path):
 
 
 def test_a_cut_is_checked_before_it_appears(video, tmp_path):
-    from rescue.media.probe import verify_output
+    from rescue.media._probe import verify_output
 
     good = tmp_path / "good.mp4"
     cut_clip(video, 0, 4, good)
@@ -158,7 +158,7 @@ def test_clip_cutter_cuts_in_order_one_encode_at_a_time(video, tmp_path):
     import threading
 
     from rescue import proc
-    from rescue.media.cut import ClipCutter
+    from rescue.media._cut import ClipCutter
 
     windows = [(0.0, 3.0), (3.0, 7.5), (7.5, 12.0)]
     encodes: list[int] = []
@@ -193,7 +193,7 @@ def test_clip_cutter_cuts_in_order_one_encode_at_a_time(video, tmp_path):
 
 @pytest.mark.slow
 def test_clip_cutter_stops_at_a_failed_cut(video, tmp_path):
-    from rescue.media.cut import ClipCutter
+    from rescue.media._cut import ClipCutter
 
     with pytest.raises(MediaError, match="cannot cut 20.000-22.000s of a 12.000 s video"), ClipCutter() as cutter:
         futures = [cutter.submit(video, a, b, tmp_path / f"c{i}.mp4") for i, (a, b) in
@@ -213,8 +213,8 @@ def test_one_ffmpeg_command_builder_per_operation():
     root = Path(rescue.__file__).parent
     sources = {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8") for p in root.rglob("*.py")
                if "testing" not in p.parts}
-    assert [name for name, text in sources.items() if '"libx264"' in text] == ["media/cut.py"]
-    assert sorted(name for name, text in sources.items() if '"image2' in text) == ["media/frames.py"]
+    assert [name for name, text in sources.items() if '"libx264"' in text] == ["media/_cut.py"]
+    assert sorted(name for name, text in sources.items() if '"image2' in text) == ["media/_frames.py"]
 
 
 def test_frames_inside_span_rate_cap_and_size(video):
@@ -287,7 +287,7 @@ def test_espeak_speech_sits_inside_its_lines(tmp_path):
 @pytest.mark.slow
 def test_review_clips_are_scaled_to_the_review_height_with_a_capped_rate(tmp_path):
     # Issue #20, item 6: review clips were re-encoded at full resolution (105 MB for 5 min of 640x360).
-    from rescue.media.cut import REVIEW_CRF, cut_args, review_height
+    from rescue.media._cut import REVIEW_CRF, cut_args, review_height
 
     assert review_height(1080) == 720 and review_height(360) == 360 and review_height(1080, 480) == 480
     assert review_height(None) == 720

@@ -218,7 +218,7 @@ def test_a_clips_sound_ends_before_the_hidden_row_in_any_player(tmp_path, sound)
     """Issue 24 item 4: at 25 fps a clip ends a quarter frame (441 samples at 44.1 kHz) before the limit, and a
     player ignoring the MP4 edit list plays AAC 1024 samples late: 583 samples were heard past the limit."""
     from rescue.media import ffmpeg_exe
-    from rescue.video.store import MediaStore, SourceInfo
+    from rescue.video._store import MediaStore, SourceInfo
 
     fps, first, stop = 25, 10, 60
     limit = stop / fps  # the first hidden row starts with frame `stop`
@@ -494,9 +494,9 @@ def test_image_detail_reaches_the_request_and_the_estimate(tmp_path, samples, me
 
 
 def test_frame_and_clip_plans_keep_every_frame_inside_its_span():
-    from rescue.video.plan import clip_plan, frame_plan
-    from rescue.video.store import SourceInfo
-    from rescue.video.window import MediaWindow, Span
+    from rescue.video._plan import clip_plan, frame_plan
+    from rescue.video._store import SourceInfo
+    from rescue.video._window import MediaWindow, Span
 
     source = SourceInfo("d", duration=60.0, fps=10.0, width=640, height=360, has_audio=True)
     # Row 2 lasts 0.3 s, shorter than the 1 s grid step; row 3 is cut at the hidden row's start, 20.05 s.

@@ -55,7 +55,7 @@ from rescue.builder.segments import (
 )
 from rescue.data.text import clock_time
 from rescue.media import Cue, cues_in, ffmpeg_exe, get_step, scene_cuts
-from rescue.media.cut import REVIEW_CRF, ClipCutter, review_height
+from rescue.media._cut import REVIEW_CRF, ClipCutter, review_height
 
 if TYPE_CHECKING:
     from rescue.llm import Model

@@ -1,7 +1,7 @@
 """``rescue run --dry-run``: what a run would send, counted before anything is sent or written.
 
 Per model and task: requests, the images (video mode, frames) or clip seconds (clip) they carry, estimated
-input tokens (text at ~4 characters a token; media by :mod:`rescue.video.tokens`), the output token budget, and
+input tokens (text at ~4 characters a token; media by :mod:`rescue.video._tokens`), the output token budget, and
 the cost at most (input estimate + full output budget) from the price table. Per judge: one request per ER/VP
 instance of each evaluated model, its prompt measured with the gold in place of the prediction (a prediction
 is about as long), each with the judge's full answer budget. Estimates, not bills: the providers' own image

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 
 from rescue.llm import DEFAULT_MAX_ANSWER_BYTES, DEFAULT_RETRY_AFTER_CAP
-from rescue.video.options import VideoOptions
+from rescue.video import VideoOptions
 from rescue.data.choices import (
     SPLITS_FILE, ImageDetail, JudgeScale, MediaMatch, Mode, ParsePolicy, RppGold, Thinking, VideoInput,
 )

@@ -10,14 +10,14 @@
 Each step is registered by name in :data:`STEPS` (one input, one output; outputs appear atomically).
 """
 
-from rescue.media.audio import extract_audio, silences, speech_spans, wav_seconds, wav_slice
-from rescue.media.cut import clip_bytes, cut_clip
-from rescue.media.ffmpeg import MediaError, ffmpeg_exe
-from rescue.media.frames import Frame, frame_times, grab_frames
-from rescue.media.probe import MediaInfo, probe
-from rescue.media.scenes import scene_cuts
-from rescue.media.steps import STEPS, get_step, produce
-from rescue.media.subtitles import (
+from rescue.media._audio import extract_audio, silences, speech_spans, wav_seconds, wav_slice
+from rescue.media._cut import clip_bytes, cut_clip
+from rescue.media._ffmpeg import MediaError, ffmpeg_exe
+from rescue.media._frames import Frame, frame_times, grab_frames
+from rescue.media._probe import MediaInfo, probe
+from rescue.media._scenes import scene_cuts
+from rescue.media._steps import STEPS, get_step, produce
+from rescue.media._subtitles import (
     Cue,
     SubtitleError,
     cues_in,
@@ -26,7 +26,7 @@ from rescue.media.subtitles import (
     webvtt,
     write_webvtt,
 )
-from rescue.media.waveform import waveform
+from rescue.media._waveform import waveform
 
 __all__ = [
     "STEPS", "Cue", "Frame", "MediaError", "MediaInfo", "SubtitleError", "clip_bytes", "cues_in", "cut_clip",

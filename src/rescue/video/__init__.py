@@ -1,11 +1,13 @@
 """Video mode (``rescue run --mode video``): each instance's prompt carries the media of its context window.
 
-- :mod:`~rescue.video.locate` finds each sample's clip under ``--media-root`` (``source_file``, id, or a
+- :mod:`~rescue.video._locate` finds each sample's clip under ``--media-root`` (``source_file``, id, or a
   ``rescue build`` manifest);
-- :mod:`~rescue.video.window` says which stretch of the clip an instance may see (never the hidden row);
-- :mod:`~rescue.video.plan` picks the frames (or the clip window) inside it;
-- :mod:`~rescue.video.store` makes each frame and clip once, keyed by the source's content hash;
-- :mod:`~rescue.video.context` ties them together for a run and puts the media into the prompts.
+- :mod:`~rescue.video._window` says which stretch of the clip an instance may see (never the hidden row);
+- :mod:`~rescue.video._plan` picks the frames (or the clip window) inside it;
+- :mod:`~rescue.video._store` makes each frame and clip once, keyed by the source's content hash;
+- :mod:`~rescue.video._context` ties them together for a run and puts the media into the prompts.
+
+The modules are private (``_locate`` ...); the names in ``__all__`` are the face.
 
 Layer: above ``tasks`` (it reads a task's context window), below ``engine`` (the runner calls it).
 """
@@ -15,17 +17,17 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from rescue.video.options import MEDIA_MATCHES, VIDEO_INPUTS, VideoError, VideoOptions
+from rescue.video._options import MEDIA_MATCHES, VIDEO_INPUTS, VideoError, VideoOptions
 
 if TYPE_CHECKING:
-    from rescue.video.context import PreparedMedia, VideoContext, VideoTask
-    from rescue.video.locate import find_media
-    from rescue.video.window import MediaWindow, Span, media_window
+    from rescue.video._context import PreparedMedia, VideoContext, VideoTask
+    from rescue.video._locate import find_media
+    from rescue.video._window import MediaWindow, Span, media_window
 
-# The parts that read tasks and media, imported on first use: rescue.video.options (the video options' one
+# The parts that read tasks and media, imported on first use: rescue.video._options (the video options' one
 # declaration, which `rescue run --help` reads for its defaults) must not bring them in.
-_LAZY = {"PreparedMedia": "context", "VideoContext": "context", "VideoTask": "context", "find_media": "locate",
-         "MediaWindow": "window", "Span": "window", "media_window": "window"}
+_LAZY = {"PreparedMedia": "_context", "VideoContext": "_context", "VideoTask": "_context", "find_media": "_locate",
+         "MediaWindow": "_window", "Span": "_window", "media_window": "_window"}
 
 __all__ = [
     "MEDIA_MATCHES", "VIDEO_INPUTS", "MediaWindow", "PreparedMedia", "Span", "VideoContext", "VideoError",

@@ -21,12 +21,12 @@ from rescue.errors import RescueError
 from rescue.data.models import Sample
 from rescue.llm import ImagePart, Message, MessageLike, Part, TextPart, VideoPart
 from rescue.tasks.base import Instance, RenderOptions, Task
-from rescue.video.locate import find_media
-from rescue.video.options import VideoError, VideoOptions
-from rescue.video.plan import MediaPlan, clip_plan, frame_plan
-from rescue.video.store import MediaStore, SourceInfo, scaled_size
-from rescue.video.tokens import clip_tokens, frames_tokens
-from rescue.video.window import media_window
+from rescue.video._locate import find_media
+from rescue.video._options import VideoError, VideoOptions
+from rescue.video._plan import MediaPlan, clip_plan, frame_plan
+from rescue.video._store import MediaStore, SourceInfo, scaled_size
+from rescue.video._tokens import clip_tokens, frames_tokens
+from rescue.video._window import media_window
 
 # A row may end a little after the video does (subtitle timing); more than this means the wrong video.
 DURATION_SLACK = 1.0
@@ -46,7 +46,7 @@ class PreparedMedia:
 
 
 class VideoContext:
-    """The media of every instance of a run, made once, keyed by content (see :mod:`rescue.video.store`)."""
+    """The media of every instance of a run, made once, keyed by content (see :mod:`rescue.video._store`)."""
 
     def __init__(self, options: VideoOptions, sources: Mapping[str, Path], store: MediaStore,
                  infos: Mapping[str, SourceInfo]):

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rescue.atomic import atomic_output, move_into_place, write_atomic
-from rescue.video.options import VideoError, VideoOptions
+from rescue.video._options import VideoError, VideoOptions
 
 _CHUNK = 1 << 20
 # Frames further apart than this are fetched by a new seek rather than by decoding everything between them.
@@ -150,8 +150,8 @@ class MediaStore:
 
     def make_chunk(self, path: Path, source: SourceInfo, chunk: list[int]) -> None:
         """Make the frames ``chunk`` (sorted, from :meth:`frame_chunks`) in one ffmpeg decode."""
-        from rescue.media.ffmpeg import run_ffmpeg
-        from rescue.media.frames import frame_args
+        from rescue.media._ffmpeg import run_ffmpeg
+        from rescue.media._frames import frame_args
 
         width, height = scaled_size(source.width, source.height, self.options.frame_size)
         first = chunk[0]
@@ -187,8 +187,8 @@ class MediaStore:
 
     def make_clip(self, path: Path, source: SourceInfo, first: int, stop: int) -> Path:
         """Frames ``first`` to ``stop - 1`` (and their audio) as an H.264/AAC MP4, made once."""
-        from rescue.media.cut import cut_args
-        from rescue.media.ffmpeg import run_ffmpeg
+        from rescue.media._cut import cut_args
+        from rescue.media._ffmpeg import run_ffmpeg
 
         out = self.clip_path(source, first, stop)
         if out.is_file():

@@ -6,8 +6,8 @@ from array import array
 from pathlib import Path
 from typing import Any
 
-from rescue.media.ffmpeg import run_ffmpeg
-from rescue.media.probe import probe
+from rescue.media._ffmpeg import run_ffmpeg
+from rescue.media._probe import probe
 
 SAMPLE_RATE = 8000  # speech's envelope needs no more, and a 30-minute clip decodes to 29 MB
 PEAKS_PER_SECOND = 50

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rescue.media.ffmpeg import MediaError, ffmpeg_exe, run_bounded
-from rescue.media.probe import probe
-from rescue.media.steps import media_step
+from rescue.media._ffmpeg import MediaError, ffmpeg_exe, run_bounded
+from rescue.media._probe import probe
+from rescue.media._steps import media_step
 
 _PTS = re.compile(r"pts_time:\s*([\d.]+)")
 DEFAULT_THRESHOLD = 0.3

@@ -10,8 +10,8 @@ import wave
 from pathlib import Path
 
 from rescue import proc
-from rescue.media.ffmpeg import MediaError, ffmpeg_exe, run_ffmpeg
-from rescue.media.steps import media_step, produce
+from rescue.media._ffmpeg import MediaError, ffmpeg_exe, run_ffmpeg
+from rescue.media._steps import media_step, produce
 
 SAMPLE_RATE = 16000
 # Quieter than this for at least MIN_SILENCE seconds is a silence (speech in a room sits around -30 to -15 dB).

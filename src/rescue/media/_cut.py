@@ -12,9 +12,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from rescue.media.ffmpeg import MediaError, run_ffmpeg
-from rescue.media.probe import MediaInfo, probe, verify_output
-from rescue.media.steps import media_step, produce
+from rescue.media._ffmpeg import MediaError, run_ffmpeg
+from rescue.media._probe import MediaInfo, probe, verify_output
+from rescue.media._steps import media_step, produce
 
 DEFAULT_KEYFRAME_INTERVAL = 1.0
 # Review clips: the source's height up to 720 lines unless asked otherwise, and a quality that keeps an hour

@@ -2,7 +2,7 @@
 
 The system's ffmpeg wins where present (it may have hardware encoders); otherwise imageio-ffmpeg's static
 binary, which ``pip install`` brings, so a fresh machine needs no extra step. ffprobe is not assumed:
-imageio-ffmpeg ships none, so probing parses ``ffmpeg -i`` (see :mod:`rescue.media.probe`).
+imageio-ffmpeg ships none, so probing parses ``ffmpeg -i`` (see :mod:`rescue.media._probe`).
 """
 
 from __future__ import annotations

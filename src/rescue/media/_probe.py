@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from rescue.media.ffmpeg import MediaError, ffmpeg_exe, ffmpeg_info, run_bounded
+from rescue.media._ffmpeg import MediaError, ffmpeg_exe, ffmpeg_info, run_bounded
 
 _DURATION = re.compile(r"Duration:\s*(\d+):(\d\d):(\d\d(?:\.\d+)?)")
 _STREAM = re.compile(r"Stream #\d+:\d+[^:]*:\s*(Video|Audio|Subtitle|Data):\s*([^\s,]+)(.*)")

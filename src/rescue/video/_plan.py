@@ -12,8 +12,8 @@ import math
 from dataclasses import dataclass
 
 from rescue.data.evenly import pick_evenly
-from rescue.video.store import SourceInfo
-from rescue.video.window import MediaWindow
+from rescue.video._store import SourceInfo
+from rescue.video._window import MediaWindow
 
 _EPS = 1e-6
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rescue.data.text import clock_time
-from rescue.media.steps import media_step, produce
+from rescue.media._steps import media_step, produce
 from rescue.errors import SubtitleError as SubtitleError
 
 SUBTITLE_FORMATS = {".srt": "srt", ".vtt": "vtt", ".ass": "ass", ".ssa": "ssa"}

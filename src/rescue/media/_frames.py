@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from rescue.media.ffmpeg import run_ffmpeg
-from rescue.media.steps import media_step
+from rescue.media._ffmpeg import run_ffmpeg
+from rescue.media._steps import media_step
 
 _JPEG_END = b"\xff\xd9"
 

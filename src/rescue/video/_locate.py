@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 
 from rescue.data.models import Sample
 from rescue.data.names import inside_path
-from rescue.video.options import VideoError
+from rescue.video._options import VideoError
 
 VIDEO_EXTENSIONS = (".mp4", ".mkv", ".webm", ".mov", ".m4v", ".avi")
 MANIFEST = "manifest.json"
