@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rescue.engine.config import RunConfig
+from rescue.engine.parts import Judging, Roster
 from rescue.engine.failures import judge_failures
 from rescue.engine.outcome import PairResult
 from rescue.llm import PriceTable, ReliableModel, CallStats, Usage
@@ -95,31 +95,33 @@ def run_counts(stats: list[CallStats], records: list[PredictionRecord]) -> dict[
     return counts
 
 
-def config_block(config: RunConfig, bertscore: dict[str, Any] | None, used: dict[str, Any]) -> dict[str, Any]:
-    """results.json's ``config``: the run's options, the BERTScore backbone, the version and the values used."""
+def config_block(options: dict[str, Any], judging: Judging, bertscore_enabled: bool, bertscore: dict[str, Any] | None,
+                 used: dict[str, Any]) -> dict[str, Any]:
+    """results.json's ``config``: the run's ``options`` (``RunConfig.to_json``), whether BERTScore was on and its
+    backbone, the version, the values used and (when judged) the judge prompts' hashes."""
     from rescue._version import __version__
 
-    block = config.to_json()
-    block["bertscore_enabled"] = config.bertscore
+    block = dict(options)
+    block["bertscore_enabled"] = bertscore_enabled
     block["bertscore"] = bertscore
     block["rescue_version"] = __version__
     block["used"] = used
-    if config.judges:
+    if judging.judges:
         from rescue.scoring.judge import prompt_hashes
 
-        block["judge_prompt_sha256"] = prompt_hashes(config.judge_scale)
+        block["judge_prompt_sha256"] = prompt_hashes(judging.judge_scale)
     return block
 
 
-def models_block(config: RunConfig, pairs: list[PairResult], models: dict[str, ReliableModel],
+def models_block(roster: Roster, judging: Judging, pairs: list[PairResult], models: dict[str, ReliableModel],
                  prices: PriceTable) -> tuple[dict[str, Any], float | None]:
     """results.json's ``models``: per model its tasks' metrics, usage and cost; and the cost of them all."""
     block: dict[str, Any] = {}
     total: float | None = 0.0
     ran = {pair.model for pair in pairs}
     # A baseline none of whose tasks were asked for (nearest with --tasks itp) has nothing to report.
-    for spec in [s for s in config.model_specs if s in ran or config.models]:
-        entry = _model_entry(config, spec, pairs)
+    for spec in [s for s in roster.model_specs if s in ran or roster.models]:
+        entry = _model_entry(judging, spec, pairs)
         judge_usage = {pair.task: pair.judge_usage for pair in pairs if pair.model == spec and pair.judge_usage}
         usage, cost = usage_block(models.get(spec), judge_usage, prices, spec)
         entry["usage"] = usage
@@ -129,7 +131,7 @@ def models_block(config: RunConfig, pairs: list[PairResult], models: dict[str, R
     return block, total
 
 
-def _model_entry(config: RunConfig, spec: str, pairs: list[PairResult]) -> dict[str, Any]:
+def _model_entry(judging: Judging, spec: str, pairs: list[PairResult]) -> dict[str, Any]:
     from rescue.engine.plan import load_task
     from rescue.tasks import scoped_aggregates
 
@@ -137,7 +139,7 @@ def _model_entry(config: RunConfig, spec: str, pairs: list[PairResult]) -> dict[
                              for pair in pairs if pair.model == spec}
     reasons = {pair.task: failure_reasons(pair.records) for pair in pairs if pair.model == spec}
     entry["failure_reasons"] = {task: [r.model_dump() for r in found] for task, found in reasons.items() if found}
-    if config.judges and config.judge_repeats > 1:
+    if judging.judges and judging.judge_repeats > 1:
         from rescue.scoring.judge_agreement import judge_stability
 
         entry["judge_stability"] = judge_stability([r for p in pairs if p.model == spec for r in p.records])

@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from rescue.data.text import visible_text
-from rescue.engine.config import RunConfig
+from rescue.engine.parts import Asking, Judging
 from rescue.engine.failures import terminal_safe
 from rescue.engine.outcome import PairResult
 from rescue.engine.plan import batch_plan, send_chains
 from rescue.engine.progress import ProgressDisplay
 from rescue.llm._batch import LEDGER, BatchLedger
 from rescue.llm import ReliableModel, ChatRequest
-from rescue.tasks.base import Instance, RenderOptions, Task
+from rescue.tasks.base import Instance, Task
 from rescue.tasks.render import RowCache
 
 
@@ -27,7 +27,7 @@ def _batchable(model: ReliableModel) -> bool:
 
 
 async def _send_batches(model: ReliableModel, requests: list[ChatRequest], purpose: str, label: str,
-                        config: RunConfig, display: ProgressDisplay, ledger: BatchLedger) -> None:
+                        poll: float, display: ProgressDisplay, ledger: BatchLedger) -> None:
     from rescue.llm._batch import run_in_batches
 
     if not requests:
@@ -50,7 +50,7 @@ async def _send_batches(model: ReliableModel, requests: list[ChatRequest], purpo
             done[batch_id] = completed + failed
             done[batch_id + ":failed"] = failed
 
-    outcome = await run_in_batches(model, requests, ledger, purpose=purpose, poll_interval=config.batch_poll,
+    outcome = await run_in_batches(model, requests, ledger, purpose=purpose, poll_interval=poll,
                                    on_progress=progress,
                                    on_warning=lambda text: display.warn(visible_text(text)))
     model.log.event("batch_done", model=model.name, purpose=purpose, submitted=outcome.submitted,
@@ -58,25 +58,26 @@ async def _send_batches(model: ReliableModel, requests: list[ChatRequest], purpo
                     left_to_online=outcome.failed, batches=outcome.batches)
 
 
-async def batch_predictions(config: RunConfig, reliable: dict[str, ReliableModel], tasks: dict[str, Task],
+async def batch_predictions(asking: Asking, poll: float, reliable: dict[str, ReliableModel], tasks: dict[str, Task],
                             instances: dict[str, list[Instance]], rows: RowCache, display: ProgressDisplay,
                             out: Path) -> None:
-    """Every prediction request of the run, as run_pair will ask it (same messages, budget, tag), in batches."""
-    options = RenderOptions(mode=config.mode, context_size=config.context_size, rows=rows)
+    """Every prediction request of the run, as run_pair will ask it (same messages, budget, tag), in batches;
+    ``poll``: seconds between two reads of a batch's status (``--batch-poll``)."""
+    options = asking.render(rows)
     requests: list[ChatRequest] = []
     for name, task in tasks.items():
-        for chain in send_chains(batch_plan(config, task, instances[name]).batches, config.concurrency):
+        for chain in send_chains(batch_plan(asking, task, instances[name]).batches, asking.concurrency):
             for batch in chain:
                 messages: list[Any] = task.render(batch, options)
                 requests.append(ChatRequest(messages=messages, max_tokens=int(task.max_tokens), tag=task.name,
                                             ids=tuple(i.instance_id for i in batch)))
     # One ledger for every model: each writes it whole, so each must see the others' batches.
     ledger = BatchLedger(out / LEDGER)
-    await asyncio.gather(*(_send_batches(model, requests, "predict", "batch", config, display, ledger)
+    await asyncio.gather(*(_send_batches(model, requests, "predict", "batch", poll, display, ledger)
                            for model in reliable.values()))
 
 
-async def batch_judges(config: RunConfig, judges: list[ReliableModel], pairs: list[PairResult],
+async def batch_judges(judging: Judging, poll: float, judges: list[ReliableModel], pairs: list[PairResult],
                        instances: dict[str, list[Instance]], display: ProgressDisplay, out: Path) -> None:
     """The judge's first request for every graded prediction (as rescue.scoring.judge asks it), in batches."""
     from rescue.scoring.judge import JUDGE_MAX_TOKENS, Turn, judge_prompt
@@ -86,10 +87,10 @@ async def batch_judges(config: RunConfig, judges: list[ReliableModel], pairs: li
         by_id = {i.instance_id: i for i in instances[pair.task]}
         for record in pair.records:
             if record.ok:
-                prompt = judge_prompt(pair.task, config.judge_scale, Turn.of(by_id[record.instance_id]),
+                prompt = judge_prompt(pair.task, judging.judge_scale, Turn.of(by_id[record.instance_id]),
                                       record.prediction, record.gold)
                 requests += [ChatRequest(messages=[{"role": "user", "content": prompt}], max_tokens=JUDGE_MAX_TOKENS,
-                                         purpose="judge", repeat=k) for k in range(config.judge_repeats)]
+                                         purpose="judge", repeat=k) for k in range(judging.judge_repeats)]
     ledger = BatchLedger(out / LEDGER)
-    await asyncio.gather(*(_send_batches(judge, requests, "judge", "judge batch", config, display, ledger)
+    await asyncio.gather(*(_send_batches(judge, requests, "judge", "judge batch", poll, display, ledger)
                            for judge in judges))

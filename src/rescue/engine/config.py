@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
 from rescue.errors import RunError as RunError
+from rescue.engine.parts import G, part
 from rescue.engine.run_options import RunOptions, declared_options, gather_video
 from rescue.llm import GenerationSettings
 from rescue.tasks import TASK_NAMES, graded_tasks
@@ -163,6 +164,10 @@ class RunConfig(RunOptions, BaseModel):
             raise RunError(f"model settings for {spec!r}: unknown field(s) {', '.join(sorted(bad))}; "
                            f"known: {', '.join(sorted(allowed))}")
         return GenerationSettings(**merged)
+
+    def part(self, group: type[G]) -> G:
+        """The part of the config a helper reads (a group of :mod:`rescue.engine.parts`: ``config.part(Judging)``)."""
+        return part(self, group)
 
     def to_json(self) -> dict[str, Any]:
         """The config as results.json records it (models resolved, credentials removed from URLs)."""

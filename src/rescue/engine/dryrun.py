@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from rescue.engine.parts import Asking, Judging, Selection
 from rescue.llm import PriceTable, Usage
-from rescue.tasks.base import VIDEO_MODES, RenderOptions
+from rescue.tasks.base import VIDEO_MODES
 from rescue.tasks.render import RowCache
+
+if TYPE_CHECKING:
+    from rescue.engine.config import RunConfig
 
 CHARS_PER_TOKEN = 4
 
@@ -118,20 +122,20 @@ def _content_text(messages: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def _planned(config: Any, samples: list[Any], single: bool) -> list[tuple[str, Any, list[Any], list[list[Any]]]]:
+def _planned(config: RunConfig, samples: list[Any], single: bool) -> list[tuple[str, Any, list[Any], list[list[Any]]]]:
     """Each task's name, task, instances and batches as the run forms them (``single``: one instance each)."""
     from rescue.engine.plan import batch_plan, build_options, load_task
 
     planned = []
     for name in config.tasks:
         task = load_task(name)
-        instances = task.build(samples, **build_options(config, task))
-        batches = [[i] for i in instances] if single else batch_plan(config, task, instances).batches
+        instances = task.build(samples, **build_options(config.task_options, task))
+        batches = [[i] for i in instances] if single else batch_plan(config.part(Asking), task, instances).batches
         planned.append((name, task, instances, batches))
     return planned
 
 
-def estimate_run(config: Any) -> RunEstimate:
+def estimate_run(config: RunConfig) -> RunEstimate:
     """Count what ``rescue run`` with ``config`` would send; reads the data (and probes the media), writes nothing.
     Every option the run would refuse is refused first, with the run's message."""
     from rescue.data.loading import load_samples
@@ -139,13 +143,13 @@ def estimate_run(config: Any) -> RunEstimate:
     from rescue.engine.runner import check_run
 
     check_run(config)  # a dry run refuses what the run would refuse, before it counts
-    samples, _ = select_samples(config, load_samples(config.data))
+    samples, _ = select_samples(config.part(Selection), load_samples(config.data))
     video = None
     if config.mode in VIDEO_MODES:
         from rescue.video import VideoContext
 
         video = VideoContext.locate(config.video, samples, None)  # probe only: no hashing, no store
-    options = RenderOptions(mode=config.mode, context_size=config.context_size, rows=RowCache())
+    options = config.part(Asking).render(RowCache())
     per_task: list[TaskEstimate] = []
     graded: dict[str, list[Any]] = {}  # judged task -> its instances
     planned = _planned(config, samples, video is not None)
@@ -183,7 +187,8 @@ def estimate_run(config: Any) -> RunEstimate:
         costs = [prices.cost(spec, Usage(t.input_tokens, t.max_output_tokens)) for t in model.tasks]
         model.cost_at_most = None if any(c is None for c in costs) else round(sum(c or 0.0 for c in costs), 4)
         models.append(model)
-    judges = [_judge_estimate(spec, graded, config, prices) for spec in config.judges]
+    judges = [_judge_estimate(spec, graded, len(config.model_specs), config.part(Judging), prices)
+              for spec in config.judges]
     run = RunEstimate(config.mode, len(samples), models, video.options.video_input if video else None, judges)
     budgets = {name: int(config.max_tokens or load_task(name).max_tokens) for name in config.tasks}
     run.warnings = [w for spec in config.model_specs if (w := thinking_warning(config, spec, budgets))]
@@ -194,7 +199,7 @@ def estimate_run(config: Any) -> RunEstimate:
 THINKING_BUDGET = 4096
 
 
-def thinking_warning(config: Any, spec: str, budgets: dict[str, int]) -> str | None:
+def thinking_warning(config: RunConfig, spec: str, budgets: dict[str, int]) -> str | None:
     """A warning when ``spec`` is known to think and some task's answer budget looks too small for it."""
     from rescue.llm import PRESETS
     from rescue.llm._providers import known_to_think
@@ -218,15 +223,16 @@ def thinking_warning(config: Any, spec: str, budgets: dict[str, int]) -> str | N
             f"--max-tokens {THINKING_BUDGET * 2} or more, --budget-retry 3, or --thinking off where the provider has it.")
 
 
-def _judge_estimate(spec: str, graded: dict[str, list[Any]], config: Any, prices: PriceTable) -> JudgeEstimate:
+def _judge_estimate(spec: str, graded: dict[str, list[Any]], models: int, judging: Judging,
+                    prices: PriceTable) -> JudgeEstimate:
     from rescue.scoring.judge import JUDGE_MAX_TOKENS, Turn, judge_prompt
 
-    estimate = JudgeEstimate(spec, models=len(config.model_specs))
+    estimate = JudgeEstimate(spec, models=models)
     for name, instances in graded.items():
-        repeats = getattr(config, "judge_repeats", 1)  # --judge-repeats: each instance asked this often
+        repeats = judging.judge_repeats  # --judge-repeats: each instance asked this often
         task = TaskEstimate(name, requests=len(instances) * repeats, instances=len(instances))
         for instance in instances:
-            task.text_tokens += repeats * text_tokens(judge_prompt(name, config.judge_scale, Turn.of(instance),
+            task.text_tokens += repeats * text_tokens(judge_prompt(name, judging.judge_scale, Turn.of(instance),
                                                                    instance.gold, instance.gold))
             task.max_output_tokens += repeats * JUDGE_MAX_TOKENS
         estimate.tasks.append(task)

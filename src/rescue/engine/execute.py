@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rescue.engine.batch_api import batch_judges, batch_predictions
-from rescue.engine.config import RunConfig
+from rescue.engine.parts import Asking, Judging
 from rescue.engine.hooks import judge_pair
 from rescue.engine.outcome import PairResult
 from rescue.engine.plan import batch_plan, chain_share
@@ -64,9 +64,13 @@ class RunModels:
 
 @dataclass
 class Execution:
-    """One run's asking: which pairs are asked, each pair's answers and grades, ``--batch`` first when asked."""
+    """One run's asking: which pairs are asked, each pair's answers and grades, ``--batch`` first when asked
+    (its status read every ``batch_poll`` seconds). The pairs are the run's models (``run_models``, in the order
+    of ``--model``) by its tasks (``tasks``, in the order of ``--tasks``)."""
 
-    config: RunConfig
+    asking: Asking
+    judging: Judging
+    batch_poll: float
     run_models: RunModels
     tasks: dict[str, Task]
     instances: dict[str, list[Instance]]
@@ -83,9 +87,9 @@ class Execution:
 
     def todo(self) -> list[tuple[str, str]]:
         """The (model, task) pairs to ask, each given its progress bar."""
-        config, models = self.config, self.run_models.models
+        models = self.run_models.models
         # A baseline that does not apply to a task (persist has no RPP answer ...) sits that task out.
-        todo = [(spec, name) for spec in config.model_specs for name in config.tasks if models[spec].applies_to(name)]
+        todo = [(spec, name) for spec in models for name in self.tasks if models[spec].applies_to(name)]
         # One that cannot learn from these data (uniform's ER phrases come from other samples; a
         # one-segment export has none) sits the task out with a note; the run goes on.
         for spec, name in list(todo):
@@ -108,12 +112,12 @@ class Execution:
         if judges:
             judge_bar = self.display.task(pair.model, f"{pair.task} judge",
                                           len(judges) * sum(1 for r in pair.records if r.ok))
-        await judge_pair(pair, self.instances[pair.task], list(judges), self.config, judge_bar)
+        await judge_pair(pair, self.instances[pair.task], list(judges), self.judging, judge_bar)
 
     async def one(self, spec: str, name: str) -> PairResult:
         """One model on one task: every instance asked, then graded when the task has a judge."""
         tracker = self.run_models.trackers[(spec, name)]
-        records = await run_pair(self.run_models.models[spec], self.tasks[name], self.instances[name], self.config,
+        records = await run_pair(self.run_models.models[spec], self.tasks[name], self.instances[name], self.asking,
                                  tracker, self.rows, self.shares.get(spec))
         pair = PairResult(spec, name, records)
         if self.tasks[name].declaration.judge is not None and not self.batched:
@@ -124,9 +128,9 @@ class Execution:
 
     def _share(self, todo: list[tuple[str, str]]) -> None:
         """Each model's longest chain: all its requests in the run over its slots, so no chain outlasts the rest."""
-        requests = {n: len(batch_plan(self.config, self.tasks[n], self.instances[n]).batches) for n in {n for _, n in todo}}
+        requests = {n: len(batch_plan(self.asking, self.tasks[n], self.instances[n]).batches) for n in {n for _, n in todo}}
         for spec in {s for s, _ in todo}:
-            self.shares[spec] = chain_share([requests[n] for s, n in todo if s == spec], self.config.concurrency)
+            self.shares[spec] = chain_share([requests[n] for s, n in todo if s == spec], self.asking.concurrency)
 
     async def ask_all(self) -> list[PairResult]:
         """Every pair asked (and graded); with ``--batch`` every request goes through the providers' batch APIs
@@ -135,7 +139,7 @@ class Execution:
         self._share(todo)
         if self.batched:
             self.on_phase("batch")
-            await batch_predictions(self.config, self.run_models.reliable, self.tasks, self.instances, self.rows,
+            await batch_predictions(self.asking, self.batch_poll, self.run_models.reliable, self.tasks, self.instances, self.rows,
                                     self.display, self.out)
         self.on_phase("asking")
         pairs = list(await asyncio.gather(*(self.one(s, n) for s, n in todo)))
@@ -143,7 +147,7 @@ class Execution:
             graded = [p for p in pairs if self.tasks[p.task].declaration.judge is not None]
             if not self.stopping():
                 self.on_phase("batch")
-                await batch_judges(self.config, self.run_models.judges, graded, self.instances, self.display,
+                await batch_judges(self.judging, self.batch_poll, self.run_models.judges, graded, self.instances, self.display,
                                    self.out)
                 self.on_phase("asking")
             await asyncio.gather(*(self.judge(p) for p in graded))

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rescue.errors import BertScoreInterrupted
-from rescue.engine.config import RunConfig
+from rescue.engine.parts import BertScoring, Judging
 from rescue.engine.outcome import PairResult
 from rescue.engine.plan import load_task
 from rescue.engine.progress import ProgressDisplay, RunLog, TaskProgress
@@ -25,16 +25,16 @@ T = TypeVar("T")
 WORKER_PREFIX = "rescue-compute-"  # the daemon threads of in_daemon_thread
 
 
-async def judge_pair(pair: PairResult, instances: list[Instance], judges: list[Model], config: RunConfig,
+async def judge_pair(pair: PairResult, instances: list[Instance], judges: list[Model], judging: Judging,
                      progress: TaskProgress | None) -> None:
     """Every answer of ``pair`` graded by the judges (its task's rubric); their usage is kept on the pair."""
     from rescue.scoring.judge import judge_records
 
     by_id = {i.instance_id: i for i in instances}
     pairs = [(by_id[r.instance_id], r) for r in pair.records]
-    stats = await judge_records(pairs, judges=judges, task_name=pair.task, scale=config.judge_scale,
-                                concurrency=config.concurrency, retry_errors=config.retry_errors,
-                                repeats=config.judge_repeats,
+    stats = await judge_records(pairs, judges=judges, task_name=pair.task, scale=judging.judge_scale,
+                                concurrency=judging.concurrency, retry_errors=judging.retry_errors,
+                                repeats=judging.judge_repeats,
                                 on_graded=None if progress is None else lambda ok: progress.advance(1, 0 if ok else 1))
     pair.judge_usage = [s.to_dict() for s in stats.values()]
 
@@ -66,17 +66,17 @@ async def in_daemon_thread(fn: Callable[..., T], *args: Any) -> T:
     return await future
 
 
-async def bertscore_pairs(pairs: list[PairResult], config: RunConfig, display: ProgressDisplay, log: RunLog,
+async def bertscore_pairs(pairs: list[PairResult], scoring: BertScoring, display: ProgressDisplay, log: RunLog,
                           cache_path: Path | None) -> dict[str, Any] | None:
     """BERTScore for every ER/VP pair: distinct text pairs once, cached ones not again, the rest in chunks with a
     progress bar; Ctrl-C between two chunks raises :class:`BertScoreInterrupted` (computed scores are kept)."""
     generative = [p for p in pairs if load_task(p.task).declaration.bertscore is not None]
-    if not config.bertscore or not generative:
+    if not scoring.bertscore or not generative:
         return None
     from rescue.scoring.bertscore import SCORE_CACHE, BertScoreConfig, BertScoreJob, PairScoreCache, _scorer
 
-    bert = BertScoreConfig.from_option(config.bertscore_model, num_layers=config.bertscore_layers,
-                                       rescale=config.bertscore_rescale)
+    bert = BertScoreConfig.from_option(scoring.bertscore_model, num_layers=scoring.bertscore_layers,
+                                       rescale=scoring.bertscore_rescale)
     started = time.monotonic()
     cache = None if cache_path is None else PairScoreCache(cache_path / SCORE_CACHE)
     try:

@@ -9,7 +9,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from rescue.data.models import Sample
-from rescue.engine.config import RunConfig, RunError
+from rescue.engine.config import RunError
+from rescue.engine.run_options import TaskOptions
+from rescue.engine.parts import Asking, Selection
 from rescue.tasks.base import Instance, Task
 from rescue.tasks.batching import BatchPlan, plan_batches
 
@@ -21,17 +23,17 @@ def load_task(name: str) -> Task:
     return get_task(name)
 
 
-def batch_plan(config: RunConfig, task: Task, instances: list[Instance]) -> BatchPlan:
+def batch_plan(asking: Asking, task: Task, instances: list[Instance]) -> BatchPlan:
     """The run's batches of one task: the requested grouping, split wherever it would leak (tasks.batching)."""
     from rescue.tasks.prompts import resolve_context_size
 
-    return plan_batches(task, instances, batch_size(config, task),
-                        resolve_context_size(config.context_size, int(task.default_context_size)))
+    return plan_batches(task, instances, batch_size(asking, task),
+                        resolve_context_size(asking.context_size, int(task.default_context_size)))
 
 
-def batch_size(config: RunConfig, task: Task) -> int:
+def batch_size(asking: Asking, task: Task) -> int:
     """The batch size the run uses for ``task``: ``--batch-size authors`` is the task's own."""
-    return int(task.default_batch_size) if config.batch_size == "authors" else int(config.batch_size)
+    return int(task.default_batch_size) if asking.batch_size == "authors" else int(asking.batch_size)
 
 
 def names_preset(spec: str) -> bool:
@@ -42,24 +44,24 @@ def names_preset(spec: str) -> bool:
     return bool(rest) and prefix in PRESETS
 
 
-def build_options(config: RunConfig, task: Task) -> dict[str, Any]:
+def build_options(task_options: TaskOptions, task: Task) -> dict[str, Any]:
     """The ``--task-option`` values given for ``task``, as its ``build`` takes them."""
-    return dict(config.task_options.get(task.name, {}))
+    return dict(task_options.get(task.name, {}))
 
 
-def values_used(config: RunConfig, tasks: dict[str, Task], instances: dict[str, list[Instance]],
-                data_sha: str) -> dict[str, Any]:
+def values_used(asking: Asking, task_options: TaskOptions, tasks: dict[str, Task],
+                instances: dict[str, list[Instance]], data_sha: str) -> dict[str, Any]:
     """What the run really used where its config says "default" (None): a report compares runs on these."""
     from rescue.tasks.spec import validate_options
 
     used: dict[str, Any] = {
         "data_sha256": data_sha,
-        "task_options": {n: validate_options(n, t.declaration.options, build_options(config, t)).model_dump(mode="json")
+        "task_options": {n: validate_options(n, t.declaration.options, build_options(task_options, t))
+                         .model_dump(mode="json") for n, t in tasks.items()},
+        "context_size": {n: asking.context_size if asking.context_size is not None else int(t.default_context_size)
                          for n, t in tasks.items()},
-        "context_size": {n: config.context_size if config.context_size is not None else int(t.default_context_size)
-                         for n, t in tasks.items()},
-        "batch_size": {n: batch_size(config, t) for n, t in tasks.items()},
-        "parse": getattr(config, "parse", None) or "strict",
+        "batch_size": {n: batch_size(asking, t) for n, t in tasks.items()},
+        "parse": asking.parse,
     }
     for name, task in tasks.items():
         if "rpp_gold" in task.declaration.options.model_fields:  # the option choosing a gold field (RPP)
@@ -68,20 +70,20 @@ def values_used(config: RunConfig, tasks: dict[str, Task], instances: dict[str, 
     return used
 
 
-def select_samples(config: RunConfig, samples: list[Sample]) -> tuple[list[Sample], str]:
+def select_samples(selection: Selection, samples: list[Sample]) -> tuple[list[Sample], str]:
     """The samples a run evaluates: its ``--split`` of the splits file, then ``--limit-samples`` of those;
     and how they were chosen (``all``, ``first``, ``stratified``; ``split:NAME`` for a whole split)."""
     from rescue.data.loading import choose_samples
 
     choice = "all"
-    if config.split is not None:
+    if selection.split is not None:
         from rescue.data.splits import SPLITS_FILE, select_split
 
-        samples = select_split(samples, config.splits or SPLITS_FILE, config.split)
-        choice = f"split:{config.split}"
-    if not config.limit_samples:
+        samples = select_split(samples, selection.splits or SPLITS_FILE, selection.split)
+        choice = f"split:{selection.split}"
+    if not selection.limit_samples:
         return samples, choice
-    return choose_samples(samples, config.limit_samples, config.sample_choice), config.sample_choice
+    return choose_samples(samples, selection.limit_samples, selection.sample_choice), selection.sample_choice
 
 
 def send_chains(batches: list[list[Instance]], concurrency: int, share: int | None = None) -> list[list[list[Instance]]]:
@@ -130,11 +132,12 @@ BERTSCORE_EXTRA_HINT = ("pip install 'rescue-bench[bertscore]' (on a CPU-only ma
                         "--index-url https://download.pytorch.org/whl/cpu), or pass --no-bertscore")
 
 
-def check_extras(config: RunConfig, tasks: dict[str, Task]) -> None:
-    """A feature whose optional dependencies are missing fails before any work, naming its extra."""
+def check_extras(bertscore: bool, tasks: dict[str, Task]) -> None:
+    """A feature whose optional dependencies are missing fails before any work, naming its extra; ``bertscore``:
+    whether BERTScore is on (``--bertscore``)."""
     import importlib.util
 
-    if config.bertscore and any(t.declaration.bertscore is not None for t in tasks.values()):
+    if bertscore and any(t.declaration.bertscore is not None for t in tasks.values()):
         missing = [m for m in ("torch", "bert_score") if importlib.util.find_spec(m) is None]
         if missing:
             raise RunError(f"BERTScore (on by default for ER and VP) needs the 'bertscore' extra (missing: "

@@ -9,11 +9,10 @@ so providers' prompt caches find each prompt's prefix.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import Any
 
 from rescue.engine.baselines import Baseline
-from rescue.engine.config import RunConfig
+from rescue.engine.parts import Asking
 from rescue.engine.plan import batch_plan, send_chains
 from rescue.engine.progress import TaskProgress
 from rescue.engine.types import TaskModel, TaskRequest
@@ -62,20 +61,11 @@ async def _ask(model: TaskModel, task: Task, batch: list[Instance], options: Ren
     return await model.solve(TaskRequest(request, task, batch))
 
 
-@dataclass(frozen=True)
-class AnswerPolicy:
-    """How a run reads answers: the parse policy, whether reasoning is kept, and --budget-retry."""
-
-    parse: str = "strict"
-    store_reasoning: bool = True
-    budget_retry: float | None = None
-
-
 async def _run_batch(model: TaskModel, task: Task, batch: list[Instance], options: RenderOptions,
-                     progress: TaskProgress, policy: AnswerPolicy = AnswerPolicy(),
-                     priority: int = 0) -> dict[str, Prediction]:
-    """One batch's predictions; ``priority``: the requests left in its chain, its own included (the limiter
-    serves the longest chains first)."""
+                     progress: TaskProgress, policy: Asking, priority: int = 0) -> dict[str, Prediction]:
+    """One batch's predictions, its answers read as ``policy`` says (``--parse``, ``--store-reasoning``,
+    ``--budget-retry``); ``priority``: the requests left in its chain, its own included (the limiter serves the
+    longest chains first)."""
     answer = await _ask(model, task, batch, options, priority=priority)
     predictions = predictions_from_answer(task, answer, batch, policy.parse, policy.store_reasoning)
     if len(batch) > 1:
@@ -98,33 +88,30 @@ async def _run_batch(model: TaskModel, task: Task, batch: list[Instance], option
     return predictions
 
 
-async def run_pair(model: TaskModel, task: Task, instances: list[Instance], config: RunConfig,
+async def run_pair(model: TaskModel, task: Task, instances: list[Instance], asking: Asking,
                    progress: TaskProgress, rows: RowCache | None = None,
                    share: int | None = None) -> list[PredictionRecord]:
     """Every instance of ``task`` asked of ``model``; ``rows``: the run's row cache, shared by all its pairs
     (a row's prompt JSON depends on the mode alone, and a run has one mode), else one for this pair;
     ``share``: the longest chain the model's whole run allows (:func:`rescue.engine.plan.chain_share`)."""
-    options = RenderOptions(mode=config.mode, context_size=config.context_size,
-                            rows=rows if rows is not None else RowCache())
+    options = asking.render(rows if rows is not None else RowCache())
     if isinstance(model, Baseline):  # a trained baseline fits first: its bar says so, fold by fold
         progress.describe(f"{progress.label} · preparing")
         model.prepare(task, instances, options, progress=progress.fitting)
         progress.describe(progress.label)
     else:
         model.prepare(task, instances, options)
-    chains = send_chains(batch_plan(config, task, instances).batches, config.concurrency, share)
+    chains = send_chains(batch_plan(asking, task, instances).batches, asking.concurrency, share)
     # A batch renders its prompt as soon as it starts; without a gate every prompt of the run would sit in
     # memory at once while waiting for the limiter. Twice the concurrency keeps the limiter fed; the chains
     # come longest first, so the longest pass the gate first.
-    gate = asyncio.Semaphore(max(2 * config.concurrency, 8))
-
-    policy = AnswerPolicy(config.parse, config.store_reasoning, config.budget_retry)
+    gate = asyncio.Semaphore(max(2 * asking.concurrency, 8))
 
     async def chained(chain: list[list[Instance]]) -> dict[str, Prediction]:
         async with gate:
             out: dict[str, Prediction] = {}
             for n, batch in enumerate(chain):  # in row order, each sent once the one before it is answered
-                out.update(await _run_batch(model, task, batch, options, progress, policy, len(chain) - n))
+                out.update(await _run_batch(model, task, batch, options, progress, asking, len(chain) - n))
             return out
 
     answered = await asyncio.gather(*(chained(c) for c in chains))

@@ -34,6 +34,7 @@ from rescue.engine.execute import Execution, RunModels
 from rescue.engine.failures import credential_error_for_judge, endpoint_alarm, stop_reason, terminal_safe
 from rescue.engine.hooks import WORKER_PREFIX, bertscore_pairs
 from rescue.engine.outcome import PairResult, RunOutcome
+from rescue.engine.parts import Asking, BertScoring, Judging, Resuming, Roster, Selection
 from rescue.engine.plan import (
     batch_plan,
     build_options,
@@ -149,7 +150,7 @@ class Runner:
             check_llama_server()  # the 'local' extra, named, before any work
         raw_models = {spec: self._resolve(spec) for spec in config.model_specs}
         raw_judges: list[Model] = [self._resolve(spec, judge=True) for spec in config.judges]  # type: ignore[misc]
-        check_extras(config, {name: load_task(name) for name in config.tasks})
+        check_extras(config.bertscore, {name: load_task(name) for name in config.tasks})
         if self.write:
             check_out_folder(self.out)
         if config.cache_dir:
@@ -168,7 +169,7 @@ class Runner:
         else:
             samples = load_samples(config.data)  # bad data stops the run before any folder is made
             data_sha = data_sha256(config.data)
-        samples, choice = select_samples(config, samples)
+        samples, choice = select_samples(config.part(Selection), samples)
         # Absolute, beside its sha256: `rescue rescore` finds the data from any folder.
         data_info = {"path": str(Path(config.data).resolve()) if config.data else None, "sha256": data_sha,
                      "samples": len(samples), "sample_choice": choice,
@@ -196,13 +197,15 @@ class Runner:
         samples, data_sha, data_info = self._load_samples()
         tasks: dict[str, Task] = {name: load_task(name) for name in config.tasks}
         video = self._locate_media(samples)  # as does a sample without media
-        instances = {name: task.build(samples, **build_options(config, task)) for name, task in tasks.items()}
-        self.used = values_used(config, tasks, instances, data_sha)
+        instances = {name: task.build(samples, **build_options(config.task_options, task))
+                     for name, task in tasks.items()}
+        self.used = values_used(config.part(Asking), config.task_options, tasks, instances, data_sha)
         self._stale = []
         lock = self._lock()
         try:
             if self.write:
-                self._stale = prepare_folder(config, self.out, data_sha, offline=self.offline)
+                self._stale = prepare_folder(config.part(Resuming), config.result_fields(), self.out, data_sha,
+                                             offline=self.offline)
             return await self._run(config, started, raw_models, raw_judges, tasks, instances, data_info, video)
         finally:
             if lock is not None:
@@ -243,7 +246,7 @@ class Runner:
             log.event("interrupted", reason=budget.stopped)
             return None, budget.stopped
         try:
-            return await bertscore_pairs(pairs, self.config, display, log,
+            return await bertscore_pairs(pairs, self.config.part(BertScoring), display, log,
                                          self._cache_folder() if cache is not None else None), None
         except BertScoreInterrupted as exc:
             # Every answer is in: the results are written (without BERTScore) and say they are incomplete.
@@ -263,7 +266,8 @@ class Runner:
         if video is not None:  # every frame or clip is made (or found) before the first request
             tasks = video.wrap_tasks(tasks, instances, config.context_size, log,
                                      show=not (config.quiet or self.offline))
-        self.plans = {name: batch_plan(config, task, instances[name]) for name, task in tasks.items()}
+        asking = config.part(Asking)
+        self.plans = {name: batch_plan(asking, task, instances[name]) for name, task in tasks.items()}
         budget = Budget(config.max_cost, self.prices)
         self._log_start(log, cache, instances, data_info)
         endpoints = {spec: str(getattr(raw, "cache_identity", None) or spec) for spec, raw in raw_models.items()}
@@ -276,7 +280,7 @@ class Runner:
                     RunSignals(budget, display, log).taken(self.take_signals) as self.signals:
                 self._listen(log, session, display, {**endpoints, **judge_endpoints})
                 run_models.wrap(session, config.model_specs, raw_models, raw_judges)
-                execution = Execution(config, run_models, tasks, instances, display, log, self.out,
+                execution = Execution(asking, config.part(Judging), config.batch_poll, run_models, tasks, instances, display, log, self.out,
                                       batched=config.batch and self.write and not self.offline,
                                       on_phase=self._phase, stopping=lambda: budget.stopped is not None)
                 pairs = await execution.ask_all()
@@ -321,8 +325,9 @@ class Runner:
     def _results(self, pairs: list[PairResult], models: dict[str, ReliableModel], bertscore: dict[str, Any] | None,
                  budget: Budget, stopped: str | None, elapsed: float, data_info: dict[str, Any],
                  status: dict[str, int]) -> RunResults:
-        config_json = config_block(self.config, bertscore, self.used)
-        block, total = models_block(self.config, pairs, models, self.prices)
+        config, judging = self.config, self.config.part(Judging)
+        config_json = config_block(config.to_json(), judging, config.bertscore, bertscore, self.used)
+        block, total = models_block(config.part(Roster), judging, pairs, models, self.prices)
         return RunResults.model_validate({
             "schema_version": SCHEMA_VERSION,
             "config": config_json,

@@ -89,21 +89,23 @@ def build_plan(options: BenchOptions) -> BenchPlan:
     the parameter or file that is wrong."""
     from rescue.data.fingerprint import data_sha256
     from rescue.data.loading import load_samples
-    from rescue.engine.plan import select_samples, values_used
+    from rescue.engine.parts import Asking, Selection
+    from rescue.engine.plan import build_options, select_samples, values_used
 
     config = options.run_config()
     task = get_task(options.task)
-    samples, choice = select_samples(config, load_samples(config.data))
+    samples, choice = select_samples(config.part(Selection), load_samples(config.data))
     sha = data_sha256(config.data)
-    instances = task.build(samples, **config.task_options.get(task.name, {}))
+    instances = task.build(samples, **build_options(config.task_options, task))
     if options.scenario is not None:
         instances = [i for i in instances if i.scenario == options.scenario]
     stored = config.to_json()
     stored.pop("out", None)  # an inspect task writes no run directory
     stored.update(bertscore_enabled=False, bertscore=None, rescue_version=__version__,
-                  used=values_used(config, {task.name: task}, {task.name: instances}, sha))
+                  used=values_used(config.part(Asking), config.task_options, {task.name: task}, {task.name: instances},
+                                   sha))
     data = {"path": str(Path(config.data).resolve()) if config.data else None, "sha256": sha,
             "samples": len(samples), "sample_choice": choice,
             "sample_ids": [s.sample_id for s in samples] if choice != "all" else None, "split": config.split}
-    render = RenderOptions(mode=config.mode, context_size=config.context_size, rows=RowCache())
+    render = config.part(Asking).render(RowCache())
     return BenchPlan(task, instances, render, stored, data, options.scenario)
