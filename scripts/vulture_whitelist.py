@@ -10,9 +10,19 @@ _.__signature__
 # Jinja templates read these (report/templates/report.html.j2).
 _.data_uri
 _.css
-# Keys of TypedDicts that code writes and the pages' JavaScript or a reader of the record reads (review answers,
-# Instance.extra).
+# Keys of TypedDicts that code writes and the pages' JavaScript or a reader of the file reads (review answers and the
+# export's provenance: rescue.review.shapes; Instance.extra).
 _.my_status
+_.nullable
+_.clips_present
+_.draft_rows
+_.verified_by
+_.adjudicated_by
+_.verified_at
+_.changes_from_draft
+_.discarded
+_.exported_at
+_.not_exported
 _.speaker_names
 _.has_media
 _.my_reviewed_rows

@@ -19,7 +19,7 @@ import errno
 import signal
 from pathlib import Path
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 EXIT_ERROR = 2
 EXIT_INCOMPLETE = 3
@@ -353,10 +353,21 @@ class LayoutConflict(Conflict):
         self.layout = layout
 
 
-class FieldError(RescueError, ValueError):
-    """Edits that cannot be saved; ``problems`` are ``{"field", "message"}`` with the full field path."""
+class FieldProblem(TypedDict):
+    """One reason an edit cannot be saved: the full field path and what is wrong, with the rule broken, the row and
+    the key a person acknowledges a warning by, where they apply (the 422 answers carry these as they are)."""
 
-    def __init__(self, problems: list[dict[str, Any]]):
+    field: str
+    message: str
+    rule: NotRequired[str]
+    row_index: NotRequired[int | None]
+    key: NotRequired[str]
+
+
+class FieldError(RescueError, ValueError):
+    """Edits that cannot be saved; ``problems`` are :class:`FieldProblem` ``{"field", "message"}``, field paths full."""
+
+    def __init__(self, problems: list[FieldProblem]):
         super().__init__("; ".join(f"{p['field']}: {p['message']}" for p in problems))
         self.problems = problems
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypedDict
 
 from rescue.data.errors import Severity
 from rescue.data.models import GROUP_LABELS, THERAPIST, Scenario
@@ -36,6 +36,16 @@ class Rule:
     severity: Severity
     message: str  # the rule itself, for people (docs, the review page)
     lenient: bool = False
+
+
+class BreachView(TypedDict):
+    """A breach as JSON (:meth:`Breach.as_dict`)."""
+
+    rule: str
+    field: str
+    severity: Severity
+    message: str
+    key: str
 
 
 @dataclass(frozen=True)
@@ -56,7 +66,7 @@ class Breach:
         """What a person acknowledges: the rule at this field."""
         return f"{self.rule.id}@{self.field}"
 
-    def as_dict(self) -> dict[str, str]:
+    def as_dict(self) -> BreachView:
         """The breach as JSON: rule id, field, severity, message and the key a person acknowledges."""
         return {"rule": self.rule.id, "field": self.field, "severity": self.severity, "message": self.message,
                 "key": self.key}

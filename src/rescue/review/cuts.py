@@ -15,9 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 from rescue.review.fields import FIELD_NAMES, SPECS
-from rescue.errors import CutError as CutError
+from rescue.errors import CutError as CutError, FieldProblem
+from rescue.review.shapes import RowValues
 
-Row = dict[str, Any]
+Row = RowValues
 EVIDENCE = ("relation_pattern_evidence_rows", "relation_cycle_evidence_rows")
 # Below this, two boundaries are the same instant (a frame at 60 fps is 16 ms).
 MIN_ROW_SECONDS = 0.01
@@ -157,10 +158,10 @@ def delete(rows: list[Row], index: int) -> list[Row]:
                      lambda r: None if r == index else r if r < index else r - 1)
 
 
-def check_span(start: float, end: float, limit: float = math.inf) -> list[dict[str, str]]:
+def check_span(start: float, end: float, limit: float = math.inf) -> list[FieldProblem]:
     """Problems with a row spanning ``start``-``end`` seconds in a segment whose media ends at ``limit``: both
     finite, not negative, not past the end, and the span positive."""
-    problems = []
+    problems: list[FieldProblem] = []
     for name, value in (("start_time", start), ("end_time", end)):
         if not math.isfinite(value):
             problems.append({"field": name, "message": f"{value} is not a finite number of seconds"})
@@ -174,7 +175,7 @@ def check_span(start: float, end: float, limit: float = math.inf) -> list[dict[s
     return problems
 
 
-def check_times(rows: list[Row], index: int, start: float, end: float, limit: float = math.inf) -> list[dict[str, str]]:
+def check_times(rows: list[Row], index: int, start: float, end: float, limit: float = math.inf) -> list[FieldProblem]:
     """Problems with row ``index`` spanning ``start``-``end`` among ``rows``: :func:`check_span`, and rows
     stay in order of their start times (a boundary never crosses a neighbour's start)."""
     problems = check_span(start, end, limit)

@@ -17,12 +17,13 @@ from rescue.review.fields import FIELD_NAMES
 from rescue.review.models import FINAL, now
 from rescue.review.progress import project_progress
 from rescue.review.project import Project, raw_record
+from rescue.review.shapes import ExportProvenance, FieldChange, LeftOut, RowValues, SegmentProvenance
 
 
-def _changes(draft: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _changes(draft: list[RowValues], rows: list[RowValues]) -> list[FieldChange]:
     """Per row and field, where the exported row differs from its draft row (for a re-cut copy, the draft row
     it overlaps longest in time)."""
-    out = []
+    out: list[FieldChange] = []
     for before, after in zip(draft, rows):
         for name in FIELD_NAMES:
             if json.dumps(before.get(name), sort_keys=True) != json.dumps(after.get(name), sort_keys=True):
@@ -31,15 +32,15 @@ def _changes(draft: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[di
     return out
 
 
-def build_export(db: Session, project: Project) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def build_export(db: Session, project: Project) -> tuple[list[dict[str, Any]], ExportProvenance]:
     """The verified samples (release format) and their provenance. Raises DataError if one would not validate."""
     samples: list[dict[str, Any]] = []
-    segments: list[dict[str, Any]] = []
-    left_out: list[dict[str, Any]] = []
+    segments: list[SegmentProvenance] = []
+    left_out: list[LeftOut] = []
     for sample_id, p in sorted(project_progress(db, project).items()):
         segment = project.segments[sample_id]
         if p.status != "verified" or p.source is None:
-            entry: dict[str, Any] = {"sample_id": sample_id, "status": p.status}
+            entry: LeftOut = {"sample_id": sample_id, "status": p.status}
             if p.status == "discarded":
                 entry["discarded"] = {c: s for c, s in p.states.items() if s["status"] == "discarded"}
             left_out.append(entry)
@@ -62,7 +63,7 @@ def build_export(db: Session, project: Project) -> tuple[list[dict[str, Any]], d
     report = validate_records([raw_record(s, "export", i) for i, s in enumerate(samples, start=1)], strict=True)
     if report.errors:
         raise DataError(report.errors)
-    provenance = {
+    provenance: ExportProvenance = {
         "version": 1,
         "exported_at": now(),
         "project": str(project.root),

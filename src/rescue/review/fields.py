@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from rescue.data.errors import DataIssue
-from rescue.errors import FieldError as FieldError
+from rescue.errors import FieldError as FieldError, FieldProblem
 from rescue.data.rules import Breach, Cast, cast_of, check_row
 from rescue.data.taxonomy import UTTERANCE_TYPES, Label, relation_taxonomy, strategy_taxonomy
 from rescue.data.validation import validate_records
 from rescue.review.project import Segment, raw_record
+from rescue.review.shapes import CheckView, FieldView, LabelView, RowValues
 
 
 @dataclass(frozen=True)
@@ -98,12 +99,12 @@ DISCARD_REASONS: dict[str, str] = {
 }
 
 
-def _labels(labels: tuple[Label, ...]) -> list[dict[str, Any]]:
+def _labels(labels: tuple[Label, ...]) -> list[LabelView]:
     return [{"name": label.name, "definition": label.definition, "use_when": list(label.use_when),
              "do_not_use_when": list(label.do_not_use_when)} for label in labels]
 
 
-def label_sets(scenario: str) -> dict[str, list[dict[str, Any]]]:
+def label_sets(scenario: str) -> dict[str, list[LabelView]]:
     """The label sets of a scenario, with their definitions, for the browser."""
     sc: Any = scenario if scenario in ("couple", "family") else "couple"
     return {
@@ -113,7 +114,7 @@ def label_sets(scenario: str) -> dict[str, list[dict[str, Any]]]:
     }
 
 
-def field_schema() -> list[dict[str, Any]]:
+def field_schema() -> list[FieldView]:
     """The editable fields as JSON, for the editor's controls."""
     return [
         {"name": f.name, "title": f.title, "kind": f.kind, "dimension": f.dimension, "labels": f.labels,
@@ -129,7 +130,7 @@ def _root(field_path: str) -> str:
     return field_path
 
 
-def sample_with(segment: Segment, rows: list[dict[str, Any]]) -> dict[str, Any]:
+def sample_with(segment: Segment, rows: list[RowValues]) -> dict[str, Any]:
     """The segment's sample with ``rows`` in place of its own."""
     data = copy.copy(segment.data)
     data["rows"] = rows
@@ -142,22 +143,22 @@ def cast(segment: Segment) -> Cast:
                    segment.participants)
 
 
-def row_checks(segment: Segment, values: dict[str, Any]) -> list[Breach]:
+def row_checks(segment: Segment, values: RowValues) -> list[Breach]:
     """Every rule of the rulebook that one row of the segment breaks."""
     return check_row(values, cast(segment))
 
 
-def unacknowledged(segment: Segment, values: dict[str, Any], acknowledged: list[str]) -> list[Breach]:
+def unacknowledged(segment: Segment, values: RowValues, acknowledged: list[str]) -> list[Breach]:
     """The warnings of a row nobody has acknowledged yet."""
     return [b for b in row_checks(segment, values) if b.severity == "warning" and b.key not in acknowledged]
 
 
-def checks_payload(segment: Segment, values: dict[str, Any], acknowledged: list[str]) -> list[dict[str, Any]]:
+def checks_payload(segment: Segment, values: RowValues, acknowledged: list[str]) -> list[CheckView]:
     """A row's breaches of the rulebook as the page shows them, each saying whether it was acknowledged."""
     return [{**b.as_dict(), "acknowledged": b.key in acknowledged} for b in row_checks(segment, values)]
 
 
-def sample_issues(segment: Segment, rows: list[dict[str, Any]]) -> list[DataIssue]:
+def sample_issues(segment: Segment, rows: list[RowValues]) -> list[DataIssue]:
     """Errors the benchmark's validation finds in the segment with these rows, every rule of the rulebook
     at its own severity (mis-encoded text is only ever a warning, so the encoding scan is skipped)."""
     record = raw_record(sample_with(segment, rows), "segment", 1)
@@ -166,10 +167,10 @@ def sample_issues(segment: Segment, rows: list[dict[str, Any]]) -> list[DataIssu
     return [issue for issue in report.issues if issue.severity == "error"]
 
 
-def _stub(row: dict[str, Any], position: int) -> dict[str, Any]:
+def _stub(row: RowValues, position: int) -> RowValues:
     """A stand-in for a row a save does not touch: only what the checks of another row depend on (its number
     and times), so a save validates one row instead of the whole segment."""
-    stub: dict[str, Any] = {"row_index": row.get("row_index", position), "primary_speaker": "Therapist"}
+    stub: RowValues = {"row_index": row.get("row_index", position), "primary_speaker": "Therapist"}
     for name in ("start_time", "end_time"):
         value = row.get(name)
         stub[name] = value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
@@ -194,14 +195,14 @@ def _oversized(value: Any) -> str:
     return ""
 
 
-def check_edit(segment: Segment, current: dict[str, Any], row_index: int, fields: dict[str, Any],
-               rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def check_edit(segment: Segment, current: RowValues, row_index: int, fields: RowValues,
+               rows: list[RowValues] | None = None) -> RowValues:
     """Row ``row_index`` (now ``current``) after applying ``fields``; raises FieldError naming each bad field.
     ``rows`` are the copy's rows when it was re-cut (default: the draft's)."""
     unknown = [name for name in fields if name not in SPECS and name not in TIME_FIELDS]
     if unknown:
         raise FieldError([{"field": name, "message": "not an editable field"} for name in unknown])
-    oversized = [{"field": name, "message": problem} for name, value in fields.items()
+    oversized: list[FieldProblem] = [{"field": name, "message": problem} for name, value in fields.items()
                  if (problem := _oversized(value))]
     if oversized:
         raise FieldError(oversized)
@@ -213,11 +214,14 @@ def check_edit(segment: Segment, current: dict[str, Any], row_index: int, fields
     updated = {**current, **fields}
     probe = [updated if i == row_index else _stub(row, i) for i, row in enumerate(rows or segment.rows, start=1)]
     before = {b.key for b in row_checks(segment, current) if b.severity == "error"}
-    problems: list[dict[str, Any]] = []
+    problems: list[FieldProblem] = []
     for issue in sample_issues(segment, probe):
         brought_in = bool(issue.rule) and f"{issue.rule}@{issue.field}" not in before
         if issue.row == row_index and (_root(issue.field) in fields or brought_in):
-            problems.append({"field": issue.field, "message": issue.message, **({"rule": issue.rule} if issue.rule else {})})
+            found: FieldProblem = {"field": issue.field, "message": issue.message}
+            if issue.rule:
+                found["rule"] = issue.rule
+            problems.append(found)
     if problems:
         raise FieldError(problems)
     return updated

@@ -19,6 +19,7 @@ from rescue.data.loading import RawRecord, infer_participants, infer_scenario, i
 from rescue.data.models import GROUP_LABELS, THERAPIST
 from rescue.data.text import deep_without_lone_surrogates, without_lone_surrogates
 from rescue.data.validation import validate_records
+from rescue.review.shapes import ProblemView, ProjectFiles, RowValues
 
 DRAFT_FILE = "draft.jsonl"
 MANIFEST_FILE = "manifest.json"
@@ -40,7 +41,7 @@ class SegmentProblem:
     message: str
     source: str  # "build" (from the manifest) or "validation" (found when the draft was read)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> ProblemView:
         """The problem as JSON."""
         return {"row_index": self.row_index, "field": self.field, "message": self.message, "source": self.source}
 
@@ -71,7 +72,7 @@ class Segment:
         return [str(p) for p in self.data.get("participants") or []]
 
     @property
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[RowValues]:
         """The draft's rows, as read."""
         return list(self.data.get("rows") or [])
 
@@ -111,7 +112,7 @@ class Project:
         """The segment of ``sample_id``, None when there is none."""
         return self.segments.get(sample_id)
 
-    def files(self) -> dict[str, Any]:
+    def files(self) -> ProjectFiles:
         """What the project folder holds: the draft, the manifest, clips (and how many are there), subtitles."""
         clips = [s.clip for s in self.segments.values() if s.clip]
         return {

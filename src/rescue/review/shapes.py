@@ -7,7 +7,9 @@ project keeps, and whose every field an annotator edits by name.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
+
+from rescue.data.rules import BreachView
 
 # A release-format row as JSON: the fields of rescue.data.models.Row and any other a draft carries.
 RowValues = dict[str, Any]
@@ -107,3 +109,104 @@ class SearchAnswer(TypedDict):
     query: str
     hits: list[SearchHit]
     truncated: bool
+
+
+class LabelView(TypedDict):
+    """A label of a closed set, with its definition, as the editor's label pickers show it."""
+
+    name: str
+    definition: str
+    use_when: list[str]
+    do_not_use_when: list[str]
+
+
+class ItemPart(TypedDict):
+    """One part of a list field's entry (a cue's ``person``, an emotion's ``intensity``) and its control."""
+
+    key: str
+    kind: str
+
+
+class FieldView(TypedDict):
+    """An editable field as the editor builds its control (:func:`rescue.review.fields.field_schema`)."""
+
+    name: str
+    title: str
+    kind: str
+    dimension: str
+    labels: str
+    item: list[ItemPart]
+    nullable: bool
+
+
+class CheckView(BreachView):
+    """A row's breach of the rulebook as the page shows it, and whether its annotator acknowledged it."""
+
+    acknowledged: bool
+
+
+class ProblemView(TypedDict):
+    """An open problem of a segment (:class:`rescue.review.project.SegmentProblem`): from the build's manifest
+    (``source`` "build") or found when the draft was read ("validation")."""
+
+    row_index: int | None
+    field: str | None
+    message: str
+    source: str
+
+
+class ProjectFiles(TypedDict):
+    """What a project folder holds, for the dashboard (:meth:`rescue.review.project.Project.files`)."""
+
+    draft: str
+    manifest: str | None
+    clips: int
+    clips_present: int
+    subtitles: int
+
+
+class FieldChange(TypedDict):
+    """Where an exported row differs from its draft row, in one field (the export's provenance)."""
+
+    row_index: object  # as the exported row holds it
+    field: str
+    draft: object
+    verified: object
+
+
+class Recut(TypedDict):
+    """How many rows a re-cut copy made of the draft's."""
+
+    draft_rows: int
+    rows: int
+
+
+class SegmentProvenance(TypedDict):
+    """Who verified an exported segment, when, and what changed from the model's draft."""
+
+    sample_id: str
+    source: str  # "adjudicated" or "annotators agreed"
+    verified_by: list[str]
+    adjudicated_by: str | None
+    verified_at: str
+    changes_from_draft: list[FieldChange]
+    recut: Recut | None
+    build: dict[str, Any]  # the manifest's provenance of the build, as it wrote it
+
+
+class LeftOut(TypedDict):
+    """A segment the export leaves out, its status, and each discarded copy's state."""
+
+    sample_id: str
+    status: str
+    discarded: NotRequired[dict[str, CopyState]]
+
+
+class ExportProvenance(TypedDict):
+    """The provenance sidecar of an export (``OUT.provenance.json``, ``GET /api/export?provenance=true``)."""
+
+    version: int
+    exported_at: str
+    project: str
+    segments: list[SegmentProvenance]
+    not_exported: list[LeftOut]

@@ -16,7 +16,8 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from rescue.errors import Conflict, ReviewError
+from rescue.errors import Conflict, FieldProblem, ReviewError
+from rescue.data.errors import DataIssue
 from rescue.review import cuts
 from rescue.review.fields import (
     FIELD_NAMES,
@@ -191,6 +192,13 @@ def save_in(db: Session, actor: str, segment: Segment, copy: str, current: CopyR
     _audit_save(db, actor, segment, copy, index, version, fields, current, updated, new_accepted, new_acks)
 
 
+def _issue_problem(issue: DataIssue) -> FieldProblem:
+    problem: FieldProblem = {"field": issue.field or "rows", "row_index": issue.row, "message": issue.message}
+    if issue.rule:
+        problem["rule"] = issue.rule
+    return problem
+
+
 def verify(db: Session, actor: str, segment: Segment, copy: str, assigned: list[str] | None = None) -> None:
     """Accept the copy as it stands: every row counts as reviewed. Refused while it has validation errors or
     a warning of the rulebook nobody acknowledged."""
@@ -198,9 +206,8 @@ def verify(db: Session, actor: str, segment: Segment, copy: str, assigned: list[
         rows = copy_rows(db, segment, copy, assigned)
         issues = sample_issues(segment, [r["values"] for r in rows])
         if issues:
-            raise FieldError([{"field": i.field or "rows", "row_index": i.row, "message": i.message,
-                               **({"rule": i.rule} if i.rule else {})} for i in issues])
-        open_warnings = [{"field": b.field, "row_index": row["row_index"], "rule": b.rule.id, "key": b.key,
+            raise FieldError([_issue_problem(i) for i in issues])
+        open_warnings: list[FieldProblem] = [{"field": b.field, "row_index": row["row_index"], "rule": b.rule.id, "key": b.key,
                           "message": f"{b.message} (a warning: fix it or acknowledge it)"}
                          for row in rows for b in unacknowledged(segment, row["values"], row["acknowledged"])]
         if open_warnings:

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import PlainTextResponse
 
 from rescue.data.errors import DataError
 from rescue.review.api.deps import Adjudicator, Db, ProjectDep
 from rescue.review.export import build_export, to_jsonl
+from rescue.review.shapes import ExportProvenance
 
 router = APIRouter(prefix="/api", tags=["export"])
 
 
 @router.get("/export", response_model=None)
-def export(actor: Adjudicator, db: Db, project: ProjectDep, provenance: bool = False) -> PlainTextResponse | dict[str, Any]:
+def export(actor: Adjudicator, db: Db, project: ProjectDep, provenance: bool = False) -> PlainTextResponse | ExportProvenance:
     """GET /api/export: the verified segments as release-format JSONL, or their provenance (adjudicators); 422 when
     one does not validate."""
     try:

@@ -31,7 +31,7 @@ from rescue.data.rules import RULES
 from rescue.review.models import FINAL
 from rescue.review.project import Project, Segment
 from rescue.review.queue import QueueQuery, SortKey, Status, narrow, queue
-from rescue.review.shapes import AuditView, CommentView, QueueItem
+from rescue.review.shapes import AuditView, CommentView, ProblemView, QueueItem
 
 router = APIRouter(prefix="/api", tags=["segments"])
 RULEBOOK = [{"id": r.id, "fields": r.fields, "severity": r.severity, "message": r.message} for r in RULES]
@@ -68,7 +68,7 @@ def segment_payload(db: Db, project: Project, segment: Segment, copy: str) -> di
     """Everything the editor shows of one copy of a segment: rows, problems, state, cut, media, comments."""
     assigned = segment_assignees(db, segment.sample_id)
     rows = crud.copy_rows(db, segment, copy, assigned)
-    problems: dict[int | None, list[dict[str, Any]]] = {}
+    problems: dict[int | None, list[ProblemView]] = {}
     for problem in segment.problems:
         problems.setdefault(problem.row_index, []).append(problem.as_dict())
     state = crud.segment_state(db, segment.sample_id, copy)
