@@ -108,3 +108,19 @@ def test_results_config_round_trips_and_operational_fields_do_not_block_a_resume
     assert relaxed.result_fields() == config.result_fields()
     assert {"out", "concurrency", "max_retries", "quiet"} <= OPERATIONAL_FIELDS
     assert RunConfig(out="a", tasks=["itp"], temperature=0.7).result_fields() != config.result_fields()
+
+
+def test_video_is_video_options_in_a_video_mode_and_none_in_the_others(tmp_path, recwarn):
+    from rescue.errors import VideoError
+    from rescue.video import VideoOptions
+
+    video = RunConfig(out="o", mode="video", media_root=str(tmp_path), frame_size=300)
+    assert isinstance(video.video, VideoOptions) and video.video.frame_size == 300
+    assert video.to_json()["video"] == video.video.to_json()  # as results.json stored it before it was typed
+    back = RunConfig.from_json(video.to_json(), "results.json")
+    assert back.video == video.video
+    assert RunConfig(out="o").video is None
+    # Read by VideoOptions, not pydantic: an unknown option is named, never dropped.
+    with pytest.raises(VideoError, match="unknown video option"):
+        RunConfig(out="o", mode="video", video={"media_root": str(tmp_path), "fps": 2})
+    assert not [w for w in recwarn if "serializ" in str(w.message)]  # no pydantic serializer warning

@@ -14,7 +14,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    ValidationError,
+    ValidationInfo,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from rescue.errors import RunError as RunError
 from rescue.engine.parts import G, part
@@ -22,6 +30,7 @@ from rescue.engine.run_options import RunOptions, declared_options, gather_video
 from rescue.llm import GenerationSettings
 from rescue.tasks import TASK_NAMES, graded_tasks
 from rescue.tasks.base import VIDEO_MODES
+from rescue.video import VideoOptions
 
 
 # Fields that may differ between a run and its resume: they change neither requests nor scores.
@@ -62,6 +71,17 @@ class RunConfig(RunOptions, BaseModel):
     def _video_from_its_options(cls, data: Any) -> Any:
         # rescue run's video options (--media-root, --frame-size ...) by name, as rescue.evaluate takes them too
         return gather_video(data) if isinstance(data, dict) else data
+
+    @field_validator("video", mode="plain")
+    @classmethod
+    def _video_as_given(cls, value: Any) -> Any:
+        # Read and checked by VideoOptions itself, with the mode (_check), into a VideoOptions or None: its
+        # errors name the option, where pydantic's reading of the dataclass would drop an unknown one silently.
+        return value
+
+    @field_serializer("video")
+    def _video_as_json(self, video: VideoOptions | None) -> dict[str, Any] | None:
+        return None if video is None else video.to_json()
 
     @model_validator(mode="before")
     @classmethod

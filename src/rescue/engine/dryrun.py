@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from rescue.engine.parts import Asking, Judging, Selection
 from rescue.llm import PriceTable, Usage
-from rescue.tasks.base import VIDEO_MODES
 from rescue.tasks.render import RowCache
 
 if TYPE_CHECKING:
@@ -145,7 +144,7 @@ def estimate_run(config: RunConfig) -> RunEstimate:
     check_run(config)  # a dry run refuses what the run would refuse, before it counts
     samples, _ = select_samples(config.part(Selection), load_samples(config.data))
     video = None
-    if config.mode in VIDEO_MODES:
+    if config.video is not None:  # a video mode
         from rescue.video import VideoContext
 
         video = VideoContext.locate(config.video, samples, None)  # probe only: no hashing, no store

@@ -116,8 +116,8 @@ class RunOptions:
     mode: Annotated[Mode, _opt(
         "--mode", P_DATA, "dialogue, audio, visual or audiovisual evidence; video or video+cues send each instance's "
         "media too (needs --media-root).")] = "dialogue"
-    # video modes: rescue.video.VideoOptions, made of the options below; stored as a dict
-    video: Any = None
+    # video modes: rescue.video.VideoOptions, made of the options below (None in the other modes); stored as a dict
+    video: Optional[VideoOptions] = None
     media_root: ClassVar[Annotated[Optional[Path], _opt(
         "--media-root", P_DATA, "Video modes: the folder of the samples' videos, or a `rescue build --out` "
         "folder.", video="media_root")]] = None

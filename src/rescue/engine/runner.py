@@ -57,7 +57,7 @@ from rescue.llm import ModelSession, Model
 from rescue.llm._types import require_model
 from rescue.runs.folder import CACHE, LOG, RunDirError, lock_run, locked_message, read_results, write_run
 from rescue.runs.results import RESULTS, SCHEMA_VERSION, RunResults
-from rescue.tasks.base import PARSE_POLICIES, VIDEO_MODES, Instance, ParsePolicy, PredictionRecord, Task
+from rescue.tasks.base import PARSE_POLICIES, Instance, ParsePolicy, PredictionRecord, Task
 from rescue.tasks.batching import BatchPlan
 
 # WORKER_PREFIX stays importable here: `rescue`'s exit looks for the BERTScore threads through this module.
@@ -100,7 +100,7 @@ class Runner:
         return ResponseCache(self._cache_folder() / CACHE)
 
     def _locate_media(self, samples: list[Any]) -> Any:
-        if self.config.mode not in VIDEO_MODES:
+        if self.config.video is None:  # not a video mode
             return None
         from rescue.video import VideoContext
 
@@ -410,7 +410,7 @@ def rescore(run_dir: str | Path, *, data: str | None = None, media_root: str | N
             raise RunError(f"--parse {parse!r}: choose one of {', '.join(PARSE_POLICIES)}")
         config.parse = cast(ParsePolicy, parse)
     if media_root is not None:
-        if config.mode not in VIDEO_MODES:
+        if config.video is None:  # not a video mode
             raise RunError(f"--media-root: {root} is a {config.mode}-mode run, which uses no media")
         config.video.media_root = str(Path(media_root).resolve())
     config.quiet = quiet
