@@ -13,6 +13,22 @@ _.css
 # Keys of TypedDicts that code writes and the pages' JavaScript or a reader of the file reads (review answers and the
 # export's provenance: rescue.review.shapes; Instance.extra).
 _.my_status
+_.acceptance_rate
+_.active_seconds
+_.alpha_of
+_.annotator
+_.disagreements
+_.draft_acceptance
+_.exact_agreement
+_.idle_seconds
+_.mean_s
+_.median_row_seconds
+_.median_s
+_.percent_agreement
+_.rows_worked
+_.seconds_per_row
+_.text_fields
+_.unchanged
 _.nullable
 _.clips_present
 _.draft_rows

@@ -11,7 +11,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import combinations
-from typing import Literal
+from typing import Literal, TypedDict
 
 
 def _finite(value: float) -> float | None:
@@ -100,7 +100,15 @@ def token_overlap(a: str, b: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def text_agreement(units: Iterable[Sequence[str]]) -> dict[str, float | int | None]:
+class TextAgreement(TypedDict):
+    """Agreement on free text (:func:`text_agreement`)."""
+
+    units: int
+    exact: float | None
+    token_overlap: float | None
+
+
+def text_agreement(units: Iterable[Sequence[str]]) -> TextAgreement:
     """Agreement on free text over units each rated by two or more raters (units with fewer are skipped):
     ``exact`` is the share of units on which every text is the same after normalisation (:func:`text_tokens`),
     ``token_overlap`` the mean over units of the mean pairwise :func:`token_overlap`; ``None`` with no unit."""

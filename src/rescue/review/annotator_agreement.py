@@ -28,6 +28,7 @@ from rescue.review.cuts import align
 from rescue.review.models import FINAL, AuditEntry, User
 from rescue.review.progress import project_progress
 from rescue.review.project import Project
+from rescue.review.shapes import AgreementResult, DraftAcceptance, FieldAgreement, LeadTime, TextFieldAgreement
 
 Getter = Callable[[dict[str, Any]], Any]
 
@@ -108,7 +109,7 @@ TEXT_MEASURES: dict[str, Getter] = {
 IDLE_SECONDS = 300.0  # a longer gap between two of a person's actions is a break, not work on a row
 
 
-def lead_times(db: Session, project: Project) -> list[dict[str, Any]]:
+def lead_times(db: Session, project: Project) -> list[LeadTime]:
     """Time per row per person, from the audit log (Label Studio's "lead time").
 
     A person's audited actions (login, edits, accepts, acknowledgements, cuts, verify, discard, comments) are
@@ -137,7 +138,7 @@ def lead_times(db: Session, project: Project) -> list[dict[str, Any]]:
         if row_index is not None:
             times = per_row.setdefault(user, {})
             times[(segment_id, row_index)] = times.get((segment_id, row_index), 0.0) + gap
-    out = []
+    out: list[LeadTime] = []
     for user in sorted(spent):
         segments = spent[user]
         rows = sum(len(project.segments[sid].rows) for sid in segments)
@@ -150,7 +151,7 @@ def lead_times(db: Session, project: Project) -> list[dict[str, Any]]:
     return out
 
 
-def compute_agreement(db: Session, project: Project) -> dict[str, Any]:
+def compute_agreement(db: Session, project: Project) -> AgreementResult:
     # unit -> annotator -> row values
     """Agreement between annotators per field (Krippendorff's alpha, percent agreement) and the model draft's
     acceptance."""
@@ -173,8 +174,8 @@ def compute_agreement(db: Session, project: Project) -> dict[str, Any]:
                 drafts[key] = segment.rows[index - 1]
     raters = sorted(annotators)
     keys = sorted(units)
-    fields = []
-    acceptance = []
+    fields: list[FieldAgreement] = []
+    acceptance: list[DraftAcceptance] = []
     for field_name, (level, get) in MEASURES.items():
         values = {k: {r: get(row) for r, row in units[k].items()} for k in keys}
         multi = [k for k in keys if sum(v is not None for v in values[k].values()) >= 2]
@@ -196,7 +197,7 @@ def compute_agreement(db: Session, project: Project) -> dict[str, Any]:
         kept = sum(1 for k, r in rated if get(drafts[k]) == values[k][r])
         acceptance.append({"field": field_name, "ratings": len(rated), "unchanged": kept,
                            "acceptance_rate": kept / len(rated) if rated else None})
-    texts = []
+    texts: list[TextFieldAgreement] = []
     for field_name, get_text in TEXT_MEASURES.items():
         rated_texts = {k: {r: get_text(row) for r, row in units[k].items()} for k in keys}
         measured = text_agreement(list(v.values()) for v in rated_texts.values())
@@ -208,7 +209,7 @@ def compute_agreement(db: Session, project: Project) -> dict[str, Any]:
             "text_fields": texts, "time": lead_times(db, project), "idle_seconds": IDLE_SECONDS}
 
 
-def agreement_csv(result: dict[str, Any]) -> str:
+def agreement_csv(result: AgreementResult) -> str:
     """The agreement result as CSV, one line per field."""
     out = io.StringIO()
     writer = csv.writer(out)

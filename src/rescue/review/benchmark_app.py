@@ -23,6 +23,7 @@ from rescue.review.api.deps import Body, CurrentUser, Db, PageUser
 from rescue.review.api.routes import login, users
 from rescue.review.api.routes.pages import admin_page, login_page
 from rescue.review.benchmark import Benchmark, load_benchmark, page
+from rescue.review.shapes import BenchQueueEntry
 
 router = APIRouter()
 
@@ -63,7 +64,7 @@ def take(request: Request, actor: PageUser, db: Db, task: str, number: int) -> H
     return _render(request, "bench_item.html", actor, task=task, number=number)
 
 
-def _link(entry: dict[str, Any] | None) -> str | None:
+def _link(entry: BenchQueueEntry | None) -> str | None:
     return f"/take/{entry['task']}/{entry['number']}" if entry else None
 
 
@@ -84,8 +85,8 @@ def item(request: Request, actor: CurrentUser, db: Db, task: str, number: int) -
             "queue": _neighbours(db, actor.name, task, number)}
 
 
-@router.get("/api/bench/queue")
-def my_queue(actor: CurrentUser, db: Db) -> list[dict[str, Any]]:
+@router.get("/api/bench/queue", response_model=list[dict[str, Any]])
+def my_queue(actor: CurrentUser, db: Db) -> list[BenchQueueEntry]:
     """The person's instances in order and which are answered."""
     return store.queue(db, actor.name)
 

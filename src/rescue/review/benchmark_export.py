@@ -21,6 +21,7 @@ from rescue.display import markdown_table, markdown_text
 from rescue.llm import ChatAnswer
 from rescue.metrics.agreement import alpha, text_agreement
 from rescue.review.benchmark import Benchmark
+from rescue.review.shapes import Disagreement, GivenAnswer, HumanSummary, TaskAgreement, TimeStats
 from rescue.tasks import get_task
 from rescue.tasks.base import Instance, RenderOptions, Task
 
@@ -57,7 +58,7 @@ class HumanModel:
         return None
 
 
-def _by_instance(answers: list[dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
+def _by_instance(answers: list[GivenAnswer]) -> dict[tuple[str, int], dict[str, Any]]:
     grouped: dict[tuple[str, int], dict[str, Any]] = defaultdict(dict)
     for answer in answers:
         grouped[(answer["task"], answer["number"])][answer["user"]] = answer["value"]
@@ -97,7 +98,7 @@ def pooled_value(task: Task, instance: Instance, by_person: dict[str, Any]) -> A
     return values[0]
 
 
-def human_models(bench: Benchmark, answers: list[dict[str, Any]]) -> list[HumanModel]:
+def human_models(bench: Benchmark, answers: list[GivenAnswer]) -> list[HumanModel]:
     """One model per person who answered anything (by name), then ``human/pooled``."""
     per_person: dict[str, dict[tuple[str, str], Any]] = defaultdict(dict)
     pooled: dict[tuple[str, str], Any] = {}
@@ -112,7 +113,7 @@ def human_models(bench: Benchmark, answers: list[dict[str, Any]]) -> list[HumanM
 # --- time and agreement ----------------------------------------------------------------------------------------
 
 
-def _times(answers: list[dict[str, Any]], order: list[str]) -> dict[str, dict[str, Any]]:
+def _times(answers: list[GivenAnswer], order: list[str]) -> dict[str, dict[str, TimeStats]]:
     per: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for answer in sorted(answers, key=lambda a: order.index(a["task"])):
         if answer["seconds"] is not None:
@@ -153,7 +154,7 @@ def _spread(kind: str, values: list[Any]) -> float:
     return float(distinct)
 
 
-def _task_agreement(bench: Benchmark, task_name: str, grouped: dict[tuple[str, int], dict[str, Any]]) -> dict[str, Any]:
+def _task_agreement(bench: Benchmark, task_name: str, grouped: dict[tuple[str, int], dict[str, Any]]) -> TaskAgreement:
     kind = get_task(task_name).declaration.answer
     units = {number: by for (task, number), by in grouped.items() if task == task_name and len(by) >= 2}
     people = sorted({p for by in units.values() for p in by})
@@ -161,9 +162,9 @@ def _task_agreement(bench: Benchmark, task_name: str, grouped: dict[tuple[str, i
     exact = text_agreement(texts)["exact"] if kind in ("emotion", "viewpoints") else (
         sum(1 for t in texts if len(set(t)) == 1) / len(texts) if texts else None)
     worst = sorted(units.items(), key=lambda item: (-_spread(kind, list(item[1].values())), item[0]))
-    shown = [{"number": n, "instance_id": bench.instance(task_name, n).instance_id, "answers": by}
+    shown: list[Disagreement] = [{"number": n, "instance_id": bench.instance(task_name, n).instance_id, "answers": by}
              for n, by in worst[:DISAGREEMENTS_SHOWN] if _spread(kind, list(by.values())) > 1]
-    result: dict[str, Any] = {
+    result: TaskAgreement = {
         "units": len(units), "raters": len(people), "alpha": _alpha(kind, list(units.values()), people) if units else None,
         "alpha_of": {"label": "label, nominal", "ranking": "top label, nominal", "emotion": "intensity, interval",
                      "viewpoints": "none (free text)"}[kind],
@@ -177,7 +178,7 @@ def _task_agreement(bench: Benchmark, task_name: str, grouped: dict[tuple[str, i
     return result
 
 
-def human_summary(bench: Benchmark, answers: list[dict[str, Any]]) -> dict[str, Any]:
+def human_summary(bench: Benchmark, answers: list[GivenAnswer]) -> HumanSummary:
     """Time per instance per person and task, and agreement between people per task."""
     grouped = _by_instance(answers)
     answered = {t: sum(1 for (task, _n) in grouped if task == t) for t in bench.tasks}
@@ -192,11 +193,11 @@ def _figure(value: Any) -> str:
     return "—" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
-def summary_markdown(summary: dict[str, Any]) -> str:
+def summary_markdown(summary: HumanSummary) -> str:
     """The summary as Markdown (``human.md`` beside the run); people's text and instance ids as plain text."""
-    times = [[name, t.upper(), v["answered"], v["median_s"], v["mean_s"]]
+    times = [[name, t.upper(), str(v["answered"]), str(v["median_s"]), str(v["mean_s"])]
              for name, tasks in summary["time"].items() for t, v in tasks.items()]
-    agreement = [[t.upper(), a["units"], a["raters"], _figure(a["alpha"]), a["alpha_of"], _figure(a["exact_agreement"])]
+    agreement = [[t.upper(), str(a["units"]), str(a["raters"]), _figure(a["alpha"]), a["alpha_of"], _figure(a["exact_agreement"])]
                  for t, a in summary["agreement"].items()]
     notes = [f"- {t.upper()}: {a['note']}." for t, a in summary["agreement"].items() if a.get("note")]
     disputed = [

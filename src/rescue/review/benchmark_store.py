@@ -15,6 +15,7 @@ from rescue.errors import Conflict, ReviewError
 from rescue.review.benchmark import Benchmark, checked_answer
 from rescue.review.crud._write import ASSIGNMENTS, audit, writing
 from rescue.review.models import Base, User, now
+from rescue.review.shapes import BenchQueueEntry, BenchShown, GivenAnswer
 
 AUDIT_ANSWER = "bench.answer"
 
@@ -82,12 +83,12 @@ def assign(db: Session, actor: str, bench: Benchmark, k: int | None = None,
     return dict(load)
 
 
-def queue(db: Session, user: str) -> list[dict[str, Any]]:
+def queue(db: Session, user: str) -> list[BenchQueueEntry]:
     """The person's instances in order, each with whether they answered it (never anyone else's answers)."""
     rows = db.execute(select(BenchAssignment.key).join(User, User.id == BenchAssignment.user_id)
                       .where(User.name == user).order_by(BenchAssignment.position)).scalars().all()
     answered = {a.key for a in db.scalars(select(BenchAnswer).where(BenchAnswer.user == user, BenchAnswer.version > 0))}
-    found = []
+    found: list[BenchQueueEntry] = []
     for key in rows:
         task, number = _split_key(key)
         found.append({"task": task, "number": number, "answered": key in answered})
@@ -113,7 +114,7 @@ def _answer_or_new(db: Session, user: str, key: str) -> BenchAnswer:
     return record
 
 
-def shown(db: Session, user: str, task: str, number: int) -> dict[str, Any]:
+def shown(db: Session, user: str, task: str, number: int) -> BenchShown:
     """Note that the person was shown the instance (the first time starts its clock); their answer so far."""
     key = key_of(task, number)
     with writing(db, f"bench:{user}"):
@@ -146,9 +147,9 @@ def _seconds(start: str, end: str) -> float:
     return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
 
 
-def all_answers(db: Session) -> list[dict[str, Any]]:
+def all_answers(db: Session) -> list[GivenAnswer]:
     """Every given answer: task, number, person, value and seconds to answer (for the export)."""
-    found = []
+    found: list[GivenAnswer] = []
     for record in db.scalars(select(BenchAnswer).where(BenchAnswer.version > 0).order_by(BenchAnswer.key, BenchAnswer.user)):
         task, number = _split_key(record.key)
         found.append({"task": task, "number": number, "user": record.user, "value": json.loads(record.value_json),

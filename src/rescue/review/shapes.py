@@ -210,3 +210,131 @@ class ExportProvenance(TypedDict):
     project: str
     segments: list[SegmentProvenance]
     not_exported: list[LeftOut]
+
+
+# --- benchmark projects (people take the tasks) ------------------------------------------------------------------
+
+
+class BenchQueueEntry(TypedDict):
+    """One instance of a person's queue, and whether they answered it (never anyone else's answer)."""
+
+    task: str
+    number: int
+    answered: bool
+
+
+class BenchShown(TypedDict):
+    """A person's own answer so far (None before the first) and its version."""
+
+    value: Any  # in the task's answer shape (rescue.review.benchmark.checked_answer)
+    version: int
+
+
+class GivenAnswer(TypedDict):
+    """A stored answer (:func:`rescue.review.benchmark_store.all_answers`), for the export as a run."""
+
+    task: str
+    number: int
+    user: str
+    value: Any  # in the task's answer shape (rescue.review.benchmark.checked_answer)
+    seconds: float | None  # from first shown to first answer
+
+
+class TimeStats(TypedDict):
+    """How long one person took over one task's instances (``human.json``)."""
+
+    answered: int
+    median_s: float
+    mean_s: float
+
+
+class Disagreement(TypedDict):
+    """An instance people answered far apart, with each person's answer."""
+
+    number: int
+    instance_id: str
+    answers: dict[str, Any]
+
+
+class TaskAgreement(TypedDict):
+    """Agreement between people on one task (``human.json``)."""
+
+    units: int
+    raters: int
+    alpha: float | None
+    alpha_of: str
+    exact_agreement: float | None
+    disagreements: list[Disagreement]
+    token_overlap: NotRequired[float | None]
+    note: NotRequired[str]
+
+
+class HumanSummary(TypedDict):
+    """Time and agreement of the people who took a benchmark (``human.json`` beside the exported run)."""
+
+    instances: dict[str, int]
+    answered: dict[str, int]
+    per_instance: int
+    time: dict[str, dict[str, TimeStats]]
+    agreement: dict[str, TaskAgreement]
+
+
+# --- agreement between annotators (rescue.review.annotator_agreement) -------------------------------------------
+
+
+class FieldAgreement(TypedDict):
+    """Agreement between annotators on one closed or numeric field."""
+
+    field: str
+    level: str  # nominal | interval
+    units: int
+    alpha: float | None
+    percent_agreement: float | None
+
+
+class DraftAcceptance(TypedDict):
+    """How often annotators left the model draft's value of one field as it was."""
+
+    field: str
+    ratings: int
+    unchanged: int
+    acceptance_rate: float | None
+
+
+class TextFieldAgreement(TypedDict):
+    """Agreement between annotators on one free-text field (rescue.metrics.agreement.TextAgreement's keys, not
+    imported: the metrics load when agreement is asked for), and the draft's acceptance there."""
+
+    field: str
+    level: str  # text
+    units: int
+    exact: float | None
+    token_overlap: float | None
+    ratings: int
+    unchanged: int
+    acceptance_rate: float | None
+
+
+class LeadTime(TypedDict):
+    """Time per row of one person, from the audit log."""
+
+    annotator: str
+    role: str
+    segments: int
+    rows: int
+    active_seconds: float
+    seconds_per_row: float | None
+    rows_worked: int
+    median_row_seconds: float | None
+
+
+class AgreementResult(TypedDict):
+    """``GET /api/agreement``: agreement per field, the draft's acceptance, and time per row."""
+
+    annotators: list[str]
+    rows: int
+    fields: list[FieldAgreement]
+    draft_acceptance: list[DraftAcceptance]
+    text_fields: list[TextFieldAgreement]
+    time: list[LeadTime]
+    idle_seconds: float
