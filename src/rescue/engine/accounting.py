@@ -3,14 +3,35 @@ judges, the run's request counts, and the ``config`` and ``models`` blocks."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from rescue.engine.parts import Judging, Roster
 from rescue.engine.failures import judge_failures
 from rescue.engine.outcome import PairResult
 from rescue.llm import PriceTable, ReliableModel, CallStats, Usage
 from rescue.runs.failures import failure_reasons
+from rescue.scoring.judge import JudgeUsage
 from rescue.tasks.base import PredictionRecord
+
+
+class CostEntry(TypedDict):
+    """One model's ``cost`` as the run counts it (``rescue.runs.results.ModelCost`` reads it into results.json)."""
+
+    tasks: dict[str, float | None]  # per task its predictions' cost (None: a price is missing)
+    judge: float | None  # the judges' grades of its answers
+    total: float | None
+    batch: NotRequired[float | None]  # --batch: what the batch answers cost, at batch rates
+    incomplete: NotRequired[bool]  # some answers came without a readable usage: total is a lower bound
+
+
+class RunCounts(TypedDict):
+    """results.json's ``run`` counts (``rescue.runs.results.RunStatus``)."""
+
+    requests: int
+    cache_hits: int
+    request_errors: int
+    judge_failures: int
+    budget_exhausted: NotRequired[int]  # only when some answer's budget ran out, so other runs read as before
 
 
 def _add(total: float | None, part: float | None) -> float | None:
@@ -19,7 +40,7 @@ def _add(total: float | None, part: float | None) -> float | None:
 
 
 def predict_usage(model: ReliableModel, prices: PriceTable, name: str,
-                  cost: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
+                  cost: CostEntry) -> tuple[dict[str, Any], float | None]:
     """Usage per task of ``model``'s prediction requests; fills ``cost``'s ``tasks``, ``batch`` and
     ``incomplete``, and returns the usage and the tasks' total cost (None when a price is missing)."""
     usage: dict[str, Any] = {}
@@ -31,8 +52,8 @@ def predict_usage(model: ReliableModel, prices: PriceTable, name: str,
         task_cost = _task_cost(stats, prices, name)
         if stats.batch_answers:
             batch_cost = prices.cost(name, stats.batch_usage, batch=True)
-            cost["batch"] = None if batch_cost is None or cost.get("batch", 0.0) is None else \
-                round(cost.get("batch", 0.0) + batch_cost, 6)
+            so_far = cost.get("batch", 0.0)
+            cost["batch"] = None if batch_cost is None or so_far is None else round(so_far + batch_cost, 6)
         cost["tasks"][task] = None if task_cost is None else round(task_cost, 6)
         if stats.usage.unknown:  # answers kept without a readable usage: the cost is a lower bound
             cost["incomplete"] = True
@@ -49,7 +70,7 @@ def _task_cost(stats: CallStats, prices: PriceTable, name: str) -> float | None:
     return prices.cost(name, stats.usage)
 
 
-def judge_cost(judge_usage: dict[str, list[dict[str, Any]]], prices: PriceTable) -> float | None:
+def judge_cost(judge_usage: dict[str, list[JudgeUsage]], prices: PriceTable) -> float | None:
     """What the judges' grades of one model's answers cost, batch answers at batch rates; None when a price
     is missing."""
     total: float | None = 0.0
@@ -66,11 +87,11 @@ def judge_cost(judge_usage: dict[str, list[dict[str, Any]]], prices: PriceTable)
     return total
 
 
-def usage_block(model: ReliableModel | None, judge_usage: dict[str, list[dict[str, Any]]],
-                prices: PriceTable, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def usage_block(model: ReliableModel | None, judge_usage: dict[str, list[JudgeUsage]],
+                prices: PriceTable, name: str) -> tuple[dict[str, Any], CostEntry]:
     """One model's ``usage`` and ``cost`` blocks: its predictions per task, then its judges'."""
     usage: dict[str, Any] = {}
-    cost: dict[str, Any] = {"tasks": {}, "judge": None, "total": 0.0}
+    cost: CostEntry = {"tasks": {}, "judge": None, "total": 0.0}
     total: float | None = 0.0
     if model is not None:
         usage, total = predict_usage(model, prices, name, cost)
@@ -83,10 +104,10 @@ def usage_block(model: ReliableModel | None, judge_usage: dict[str, list[dict[st
     return usage, cost
 
 
-def run_counts(stats: list[CallStats], records: list[PredictionRecord]) -> dict[str, int]:
+def run_counts(stats: list[CallStats], records: list[PredictionRecord]) -> RunCounts:
     """results.json's ``run`` counts: requests sent, cache hits, instances left without an answer, grades a
     judge could not give, and (when any) answers whose token budget ran out."""
-    counts = {"requests": sum(s.requests for s in stats), "cache_hits": sum(s.cache_hits for s in stats),
+    counts: RunCounts = {"requests": sum(s.requests for s in stats), "cache_hits": sum(s.cache_hits for s in stats),
               "request_errors": sum(1 for r in records if r.status == "request_error"),
               "judge_failures": judge_failures(records)}
     spent = sum(1 for r in records if r.status == "budget_exhausted")

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rescue.runs.results import RunResults
 from rescue.tasks.base import PredictionRecord
+
+if TYPE_CHECKING:
+    from rescue.scoring.judge import JudgeUsage
 
 
 @dataclass
@@ -18,7 +21,7 @@ class PairResult:
     model: str
     task: str
     records: list[PredictionRecord]
-    judge_usage: list[dict[str, Any]] = field(default_factory=list)
+    judge_usage: list[JudgeUsage] = field(default_factory=list)
 
 
 @dataclass(repr=False)

@@ -28,7 +28,7 @@ from rescue.errors import (
     RunTerminated,
 )
 from rescue.data.models import Sample
-from rescue.engine.accounting import config_block, models_block, run_counts
+from rescue.engine.accounting import RunCounts, config_block, models_block, run_counts
 from rescue.engine.config import RunConfig, RunError
 from rescue.engine.execute import Execution, RunModels
 from rescue.engine.failures import credential_error_for_judge, endpoint_alarm, stop_reason, terminal_safe
@@ -56,7 +56,7 @@ from rescue.llm._secrets import refused_notes
 from rescue.llm import ModelSession, Model
 from rescue.llm._types import require_model
 from rescue.runs.folder import CACHE, LOG, RunDirError, lock_run, locked_message, read_results, write_run
-from rescue.runs.results import RESULTS, SCHEMA_VERSION, RunResults
+from rescue.runs.results import RESULTS, SCHEMA_VERSION, DataInfo, RunResults
 from rescue.tasks.base import PARSE_POLICIES, Instance, ParsePolicy, PredictionRecord, Task
 from rescue.tasks.batching import BatchPlan
 
@@ -157,7 +157,7 @@ class Runner:
             check_out_folder(config.cache_dir, "--cache-dir")
         return raw_models, raw_judges
 
-    def _load_samples(self) -> tuple[list[Sample], str, dict[str, Any]]:
+    def _load_samples(self) -> tuple[list[Sample], str, DataInfo]:
         """The samples the run evaluates, their fingerprint, and results.json's ``data`` block."""
         from rescue.data.fingerprint import data_sha256
         from rescue.data.loading import load_samples
@@ -171,10 +171,10 @@ class Runner:
             data_sha = data_sha256(config.data)
         samples, choice = select_samples(config.part(Selection), samples)
         # Absolute, beside its sha256: `rescue rescore` finds the data from any folder.
-        data_info = {"path": str(Path(config.data).resolve()) if config.data else None, "sha256": data_sha,
-                     "samples": len(samples), "sample_choice": choice,
-                     "sample_ids": [s.sample_id for s in samples] if choice != "all" else None,
-                     "split": config.split}
+        data_info = DataInfo(path=str(Path(config.data).resolve()) if config.data else None, sha256=data_sha,
+                             samples=len(samples), sample_choice=choice,
+                             sample_ids=[s.sample_id for s in samples] if choice != "all" else None,
+                             split=config.split)
         return samples, data_sha, data_info
 
     def _lock(self) -> DirectoryLock | None:
@@ -212,11 +212,11 @@ class Runner:
                 lock.release()
 
     def _log_start(self, log: RunLog, cache: ResponseCache | None, instances: dict[str, list[Instance]],
-                   data_info: dict[str, Any]) -> None:
+                   data_info: DataInfo) -> None:
         config = self.config
         log.event("start", rescore=self.offline, models=config.model_specs, tasks=config.tasks,
                   instances={n: len(v) for n, v in instances.items()}, cache=str(cache.path) if cache else None,
-                  samples=data_info["samples"], sample_ids=data_info["sample_ids"])
+                  samples=data_info.samples, sample_ids=data_info.sample_ids)
         if self._stale:
             log.event("cleanup", removed=[p.name for p in self._stale])
         for spec in config.model_specs:
@@ -260,7 +260,7 @@ class Runner:
 
     async def _run(self, config: RunConfig, started: float, raw_models: dict[str, Model | TaskModel],
                    raw_judges: list[Model], tasks: dict[str, Task], instances: dict[str, list[Instance]],
-                   data_info: dict[str, Any], video: Any) -> RunOutcome:
+                   data_info: DataInfo, video: Any) -> RunOutcome:
         log = RunLog(self.out / LOG if self.write else None)
         cache = self._cache()
         if video is not None:  # every frame or clip is made (or found) before the first request
@@ -323,8 +323,8 @@ class Runner:
                           typed=results)
 
     def _results(self, pairs: list[PairResult], models: dict[str, ReliableModel], bertscore: dict[str, Any] | None,
-                 budget: Budget, stopped: str | None, elapsed: float, data_info: dict[str, Any],
-                 status: dict[str, int]) -> RunResults:
+                 budget: Budget, stopped: str | None, elapsed: float, data_info: DataInfo,
+                 status: RunCounts) -> RunResults:
         config, judging = self.config, self.config.part(Judging)
         config_json = config_block(config.to_json(), judging, config.bertscore, bertscore, self.used)
         block, total = models_block(config.part(Roster), judging, pairs, models, self.prices)

@@ -44,7 +44,7 @@ import json
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from pydantic import ValidationError
 
@@ -68,7 +68,7 @@ FAILED_PREDICTION_NOTE = "prediction status {status}: scored the scale minimum w
 
 __all__ = [
     "FAILED_PREDICTION_NOTE", "NO_JUDGE_NOTE", "SCALES", "JudgeAnswerError", "JudgeConfigError", "JudgeStats",
-    "Turn", "judge_prompt", "judge_records", "parse_grade", "prompt_hashes", "rubric_for",
+    "JudgeUsage", "Turn", "judge_prompt", "judge_records", "parse_grade", "prompt_hashes", "rubric_for",
 ]
 
 
@@ -151,6 +151,27 @@ def parse_grade(raw: str | None, task_name: str, scale: Scale) -> Grade:
 # Running the judges
 
 
+class JudgeUsage(TypedDict):
+    """One judge's counts on one model's task, as ``results.json`` records them (``models[m].usage.judge``) and
+    the run prices them (``rescue.engine.accounting``)."""
+
+    judge: str
+    task: str
+    scale: str
+    instances: int
+    requests: int
+    retries: int
+    failures: int
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int
+    errors: list[str]
+    # Only when some answers came through a batch API (--batch): runs without it read as before.
+    batch_input_tokens: NotRequired[int]
+    batch_output_tokens: NotRequired[int]
+    batch_cached_input_tokens: NotRequired[int]
+
+
 @dataclass
 class JudgeStats:
     """What one judge model did in one call of :func:`judge_records` (reported apart from the evaluated model)."""
@@ -171,17 +192,18 @@ class JudgeStats:
         """Prompt tokens of every answer the judge gave."""
         return self.tokens.usage.input_tokens
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JudgeUsage:
         """The judge's counts as JSON (batch counts only when a batch was used)."""
         usage, batch = self.tokens.usage, self.tokens.batch_usage
-        data: dict[str, Any] = {
+        data: JudgeUsage = {
             "judge": self.judge, "task": self.task, "scale": self.scale, "instances": self.instances,
             "requests": self.requests, "retries": self.retries, "failures": self.failures,
             "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
             "cached_input_tokens": usage.cached_input_tokens, "errors": list(self.errors)}
         if batch.input_tokens or batch.output_tokens:  # runs without --batch read as before
-            data.update(batch_input_tokens=batch.input_tokens, batch_output_tokens=batch.output_tokens,
-                        batch_cached_input_tokens=batch.cached_input_tokens)
+            data["batch_input_tokens"] = batch.input_tokens
+            data["batch_output_tokens"] = batch.output_tokens
+            data["batch_cached_input_tokens"] = batch.cached_input_tokens
         return data
 
 

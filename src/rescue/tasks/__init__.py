@@ -97,14 +97,18 @@ def task_counts(
     return counts
 
 
-def scoped_aggregates(task: Task, records: list[PredictionRecord]) -> dict[str, Any]:
+# One scope's metrics: what Task.aggregate returns, counts and the task's metric keys.
+Metrics = dict[str, float | int | None]
+
+
+def scoped_aggregates(task: Task, records: list[PredictionRecord]) -> dict[str, Metrics | dict[str, Metrics]]:
     """``task.aggregate`` for every scope: ``all``, each scenario present, and ``samples`` (one per sample)."""
     by_scenario: dict[str, list[PredictionRecord]] = defaultdict(list)
     by_sample: dict[str, list[PredictionRecord]] = defaultdict(list)
     for record in records:
         by_scenario[record.scenario].append(record)
         by_sample[record.sample_id].append(record)
-    scopes: dict[str, Any] = {"all": _aggregate(task, records)}
+    scopes: dict[str, Metrics | dict[str, Metrics]] = {"all": _aggregate(task, records)}
     for scenario in SCENARIOS:
         if by_scenario.get(scenario):
             scopes[scenario] = _aggregate(task, by_scenario[scenario])
@@ -112,10 +116,10 @@ def scoped_aggregates(task: Task, records: list[PredictionRecord]) -> dict[str, 
     return scopes
 
 
-def _aggregate(task: Task, records: list[PredictionRecord]) -> dict[str, Any]:
+def _aggregate(task: Task, records: list[PredictionRecord]) -> Metrics:
     """The task's aggregate, plus how many of its failures ran out of answer budget (only when some did, so
     runs without any read as before)."""
-    result: dict[str, Any] = dict(task.aggregate(records))
+    result = dict(task.aggregate(records))
     spent = sum(1 for r in records if r.status == "budget_exhausted")
     if spent:
         result["budget_exhausted"] = spent

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal, TypedDict
 
 from rescue.tasks.base import Instance, Task
 from rescue.tasks.render import context_window
@@ -85,6 +85,16 @@ class _Part:
         self.hidden += hidden
 
 
+class BatchingSummary(TypedDict):
+    """How one task's requests were formed, as ``results.json["batching"]`` records it."""
+
+    batch_size: int
+    batches: int
+    grouped_batches: int
+    split_batches: int
+    leak_free: Literal[True]
+
+
 @dataclass
 class BatchPlan:
     """The batches of one task, and how many of the authors' batches had to be split."""
@@ -94,7 +104,7 @@ class BatchPlan:
     grouped: int = 0  # batches the plain grouping would send
     split: int = 0  # of those, how many were split so that no item shows another's hidden row
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> BatchingSummary:
         """The plan as results.json records it: batch size and how many batches were grouped or split."""
         return {"batch_size": self.size, "batches": len(self.batches), "grouped_batches": self.grouped,
                 "split_batches": self.split, "leak_free": True}
