@@ -10,6 +10,13 @@ _.__signature__
 # Jinja templates read these (report/templates/report.html.j2).
 _.data_uri
 _.css
+# Keys of results.json's TypedDicts that the run writes and readers of the file read (rescue.tasks.batching's
+# BatchingSummary, rescue.scoring.judge's JudgeUsage).
+_.grouped_batches
+_.split_batches
+_.leak_free
+_.batch_input_tokens
+_.batch_output_tokens
 # Keys of TypedDicts that code writes and the pages' JavaScript or a reader of the file reads (review answers and the
 # export's provenance: rescue.review.shapes; Instance.extra).
 _.my_status
