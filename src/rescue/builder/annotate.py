@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rescue.builder.checks import (
     TIME_TOLERANCE,
+    RelationFields,
     check_relations,
     check_rows,
     parse_draft,
@@ -29,7 +30,7 @@ from rescue.builder.prompts import (
     relation_user_prompt,
     retry_prompt,
 )
-from rescue.data.models import THERAPIST, Scenario
+from rescue.data.models import THERAPIST, RowValues, Scenario
 from rescue.data.choices import BuildVideoInput
 from rescue.media import Cue, cut_clip, frame_times, grab_frames
 
@@ -164,7 +165,7 @@ def estimate_segment(job: SegmentJob, settings: AnnotateSettings) -> Estimate:
 class SegmentDraft:
     """The draft rows of one segment, the open problems, the requests made and those that failed."""
 
-    rows: list[dict[str, Any]]
+    rows: list[RowValues]
     problems: list[Problem]
     requests: int = 0
     reasked: int = 0
@@ -176,13 +177,13 @@ class SegmentDraft:
         return not self.failed
 
 
-def skeleton_rows(cues: Sequence[Cue]) -> tuple[list[dict[str, Any]], list[Problem]]:
+def skeleton_rows(cues: Sequence[Cue]) -> tuple[list[RowValues], list[Problem]]:
     """One row per cue, for a segment built without a model (or whose requests failed): times, speaker and
     words from the subtitles, every other field empty."""
     rows, problems = [], []
     for cue in cues:
         speaker = cue.speakers[0] if len(cue.speakers) == 1 else THERAPIST
-        row: dict[str, Any] = {key: [] for key in ROW_KEYS}
+        row: RowValues = {key: [] for key in ROW_KEYS}
         row.update(start_time=cue.start, end_time=cue.end, primary_speaker=speaker, dialogue_cleaned=cue.text,
                    utterance_type="", tone_of_voice="")
         rows.append(row)
@@ -228,7 +229,7 @@ async def _window_messages(job: SegmentJob, window: Window, settings: AnnotateSe
     return [system, Message("user", parts)]
 
 
-def _describe(problems: Sequence[Problem], rows: Sequence[dict[str, Any]]) -> list[str]:
+def _describe(problems: Sequence[Problem], rows: Sequence[RowValues]) -> list[str]:
     out = []
     for p in problems:
         if p.row_index is not None and 1 <= p.row_index <= len(rows):
@@ -248,13 +249,13 @@ async def _ask(model: Model, messages: list[Message], max_tokens: int, settings:
 
 
 async def _annotate_window(model: Model, job: SegmentJob, window: Window, settings: AnnotateSettings,
-                           total: int, draft: SegmentDraft) -> tuple[list[dict[str, Any]], list[Problem]]:
+                           total: int, draft: SegmentDraft) -> tuple[list[RowValues], list[Problem]]:
     from rescue.llm import Message
 
     messages = await _window_messages(job, window, settings, total)
     ids = (f"{job.sample_id}#window{window.number}",)
 
-    def check(answer_text: str | None) -> tuple[list[dict[str, Any]], list[Problem]]:
+    def check(answer_text: str | None) -> tuple[list[RowValues], list[Problem]]:
         value, problems = parse_draft(answer_text)
         if value is None:
             return [], problems
@@ -287,7 +288,7 @@ async def _annotate_window(model: Model, job: SegmentJob, window: Window, settin
     return rows, problems
 
 
-def _owner(row: dict[str, Any], cues: Sequence[Cue]) -> int:
+def _owner(row: RowValues, cues: Sequence[Cue]) -> int:
     """The index of the cue a row belongs to: the one holding its start, else the nearest."""
     start = row["start_time"] if isinstance(row.get("start_time"), int | float) else 0.0
     for cue in cues:
@@ -296,12 +297,12 @@ def _owner(row: dict[str, Any], cues: Sequence[Cue]) -> int:
     return min(cues, key=lambda c: abs(c.start - start)).index
 
 
-def merge_windows(job: SegmentJob, results: Sequence[tuple[Window, list[dict[str, Any]], list[Problem]]]
-                  ) -> tuple[list[dict[str, Any]], list[Problem]]:
+def merge_windows(job: SegmentJob, results: Sequence[tuple[Window, list[RowValues], list[Problem]]]
+                  ) -> tuple[list[RowValues], list[Problem]]:
     """The rows each window owns, in time order and renumbered; row problems follow their rows. Coverage is
     checked again on the merged rows, and every line they still leave out becomes a row of its own (the
     subtitles' words and speaker, nothing annotated, a problem on it), so no line is ever lost."""
-    tagged: list[tuple[dict[str, Any], list[Problem]]] = []
+    tagged: list[tuple[RowValues, list[Problem]]] = []
     segment_problems: list[Problem] = []
     single = len(results) == 1
     for window, rows, problems in results:
@@ -327,7 +328,7 @@ def merge_windows(job: SegmentJob, results: Sequence[tuple[Window, list[dict[str
     return rows_out, segment_problems + problems_out
 
 
-async def _relations(model: Model, job: SegmentJob, rows: list[dict[str, Any]], settings: AnnotateSettings,
+async def _relations(model: Model, job: SegmentJob, rows: list[RowValues], settings: AnnotateSettings,
                      draft: SegmentDraft) -> list[Problem]:
     from rescue.llm import Message
 
@@ -344,7 +345,7 @@ async def _relations(model: Model, job: SegmentJob, rows: list[dict[str, Any]], 
         draft.failed.append(f"relations: {answer.error}")
         return [Problem(field="relation_pattern", message=f"request failed: {answer.error}")]
 
-    def check(text: str | None) -> tuple[dict[int, dict[str, Any]], list[Problem]]:
+    def check(text: str | None) -> tuple[dict[int, RelationFields], list[Problem]]:
         value, problems = parse_draft(text)
         if value is None:
             return {}, [Problem(field="relation_pattern", message=p.message) for p in problems]

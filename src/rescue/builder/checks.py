@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 from pydantic import TypeAdapter, ValidationError
 
 from rescue.builder.manifest import Problem
 from rescue.builder.prompts import RELATION_KEYS, ROW_KEYS
 from rescue.data.answer_json import FINITE, UnreadableJSON, find_json, unfence
-from rescue.data.models import GROUP_LABELS, THERAPIST, Row, Scenario
+from rescue.data.models import GROUP_LABELS, THERAPIST, Row, RowValues, Scenario
 from rescue.data.rules import Cast, cast_of, check_row, severity_in
 from rescue.data.taxonomy import (
     INTENSITY_SCALE,
@@ -195,7 +195,7 @@ def _check_times(row: _Row, cues: Sequence[Cue], clip_duration: float) -> None:
 _PATH_PART = re.compile(r"\[(\d+)\]|([A-Za-z_]\w*)")
 
 
-def _release_errors(row: dict[str, Any], cast: Cast) -> list[tuple[str, str]]:
+def _release_errors(row: RowValues, cast: Cast) -> list[tuple[str, str]]:
     """(field path, message) of every breach plain ``rescue validate`` calls an error: what the release cannot
     hold, from the rulebook itself, so the draft and the release never disagree."""
     return [(b.field, b.message) for b in check_row(row, cast) if severity_in(b.rule, False) == "error"]
@@ -236,7 +236,7 @@ def _hold_in_release(row: _Row, cast: Cast) -> None:
 
 
 def check_rows(value: Any, cues: Sequence[Cue], *, scenario: Scenario, participants: Sequence[str],
-               clip_duration: float) -> tuple[list[dict[str, Any]], list[Problem]]:
+               clip_duration: float) -> tuple[list[RowValues], list[Problem]]:
     """Rows (release form, in time order, numbered from 1) and the problems of one parsed answer."""
     problems: list[Problem] = []
     if isinstance(value, dict) and isinstance(value.get("rows"), list):
@@ -247,7 +247,7 @@ def check_rows(value: Any, cues: Sequence[Cue], *, scenario: Scenario, participa
     else:
         problems.append(Problem(message='the answer is not a JSON object {"rows": [...]}'))
         raw_rows = value if isinstance(value, list) else []
-    rows: list[dict[str, Any]] = []
+    rows: list[RowValues] = []
     cast = cast_of(scenario, participants)
     for number, raw in enumerate(raw_rows, start=1):
         if not isinstance(raw, dict):
@@ -293,7 +293,7 @@ _TEXTS = {"tone_of_voice": None, "dialogue_cleaned": None, "body_posture": "desc
           "support_strategy": "strategy_content"}
 
 
-def _spanned(row: dict[str, Any], cues: Sequence[Cue]) -> list[Cue]:
+def _spanned(row: RowValues, cues: Sequence[Cue]) -> list[Cue]:
     """The subtitle lines a row's time span overlaps by more than the timing tolerance (a line that only
     touches the row's edge is a neighbour's)."""
     start, end = row["start_time"], row["end_time"]
@@ -326,7 +326,7 @@ def _quoted(cue: Cue, said: list[str]) -> bool:
     return bool(needed) and found * 2 >= len(needed)
 
 
-def faithfulness(rows: Sequence[dict[str, Any]], cues: Sequence[Cue]) -> list[Problem]:
+def faithfulness(rows: Sequence[RowValues], cues: Sequence[Cue]) -> list[Problem]:
     """The paper's rules that subtitles are the ground truth of speech (§7.1-7.3), row by row:
 
     - a row's words come only from the subtitle lines its span overlaps, in their order, none added (words
@@ -370,7 +370,7 @@ def faithfulness(rows: Sequence[dict[str, Any]], cues: Sequence[Cue]) -> list[Pr
     return problems
 
 
-def uncovered_cues(rows: Sequence[dict[str, Any]], cues: Sequence[Cue]) -> list[Cue]:
+def uncovered_cues(rows: Sequence[RowValues], cues: Sequence[Cue]) -> list[Cue]:
     """The subtitle lines whose words the rows spanning them do not quote in full, in order."""
     out = []
     for cue in cues:
@@ -382,13 +382,23 @@ def uncovered_cues(rows: Sequence[dict[str, Any]], cues: Sequence[Cue]) -> list[
     return out
 
 
-def _coverage(rows: Sequence[dict[str, Any]], cues: Sequence[Cue]) -> list[Problem]:
+def _coverage(rows: Sequence[RowValues], cues: Sequence[Cue]) -> list[Problem]:
     return [Problem(field="dialogue_cleaned", message=(
         f"subtitle line [{cue.index}] ({cue.start:.2f}-{cue.end:.2f}) {cue.text!r} is not quoted in full "
         "by the rows spanning it")) for cue in uncovered_cues(rows, cues)]
 
 
-def check_relations(value: Any, rows: list[dict[str, Any]], scenario: Scenario) -> tuple[dict[int, dict[str, Any]], list[Problem]]:
+class RelationFields(TypedDict):
+    """One row's relation-pattern fields from the relation pass (:func:`check_relations`), with the answer's values
+    set aside as invalid (``draft_invalid``) when any was."""
+
+    relation_pattern: str | None
+    relation_pattern_reason: str | None
+    relation_pattern_evidence_rows: list[int]
+    draft_invalid: NotRequired[dict[str, Any]]
+
+
+def check_relations(value: Any, rows: list[RowValues], scenario: Scenario) -> tuple[dict[int, RelationFields], list[Problem]]:
     """Relation-pattern fields per row_index from a parsed answer, and their problems."""
     problems: list[Problem] = []
     items = value.get("relation_patterns") if isinstance(value, dict) else None
@@ -396,13 +406,12 @@ def check_relations(value: Any, rows: list[dict[str, Any]], scenario: Scenario) 
         return {}, [Problem(field="relation_pattern", message='the answer is not {"relation_patterns": [...]}')]
     labels = relation_taxonomy(scenario)
     count = len(rows)
-    found: dict[int, dict[str, Any]] = {}
+    found: dict[int, RelationFields] = {}
     for item in items:
         index = item.get("row_index") if isinstance(item, dict) else None
         if type(index) is not int or not 1 <= index <= count:
             problems.append(Problem(field="relation_pattern", message=f"an item names no existing row: {item!r}"[:300]))
             continue
-        fields: dict[str, Any] = {}
         invalid: dict[str, Any] = {}
         label = item.get("relation_pattern")
         if label not in labels.names:
@@ -426,7 +435,8 @@ def check_relations(value: Any, rows: list[dict[str, Any]], scenario: Scenario) 
             problems.append(Problem(row_index=index, field="relation_pattern_evidence_rows",
                                     message=f"row(s) {outside} are not this row or earlier ones"))
             evidence = [r for r in evidence if 1 <= r <= index]
-        fields.update(relation_pattern=label, relation_pattern_reason=reason, relation_pattern_evidence_rows=evidence)
+        fields: RelationFields = {"relation_pattern": label, "relation_pattern_reason": reason,
+                                  "relation_pattern_evidence_rows": evidence}
         if invalid:
             fields["draft_invalid"] = invalid
         found[index] = fields

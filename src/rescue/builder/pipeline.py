@@ -53,6 +53,7 @@ from rescue.builder.segments import (
     sample_id,
     write_segments_csv,
 )
+from rescue.data.models import RowValues
 from rescue.data.text import clock_time
 from rescue.media import Cue, cues_in, ffmpeg_exe, get_step, scene_cuts
 from rescue.media._cut import REVIEW_CRF, ClipCutter, review_height
@@ -282,7 +283,7 @@ def _media(config: BuildConfig, planned: list[Planned], dropped: list[Dropped], 
     return silent_lines
 
 
-def _row_clips(config: BuildConfig, item: Planned, rows: list[dict[str, Any]], log: BuildLog) -> list[str]:
+def _row_clips(config: BuildConfig, item: Planned, rows: list[RowValues], log: BuildLog) -> list[str]:
     paths = []
     for row in rows:
         start, end = row["start_time"], min(row["end_time"], item.segment.duration)
@@ -296,7 +297,7 @@ def _row_clips(config: BuildConfig, item: Planned, rows: list[dict[str, Any]], l
     return paths
 
 
-def _split_problems(item: Planned, rows: list[dict[str, Any]]) -> list[Problem]:
+def _split_problems(item: Planned, rows: list[RowValues]) -> list[Problem]:
     """A problem on each row that starts where a line holding two speakers was split (the time is a guess)."""
     out = []
     for start, message in item.session.split:
@@ -312,7 +313,7 @@ def _split_problems(item: Planned, rows: list[dict[str, Any]]) -> list[Problem]:
     return out
 
 
-def _attribution_problems(item: Planned, rows: list[dict[str, Any]]) -> list[Problem]:
+def _attribution_problems(item: Planned, rows: list[RowValues]) -> list[Problem]:
     """A transcript without speakers leaves lines unnamed and the model names who speaks: each row over such a
     line is a guess for the reviewer to confirm."""
     if not item.session.spec.transcribe:
@@ -327,7 +328,7 @@ def _attribution_problems(item: Planned, rows: list[dict[str, Any]]) -> list[Pro
     return out
 
 
-def _chunk_problems(item: Planned, rows: list[dict[str, Any]]) -> list[Problem]:
+def _chunk_problems(item: Planned, rows: list[RowValues]) -> list[Problem]:
     """A ``primary_speaker`` problem on every row of a transcription chunk whose speaker labels the shared speech
     could not match to the chunk before (they are numbered apart: the same person may have two labels)."""
     chunks = item.session.chunks
@@ -345,7 +346,7 @@ def _chunk_problems(item: Planned, rows: list[dict[str, Any]]) -> list[Problem]:
     return out
 
 
-def _silent_line_problems(item: Planned, rows: list[dict[str, Any]], silent: set[int]) -> list[Problem]:
+def _silent_line_problems(item: Planned, rows: list[RowValues], silent: set[int]) -> list[Problem]:
     """A problem for each line of the segment with no speech under it in the audio, on the first row over it."""
     out = []
     for cue in item.cues:
@@ -358,7 +359,7 @@ def _silent_line_problems(item: Planned, rows: list[dict[str, Any]], silent: set
     return out
 
 
-def _manifest_rows(rows: list[dict[str, Any]], cues: tuple[Cue, ...]) -> list[ManifestRow]:
+def _manifest_rows(rows: list[RowValues], cues: tuple[Cue, ...]) -> list[ManifestRow]:
     """Each row's span with the subtitle text and speakers of the cues it spans (the ground truth)."""
     out = []
     for row in rows:
@@ -373,7 +374,7 @@ def _manifest_rows(rows: list[dict[str, Any]], cues: tuple[Cue, ...]) -> list[Ma
     return out
 
 
-def _sample(item: Planned, rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _sample(item: Planned, rows: list[RowValues]) -> dict[str, Any]:
     spec = item.session.spec
     for row in rows:
         row.setdefault("relation_pattern", None)

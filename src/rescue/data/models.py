@@ -7,7 +7,7 @@ not the strings the authors' README shows.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import json
 import zlib
@@ -18,6 +18,10 @@ Scenario = Literal["couple", "family"]
 THERAPIST = "Therapist"
 GROUP_LABELS: dict[str, str] = {"couple": "Couple", "family": "Family"}
 NON_PERSON_LABELS = frozenset({THERAPIST, "Couple", "Family"})
+# A row of the release format as a JSON object (a draft's, a copy's, one the builder makes): the fields of
+# :class:`Row` and any other the record carries. Open by design: fields are edited and checked by name, and a
+# field the format does not know is kept, never dropped.
+RowValues = dict[str, Any]
 
 
 class _SharedFields(set[str]):

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
+from rescue.data.models import RowValues as RowValues
 from rescue.data.rules import BreachView
 
-# A release-format row as JSON: the fields of rescue.data.models.Row and any other a draft carries.
-RowValues = dict[str, Any]
 
 
 class CopyRow(TypedDict):
