@@ -12,7 +12,7 @@ from rescue.llm import DEFAULT_MAX_ANSWER_BYTES, DEFAULT_RETRY_AFTER_CAP
 
 
 def test_the_build_command_does_not_import_the_model_layer():
-    code = ("import sys, rescue.cli.build_cmds, rescue.builder, rescue.builder.pipeline; "
+    code = ("import sys, rescue.cli._build_cmds, rescue.builder, rescue.builder.pipeline; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'httpx' or m.startswith('rescue.llm')))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "['rescue.llm', 'rescue.llm._limits']"

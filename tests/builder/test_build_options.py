@@ -15,7 +15,7 @@ from source_tree import SRC, parsed
 
 from rescue.builder import AnnotateSettings, BuildConfig, SessionSpec
 from rescue.builder.options import NO_DEFAULT, build_options
-from rescue.cli.app import app
+from rescue.cli._app import app
 from rescue.engine.run_options import option
 
 # The library's classes and where each is written: every field named like a declared option takes its default
@@ -57,7 +57,7 @@ def test_every_library_default_is_read_from_the_declaration():
 
 
 def test_the_command_states_no_default_of_its_own():
-    tree = parsed(SRC / "cli" / "build_cmds.py")
+    tree = parsed(SRC / "cli" / "_build_cmds.py")
     typer_options = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Call)
                      and ast.unparse(n.func) in ("typer.Option", "typer.Argument")
                      and any(isinstance(a, ast.Constant) for a in [*n.args, *(k.value for k in n.keywords)])]
@@ -66,7 +66,7 @@ def test_the_command_states_no_default_of_its_own():
                 and not isinstance(d.default, bool) and d.default != 0}
     literals = sorted({n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and not isinstance(n.value, bool)
                        and isinstance(n.value, (int, float)) and n.value in defaults})
-    assert literals == [], f"build_cmds.py restates a default of BuildOptions: {literals}"
+    assert literals == [], f"_build_cmds.py restates a default of BuildOptions: {literals}"
 
 
 def test_the_command_line_shows_the_declared_defaults():

@@ -51,7 +51,7 @@ def test_every_run_option_is_explained_and_choices_are_listed():
 
 
 def test_the_cli_choices_are_the_registrys():
-    from rescue.cli.app import JudgedTask
+    from rescue.cli._app import JudgedTask
     from rescue.tasks import judged_tasks
     from rescue.tasks.rpp import RPP_GOLD_CHOICES
 
@@ -125,7 +125,7 @@ def test_the_local_model_timing_is_for_the_readme_command():
 def test_run_help_ends_with_a_minimal_call_and_the_local_server_flag(monkeypatch):
     """lm-eval and inspect show example lines; `rescue run --help` had none (issue 35). Each example is shown whole
     on one line of an 80-column terminal, and is a call rescue takes: the local server one needs no key."""
-    from rescue.cli.run_cmds import RUN_EXAMPLES
+    from rescue.cli._run_cmds import RUN_EXAMPLES
     from rescue.llm._providers import resolve_endpoint
 
     result = _help("run", columns=80)

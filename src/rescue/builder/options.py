@@ -1,7 +1,7 @@
 """Every ``rescue build`` option, declared once: its name, type, default, command-line spelling and help.
 
 :class:`BuildOptions` is the one declaration. ``rescue build`` makes its parameters from it
-(``rescue.cli.build_cmds``), in the order written here, which is the order of ``rescue build --help``; the
+(``rescue.cli._build_cmds``), in the order written here, which is the order of ``rescue build --help``; the
 library's :class:`~rescue.builder.BuildConfig`, :class:`~rescue.builder.AnnotateSettings` and
 :class:`~rescue.builder.SessionSpec` take their defaults from it (``Flag.field`` names the field an option fills
 where the names differ). tests/builder/test_build_options.py fails on a default written anywhere else.

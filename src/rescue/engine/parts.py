@@ -4,7 +4,7 @@
 reads (``config.part(Judging)``), never the whole configuration, so what a helper depends on is in its signature.
 Each field is named as the ``RunConfig`` field it copies and typed as :class:`~rescue.engine.run_options.RunOptions`
 declares it (``tests/engine/test_parts.py`` holds both), so no default or type is written here a second time.
-Video mode's group is :class:`rescue.video.options.VideoOptions` (``RunConfig.video``); how prompts are rendered
+Video mode's group is :class:`rescue.video.VideoOptions` (``RunConfig.video``); how prompts are rendered
 is :class:`rescue.tasks.base.RenderOptions`.
 """
 

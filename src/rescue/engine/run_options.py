@@ -1,7 +1,7 @@
 """Every ``rescue run`` option, declared once: its field, type, default, command-line spelling, help and panel.
 
 :class:`RunOptions` is the one declaration. :class:`rescue.engine.config.RunConfig` (pydantic) takes its fields
-from it and checks them; ``rescue run`` builds its parameters from it (``rescue.cli.run_cmds``), in the order
+from it and checks them; ``rescue run`` builds its parameters from it (``rescue.cli._run_cmds``), in the order
 written here, which is the order of ``rescue run --help``. Options of the command that are not configuration
 (``--dry-run``, ``--suite``, and the video options gathered into ``video``) are class variables: the model ignores
 them, the command line reads them like the rest.
@@ -71,7 +71,7 @@ def _opt(flag: str | tuple[str, ...], panel: str, help: str, **more: Any) -> Opt
     return Opt((flag,) if isinstance(flag, str) else flag, panel, help, **more)
 
 
-# Parts of the help that other commands taking the same option share (rescue.cli.app.run_option).
+# Parts of the help that other commands taking the same option share (rescue.cli._app.run_option).
 DATA_HELP = ("A .jsonl file (release format), a folder of .jsonl files, or a folder of per-sample .json "
              "files (<group>/<sample>.json). Default: the bundled demo dataset.")
 SPLIT_HELP = "Only the samples of this split (train, dev, test, fold1, ...) of the --splits file `rescue splits` wrote"

@@ -7,8 +7,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from rescue.cli.app import DataOption, app, console
-from rescue.cli.data_cmds import print_stats_tables
+from rescue.atomic import write_atomic
+from rescue.cli._app import DataOption, app, console
+from rescue.cli._data_cmds import print_stats_tables
+from rescue.cli._startup import data_loading, data_splits, data_stats, files
 from rescue.engine.run_options import DEFAULT_SPLITS_FILE
 
 
@@ -24,23 +26,17 @@ def splits_command(
 ) -> None:
     """Split the data by session group (a couple, or a family across its clips), stratified by scenario: no group
     is in two splits. Prints each split's Table 3 figures and label distributions; use it with --split NAME."""
-    from rescue.data import stats as dataset_stats
-    from rescue.data.loading import load_samples
-    from rescue.data.splits import make_splits
-    from rescue.atomic import write_atomic
-    from rescue.files import sha256_file
-
-    samples = load_samples(data)
-    plan = make_splits(samples, test=test, dev=dev, folds=folds, seed=seed)
+    samples = data_loading.load_samples(data)
+    plan = data_splits.make_splits(samples, test=test, dev=dev, folds=folds, seed=seed)
     plan.data = str(Path(data).resolve()) if data else None
-    plan.data_sha256 = sha256_file(data) if data and Path(data).is_file() else None
+    plan.data_sha256 = files.sha256_file(data) if data and Path(data).is_file() else None
     write_atomic(out, plan.model_dump_json(indent=2) + "\n")
     by_id = {s.sample_id: s for s in samples}
     for name, ids in plan.splits.items():
         console.print(f"[bold]{name}[/]: {len(ids)} sample(s), {len(plan.groups[name])} session group(s)",
                       highlight=False)
         if not quiet and ids:
-            print_stats_tables(dataset_stats.compute([by_id[i] for i in ids]), title=f"{name}: Table 3")
+            print_stats_tables(data_stats.compute([by_id[i] for i in ids]), title=f"{name}: Table 3")
     for name in plan.left_out:
         console.print(f"[bold]{name}[/]: no session group fell to it ({len(samples)} sample(s)); left out of the plan, "
                       "which never holds an empty split", highlight=False, soft_wrap=True)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.markup import escape
 
-from rescue.cli.app import (
+from rescue.cli._app import (
     DataOption,
     SplitOption,
     SplitsFileOption,
@@ -20,12 +20,10 @@ from rescue.cli.app import (
     err_console,
     load_data,
 )
+from rescue.cli._startup import data_encoding, data_stats, data_validation, rich_progress, rich_table
 from rescue.data import fetch as release  # light: it imports httpx and the validation only to download
-from rescue.errors import EXIT_ERROR
 from rescue.engine.run_options import DEFAULT_SPLITS_FILE
-
-if TYPE_CHECKING:
-    from rescue.data import stats as dataset_stats
+from rescue.errors import EXIT_ERROR
 
 
 @app.command("validate")
@@ -49,10 +47,7 @@ def validate_command(
 
     Errors exit with status 2; warnings (such as mis-encoded text) are printed and do not fail.
     """
-    from rescue.data.encoding import fix_path
-    from rescue.data.validation import validate_path
-
-    report = validate_path(data, strict)
+    report = data_validation.validate_path(data, strict)
     for issue in report.issues:
         target = err_console if issue.severity == "error" else console
         target.print(escape(str(issue)), highlight=False, soft_wrap=True)
@@ -69,7 +64,7 @@ def validate_command(
     if fix:
         if data is None:
             raise typer.BadParameter("--fix needs --data PATH (the demo dataset is already clean)")
-        dest, changed = fix_path(data, out)
+        dest, changed = data_encoding.fix_path(data, out)
         console.print(f"wrote {dest} ({changed} record(s) repaired)", highlight=False, soft_wrap=True)
     if report.errors:
         raise typer.Exit(EXIT_ERROR)
@@ -94,41 +89,35 @@ def stats_command(
     splits: SplitsFileOption = DEFAULT_SPLITS_FILE,
 ) -> None:
     """Dataset statistics as in the paper's Table 3 (per scenario and overall), then label distributions."""
-    from rescue.data import stats as dataset_stats
 
-
-    stats = dataset_stats.compute(load_data(data, split, splits))
+    stats = data_stats.compute(load_data(data, split, splits))
     if output_format is StatsFormat.json:
-        typer.echo(dataset_stats.render_json(stats), nl=False)
+        typer.echo(data_stats.render_json(stats), nl=False)
     elif output_format is StatsFormat.markdown:
-        typer.echo(dataset_stats.render_markdown(stats), nl=False)
+        typer.echo(data_stats.render_markdown(stats), nl=False)
     elif output_format is StatsFormat.latex:
-        typer.echo(dataset_stats.render_latex(stats), nl=False)
+        typer.echo(data_stats.render_latex(stats), nl=False)
     else:
         print_stats_tables(stats)
 
 
-def print_stats_tables(stats: dataset_stats.DatasetStats, title: str = "Dataset statistics (paper Table 3)") -> None:
+def print_stats_tables(stats: data_stats.DatasetStats, title: str = "Dataset statistics (paper Table 3)") -> None:
     """Table 3 and the label distributions on the terminal."""
-    from rich.table import Table
-
-    from rescue.data import stats as dataset_stats
-
 
     # Transposed (one row per statistic, one column per scope): the paper's seven headers do not fit 80 columns.
-    rows = dataset_stats.table3_cells(stats)
-    table = Table(title=title, title_justify="left")
+    rows = data_stats.table3_cells(stats)
+    table = rich_table.Table(title=title, title_justify="left")
     table.add_column("Statistic", no_wrap=True)
     for cells in rows:
         table.add_column(cells[0], justify="right", no_wrap=True)
-    for k, (_, title, _) in enumerate(dataset_stats.TABLE3_COLUMNS, start=1):
+    for k, (_, title, _) in enumerate(data_stats.TABLE3_COLUMNS, start=1):
         table.add_row(title, *(cells[k] for cells in rows))
     console.print(table)
     for scenario, dists in stats.distributions.items():
         for name, counts in dists.items():
             if not counts:
                 continue
-            dist = Table(title=f"{scenario}: {name.replace('_', ' ')}", title_justify="left")
+            dist = rich_table.Table(title=f"{scenario}: {name.replace('_', ' ')}", title_justify="left")
             dist.add_column("Label")
             dist.add_column("Count", justify="right")
             total = sum(counts.values()) or 1
@@ -136,8 +125,8 @@ def print_stats_tables(stats: dataset_stats.DatasetStats, title: str = "Dataset 
             for label, count in counts.items():
                 dist.add_row(label, str(count), f"{count / total:.1%}")
             console.print(dist)
-    groups = Table(title="Session groups (the bootstrap's resampling unit)", title_justify="left",
-                   caption=f"Groups {stats.grouping}.", caption_justify="left")
+    groups = rich_table.Table(title="Session groups (the bootstrap's resampling unit)", title_justify="left",
+                              caption=f"Groups {stats.grouping}.", caption_justify="left")
     groups.add_column("Scenario")
     groups.add_column("Group", no_wrap=True)
     groups.add_column("Clips", justify="right")
@@ -162,12 +151,10 @@ def fetch_command(
     ] = None,
 ) -> None:
     """Download the official release (benchmark_191.jsonl) from the authors' GitHub repository, pinned to a commit."""
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
-
     official = url == release.RELEASE_URL
     # The bar appears with the first bytes: a download that never starts (no network) draws no "0/?" bar.
-    progress = Progress(TextColumn("[bold]downloading[/]"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                        console=err_console)
+    progress = rich_progress.Progress(rich_progress.TextColumn("[bold]downloading[/]"), rich_progress.BarColumn(), rich_progress.DownloadColumn(), rich_progress.TransferSpeedColumn(),
+                                      console=err_console)
     bar: list[object] = []
 
     def advance(done: int, total: int | None) -> None:

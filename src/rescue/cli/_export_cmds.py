@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from rescue.cli.app import DataOption, SplitOption, SplitsFileOption, app, console
+from rescue.cli._app import DataOption, SplitOption, SplitsFileOption, app, console, load_data
+from rescue.cli._startup import data_splits, exports_chat, exports_hf, task_registry, tasks_base, tasks_render
 from rescue.engine.run_options import DEFAULT_SPLITS_FILE
 
 
@@ -48,36 +49,26 @@ def export_command(
     """Export instances as chat examples whose user turn is exactly rescue's prompt and whose assistant turn is the
     gold answer in the task's schema (a model trained on them is evaluated by `rescue run` unchanged), or a
     datasets folder with a dataset card."""
-    from rescue.cli.app import load_data
-    from rescue.data.splits import read_plan, select_split
-    from rescue.exports.chat import chat_examples, write_chat
-    from rescue.tasks import get_task
-    from rescue.tasks.base import RenderOptions
-    from rescue.tasks.render import RowCache
-
-    from rescue.tasks import TASK_NAMES
-
-    names = tasks.split(",") if tasks else list(TASK_NAMES)
-    task_list = [get_task(name.strip()) for name in names if name.strip()]
-    options = RenderOptions(mode=mode, context_size=context_size, rows=RowCache())  # type: ignore[arg-type]
+    names = tasks.split(",") if tasks else list(task_registry.TASK_NAMES)
+    task_list = [task_registry.get_task(name.strip()) for name in names if name.strip()]
+    options = tasks_base.RenderOptions(mode=mode, context_size=context_size, rows=tasks_render.RowCache())  # type: ignore[arg-type]
     if all_splits:
         everything = load_data(data)
-        named = {name: select_split(everything, splits, name) for name in read_plan(splits).names()}
+        named = {name: data_splits.select_split(everything, splits, name) for name in data_splits.read_plan(splits).names()}
     else:
         named = {split or "all": load_data(data, split, splits)}
     if output_format is ExportFormat.chat:
         if len(named) > 1:
             raise typer.BadParameter("--all-splits is for --format hf; export one --split per chat file")
-        written = write_chat(out, chat_examples(next(iter(named.values())), task_list, options))
+        written = exports_chat.write_chat(out, exports_chat.chat_examples(next(iter(named.values())), task_list, options))
         console.print(f"wrote {out}: {written} chat example(s) from {len(task_list)} task(s)", highlight=False,
                       soft_wrap=True)
         return
-    from rescue.exports.hf import write_hf
 
     per_split = None
     if kind is ExportKind.instances:
-        per_split = {name: list(chat_examples(group, task_list, options)) for name, group in named.items()}
-    rows = write_hf(out, kind.value, named, per_split)
+        per_split = {name: list(exports_chat.chat_examples(group, task_list, options)) for name, group in named.items()}
+    rows = exports_hf.write_hf(out, kind.value, named, per_split)
     shown = ", ".join(f"{name} {n}" for name, n in rows.items())
     console.print(f"wrote {out}: {kind.value} ({shown}) and README.md, the dataset card", highlight=False,
                   soft_wrap=True)

@@ -7,28 +7,40 @@ from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.measure import Measurement
 
-from rescue.cli.app import app, console, err_console, run_option
-from rescue.errors import EXIT_INCOMPLETE
+from rescue.cli._app import app, console, err_console, run_option
+from rescue.cli._startup import (
+    click_core,
+    engine_dryrun,
+    engine_runner,
+    report_summary,
+    rich_table,
+    suites,
+    task_registry,
+    tomllib,
+)
 from rescue.engine.run_options import declared_options
+from rescue.errors import EXIT_INCOMPLETE
 
 if TYPE_CHECKING:
     from rescue.engine.runner import RunOutcome
 
 
 def _parse_extras(values: list[str]) -> dict[str, Any]:
-    from rescue.engine.runner import RunError
-
     extras: dict[str, Any] = {}
     for item in values:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
-            raise RunError(f"--extra {item!r}: expected KEY=VALUE, e.g. enable_thinking=false")
+            raise engine_runner.RunError(f"--extra {item!r}: expected KEY=VALUE, e.g. enable_thinking=false")
         try:
             extras[key.strip()] = json.loads(raw)
         except json.JSONDecodeError:
@@ -40,31 +52,23 @@ def _read_model_settings(path: Path | None) -> dict[str, dict[str, Any]]:
     """``--model-settings FILE``: a TOML table per model spec, e.g. ``["dashscope/qwen3-8b"] max_tokens = 800``."""
     if path is None:
         return {}
-    import tomllib
-
-    from rescue.engine.runner import RunError
-
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise RunError(f"--model-settings {path}: no such file") from None
+        raise engine_runner.RunError(f"--model-settings {path}: no such file") from None
     except tomllib.TOMLDecodeError as exc:
-        raise RunError(f"--model-settings {path}: {exc}") from None
+        raise engine_runner.RunError(f"--model-settings {path}: {exc}") from None
     for spec, table in data.items():
         if not isinstance(table, dict):
-            raise RunError(f"--model-settings {path}: [{spec}]: expected a table of generation settings")
+            raise engine_runner.RunError(f"--model-settings {path}: [{spec}]: expected a table of generation settings")
     return data
 
 
 def _finish(outcome: RunOutcome, quiet: bool) -> None:
-    from rich.markup import escape
-
-    from rescue.report.summary import print_failure_summary, print_run_summary
-
     results = outcome.typed
     if not quiet:
-        print_run_summary(console, results, outcome.out)
-    print_failure_summary(err_console, results, outcome.out)
+        report_summary.print_run_summary(console, results, outcome.out)
+    report_summary.print_failure_summary(err_console, results, outcome.out)
     run = results.run
     if run is not None and run.cache_hits:
         err_console.print(f"{run.cache_hits} answer(s) came from the cache, {run.requests} new "
@@ -82,30 +86,20 @@ def _finish(outcome: RunOutcome, quiet: bool) -> None:
 
 def run_command(ctx: typer.Context, **options: Any) -> None:
     """Evaluate models on the tasks and write the run directory, then print a leaderboard."""
-    from rescue.engine.runner import RunConfig, run
-
     if options["out"] is None and not options["dry_run"]:
-        from rescue.engine.runner import RunError
-
-        raise RunError("--out DIR is required (the run directory), except with --dry-run")
-    config = RunConfig(**_config_fields(options))
+        raise engine_runner.RunError("--out DIR is required (the run directory), except with --dry-run")
+    config = engine_runner.RunConfig(**_config_fields(options))
     loaded = None
     if options["suite"] is not None:
-        from click.core import ParameterSource
-
-        from rescue.suites import apply_suite, load_suite
-
-        loaded = load_suite(options["suite"])
-        given = {n for n in ctx.params if ctx.get_parameter_source(n) == ParameterSource.COMMANDLINE}  # type: ignore[comparison-overlap]
-        config = apply_suite(config, loaded, explicit=given)
+        loaded = suites.load_suite(options["suite"])
+        given = {n for n in ctx.params if ctx.get_parameter_source(n) == click_core.ParameterSource.COMMANDLINE}  # type: ignore[comparison-overlap]
+        config = suites.apply_suite(config, loaded, explicit=given)
     if options["dry_run"]:
         if loaded is not None:
-            from rescue.suites import print_plan
-
-            print_plan(console, loaded, config)
+            suites.print_plan(console, loaded, config)
         _print_estimate(config)
         return
-    _finish(run(config), options["quiet"])
+    _finish(engine_runner.run(config), options["quiet"])
 
 
 def _resolved(path: Path | None) -> str | None:
@@ -113,9 +107,7 @@ def _resolved(path: Path | None) -> str | None:
 
 
 def _task_options(words: list[str] | None) -> dict[str, dict[str, Any]]:
-    from rescue.tasks import parse_task_options
-
-    return parse_task_options(words or [])
+    return task_registry.parse_task_options(words or [])
 
 
 # RunConfig field -> how its command-line form becomes the field's value; any other is taken as given (a path as
@@ -180,17 +172,11 @@ app.command("run", epilog=_examples())(run_command)
 
 
 def _print_estimate(config: Any) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
-    from rescue.engine.dryrun import estimate_run
-
-    estimate = estimate_run(config)
-    from collections.abc import Callable
+    estimate = engine_dryrun.estimate_run(config)
 
     media: dict[str, tuple[str, Callable[[Any], str]]] = {"frames": ("images", lambda t: str(t.images)), "clip": ("clip s", lambda t: f"{t.clip_seconds:.0f}")}
     shown = media.get(estimate.video_input or "")
-    table = Table(title=f"Dry run, {estimate.mode} mode, {estimate.samples} samples: nothing is sent", title_justify="left")
+    table = rich_table.Table(title=f"Dry run, {estimate.mode} mode, {estimate.samples} samples: nothing is sent", title_justify="left")
     for header in ("model", "task", "requests", *((shown[0], "media tok ~") if shown else ()), "in tok ~",
                    "cacheable", "out max"):
         table.add_column(header, justify="left" if header in ("model", "task") else "right", no_wrap=True)
@@ -200,14 +186,12 @@ def _print_estimate(config: Any) -> None:
             share = "—" if t.cacheable_share is None else f"{t.cacheable_share:.0%}"
             table.add_row(model.model if n == 0 else "", t.task, str(t.requests), *cells, f"{t.input_tokens:,}",
                           share, f"{t.max_output_tokens:,}")
-    from rich.measure import Measurement
 
     # Every column whole, even past a narrow terminal's edge: a truncated figure ("ima…") is no figure.
     needed = Measurement.get(console, console.options.update_width(10_000), table).maximum
     if needed <= console.width:
         console.print(table)
     else:  # a console of its own: the shared one keeps following the terminal's width
-        from rich.console import Console
 
         Console(width=needed).print(table)
     console.print("cacheable: the share of prompt text a provider's prefix cache can serve in the order rescue "
@@ -244,8 +228,6 @@ def rescore_command(
     quiet: Annotated[bool, run_option("quiet", "No progress display or leaderboard.")] = False,
 ) -> None:
     """Recompute predictions and metrics of a run from its cached answers; no model is asked."""
-    from rescue.engine.runner import rescore
-
-    outcome = rescore(run_dir, data=None if data is None else str(data),
-                      media_root=None if media_root is None else str(media_root), parse=parse, quiet=quiet)
+    outcome = engine_runner.rescore(run_dir, data=None if data is None else str(data),
+                                    media_root=None if media_root is None else str(media_root), parse=parse, quiet=quiet)
     _finish(outcome, quiet)

@@ -6,8 +6,18 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from rich.markup import escape
 
-from rescue.cli.app import SplitOption, SplitsFileOption, app, console, err_console
+from rescue.cli._app import SplitOption, SplitsFileOption, app, console, err_console
+from rescue.cli._startup import (
+    files,
+    report_build,
+    report_failures,
+    report_reference,
+    report_runs,
+    rich_table,
+    runs_failures,
+)
 from rescue.engine.run_options import DEFAULT_SPLITS_FILE
 from rescue.report.options import CLUSTERS, ReportOptions
 
@@ -58,17 +68,12 @@ def report(
 ) -> None:
     """Leaderboards (Markdown, LaTeX, CSV) with bootstrap CIs, paired comparisons, the paper's analyses,
     figures and a self-contained HTML report, from one or more run directories."""
-    from rescue.files import check_out_folder
-    from rescue.report.build import build_report, figure_format_list
-    from rescue.report.runs import ReportError
-
-    check_out_folder(out)
+    files.check_out_folder(out)
     if cluster not in CLUSTERS:
-        raise ReportError(f"--cluster {cluster!r}: choose one of {', '.join(CLUSTERS)}")
-    from rescue.report.reference import check_reference
+        raise report_runs.ReportError(f"--cluster {cluster!r}: choose one of {', '.join(CLUSTERS)}")
 
-    check_reference(reference)
-    formats = figure_format_list(figure_formats)
+    report_reference.check_reference(reference)
+    formats = report_build.figure_format_list(figure_formats)
 
     def progress(message: str) -> None:
         err_console.print(f"[dim]{message}[/]", highlight=False)
@@ -77,12 +82,11 @@ def report(
                             html=html, cluster=cluster, groups=groups, allow_mixed=allow_mixed, reference=reference,
                             figures=figures, figure_formats=formats, progress=None if quiet else progress,
                             split=split, splits=splits)
-    result = build_report(run_dirs, out, data=data, options=options)
+    result = report_build.build_report(run_dirs, out, data=data, options=options)
     if result.reference:
         _print_reference(result.reference)
     if result.failures:
         _print_failures(result.failures)
-    from rich.markup import escape
 
     for note in result.notes:  # a note may quote ids and pip lines ("rescue-bench[plot]"): never markup
         console.print(f"[yellow]note:[/] {escape(note)}", highlight=False, soft_wrap=True)
@@ -93,34 +97,27 @@ def report(
 def _print_failures(rows: list[Any]) -> None:
     """Why answers failed, as ``rescue run`` prints it: per system and task its failures, then one line per
     reason (count, reason, example instance); the same table is in failures.md and report.html."""
-    from rescue.report.failures import TITLE
-    from rescue.runs.failures import reason_lines
-
-    console.print(f"[bold]{TITLE}[/] (failures.md):", highlight=False)
+    console.print(f"[bold]{report_failures.TITLE}[/] (failures.md):", highlight=False)
     for row in rows:
         # Reasons quote the model's text and ids come from users: never markup.
         console.print(f"  {row.system} · {row.task}: {row.failures} of {row.instances} failed", markup=False,
                       highlight=False, soft_wrap=True)
-        for line in reason_lines(row.reasons, row.failures):
+        for line in runs_failures.reason_lines(row.reasons, row.failures):
             console.print(f"    {line}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_reference(items: list[Any]) -> None:
     """Per system and metric (pooled): ours, the paper's, the difference, or a numbered reason why there is none."""
-    from rich.table import Table
-
-    from rescue.report.reference import rows_text
-
     pooled = [c for c in items if c.scope == "all"]
     reasons: list[str] = []
     caveats: set[str] = set()
     for system in dict.fromkeys(c.system for c in pooled):
         mine = [c for c in pooled if c.system == system]
         console.print(f"[bold]{system}[/] against the paper's {mine[0].paper_model} (pooled)", highlight=False)
-        table = Table()
+        table = rich_table.Table()
         for header in ("metric", "ours", "paper", "ours − paper"):
             table.add_column(header, justify="left" if header == "metric" else "right", no_wrap=True)
-        for item, row in zip(mine, rows_text(mine)):
+        for item, row in zip(mine, report_reference.rows_text(mine)):
             difference = row[7]
             if item.reason:
                 if item.reason not in reasons:

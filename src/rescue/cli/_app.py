@@ -9,6 +9,8 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.console import Console
 
+from rescue import __version__
+from rescue.cli._startup import data_loading, data_splits
 from rescue.engine.run_options import (
     DEFAULT_SPLITS_FILE,
     SPLIT_HELP,
@@ -33,8 +35,6 @@ err_console = Console(stderr=True)
 
 def _version(value: bool) -> None:
     if value:
-        from rescue import __version__
-
         console.print(f"rescue {__version__}", highlight=False)
         raise typer.Exit()
 
@@ -71,11 +71,8 @@ class JudgedTask(str, Enum):
 
 def load_data(data: Optional[Path], split: Optional[str] = None, splits: Path = DEFAULT_SPLITS_FILE) -> list:  # type: ignore[type-arg]
     """The validated samples of ``data``, restricted to ``split`` of the ``splits`` file when one is named."""
-    from rescue.data.loading import load_samples
-
-    samples = load_samples(data)
+    samples = data_loading.load_samples(data)
     if split is None:
         return samples
-    from rescue.data.splits import select_split
 
-    return select_split(samples, splits, split)
+    return data_splits.select_split(samples, splits, split)

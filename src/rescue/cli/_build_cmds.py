@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Annotated, Any
@@ -11,32 +12,32 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
+from rescue import builder, llm  # faces that import their names on first use
 from rescue.builder.options import NO_DEFAULT, build_options
-from rescue.cli.app import app, console, err_console
-from rescue.engine.run_options import literal_choices, option as run_declared
+from rescue.cli._app import app, console, err_console
+from rescue.cli._run_cmds import _parse_extras
+from rescue.cli._startup import builder_inputs, proc
+from rescue.data.choices import BUILD_VIDEO_INPUTS
+from rescue.engine.run_options import literal_choices
+from rescue.engine.run_options import option as run_declared
 from rescue.errors import EXIT_ERROR, EXIT_INCOMPLETE
 
 if TYPE_CHECKING:
     from rescue.builder import BuildConfig, BuildOutcome
-    from rescue.builder.inputs import SessionSpec
 
 
 def build_command(**options: Any) -> None:
     """Cut session videos into segments and pre-annotate them into a draft release for review."""
-    from rescue.builder import AnnotateSettings, BuildConfig, build
-
     o = SimpleNamespace(**options)
     _check_options(o.video_input, o.review_height, o.overlap_tolerance)
     if not 10 <= o.chunk_seconds < float("inf"):
-        from rescue.builder.inputs import BuildInputError
-
-        raise BuildInputError([f"--chunk-seconds {o.chunk_seconds:g}: give at least 10 seconds"])
+        raise builder_inputs.BuildInputError([f"--chunk-seconds {o.chunk_seconds:g}: give at least 10 seconds"])
     specs = _session_specs(o.out, o.video, o.subs, o.transcribe, o.scenario, o.participants, o.group, o.segments,
                            o.manifest, o.speaker_map, o.overlap_tolerance, o.subs_offset)
-    settings = AnnotateSettings(video_input=o.video_input, frame_rate=o.frame_rate, frames_per_cue=o.frames_per_line,
-                                max_images=o.max_images, frame_width=o.frame_width, window_cues=o.window_lines,
-                                window_overlap=o.window_overlap, max_tokens=o.max_tokens, temperature=o.temperature)
-    config = BuildConfig(
+    settings = builder.AnnotateSettings(video_input=o.video_input, frame_rate=o.frame_rate, frames_per_cue=o.frames_per_line,
+                                        max_images=o.max_images, frame_width=o.frame_width, window_cues=o.window_lines,
+                                        window_overlap=o.window_overlap, max_tokens=o.max_tokens, temperature=o.temperature)
+    config = builder.BuildConfig(
         out=o.out, sessions=specs, min_duration=o.min_duration, model=o.model, base_url=o.base_url,
         api_key_env=o.api_key_env, annotate=settings, extra_body=_extras(o.extra), timeout=o.timeout,
         concurrency=o.concurrency, max_retries=o.max_retries, max_failures=o.max_failures or None,
@@ -47,11 +48,10 @@ def build_command(**options: Any) -> None:
         transcribe_api_key_env=o.transcribe_api_key_env, language=o.language, check_alignment=not o.no_align_check,
         chunk_seconds=o.chunk_seconds,
     )
-    from rescue.proc import ending_children_on_signals
 
     # SIGTERM (timeout, systemd, a scheduler) stops the build as Ctrl-C does: its ffmpeg children die with it.
-    with ending_children_on_signals():
-        outcome = build(config, echo=lambda message: err_console.print(message, highlight=False, markup=False))
+    with proc.ending_children_on_signals():
+        outcome = builder.build(config, echo=lambda message: err_console.print(message, highlight=False, markup=False))
     _report(config, outcome, console.print if not o.quiet else (lambda *a, **k: None))
 
 
@@ -78,67 +78,49 @@ app.command("build")(build_command)
 def _extras(extra: list[str] | None) -> dict[str, object]:
     if not extra:  # parsing imports the run engine (for its error): a third of a second of start-up
         return {}
-    from rescue.cli.run_cmds import _parse_extras
 
     return _parse_extras(list(extra))
 
 
 def _check_options(video_input: str, review_height: int | None, overlap_tolerance: float) -> None:
-    from rescue.data.choices import BUILD_VIDEO_INPUTS
-    from rescue.builder.inputs import BuildInputError
-
     if video_input not in BUILD_VIDEO_INPUTS:
-        raise BuildInputError([f"--video-input {video_input!r}: choose one of {', '.join(BUILD_VIDEO_INPUTS)}"])
+        raise builder_inputs.BuildInputError([f"--video-input {video_input!r}: choose one of {', '.join(BUILD_VIDEO_INPUTS)}"])
     if review_height is not None and review_height < 16:
-        raise BuildInputError([f"--review-height {review_height}: give a height of at least 16 lines"])
+        raise builder_inputs.BuildInputError([f"--review-height {review_height}: give a height of at least 16 lines"])
     if overlap_tolerance < 0:
-        raise BuildInputError([f"--overlap-tolerance {overlap_tolerance:g}: give 0 or more seconds"])
+        raise builder_inputs.BuildInputError([f"--overlap-tolerance {overlap_tolerance:g}: give 0 or more seconds"])
 
 
 def _session_specs(out: Path, video: Path | None, subs: Path | None, transcribe: str | None, scenario: str | None,
                    participants: str | None, group: str | None, segments: Path | None, manifest: Path | None,
-                   speaker_map: str | None, overlap_tolerance: float, subs_offset: float) -> list[SessionSpec]:
+                   speaker_map: str | None, overlap_tolerance: float, subs_offset: float) -> list[builder_inputs.SessionSpec]:
     """The sessions to build: the rows of ``--manifest``, or the one VIDEO with its options."""
-    from rescue.builder.inputs import (
-        BuildInputError,
-        SessionSpec,
-        check_group,
-        check_scenario,
-        check_video_name,
-        default_group,
-        parse_participants,
-        parse_speaker_map,
-        read_sessions_csv,
-    )
-
     if manifest is not None:
         if video is not None:
-            raise BuildInputError(["give either VIDEO or --manifest, not both"])
-        default_map = parse_speaker_map(speaker_map, "--speaker-map", None) if speaker_map else ()
-        specs = read_sessions_csv(manifest, default_map=default_map, overlap_tolerance=overlap_tolerance,
-                                  transcripts=out / "transcripts" if transcribe is not None else None)
+            raise builder_inputs.BuildInputError(["give either VIDEO or --manifest, not both"])
+        default_map = builder_inputs.parse_speaker_map(speaker_map, "--speaker-map", None) if speaker_map else ()
+        specs = builder_inputs.read_sessions_csv(manifest, default_map=default_map, overlap_tolerance=overlap_tolerance,
+                                                 transcripts=out / "transcripts" if transcribe is not None else None)
         if subs_offset:
-            from dataclasses import replace
-
             specs = [replace(spec, subs_offset=subs_offset) for spec in specs]
         return specs
     if subs is not None and transcribe is not None:
-        raise BuildInputError(["give --subs FILE or --transcribe MODEL, not both"])
+        raise builder_inputs.BuildInputError(["give --subs FILE or --transcribe MODEL, not both"])
     missing = [name for name, value in (("VIDEO", video), ("--subs", subs or transcribe),
                                         ("--scenario", scenario), ("--participants", participants))
                if value is None]
     if missing:
-        raise BuildInputError([f"missing {', '.join(missing)} (or give --manifest sessions.csv; without "
-                               "subtitles, --transcribe MODEL)"])
+        raise builder_inputs.BuildInputError([f"missing {', '.join(missing)} (or give --manifest sessions.csv; without "
+                                              "subtitles, --transcribe MODEL)"])
     assert video is not None and scenario is not None and participants is not None
-    names = parse_participants(participants, "--participants")
-    mapping = parse_speaker_map(speaker_map, "--speaker-map", names) if speaker_map else ()
-    chosen_group = check_group(group or default_group(names), "--group")
-    check_video_name(video, "VIDEO")
+    names = builder_inputs.parse_participants(participants, "--participants")
+    mapping = builder_inputs.parse_speaker_map(speaker_map, "--speaker-map", names) if speaker_map else ()
+    chosen_group = builder_inputs.check_group(group or builder_inputs.default_group(names), "--group")
+    builder_inputs.check_video_name(video, "VIDEO")
     transcript = out / "transcripts" / chosen_group / f"{video.stem}.srt"
-    return [SessionSpec(video, subs if subs is not None else transcript, check_scenario(scenario, "--scenario"),
-                        names, chosen_group, segments, speaker_map=mapping, overlap_tolerance=overlap_tolerance,
-                        subs_offset=subs_offset, transcribe=subs is None)]
+    return [builder_inputs.SessionSpec(video, subs if subs is not None else transcript, builder_inputs.check_scenario(scenario, "--scenario"),
+                                       names, chosen_group, segments, speaker_map=mapping, overlap_tolerance=overlap_tolerance,
+                                       subs_offset=subs_offset, transcribe=subs is None)]
 
 
 def _report(config: BuildConfig, outcome: BuildOutcome, say: Callable[..., object]) -> None:
@@ -181,7 +163,6 @@ def _print_summary(outcome: BuildOutcome, out: Path, say: Callable[..., object])
 
 
 def _print_estimate(config, outcome, say) -> None:  # type: ignore[no-untyped-def]
-    from rescue.llm import PriceTable, Usage
 
     est = outcome.estimate
     if outcome.untranscribed:
@@ -199,7 +180,7 @@ def _print_estimate(config, outcome, say) -> None:  # type: ignore[no-untyped-de
     say(f"requests: {est.requests} (plus at most one re-ask each)\nimages: {est.images}\n"
         f"video: {est.video_seconds:.0f} s\nestimated tokens: {est.input_tokens} in, {est.output_tokens} out",
         highlight=False)
-    cost = PriceTable.load(config.prices).cost(config.model, Usage(input_tokens=est.input_tokens,
-                                                                   output_tokens=est.output_tokens))
+    cost = llm.PriceTable.load(config.prices).cost(config.model, llm.Usage(input_tokens=est.input_tokens,
+                                                                           output_tokens=est.output_tokens))
     say(f"estimated cost: {f'${cost:.4f}' if cost is not None else f'unknown (no price for {config.model})'}",
         highlight=False)

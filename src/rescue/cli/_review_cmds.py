@@ -10,7 +10,22 @@ from typing import Annotated
 
 import typer
 
-from rescue.cli.app import app, console
+from rescue.cli._app import app, console
+from rescue.cli._human_run import export_human_run
+from rescue.cli._startup import (
+    review_benchmark,
+    review_benchmark_store,
+    review_crud,
+    review_db,
+    review_export,
+    review_models,
+    review_project,
+    review_server,
+    rich_table,
+    sqlalchemy,
+    uvicorn,
+)
+from rescue.errors import ReviewError
 
 review_app = typer.Typer(help="Verify drafts in the browser: serve, accounts, assignment, export.", no_args_is_help=True)
 user_app = typer.Typer(help="Accounts of the review tool.", no_args_is_help=True)
@@ -22,24 +37,18 @@ DbOption = Annotated[str | None, typer.Option("--db", help="SQLAlchemy database 
 
 
 def _db(directory: Path, db: str | None):  # type: ignore[no-untyped-def]
-    from rescue.review.benchmark import load_benchmark
-    from rescue.review.project import is_benchmark
-    from rescue.review.db import default_url, make_engine, session_factory
-    from rescue.review.project import load_project
 
-    if is_benchmark(directory):
+    if review_project.is_benchmark(directory):
         import rescue.review.benchmark_store  # noqa: F401 - its tables exist before make_engine creates them
 
-    project = load_benchmark(directory) if is_benchmark(directory) else load_project(directory)
-    engine = make_engine(db or default_url(project.root))
-    return project, session_factory(engine)()
+    project = review_benchmark.load_benchmark(directory) if review_project.is_benchmark(directory) else review_project.load_project(directory)
+    engine = review_db.make_engine(db or review_db.default_url(project.root))
+    return project, review_db.session_factory(engine)()
 
 
 def _stdin_password() -> str:
     """The first line of standard input, which must be UTF-8 (the password is hashed as UTF-8, so it must be
     typed the same way at the login page)."""
-    from rescue.errors import ReviewError
-
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None:  # already text (a notebook, a test harness)
         return str(sys.stdin.readline()).rstrip("\r\n")
@@ -59,17 +68,9 @@ def serve(
     db: DbOption = None,
 ) -> None:
     """Serve the review tool (log in with an account made by `rescue review user add`)."""
-    import uvicorn
-
-    from rescue.review.app import create_app
-
-    application = create_app(directory, db)
+    application = review_server.create_app(directory, db)
     with application.state.sessions() as session:
-        from sqlalchemy import select
-
-        from rescue.review.models import User
-
-        if session.scalar(select(User.id).limit(1)) is None:
+        if session.scalar(sqlalchemy.select(review_models.User.id).limit(1)) is None:
             console.print(f"[yellow]note:[/] no accounts yet; add one with `rescue review user add {directory} NAME "
                           "--role admin --password-stdin`", highlight=False)
     served = application.state.project
@@ -88,29 +89,23 @@ def user_add(
     db: DbOption = None,
 ) -> None:
     """Add an account (the password is stored hashed with argon2)."""
-    from rescue.review import crud
-
     if password_stdin:
         password = _stdin_password()
     else:
         password = typer.prompt("Password", hide_input=True, confirmation_prompt=True)
     _, session = _db(directory, db)
     with session:
-        user = crud.create_user(session, "cli", name, role, password)
+        user = review_crud.create_user(session, "cli", name, role, password)
     console.print(f"Added {user.name} ({user.role})", highlight=False)
 
 
 @user_app.command("list")
 def user_list(directory: DirArgument, db: DbOption = None) -> None:
     """List the accounts: name, role, created, and whether disabled."""
-    from rich.table import Table
-
-    from rescue.review import crud
-
     _, session = _db(directory, db)
     with session:
-        users = crud.list_users(session)
-    table = Table("name", "role", "created", "status")
+        users = review_crud.list_users(session)
+    table = rich_table.Table("name", "role", "created", "status")
     for user in users:
         table.add_row(user["name"], user["role"], user["created_at"],
                       f"disabled {user['disabled_at']}" if user["disabled"] else "active")
@@ -124,12 +119,10 @@ def user_passwd(
     db: DbOption = None,
 ) -> None:
     """Set a new password, read from the first line of standard input; the account's sessions end."""
-    from rescue.review import crud
-
     password = _stdin_password()
     _, session = _db(directory, db)
     with session:
-        crud.set_password(session, "cli", name, password)
+        review_crud.set_password(session, "cli", name, password)
     console.print(f"New password set for {name}; their sessions have ended", highlight=False)
 
 
@@ -140,11 +133,9 @@ def user_disable(
     db: DbOption = None,
 ) -> None:
     """Disable an account: no more logins, its sessions end; its copies, comments and audit stay."""
-    from rescue.review import crud
-
     _, session = _db(directory, db)
     with session:
-        crud.set_disabled(session, "cli", name, True)
+        review_crud.set_disabled(session, "cli", name, True)
     console.print(f"Disabled {name} (their work and audit are kept; `rescue review user enable` undoes it)",
                   highlight=False)
 
@@ -156,11 +147,9 @@ def user_enable(
     db: DbOption = None,
 ) -> None:
     """Enable a disabled account again."""
-    from rescue.review import crud
-
     _, session = _db(directory, db)
     with session:
-        crud.set_disabled(session, "cli", name, False)
+        review_crud.set_disabled(session, "cli", name, False)
     console.print(f"Enabled {name}", highlight=False)
 
 
@@ -173,22 +162,17 @@ def assign(
 ) -> None:
     """Give every segment (or benchmark instance) to k annotators, spreading the load evenly; replaces any earlier
     assignment."""
-    from rescue.review import crud
-    from rescue.review.project import is_benchmark
-
     project, session = _db(directory, db)
-    if is_benchmark(directory):
-        from rescue.review.benchmark_store import assign as assign_instances
-
+    if review_project.is_benchmark(directory):
         with session:
-            given = assign_instances(session, "cli", project, k, annotators)
+            given = review_benchmark_store.assign(session, "cli", project, k, annotators)
         console.print(f"Assigned {sum(len(v) for v in project.instances.values())} instances with "
                       f"{k or project.per_instance} people each: " + ", ".join(f"{n} {c}" for n, c in sorted(given.items())),
                       highlight=False)
         return
     k = k or 1
     with session:
-        plan = crud.assign(session, "cli", project, k, annotators)
+        plan = review_crud.assign(session, "cli", project, k, annotators)
     load: dict[str, int] = {}
     for names in plan.values():
         for name in names:
@@ -208,13 +192,10 @@ def init(
     media_root: Annotated[Path | None, typer.Option("--media-root", help="Video modes: the folder of the sessions' videos, as `rescue run --media-root`.")] = None,
 ) -> None:
     """Make a benchmark project: people answer the tasks' instances in the browser (then user add, assign, serve)."""
-    from rescue.errors import ReviewError
-    from rescue.review.benchmark import init_benchmark
-
     if not benchmark or data is None:
         raise ReviewError("rescue review init makes benchmark projects: give --benchmark and --data FILE "
                           "(a verification project is what `rescue build` writes)")
-    config = init_benchmark(directory, data, tasks.split(","), per_instance, mode, media_root)
+    config = review_benchmark.init_benchmark(directory, data, tasks.split(","), per_instance, mode, media_root)
     console.print(f"Made the benchmark project {directory}: " + ", ".join(f"{t.upper()} {n}" for t, n in config["instances"].items())
                   + f" instances, {per_instance} people each. Next: `rescue review user add`, `rescue review assign "
                   f"{directory}`, `rescue review serve {directory}`", highlight=False)
@@ -232,22 +213,16 @@ def export(
 ) -> None:
     """Write the verified, non-discarded segments (release format) and OUT's .provenance.json sidecar; for a
     benchmark project, --as-run writes people's answers as a run folder that `rescue report` reads."""
-    from rescue.errors import ReviewError
-    from rescue.review.export import write_export
-
     if as_run is not None:
-        from rescue.cli.human_run import export_human_run
-
         export_human_run(directory, as_run, bertscore=bertscore, judges=judges or [], judge_base_url=judge_base_url, db=db)
         return
-    from rescue.review.project import is_benchmark
 
-    if out is None or is_benchmark(directory):
+    if out is None or review_project.is_benchmark(directory):
         raise ReviewError(f"{directory}: a benchmark project exports its answers as a run: give --as-run FOLDER"
-                          if is_benchmark(directory) else
+                          if review_project.is_benchmark(directory) else
                           "give --out FILE (verified JSONL) or, for a benchmark project, --as-run FOLDER")
 
     project, session = _db(directory, db)
     with session:
-        count, sidecar = write_export(session, project, out)
+        count, sidecar = review_export.write_export(session, project, out)
     console.print(f"Wrote {count} verified segment(s) to {out} and provenance to {sidecar}", highlight=False)

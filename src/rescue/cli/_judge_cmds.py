@@ -8,7 +8,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rescue.cli.app import JudgedTask, app, console
+
+from rescue.atomic import write_atomic
+from rescue.cli._app import JudgedTask, app, console
+from rescue.cli._startup import report_runs, rich_table, scoring_judge_agreement
+from rescue.data.text import json_safe
 
 
 class AgreementFormat(str, Enum):
@@ -54,14 +58,9 @@ def judge_agreement_command(
 ) -> None:
     """Compare human ratings with the judge scores of a run: exact agreement, MAE, Spearman, Pearson,
     quadratic-weighted Cohen's κ and Krippendorff's α, per task and judge."""
-    from rescue.scoring.judge_agreement import judge_agreement, read_ratings
-    from rescue.report.runs import read_predictions
-
-    records = read_predictions(run_dir / "predictions.jsonl")
-    report = judge_agreement(records, read_ratings(ratings), task=task.value if task else None, model=model,
-                             epsilon=epsilon)
-    from rescue.atomic import write_atomic
-    from rescue.data.text import json_safe
+    records = report_runs.read_predictions(run_dir / "predictions.jsonl")
+    report = scoring_judge_agreement.judge_agreement(records, scoring_judge_agreement.read_ratings(ratings), task=task.value if task else None, model=model,
+                                                     epsilon=epsilon)
 
     # Strict JSON (an undefined correlation is null, not NaN), written whole or not at all.
     text = json.dumps(json_safe(report), indent=2, ensure_ascii=False, allow_nan=False)
@@ -71,9 +70,7 @@ def judge_agreement_command(
         typer.echo(text)
         return
     for name, block in report["tasks"].items():
-        from rich.table import Table
-
-        table = Table(
+        table = rich_table.Table(
             title=f"{name.upper()}: human vs judge on {block['judge_score']} — {block['ratings']} ratings of "
             f"{block['instances']} instances by {len(block['raters'])} rater(s)"
         )
