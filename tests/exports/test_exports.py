@@ -97,6 +97,16 @@ def test_a_datasets_folder_of_instances_holds_the_exact_prompts(tmp_path):
     assert not_samples.exit_code == 2 and "record" in not_samples.output
 
 
+def test_the_dataset_card_describes_exactly_the_fields_each_row_has(demo_samples):
+    from rescue.exports.chat import chat_examples
+    from rescue.exports.hf import INSTANCE_FIELDS, SAMPLE_FIELDS, InstanceRow, SampleRow, instance_rows, sample_rows
+    from rescue.tasks import get_task
+
+    assert list(SAMPLE_FIELDS) == list(SampleRow.__annotations__) == list(sample_rows(demo_samples[:1])[0])
+    examples = list(chat_examples(demo_samples[:1], [get_task("itp")]))
+    assert list(INSTANCE_FIELDS) == list(InstanceRow.__annotations__) == list(instance_rows(examples[:1])[0])
+
+
 def _source_lines(path):
     return [line.rstrip("\r\n") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 

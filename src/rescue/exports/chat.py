@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from rescue.atomic import write_atomic
 from rescue.errors import ExportError
@@ -21,6 +21,23 @@ from rescue.errors import ExportError
 from rescue.data.models import Sample
 from rescue.tasks.base import Instance, RenderOptions, Task, gold_value
 from rescue.tasks.render import RowCache
+
+
+class ChatMetadata(TypedDict):
+    """Where a chat example comes from (the ``metadata`` of its JSONL line)."""
+
+    task: str
+    instance_id: str
+    sample_id: str
+    scenario: str
+    row_index: int
+
+
+class ChatLine(TypedDict):
+    """One line of a chat export: the prompt's messages and the gold answer as the last (assistant) one."""
+
+    messages: list[dict[str, Any]]  # as the task renders them (rescue.tasks.base.Task.render), then the answer
+    metadata: ChatMetadata
 
 
 @dataclass
@@ -36,7 +53,7 @@ class ChatExample:
         """The gold answer: the content of the last (assistant) message."""
         return str(self.messages[-1]["content"])
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> ChatLine:
         """The example as one JSONL line: the messages and the instance's metadata."""
         instance = self.instance
         return {"messages": self.messages,

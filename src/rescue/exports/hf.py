@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from rescue.data import stats as dataset_stats
 from rescue.data.models import Sample
@@ -34,6 +34,36 @@ CITATION = """@article{hu2026rescuebench,
   journal = {arXiv preprint arXiv:2609.09657},
   year    = {2026}
 }"""
+class SampleRow(TypedDict):
+    """One datasets row of a samples export (its fields are described in the card by :data:`SAMPLE_FIELDS`)."""
+
+    sample_id: str
+    scenario: str
+    participants: list[str]
+    turns: int
+    record: str
+
+
+class PromptMessage(TypedDict):
+    """A prompt message of an instances export, its content as text (a multi-part content as JSON text)."""
+
+    role: str
+    content: str
+
+
+class InstanceRow(TypedDict):
+    """One datasets row of an instances export (its fields are described in the card by :data:`INSTANCE_FIELDS`)."""
+
+    task: str
+    instance_id: str
+    sample_id: str
+    scenario: str
+    row_index: int
+    messages: list[PromptMessage]
+    answer: str
+    gold: str
+
+
 SAMPLE_FIELDS = {
     "sample_id": "the clip's id, `<group folder>/<clip>`",
     "scenario": "`couple` or `family`",
@@ -62,13 +92,13 @@ def _datasets() -> Any:
     return datasets
 
 
-def sample_rows(samples: list[Sample]) -> list[dict[str, Any]]:
+def sample_rows(samples: list[Sample]) -> list[SampleRow]:
     """One datasets row per sample: id, scenario, participants, turns, and the whole record as JSON."""
     return [{"sample_id": s.sample_id, "scenario": s.scenario, "participants": list(s.participants),
              "turns": len(s.rows), "record": s.release_json()} for s in samples]
 
 
-def instance_rows(examples: list[ChatExample]) -> list[dict[str, Any]]:
+def instance_rows(examples: list[ChatExample]) -> list[InstanceRow]:
     """One datasets row per instance: the prompt messages, the answer and the gold as JSON."""
     return [{"task": e.task, "instance_id": e.instance.instance_id, "sample_id": e.instance.sample_id,
              "scenario": e.instance.scenario, "row_index": e.instance.row_index,
@@ -119,7 +149,7 @@ def write_hf(out: Path, kind: Literal["samples", "instances"], splits: dict[str,
     distinct_path_names(splits, file=out, field="split")
     datasets = _datasets()
     datasets.disable_progress_bars()  # rescue prints its own one-line summary
-    tables: dict[str, list[dict[str, Any]]] = {}
+    tables: dict[str, list[SampleRow] | list[InstanceRow]] = {}
     for name, group in splits.items():
         tables[name] = sample_rows(group) if kind == "samples" else instance_rows((examples or {}).get(name, []))
     rows = {name: len(table) for name, table in tables.items()}
