@@ -124,3 +124,20 @@ async def until_in_flight(server, count: int, limit_s: float = 30.0) -> None:
     deadline = time.monotonic() + limit_s
     while server.max_in_flight < count and time.monotonic() < deadline:
         await asyncio.sleep(0.01)
+
+
+def held_script(answer, release, *, after: int = 0, hold=lambda body: True):
+    """A script for the scripted server: ``after`` answers, then every request ``hold`` picks waits until the
+    ``release`` event is set, so a run is mid-way however late a loaded machine lets the test look."""
+    import asyncio
+    import itertools
+
+    asked = itertools.count()
+
+    async def script(body):
+        if hold(body) and next(asked) >= after:
+            while not release.is_set():
+                await asyncio.sleep(0.01)
+        return answer(body)
+
+    return script

@@ -7,10 +7,11 @@ directory a running ``rescue run`` holds say it is locked, not that results.json
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 from _cli import invoke_main
-from _engine_support import itp_instances, oracle_answers, oracle_script, start_slow_run
+from _engine_support import held_script, itp_instances, oracle_answers, oracle_script, start_slow_run
 
 from rescue.testing.openai_server import serve
 
@@ -98,10 +99,16 @@ def test_a_report_failing_after_it_began_adds_nothing(tmp_path, run_dir):
 def test_rescore_and_report_on_a_directory_a_run_is_writing_say_it_is_locked(tmp_path):
     instances = itp_instances(1)
     out = tmp_path / "run"
-    with serve(oracle_script(oracle_answers("itp", instances)), latency=0.5) as server:
+    release = threading.Event()
+    # The run's answers wait until both commands are done: on a loaded machine, starting the report in this
+    # process could take longer than the run (0.5 s an answer) took to finish.
+    with serve(held_script(oracle_script(oracle_answers("itp", instances)), release)) as server:
         first = start_slow_run(server, out)
-        rescore = invoke_main(["rescore", str(out)])
-        report = invoke_main(["report", str(out), "--out", str(tmp_path / "R"), "--bootstrap", "20"])
+        try:
+            rescore = invoke_main(["rescore", str(out)])
+            report = invoke_main(["report", str(out), "--out", str(tmp_path / "R"), "--bootstrap", "20"])
+        finally:
+            release.set()
         first.communicate(timeout=120)
     for result in (rescore, report):
         assert result.exit_code == 2, result.output

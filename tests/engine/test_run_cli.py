@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import itertools
 import json
 import os
 import signal
@@ -16,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from _engine_support import itp_instances, oracle_answers, oracle_script, read_jsonl, saved_answers, settled_count
+from _engine_support import held_script, itp_instances, oracle_answers, oracle_script, read_jsonl, saved_answers, settled_count
 from typer.testing import CliRunner
 
 from rescue.cli import app
@@ -120,16 +118,10 @@ def test_kill_9_mid_run_loses_only_requests_in_flight(tmp_path):
     instances = itp_instances()
     out = tmp_path / "run"
     concurrency = 4
-    answer, asked, release = oracle_script(oracle_answers("itp", instances)), itertools.count(), threading.Event()
-
-    async def held(body):
-        # The run cannot finish before it is killed: on a loaded machine the test once looked only after the run
-        # had answered everything. Unloaded, the kill lands while answers are still arriving and being stored.
-        if next(asked) >= HOLD_AFTER:
-            while not release.is_set():
-                await asyncio.sleep(0.01)
-        return answer(body)
-
+    release = threading.Event()
+    # The run cannot finish before it is killed: on a loaded machine the test could look only after the run had
+    # answered everything. Unloaded, the kill lands while answers are still arriving and being stored.
+    held = held_script(oracle_script(oracle_answers("itp", instances)), release, after=HOLD_AFTER)
     with serve(held, latency=0.2) as server:
         command = [sys.executable, "-m", "rescue", "run", "--model", "test-model", "--base-url", server.base_url,
                    "--tasks", "itp", "--out", str(out), "--quiet", "--no-bertscore",

@@ -11,7 +11,7 @@ import socket
 
 import pytest
 from _cli import invoke_main
-from _engine_support import itp_instances, oracle_answers, oracle_script, start_slow_run
+from _engine_support import held_script, itp_instances, oracle_answers, oracle_script, start_slow_run
 
 from rescue.engine.config import RunError
 from rescue.runs.folder import RunDirError, read_run
@@ -231,25 +231,14 @@ def test_ctrl_c_says_what_is_saved_and_the_rerun_resumes_from_the_cache(tmp_path
     import sys
     import time
 
-    import asyncio
-    import itertools
     import threading
 
     instances = itp_instances()
     out = tmp_path / "run"
-    answer = oracle_script(oracle_answers("itp", instances))
-    asked = itertools.count()
     release = threading.Event()
-
-    async def held(body):
-        # Four answers, then every request waits until the Ctrl-C has been handled: the run is mid-way when
-        # it is interrupted however loaded the machine is (it once finished first and exited 0).
-        if next(asked) >= 4:
-            while not release.is_set():
-                await asyncio.sleep(0.01)
-        return answer(body)
-
-    with serve(held) as server:
+    # Four answers, then every request waits until the Ctrl-C has been sent: the run is mid-way when it is
+    # interrupted however loaded the machine is (it once finished first and exited 0).
+    with serve(held_script(oracle_script(oracle_answers("itp", instances)), release, after=4)) as server:
         args = ["run", "--model", "m", "--base-url", server.base_url, "--tasks", "itp", "--out", str(out),
                 "--quiet", "--no-bertscore", "--concurrency", "2"]
         process = subprocess.Popen([sys.executable, "-m", "rescue", *args], env={**os.environ, "OPENAI_API_KEY": "k"},
@@ -300,20 +289,13 @@ def test_rescore_help_says_the_data_default_is_the_runs_own():
 
 @pytest.mark.slow
 def test_a_second_process_into_the_same_run_directory_fails_at_once(tmp_path):
-    import asyncio
     import threading
 
     instances = itp_instances(1)
     out = tmp_path / "run"
-    answer = oracle_script(oracle_answers("itp", instances))
     release = threading.Event()
-
-    async def held(body):  # the first run's requests wait here until the second has been turned away
-        while not release.is_set():
-            await asyncio.sleep(0.01)
-        return answer(body)
-
-    with serve(held) as server:
+    # The first run's requests wait until the second has been turned away.
+    with serve(held_script(oracle_script(oracle_answers("itp", instances)), release)) as server:
         first = start_slow_run(server, out)
         try:
             second = _cli("run", "--tasks", "rpp", "--limit-samples", "1", "--out", str(out), "--quiet",

@@ -6,7 +6,6 @@ A second signal stops at once; a signal while the judge grades stops the grading
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import os
@@ -20,26 +19,13 @@ from pathlib import Path
 
 import pytest
 from _cli import invoke_main
-from _engine_support import itp_instances, oracle_answers, oracle_script, read_jsonl
+from _engine_support import held_script, itp_instances, oracle_answers, oracle_script, read_jsonl
 
 from rescue.data.loading import load_samples
 from rescue.tasks import get_task
 from rescue.testing.openai_server import serve
 
 KEY = {"OPENAI_API_KEY": "test-key-0123456789"}
-
-
-def _held(answer, release: threading.Event, *, after: int = 4, hold=lambda body: True):
-    """The script: ``after`` answers, then every request ``hold`` picks waits until ``release``."""
-    asked = itertools.count()
-
-    async def script(body):
-        if hold(body) and next(asked) >= after:
-            while not release.is_set():
-                await asyncio.sleep(0.01)
-        return answer(body)
-
-    return script
 
 
 def _saved_answers(out: Path) -> int:
@@ -73,7 +59,7 @@ def _signalled_run(tmp_path: Path, signals: list[int], check) -> None:
     instances = itp_instances()
     out = tmp_path / "run"
     release = threading.Event()
-    with serve(_held(oracle_script(oracle_answers("itp", instances)), release)) as server:
+    with serve(held_script(oracle_script(oracle_answers("itp", instances)), release, after=4)) as server:
         process = _start(_run_args(server, out, "--tasks", "itp"))
         _wait_for(process, lambda: _saved_answers(out) >= 4 and server.request_count >= 6)
         for signum in signals:  # back to back: the second comes while the run is stopping
@@ -138,7 +124,7 @@ def test_sigterm_while_the_judge_grades_keeps_every_prediction(tmp_path):
             next(judged)
         return answer(body)
 
-    with serve(_held(judge_or_model, release, after=0, hold=lambda body: body["model"] == "j")) as server:
+    with serve(held_script(judge_or_model, release, after=0, hold=lambda body: body["model"] == "j")) as server:
         process = _start(_run_args(server, out, "--tasks", "er", "--data", str(data), "--judge", "j"))
         _wait_for(process, lambda: _saved_answers(out) >= len(instances) and server.request_count > len(instances))
         process.send_signal(signal.SIGTERM)
