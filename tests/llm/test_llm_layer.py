@@ -7,6 +7,8 @@ import asyncio
 import base64
 import json
 
+from _engine_support import until_in_flight
+
 from rescue.llm import (
     ChatAnswer,
     ChatRequest,
@@ -180,7 +182,11 @@ def test_requests_in_flight_each_have_a_connection_and_reuse_it(tmp_path):
         finally:
             await session.aclose()
 
-    with serve(Reply.text("yes"), latency=0.05) as server:
+    async def four_at_once(body):  # four meet however slowly a loaded machine sends them (0.05 s left it to chance)
+        await until_in_flight(server, 4)
+        return Reply.text("yes")
+
+    with serve(four_at_once, latency=0.05) as server:
         session = ModelSession(cache=tmp_path / "cache.sqlite", concurrency=4)
         answers = asyncio.run(go(session, session.wrap(resolve_model("m", base_url=server.base_url))))
         peers = [r.peer for r in server.requests]

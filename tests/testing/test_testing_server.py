@@ -10,6 +10,7 @@ import time
 import httpx
 import openai
 import pytest
+from _engine_support import until_in_flight
 
 from rescue.testing import Reply, fail_first, sequence, serve
 
@@ -93,7 +94,13 @@ def test_hundreds_of_concurrent_requests():
             )
         return [r.status_code for r in responses]
 
-    with serve("ok", latency=0.5) as server:
+    async def held_until_a_hundred(body):
+        # A hundred meet however slowly a loaded machine sends them (0.5 s latency left it to chance); a server
+        # that took them one after another never lets them meet, and the client's 30 s timeout fails the test.
+        await until_in_flight(server, 100, limit_s=20)
+        return "ok"
+
+    with serve(held_until_a_hundred, latency=0.5) as server:
         statuses = asyncio.run(burst(server.base_url, 150))  # hundreds at once: 150 keep the check below and cost half of 300
         assert statuses == [200] * 150
         assert server.request_count == 150
