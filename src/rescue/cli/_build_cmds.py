@@ -34,9 +34,10 @@ def build_command(**options: Any) -> None:
         raise builder_inputs.BuildInputError([f"--chunk-seconds {o.chunk_seconds:g}: give at least 10 seconds"])
     specs = _session_specs(o.out, o.video, o.subs, o.transcribe, o.scenario, o.participants, o.group, o.segments,
                            o.manifest, o.speaker_map, o.overlap_tolerance, o.subs_offset)
-    settings = builder.AnnotateSettings(video_input=o.video_input, frame_rate=o.frame_rate, frames_per_cue=o.frames_per_line,
-                                        max_images=o.max_images, frame_width=o.frame_width, window_cues=o.window_lines,
-                                        window_overlap=o.window_overlap, max_tokens=o.max_tokens, temperature=o.temperature)
+    settings = builder.AnnotateSettings(
+        video_input=o.video_input, frame_rate=o.frame_rate, frames_per_cue=o.frames_per_line, max_images=o.max_images,
+        frame_width=o.frame_width, window_cues=o.window_lines, window_overlap=o.window_overlap,
+        max_tokens=o.max_tokens, temperature=o.temperature)
     config = builder.BuildConfig(
         out=o.out, sessions=specs, min_duration=o.min_duration, model=o.model, base_url=o.base_url,
         api_key_env=o.api_key_env, annotate=settings, extra_body=_extras(o.extra), timeout=o.timeout,
@@ -78,7 +79,6 @@ app.command("build")(build_command)
 def _extras(extra: list[str] | None) -> dict[str, object]:
     if not extra:  # parsing imports the run engine (for its error): a third of a second of start-up
         return {}
-
     return _parse_extras(list(extra))
 
 
@@ -118,9 +118,11 @@ def _session_specs(out: Path, video: Path | None, subs: Path | None, transcribe:
     chosen_group = builder_inputs.check_group(group or builder_inputs.default_group(names), "--group")
     builder_inputs.check_video_name(video, "VIDEO")
     transcript = out / "transcripts" / chosen_group / f"{video.stem}.srt"
-    return [builder_inputs.SessionSpec(video, subs if subs is not None else transcript, builder_inputs.check_scenario(scenario, "--scenario"),
-                                       names, chosen_group, segments, speaker_map=mapping, overlap_tolerance=overlap_tolerance,
-                                       subs_offset=subs_offset, transcribe=subs is None)]
+    scenario_name = builder_inputs.check_scenario(scenario, "--scenario")
+    return [builder_inputs.SessionSpec(video, subs if subs is not None else transcript, scenario_name, names,
+                                       chosen_group, segments, speaker_map=mapping,
+                                       overlap_tolerance=overlap_tolerance, subs_offset=subs_offset,
+                                       transcribe=subs is None)]
 
 
 def _report(config: BuildConfig, outcome: BuildOutcome, say: Callable[..., object]) -> None:
@@ -163,7 +165,6 @@ def _print_summary(outcome: BuildOutcome, out: Path, say: Callable[..., object])
 
 
 def _print_estimate(config, outcome, say) -> None:  # type: ignore[no-untyped-def]
-
     est = outcome.estimate
     if outcome.untranscribed:
         cost = outcome.transcribe_cost

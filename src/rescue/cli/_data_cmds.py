@@ -153,8 +153,9 @@ def fetch_command(
     """Download the official release (benchmark_191.jsonl) from the authors' GitHub repository, pinned to a commit."""
     official = url == release.RELEASE_URL
     # The bar appears with the first bytes: a download that never starts (no network) draws no "0/?" bar.
-    progress = rich_progress.Progress(rich_progress.TextColumn("[bold]downloading[/]"), rich_progress.BarColumn(), rich_progress.DownloadColumn(), rich_progress.TransferSpeedColumn(),
-                                      console=err_console)
+    bars = rich_progress
+    progress = bars.Progress(bars.TextColumn("[bold]downloading[/]"), bars.BarColumn(), bars.DownloadColumn(),
+                             bars.TransferSpeedColumn(), console=err_console)
     bar: list[object] = []
 
     def advance(done: int, total: int | None) -> None:

@@ -54,13 +54,15 @@ def export_command(
     options = tasks_base.RenderOptions(mode=mode, context_size=context_size, rows=tasks_render.RowCache())  # type: ignore[arg-type]
     if all_splits:
         everything = load_data(data)
-        named = {name: data_splits.select_split(everything, splits, name) for name in data_splits.read_plan(splits).names()}
+        names = data_splits.read_plan(splits).names()
+        named = {name: data_splits.select_split(everything, splits, name) for name in names}
     else:
         named = {split or "all": load_data(data, split, splits)}
     if output_format is ExportFormat.chat:
         if len(named) > 1:
             raise typer.BadParameter("--all-splits is for --format hf; export one --split per chat file")
-        written = exports_chat.write_chat(out, exports_chat.chat_examples(next(iter(named.values())), task_list, options))
+        examples = exports_chat.chat_examples(next(iter(named.values())), task_list, options)
+        written = exports_chat.write_chat(out, examples)
         console.print(f"wrote {out}: {written} chat example(s) from {len(task_list)} task(s)", highlight=False,
                       soft_wrap=True)
         return

@@ -40,9 +40,9 @@ def export_human_run(directory: Path, out: Path, *, bertscore: bool, judges: lis
         engine.dispose()
     if not answers:
         raise ReviewError(f"{directory}: nobody has answered anything yet; nothing to export")
-    config = engine_config.RunConfig(out=str(out), models=[], tasks=bench.tasks, data=str(bench.data_path), bertscore=bertscore,
-                                     judges=judges, judge_base_url=judge_base_url, quiet=True, mode=bench.mode,
-                                     video=bench.config.get("video"))
+    config = engine_config.RunConfig(out=str(out), models=[], tasks=bench.tasks, data=str(bench.data_path),
+                                     bertscore=bertscore, judges=judges, judge_base_url=judge_base_url, quiet=True,
+                                     mode=bench.mode, video=bench.config.get("video"))
     outcome = engine_runner.run(config, models=review_benchmark_export.human_models(bench, answers))
     summary = review_benchmark_export.human_summary(bench, answers)
     write_atomic(out / "human.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")

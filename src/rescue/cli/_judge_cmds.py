@@ -59,8 +59,9 @@ def judge_agreement_command(
     """Compare human ratings with the judge scores of a run: exact agreement, MAE, Spearman, Pearson,
     quadratic-weighted Cohen's κ and Krippendorff's α, per task and judge."""
     records = report_runs.read_predictions(run_dir / "predictions.jsonl")
-    report = scoring_judge_agreement.judge_agreement(records, scoring_judge_agreement.read_ratings(ratings), task=task.value if task else None, model=model,
-                                                     epsilon=epsilon)
+    agreement = scoring_judge_agreement
+    report = agreement.judge_agreement(records, agreement.read_ratings(ratings), task=task.value if task else None,
+                                       model=model, epsilon=epsilon)
 
     # Strict JSON (an undefined correlation is null, not NaN), written whole or not at all.
     text = json.dumps(json_safe(report), indent=2, ensure_ascii=False, allow_nan=False)

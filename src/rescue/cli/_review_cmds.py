@@ -37,11 +37,10 @@ DbOption = Annotated[str | None, typer.Option("--db", help="SQLAlchemy database 
 
 
 def _db(directory: Path, db: str | None):  # type: ignore[no-untyped-def]
-
-    if review_project.is_benchmark(directory):
-        import rescue.review.benchmark_store  # noqa: F401 - its tables exist before make_engine creates them
-
-    project = review_benchmark.load_benchmark(directory) if review_project.is_benchmark(directory) else review_project.load_project(directory)
+    benchmark = review_project.is_benchmark(directory)
+    if benchmark:  # imported for its effect, not deferred: its tables exist before make_engine creates them
+        import rescue.review.benchmark_store  # noqa: F401
+    project = review_benchmark.load_benchmark(directory) if benchmark else review_project.load_project(directory)
     engine = review_db.make_engine(db or review_db.default_url(project.root))
     return project, review_db.session_factory(engine)()
 

@@ -160,9 +160,9 @@ def loaded(name: str) -> types.ModuleType | None:
 
 
 def command(app: typer.Typer) -> Any:
-    """The click command behind ``app`` for this process's command line, tidied for its help pages: the top level prints click's plain help (typer's
-    rich help imports rich.markdown and markdown-it, a third of `rescue --help`'s time), the commands keep rich
-    help with their option panels, and flags show no ``<bool>`` type."""
+    """The click command behind ``app`` for this process's command line, tidied for its help pages: the top level
+    prints click's plain help (typer's rich help imports rich.markdown and markdown-it, a third of `rescue --help`'s
+    time), the commands keep rich help with their option panels, and flags show no ``<bool>`` type."""
     words = [a for a in sys.argv[1:] if not a.startswith("-")]
     return _command_for(app, words[0] if words else None, "--help" in sys.argv[1:])
 

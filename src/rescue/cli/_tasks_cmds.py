@@ -76,7 +76,8 @@ def tasks_command(
 
 def _shared_prompt_lines(samples: list[Any], options: dict[str, dict[str, Any]]) -> list[str]:
     """Instances whose prompts are identical while their gold answers differ (docs/splits-and-exports.md)."""
-    shared = exports_chat.shared_prompts(exports_chat.chat_examples(samples, [task_registry.get_task(name) for name in task_registry.TASKS], build_options=options))
+    tasks = [task_registry.get_task(name) for name in task_registry.TASKS]
+    shared = exports_chat.shared_prompts(exports_chat.chat_examples(samples, tasks, build_options=options))
     if not shared:
         return []
     lines = [f"{len(shared)} prompt(s) are identical across instances whose gold answers differ; no model, not even "
