@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from bench_helpers import ALL_TASKS, bench_app, make_bench, page_leaks
 from review_helpers import PASSWORD, Server
-from test_review_browser import browser, wait_until  # noqa: F401 (the browser fixture)
+from test_review_browser import TIMEOUT_S, browser, wait_until  # noqa: F401 (the browser fixture)
 
 from rescue.review.benchmark_store import all_answers
 from rescue.tasks import get_task
@@ -25,7 +25,7 @@ PER_TASK = int(os.environ.get("RESCUE_BENCH_PER_TASK", "3"))  # instances of eac
 def login(browser, server, name: str):  # type: ignore[no-untyped-def]
     context = browser.new_context(viewport={"width": 1440, "height": 960})
     page = context.new_page()
-    page.set_default_timeout(15_000)
+    page.set_default_timeout(TIMEOUT_S * 1000)
     page.goto(server.url + "/")
     assert "/login" in page.url
     page.fill("input[name=name]", name)
