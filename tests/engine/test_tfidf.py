@@ -1,5 +1,6 @@
 """baseline/supervised's features and fit (issue 34 item 1): the fold TF-IDF is scikit-learn's TfidfVectorizer's,
-and a model fitted in the span of the training rows predicts what one fitted on the n-gram columns does."""
+its products taken along chains of differences are those of the rows themselves, and a model fitted in the span
+of the training rows predicts what one fitted on the n-gram columns does."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
 from rescue.engine.supervised import MAX_ITER, encode, span_features
-from rescue.engine.tfidf import MIN_DF, Tokenizer, fold_tfidf
+from rescue.engine.tfidf import MIN_DF, DeltaRows, Tokenizer, fold_tfidf, row_products
 from rescue.tasks import get_task
 from rescue.tasks.base import RenderOptions
 
@@ -64,6 +65,56 @@ def test_texts_are_tokenised_once_and_shared_between_tasks():
 def test_no_word_at_all_gives_no_features():
     counts = Tokenizer().counts([["!"], ["?"], [""]])
     assert fold_tfidf(counts, [0, 1], [2]) is None
+
+
+def _same_products(deltas: DeltaRows, counts, train: list[int], test: list[int]) -> None:
+    x_train, x_test, _ = fold_tfidf(counts, train, test)
+    gram, cross = row_products(x_train, x_test)
+    products = deltas.products(train, test)
+    assert products is not None
+    np.testing.assert_allclose(products[0], gram, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(products[1], cross, rtol=0, atol=1e-12)
+
+
+# Each document extends the one before where it can: 1 repeats 0 and adds words, 2 repeats 1, 4 repeats 2 with
+# two pieces dropped (its difference is the larger: it stands alone), 3 shares nothing with 2.
+CHAINED = [["we talked", "about the kids"], ["we talked", "about the kids", "and money again"],
+           ["we talked", "about the kids", "and money again", "you never listen", "scenariocouple"],
+           ["no shared words here"], ["we talked", "scenariocouple", "money"]]
+
+
+@pytest.mark.parametrize("train, test", [([0, 1, 3], [2, 4]), ([2, 3, 4], [0, 1]), ([1, 2], [0, 3, 4]),
+                                          ([4, 2], [3]), ([3], [0, 1, 2, 4])])
+def test_products_along_chains_are_the_rows_products(train, test):
+    """Whichever documents train (a chain's first members left out, or alone in the test fold), the products
+    summed back along the chains are those of fold_tfidf's rows, to rounding; [3] keeps every gram (min_df)."""
+    counts = Tokenizer().counts(CHAINED)
+    deltas = DeltaRows.of(counts, [-1, 0, 1, 2, 2])
+    assert deltas.parent.tolist() == [-1, 0, 1, -1, -1] and deltas.depth.tolist() == [0, 1, 2, 0, 0]
+    _same_products(deltas, counts, train, test)
+
+
+@pytest.mark.parametrize("task_name", ["rpp", "itp"])
+def test_products_along_the_chains_of_a_task_are_the_rows_products(demo_samples, task_name):
+    """RPP's prompts extend each other (every row before the turn); ITP's show a window of rows."""
+    task = get_task(task_name)
+    instances = task.build(demo_samples)
+    counts = Tokenizer().counts([encode(i, task.render([i], RenderOptions())).pieces for i in instances])
+    previous = [max((m for m in range(n) if instances[m].sample_id == i.sample_id), default=-1)
+                for n, i in enumerate(instances)]
+    deltas = DeltaRows.of(counts, previous)
+    if task_name == "rpp":  # most documents are kept as their difference from the one before
+        assert (deltas.parent >= 0).sum() > len(instances) / 2 and deltas.deltas.nnz < counts.matrix.nnz / 3
+    for fold in range(3):
+        _same_products(deltas, counts, [n for n in range(len(instances)) if n % 3 != fold],
+                       [n for n in range(len(instances)) if n % 3 == fold])
+
+
+def test_products_of_documents_without_a_word_are_none_and_chains_point_back():
+    counts = Tokenizer().counts([["!"], ["?"], ["a word"]])
+    assert DeltaRows.of(counts, [-1, 0, 1]).products([0, 1], [2]) is None
+    with pytest.raises(ValueError, match="before it"):
+        DeltaRows.of(counts, [1, -1, -1])
 
 
 def _demo_features(demo_samples, task_name: str):

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +34,8 @@ import numpy as np
 
 from rescue.data.groups import infer_groups
 from rescue.data.models import GROUP_LABELS, THERAPIST
-from rescue.engine.tfidf import GramCounts, Tokenizer, fold_tfidf
+from rescue.engine.logistic import fit_logistic
+from rescue.engine.tfidf import DeltaRows, GramCounts, Tokenizer, fold_tfidf, row_products
 from rescue.tasks.base import Instance, RenderOptions, Task
 
 FOLDS = 5
@@ -163,8 +164,8 @@ class FoldScheme:
 FEATURES = ("TF-IDF (word 1-2 grams, sublinear tf, min_df 2) of the fields of the rows the prompt shows, "
             f"plus speaker/target role tokens of the last {LAST_ROWS} rows and the scenario; people re-named by "
             "recency of speaking")
-MODEL = (f"scikit-learn LogisticRegression (lbfgs, C=1, max_iter {MAX_ITER}), one per fold, fitted in the span of "
-         "the fold's training documents")
+MODEL = (f"logistic regression as scikit-learn's LogisticRegression (lbfgs, C=1, max_iter {MAX_ITER}) fits it "
+         "(rescue.engine.logistic), one per fold, fitted in the span of the fold's training documents")
 # Added to the Gram matrix's diagonal (rows have unit length) so that duplicate documents, which make it
 # singular, do not stop its Cholesky factor; each row gains a private direction this short, which moves the
 # optimum by about as much.
@@ -178,19 +179,6 @@ SPAN_MAX = 1000
 FoldProgress = Callable[[int, int], None]  # (folds fitted, folds) as the fitting goes
 
 
-def _products(train: Any, test: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Every dot product between training rows, and between each test row and each training row.
-
-    Columns in more than a tenth of the training rows go through a dense matrix product, the rest through the
-    sparse one: a sparse product's cost grows with the square of a column's frequency, a dense one's does not."""
-    frequent = np.bincount(train.indices, minlength=train.shape[1]) * 10 > train.shape[0]
-    dense, sparse = np.flatnonzero(frequent), np.flatnonzero(~frequent)
-    dense_train, sparse_train = train[:, dense].toarray(), train[:, sparse]
-    gram = dense_train @ dense_train.T + (sparse_train @ sparse_train.T).toarray()
-    cross = test[:, dense].toarray() @ dense_train.T + (test[:, sparse] @ sparse_train.T).toarray()
-    return gram, cross
-
-
 def span_features(train: Any, test: Any) -> tuple[np.ndarray, np.ndarray]:
     """The training and test rows in coordinates of the span of the training rows.
 
@@ -200,9 +188,14 @@ def span_features(train: Any, test: Any) -> tuple[np.ndarray, np.ndarray]:
     and the same predictions, as one fitted on the tens of thousands of n-gram columns, for a fraction of the
     cost. The coordinates are the Cholesky factor L of the training rows' Gram matrix G = L L^T (the rows in
     a basis of their span, up to a rotation the solver does not see), a test row's are L^-1 of its products."""
+    return span_coordinates(*row_products(train, test))
+
+
+def span_coordinates(gram: np.ndarray, cross: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`span_features` from the training rows' Gram matrix ``gram`` and the test rows' products with the
+    training rows ``cross``."""
     from scipy.linalg import LinAlgError, cholesky, eigh, solve_triangular
 
-    gram, cross = _products(train, test)
     try:
         factor = cholesky(gram + _SPAN_JITTER * np.eye(len(gram)), lower=True, check_finite=False)
     except LinAlgError:  # rounding left the Gram matrix indefinite: its eigenvectors, the tiny ones dropped
@@ -213,23 +206,55 @@ def span_features(train: Any, test: Any) -> tuple[np.ndarray, np.ndarray]:
     return factor, solve_triangular(factor, cross.T, lower=True, check_finite=False).T
 
 
-def _fit_fold(counts: GramCounts, train: list[int], labels: list[str], test: list[int]
+class _Documents:
+    """A task's documents as a fold's fit needs them: the gram counts, and their chains of differences
+    (:class:`DeltaRows`, made on first use) for the fits in the span."""
+
+    def __init__(self, counts: GramCounts, previous: list[int]):
+        self.counts = counts
+        self._previous = previous
+        self._deltas: DeltaRows | None = None
+
+    def span(self, train: list[int], test: list[int]) -> tuple[np.ndarray, np.ndarray] | None:
+        """:func:`span_features` of the fold's TF-IDF rows (None: the training documents hold no word)."""
+        if self._deltas is None:
+            self._deltas = DeltaRows.of(self.counts, self._previous)
+        products = self._deltas.products(train, test)
+        return None if products is None else span_coordinates(*products)
+
+    def columns(self, train: list[int], test: list[int]) -> tuple[Any, Any] | None:
+        """The fold's TF-IDF rows themselves (None: the training documents hold no word)."""
+        features = fold_tfidf(self.counts, train, test)
+        return None if features is None else (features[0], features[1])
+
+
+def _fit_fold(documents: _Documents, train: list[int], labels: list[str], test: list[int]
               ) -> tuple[list[str], list[list[float]]]:
     """The classes a fold's model learnt and each test instance's probability for each (none: no words).
 
     Up to :data:`SPAN_MAX` training instances the model is fitted in the span of the training rows
     (:func:`span_features`), above on the n-gram columns: the same model either way."""
-    from sklearn.linear_model import LogisticRegression
-
-    features = fold_tfidf(counts, train, test)
+    features = documents.span(train, test) if len(train) <= SPAN_MAX else documents.columns(train, test)
     if features is None:
         return [], [[] for _ in test]
-    x_train, x_test = features[0], features[1]
-    if len(train) <= SPAN_MAX:
-        x_train, x_test = span_features(x_train, x_test)
-    model = LogisticRegression(C=1.0, max_iter=MAX_ITER)
-    model.fit(x_train, labels)
-    return [str(c) for c in model.classes_], model.predict_proba(x_test).tolist()
+    model = fit_logistic(features[0], labels, c=1.0, max_iter=MAX_ITER)
+    return model.classes, model.probabilities(features[1]).tolist()
+
+
+def group_folds(groups: Sequence[str], folds: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(training, test) positions of each of ``folds`` folds of whole groups: scikit-learn's ``GroupKFold``
+    without shuffling (1.6 and later: the largest group first, each into the fold with the fewest members so
+    far, ties to the earliest fold; groups of one size in reverse order of their names)."""
+    names, group_at = np.unique(np.asarray(groups, dtype=str), return_inverse=True)
+    sizes = np.bincount(group_at)
+    members = np.zeros(folds, dtype=np.int64)
+    fold_of = np.zeros(len(names), dtype=np.int64)
+    for group in np.argsort(sizes, kind="stable")[::-1].tolist():
+        lightest = int(np.argmin(members))
+        members[lightest] += sizes[group]
+        fold_of[group] = lightest
+    fold_at = fold_of[group_at]
+    return [(np.flatnonzero(fold_at != fold), np.flatnonzero(fold_at == fold)) for fold in range(folds)]
 
 
 def _ranking(instance: Instance, enc: Encoded, score: dict[str, float], counts: Counter[str | None]) -> list[str]:
@@ -243,7 +268,6 @@ def out_of_fold_rankings(task: Task, instances: list[Instance], options: RenderO
                          ) -> tuple[dict[str, list[str]], FoldScheme]:
     """Every instance's candidate labels ranked by a model trained without its session group; ``tokenizer``:
     one shared with other tasks of the run (their prompts show the same rows); ``progress`` hears of each fold."""
-    from sklearn.model_selection import GroupKFold
     from threadpoolctl import threadpool_limits
 
     samples = list({i.sample_id: i.sample for i in instances}.values())
@@ -254,11 +278,16 @@ def out_of_fold_rankings(task: Task, instances: list[Instance], options: RenderO
         raise ValueError(f"out-of-fold training needs at least two session groups, got {distinct}")
     encoded = [encode(i, task.render([i], options)) for i in instances]
     labels = [e.label(g) if (g := _gold_label(i)) is not None else None for i, e in zip(instances, encoded)]
-    counts = (tokenizer or Tokenizer()).counts([e.pieces for e in encoded])
+    last: dict[str, int] = {}
+    previous = []  # an instance's prompt often extends the previous one of its sample (RPP shows every row before)
+    for n, instance in enumerate(instances):
+        previous.append(last.get(instance.sample_id, -1))
+        last[instance.sample_id] = n
+    documents = _Documents((tokenizer or Tokenizer()).counts([e.pieces for e in encoded]), previous)
     folds = min(FOLDS, distinct)
     rankings: dict[str, list[str]] = {}
     fold_of: dict[str, int] = {}
-    splits = list(GroupKFold(n_splits=folds).split(np.zeros(len(instances)), groups=groups))
+    splits = group_folds(groups, folds)
     # BLAS threads only wait on each other over matrices this small: one thread does the work for less CPU.
     with threadpool_limits(limits=1):
         for fold, (all_train, test) in enumerate(splits, start=1):
@@ -270,7 +299,7 @@ def out_of_fold_rankings(task: Task, instances: list[Instance], options: RenderO
             classes: list[str] = []
             probabilities: list[list[float]] = [[] for _ in test]
             if len(seen) >= 2:
-                classes, probabilities = _fit_fold(counts, train, [str(labels[n]) for n in train], list(test))
+                classes, probabilities = _fit_fold(documents, train, [str(labels[n]) for n in train], list(test))
             for position, n in enumerate(test):
                 score = dict(zip(classes, probabilities[position]))
                 rankings[instances[n].instance_id] = _ranking(instances[n], encoded[n], score, seen)

@@ -7,6 +7,10 @@ vectorizer tokenises every document again in every fold and keeps each n-gram as
 :class:`Tokenizer` tokenises each distinct text once per run (the rows a prompt shows recur across instances,
 folds and tasks), counts n-grams as integers, and a fold only re-weighs columns of one count matrix.
 Columns are in the order of the n-grams' integer codes, not alphabetical (a model's fit does not depend on it).
+
+:class:`DeltaRows` gives a fold's dot products between those rows without forming them: a prompt that shows every
+row before a turn (RPP) is the previous instance's prompt and one row more, so each document is kept as its
+difference from the one before, a tenth of the entries, and the products are summed back along those chains.
 """
 
 from __future__ import annotations
@@ -90,15 +94,24 @@ def fold_tfidf(counts: GramCounts, train: Sequence[int], test: Sequence[int]) ->
     vocabulary of single occurrences), when all are kept.
     """
     training = counts.matrix[np.asarray(train, dtype=np.int64)]
-    frequency = np.bincount(training.indices, minlength=counts.matrix.shape[1])
+    weights = fold_idf(training)
+    if weights is None:
+        return None
+    keep, idf = weights
+    return _weigh(training[:, keep], idf), _weigh(counts.matrix[np.asarray(test, dtype=np.int64)][:, keep], idf), keep
+
+
+def fold_idf(training: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """The columns a fold keeps (in at least :data:`MIN_DF` of the ``training`` count rows, else every gram they
+    hold) and their smoothed idf; None when the rows hold no gram."""
+    frequency = np.bincount(training.indices, minlength=training.shape[1])
     keep = np.flatnonzero(frequency >= MIN_DF)
     if not len(keep):
         keep = np.flatnonzero(frequency)
     if not len(keep):
         return None
-    n = training.shape[0]
-    idf = np.log((1 + n) / (1 + frequency[keep])) + 1.0
-    return _weigh(training[:, keep], idf), _weigh(counts.matrix[np.asarray(test, dtype=np.int64)][:, keep], idf), keep
+    idf = np.log((1 + training.shape[0]) / (1 + frequency[keep])) + 1.0
+    return keep, idf
 
 
 def _weigh(counts: Any, idf: np.ndarray) -> Any:
@@ -110,3 +123,110 @@ def _weigh(counts: Any, idf: np.ndarray) -> Any:
     norms[norms == 0] = 1.0
     matrix.data /= norms[rows]
     return matrix
+
+
+def sublinear(counts: Any) -> Any:
+    """Sublinear tf (1 + log count) of a count matrix, in a new matrix."""
+    matrix = counts.copy()
+    matrix.data = np.log(matrix.data) + 1.0
+    return matrix
+
+
+def row_products(left: Any, right: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Every dot product between the ``left`` rows, and between each ``right`` row and each ``left`` row.
+
+    Columns in more than a tenth of the left rows go through a dense matrix product, the rest through the
+    sparse one: a sparse product's cost grows with the square of a column's frequency, a dense one's does not."""
+    frequent = np.bincount(left.indices, minlength=left.shape[1]) * 10 > left.shape[0]
+    dense, sparse = np.flatnonzero(frequent), np.flatnonzero(~frequent)
+    dense_left, sparse_left = left[:, dense].toarray(), left[:, sparse]
+    gram = dense_left @ dense_left.T + (sparse_left @ sparse_left.T).toarray()
+    cross = right[:, dense].toarray() @ dense_left.T + (right[:, sparse] @ sparse_left.T).toarray()
+    return gram, cross
+
+
+@dataclass
+class DeltaRows:
+    """The documents' sublinear-tf rows, each kept as its difference from an earlier document's row where that
+    difference has fewer entries (its chain's parent), for a fold's products at the cost of the differences."""
+
+    counts: Any  # the documents' gram counts (csr)
+    squares: Any  # each document's sublinear tf squared: its squared norm under any column weights
+    deltas: Any  # each document's sublinear tf less its parent's (its own, without one)
+    parent: np.ndarray  # the parent of each document, -1 for none; always an earlier document
+    depth: np.ndarray  # how many parents up a document's chain starts
+
+    @classmethod
+    def of(cls, counts: GramCounts, previous: Sequence[int]) -> DeltaRows:
+        """Chains over ``counts``' documents; ``previous[n]``: an earlier document that document ``n`` may extend
+        (-1: none), taken as its parent when the difference from it is sparser than the document itself."""
+        from scipy.sparse import csr_matrix, diags
+
+        rows = sublinear(counts.matrix)
+        n = rows.shape[0]
+        candidate = np.asarray(previous, dtype=np.int64).reshape(n)
+        if (candidate >= np.arange(n)).any():
+            raise ValueError("a document's previous document must come before it")
+        linked = np.flatnonzero(candidate >= 0)
+        pick = csr_matrix((np.ones(len(linked)), (linked, candidate[linked])), shape=(n, n))
+        differences = (rows - pick @ rows).tocsr()
+        use = (candidate >= 0) & (np.diff(differences.indptr) < np.diff(rows.indptr))
+        deltas = (diags(use.astype(np.float64)) @ differences + diags((~use).astype(np.float64)) @ rows).tocsr()
+        deltas.eliminate_zeros()
+        parent = np.where(use, candidate, -1)
+        depth = np.zeros(n, dtype=np.int64)
+        for doc in np.flatnonzero(use).tolist():  # parents come first: their depth is final
+            depth[doc] = depth[parent[doc]] + 1
+        return cls(counts.matrix, rows.multiply(rows).tocsr(), deltas, parent, depth)
+
+    def products(self, train: Sequence[int], test: Sequence[int]) -> tuple[np.ndarray, np.ndarray] | None:
+        """What :func:`row_products` gives for :func:`fold_tfidf`'s training and test rows (the unit-length
+        TF-IDF rows of the fold), without forming them; None when the training documents hold no gram."""
+        train_at, test_at = np.asarray(train, dtype=np.int64), np.asarray(test, dtype=np.int64)
+        weights = fold_idf(self.counts[train_at])
+        if weights is None:
+            return None
+        scale = np.zeros(self.counts.shape[1])
+        scale[weights[0]] = weights[1]
+        norms = np.sqrt(self.squares @ (scale * scale))
+        norms[norms == 0] = 1.0
+        left, right = self._closure(train_at), self._closure(test_at)
+        gram, cross = row_products(self._scaled(left, scale), self._scaled(right, scale))
+        self._sum_chains(gram, left, left)
+        self._sum_chains(cross, right, left)
+        gram /= np.outer(norms[left], norms[left])
+        cross /= np.outer(norms[right], norms[left])
+        keep_left, keep_right = np.searchsorted(left, train_at), np.searchsorted(right, test_at)
+        return gram[np.ix_(keep_left, keep_left)], cross[np.ix_(keep_right, keep_left)]
+
+    def _closure(self, docs: np.ndarray) -> np.ndarray:
+        """``docs`` and every parent up their chains, in ascending order."""
+        member = np.zeros(len(self.parent), dtype=bool)
+        member[docs] = True
+        while True:
+            up = self.parent[member]
+            up = up[up >= 0]
+            if member[up].all():
+                return np.flatnonzero(member)
+            member[up] = True
+
+    def _scaled(self, docs: np.ndarray, scale: np.ndarray) -> Any:
+        matrix = self.deltas[docs]
+        matrix.data *= scale[matrix.indices]
+        matrix.eliminate_zeros()
+        return matrix
+
+    def _sum_chains(self, matrix: np.ndarray, rows: np.ndarray, columns: np.ndarray) -> None:
+        """Turn products of differences into products of documents: each row (then column) gets its parent's
+        added, chain by chain from the first document down."""
+        for axis, docs in ((0, rows), (1, columns)):
+            position = np.full(len(self.parent), -1, dtype=np.int64)
+            position[docs] = np.arange(len(docs))
+            depth = self.depth[docs]
+            for level in range(1, int(depth.max(initial=0)) + 1):
+                at = np.flatnonzero(depth == level)
+                source = position[self.parent[docs[at]]]
+                if axis == 0:
+                    matrix[at] += matrix[source]
+                else:
+                    matrix[:, at] += matrix[:, source]
