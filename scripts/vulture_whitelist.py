@@ -20,6 +20,7 @@ _.batch_output_tokens
 # Keys of TypedDicts that code writes and the pages' JavaScript or a reader of the file reads (review answers and the
 # export's provenance: rescue.review.shapes; Instance.extra).
 _.my_status
+_.discard_reasons
 _.draft_invalid
 _.acceptance_rate
 _.active_seconds

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from rescue.review.crud import annotator_copies, assignments, comment_counts
+from rescue.review.crud import annotator_copies, assignments, comment_counts, state_view
 from rescue.review.fields import FIELD_NAMES
 from rescue.review.models import FINAL, RowCopy, SegmentState
 from rescue.review.project import Project, Segment
@@ -67,8 +67,7 @@ def project_progress(db: Session, project: Project, viewer: str = FINAL) -> dict
     plan = assignments(db)
     states: dict[str, dict[str, CopyState]] = {}
     for s in db.scalars(select(SegmentState)):
-        states.setdefault(s.segment_id, {})[s.copy] = {"status": s.status, "reason": s.reason, "comment": s.comment,
-                                                       "by": s.updated_by, "at": s.updated_at}
+        states.setdefault(s.segment_id, {})[s.copy] = state_view(s)
     summary = _row_summary(db)
     counts = comment_counts(db, viewer)
     out: dict[str, SegmentProgress] = {}

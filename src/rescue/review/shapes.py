@@ -337,3 +337,59 @@ class AgreementResult(TypedDict):
     text_fields: list[TextFieldAgreement]
     time: list[LeadTime]
     idle_seconds: float
+
+
+# --- the segment editor's payload (GET /api/segments/{id}) ------------------------------------------------------
+
+
+class OpenState(TypedDict):
+    """The state of a copy nobody has verified, discarded or reopened yet."""
+
+    status: str  # "open"
+
+
+class MediaLinks(TypedDict):
+    """The /media/ URLs of a segment's clip and subtitles (None: none)."""
+
+    clip: str | None
+    subtitles: str | None
+
+
+class EditorRow(TypedDict):
+    """A row as the editor shows it: the copy's row, the draft row it stands for, its checks and problems."""
+
+    origin: str  # draft | re-timed | split | merged | inserted ... (rescue.review.cuts.origins)
+    row_index: int
+    start_time: object  # as the row's values hold them
+    end_time: object
+    version: int
+    values: RowValues
+    draft: RowValues
+    accepted: list[str]
+    acknowledged: list[str]
+    checks: list[CheckView]
+    problems: list[ProblemView]
+    updated_by: str | None
+    updated_at: str | None
+
+
+class SegmentPayload(TypedDict):
+    """Everything the editor shows of one copy of a segment (``segment_payload`` in the segments route)."""
+
+    sample_id: str
+    scenario: str
+    participants: list[str]
+    entities: list[str]
+    copy: str
+    layout: int
+    status: CopyState | OpenState
+    assigned: list[str]
+    media: MediaLinks
+    source_video: str
+    problems: list[ProblemView]
+    rows: list[EditorRow]
+    comments: list[CommentView]
+    labels: dict[str, list[LabelView]]
+    fields: list[FieldView]
+    rules: list[dict[str, Any]]  # the rulebook (rescue.data.rules.RULES) as JSON
+    discard_reasons: dict[str, str]

@@ -30,7 +30,7 @@ from rescue.review.crud._comments import (
 from rescue.review.crud._edits import Saved, save_row, verify
 from rescue.review.crud._recuts import delete_row, insert_row, merge_rows, move_boundary, split_row, take_fields, take_rows
 from rescue.review.crud._rows import annotator_copies, copy_cut, copy_rows, copy_values, draft_counterparts
-from rescue.review.crud._states import discard, reopen, segment_state
+from rescue.review.crud._states import discard, reopen, segment_state, state_view
 from rescue.review.crud._users import create_user, list_users, login, logout, set_disabled, set_password
 
 __all__ = [
@@ -65,6 +65,7 @@ __all__ = [
     "set_disabled",
     "set_password",
     "split_row",
+    "state_view",
     "take_fields",
     "take_rows",
     "verify",

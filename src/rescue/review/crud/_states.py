@@ -8,11 +8,18 @@ from sqlalchemy.orm import Session
 
 from rescue.review.models import SegmentState, now
 from rescue.review.crud._write import audit, writing
+from rescue.review.shapes import CopyState
 
 
 def segment_state(db: Session, segment_id: str, copy: str) -> SegmentState | None:
     """The state (open, verified, discarded) stored for one copy, None when never set."""
     return db.scalar(select(SegmentState).where(SegmentState.segment_id == segment_id, SegmentState.copy == copy))
+
+
+def state_view(state: SegmentState) -> CopyState:
+    """A stored state as the dashboard, the editor and the export read it."""
+    return {"status": state.status, "reason": state.reason, "comment": state.comment, "by": state.updated_by,
+            "at": state.updated_at}
 
 
 def set_state(db: Session, actor: str, segment_id: str, copy: str, status: str, reason: str = "", comment: str = "") -> None:

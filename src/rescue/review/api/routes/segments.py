@@ -31,7 +31,7 @@ from rescue.data.rules import RULES
 from rescue.review.models import FINAL
 from rescue.review.project import Project, Segment
 from rescue.review.queue import QueueQuery, SortKey, Status, narrow, queue
-from rescue.review.shapes import AuditView, CommentView, ProblemView, QueueItem
+from rescue.review.shapes import AuditView, CommentView, EditorRow, ProblemView, QueueItem, SegmentPayload
 
 router = APIRouter(prefix="/api", tags=["segments"])
 RULEBOOK = [{"id": r.id, "fields": r.fields, "severity": r.severity, "message": r.message} for r in RULES]
@@ -64,7 +64,7 @@ def _copy_comments(db: Db, segment_id: str, copy: str) -> list[CommentView]:
     return [c for c in found if crud.comment_shown(c["author"], copy, annotators)]
 
 
-def segment_payload(db: Db, project: Project, segment: Segment, copy: str) -> dict[str, Any]:
+def segment_payload(db: Db, project: Project, segment: Segment, copy: str) -> SegmentPayload:
     """Everything the editor shows of one copy of a segment: rows, problems, state, cut, media, comments."""
     assigned = segment_assignees(db, segment.sample_id)
     rows = crud.copy_rows(db, segment, copy, assigned)
@@ -80,7 +80,7 @@ def segment_payload(db: Db, project: Project, segment: Segment, copy: str) -> di
     origins = cuts.origins(segment.rows, row_values) if cut is not None else [
         "draft" if (v.get("start_time"), v.get("end_time")) == (d.get("start_time"), d.get("end_time")) else "re-timed"
         for v, d in zip(row_values, segment.rows)]
-    out_rows = []
+    out_rows: list[EditorRow] = []
     for row, draft, origin in zip(rows, drafts, origins):
         values = row["values"]
         out_rows.append({
@@ -105,8 +105,7 @@ def segment_payload(db: Db, project: Project, segment: Segment, copy: str) -> di
         "entities": segment.entities,
         "copy": copy,
         "layout": cut.revision if cut is not None else 0,
-        "status": {"status": state.status, "reason": state.reason, "comment": state.comment,
-                   "by": state.updated_by, "at": state.updated_at} if state else {"status": "open"},
+        "status": crud.state_view(state) if state else {"status": "open"},
         "assigned": assigned,
         "media": {"clip": media_url(segment.clip), "subtitles": media_url(segment.subtitles)},
         "source_video": segment.source_video,
@@ -208,8 +207,8 @@ def comment(segment_id: str, body: CommentBody, actor: CurrentUser, db: Db, proj
     return crud.comment_view(crud.add_comment(db, actor.name, segment_id, body.row_index, body.text))
 
 
-@router.get("/segments/{segment_id:path}")
-def get_one(segment_id: str, actor: CurrentUser, db: Db, project: ProjectDep, copy: str | None = None) -> dict[str, Any]:
+@router.get("/segments/{segment_id:path}", response_model=dict[str, Any])
+def get_one(segment_id: str, actor: CurrentUser, db: Db, project: ProjectDep, copy: str | None = None) -> SegmentPayload:
     """GET: one copy of a segment (the user's own by default)."""
     segment = get_segment(project, segment_id)
     target = resolve_copy(db, actor, segment_id, copy, write=False)
