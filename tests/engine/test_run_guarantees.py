@@ -21,8 +21,9 @@ from rescue.testing.openai_server import Reply, serve
 
 
 def _config(tmp_path, base_url, **overrides) -> RunConfig:
+    # A request timeout no loaded machine reaches: the tests count requests exactly, and a timeout adds one.
     options = dict(out=str(tmp_path / "run"), models=["test-model"], tasks=["itp"], base_url=base_url,
-                   quiet=True, bertscore=False, max_retries=1, timeout=5.0, limit_samples=1)
+                   quiet=True, bertscore=False, max_retries=1, timeout=30.0, limit_samples=1)
     options.update(overrides)
     return RunConfig(**options)
 

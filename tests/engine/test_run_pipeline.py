@@ -18,8 +18,9 @@ PREDICTION_KEYS = {"model", "task", "instance_id", "sample_id", "scenario", "gol
 
 
 def _config(tmp_path, server, **overrides) -> RunConfig:
+    # A request timeout no loaded machine reaches: the tests count requests exactly, and a timeout adds one.
     options = dict(out=str(tmp_path / "run"), models=["test-model"], tasks=["itp"], base_url=server.base_url,
-                   quiet=True, bertscore=False, max_retries=3, timeout=5.0)
+                   quiet=True, bertscore=False, max_retries=3, timeout=30.0)
     options.update(overrides)
     return RunConfig(**options)
 

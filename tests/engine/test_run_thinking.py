@@ -34,7 +34,7 @@ def _script(answers: dict[str, str], spent: set[str], only: set[str]):
 
 def _config(tmp_path, base_url, **overrides) -> RunConfig:
     options = dict(out=str(tmp_path / "run"), models=["think-model"], tasks=["itp"], base_url=base_url,
-                   quiet=True, bertscore=False, max_retries=2, timeout=5.0, limit_samples=1, stream=True)
+                   quiet=True, bertscore=False, max_retries=2, timeout=30.0, limit_samples=1, stream=True)
     options.update(overrides)
     return RunConfig(**options)
 

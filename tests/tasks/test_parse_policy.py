@@ -90,7 +90,7 @@ def test_rescore_switches_the_policy_without_new_requests(tmp_path):
     out = tmp_path / "run"
     with serve(script) as server:
         run(RunConfig(out=str(out), models=["m"], tasks=["ssp"], base_url=server.base_url, quiet=True,
-                      bertscore=False, max_retries=1, timeout=5.0))
+                      bertscore=False, max_retries=1, timeout=30.0))
         asked = server.request_count
     strict = json.loads((out / "results.json").read_text())
     assert strict["config"]["parse"] == "strict"

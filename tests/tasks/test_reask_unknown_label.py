@@ -40,7 +40,7 @@ def test_an_unknown_label_in_one_item_of_a_batch_is_reasked_alone(tmp_path, name
 
     with serve(script) as server:
         run(RunConfig(out=str(tmp_path / "run"), models=["test-model"], tasks=[name], base_url=server.base_url,
-                      batch_size=str(size), quiet=True, bertscore=False, max_retries=1, timeout=5.0))
+                      batch_size=str(size), quiet=True, bertscore=False, max_retries=1, timeout=30.0))
         keys = [request_key(b) for b in server.bodies]
     # Every batch once, then exactly the spoiled items alone, each once.
     assert len(keys) == len(batches) + len(multi)

@@ -24,7 +24,7 @@ BIG = "9" * 5000
 
 def _config(tmp_path, base_url, **overrides) -> RunConfig:
     options = dict(out=str(tmp_path / "run"), models=["test-model"], tasks=["itp"], base_url=base_url,
-                   quiet=True, bertscore=False, max_retries=1, timeout=5.0, limit_samples=1)
+                   quiet=True, bertscore=False, max_retries=1, timeout=30.0, limit_samples=1)
     options.update(overrides)
     return RunConfig(**options)
 
