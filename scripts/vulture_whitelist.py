@@ -11,12 +11,20 @@ _.__signature__
 _.data_uri
 _.css
 # Keys of results.json's TypedDicts that the run writes and readers of the file read (rescue.tasks.batching's
-# BatchingSummary, rescue.scoring.judge's JudgeUsage).
+# BatchingSummary, rescue.scoring.judge's JudgeUsage, rescue.scoring.bertscore's BackboneDescription,
+# rescue.scoring.judge_agreement's Stability).
 _.grouped_batches
 _.split_batches
 _.leak_free
 _.batch_input_tokens
 _.batch_output_tokens
+_.bert_score_version
+_.transformers_version
+_.torch_version
+_.pair_matching
+_.weights_version
+_.vp_matching
+_.flip_rate
 # Keys of TypedDicts that code writes and the pages' JavaScript or a reader of the file reads (review answers and the
 # export's provenance: rescue.review.shapes; Instance.extra).
 _.my_status

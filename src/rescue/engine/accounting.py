@@ -3,15 +3,20 @@ judges, the run's request counts, and the ``config`` and ``models`` blocks."""
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from rescue.engine.parts import Judging, Roster
 from rescue.engine.failures import judge_failures
 from rescue.engine.outcome import PairResult
 from rescue.llm import PriceTable, ReliableModel, CallStats, Usage
 from rescue.runs.failures import failure_reasons
-from rescue.scoring.judge import JudgeUsage
+from rescue.runs.results import ModelResults
 from rescue.tasks.base import PredictionRecord
+
+
+if TYPE_CHECKING:
+    from rescue.scoring.bertscore import BackboneDescription
+    from rescue.scoring.judge import JudgeUsage
 
 
 class CostEntry(TypedDict):
@@ -116,8 +121,8 @@ def run_counts(stats: list[CallStats], records: list[PredictionRecord]) -> RunCo
     return counts
 
 
-def config_block(options: dict[str, Any], judging: Judging, bertscore_enabled: bool, bertscore: dict[str, Any] | None,
-                 used: dict[str, Any]) -> dict[str, Any]:
+def config_block(options: dict[str, Any], judging: Judging, bertscore_enabled: bool,
+                 bertscore: BackboneDescription | None, used: dict[str, Any]) -> dict[str, Any]:
     """results.json's ``config``: the run's ``options`` (``RunConfig.to_json``), whether BERTScore was on and its
     backbone, the version, the values used and (when judged) the judge prompts' hashes."""
     from rescue._version import __version__
@@ -135,9 +140,9 @@ def config_block(options: dict[str, Any], judging: Judging, bertscore_enabled: b
 
 
 def models_block(roster: Roster, judging: Judging, pairs: list[PairResult], models: dict[str, ReliableModel],
-                 prices: PriceTable) -> tuple[dict[str, Any], float | None]:
+                 prices: PriceTable) -> tuple[dict[str, ModelResults], float | None]:
     """results.json's ``models``: per model its tasks' metrics, usage and cost; and the cost of them all."""
-    block: dict[str, Any] = {}
+    block: dict[str, ModelResults] = {}
     total: float | None = 0.0
     ran = {pair.model for pair in pairs}
     # A baseline none of whose tasks were asked for (nearest with --tasks itp) has nothing to report.
@@ -147,7 +152,7 @@ def models_block(roster: Roster, judging: Judging, pairs: list[PairResult], mode
         usage, cost = usage_block(models.get(spec), judge_usage, prices, spec)
         entry["usage"] = usage
         entry["cost"] = cost
-        block[spec] = entry
+        block[spec] = ModelResults.model_validate(entry)
         total = _add(total, cost["total"])
     return block, total
 

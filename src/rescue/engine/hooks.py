@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rescue.errors import BertScoreInterrupted
 from rescue.engine.parts import BertScoring, Judging
@@ -20,6 +20,9 @@ from rescue.engine.plan import load_task
 from rescue.engine.progress import ProgressDisplay, RunLog, TaskProgress
 from rescue.llm import Model
 from rescue.tasks.base import Instance
+
+if TYPE_CHECKING:
+    from rescue.scoring.bertscore import BackboneDescription
 
 T = TypeVar("T")
 WORKER_PREFIX = "rescue-compute-"  # the daemon threads of in_daemon_thread
@@ -67,7 +70,7 @@ async def in_daemon_thread(fn: Callable[..., T], *args: Any) -> T:
 
 
 async def bertscore_pairs(pairs: list[PairResult], scoring: BertScoring, display: ProgressDisplay, log: RunLog,
-                          cache_path: Path | None) -> dict[str, Any] | None:
+                          cache_path: Path | None) -> BackboneDescription | None:
     """BERTScore for every ER/VP pair: distinct text pairs once, cached ones not again, the rest in chunks with a
     progress bar; Ctrl-C between two chunks raises :class:`BertScoreInterrupted` (computed scores are kept)."""
     generative = [p for p in pairs if load_task(p.task).declaration.bertscore is not None]

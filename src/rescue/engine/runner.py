@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from rescue.errors import (
     BertScoreInterrupted as BertScoreInterrupted,
@@ -59,6 +59,9 @@ from rescue.runs.folder import CACHE, LOG, RunDirError, lock_run, locked_message
 from rescue.runs.results import RESULTS, SCHEMA_VERSION, DataInfo, RunResults
 from rescue.tasks.base import PARSE_POLICIES, Instance, ParsePolicy, PredictionRecord, Task
 from rescue.tasks.batching import BatchPlan
+
+if TYPE_CHECKING:
+    from rescue.scoring.bertscore import BackboneDescription
 
 # WORKER_PREFIX stays importable here: `rescue`'s exit looks for the BERTScore threads through this module.
 __all__ = ["WORKER_PREFIX", "RunConfig", "RunError", "RunOutcome", "Runner", "rescore", "run", "run_async"]
@@ -238,7 +241,7 @@ class Runner:
             self.signals.phase = phase
 
     async def _bertscore(self, pairs: list[PairResult], display: ProgressDisplay, log: RunLog,
-                         cache: ResponseCache | None, budget: Budget) -> tuple[dict[str, Any] | None, str | None]:
+                         cache: ResponseCache | None, budget: Budget) -> tuple[BackboneDescription | None, str | None]:
         """BERTScore's backbone description, and the note of a Ctrl-C that stopped it (or the asking before it:
         a stopping run computes none)."""
         if budget.stopped is not None:
@@ -322,7 +325,7 @@ class Runner:
         return RunOutcome(results.model_dump(mode="json"), records, self.out, stopped is None, stopped,
                           typed=results)
 
-    def _results(self, pairs: list[PairResult], models: dict[str, ReliableModel], bertscore: dict[str, Any] | None,
+    def _results(self, pairs: list[PairResult], models: dict[str, ReliableModel], bertscore: BackboneDescription | None,
                  budget: Budget, stopped: str | None, elapsed: float, data_info: DataInfo,
                  status: RunCounts) -> RunResults:
         config, judging = self.config, self.config.part(Judging)

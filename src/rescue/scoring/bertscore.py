@@ -38,7 +38,7 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from rescue.errors import BertScoreError as BertScoreError
 
@@ -79,6 +79,24 @@ def packaged_model_dir() -> Path:
         f"the installed {PACKAGED_DISTRIBUTION!r} package has no model/config.json and model.safetensors; "
         f"reinstall it: pip install --force-reinstall {PACKAGED_DISTRIBUTION}"
     )
+
+
+class BackboneDescription(TypedDict):
+    """The BERTScore backbone a run used, as ``results.json["config"]["bertscore"]`` records it (read back as
+    ``rescue.runs.results.BertScoreInfo``): which model, layer and rescaling, and the versions that computed it."""
+
+    model: str
+    source: str
+    num_layers: int
+    rescale_with_baseline: bool
+    idf: bool
+    lang: str
+    bert_score_version: str | None
+    transformers_version: str | None
+    torch_version: str | None
+    pair_matching: str
+    weights_version: str | None
+    vp_matching: str
 
 
 @dataclass(frozen=True)
@@ -152,7 +170,7 @@ class BertScoreConfig:
             )
         return int(model2layers[self.model_path])
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackboneDescription:
         """What results.json records about the backbone (no machine paths)."""
         return {
             "model": self.model,

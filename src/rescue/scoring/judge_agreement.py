@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from rescue.metrics.agreement import alpha, alt_test, pair_statistics
 from rescue.tasks import TASKS, judged_tasks
@@ -25,7 +25,7 @@ from rescue.tasks.rubric import inter_judge_alpha
 from rescue.errors import RatingsError as RatingsError
 
 __all__ = ["HumanRating", "RatingsError", "alpha", "inter_judge_alpha", "judge_agreement", "judge_score_key",
-           "judge_stability", "pair_statistics", "read_ratings"]
+           "judge_stability", "pair_statistics", "read_ratings", "Stability"]
 
 
 def judge_score_key(task: str) -> str:
@@ -223,7 +223,19 @@ def _one_judge(pairs: Sequence[tuple[HumanRating, PredictionRecord]], task_recor
     return stats
 
 
-def judge_stability(records: Sequence[PredictionRecord]) -> dict[str, dict[str, dict[str, Any]]]:
+class Stability(TypedDict):
+    """One judge's stability on one task across ``--judge-repeats`` (results.json's ``judge_stability``)."""
+
+    repeats: int  # the most repeats an item has
+    graded: int  # items graded with repeats
+    items: int  # of those, items with at least two valid repeats
+    flips: int  # items whose grade differs between repeats
+    flip_rate: float | None
+    alpha: float | None  # Krippendorff's alpha (ordinal) of the repeats on the score below
+    score: str  # the task's human-comparable score key
+
+
+def judge_stability(records: Sequence[PredictionRecord]) -> dict[str, dict[str, Stability]]:
     """How stable each judge is across ``--judge-repeats``, per task and judge: ``{task: {judge: {...}}}``.
 
     An item is one graded prediction (of any evaluated model among ``records``) with at least two valid
@@ -239,7 +251,7 @@ def judge_stability(records: Sequence[PredictionRecord]) -> dict[str, dict[str, 
             repeats = (grade.model_extra or {}).get("repeats")
             if isinstance(repeats, list) and len(repeats) > 1:
                 found[record.task][judge].append(repeats)
-    report: dict[str, dict[str, dict[str, Any]]] = {}
+    report: dict[str, dict[str, Stability]] = {}
     for task in sorted(found):
         key = judge_score_key(task)
         for judge, items in sorted(found[task].items()):
