@@ -26,7 +26,7 @@ from pydantic import (
 
 from rescue.errors import RunError as RunError
 from rescue.engine.parts import G, part
-from rescue.engine.run_options import RunOptions, declared_options, gather_video
+from rescue.engine.run_options import RunOptions, TaskOptionValues, declared_options, gather_video
 from rescue.llm import GenerationSettings
 from rescue.tasks import TASK_NAMES, graded_tasks
 from rescue.tasks.base import VIDEO_MODES
@@ -248,12 +248,12 @@ def _option_problem(exc: ValidationError) -> str:
     return f"{where}{inner} {shown if len(shown) <= 80 else shown[:79] + '…'}: {first['msg']}"
 
 
-def _checked_task_options(options: dict[str, dict[str, Any]], rpp_gold: str | None) -> dict[str, dict[str, Any]]:
+def _checked_task_options(options: TaskOptionValues, rpp_gold: str | None) -> TaskOptionValues:
     """Per-task build options, each checked against its task's options model before any work."""
     from rescue.tasks import get_task
     from rescue.tasks.spec import validate_options
 
-    checked: dict[str, dict[str, Any]] = {}
+    checked: TaskOptionValues = {}
     for name, values in options.items():
         task = get_task(name)
         checked[task.name] = dict(values)

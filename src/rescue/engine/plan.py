@@ -10,7 +10,7 @@ from typing import Any
 
 from rescue.data.models import Sample
 from rescue.engine.config import RunError
-from rescue.engine.run_options import TaskOptions
+from rescue.engine.run_options import TaskOptionValues
 from rescue.engine.parts import Asking, Selection
 from rescue.tasks.base import Instance, Task
 from rescue.tasks.batching import BatchPlan, plan_batches
@@ -44,12 +44,12 @@ def names_preset(spec: str) -> bool:
     return bool(rest) and prefix in PRESETS
 
 
-def build_options(task_options: TaskOptions, task: Task) -> dict[str, Any]:
+def build_options(task_options: TaskOptionValues, task: Task) -> dict[str, Any]:
     """The ``--task-option`` values given for ``task``, as its ``build`` takes them."""
     return dict(task_options.get(task.name, {}))
 
 
-def values_used(asking: Asking, task_options: TaskOptions, tasks: dict[str, Task],
+def values_used(asking: Asking, task_options: TaskOptionValues, tasks: dict[str, Task],
                 instances: dict[str, list[Instance]], data_sha: str) -> dict[str, Any]:
     """What the run really used where its config says "default" (None): a report compares runs on these."""
     from rescue.tasks.spec import validate_options

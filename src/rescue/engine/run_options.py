@@ -37,8 +37,9 @@ SampleChoice = Literal["first", "stratified"]
 
 DEFAULT_SPLITS_FILE = Path(SPLITS_FILE)
 
-# --task-option's values: per task name, its build options by name (each task's options model checks them).
-TaskOptions = dict[str, dict[str, Any]]
+# --task-option's values: per task name, its build options by name, as given (JSON values; each task's options
+# model, rescue.tasks.spec.TaskOptions, checks them).
+TaskOptionValues = dict[str, dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,7 @@ class RunOptions:
         "--split", P_DATA, f"{SPLIT_HELP}; taken before --limit-samples.")] = None
     splits: Annotated[Optional[str], _opt(  # stored only with --split
         "--splits", P_DATA, f"{SPLITS_HELP}.", cli=Path, cli_default=DEFAULT_SPLITS_FILE)] = None
-    task_options: Annotated[TaskOptions, _opt(  # per task: its build options
+    task_options: Annotated[TaskOptionValues, _opt(  # per task: its build options
         "--task-option", P_DATA, f"{TASK_OPTION_HELP} or itp.itp_max_per_class=10; `rescue tasks --help` and "
         "docs/tasks.md list them.", cli=Optional[list[str]])] = {}
 
