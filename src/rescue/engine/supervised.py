@@ -42,6 +42,8 @@ FOLDS = 5
 MAX_ITER = 2000
 LAST_ROWS = 3
 _ITEMS_MARK = "Items:\n"
+_DECODER = json.JSONDecoder()
+_NOT_WORDS = frozenset(("row_index", "timestamp", "primary_speaker", "target"))
 _GROUPS = frozenset(GROUP_LABELS.values())
 
 
@@ -62,8 +64,11 @@ def _item(text: str) -> dict[str, Any] | None:
     start = text.rfind(_ITEMS_MARK)
     if start < 0:
         return None
-    try:
-        items, _ = json.JSONDecoder().raw_decode(text[start + len(_ITEMS_MARK):].lstrip())
+    at = start + len(_ITEMS_MARK)
+    while at < len(text) and text[at].isspace():
+        at += 1
+    try:  # decoded where it starts: a copy of the rest of an RPP prompt (every row before the turn) cost as much
+        items, _ = _DECODER.raw_decode(text, at)
     except ValueError:
         return None
     if isinstance(items, list) and items and isinstance(items[0], dict):
@@ -87,6 +92,20 @@ def _words(value: Any) -> list[str]:
     if isinstance(value, dict):
         return [w for v in value.values() for w in _words(v)]
     return []
+
+
+def _row_words(rows: list[dict[str, Any]]) -> list[str]:
+    """The texts of every field of ``rows`` but their index, time, speaker and targets, in order."""
+    words: list[str] = []
+    for row in rows:
+        for key, value in row.items():
+            if key in _NOT_WORDS:
+                continue
+            if type(value) is str:  # most fields: the dialogue, a tone
+                words.append(value)
+            elif value:
+                words.extend(_words(value))
+    return words
 
 
 @dataclass
@@ -131,10 +150,7 @@ def encode(instance: Instance, messages: list[dict[str, Any]]) -> Encoded:
     for back, row in enumerate(reversed(rows[-LAST_ROWS:]), start=1):
         tokens.append(f"last{back}speaker{_role(str(row.get('primary_speaker') or ''), people)}")
         tokens.extend(f"last{back}target{_role(str(t), people)}" for t in row.get("target") or [])
-    words = [w for row in rows for key, value in row.items()
-             if key not in ("row_index", "timestamp", "primary_speaker", "target") for w in _words(value)]
-    if item is None:  # a prompt of another shape: all of it
-        words = [text]
+    words = [text] if item is None else _row_words(rows)  # a prompt of another shape: all of it
     return Encoded([*words, *tokens], people)
 
 
