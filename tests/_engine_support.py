@@ -75,7 +75,7 @@ def start_slow_run(server, out):
                                 "--no-bertscore", "--concurrency", "1"],
                                env={**os.environ, "OPENAI_API_KEY": "k"}, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while server.request_count == 0:
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
         time.sleep(0.05)

@@ -206,7 +206,7 @@ def test_a_build_killed_while_chunks_are_in_flight_leaves_no_transcript_and_resu
             assert time.monotonic() < deadline, "the chunks never reached the server"
             time.sleep(0.05)
         process.send_signal(how)
-        _, err = process.communicate(timeout=60)
+        _, err = process.communicate(timeout=120)
         assert process.returncode in (-signal.SIGKILL, 128 + signal.SIGTERM, -signal.SIGTERM), err.decode()[-2000:]
         assert not list(out.rglob("*.srt")) and not list(out.rglob("*.chunks.json"))
         assert not [p for p in out.rglob(".*") if p.is_file() and p.name != ".rescue.lock"]

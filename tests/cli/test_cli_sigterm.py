@@ -39,12 +39,12 @@ def test_sigterm_mid_download_exits_143_and_leaves_no_partial_file(tmp_path):
         process = subprocess.Popen([sys.executable, "-m", "rescue", "data", "fetch", "--dest", str(dest), "--url",
                                     f"http://127.0.0.1:{server.server_address[1]}/release.jsonl"],
                                    env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while not (dest.exists() and any(dest.iterdir())):  # the temporary file is being written
             assert process.poll() is None and time.monotonic() < deadline, process.communicate()
             time.sleep(0.05)
         process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=60)
+        _, stderr = process.communicate(timeout=120)
     finally:
         _Trickle.stop.set()
         server.shutdown()

@@ -244,7 +244,7 @@ def test_ctrl_c_says_what_is_saved_and_the_rerun_resumes_from_the_cache(tmp_path
                 "--quiet", "--no-bertscore", "--concurrency", "2"]
         process = subprocess.Popen([sys.executable, "-m", "rescue", *args], env={**os.environ, "OPENAI_API_KEY": "k"},
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         saved = 0
         while saved < 4:
             assert process.poll() is None and time.monotonic() < deadline, process.communicate()
@@ -256,7 +256,7 @@ def test_ctrl_c_says_what_is_saved_and_the_rerun_resumes_from_the_cache(tmp_path
                 saved = 0
         process.send_signal(signal.SIGINT)
         release.set()  # mid-way when signalled; the requests it still holds may now end as the run stops
-        _, stderr = process.communicate(timeout=60)
+        _, stderr = process.communicate(timeout=120)
         assert process.returncode == 130, stderr
         assert "interrupted:" in stderr and "answer(s) of this run are saved" in stderr
         assert "rerun the same command to resume" in stderr and "Traceback" not in stderr

@@ -42,7 +42,7 @@ def _start(args: list[str]) -> subprocess.Popen[str]:
 
 
 def _wait_for(process: subprocess.Popen[str], ready) -> None:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while not ready():
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
         time.sleep(0.05)
@@ -64,7 +64,7 @@ def _signalled_run(tmp_path: Path, signals: list[int], check) -> None:
         _wait_for(process, lambda: _saved_answers(out) >= 4 and server.request_count >= 6)
         for signum in signals:  # back to back: the second comes while the run is stopping
             process.send_signal(signum)
-        stdout, stderr = process.communicate(timeout=60)
+        stdout, stderr = process.communicate(timeout=120)
         release.set()
         check(subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr), out)
         saved, before = _saved_answers(out), server.request_count
@@ -128,7 +128,7 @@ def test_sigterm_while_the_judge_grades_keeps_every_prediction(tmp_path):
         process = _start(_run_args(server, out, "--tasks", "er", "--data", str(data), "--judge", "j"))
         _wait_for(process, lambda: _saved_answers(out) >= len(instances) and server.request_count > len(instances))
         process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=60)
+        _, stderr = process.communicate(timeout=120)
         release.set()
     assert process.returncode == 143, stderr
     assert "terminated (SIGTERM)" in stderr and "Traceback" not in stderr

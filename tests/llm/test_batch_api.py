@@ -66,7 +66,7 @@ def test_a_killed_batch_run_resumes_polling_the_same_batch(tmp_path):
              "--limit-samples", "1", "--out", str(tmp_path / "run"), "--no-bertscore", "--batch", "--batch-poll",
              "0.05", "--quiet", "--prices", prices(tmp_path)], env=env, start_new_session=True)
         try:
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 120
             # batches.json names the run before anything is sent; wait for the batch itself in it.
             while not _recorded(tmp_path / "run" / "batches.json") and child.poll() is None:
                 assert time.monotonic() < deadline, "the batch was never recorded"

@@ -212,7 +212,7 @@ def test_a_run_killed_at_any_step_is_finished_by_a_rerun_without_a_second_batch(
         child = subprocess.Popen(_command(tmp_path, server), env=env, start_new_session=True,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 120
             while not ready(server, run):
                 assert child.poll() is None, child.stderr.read().decode() if child.stderr else ""
                 assert time.monotonic() < deadline, f"never reached: {step}"

@@ -121,7 +121,7 @@ def test_the_local_run_checks_hold_for_every_way_an_answer_can_end(tmp_path, end
     out = tmp_path / "run"
     with serve(script) as server:
         run(RunConfig(out=str(out), models=["local-like"], tasks=["itp"], base_url=server.base_url, quiet=True,
-                      bertscore=False, limit_samples=1, max_retries=0, timeout=5.0))
+                      bertscore=False, limit_samples=1, max_retries=0, timeout=30.0))  # no timeout from load
     _check_run_directory(out, "local-like")
     statuses = {json.loads(line)["status"] for line in (out / "predictions.jsonl").read_text().splitlines()}
     assert statuses - {"ok"}, statuses  # the ending was really met

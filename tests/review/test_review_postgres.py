@@ -58,7 +58,7 @@ def lab(tmp_path, postgres_url) -> Iterator[tuple[Path, str, list[str]]]:
                for port in ports]
     try:
         bases = [f"http://127.0.0.1:{port}" for port in ports]
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120  # both servers, on a machine that may be loaded
         for base, server in zip(bases, servers, strict=True):
             while True:
                 try:
@@ -73,7 +73,7 @@ def lab(tmp_path, postgres_url) -> Iterator[tuple[Path, str, list[str]]]:
         for server in servers:
             server.terminate()
         for server in servers:
-            server.communicate(timeout=20)
+            server.communicate(timeout=60)
 
 
 class Api:
