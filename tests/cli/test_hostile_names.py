@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import re
+import warnings
 
 import pytest
 from _cli import invoke_main
@@ -27,6 +28,7 @@ HOSTILE = [
     "../../etc/passwd",
     "m" * 150 + "$\\alpha$",
     "模型/日本語-モデル",
+    "\ue000private-use/" + "模型" * 40,  # a character no font has, in an id longer than any label shows
 ]
 
 
@@ -43,22 +45,27 @@ def report(tmp_path_factory):
                                  env={"OPENAI_API_KEY": "test"})
             assert result.exit_code == 0, (name, result.output)
             runs.append(str(out))
-    result = invoke_main(["report", *runs, "--out", str(root / "R"), "--bootstrap", "20", "--figures",
-                          "--figure-formats", "png,svg"])  # SVG keeps the ids as text: what these tests read
-    return root / "R", result
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = invoke_main(["report", *runs, "--out", str(root / "R"), "--bootstrap", "20", "--figures",
+                              "--figure-formats", "png,svg"])  # SVG keeps the ids as text: what these tests read
+    return root / "R", result, [str(w.message) for w in caught]
 
 
 @pytest.mark.slow
 def test_the_report_with_hostile_model_ids_is_made_with_its_figures(report):
-    folder, result = report
+    folder, result, caught = report
     assert result.exit_code == 0, result.output
     assert "Traceback" not in result.output and "ParseFatalException" not in result.output
     assert any((folder / "figures").glob("*.svg"))
+    # No glyph missing from the fonts (CJK ids use an installed fallback font or are escaped), and no layout
+    # collapsed by a long id.
+    assert caught == []
 
 
 @pytest.mark.slow
 def test_model_ids_are_literal_text_in_the_figures(report):
-    folder, _ = report
+    folder, _, _ = report
     svg = "".join(p.read_text(encoding="utf-8") for p in (folder / "figures").glob("*.svg"))
     for name in ("$\\textbf{x}$", "_starts_with_underscore"):
         shown = name.replace("&", "&amp;").replace("<", "&lt;")
@@ -67,7 +74,7 @@ def test_model_ids_are_literal_text_in_the_figures(report):
 
 @pytest.mark.slow
 def test_file_names_are_short_safe_and_say_whose_they_are(report):
-    folder, _ = report
+    folder, _, _ = report
     names = [p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()]
     for name in names:
         base = name.rsplit("/", 1)[-1]

@@ -84,3 +84,37 @@ def test_score_panels_list_only_systems_with_a_value(figures):
     svg = _svg(figures.metric_bars(board, [itp.id, stp.id]))
     assert svg.count(">itp-only<") == 1  # in the ITP panel, not as an empty row of the STP panel
     assert svg.count(">has-both<") == 2
+
+
+def test_figure_labels_escape_what_no_font_draws_and_shorten_long_ids(figures):
+    from matplotlib import font_manager
+
+    drawable = figures._drawable()
+    assert figures.label("\ue000x") == "\\ue000x"  # private use: no font has it
+    assert figures.label("a\nb\x00") == "a\\nb\\x00"  # control characters never reach the text engine
+    cjk = figures.label("模型")
+    assert cjk == ("模型" if {ord("模"), ord("型")} <= drawable else "\\u6a21\\u578b")
+    long = figures.label("org/" + "m" * 200 + "-v2")
+    assert len(long) == figures.LABEL_CHARS and long.startswith("org/m") and long.endswith("m-v2") and "…" in long
+    assert figures.label("_x") == "\u200b_x"  # a legend would drop a label starting with "_"
+    assert figures._families()[0] == "DejaVu Sans"
+    installed = {entry.name for entry in font_manager.fontManager.ttflist}
+    assert set(figures._families()) <= installed | {"DejaVu Sans"}  # only installed fallbacks: no lookup warning
+
+
+@pytest.mark.slow
+def test_hostile_labels_draw_without_warnings_and_the_axes_keep_their_size(figures):
+    import warnings
+
+    systems = ["模型/日本語-モデル", "\ue000" + "x" * 300, "$\\alpha$", "ok"]
+    rows = [[s, b, f"{b * 10}-{b * 10 + 10}%", 10, 5, 0.5, 0.1] for s in systems for b in range(2)]
+    frame = pd.DataFrame(rows, columns=["system", "bin", "position", "instances", "correct", "accuracy", "se"])
+    matrix = pd.DataFrame([[0.5, 0.5], [0.5, 0.5]], index=systems[:2], columns=systems[:2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a missing glyph or a collapsed layout fails here
+        curve = figures.position_curve(frame)
+        square = figures.heatmap(matrix, "t", percent=True)
+    for rendered in (curve, square):
+        width, height = int.from_bytes(rendered.png[16:20], "big"), int.from_bytes(rendered.png[20:24], "big")
+        assert width < 16 * figures.DPI and height < 10 * figures.DPI  # long ids are shortened, not drawn whole
+    assert "$\\alpha$" in curve.svg.decode("utf-8")

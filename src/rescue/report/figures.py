@@ -3,62 +3,233 @@
 matplotlib is the ``plot`` extra; :func:`rescue.report.build.plotting` imports this module only when figures
 are drawn, so the report's tables and page work without it.
 
-Each function returns :class:`Rendered` — PNG (150 dpi, inlined in the HTML) and, when asked, SVG and PDF (for
-papers), written beside each other under ``figures/``. A report draws the PNG only unless ``--figure-formats``
-asks for more: each format is a full drawing of the figure (SVG and PDF cost more than the PNG).
+Each function returns :class:`Rendered` — PNG (inlined in the HTML) and, when asked, SVG and PDF (for papers),
+written beside each other under ``figures/``. A report draws the PNG only unless ``--figure-formats`` asks for
+more: each format is a full drawing of the figure (SVG and PDF cost more than the PNG).
+
+What drawing costs is text: FreeType lays out every glyph of every label each time a label is measured. So a
+figure is laid out once, by :func:`_arrange`, with every axes a fixed size in inches and the figure grown around
+what its labels measure (no layout engine measuring it again at each save, and no axes squeezed to nothing by a
+long model id); measurements are shared by every figure of the process (:class:`_Renderer`); text from the
+data (model ids, labels, scenarios) is shortened and, where no installed font has a character, escaped
+(:func:`label`).
 """
 
 from __future__ import annotations
 
 import io
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from functools import lru_cache
+from typing import Any
 
 import matplotlib
 import numpy as np
 import pandas as pd
+from matplotlib import font_manager
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Patch
+from matplotlib.text import Text
 
 from rescue.report.html import FIGURE_FORMATS as FORMATS
 from rescue.report.html import Rendered
 from rescue.report.leaderboard import Leaderboard
 
-DPI = 150
+# The page shows a figure at most 1,000 px wide (report.html's CSS); a 9-inch figure at 120 dpi is about that
+# wide, and sharper than the page on an ordinary screen. Papers take the SVG or PDF.
+DPI = 120
+# Families tried, in order, for characters DejaVu Sans lacks (CJK model ids, labels in other scripts); only the
+# installed ones are used, so a machine without them gets no "font not found" warning, and escapes instead.
+FALLBACK_FAMILIES = ("Noto Sans CJK JP", "Noto Sans CJK SC", "Source Han Sans", "WenQuanYi Zen Hei",
+                     "WenQuanYi Micro Hei", "Droid Sans Fallback", "Hiragino Sans", "PingFang SC", "Microsoft YaHei",
+                     "Yu Gothic", "Malgun Gothic", "Arial Unicode MS")
+LABEL_CHARS = 40  # a model id or label longer than this is shown as its start, "…" and its end
+PAD = 0.1  # inches around the figure's content
+GAP = 0.35  # inches between two panels' decorations
+NOTE_WIDTH = 6.5  # inches a footnote's line may take, widening a narrow figure
+
+@lru_cache(maxsize=1)
+def _families() -> tuple[str, ...]:
+    installed = {entry.name for entry in font_manager.fontManager.ttflist}
+    return ("DejaVu Sans", *(name for name in FALLBACK_FAMILIES if name in installed))
+
+
 matplotlib.rcParams.update({"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 9,
                      "xtick.labelsize": 9, "ytick.labelsize": 9, "svg.hashsalt": "rescue", "pdf.compression": 6,
                      "svg.fonttype": "none",  # real text in the SVG: editable in a paper, searchable
                      # Model ids and labels are text, never markup: "$\\textbf{x}$" must not reach mathtext.
-                     "text.parse_math": False, "text.usetex": False})
+                     "text.parse_math": False, "text.usetex": False, "font.family": list(_families())})
 
 
-def _subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float], squeeze: bool = True,
-              layout: Literal["constrained"] = "constrained") -> tuple[Figure, Any]:
-    """A figure and its axes, made without pyplot: no backend, no window, no figure registry to close it from,
-    and pyplot's import (about a third of a second) is not paid."""
-    figure = Figure(figsize=figsize, layout=layout)
-    return figure, figure.subplots(nrows, ncols, squeeze=squeeze)
+@lru_cache(maxsize=1)
+def _drawable() -> frozenset[int]:
+    """Every character some font of :func:`_families` has (read once, on the first label that is not ASCII)."""
+    chars: set[int] = set()
+    for family in _families():
+        path = font_manager.findfont(FontProperties(family=family), fallback_to_default=False)
+        chars.update(font_manager.get_font(path).get_charmap())
+    return frozenset(chars)
 
 
-def _legend_label(name: object) -> str:
-    # matplotlib leaves a label starting with "_" out of the legend; a model id may well start with one.
-    text = str(name)
+def _char(ch: str) -> str:
+    if " " <= ch <= "~":
+        return ch
+    if ch.isprintable() and ord(ch) in _drawable():
+        return ch
+    return ch.encode("unicode_escape").decode("ascii")  # readable and distinct: "\u6a21", "\x00"
+
+
+def label(value: object, limit: int = LABEL_CHARS) -> str:
+    """Text from the data (a model id, a label, a scenario) as a figure shows it: each character no installed
+    font can draw, or that is not printable, as its escape; past ``limit`` characters, the start and the end
+    joined by "…" (the full text is in the report's tables and files.csv)."""
+    text = "".join(_char(ch) for ch in str(value))
+    if len(text) > limit:
+        tail = limit // 3
+        text = text[: limit - tail - 1] + "…" + text[-tail:]
+    # matplotlib leaves a legend label starting with "_" out of the legend; a model id may well start with one.
     return "\u200b" + text if text.startswith("_") else text
 
 
-def _render(figure: Figure, formats: Sequence[str] = FORMATS) -> Rendered:
-    """The figure as PNG and each other of ``formats`` (SVG, PDF); made without pyplot, it is freed with its
-    last reference."""
-    # Figures are made with the constrained layout: "tight" bounding boxes would draw each one twice per format.
+class _Renderer(RendererAgg):
+    """Agg's renderer, with text measurements shared by every figure of the process: the report's figures repeat
+    their tick labels, model ids and labels, and measuring a string is most of what drawing it costs."""
+
+    _measured: dict[tuple[str, FontProperties, object, float], tuple[float, float, float]] = {}
+
+    def get_text_width_height_descent(self, s: str, prop: FontProperties, ismath: Any) -> tuple[float, float, float]:
+        key = (s, prop, ismath, float(self.dpi))
+        size = self._measured.get(key)
+        if size is None:
+            if len(self._measured) > 20_000:  # a long-lived process drawing many reports stays bounded
+                self._measured.clear()
+            size = super().get_text_width_height_descent(s, prop, ismath)  # type: ignore[no-untyped-call]
+            self._measured[(s, prop.copy(), ismath, float(self.dpi))] = size
+        return size
+
+
+class _Canvas(FigureCanvasAgg):
+    """Agg's canvas drawing with :class:`_Renderer`."""
+
+    def get_renderer(self) -> RendererAgg:
+        width, height = self.get_width_height(physical=True)
+        current = getattr(self, "renderer", None)
+        if not isinstance(current, _Renderer) or (current.width, current.height, current.dpi) != (
+                width, height, self.figure.dpi):
+            # backend_agg ships no annotations
+            self.renderer = _Renderer(width, height, self.figure.dpi)  # type: ignore[no-untyped-call]
+        return self.renderer  # type: ignore[no-any-return]
+
+
+@dataclass
+class _Layout:
+    """The panels of a figure on a grid: each axes a fixed size in inches, the figure grown around them."""
+
+    figure: Figure
+    canvas: _Canvas
+    widths: list[float]  # inches of each column's axes
+    heights: list[float]  # inches of each row's axes
+    cells: list[tuple[Axes, int, int]]  # each axes with its row and column
+    gaps: list[float] | None = None  # inches before each column after the first (default GAP)
+
+    def add(self, row: int, col: int) -> Axes:
+        """A new axes in that cell."""
+        axes = self.figure.add_axes((0.0, 0.0, 0.1, 0.1))
+        self.cells.append((axes, row, col))
+        return axes
+
+
+def _layout(widths: Sequence[float], heights: Sequence[float], gaps: Sequence[float] | None = None) -> _Layout:
+    figure = Figure(figsize=(sum(widths) + 3.0 * len(widths) + 2.0, sum(heights) + len(heights) + 2.0), dpi=DPI)
+    return _Layout(figure, _Canvas(figure), list(widths), list(heights), [], list(gaps) if gaps else None)
+
+
+def _margins(layout: _Layout) -> tuple[list[float], list[float], list[float], list[float]]:
+    """Inches each column needs left and right of its axes, and each row above and below (tick labels, axis
+    labels, titles, outside legends), measured once with the axes at their final size."""
+    figure, inch = layout.figure, layout.figure.dpi
+    width, height = figure.get_size_inches()
+    for axes, row, col in layout.cells:  # provisional places, each axes at its final size
+        x = PAD + sum(layout.widths[:col]) + 3.0 * col
+        y = PAD + sum(layout.heights[: row + 1]) + 1.0 * row  # from the top to the axes' bottom
+        axes.set_position((x / width, 1.0 - y / height, layout.widths[col] / width, layout.heights[row] / height))
+    renderer = layout.canvas.get_renderer()
+    left, right = [0.0] * len(layout.widths), [0.0] * len(layout.widths)
+    top, bottom = [0.0] * len(layout.heights), [0.0] * len(layout.heights)
+    for axes, row, col in layout.cells:
+        tight, box = axes.get_tightbbox(renderer), axes.bbox
+        if tight is None:
+            continue
+        left[col] = max(left[col], (box.x0 - tight.x0) / inch)
+        right[col] = max(right[col], (tight.x1 - box.x1) / inch)
+        top[row] = max(top[row], (tight.y1 - box.y1) / inch)
+        bottom[row] = max(bottom[row], (box.y0 - tight.y0) / inch)
+    return left, right, top, bottom
+
+
+def _text_size(text: Text, renderer: RendererAgg) -> tuple[float, float]:
+    box = text.get_window_extent(renderer)
+    return box.width / renderer.dpi, box.height / renderer.dpi
+
+
+def _arrange(layout: _Layout, title: str = "", footnote: str = "") -> None:
+    """Places every axes of ``layout`` and sizes the figure to hold them, their labels and legends, a title
+    above all and a footnote below (wrapped to the figure's width): the axes keep their size whatever the labels
+    measure, so no layout can collapse them."""
+    figure = layout.figure
+    left, right, top, bottom = _margins(layout)
+    gaps = layout.gaps or [GAP] * len(layout.widths)
+    xs, x = [], PAD
+    for col, w in enumerate(layout.widths):
+        x += (gaps[col - 1] if col else 0.0) + left[col]
+        xs.append(x)
+        x += w + right[col]
+    width = x + PAD
+    renderer = layout.canvas.get_renderer()
+    heading = figure.text(0.5, 1.0, title, ha="center", va="top", fontsize=12) if title else None
+    title_w, title_h = _text_size(heading, renderer) if heading else (0.0, 0.0)
+    width = max(width, title_w + 2 * PAD)
+    note, note_h = None, 0.0
+    if footnote:
+        note = figure.text(0.0, 0.0, footnote, ha="left", va="bottom", fontsize=8, color="#444444")
+        line_w, _ = _text_size(note, renderer)
+        width = max(width, min(line_w, NOTE_WIDTH) + 2 * PAD)  # a narrow figure's note in a few long lines
+        per_line = max(20, int(len(footnote) * (width - 2 * PAD) / max(line_w, 1e-6)))
+        note.set_text(textwrap.fill(footnote, per_line))
+        note_h = _text_size(note, renderer)[1] + 0.1
+    ys, y = [], PAD + title_h + (0.08 if heading else 0.0)
+    for row, h in enumerate(layout.heights):
+        y += (GAP if row else 0.0) + top[row]
+        ys.append(y)
+        y += h + bottom[row]
+    height = y + note_h + PAD
+    figure.set_size_inches(width, height)
+    for axes, row, col in layout.cells:
+        axes.set_position((xs[col] / width, 1.0 - (ys[row] + layout.heights[row]) / height,
+                           layout.widths[col] / width, layout.heights[row] / height))
+    if heading is not None:
+        heading.set_position((0.5, 1.0 - PAD / height))
+    if note is not None:
+        note.set_position((PAD / width, PAD / height))
+
+
+def _render(layout: _Layout, formats: Sequence[str] = FORMATS) -> Rendered:
+    """The figure as PNG and each other of ``formats`` (SVG, PDF), each drawn once."""
     out = {}
-    for fmt in dict.fromkeys(["png", *formats]):
+    png = io.BytesIO()
+    layout.canvas.print_png(png)  # type: ignore[no-untyped-call]
+    out["png"] = png.getvalue()
+    for fmt in dict.fromkeys(formats):
+        if fmt == "png":
+            continue
         buffer = io.BytesIO()
         # Fixed metadata: the same report twice gives the same files.
-        metadata = {"Date": None} if fmt in ("svg", "pdf") else {}
-        if fmt == "pdf":
-            metadata = {"CreationDate": None, "ModDate": None}
-        figure.savefig(buffer, format=fmt, dpi=DPI, metadata=metadata or None)
+        metadata = {"Date": None} if fmt == "svg" else {"CreationDate": None, "ModDate": None}
+        layout.figure.savefig(buffer, format=fmt, metadata=metadata)
         out[fmt] = buffer.getvalue()
     return Rendered(out["png"], out.get("svg"), out.get("pdf"))
 
@@ -70,13 +241,14 @@ def heatmap(matrix: pd.DataFrame, title: str, *, percent: bool = False, footnote
     copied into a paper or a slide keeps what it needs to be read)."""
     values = matrix.to_numpy(dtype=float) * (100.0 if percent else 1.0)
     rows, cols = values.shape
-    figure, axes = _subplots(figsize=(max(6.0, 1.6 + 0.9 * cols), max(3.5, 1.4 + 0.6 * rows)), layout="constrained")
+    layout = _layout([max(3.0, 0.7 * cols), 0.2], [max(2.0, 0.55 * rows)], gaps=[0.15])
+    axes, bar_axes = layout.add(0, 0), layout.add(0, 1)
     top = 100.0 if percent else max(values.max() if values.size else 0.0, 1e-9)
     image = axes.imshow(values, cmap="Blues", vmin=0, vmax=top, aspect="auto")
-    axes.set_xticks(range(cols), [str(c) for c in matrix.columns], rotation=35, ha="right")
-    axes.set_yticks(range(rows), [str(i) for i in matrix.index])
-    axes.set_xlabel(str(matrix.columns.name or "next"))
-    axes.set_ylabel(str(matrix.index.name or "current"))
+    axes.set_xticks(range(cols), [label(c) for c in matrix.columns], rotation=35, ha="right")
+    axes.set_yticks(range(rows), [label(i) for i in matrix.index])
+    axes.set_xlabel(label(matrix.columns.name or "next"))
+    axes.set_ylabel(label(matrix.index.name or "current"))
     threshold = top / 2
     for i in range(rows):
         for j in range(cols):
@@ -84,11 +256,10 @@ def heatmap(matrix: pd.DataFrame, title: str, *, percent: bool = False, footnote
             axes.text(j, i, f"{value:.0f}", ha="center", va="center", fontsize=9,
                       color="white" if value > threshold else "black")
     axes.set_title(title)
-    bar = figure.colorbar(image, ax=axes, fraction=0.046, pad=0.04)
+    bar = layout.figure.colorbar(image, cax=bar_axes)
     bar.set_label("% of the row" if percent else "instances")
-    if footnote:
-        figure.text(0.01, 0.0, footnote, ha="left", va="top", fontsize=8, color="#444444", wrap=True)
-    return _render(figure, formats)
+    _arrange(layout, footnote=footnote)
+    return _render(layout, formats)
 
 
 def position_curve(frame: pd.DataFrame, title: str = "Accuracy by dialogue position", *,
@@ -96,13 +267,14 @@ def position_curve(frame: pd.DataFrame, title: str = "Accuracy by dialogue posit
     """Accuracy per position bin with a ±1 standard-error band, one line per system that has predictions for the task;
     each tick says how many instances fall in its bin."""
     frame = frame[frame.groupby("system")["instances"].transform("sum") > 0]
-    figure, axes = _subplots(figsize=(9.0, 4.2), layout="constrained")
+    layout = _layout([6.2], [3.0])
+    axes = layout.add(0, 0)
     for system, part in frame.groupby("system", sort=False):
         part = part.sort_values("bin")
         accuracy = part["accuracy"].astype(float).to_numpy() * 100
         se = part["se"].astype(float).to_numpy() * 100
         style = {"linewidth": 2.5, "color": "black"} if system == "all systems" else {"linewidth": 1.4}
-        line = axes.plot(part["bin"], accuracy, marker="o", label=_legend_label(system), **style)[0]
+        line = axes.plot(part["bin"], accuracy, marker="o", label=label(system), **style)[0]
         axes.fill_between(part["bin"], accuracy - se, accuracy + se, alpha=0.15, color=line.get_color())
     per_bin = frame.drop_duplicates("bin").sort_values("bin")
     # Instances per bin: every system is scored on the same instances, so one system's count is the bin's.
@@ -112,29 +284,53 @@ def position_curve(frame: pd.DataFrame, title: str = "Accuracy by dialogue posit
     axes.set_xlabel("position in the session (row index, normalised; n = instances per bin)")
     axes.set_ylabel("accuracy (%)")
     axes.set_ylim(0, 100)
-    axes.set_title(title)
+    axes.set_title(label(title, 120))
     axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1))
     axes.grid(alpha=0.3)
-    return _render(figure, formats)
+    _arrange(layout)
+    return _render(layout, formats)
 
 
 def stacked_shares(frame: pd.DataFrame, title: str, *, formats: Sequence[str] = FORMATS) -> Rendered:
     """Stacked bars of label shares per position bin (one scenario)."""
     table = frame.pivot_table(index="bin", columns="label", values="share", fill_value=0.0).sort_index()
     positions = frame.drop_duplicates("bin").set_index("bin")["position"].reindex(table.index)
-    figure, axes = _subplots(figsize=(9.0, 4.2), layout="constrained")
+    layout = _layout([6.2], [3.0])
+    axes = layout.add(0, 0)
     bottom = np.zeros(len(table))
     colours = matplotlib.colormaps["tab10"]
-    for k, label in enumerate(table.columns):
-        values = table[label].to_numpy() * 100
-        axes.bar(range(len(table)), values, bottom=bottom, label=_legend_label(label), color=colours(k % 10))
+    for k, name in enumerate(table.columns):
+        values = table[name].to_numpy() * 100
+        axes.bar(range(len(table)), values, bottom=bottom, label=label(name), color=colours(k % 10))
         bottom += values
-    axes.set_xticks(range(len(table)), list(positions), rotation=30)
+    axes.set_xticks(range(len(table)), [label(p) for p in positions], rotation=30)
     axes.set_xlabel("position in the session (row index, normalised)")
     axes.set_ylabel("share of gold labels (%)")
-    axes.set_title(title)
+    axes.set_title(label(title, 120))
     axes.legend(bbox_to_anchor=(1.01, 1), loc="upper left")
-    return _render(figure, formats)
+    _arrange(layout)
+    return _render(layout, formats)
+
+
+def _score_panel(axes: Axes, board: Leaderboard, column: Any, rows: Sequence[Any]) -> None:
+    # Only the systems with a value here: a baseline without this task (persist has no STP) gets no empty row.
+    shown = [r for r in rows if (c := r.cells.get(column.id)) is not None and c.value is not None
+             and not c.all_failed]
+    cells = [row.cells[column.id] for row in shown]
+    values = np.array([cell.value * column.scale for cell in cells], dtype=float)
+    axes.barh(range(len(shown)), values, color="#4C72B0")
+    with_ci = [k for k, cell in enumerate(cells) if cell.low is not None and cell.high is not None]
+    if with_ci:
+        low = np.array([cells[k].low for k in with_ci], dtype=float) * column.scale
+        high = np.array([cells[k].high for k in with_ci], dtype=float) * column.scale
+        axes.errorbar(values[with_ci], with_ci, xerr=[values[with_ci] - low, high - values[with_ci]], fmt="none",
+                      ecolor="black", capsize=3)
+    axes.set_yticks(range(len(shown)), [label(r.system) for r in shown])
+    axes.invert_yaxis()
+    axes.set_title(column.header + (" (%)" if column.scale == 100 else ""))
+    axes.grid(axis="x", alpha=0.3)
+    if column.scale == 100:
+        axes.set_xlim(0, 100)
 
 
 def metric_bars(board: Leaderboard, headers: Sequence[str], scope: str = "all", title: str = "", *,
@@ -143,34 +339,13 @@ def metric_bars(board: Leaderboard, headers: Sequence[str], scope: str = "all", 
     reference rows are left to the report's reproduction section)."""
     columns = [c for c in board.columns if c.id in headers]
     rows = [r for r in board.scope_rows(scope) if not r.published]
-    count = max(len(columns), 1)
-    ncols = 2 if count > 1 else 1
-    nrows = (count + ncols - 1) // ncols
-    height = max(2.2, 0.8 + 0.32 * len(rows))
-    figure, axes_grid = _subplots(nrows, ncols, figsize=(10.0, height * nrows), squeeze=False, layout="constrained")
-    for k, axes in enumerate(axes_grid.flat):
-        if k >= len(columns):
-            axes.set_visible(False)
-            continue
-        column = columns[k]
-        # Only the systems with a value here: a baseline without this task (persist has no STP) gets no empty row.
-        shown = [r for r in rows if (c := r.cells.get(column.id)) is not None and c.value is not None
-                 and not c.all_failed]
-        for y, row in enumerate(shown):
-            cell = row.cells[column.id]
-            value = cell.value * column.scale  # type: ignore[operator]
-            error = None
-            if cell.low is not None and cell.high is not None:
-                error = [[value - cell.low * column.scale], [cell.high * column.scale - value]]
-            axes.barh(y, value, xerr=error, capsize=3, color="#4C72B0")
-        axes.set_yticks(range(len(shown)), [r.system for r in shown])
-        axes.invert_yaxis()
-        axes.set_title(column.header + (" (%)" if column.scale == 100 else ""))
-        axes.grid(axis="x", alpha=0.3)
-        if column.scale == 100:
-            axes.set_xlim(0, 100)
-    figure.suptitle(title or f"Scores with {round(board.level * 100)}% bootstrap CIs ({scope})")
-    return _render(figure, formats)
+    ncols = 2 if len(columns) > 1 else 1
+    nrows = max((len(columns) + ncols - 1) // ncols, 1)
+    layout = _layout([3.4] * ncols, [max(1.0, 0.42 * len(rows))] * nrows)
+    for k, column in enumerate(columns):
+        _score_panel(layout.add(k // ncols, k % ncols), board, column, rows)
+    _arrange(layout, title=title or f"Scores with {round(board.level * 100)}% bootstrap CIs ({label(scope)})")
+    return _render(layout, formats)
 
 
 BASELINE_CAVEAT = ("baseline/*: not models. Their bars show the baseline's rule (uniform draws at random, majority "
@@ -183,24 +358,25 @@ def preference_bars(frame: pd.DataFrame, title: str, *, formats: Sequence[str] =
     converged = frame.groupby("system", sort=False)["converged"].all()
     kept = frame[frame["system"].map(converged)]
     table = kept.pivot_table(index="label", columns="system", values="strength", sort=False)
-    figure, axes = _subplots(figsize=(9.0, 4.2), layout="constrained")
+    layout = _layout([6.2], [3.0])
+    axes = layout.add(0, 0)
     width = 0.8 / max(len(table.columns), 1)
     for k, system in enumerate(table.columns):
-        axes.bar(np.arange(len(table)) + k * width, table[system].fillna(0).to_numpy(), width, label=_legend_label(system))
+        axes.bar(np.arange(len(table)) + k * width, table[system].fillna(0).to_numpy(), width, label=label(system))
     axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
     handles, labels = axes.get_legend_handles_labels()
     for system in converged[~converged].index:
         handles.append(Patch(facecolor="white", edgecolor="grey", hatch="//"))
-        labels.append(f"{system}: did not converge, omitted")
-    axes.set_xticks(np.arange(len(table)) + width * (len(table.columns) - 1) / 2, list(table.index), rotation=30,
-                    ha="right")
+        labels.append(f"{label(system)}: did not converge, omitted")
+    axes.set_xticks(np.arange(len(table)) + width * (len(table.columns) - 1) / 2, [label(i) for i in table.index],
+                    rotation=30, ha="right")
     axes.set_xlabel("predicted strategy (top-1) when the gold was another one")
     axes.set_ylabel("Bradley–Terry strength (1 = none)")
-    axes.set_title(title)
+    axes.set_title(label(title, 120))
     axes.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1))
-    if any(str(system).startswith("baseline/") for system in table.columns):
-        figure.text(0.01, 0.0, BASELINE_CAVEAT, ha="left", va="top", fontsize=8, color="#444444", wrap=True)
-    return _render(figure, formats)
+    baseline = any(str(system).startswith("baseline/") for system in table.columns)
+    _arrange(layout, footnote=BASELINE_CAVEAT if baseline else "")
+    return _render(layout, formats)
 
 
 @dataclass(frozen=True)
