@@ -1,5 +1,5 @@
 """What the benchmarks share: a release-sized dataset, the oracle test server in its own process, and
-timing of child processes (wall clock and peak memory, start-up included)."""
+timing of child processes (wall clock, CPU and their own peak memory, start-up included)."""
 
 from __future__ import annotations
 
@@ -87,23 +87,24 @@ class ChildRun:
 
 
 def run_child(command: list[str], env: dict[str, str] | None = None, check: bool = True) -> ChildRun:
-    """Run a process to completion: wall time from spawn to exit, and its peak resident memory.
+    """Run a process to completion: wall time from spawn to exit, its CPU and its own peak resident memory.
 
-    The child is reaped with ``wait4`` (not Popen.wait) to get the rusage of that one process: Linux
-    reports its ru_maxrss in KiB. Output goes to temporary files, which cannot fill up like pipes.
+    The command runs under ``_peak.py``, which forks it afresh and reaps it with ``wait4``: the rusage of
+    that one process (with any children it reaped), where ru_maxrss is its own peak rather than one carried
+    over from this benchmark's memory (see ``_peak.py``). Output goes to temporary files, which cannot fill
+    up like pipes.
     """
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        process = subprocess.Popen(command, stdout=out, stderr=err, env={**os.environ, **(env or {})}, cwd=REPO)
-        _, status, usage = os.wait4(process.pid, 0)
-        seconds = time.perf_counter() - start
-        process.returncode = os.waitstatus_to_exitcode(status)
+    launcher = [sys.executable, "-S", str(Path(__file__).with_name("_peak.py"))]
+    with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        report = Path(folder) / "rusage.json"
+        subprocess.run([*launcher, str(report), *command], stdout=out, stderr=err,
+                       env={**os.environ, **(env or {})}, cwd=REPO, check=True)
+        usage = json.loads(report.read_text(encoding="utf-8"))
         out.seek(0)
         err.seek(0)
         result = ChildRun(
-            seconds, usage.ru_maxrss / 1024, process.returncode,
-            out.read().decode(errors="replace"), err.read().decode(errors="replace"),
-            usage.ru_utime + usage.ru_stime,
+            usage["seconds"], usage["peak_rss_kib"] / 1024, usage["returncode"],
+            out.read().decode(errors="replace"), err.read().decode(errors="replace"), usage["cpu_s"],
         )
     if check and result.returncode != 0:
         raise SystemExit(

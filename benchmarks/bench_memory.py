@@ -1,7 +1,8 @@
 """(d) Peak memory of a full run: < 500 MB.
 
 A full run (release-sized data, all six tasks, the authors' batch sizes) against the scripted server, as
-a fresh process; its peak resident memory comes from the kernel (``wait4``'s ru_maxrss). Side by side,
+a fresh process; its own peak resident memory comes from the kernel (``wait4``'s ru_maxrss of a process
+forked afresh, see ``_peak.py``). Side by side,
 the peak of ``rescue --help`` — what the interpreter and rescue's imports cost before any work.
 BERTScore is on, as in ``rescue run``; ``--no-bertscore`` leaves its model out.
 Run: ``python benchmarks/bench_memory.py``.

@@ -49,3 +49,42 @@ def test_records_share_their_field_sets_until_one_is_assigned(demo_samples):
     assert first.__pydantic_fields_set__ is not second.__pydantic_fields_set__
     assert "reasoning" in first.model_dump(exclude_unset=True)
     assert second.model_dump(exclude_unset=True) == before and second.reasoning is None
+
+
+def test_loaded_models_share_short_strings_and_one_empty_extras_dict(demo_samples):
+    # A run holds every sample: the names and labels a release repeats are one object each, and the models
+    # without extra fields share one empty dict of them.
+    from rescue.data.models import _NoExtra
+
+    rows = [row for sample in demo_samples for row in sample.rows]
+    speakers = [row.primary_speaker for row in rows if row.primary_speaker == "Therapist"]
+    assert len(speakers) > 1 and len({id(s) for s in speakers}) == 1
+    cues = [cue for row in rows for cue in row.body_posture]
+    assert cues and len({id(m.__pydantic_extra__) for m in [*rows, *cues]}) == 1
+    assert all(type(m.__pydantic_extra__) is _NoExtra and m.__pydantic_extra__ == {} for m in [*rows, *cues])
+    long_text = [row.dialogue_cleaned for row in rows if len(row.dialogue_cleaned) > 200]
+    assert len({id(t) for t in long_text}) == len(long_text)  # the dialogue stays each row's own
+
+
+def test_an_extra_field_given_to_one_model_is_that_models_alone(demo_samples):
+    first, second = demo_samples[0].rows[:2]
+    assert first.__pydantic_extra__ is second.__pydantic_extra__
+    first.note = "extra"
+    assert first.note == "extra" and first.model_dump()["note"] == "extra"
+    assert second.__pydantic_extra__ == {} and "note" not in second.model_dump()
+    assert not hasattr(second, "note")
+    copied = second.model_copy(update={"other": 1})
+    assert copied.other == 1 and second.__pydantic_extra__ == {} and demo_samples[1].rows[0].__pydantic_extra__ == {}
+
+
+def test_a_compacted_sample_dumps_and_compares_as_read(tmp_path):
+    from rescue.data.reading import demo_path
+
+    line = next(text for text in demo_path().read_text(encoding="utf-8").splitlines() if text.strip())
+    path = tmp_path / "one.jsonl"
+    path.write_text(line + "\n", encoding="utf-8")
+    loaded = load_samples(path)[0]
+    fresh = Sample.model_validate(json.loads(line))
+    assert loaded.rows == fresh.rows
+    assert loaded.model_dump(exclude={"origin_file", "origin_line"}) == fresh.model_dump(
+        exclude={"origin_file", "origin_line"})

@@ -21,8 +21,10 @@ def load_samples(path: str | Path | None = None, *, strict: bool = True) -> list
     Raises DataError listing every error (file, line, sample, row, field) unless ``strict`` is False,
     in which case invalid samples are still reported but the valid ones are returned.
     """
-    records = list(iter_records(path))
-    report = validate_records(records)
+    # One record at a time: a record's parsed JSON is freed as soon as its sample is made, so the memory it
+    # held is reused by the next (holding every record first raised a run's peak by the size of the whole file's
+    # parsed JSON, which the allocator then kept).
+    report = validate_records(iter_records(path))
     if strict and report.errors:
         raise DataError(report.issues)
     return report.samples

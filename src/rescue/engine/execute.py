@@ -120,8 +120,11 @@ class Execution:
         records = await run_pair(self.run_models.models[spec], self.tasks[name], self.instances[name], self.asking,
                                  tracker, self.rows, self.shares.get(spec))
         pair = PairResult(spec, name, records)
-        if self.tasks[name].declaration.judge is not None and not self.batched:
+        judged = self.tasks[name].declaration.judge is not None
+        if judged and not self.batched:
             await self.judge(pair)
+        if not (judged and self.batched):  # done: packed while the other pairs are asked (PairResult.pack)
+            pair.pack()
         self.log.event("task_done", model=spec, task=name, instances=len(records), failures=tracker.failures,
                        retries=tracker.retries)
         return pair
@@ -133,8 +136,9 @@ class Execution:
             self.shares[spec] = chain_share([requests[n] for s, n in todo if s == spec], self.asking.concurrency)
 
     async def ask_all(self) -> list[PairResult]:
-        """Every pair asked (and graded); with ``--batch`` every request goes through the providers' batch APIs
-        first, and the online pass reads their answers from the cache and asks only what they could not answer."""
+        """Every pair asked (and graded), its records packed (:meth:`PairResult.pack`: the caller unpacks them);
+        with ``--batch`` every request goes through the providers' batch APIs first, and the online pass reads
+        their answers from the cache and asks only what they could not answer."""
         todo = self.todo()
         self._share(todo)
         if self.batched:
@@ -151,5 +155,7 @@ class Execution:
                                    self.out)
                 self.on_phase("asking")
             await asyncio.gather(*(self.judge(p) for p in graded))
+            for pair in graded:
+                pair.pack()
         self.on_phase("")
         return pairs

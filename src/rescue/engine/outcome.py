@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,32 @@ class PairResult:
     task: str
     records: list[PredictionRecord]
     judge_usage: list[JudgeUsage] = field(default_factory=list)
+    # The records while packed (pack): pickled, a thousand to a piece.
+    packed: list[bytes] | None = field(default=None, repr=False)
+
+    def pack(self) -> None:
+        """The records held as pickles until :meth:`unpack`, while the run's other pairs are asked: a run's
+        records as objects are about 1.5 KB each (200 MB at ten times the release), as pickles a fifth of that.
+        Pickle gives back every value exactly (what a JSON round trip would not promise: tuples, NaN), so
+        nothing written changes. Records that cannot be pickled (a model of your own answering with objects
+        pickle refuses) stay as they are."""
+        if self.packed is not None:
+            return
+        try:  # pieces keep the pickler's memo (an entry per object it writes) small
+            packed = [pickle.dumps(self.records[n:n + _PIECE], pickle.HIGHEST_PROTOCOL)
+                      for n in range(0, len(self.records), _PIECE)]
+        except (pickle.PicklingError, TypeError, AttributeError):
+            return
+        self.packed, self.records = packed, []
+
+    def unpack(self) -> None:
+        """The records as objects again (after :meth:`pack`)."""
+        if self.packed is not None:
+            self.records = [record for piece in self.packed for record in pickle.loads(piece)]
+            self.packed = None
+
+
+_PIECE = 1000
 
 
 @dataclass(repr=False)

@@ -59,6 +59,7 @@ from rescue.runs.folder import CACHE, LOG, RunDirError, lock_run, locked_message
 from rescue.runs.results import RESULTS, SCHEMA_VERSION, DataInfo, RunResults
 from rescue.tasks.base import PARSE_POLICIES, Instance, ParsePolicy, PredictionRecord, Task
 from rescue.tasks.batching import BatchPlan
+from rescue.tasks.render import RowCache
 
 if TYPE_CHECKING:
     from rescue.scoring.bertscore import BackboneDescription
@@ -85,7 +86,8 @@ class Runner:
         self.stopped_cleanly = False  # a signal stopped the asking and the results were written
         self.take_signals = False  # Ctrl-C and SIGTERM handled by the run (rescue.engine.stop): run() sets it
         self.signals: RunSignals | None = None
-        self.plans: dict[str, BatchPlan] = {}
+        self.plans: dict[str, BatchPlan] = {}  # while the run asks; then their summaries (batching)
+        self.batching: dict[str, dict[str, Any]] = {}
         self._stale: list[Path] = []  # leftover temporary files removed from the run directory
         self.used: dict[str, Any] = {}  # what the run really used where its config says "default"
         # A model of your own that lacks part of the protocol fails here, before any work.
@@ -203,6 +205,7 @@ class Runner:
         instances = {name: task.build(samples, **build_options(config.task_options, task))
                      for name, task in tasks.items()}
         self.used = values_used(config.part(Asking), config.task_options, tasks, instances, data_sha)
+        del samples  # held by the instances alone from here, which _run lets go once every pair is asked
         self._stale = []
         lock = self._lock()
         try:
@@ -255,6 +258,15 @@ class Runner:
             # Every answer is in: the results are written (without BERTScore) and say they are incomplete.
             return None, exc.note
 
+    def _let_go(self, execution: Execution) -> None:
+        """What only the asking needs let go before the records are unpacked: the instances, with them the
+        samples, and the encoded rows (at ten times the release 400 MB, which the records then reuse). The
+        instances' dict is emptied in place: every holder of it (the run, the execution) lets go at once."""
+        self.batching = {name: plan.summary() for name, plan in self.plans.items()}
+        self.plans = {}
+        execution.instances.clear()
+        execution.rows = RowCache()
+
     def _describe_baselines(self, models: dict[str, TaskModel]) -> None:
         # How a trained baseline answered (its folds and features) is part of what the run used.
         described: dict[str, dict[str, Any]] = {spec: getattr(m, "describe", dict)() for spec, m in models.items()}
@@ -288,6 +300,9 @@ class Runner:
                                       on_phase=self._phase, stopping=lambda: budget.stopped is not None)
                 pairs = await execution.ask_all()
                 self._describe_baselines(run_models.models)
+                self._let_go(execution)
+                for pair in pairs:
+                    pair.unpack()
                 bertscore, interrupted_note = await self._bertscore(pairs, display, log, cache, budget)
         except (KeyboardInterrupt, asyncio.CancelledError):
             interrupted = True
@@ -340,7 +355,7 @@ class Runner:
             "cost": {"total": None if total is None else round(total, 6), "spent_this_run": round(budget.spent, 6)},
             "models": block,
             # How each task's requests were formed (the same for every model), batches split against leaks counted.
-            "batching": {name: plan.summary() for name, plan in self.plans.items()},
+            "batching": self.batching,
         })
 
 

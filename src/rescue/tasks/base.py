@@ -55,7 +55,7 @@ class InstanceExtra(TypedDict, total=False):
     target_source: str  # SSP: the strategy field the support target was read from
 
 
-@dataclass
+@dataclass(slots=True)  # a run holds every instance (135,000 at ten times the release): no __dict__ each
 class Instance:
     """One thing to predict. ``instance_id`` never encodes the gold label."""
 
