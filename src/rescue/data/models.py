@@ -12,7 +12,6 @@ from typing import Any, Literal
 import json
 import sys
 import zlib
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 

@@ -58,7 +58,7 @@ from rescue.llm._types import require_model
 from rescue.runs.folder import CACHE, LOG, RunDirError, lock_run, locked_message, read_results, write_run
 from rescue.runs.results import RESULTS, SCHEMA_VERSION, DataInfo, RunResults
 from rescue.tasks.base import PARSE_POLICIES, Instance, ParsePolicy, PredictionRecord, Task
-from rescue.tasks.batching import BatchPlan
+from rescue.tasks.batching import BatchingSummary, BatchPlan
 from rescue.tasks.render import RowCache
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ class Runner:
         self.take_signals = False  # Ctrl-C and SIGTERM handled by the run (rescue.engine.stop): run() sets it
         self.signals: RunSignals | None = None
         self.plans: dict[str, BatchPlan] = {}  # while the run asks; then their summaries (batching)
-        self.batching: dict[str, dict[str, Any]] = {}
+        self.batching: dict[str, BatchingSummary] = {}
         self._stale: list[Path] = []  # leftover temporary files removed from the run directory
         self.used: dict[str, Any] = {}  # what the run really used where its config says "default"
         # A model of your own that lacks part of the protocol fails here, before any work.
