@@ -28,6 +28,7 @@ _.flip_rate
 # Keys of TypedDicts that code writes and the pages' JavaScript or a reader of the file reads (review answers and the
 # export's provenance: rescue.review.shapes; Instance.extra).
 _.my_status
+_.answer_kind
 _.discard_reasons
 _.draft_invalid
 _.acceptance_rate

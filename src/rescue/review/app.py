@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
@@ -17,6 +17,9 @@ from rescue.review.api.routes import agreement, export, login, media, pages, row
 from rescue.review.db import default_url, make_engine, session_factory
 from rescue.review.project import Project, is_benchmark, load_project
 from rescue.review.security import BodyLimit, LoginThrottle
+
+if TYPE_CHECKING:  # a benchmark project loads the tasks: only when one is served
+    from rescue.review.benchmark import Benchmark
 
 HERE = Path(__file__).parent
 
@@ -41,7 +44,7 @@ def create_app(project_dir: str | Path | Project, db_url: str | None = None) -> 
     return _app(project, db_url, [module.router for module in modules])
 
 
-def _app(project: Any, db_url: str | None, routers: list[APIRouter]) -> FastAPI:
+def _app(project: Project | Benchmark, db_url: str | None, routers: list[APIRouter]) -> FastAPI:
     """The app around ``routers``: database, login throttle, templates, static files, error answers, body limit
     and security headers (a verification project's and a benchmark project's alike)."""
     engine = make_engine(db_url or default_url(project.root))

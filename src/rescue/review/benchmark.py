@@ -25,6 +25,7 @@ from rescue.data.models import GROUP_LABELS, Sample
 from rescue.data.taxonomy import INTENSITY_SCALE
 from rescue.errors import ReviewError
 from rescue.review.project import BENCHMARK_FILE, DRAFT_FILE
+from rescue.review.shapes import BenchPage, Frame, FramesView, LabelDefinition
 from rescue.tasks import get_task
 from rescue.tasks.base import MODES, VIDEO_MODES, Instance, RenderOptions, Task
 
@@ -166,7 +167,7 @@ def _video_context(video: dict[str, Any], samples: list[Sample], cache: Path | N
     return VideoContext.locate(VideoOptions(**video), samples, cache)
 
 
-def _frames(bench: Benchmark, task: Task, instance: Instance) -> dict[str, Any] | None:
+def _frames(bench: Benchmark, task: Task, instance: Instance) -> FramesView | None:
     """The media the instance's prompt carries: its note and each frame (caption, data URL), nothing later."""
     if bench.video is None:
         return None
@@ -174,7 +175,8 @@ def _frames(bench: Benchmark, task: Task, instance: Instance) -> dict[str, Any] 
 
     parts = bench.video.media_parts(task, instance, None)
     note = parts[0].text if parts and isinstance(parts[0], TextPart) else ""
-    frames, caption = [], ""
+    frames: list[Frame] = []
+    caption = ""
     for part in parts[1:]:
         if isinstance(part, TextPart):
             caption = part.text.strip("[]")
@@ -202,10 +204,10 @@ def _split_prompt(text: str) -> tuple[str, dict[str, Any]]:
     raise ReviewError("the task's prompt holds no single item to show")
 
 
-def _definitions(instructions: str, labels: list[str]) -> list[dict[str, str]]:
+def _definitions(instructions: str, labels: list[str]) -> list[LabelDefinition]:
     """Each label of the closed set with its definition as the prompt states it (the ``- label: ...`` line and
     its indented 'Use when' lines)."""
-    shown = []
+    shown: list[LabelDefinition] = []
     lines = instructions.splitlines()
     for label in labels:
         text = ""
@@ -228,7 +230,7 @@ def _people(instance: Instance) -> list[str]:
     return [*sample.participants, GROUP_LABELS.get(sample.scenario, "Couple")]
 
 
-def page(bench: Benchmark, task_name: str, number: int) -> dict[str, Any]:
+def page(bench: Benchmark, task_name: str, number: int) -> BenchPage:
     """What the page of one instance shows: made from the instance's prompt only (never from its sample)."""
     task, instance = get_task(task_name), bench.instance(task_name, number)
     instructions, item = _split_prompt(prompt_text(task, instance, bench.mode))

@@ -11,6 +11,7 @@ A person reads and writes only the instances assigned to them and only their own
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from rescue.errors import Conflict, ReviewError
 from rescue.review import benchmark_store as store
 from rescue.review.api.deps import Body, CurrentUser, Db, PageUser
 from rescue.review.api.routes import login, users
-from rescue.review.api.routes.pages import admin_page, login_page
+from rescue.review.api.routes.pages import admin_page, login_page, render
 from rescue.review.benchmark import Benchmark, load_benchmark, page
 from rescue.review.shapes import BenchQueueEntry
 
@@ -30,11 +31,6 @@ router = APIRouter()
 
 def _bench(request: Request) -> Benchmark:
     return request.app.state.project  # type: ignore[no-any-return]
-
-
-def _render(request: Request, name: str, actor: Any, **context: Any) -> HTMLResponse:
-    templates = request.app.state.templates
-    return templates.TemplateResponse(request, name, {"actor": actor, **context})  # type: ignore[no-any-return]
 
 
 def _mine(db: Db, request: Request, user: str, task: str, number: int) -> None:
@@ -52,7 +48,7 @@ def home(request: Request, actor: PageUser, db: Db) -> HTMLResponse:
     bench = _bench(request)
     mine = store.queue(db, actor.name)
     first = next((q for q in mine if not q["answered"]), None)
-    return _render(request, "bench_home.html", actor, queue=mine, first=first, tasks=bench.tasks,
+    return render(request, "bench_home.html", actor, queue=mine, first=first, tasks=bench.tasks,
                    progress=store.progress(db) if actor.at_least("admin") else None,
                    counts={t: len(v) for t, v in bench.instances.items()})
 
@@ -61,7 +57,7 @@ def home(request: Request, actor: PageUser, db: Db) -> HTMLResponse:
 def take(request: Request, actor: PageUser, db: Db, task: str, number: int) -> HTMLResponse:
     """The page of one instance of the person's queue."""
     _mine(db, request, actor.name, task, number)
-    return _render(request, "bench_item.html", actor, task=task, number=number)
+    return render(request, "bench_item.html", actor, task=task, number=number)
 
 
 def _link(entry: BenchQueueEntry | None) -> str | None:
@@ -112,7 +108,8 @@ def answer(request: Request, actor: CurrentUser, db: Db, task: str, number: int,
     return {"version": version}
 
 
-def create_benchmark_app(root: str | Path, db_url: str | None, setup: Any) -> FastAPI:
+def create_benchmark_app(root: str | Path, db_url: str | None,
+                         setup: Callable[[Benchmark, str | None, list[APIRouter]], FastAPI]) -> FastAPI:
     """The benchmark app for the project folder ``root``; ``setup(app, project, db_url)`` is the review app's own
     set-up (engine, login routes, static files, error answers, body limit, security headers)."""
     bench = load_benchmark(root)

@@ -9,10 +9,13 @@ import secrets
 import threading
 import time
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
+
+if TYPE_CHECKING:  # the ASGI types, for annotations only
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 SESSION_COOKIE = "rescue_session"
 CSRF_HEADER = "X-CSRF-Token"
@@ -155,10 +158,10 @@ class BodyLimit:
     Content-Length) or as soon as it passes the limit (a chunked body): before the login check, the CSRF
     check and the route, so neither an anonymous client nor a logged-in one can make the server hold it."""
 
-    def __init__(self, app: Any):
+    def __init__(self, app: ASGIApp):
         self.app = app
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -183,18 +186,17 @@ class BodyLimit:
         body = b"".join(chunks)
         replayed = False
 
-        async def replay() -> dict[str, Any]:
+        async def replay() -> Message:
             nonlocal replayed
             if not replayed:
                 replayed = True
                 return {"type": "http.request", "body": body, "more_body": False}
-            message: dict[str, Any] = await receive()
-            return message  # after the body: a disconnect, when it comes
+            return await receive()  # after the body: a disconnect, when it comes
 
         await self.app(scope, replay, send)
 
 
-async def _too_large(send: Any, limit: int) -> None:
+async def _too_large(send: Send, limit: int) -> None:
     import json
 
     body = json.dumps({"detail": f"the request body is larger than this route accepts ({limit:,} bytes)"}).encode()

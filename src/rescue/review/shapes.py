@@ -393,3 +393,45 @@ class SegmentPayload(TypedDict):
     fields: list[FieldView]
     rules: list[dict[str, Any]]  # the rulebook (rescue.data.rules.RULES) as JSON
     discard_reasons: dict[str, str]
+
+
+class LabelDefinition(TypedDict):
+    """A label of an instance's closed set with its definition as the prompt states it."""
+
+    label: str
+    definition: str
+
+
+class Frame(TypedDict):
+    """A video frame an instance's prompt carries: its caption and its data URL."""
+
+    caption: str
+    src: str
+
+
+class FramesView(TypedDict):
+    """The media an instance's prompt carries, as the page shows them: the note and each frame."""
+
+    note: str
+    frames: list[Frame]
+
+
+class BenchPage(TypedDict):
+    """What the page of one benchmark instance shows (:func:`rescue.review.benchmark.page`): made from the
+    instance's prompt only, never from its sample."""
+
+    task: str
+    title: str
+    number: int
+    total: int
+    answer_kind: str
+    rank: int
+    labels: list[LabelDefinition]
+    intensity: list[int]
+    people: list[str]
+    speaker: object  # as the prompt's row holds it
+    instructions: str
+    context: list[dict[str, Any]]  # the prompt's prior rows, as it encodes them
+    current: dict[str, Any] | None  # the prompt's row of the instance itself
+    given: dict[str, str | int]  # the prompt item's other plain values (support_target ...)
+    media: FramesView | None

@@ -15,7 +15,6 @@ import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session
@@ -25,7 +24,7 @@ from rescue.review.models import AuditEntry, now
 write_lock = threading.Lock()
 
 
-def dump(value: Any) -> str:
+def dump(value: object) -> str:
     """A value as stored and compared: one spelling per value (sorted keys), so equal values are equal text."""
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
@@ -57,7 +56,7 @@ def writing(db: Session, scope: str | None) -> Iterator[None]:
 
 
 def audit(db: Session, user: str, action: str, segment_id: str = "", copy: str = "", row_index: int | None = None,
-          field: str = "", old: Any = None, new: Any = None) -> None:
+          field: str = "", old: object = None, new: object = None) -> None:
     """One audit entry, added to the open transaction: it is written with the change it records, or not at all."""
     db.add(AuditEntry(at=now(), user=user, action=action, segment_id=segment_id, copy=copy, row_index=row_index,
                       field=field, old_json=dump(old), new_json=dump(new)))

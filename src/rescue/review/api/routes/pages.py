@@ -10,7 +10,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy import select
 
-from rescue.review.api.deps import Db, PageUser, ProjectDep, get_segment, has_assignments, require_queue
+from rescue.review.api.deps import Actor, Db, PageUser, ProjectDep, get_segment, has_assignments, require_queue
 from rescue.review.crud import assignments, list_users
 from rescue.review.guidelines import load_guidelines
 from rescue.review.models import FINAL, ROLES, User
@@ -20,8 +20,8 @@ from rescue.review.queue import SORT_KEYS, STATUS_ORDER, QueueQuery, narrow, que
 router = APIRouter(include_in_schema=False)
 
 
-def render(request: Request, name: str, actor: Any, **context: Any) -> HTMLResponse:
-    """A page from its template, with the actor."""
+def render(request: Request, name: str, actor: Actor | None, **context: Any) -> HTMLResponse:
+    """A page from its template, with the actor (None: nobody is logged in)."""
     templates = request.app.state.templates
     return templates.TemplateResponse(request, name, {"actor": actor, **context})  # type: ignore[no-any-return]
 

@@ -6,6 +6,7 @@ whole segment as it now stands, since every row after the cut moved."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, HTTPException
@@ -116,7 +117,7 @@ class TakeBody(CutBase):
 
 
 def _cut(db: Db, project: ProjectDep, actor: CurrentUser, segment: Segment, copy: str | None,
-         run: Any) -> dict[str, Any] | JSONResponse:
+         run: Callable[[str, list[str]], tuple[int, int]]) -> dict[str, Any] | JSONResponse:
     target = resolve_copy(db, actor, segment.sample_id, copy, write=True)
     try:
         layout, row_index = run(target, segment_assignees(db, segment.sample_id))

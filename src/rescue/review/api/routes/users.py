@@ -43,7 +43,7 @@ def list_users(actor: Adjudicator, db: Db) -> list[UserView]:
     return crud.list_users(db)
 
 
-def _account_write(write: Callable[[], None]) -> dict[str, Any]:
+def _account_write(write: Callable[[], None]) -> dict[str, bool]:
     try:
         write()
     except ReviewError as exc:
