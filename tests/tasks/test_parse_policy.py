@@ -112,3 +112,20 @@ def test_parse_option_is_checked(tmp_path):
 
     result = CliRunner().invoke(app, ["run", "--out", str(tmp_path / "r"), "--parse", "loose", "-q"])
     assert "--parse 'loose'" in str(result.exception) and not (tmp_path / "r").exists()
+
+
+def test_lenient_notes_are_typed_and_a_note_rescue_does_not_know_is_kept():
+    from rescue.tasks.base import PredictionRecord
+
+    record = make_record(get_task("rpp"), "m", _first("rpp"), get_task("rpp").parse(
+        _answer(_first("rpp"), "relation_top3", ["Pursue-Distance", "not a label"]), [_first("rpp")], "lenient")[
+        _first("rpp").instance_id])
+    assert record.lenient == {"dropped": ["not a label"]}
+    line = json.loads(record.model_dump_json())
+    # A predictions.jsonl note of another version (or a plug-in's) is read back whole, never dropped silently.
+    line["lenient"] = {"dropped": ["x"], "read_from_prose": "yes", "guessed": True}
+    again = PredictionRecord.model_validate_json(json.dumps(line))
+    assert json.loads(again.model_dump_json())["lenient"] == line["lenient"]
+    line["lenient"] = {"dropped": "not a list"}
+    with pytest.raises(ValueError, match="dropped"):
+        PredictionRecord.model_validate_json(json.dumps(line))

@@ -25,7 +25,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, TypedDict, get_args, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_validator, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    with_config,
+)
+from typing_extensions import TypedDict as ModelTypedDict  # pydantic reads a TypedDict from here before 3.12
 
 from rescue.data.choices import MODES as MODES, PARSE_POLICIES as PARSE_POLICIES
 from rescue.data.choices import Mode as Mode, ParsePolicy as ParsePolicy
@@ -98,6 +107,15 @@ class RenderOptions:
     rows: RowCache | None = field(default=None, compare=False, repr=False)
 
 
+@with_config(ConfigDict(extra="allow"))  # a note rescue does not know is kept, never dropped on reading
+class LenientNotes(ModelTypedDict, total=False):
+    """What ``--parse lenient`` let through to read an answer (``Prediction.lenient``, ``PredictionRecord.lenient``);
+    a task's reader writes it into the notes it is given."""
+
+    dropped: list[str]  # labels a ranking named that are not in the task's set (rescue.tasks.ranking)
+    read_from_prose: str  # the prose a yes/no was read from, cut to 200 characters (rescue.tasks.itp)
+
+
 @dataclass
 class Prediction:
     """The parsed answer for one instance. ``value`` is None unless ``status`` is "ok".
@@ -111,8 +129,7 @@ class Prediction:
     value: Any = None
     raw: str | None = None
     error: str = ""
-    # What lenient parsing did to get ``value``: {"dropped": [labels]} or {"read_from_prose": text}.
-    lenient: dict[str, Any] | None = None
+    lenient: LenientNotes | None = None  # what lenient parsing did to get ``value``
     reasoning: str | None = None  # a thinking model's reasoning, apart from its answer (None: none or not kept)
 
 
@@ -175,7 +192,7 @@ class PredictionRecord(SharedFieldSets):
     error: str = ""
     scores: dict[str, float | None] = Field(default_factory=dict)
     judge: JudgeResults | None = None  # ER/VP: judge ratings and notes, per judge model
-    lenient: dict[str, Any] | None = None  # --parse lenient: what was dropped or read from prose (None: nothing)
+    lenient: LenientNotes | None = None  # --parse lenient: what was dropped or read from prose (None: nothing)
     # A thinking model's reasoning (--no-store-reasoning: not kept). Left out of the JSON when None, so records
     # of models that do not think are written byte for byte as before.
     reasoning: str | None = None

@@ -9,7 +9,7 @@ from typing import Any
 
 from rescue.data.models import Sample
 from rescue.tasks import prompts
-from rescue.tasks.base import DeclaredTask, Instance, ParsePolicy, Prediction, RenderOptions
+from rescue.tasks.base import DeclaredTask, Instance, LenientNotes, ParsePolicy, Prediction, RenderOptions
 from rescue.tasks.parsing import Matching, first_present, local_id, parse_answer
 from rescue.tasks.render import EncodedRows
 
@@ -39,7 +39,7 @@ class ClosedTask(DeclaredTask):
         """One item's record: its id and what the prompt shows of it."""
         raise NotImplementedError
 
-    def read(self, value: Any, instance: Instance, notes: dict[str, Any] | None) -> Any:
+    def read(self, value: Any, instance: Instance, notes: LenientNotes | None) -> Any:
         """The prediction value an item's answer means; AnswerError when it means none."""
         raise NotImplementedError
 
@@ -57,7 +57,7 @@ class ClosedTask(DeclaredTask):
         """Each instance's label or ranking read from the answer, under ``policy``."""
         keys = self.value_keys()
 
-        def read(item: dict[str, Any], instance: Instance, notes: dict[str, Any] | None) -> Any:
+        def read(item: dict[str, Any], instance: Instance, notes: LenientNotes | None) -> Any:
             return self.read(first_present(item, keys), instance, notes)
 
         return parse_answer(raw, batch, keys, read, policy, MATCHING)

@@ -20,6 +20,7 @@ from rescue.metrics.intensity import INTENSITY_SCORE_FLOOR, intensity_score
 from rescue.tasks import generative as gen
 from rescue.tasks import prompts
 from rescue.tasks.base import (
+    LenientNotes,
     DeclaredTask,
     Instance,
     ParsePolicy,
@@ -275,7 +276,7 @@ class EmotionRecognition(DeclaredTask):
         return result
 
 
-def _normalise(item: dict[str, Any], instance: Instance, notes: dict[str, Any] | None) -> dict[str, Any]:
+def _normalise(item: dict[str, Any], instance: Instance, notes: LenientNotes | None) -> dict[str, Any]:
     emotion = first_text(item, EMOTION_KEYS)
     if not emotion:
         raise AnswerError(f"no emotion (expected a non-empty {EMOTION_KEYS[0]!r})")

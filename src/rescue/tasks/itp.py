@@ -14,6 +14,7 @@ from rescue.data.models import Sample
 from rescue.metrics.classification import binary_scores
 from rescue.tasks import prompts
 from rescue.tasks.base import (
+    LenientNotes,
     Instance,
     ParsePolicy,
     Prediction,
@@ -144,7 +145,7 @@ class InterventionTimingTask(ClosedTask):
             _SCHEMA,
         ]
 
-    def read(self, value: Any, instance: Instance, notes: dict[str, Any] | None) -> str:
+    def read(self, value: Any, instance: Instance, notes: LenientNotes | None) -> str:
         return _read_yes_no(value, instance, notes)
 
     def parse(self, raw: str, batch: list[Instance], policy: ParsePolicy = "strict") -> dict[str, Prediction]:
@@ -193,7 +194,7 @@ def lenient_differences(records: list[PredictionRecord]) -> list[str]:
     return ["lenient differs from the authors' ITP reading here: " + "; ".join(parts)] if parts else []
 
 
-def _read_yes_no(value: Any, instance: Instance, notes: dict[str, Any] | None) -> str:
+def _read_yes_no(value: Any, instance: Instance, notes: LenientNotes | None) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, (int, float)) and value in (0, 1):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rescue.data.answer_json import UnreadableJSON, find_json, unfence
-from rescue.tasks.base import Instance, Prediction
+from rescue.tasks.base import Instance, LenientNotes, Prediction
 from rescue.errors import AnswerError as AnswerError
 
 
@@ -276,7 +276,7 @@ def match_answer(payload: dict[str, Any], items: list[dict[str, Any]], batch: li
     return matched
 
 
-Reader = Callable[[dict[str, Any], Instance, "dict[str, Any] | None"], Any]
+Reader = Callable[[dict[str, Any], Instance, "LenientNotes | None"], Any]
 
 
 def parse_answer(
@@ -307,7 +307,7 @@ def parse_answer(
             predictions[instance.instance_id] = Prediction(instance.instance_id, "missing", raw=raw,
                                                            error=f"no answer for id {local!r}")
             continue
-        notes: dict[str, Any] | None = {} if policy == "lenient" else None
+        notes: LenientNotes | None = {} if policy == "lenient" else None
         try:
             value = read(item, instance, notes)
         except AnswerError as exc:

@@ -12,7 +12,7 @@ from rescue.data.models import Sample
 from rescue.data.taxonomy import Label, label_block
 from rescue.metrics.ranking import gold_rank, hit_at_k, ranking_scores, reciprocal_rank
 from rescue.tasks import prompts
-from rescue.tasks.base import Instance, PredictionRecord, lenient_counts
+from rescue.tasks.base import Instance, LenientNotes, PredictionRecord, lenient_counts
 from rescue.tasks.closed import ClosedTask
 from rescue.tasks.parsing import local_id, normalize_ranking
 from rescue.tasks.render import EncodedRows
@@ -86,7 +86,7 @@ class RankingTask(ClosedTask):
             _schema(self.answer_key),
         ]
 
-    def read(self, value: Any, instance: Instance, notes: dict[str, Any] | None) -> list[str]:
+    def read(self, value: Any, instance: Instance, notes: LenientNotes | None) -> list[str]:
         dropped: list[str] | None = None if notes is None else []
         ranking = normalize_ranking(value, instance.labels, self.instance_synonyms(instance), k=TOP_K, dropped=dropped)
         if dropped and notes is not None:

@@ -20,6 +20,7 @@ from rescue.data.models import GROUP_LABELS, Row, Sample
 from rescue.tasks import generative as gen
 from rescue.tasks import prompts
 from rescue.tasks.base import (
+    LenientNotes,
     DeclaredTask,
     Instance,
     ParsePolicy,
@@ -319,7 +320,7 @@ def pair_recall(gold: list[dict[str, Any]], predicted: list[dict[str, Any]]) -> 
     return len(wanted & {_pair(v) for v in predicted}) / len(wanted)
 
 
-def _normalise(item: dict[str, Any], instance: Instance, notes: dict[str, Any] | None) -> list[dict[str, str]]:
+def _normalise(item: dict[str, Any], instance: Instance, notes: LenientNotes | None) -> list[dict[str, str]]:
     views = next((item[key] for key in VIEWPOINT_LIST_KEYS if key in item), None)
     if views is None and "target" in item:
         views = [item]  # one flat viewpoint instead of a list
