@@ -33,7 +33,7 @@ def run_config(tmp_path: Path, server: Any, out: str = "run", **overrides: Any) 
     """A --batch run of model ``m`` on one sample's ITP instances against ``server``."""
     options: dict[str, Any] = dict(
         out=str(tmp_path / out), models=["m"], tasks=["itp"], base_url=server.base_url, quiet=True, bertscore=False,
-        limit_samples=1, batch=True, batch_poll=0.01, prices=prices(tmp_path), max_retries=1, timeout=5.0)
+        limit_samples=1, batch=True, batch_poll=0.01, prices=prices(tmp_path), max_retries=1, timeout=30.0)
     options.update(overrides)
     return RunConfig(**options)
 
@@ -53,7 +53,7 @@ def answer_of(body: dict[str, Any]) -> Reply:
     return Reply.text("answer " + message_text(body).split()[-1])
 
 
-def batch_model(server: Any, tmp_path: Path, name: str = "test/model", timeout: float = 5.0) -> ReliableModel:
+def batch_model(server: Any, tmp_path: Path, name: str = "test/model", timeout: float = 30.0) -> ReliableModel:
     endpoint = Endpoint(name, "test-model", server.base_url, None)
     return ReliableModel(OpenAIModel(endpoint, GenerationSettings(timeout=timeout)),
                          cache=ResponseCache(tmp_path / "cache.sqlite"), log=RunLog(tmp_path / "run.log"))

@@ -30,7 +30,7 @@ def _request(n: int = 0) -> ChatRequest:
     return ChatRequest(messages=[{"role": "user", "content": f"question {n}"}], max_tokens=20, ids=(f"item{n}",))
 
 
-def _reliable(server, tmp_path, *, key: str | None = None, timeout: float = 5.0, max_answer_bytes: int | None = None,
+def _reliable(server, tmp_path, *, key: str | None = None, timeout: float = 30.0, max_answer_bytes: int | None = None,
               **options) -> ReliableModel:
     endpoint = Endpoint("test/model", "test-model", server.base_url, None, key or "EMPTY")
     settings = GenerationSettings(timeout=timeout, **({} if max_answer_bytes is None else

@@ -24,7 +24,7 @@ def _request(n: int = 0) -> ChatRequest:
 
 def _reliable(server, tmp_path, **options) -> ReliableModel:
     endpoint = Endpoint("test/model", "test-model", server.base_url, None)
-    inner = OpenAIModel(endpoint, GenerationSettings(timeout=options.pop("timeout", 5.0)))
+    inner = OpenAIModel(endpoint, GenerationSettings(timeout=options.pop("timeout", 30.0)))
     options.setdefault("cache", ResponseCache(tmp_path / "cache.sqlite"))
     options.setdefault("limiter", AdaptiveLimiter(options.pop("concurrency", 4)))
     options.setdefault("backoff_base", 0.01)

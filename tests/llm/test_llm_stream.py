@@ -21,7 +21,7 @@ def _request(n: int = 0, max_tokens: int = 20) -> ChatRequest:
                        ids=(f"item{n}",))
 
 
-def _reliable(server, tmp_path, *, stream: bool, timeout: float = 5.0, key: str = "EMPTY", store_reasoning=True,
+def _reliable(server, tmp_path, *, stream: bool, timeout: float = 30.0, key: str = "EMPTY", store_reasoning=True,
               max_answer_bytes: int | None = None, **options) -> ReliableModel:
     endpoint = Endpoint("test/model", "test-model", server.base_url, None, key)
     extra = {} if max_answer_bytes is None else {"max_answer_bytes": max_answer_bytes}

@@ -24,7 +24,7 @@ def sdk(server, **kwargs) -> openai.OpenAI:
     return openai.OpenAI(base_url=server.base_url, api_key="test-key", **kwargs)
 
 
-def post(server, messages=USER, timeout: float = 5.0) -> httpx.Response:
+def post(server, messages=USER, timeout: float = 30.0) -> httpx.Response:
     return httpx.post(f"{server.base_url}/chat/completions", json={"model": "m", "messages": messages}, timeout=timeout)
 
 
