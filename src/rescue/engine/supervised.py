@@ -24,6 +24,7 @@ set's order. ``docs/baselines.md`` gives the full definition.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -257,6 +258,15 @@ def _fit_fold(documents: _Documents, train: list[int], labels: list[str], test: 
     return model.classes, model.probabilities(features[1]).tolist()
 
 
+@functools.cache
+def _blas() -> Any:
+    """The BLAS libraries' thread pools, found once per process (5 ms a look; SciPy's own BLAS loaded first)."""
+    import scipy.linalg.blas  # noqa: F401  # loads SciPy's BLAS, so that the controller sees it
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
 def group_folds(groups: Sequence[str], folds: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """(training, test) positions of each of ``folds`` folds of whole groups: scikit-learn's ``GroupKFold``
     without shuffling (1.6 and later: the largest group first, each into the fold with the fewest members so
@@ -284,8 +294,6 @@ def out_of_fold_rankings(task: Task, instances: list[Instance], options: RenderO
                          ) -> tuple[dict[str, list[str]], FoldScheme]:
     """Every instance's candidate labels ranked by a model trained without its session group; ``tokenizer``:
     one shared with other tasks of the run (their prompts show the same rows); ``progress`` hears of each fold."""
-    from threadpoolctl import threadpool_limits
-
     samples = list({i.sample_id: i.sample for i in instances}.values())
     grouping = infer_groups(samples)
     groups = [grouping.group_of(i.sample_id) for i in instances]
@@ -305,7 +313,7 @@ def out_of_fold_rankings(task: Task, instances: list[Instance], options: RenderO
     fold_of: dict[str, int] = {}
     splits = group_folds(groups, folds)
     # BLAS threads only wait on each other over matrices this small: one thread does the work for less CPU.
-    with threadpool_limits(limits=1):
+    with _blas().limit(limits=1):
         for fold, (all_train, test) in enumerate(splits, start=1):
             if progress is not None:
                 progress(fold - 1, folds)
