@@ -29,6 +29,13 @@ _.read_from_prose
 # Keys of TypedDicts that code writes and the pages' JavaScript or a reader of the file reads (review answers and the
 # export's provenance: rescue.review.shapes; Instance.extra).
 _.my_status
+_.commented_segments
+_.discarded_segments
+_.needs_adjudication
+_.next_open
+_.remaining_rows
+_.status_counts
+_.verified_segments
 _.answer_kind
 _.discard_reasons
 _.draft_invalid

@@ -28,12 +28,12 @@ from rescue.review.cuts import align
 from rescue.review.models import FINAL, AuditEntry, User
 from rescue.review.progress import project_progress
 from rescue.review.project import Project
-from rescue.review.shapes import AgreementResult, DraftAcceptance, FieldAgreement, LeadTime, TextFieldAgreement
+from rescue.review.shapes import AgreementResult, DraftAcceptance, FieldAgreement, LeadTime, RowValues, TextFieldAgreement
 
-Getter = Callable[[dict[str, Any]], Any]
+Getter = Callable[[RowValues], Any]
 
 
-def _speaker_emotion(row: dict[str, Any]) -> dict[str, Any] | None:
+def _speaker_emotion(row: RowValues) -> dict[str, Any] | None:
     speaker = str(row.get("primary_speaker", "")).strip()
     for emotion in row.get("internal_emotion") or []:
         if isinstance(emotion, dict) and str(emotion.get("person", "")).strip() == speaker:
@@ -49,7 +49,7 @@ def _label(value: Any) -> str:
     return str(value).strip() if value else "(none)"
 
 
-def _intensity(row: dict[str, Any]) -> float | None:
+def _intensity(row: RowValues) -> float | None:
     emotion = _speaker_emotion(row)
     value = emotion.get("intensity") if emotion else None
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
@@ -71,7 +71,7 @@ MEASURES: dict[str, tuple[str, Getter]] = {
 }
 
 
-def _entries(row: dict[str, Any], field: str, parts: Callable[[dict[str, Any]], str]) -> str:
+def _entries(row: RowValues, field: str, parts: Callable[[dict[str, Any]], str]) -> str:
     """A list field as one text, entries in a stable order (people annotate them in any order)."""
     items = [parts(e) for e in row.get(field) or [] if isinstance(e, dict)]
     return "\n".join(sorted(items))
@@ -155,8 +155,8 @@ def compute_agreement(db: Session, project: Project) -> AgreementResult:
     # unit -> annotator -> row values
     """Agreement between annotators per field (Krippendorff's alpha, percent agreement) and the model draft's
     acceptance."""
-    units: dict[tuple[str, int], dict[str, dict[str, Any]]] = {}
-    drafts: dict[tuple[str, int], dict[str, Any]] = {}
+    units: dict[tuple[str, int], dict[str, RowValues]] = {}
+    drafts: dict[tuple[str, int], RowValues] = {}
     annotators: set[str] = set()
     for sample_id, p in sorted(project_progress(db, project).items()):
         segment = project.segments[sample_id]

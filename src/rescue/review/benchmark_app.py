@@ -24,7 +24,7 @@ from rescue.review.api.deps import Body, CurrentUser, Db, PageUser
 from rescue.review.api.routes import login, users
 from rescue.review.api.routes.pages import admin_page, login_page, render
 from rescue.review.benchmark import Benchmark, load_benchmark, page
-from rescue.review.shapes import BenchQueueEntry
+from rescue.review.shapes import BenchQueueEntry, QueuePosition
 
 router = APIRouter()
 
@@ -64,7 +64,7 @@ def _link(entry: BenchQueueEntry | None) -> str | None:
     return f"/take/{entry['task']}/{entry['number']}" if entry else None
 
 
-def _neighbours(db: Db, user: str, task: str, number: int) -> dict[str, Any]:
+def _neighbours(db: Db, user: str, task: str, number: int) -> QueuePosition:
     mine = store.queue(db, user)
     at = next(i for i, q in enumerate(mine) if (q["task"], q["number"]) == (task, number))
     return {"position": at + 1, "of": len(mine), "answered": sum(q["answered"] for q in mine),

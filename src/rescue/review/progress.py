@@ -14,7 +14,7 @@ from rescue.review.crud import annotator_copies, assignments, comment_counts, st
 from rescue.review.fields import FIELD_NAMES
 from rescue.review.models import FINAL, RowCopy, SegmentState
 from rescue.review.project import Project, Segment
-from rescue.review.shapes import CopyState
+from rescue.review.shapes import AnnotatorProgress, CopyState, Dashboard
 
 ALL_FIELDS = sorted(FIELD_NAMES)
 
@@ -106,7 +106,7 @@ def _overall(db: Session, segment: Segment, p: SegmentProgress) -> tuple[str, st
     return ("in_progress" if touched else "open"), None
 
 
-def dashboard(db: Session, project: Project, users: list[tuple[str, str]], viewer: str = FINAL) -> dict[str, Any]:
+def dashboard(db: Session, project: Project, users: list[tuple[str, str]], viewer: str = FINAL) -> Dashboard:
     """The paper's dashboard numbers: files, segments, reviewed and remaining rows, comments (those ``viewer``
     may read), discards, and per-annotator progress."""
     progress = project_progress(db, project, viewer)
@@ -118,7 +118,7 @@ def dashboard(db: Session, project: Project, users: list[tuple[str, str]], viewe
             reviewed_rows += p.rows
         elif copies:  # counted in draft rows: a copy whose rows were split may hold more rows than the draft
             reviewed_rows += min(p.rows, *(p.reviewed.get(c, 0) for c in copies))
-    per_user = []
+    per_user: list[AnnotatorProgress] = []
     for name, role in users:
         mine = [p for p in progress.values() if name in p.annotators]
         per_user.append({

@@ -435,3 +435,42 @@ class BenchPage(TypedDict):
     current: dict[str, Any] | None  # the prompt's row of the instance itself
     given: dict[str, str | int]  # the prompt item's other plain values (support_target ...)
     media: FramesView | None
+
+
+class QueuePosition(TypedDict):
+    """Where a benchmark instance sits in its person's queue, with links to its neighbours."""
+
+    position: int
+    of: int
+    answered: int
+    previous: str | None
+    next: str | None
+    next_open: str | None
+
+
+class AnnotatorProgress(TypedDict):
+    """One person's progress on the dashboard."""
+
+    name: str
+    role: str
+    segments: int
+    verified: int
+    discarded: int
+    rows: int
+    reviewed_rows: int
+
+
+class Dashboard(TypedDict):
+    """The dashboard's numbers (:func:`rescue.review.progress.dashboard`)."""
+
+    files: ProjectFiles
+    segments: int
+    rows: int
+    reviewed_rows: int
+    remaining_rows: int
+    commented_segments: int
+    discarded_segments: int
+    verified_segments: int
+    needs_adjudication: int
+    status_counts: dict[str, int]
+    annotators: list[AnnotatorProgress]
