@@ -88,7 +88,8 @@ def test_cli_start_up_imports_no_heavy_module():
 @pytest.mark.slow
 def test_a_run_against_an_endpoint_imports_no_report_statistics(tmp_path):
     # numpy (the report's bootstrap) took a tenth of a second of every run's end for a summary table that
-    # needs none of it; sklearn belongs to the offline baselines only.
+    # needs none of it; sklearn and scipy belong to the offline baselines only, matplotlib to the report
+    # (issue 34 item 5: imported only when used).
     instances = itp_instances(limit_samples=1)
     code = (
         "import json, sys\n"
@@ -96,7 +97,7 @@ def test_a_run_against_an_endpoint_imports_no_report_statistics(tmp_path):
         "from rescue.cli import app\n"
         "result = CliRunner().invoke(app, sys.argv[1:])\n"
         "print(json.dumps({'code': result.exit_code, 'output': result.output,\n"
-        "                  'heavy': [m for m in ('numpy', 'sklearn') if m in sys.modules]}))\n"
+        "                  'heavy': [m for m in ('numpy', 'sklearn', 'scipy', 'matplotlib') if m in sys.modules]}))\n"
     )
     with serve(oracle_script(oracle_answers("itp", instances))) as server:
         done = subprocess.run(
