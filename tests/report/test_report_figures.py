@@ -118,3 +118,34 @@ def test_hostile_labels_draw_without_warnings_and_the_axes_keep_their_size(figur
         width, height = int.from_bytes(rendered.png[16:20], "big"), int.from_bytes(rendered.png[20:24], "big")
         assert width < 16 * figures.DPI and height < 10 * figures.DPI  # long ids are shortened, not drawn whole
     assert "$\\alpha$" in curve.svg.decode("utf-8")
+
+
+def _edges_blank(png: bytes) -> bool:
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(io.BytesIO(png)).convert("L"))
+    edges = np.concatenate([pixels[:2].ravel(), pixels[-2:].ravel(), pixels[:, :2].ravel(), pixels[:, -2:].ravel()])
+    return bool((edges == 255).all())
+
+
+@pytest.mark.slow
+def test_nothing_is_cut_at_a_figures_edge(figures):
+    """The figure is sized from what its labels measure (not from matplotlib's bounding boxes): no tick label,
+    legend, title or footnote reaches the image's edge, with long ids, rotated labels and a colour bar."""
+    from rescue.report.build import TRANSITION_NOTE
+
+    names = ["a-rather-long/model-id-of-forty-characters", "b", "ccccccccccccccccccccccccccccccccccccccccccccc"]
+    matrix = pd.DataFrame([[0.2, 0.8, 0.0], [0.5, 0.0, 0.5], [1.0, 0.0, 0.0]], index=names, columns=names)
+    rows = [[s, b, f"{b * 10}-{b * 10 + 10}%", 10, 5, 0.5, 0.1] for s in names for b in range(10)]
+    curve = pd.DataFrame(rows, columns=["system", "bin", "position", "instances", "correct", "accuracy", "se"])
+    shares = pd.DataFrame([(b, f"{b * 10}%", name, 1 / 3) for b in range(10) for name in names],
+                          columns=["bin", "position", "label", "share"])
+    preference = pd.DataFrame([(s, "couple", name, 2.0, 0.5, 0.1, True) for s in names for name in names],
+                              columns=["system", "scenario", "label", "strength", "bias", "log_spread", "converged"])
+    drawn = [figures.heatmap(matrix, "t", percent=True, footnote=TRANSITION_NOTE, formats=("png",)),
+             figures.position_curve(curve, formats=("png",)), figures.stacked_shares(shares, "s", formats=("png",)),
+             figures.preference_bars(preference, "p", formats=("png",))]
+    assert all(_edges_blank(rendered.png) for rendered in drawn)

@@ -32,6 +32,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
+from matplotlib.legend import Legend
 from matplotlib.patches import Patch
 from matplotlib.text import Text
 
@@ -151,7 +152,7 @@ def _layout(widths: Sequence[float], heights: Sequence[float], gaps: Sequence[fl
 def _margins(layout: _Layout) -> tuple[list[float], list[float], list[float], list[float]]:
     """Inches each column needs left and right of its axes, and each row above and below (tick labels, axis
     labels, titles, outside legends), measured once with the axes at their final size."""
-    figure, inch = layout.figure, layout.figure.dpi
+    figure = layout.figure
     width, height = figure.get_size_inches()
     for axes, row, col in layout.cells:  # provisional places, each axes at its final size
         x = PAD + sum(layout.widths[:col]) + 3.0 * col
@@ -161,17 +162,83 @@ def _margins(layout: _Layout) -> tuple[list[float], list[float], list[float], li
     left, right = [0.0] * len(layout.widths), [0.0] * len(layout.widths)
     top, bottom = [0.0] * len(layout.heights), [0.0] * len(layout.heights)
     for axes, row, col in layout.cells:
-        tight, box = axes.get_tightbbox(renderer), axes.bbox
-        if tight is None:
-            continue
-        left[col] = max(left[col], (box.x0 - tight.x0) / inch)
-        right[col] = max(right[col], (tight.x1 - box.x1) / inch)
-        top[row] = max(top[row], (tight.y1 - box.y1) / inch)
-        bottom[row] = max(bottom[row], (box.y0 - tight.y0) / inch)
+        sides = _decorations(axes, renderer)
+        left[col], right[col] = max(left[col], sides["left"]), max(right[col], sides["right"])
+        top[row], bottom[row] = max(top[row], sides["top"]), max(bottom[row], sides["bottom"])
     return left, right, top, bottom
 
 
-def _text_size(text: Text, renderer: RendererAgg) -> tuple[float, float]:
+def _measure(renderer: RendererAgg, text: str, prop: FontProperties) -> tuple[float, float]:
+    """Width and height in pixels of one line of text (measured once per process by :class:`_Renderer`)."""
+    width, height, _ = renderer.get_text_width_height_descent(text, prop, False)  # type: ignore[no-untyped-call]
+    return float(width), float(height)
+
+
+def _ticks_depth(axis: Any, renderer: RendererAgg, vertical: bool, length: float) -> tuple[float, float, float]:
+    """Inches an axis' tick marks and labels reach out from its axes, and how far its labels pass the axes'
+    start and end (``length`` inches apart), from the labels' strings as its locator and formatter give them
+    (matplotlib's own bounding boxes would lay out every label twice more)."""
+    low, high = sorted(axis.get_view_interval())
+    slack = 1e-9 * max(high - low, 1.0)
+    values = [v for v in axis.get_major_locator()() if low - slack <= v <= high + slack]
+    if not values:
+        return 0.0, 0.0, 0.0
+    text = axis.get_major_ticks(1)[0].label1
+    prop, angle = text.get_fontproperties(), np.radians(text.get_rotation())
+    cos, sin = abs(np.cos(angle)), abs(np.sin(angle))
+    # A label centred on its tick passes it by half its length each way; one aligned to its right (the rotated
+    # x labels) reaches back its whole length.
+    back = 0.5 if vertical else {"right": 1.0, "left": 0.0}.get(text.get_ha(), 0.5)
+    line = _measure(renderer, "lp", prop)[1]
+    depth, before, after = 0.0, 0.0, 0.0
+    for value, string in zip(values, axis.get_major_formatter().format_ticks(values)):
+        lines = string.split("\n")
+        wide = max(_measure(renderer, part, prop)[0] for part in lines) / renderer.dpi
+        tall = line * (1 + 1.2 * (len(lines) - 1)) / renderer.dpi
+        across, along = (wide * cos + tall * sin, wide * sin + tall * cos)
+        if not vertical:
+            across, along = along, across
+        at = (value - low) / max(high - low, slack) * length
+        if axis.get_inverted():
+            at = length - at
+        depth = max(depth, across)
+        before, after = max(before, along * back - at), max(after, at + along * (1 - back) - length)
+    rc = matplotlib.rcParams
+    ticks = ((rc["ytick.major.size"] + rc["ytick.major.pad"]) if vertical
+             else (rc["xtick.major.size"] + rc["xtick.major.pad"])) / 72
+    return depth + ticks, before, after
+
+
+def _decorations(axes: Axes, renderer: RendererAgg) -> dict[str, float]:
+    """Inches an axes' decorations take on each side: tick labels, axis labels, its title and a legend placed
+    outside on its right (the only place this module puts one)."""
+    sides = dict.fromkeys(("left", "right", "top", "bottom"), 0.0)
+    overhangs = dict(sides)
+    for axis, vertical in ((axes.xaxis, False), (axes.yaxis, True)):
+        ticks_at = axis.get_ticks_position()
+        side = {"default": "left" if vertical else "bottom", "unknown": "left" if vertical else "bottom"}.get(
+            ticks_at, ticks_at)
+        length = (axes.bbox.height if vertical else axes.bbox.width) / renderer.dpi
+        depth, before, after = _ticks_depth(axis, renderer, vertical, length)
+        sides[side] += depth
+        for end, overhang in zip(("bottom", "top") if vertical else ("left", "right"), (before, after)):
+            overhangs[end] = max(overhangs[end], overhang)
+        if axis.label.get_text():
+            width, height = _text_size(axis.label, renderer)
+            sides[axis.get_label_position()] += axis.labelpad / 72 + (width if vertical else height)
+    if axes.title.get_text():
+        sides["top"] += _text_size(axes.title, renderer)[1] + matplotlib.rcParams["axes.titlepad"] / 72
+    legend = axes.get_legend()
+    if legend is not None:
+        width, height = _text_size(legend, renderer)
+        axes_width, axes_height = axes.bbox.width / renderer.dpi, axes.bbox.height / renderer.dpi
+        pad = legend.borderaxespad * legend.prop.get_size_in_points() / 72
+        sides["right"] = max(sides["right"], 0.01 * axes_width + pad + width)
+        sides["bottom"] = max(sides["bottom"], height + pad - axes_height)
+    return {side: max(depth, overhangs[side]) for side, depth in sides.items()}
+
+
+def _text_size(text: Text | Legend, renderer: RendererAgg) -> tuple[float, float]:
     box = text.get_window_extent(renderer)
     return box.width / renderer.dpi, box.height / renderer.dpi
 
