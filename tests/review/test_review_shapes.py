@@ -28,48 +28,44 @@ def _check(value: Any, shape: type) -> None:
     assert required <= set(value) <= set(hints), (shape.__name__, sorted(value), sorted(hints))
 
 
+def _each(values: Any, shape: type) -> None:
+    for value in values:
+        _check(value, shape)
+
+
 def test_the_editor_and_queue_answers_hold_exactly_their_types_keys(ann: Client, ada: Client) -> None:
     assert ann.save(1, {"tone_of_voice": "calm"}).status_code == 200
     posted = ann.write("POST", seg_url(FIRST) + "/comments", {"text": "check row 1", "row_index": 1})
     assert posted.status_code == 201
     _check(posted.json(), shapes.CommentView)
-    for item in ada.get("/api/segments").json():
-        _check(item, shapes.QueueItem)
+    _each(ada.get("/api/segments").json(), shapes.QueueItem)
     payload = ann.segment()
     _check(payload, shapes.SegmentPayload)
     _check(payload["status"], shapes.OpenState)
     _check(payload["media"], shapes.MediaLinks)
+    _each(payload["rows"], shapes.EditorRow)
     for row in payload["rows"]:
-        _check(row, shapes.EditorRow)
-        for check in row["checks"]:
-            _check(check, shapes.CheckView)
-    for comment in payload["comments"]:
-        _check(comment, shapes.CommentView)
-    for field in payload["fields"]:
-        _check(field, shapes.FieldView)
+        _each(row["checks"], shapes.CheckView)
+    _each(payload["comments"], shapes.CommentView)
+    _each(payload["fields"], shapes.FieldView)
     for labels in payload["labels"].values():
-        for label in labels:
-            _check(label, shapes.LabelView)
+        _each(labels, shapes.LabelView)
     audit = ann.get(seg_url(FIRST) + "/audit").json()
     assert audit
-    for entry in audit:
-        _check(entry, shapes.AuditView)
-    for user in ada.get("/api/users").json():
-        _check(user, shapes.UserView)
+    _each(audit, shapes.AuditView)
+    _each(ada.get("/api/users").json(), shapes.UserView)
     found = ada.get("/api/search", params={"q": "calm"}).json()
     _check(found, shapes.SearchAnswer)
     words = str(payload["rows"][0]["values"]["dialogue_cleaned"]).split()[:1]
     hits = ada.get("/api/search", params={"q": " ".join(words)}).json()["hits"]
     assert hits
-    for hit in hits:
-        _check(hit, shapes.SearchHit)
+    _each(hits, shapes.SearchHit)
 
 
 def test_a_refused_save_names_its_problems_as_field_problems(ann: Client) -> None:
     refused = ann.save(1, {"primary_speaker": "Nobody at all"})
     assert refused.status_code == 422
-    for problem in refused.json()["problems"]:
-        _check(problem, FieldProblem)
+    _each(refused.json()["problems"], FieldProblem)
 
 
 def test_the_export_provenance_and_agreement_hold_exactly_their_types_keys(ann: Client, ada: Client) -> None:
@@ -79,26 +75,20 @@ def test_the_export_provenance_and_agreement_hold_exactly_their_types_keys(ann: 
     assert ada.verify(second, copy="final").status_code == 200
     provenance = ada.get("/api/export", params={"provenance": "true"}).json()
     _check(provenance, shapes.ExportProvenance)
-    for segment in provenance["segments"]:
-        _check(segment, shapes.SegmentProvenance)
+    _each(provenance["segments"], shapes.SegmentProvenance)
     left_out = provenance["not_exported"]
     assert left_out
+    _each(left_out, shapes.LeftOut)
     for entry in left_out:
-        _check(entry, shapes.LeftOut)
-        for state in entry.get("discarded", {}).values():
-            _check(state, shapes.CopyState)
+        _each(entry.get("discarded", {}).values(), shapes.CopyState)
     final = ada.segment(FIRST, copy="final")
     _check(final["status"], shapes.CopyState)
     agreement = ada.get("/api/agreement").json()
     _check(agreement, shapes.AgreementResult)
-    for field in agreement["fields"]:
-        _check(field, shapes.FieldAgreement)
-    for acceptance in agreement["draft_acceptance"]:
-        _check(acceptance, shapes.DraftAcceptance)
-    for text in agreement["text_fields"]:
-        _check(text, shapes.TextFieldAgreement)
-    for spent in agreement["time"]:
-        _check(spent, shapes.LeadTime)
+    _each(agreement["fields"], shapes.FieldAgreement)
+    _each(agreement["draft_acceptance"], shapes.DraftAcceptance)
+    _each(agreement["text_fields"], shapes.TextFieldAgreement)
+    _each(agreement["time"], shapes.LeadTime)
 
 
 def test_a_benchmark_projects_answers_hold_exactly_their_types_keys(tmp_path: Path) -> None:
@@ -113,8 +103,7 @@ def test_a_benchmark_projects_answers_hold_exactly_their_types_keys(tmp_path: Pa
     try:
         ann = Client(app, "ann")
         queue = ann.get("/api/bench/queue").json()
-        for entry in queue:
-            _check(entry, shapes.BenchQueueEntry)
+        _each(queue, shapes.BenchQueueEntry)
         rng = random.Random(7)
         for entry in {e["task"]: e for e in queue}.values():
             url = f"/api/bench/items/{entry['task']}/{entry['number']}"
@@ -124,20 +113,16 @@ def test_a_benchmark_projects_answers_hold_exactly_their_types_keys(tmp_path: Pa
             _check({k: item[k] for k in ("value", "version")}, shapes.BenchShown)
             assert set(item) == set(page) | {"value", "version", "queue"}
             _check(item["queue"], shapes.QueuePosition)
-            for label in item["labels"]:
-                _check(label, shapes.LabelDefinition)
+            _each(item["labels"], shapes.LabelDefinition)
             answer = {"value": scripted_answer(item, rng), "version": item["version"]}
             assert ann.write("PUT", url + "/answer", answer).status_code == 200
         with app.state.sessions() as db:
             answers = all_answers(db)
-        for given in answers:
-            _check(given, shapes.GivenAnswer)
+        _each(answers, shapes.GivenAnswer)
         summary = human_summary(app.state.project, answers)
         _check(summary, shapes.HumanSummary)
-        for agreement in summary["agreement"].values():
-            _check(agreement, shapes.TaskAgreement)
+        _each(summary["agreement"].values(), shapes.TaskAgreement)
         for tasks in summary["time"].values():
-            for spent in tasks.values():
-                _check(spent, shapes.TimeStats)
+            _each(tasks.values(), shapes.TimeStats)
     finally:
         app.state.engine.dispose()
