@@ -47,3 +47,18 @@ def test_part_copies_the_values_of_a_config() -> None:
     assert config.part(parts.Roster).model_specs == config.model_specs
     with pytest.raises(dataclasses.FrozenInstanceError):
         asking.concurrency = 8  # type: ignore[misc]
+
+
+def test_the_typed_results_blocks_match_the_models_that_read_them():
+    # The engine writes these blocks as TypedDicts and rescue.runs.results reads them back as models: a key
+    # written under another name than the model reads (or a field the model has and the engine never writes)
+    # fails here, not in a report.
+    from rescue.engine.accounting import CostEntry, RunCounts
+    from rescue.engine.plan import Used
+    from rescue.runs.results import BertScoreInfo, ModelCost, RunStatus, UsedValues
+    from rescue.scoring.bertscore import BackboneDescription
+
+    assert set(Used.__annotations__) == set(UsedValues.model_fields) | {"baselines"}  # baselines: an extra
+    assert set(RunCounts.__annotations__) - {"budget_exhausted"} <= set(RunStatus.model_fields)
+    assert set(CostEntry.__annotations__) == set(ModelCost.model_fields) | {"batch"}  # batch: an extra
+    assert set(BertScoreInfo.model_fields) <= set(BackboneDescription.__annotations__)

@@ -16,6 +16,7 @@ from rescue.tasks.base import PredictionRecord
 
 if TYPE_CHECKING:
     from rescue.scoring.bertscore import BackboneDescription
+    from rescue.engine.plan import Used
     from rescue.scoring.judge import JudgeUsage
 
 
@@ -122,7 +123,7 @@ def run_counts(stats: list[CallStats], records: list[PredictionRecord]) -> RunCo
 
 
 def config_block(options: dict[str, Any], judging: Judging, bertscore_enabled: bool,
-                 bertscore: BackboneDescription | None, used: dict[str, Any]) -> dict[str, Any]:
+                 bertscore: BackboneDescription | None, used: Used) -> dict[str, Any]:
     """results.json's ``config``: the run's ``options`` (``RunConfig.to_json``), whether BERTScore was on and its
     backbone, the version, the values used and (when judged) the judge prompts' hashes."""
     from rescue._version import __version__

@@ -6,13 +6,13 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from rescue.data.models import Sample
 from rescue.engine.config import RunError
 from rescue.engine.run_options import TaskOptionValues
 from rescue.engine.parts import Asking, Selection
-from rescue.tasks.base import Instance, Task
+from rescue.tasks.base import Instance, ParsePolicy, Task
 from rescue.tasks.batching import BatchPlan, plan_batches
 
 
@@ -49,12 +49,26 @@ def build_options(task_options: TaskOptionValues, task: Task) -> dict[str, Any]:
     return dict(task_options.get(task.name, {}))
 
 
+class Used(TypedDict):
+    """What a run really used where its config says "default": results.json's ``config.used``, read back as
+    ``rescue.runs.results.UsedValues`` (tests/engine/test_parts.py holds the keys equal)."""
+
+    data_sha256: str
+    task_options: dict[str, dict[str, Any]]  # per task its options model, defaults filled in, as JSON
+    context_size: dict[str, int]
+    batch_size: dict[str, int]
+    parse: ParsePolicy
+    rpp_gold: NotRequired[str | None]  # with a task that chooses its gold field (RPP)
+    rpp_gold_field: NotRequired[dict[str, str | None]]  # per sample, the field its gold was read from
+    baselines: NotRequired[dict[str, dict[str, Any]]]  # how each trained baseline answered (its describe())
+
+
 def values_used(asking: Asking, task_options: TaskOptionValues, tasks: dict[str, Task],
-                instances: dict[str, list[Instance]], data_sha: str) -> dict[str, Any]:
+                instances: dict[str, list[Instance]], data_sha: str) -> Used:
     """What the run really used where its config says "default" (None): a report compares runs on these."""
     from rescue.tasks.spec import validate_options
 
-    used: dict[str, Any] = {
+    used: Used = {
         "data_sha256": data_sha,
         "task_options": {n: validate_options(n, t.declaration.options, build_options(task_options, t))
                          .model_dump(mode="json") for n, t in tasks.items()},

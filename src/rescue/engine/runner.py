@@ -45,6 +45,7 @@ from rescue.engine.plan import (
     samples_sha256,
     select_samples,
     values_used,
+    Used,
 )
 from rescue.engine.progress import ProgressDisplay, RunLog
 from rescue.engine.resume import prepare_folder
@@ -89,7 +90,7 @@ class Runner:
         self.plans: dict[str, BatchPlan] = {}  # while the run asks; then their summaries (batching)
         self.batching: dict[str, BatchingSummary] = {}
         self._stale: list[Path] = []  # leftover temporary files removed from the run directory
-        self.used: dict[str, Any] = {}  # what the run really used where its config says "default"
+        self.used: Used | None = None  # what the run really used where its config says "default" (run() finds it)
         # A model of your own that lacks part of the protocol fails here, before any work.
         self.given: dict[str, Model | TaskModel] = {
             m.name: m if isinstance(m, TaskModel) else require_model(m) for m in models}
@@ -270,7 +271,7 @@ class Runner:
     def _describe_baselines(self, models: dict[str, TaskModel]) -> None:
         # How a trained baseline answered (its folds and features) is part of what the run used.
         described: dict[str, dict[str, Any]] = {spec: getattr(m, "describe", dict)() for spec, m in models.items()}
-        if any(described.values()):
+        if any(described.values()) and self.used is not None:
             self.used["baselines"] = {spec: d for spec, d in described.items() if d}
 
     async def _run(self, config: RunConfig, started: float, raw_models: dict[str, Model | TaskModel],
@@ -344,6 +345,7 @@ class Runner:
                  budget: Budget, stopped: str | None, elapsed: float, data_info: DataInfo,
                  status: RunCounts) -> RunResults:
         config, judging = self.config, self.config.part(Judging)
+        assert self.used is not None, "run() finds what the run used before it asks"
         config_json = config_block(config.to_json(), judging, config.bertscore, bertscore, self.used)
         block, total = models_block(config.part(Roster), judging, pairs, models, self.prices)
         return RunResults.model_validate({
