@@ -32,7 +32,7 @@ from rescue.media import Cue
 # Models round times to hundredths; subtitle times are exact to the millisecond.
 TIME_TOLERANCE = 0.05
 _WORD = re.compile(r"[\w']+")
-_EMPTY: dict[str, Any] = {key: [] for key in ROW_KEYS}
+_EMPTY: RowValues = {key: [] for key in ROW_KEYS}
 _EMPTY.update(start_time=0.0, end_time=0.0, primary_speaker="", dialogue_cleaned="", utterance_type="",
               tone_of_voice="")
 _ADAPTERS = {key: TypeAdapter(cast(Any, Row.model_fields[key].annotation)) for key in ROW_KEYS}
@@ -77,7 +77,7 @@ class _Row:
         self.position = position
         self.raw = raw
         self.problems = problems
-        self.out: dict[str, Any] = {}
+        self.out: RowValues = {}
         self.invalid: dict[str, Any] = {}
 
     def problem(self, field: str | None, message: str) -> None:

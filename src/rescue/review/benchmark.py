@@ -16,7 +16,7 @@ import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rescue.atomic import write_atomic
 from rescue.data.fingerprint import data_sha256
@@ -28,6 +28,9 @@ from rescue.review.project import BENCHMARK_FILE, DRAFT_FILE
 from rescue.review.shapes import BenchPage, Frame, FramesView, LabelDefinition
 from rescue.tasks import get_task
 from rescue.tasks.base import MODES, VIDEO_MODES, Instance, RenderOptions, Task
+
+if TYPE_CHECKING:  # the video layer loads only for a project in a video mode
+    from rescue.video import VideoContext
 
 DATA_DIR = "data"
 MEDIA_CACHE = ".media-cache"  # the frames of a video-mode project, made once
@@ -99,7 +102,7 @@ class Benchmark:
     config: dict[str, Any]
     samples: list[Sample]
     instances: dict[str, list[Instance]] = field(default_factory=dict)
-    video: Any = None  # rescue.video.VideoContext in a video mode: the frames each instance's prompt carries
+    video: VideoContext | None = None  # in a video mode: the frames each instance's prompt carries
 
     @property
     def mode(self) -> str:
@@ -161,7 +164,7 @@ def load_benchmark(root: str | Path) -> Benchmark:
     return bench
 
 
-def _video_context(video: dict[str, Any], samples: list[Sample], cache: Path | None) -> Any:
+def _video_context(video: dict[str, Any], samples: list[Sample], cache: Path | None) -> VideoContext:
     from rescue.video import VideoContext, VideoOptions
 
     return VideoContext.locate(VideoOptions(**video), samples, cache)
