@@ -10,7 +10,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
 from rescue.engine.supervised import MAX_ITER, encode, span_features
-from rescue.engine.tfidf import MIN_DF, DeltaRows, Tokenizer, fold_tfidf, row_products
+from rescue.engine.tfidf import MIN_DF, DeltaRows, Tokenizer, document_grams, fold_tfidf, row_products
 from rescue.tasks import get_task
 from rescue.tasks.base import RenderOptions
 
@@ -60,6 +60,22 @@ def test_texts_are_tokenised_once_and_shared_between_tasks():
     again = tokenizer.counts(list(reversed(PIECES)))
     np.testing.assert_array_equal(first.matrix.toarray()[::-1], again.matrix.toarray())
     assert len(tokenizer._texts) == len({p for doc in PIECES for p in doc})
+
+
+@pytest.mark.parametrize("limit", [1 << 62, 1])  # 1: one document per sort (the keys' bound for a vast vocabulary)
+def test_all_documents_counted_at_once_are_each_counted_alone(limit):
+    """Empty documents, one-word ones, and a document's last word never paired with the next one's first."""
+    lengths = np.array([3, 0, 1, 4, 0, 2])
+    words = np.array([0, 1, 0, 2, 3, 3, 3, 1, 1, 0], dtype=np.int64)
+    rows, packed, counts = document_grams(words, lengths, vocabulary=4, limit=limit)
+    expected = []
+    for document, start in enumerate(np.cumsum(lengths) - lengths):
+        own = words[start:start + lengths[document]]
+        codes = np.concatenate([own, (own[:-1] + 1) * 4 + own[1:]])
+        grams, times = np.unique(codes, return_counts=True)
+        expected += [(document, int(g), int(n)) for g, n in zip(grams, times)]
+    assert list(zip(rows.tolist(), packed.tolist(), counts.tolist())) == expected
+    assert [len(part) for part in document_grams(np.zeros(0, np.int64), np.zeros(0, np.int64), 1)] == [0, 0, 0]
 
 
 def test_no_word_at_all_gives_no_features():
