@@ -1060,7 +1060,7 @@ def serve(
     model_ids: list[str] | None = None,
     host: str = "127.0.0.1",
     port: int = 0,
-    start_timeout: float = 10.0,
+    start_timeout: float = 60.0,  # generous: a loaded machine (a CI run beside other work) can stall a thread
     transcribe: Script | ScriptResult | None = None,
 ) -> Iterator[Server]:
     """Run the server in a background thread (its own event loop) until the block exits.
