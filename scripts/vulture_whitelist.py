@@ -12,7 +12,8 @@ _.data_uri
 _.css
 # Keys of results.json's TypedDicts that the run writes and readers of the file read (rescue.tasks.batching's
 # BatchingSummary, rescue.scoring.judge's JudgeUsage, rescue.scoring.bertscore's BackboneDescription,
-# rescue.scoring.judge_agreement's Stability; rescue.tasks.base's LenientNotes, written and read by key).
+# rescue.scoring.judge_agreement's Stability; rescue.tasks.base's LenientNotes, written and read by key;
+# rescue.llm._reliable's CallCounts).
 _.grouped_batches
 _.split_batches
 _.leak_free
@@ -26,6 +27,7 @@ _.weights_version
 _.vp_matching
 _.flip_rate
 _.read_from_prose
+_.cached_input_share
 # Keys of TypedDicts that code writes and the pages' JavaScript or a reader of the file reads (review answers and the
 # export's provenance: rescue.review.shapes; Instance.extra).
 _.my_status

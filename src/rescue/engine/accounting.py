@@ -17,6 +17,7 @@ from rescue.tasks.base import PredictionRecord
 if TYPE_CHECKING:
     from rescue.scoring.bertscore import BackboneDescription
     from rescue.engine.plan import Used
+    from rescue.llm._reliable import CallCounts
     from rescue.scoring.judge import JudgeUsage
 
 
@@ -28,6 +29,10 @@ class CostEntry(TypedDict):
     total: float | None
     batch: NotRequired[float | None]  # --batch: what the batch answers cost, at batch rates
     incomplete: NotRequired[bool]  # some answers came without a readable usage: total is a lower bound
+
+
+# One model's ``usage``: per task its requests' counts, and under "judge" its judges' per task.
+UsageBlock = dict[str, "CallCounts | dict[str, list[JudgeUsage]]"]
 
 
 class RunCounts(TypedDict):
@@ -46,10 +51,10 @@ def _add(total: float | None, part: float | None) -> float | None:
 
 
 def predict_usage(model: ReliableModel, prices: PriceTable, name: str,
-                  cost: CostEntry) -> tuple[dict[str, Any], float | None]:
+                  cost: CostEntry) -> tuple[dict[str, CallCounts], float | None]:
     """Usage per task of ``model``'s prediction requests; fills ``cost``'s ``tasks``, ``batch`` and
     ``incomplete``, and returns the usage and the tasks' total cost (None when a price is missing)."""
-    usage: dict[str, Any] = {}
+    usage: dict[str, CallCounts] = {}
     total: float | None = 0.0
     for (purpose, task), stats in model.stats.items():
         if purpose != "predict":
@@ -94,13 +99,14 @@ def judge_cost(judge_usage: dict[str, list[JudgeUsage]], prices: PriceTable) -> 
 
 
 def usage_block(model: ReliableModel | None, judge_usage: dict[str, list[JudgeUsage]],
-                prices: PriceTable, name: str) -> tuple[dict[str, Any], CostEntry]:
+                prices: PriceTable, name: str) -> tuple[UsageBlock, CostEntry]:
     """One model's ``usage`` and ``cost`` blocks: its predictions per task, then its judges'."""
-    usage: dict[str, Any] = {}
+    usage: UsageBlock = {}
     cost: CostEntry = {"tasks": {}, "judge": None, "total": 0.0}
     total: float | None = 0.0
     if model is not None:
-        usage, total = predict_usage(model, prices, name, cost)
+        predicted, total = predict_usage(model, prices, name, cost)
+        usage.update(predicted)
     if judge_usage:
         usage["judge"] = judge_usage
         judged = judge_cost(judge_usage, prices)

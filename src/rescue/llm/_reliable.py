@@ -23,7 +23,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Protocol, TypeVar
+from typing import Any, NotRequired, Protocol, TypedDict, TypeVar
 
 from rescue.data.text import without_lone_surrogates
 from rescue.llm import _secrets as secrets
@@ -63,6 +63,28 @@ class NullLog:
         return None
 
 
+class CallCounts(TypedDict):
+    """One model's requests for one purpose and task, as results.json records them (``models[m].usage[task]``)."""
+
+    requests: int
+    cache_hits: int
+    retries: int
+    failures: int
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int
+    image_tokens: int
+    video_tokens: int
+    usage_unknown: int
+    reasoning_tokens: int
+    budget_exhausted: int
+    cached_input_share: float | None
+    # Only when some answers came through a batch API (--batch): runs without it read as before.
+    batch_answers: NotRequired[int]
+    batch_input_tokens: NotRequired[int]
+    batch_output_tokens: NotRequired[int]
+
+
 @dataclass
 class CallStats(UsageCount):
     """What one model did for one (purpose, tag): requests made, answers reused, tokens (``usage``: every answer
@@ -89,9 +111,9 @@ class CallStats(UsageCount):
         spent = prices.cost(model, usage, datetime.fromtimestamp(stamp, timezone.utc), batch=batch)
         self.cost = None if spent is None else self.cost + spent
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> CallCounts:
         """The counts as JSON (requests, cache hits, retries, failures, tokens, cost)."""
-        return {
+        counts: CallCounts = {
             "requests": self.requests,
             "cache_hits": self.cache_hits,
             "retries": self.retries,
@@ -110,9 +132,12 @@ class CallStats(UsageCount):
             # Of the prompt tokens, the share the provider served from its prompt cache (answers' usage).
             "cached_input_share": None if not self.usage.input_tokens else
             round(self.usage.cached_input_tokens / self.usage.input_tokens, 4),
-            **({"batch_answers": self.batch_answers, "batch_input_tokens": self.batch_usage.input_tokens,
-                "batch_output_tokens": self.batch_usage.output_tokens} if self.batch_answers else {}),
         }
+        if self.batch_answers:
+            counts["batch_answers"] = self.batch_answers
+            counts["batch_input_tokens"] = self.batch_usage.input_tokens
+            counts["batch_output_tokens"] = self.batch_usage.output_tokens
+        return counts
 
 
 _T = TypeVar("_T")
