@@ -110,6 +110,20 @@ def test_products_along_chains_are_the_rows_products(train, test):
     _same_products(deltas, counts, train, test)
 
 
+# Two samples' prompts interleaved: 0, 2, 4 extend each other, and 1, 3 (chains not in runs of their own).
+INTERLEAVED = [["we talked", "about the kids"], ["she left", "early today"],
+               ["we talked", "about the kids", "and money again"], ["she left", "early today", "without a word"],
+               ["we talked", "about the kids", "and money again", "you never listen"]]
+
+
+@pytest.mark.parametrize("train, test", [([0, 1, 3], [2, 4]), ([2, 3, 4], [0, 1]), ([1, 4], [0, 2, 3])])
+def test_products_along_interleaved_chains_are_the_rows_products(train, test):
+    counts = Tokenizer().counts(INTERLEAVED)
+    deltas = DeltaRows.of(counts, [-1, -1, 0, 1, 2])
+    assert deltas.parent.tolist() == [-1, -1, 0, 1, 2]
+    _same_products(deltas, counts, train, test)
+
+
 @pytest.mark.parametrize("task_name", ["rpp", "itp"])
 def test_products_along_the_chains_of_a_task_are_the_rows_products(demo_samples, task_name):
     """RPP's prompts extend each other (every row before the turn); ITP's show a window of rows."""

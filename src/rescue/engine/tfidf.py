@@ -250,11 +250,25 @@ class DeltaRows:
         for axis, docs in ((0, rows), (1, columns)):
             position = np.full(len(self.parent), -1, dtype=np.int64)
             position[docs] = np.arange(len(docs))
+            parent = self.parent[docs]
+            source = np.where(parent >= 0, position[parent], -1)
+            linked = np.flatnonzero(source >= 0)
+            if (source[linked] == linked - 1).all():  # each chain in a run of its own (one sample's prompts)
+                _cumulate_runs(matrix, axis, np.append(np.flatnonzero(source < 0), len(docs)))
+                continue
             depth = self.depth[docs]
             for level in range(1, int(depth.max(initial=0)) + 1):
                 at = np.flatnonzero(depth == level)
-                source = position[self.parent[docs[at]]]
                 if axis == 0:
-                    matrix[at] += matrix[source]
+                    matrix[at] += matrix[source[at]]
                 else:
-                    matrix[:, at] += matrix[:, source]
+                    matrix[:, at] += matrix[:, source[at]]
+
+
+def _cumulate_runs(matrix: np.ndarray, axis: int, starts: np.ndarray) -> None:
+    """Running sums along ``axis`` within each run of ``starts`` (the last entry: the end), in place: the sums
+    the chains add up one parent at a time, in the same order (the same rounding), a block at a time."""
+    for start, stop in zip(starts[:-1].tolist(), starts[1:].tolist()):
+        if stop - start > 1:
+            block = matrix[start:stop] if axis == 0 else matrix[:, start:stop]
+            np.cumsum(block, axis=axis, out=block)
