@@ -19,7 +19,9 @@ from rescue.llm import PriceTable, Usage
 from rescue.tasks.render import RowCache
 
 if TYPE_CHECKING:
+    from rescue.data.models import Sample
     from rescue.engine.config import RunConfig
+    from rescue.tasks.base import Instance, Task
 
 CHARS_PER_TOKEN = 4
 
@@ -121,7 +123,8 @@ def _content_text(messages: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def _planned(config: RunConfig, samples: list[Any], single: bool) -> list[tuple[str, Any, list[Any], list[list[Any]]]]:
+def _planned(config: RunConfig, samples: list[Sample],
+             single: bool) -> list[tuple[str, Task, list[Instance], list[list[Instance]]]]:
     """Each task's name, task, instances and batches as the run forms them (``single``: one instance each)."""
     from rescue.engine.plan import batch_plan, build_options, load_task
 
@@ -150,7 +153,7 @@ def estimate_run(config: RunConfig) -> RunEstimate:
         video = VideoContext.locate(config.video, samples, None)  # probe only: no hashing, no store
     options = config.part(Asking).render(RowCache())
     per_task: list[TaskEstimate] = []
-    graded: dict[str, list[Any]] = {}  # judged task -> its instances
+    graded: dict[str, list[Instance]] = {}  # judged task -> its instances
     planned = _planned(config, samples, video is not None)
     share = chain_share([len(batches) for *_, batches in planned], config.concurrency)  # as the run cuts chains
     for name, task, instances, batches in planned:
@@ -222,7 +225,7 @@ def thinking_warning(config: RunConfig, spec: str, budgets: dict[str, int]) -> s
             f"--max-tokens {THINKING_BUDGET * 2} or more, --budget-retry 3, or --thinking off where the provider has it.")
 
 
-def _judge_estimate(spec: str, graded: dict[str, list[Any]], models: int, judging: Judging,
+def _judge_estimate(spec: str, graded: dict[str, list[Instance]], models: int, judging: Judging,
                     prices: PriceTable) -> JudgeEstimate:
     from rescue.scoring.judge import JUDGE_MAX_TOKENS, Turn, judge_prompt
 

@@ -64,6 +64,7 @@ from rescue.tasks.render import RowCache
 
 if TYPE_CHECKING:
     from rescue.scoring.bertscore import BackboneDescription
+    from rescue.video import VideoContext
 
 # WORKER_PREFIX stays importable here: `rescue`'s exit looks for the BERTScore threads through this module.
 __all__ = ["WORKER_PREFIX", "RunConfig", "RunError", "RunOutcome", "Runner", "rescore", "run", "run_async"]
@@ -105,7 +106,7 @@ class Runner:
             return None
         return ResponseCache(self._cache_folder() / CACHE)
 
-    def _locate_media(self, samples: list[Any]) -> Any:
+    def _locate_media(self, samples: list[Sample]) -> VideoContext | None:
         if self.config.video is None:  # not a video mode
             return None
         from rescue.video import VideoContext
@@ -276,7 +277,7 @@ class Runner:
 
     async def _run(self, config: RunConfig, started: float, raw_models: dict[str, Model | TaskModel],
                    raw_judges: list[Model], tasks: dict[str, Task], instances: dict[str, list[Instance]],
-                   data_info: DataInfo, video: Any) -> RunOutcome:
+                   data_info: DataInfo, video: VideoContext | None) -> RunOutcome:
         log = RunLog(self.out / LOG if self.write else None)
         cache = self._cache()
         if video is not None:  # every frame or clip is made (or found) before the first request
