@@ -30,6 +30,7 @@ import pandas as pd
 from matplotlib import font_manager
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
+from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.legend import Legend
@@ -358,6 +359,20 @@ def position_curve(frame: pd.DataFrame, title: str = "Accuracy by dialogue posit
     return _render(layout, formats)
 
 
+def _bars(axes: Axes, lefts: Any, width: float, bottoms: Any, heights: Any, colour: Any, name: str) -> None:
+    """One series of bars as one collection of rectangles: what ``bar()`` draws, with one artist to make and
+    draw instead of one per bar."""
+    boxes = [[(x, y), (x + width, y), (x + width, y + h), (x, y + h)] for x, y, h in zip(lefts, bottoms, heights)]
+    axes.add_collection(PolyCollection(boxes, facecolors=[colour], edgecolors="none", linewidths=0, label=name))
+
+
+def _bar_limits(axes: Axes, lefts: Any, width: float, top: float) -> None:
+    """The limits ``bar()`` would give: the bars' span with a 5% margin each side, and 0 to the top plus 5%."""
+    low, high = float(np.min(lefts)) if len(lefts) else 0.0, float(np.max(lefts)) + width if len(lefts) else 1.0
+    axes.set_xlim(low - 0.05 * (high - low), high + 0.05 * (high - low))
+    axes.set_ylim(0, max(top, 1e-9) * 1.05)
+
+
 def stacked_shares(frame: pd.DataFrame, title: str, *, formats: Sequence[str] = FORMATS) -> Rendered:
     """Stacked bars of label shares per position bin (one scenario)."""
     table = frame.pivot_table(index="bin", columns="label", values="share", fill_value=0.0).sort_index()
@@ -366,10 +381,12 @@ def stacked_shares(frame: pd.DataFrame, title: str, *, formats: Sequence[str] = 
     axes = layout.add(0, 0)
     bottom = np.zeros(len(table))
     colours = matplotlib.colormaps["tab10"]
+    lefts = np.arange(len(table), dtype=float) - 0.4
     for k, name in enumerate(table.columns):
         values = table[name].to_numpy() * 100
-        axes.bar(range(len(table)), values, bottom=bottom, label=label(name), color=colours(k % 10))
+        _bars(axes, lefts, 0.8, bottom, values, colours(k % 10), label(name))
         bottom += values
+    _bar_limits(axes, lefts, 0.8, float(bottom.max()) if len(bottom) else 0.0)
     axes.set_xticks(range(len(table)), [label(p) for p in positions], rotation=30)
     axes.set_xlabel("position in the session (row index, normalised)")
     axes.set_ylabel("share of gold labels (%)")
@@ -428,8 +445,12 @@ def preference_bars(frame: pd.DataFrame, title: str, *, formats: Sequence[str] =
     layout = _layout([6.2], [3.0])
     axes = layout.add(0, 0)
     width = 0.8 / max(len(table.columns), 1)
+    centres = np.arange(len(table), dtype=float)
     for k, system in enumerate(table.columns):
-        axes.bar(np.arange(len(table)) + k * width, table[system].fillna(0).to_numpy(), width, label=label(system))
+        _bars(axes, centres + (k - 0.5) * width, width, np.zeros(len(table)), table[system].fillna(0).to_numpy(),
+              f"C{k % 10}", label(system))
+    top = float(np.nanmax(table.to_numpy())) if table.size else 0.0
+    _bar_limits(axes, centres - 0.5 * width, width * max(len(table.columns), 1), max(top, 1.0))
     axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
     handles, labels = axes.get_legend_handles_labels()
     for system in converged[~converged].index:
