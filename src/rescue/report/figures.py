@@ -41,9 +41,9 @@ from rescue.report.html import FIGURE_FORMATS as FORMATS
 from rescue.report.html import Rendered
 from rescue.report.leaderboard import Leaderboard
 
-# The page shows a figure at most 1,000 px wide (report.html's CSS); a 9-inch figure at 120 dpi is about that
-# wide, and sharper than the page on an ordinary screen. Papers take the SVG or PDF.
-DPI = 120
+# The page shows a figure at most 1,000 px wide (report.html's CSS): the figures, 8 to 10 inches wide, are that
+# wide at 100 dpi (each pixel drawn and compressed is CPU). Papers take the SVG or PDF.
+DPI = 100
 # Families tried, in order, for characters DejaVu Sans lacks (CJK model ids, labels in other scripts); only the
 # installed ones are used, so a machine without them gets no "font not found" warning, and escapes instead.
 FALLBACK_FAMILIES = ("Noto Sans CJK JP", "Noto Sans CJK SC", "Source Han Sans", "WenQuanYi Zen Hei",
