@@ -36,6 +36,7 @@ from matplotlib.font_manager import FontProperties
 from matplotlib.legend import Legend
 from matplotlib.patches import Patch
 from matplotlib.text import Text
+from PIL import Image
 
 from rescue.report.html import FIGURE_FORMATS as FORMATS
 from rescue.report.html import Rendered
@@ -288,8 +289,12 @@ def _arrange(layout: _Layout, title: str = "", footnote: str = "") -> None:
 def _render(layout: _Layout, formats: Sequence[str] = FORMATS) -> Rendered:
     """The figure as PNG and each other of ``formats`` (SVG, PDF), each drawn once."""
     out = {}
+    layout.canvas.draw()  # type: ignore[no-untyped-call]  # backend_agg ships no annotations
+    # RGB (the figure is opaque: an alpha channel is a quarter more bytes to compress and store) at zlib level
+    # 3, as small as the default 6 within 1% and a third less CPU.
+    rgb = np.asarray(layout.canvas.buffer_rgba())[..., :3]  # type: ignore[no-untyped-call]
     png = io.BytesIO()
-    layout.canvas.print_png(png)  # type: ignore[no-untyped-call]
+    Image.fromarray(rgb).save(png, format="png", compress_level=3, dpi=(DPI, DPI))
     out["png"] = png.getvalue()
     for fmt in dict.fromkeys(formats):
         if fmt == "png":
