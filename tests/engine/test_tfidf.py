@@ -78,6 +78,16 @@ def test_all_documents_counted_at_once_are_each_counted_alone(limit):
     assert [len(part) for part in document_grams(np.zeros(0, np.int64), np.zeros(0, np.int64), 1)] == [0, 0, 0]
 
 
+@pytest.mark.parametrize("words_per_sort", [1, 3, 7])
+def test_counts_taken_a_few_words_at_a_time_are_the_same(words_per_sort):
+    """Documents longer than a batch stand alone, shorter ones share one; empty ones count nothing."""
+    documents = [*PIECES, [], *CHAINED]
+    whole = Tokenizer().counts(documents)
+    batched = Tokenizer().counts(documents, words_per_sort=words_per_sort)
+    np.testing.assert_array_equal(batched.grams, whole.grams)
+    assert (batched.matrix != whole.matrix).nnz == 0 and batched.matrix.shape == whole.matrix.shape
+
+
 def test_no_word_at_all_gives_no_features():
     counts = Tokenizer().counts([["!"], ["?"], [""]])
     assert fold_tfidf(counts, [0, 1], [2]) is None

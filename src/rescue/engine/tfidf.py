@@ -29,6 +29,7 @@ _WORD = np.dtype(np.int32)
 # A bigram's code: (first word + 1) * 2**32 + second word, above every unigram's code (a word's id).
 _SHIFT = np.int64(1 << 32)
 MIN_DF = 2
+_SORT_WORDS = 1 << 20  # words counted by one sort: its keys and their sort take tens of MB, not the task's all
 
 
 @dataclass
@@ -55,21 +56,26 @@ class Tokenizer:
             known = self._texts[text] = np.array(words, dtype=_WORD).tobytes()
         return known
 
-    def counts(self, documents: Sequence[Sequence[str]]) -> GramCounts:
-        """The gram counts of ``documents``, each given as its pieces (texts joined by spaces)."""
+    def counts(self, documents: Sequence[Sequence[str]], words_per_sort: int = _SORT_WORDS) -> GramCounts:
+        """The gram counts of ``documents``, each given as its pieces (texts joined by spaces), counted
+        ``words_per_sort`` words at a time (a longer document alone)."""
         from scipy.sparse import csr_matrix
 
         tokens = [[self._tokens(p) for p in pieces] for pieces in documents]
         lengths = np.array([sum(map(len, texts)) for texts in tokens], dtype=np.int64) // _WORD.itemsize
-        words = np.frombuffer(b"".join([t for texts in tokens for t in texts]), dtype=_WORD).astype(np.int64)
         vocabulary = max(len(self._ids), 1)
-        rows, packed, data = document_grams(words, lengths, vocabulary)
+        parts = [(np.zeros(0, np.int64),) * 3]
+        for start, stop in _batches(lengths, words_per_sort):  # a bounded batch of words at a time (memory)
+            words = np.frombuffer(b"".join([t for texts in tokens[start:stop] for t in texts]), dtype=_WORD)
+            rows, packed, data = document_grams(words.astype(np.int64), lengths[start:stop], vocabulary)
+            parts.append((rows + start, packed, data))
+        rows, packed, data = (np.concatenate([part[k] for part in parts]) for k in range(3))
         distinct, columns = np.unique(packed, return_inverse=True)
-        first, second = np.divmod(distinct, vocabulary)  # packed: a word, or (first word + 1) * vocabulary + second
+        lead, second = np.divmod(distinct, vocabulary)  # packed: a word, or (first word + 1) * vocabulary + second
         indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=len(documents)))])
         matrix = csr_matrix((data.astype(np.float64), columns.astype(np.int32), indptr),
                             shape=(len(documents), len(distinct)))
-        return GramCounts(matrix, first * _SHIFT + second)
+        return GramCounts(matrix, lead * _SHIFT + second)
 
     def names(self, grams: np.ndarray) -> list[str]:
         """The n-grams of ``grams`` as the vectorizer names them (``word`` or ``word word``)."""
@@ -79,6 +85,18 @@ class Tokenizer:
             first, second = divmod(code, int(_SHIFT))
             names.append(words[second] if first == 0 else f"{words[first - 1]} {words[second]}")
         return names
+
+
+def _batches(lengths: np.ndarray, most: int) -> list[tuple[int, int]]:
+    """Consecutive runs of documents of at most ``most`` words in all (a longer document alone)."""
+    ends = np.cumsum(lengths)
+    runs: list[tuple[int, int]] = []
+    first = 0
+    while first < len(lengths):
+        stop = max(first + 1, int(np.searchsorted(ends, ends[first] - lengths[first] + most, side="right")))
+        runs.append((first, stop))
+        first = stop
+    return runs
 
 
 def document_grams(words: np.ndarray, lengths: np.ndarray, vocabulary: int, limit: int = 1 << 62
