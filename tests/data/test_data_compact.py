@@ -66,15 +66,18 @@ def test_loaded_models_share_short_strings_and_one_empty_extras_dict(demo_sample
     assert len({id(t) for t in long_text}) == len(long_text)  # the dialogue stays each row's own
 
 
-def test_an_extra_field_given_to_one_model_is_that_models_alone(demo_samples):
-    first, second = demo_samples[0].rows[:2]
+def test_an_extra_field_given_to_one_model_is_that_models_alone():
+    from rescue.data.reading import demo_path
+
+    samples = load_samples(demo_path())  # its own copy: the shared fixture must not be changed
+    first, second = samples[0].rows[:2]
     assert first.__pydantic_extra__ is second.__pydantic_extra__
     first.note = "extra"
     assert first.note == "extra" and first.model_dump()["note"] == "extra"
     assert second.__pydantic_extra__ == {} and "note" not in second.model_dump()
     assert not hasattr(second, "note")
     copied = second.model_copy(update={"other": 1})
-    assert copied.other == 1 and second.__pydantic_extra__ == {} and demo_samples[1].rows[0].__pydantic_extra__ == {}
+    assert copied.other == 1 and second.__pydantic_extra__ == {} and samples[1].rows[0].__pydantic_extra__ == {}
 
 
 def test_a_compacted_sample_dumps_and_compares_as_read(tmp_path):
@@ -88,3 +91,15 @@ def test_a_compacted_sample_dumps_and_compares_as_read(tmp_path):
     assert loaded.rows == fresh.rows
     assert loaded.model_dump(exclude={"origin_file", "origin_line"}) == fresh.model_dump(
         exclude={"origin_file", "origin_line"})
+
+
+def test_samples_loaded_without_their_text_are_the_same_samples():
+    # rescue run loads with keep_text=False: it never exports, so it holds no compressed copy of each record.
+    from rescue.data.reading import demo_path
+
+    kept, bare = load_samples(demo_path()), load_samples(demo_path(), keep_text=False)
+    assert [s.model_dump() for s in kept] == [s.model_dump() for s in bare]  # (== also compares the private text)
+    assert [s.rows for s in kept] == [s.rows for s in bare]
+    assert [s.origin_line for s in kept] == [s.origin_line for s in bare]
+    assert all(s._release_text is None for s in bare) and all(s._release_text is not None for s in kept)
+    assert json.loads(bare[0].release_json()) == json.loads(bare[0].model_dump_json(exclude_unset=True))

@@ -236,7 +236,8 @@ def check_sample(sample: Sample, record: RawRecord, strict: bool = False) -> lis
     return out.issues
 
 
-def _validate_record(record: RawRecord, first_seen: dict[str, str], strict: bool) -> tuple[Sample | None, list[DataIssue]]:
+def _validate_record(record: RawRecord, first_seen: dict[str, str], strict: bool,
+                     keep_text: bool = True) -> tuple[Sample | None, list[DataIssue]]:
     if record.parse_error:
         return None, [DataIssue(record.file, record.line, record.parse_error)]
     if not isinstance(record.data, dict):
@@ -267,21 +268,23 @@ def _validate_record(record: RawRecord, first_seen: dict[str, str], strict: bool
     if any(issue.severity == "error" for issue in issues):
         return None, _in_row_order(issues)
     sample.origin_file, sample.origin_line = record.file, record.line
-    sample.keep_release_text(record.text if record.text is not None else json.dumps(record.data, ensure_ascii=False))
+    if keep_text:
+        sample.keep_release_text(record.text if record.text is not None else json.dumps(record.data, ensure_ascii=False))
     compact_sample(sample)
     return sample, _in_row_order(issues)
 
 
-def validate_records(records: Iterable[RawRecord], strict: bool = False) -> ValidationReport:
+def validate_records(records: Iterable[RawRecord], strict: bool = False, *, keep_text: bool = True) -> ValidationReport:
     """Validate every record; valid samples (warnings allowed) are kept, every issue is reported.
 
     ``strict`` applies every rule of the rulebook at its own severity; without it, breaches of rules newer
-    than the release format (``Rule.lenient``) are warnings."""
+    than the release format (``Rule.lenient``) are warnings. ``keep_text=False``: the samples keep no copy of
+    their records' text (:meth:`Sample.release_json` then writes the model's fields as set)."""
     report = ValidationReport()
     first_seen: dict[str, str] = {}  # sample_id -> FILE:LINE, for duplicate messages
     for record in records:
         report.records += 1
-        sample, issues = _validate_record(record, first_seen, strict)
+        sample, issues = _validate_record(record, first_seen, strict, keep_text)
         report.issues.extend(issues)
         if sample is not None:
             report.samples.append(sample)

@@ -174,7 +174,8 @@ class Runner:
             samples = list(self.samples)
             data_sha = samples_sha256(samples)
         else:
-            samples = load_samples(config.data)  # bad data stops the run before any folder is made
+            # Bad data stops the run before any folder is made; a run exports nothing, so no record text is kept.
+            samples = load_samples(config.data, keep_text=False)
             data_sha = data_sha256(config.data)
         samples, choice = select_samples(config.part(Selection), samples)
         # Absolute, beside its sha256: `rescue rescore` finds the data from any folder.

@@ -116,7 +116,7 @@ class LenientNotes(ModelTypedDict, total=False):
     read_from_prose: str  # the prose a yes/no was read from, cut to 200 characters (rescue.tasks.itp)
 
 
-@dataclass
+@dataclass(slots=True)  # a run holds one per instance until its pair is done
 class Prediction:
     """The parsed answer for one instance. ``value`` is None unless ``status`` is "ok".
 
