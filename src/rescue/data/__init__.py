@@ -16,6 +16,7 @@ __all__ = [
     "names",
     "reading",
     "rules",
+    "shapes",
     "splits",
     "stats",
     "taxonomy",

@@ -14,6 +14,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rescue.data.shapes import ChatMessage
 from rescue.engine.parts import Asking, Judging, Selection
 from rescue.llm import PriceTable, Usage
 from rescue.tasks.render import RowCache
@@ -115,7 +116,7 @@ class RunEstimate:
         return asdict(self)
 
 
-def _content_text(messages: list[dict[str, Any]]) -> str:
+def _content_text(messages: list[ChatMessage]) -> str:
     out = []
     for message in messages:
         content = message["content"]

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from rescue.data.shapes import ChatMessage
 from rescue.data.groups import infer_groups
 from rescue.data.models import GROUP_LABELS, THERAPIST
 from rescue.engine.logistic import fit_logistic
@@ -48,7 +49,7 @@ _NOT_WORDS = frozenset(("row_index", "timestamp", "primary_speaker", "target"))
 _GROUPS = frozenset(GROUP_LABELS.values())
 
 
-def _prompt_text(messages: list[dict[str, Any]]) -> str:
+def _prompt_text(messages: list[ChatMessage]) -> str:
     """The text a model reads: every string content and every text part (video modes send parts)."""
     pieces: list[str] = []
     for message in messages:
@@ -134,7 +135,7 @@ def _role(name: str, people: dict[str, str]) -> str:
     return people.get(name, "other")
 
 
-def encode(instance: Instance, messages: list[dict[str, Any]]) -> Encoded:
+def encode(instance: Instance, messages: list[ChatMessage]) -> Encoded:
     """Features of ``instance`` from its single-instance prompt ``messages`` (module docstring)."""
     text = _prompt_text(messages)
     item = _item(text)

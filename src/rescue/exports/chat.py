@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
+from rescue.data.shapes import ChatMessage
 from rescue.atomic import write_atomic
 from rescue.errors import ExportError
 
@@ -36,7 +37,7 @@ class ChatMetadata(TypedDict):
 class ChatLine(TypedDict):
     """One line of a chat export: the prompt's messages and the gold answer as the last (assistant) one."""
 
-    messages: list[dict[str, Any]]  # as the task renders them (rescue.tasks.base.Task.render), then the answer
+    messages: list[ChatMessage]  # as the task renders them (rescue.tasks.base.Task.render), then the answer
     metadata: ChatMetadata
 
 
@@ -46,7 +47,7 @@ class ChatExample:
 
     task: str
     instance: Instance
-    messages: list[dict[str, Any]]
+    messages: list[ChatMessage]
 
     @property
     def answer(self) -> str:

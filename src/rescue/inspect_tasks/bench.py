@@ -46,7 +46,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from rescue.data.choices import JudgeScale, Mode, ParsePolicy
 from rescue.engine.run_options import SampleChoice
 from rescue.inspect_tasks.plan import BenchError, BenchOptions, BenchPlan, build_plan
-from rescue.llm import ChatAnswer, ChatRequest, ModelBase, Usage
+from rescue.llm import ChatAnswer, ChatRequest, Message, MessageLike, ModelBase, Usage
 from rescue.runs.inspect_logs import CONFIG_KEY, GENERATE_KEY, GRADER, RECORD_KEY
 from rescue.tasks import TASKS, get_task
 from rescue.tasks.base import PredictionRecord, gold_value, make_record
@@ -59,13 +59,14 @@ __all__ = ["GRADER", "InspectJudge", "bench_dataset", "chat_answer", "rescue_gen
 # Messages and answers between rescue and inspect
 
 
-def chat_messages(messages: Sequence[Any]) -> list[ChatMessage]:
+def chat_messages(messages: Sequence[MessageLike]) -> list[ChatMessage]:
     """rescue's rendered messages (``{"role", "content"}``) as inspect chat messages, text unchanged."""
     kinds: dict[str, Callable[..., ChatMessage]] = {
         "system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
     out = []
     for message in messages:
-        role, content = message["role"], message["content"]
+        role, content = ((message.role, message.content) if isinstance(message, Message)
+                         else (message["role"], message["content"]))
         if role not in kinds or not isinstance(content, str):
             raise BenchError(f"a {role} message with {type(content).__name__} content cannot be sent through inspect "
                              "by this adapter (transcript modes only)")

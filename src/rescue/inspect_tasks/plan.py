@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rescue.data.shapes import ChatMessage
 from rescue._version import __version__
 from rescue.errors import BenchError as BenchError
 from rescue.data.choices import JudgeScale, Mode, ParsePolicy
@@ -75,7 +76,7 @@ class BenchPlan:
             self._by_id = {i.instance_id: i for i in self.instances}
         return self._by_id[instance_id]
 
-    def messages(self, instance: Instance) -> list[dict[str, Any]]:
+    def messages(self, instance: Instance) -> list[ChatMessage]:
         """The exact messages ``rescue run`` sends for ``instance`` (asked alone)."""
         return list(self.task.render([instance], self.render_options))
 

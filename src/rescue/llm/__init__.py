@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         TextPart,
         Usage,
         VideoPart,
+        WireMessage,
     )
 
 # name -> (private module, its name there). `Session` is the name before issue #25 (docs and notebooks may use
@@ -67,7 +68,7 @@ _LAZY = {
     "scrub": "_secrets",
     **dict.fromkeys(["ModelSession", "Session"], "_session"),
     **dict.fromkeys(["AnswerStatus", "ChatAnswer", "ChatRequest", "ImagePart", "Message", "MessageLike", "Model",
-                     "ModelBase", "Part", "TextPart", "Usage", "VideoPart"], "_types"),
+                     "ModelBase", "Part", "TextPart", "Usage", "VideoPart", "WireMessage"], "_types"),
 }
 _RENAMED = {"Session": "ModelSession"}
 
@@ -105,6 +106,7 @@ __all__ = [
     "TransientError",
     "Usage",
     "VideoPart",
+    "WireMessage",
     "request_key",
     "resolve_endpoint",
     "resolve_model",

@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
+
+from rescue.data.shapes import ChatMessage, JsonObject
 
 # budget_exhausted: the answer budget ran out (finish_reason "length") before any usable answer, typically spent
 # thinking. It is an outcome, not a fault: asking again at the same budget would pay for the same end.
@@ -27,11 +29,11 @@ class TextPart:
 
     text: str
 
-    def wire(self) -> dict[str, Any]:
+    def wire(self) -> JsonObject:
         """The part as the API takes it."""
         return {"type": "text", "text": self.text}
 
-    def key(self) -> dict[str, Any]:
+    def key(self) -> JsonObject:
         """The part as the cache key sees it (its wire form)."""
         return self.wire()
 
@@ -70,14 +72,14 @@ class ImagePart(_MediaPart):
         file = Path(path)
         return cls(file.read_bytes(), mime or _mime_of(file, "image/png"), detail)
 
-    def wire(self) -> dict[str, Any]:
+    def wire(self) -> JsonObject:
         """The part as the API takes it: an ``image_url`` with a ``data:`` URL and the detail, if any."""
-        url: dict[str, Any] = {"url": self.data_url()}
+        url: dict[str, str] = {"url": self.data_url()}
         if self.detail is not None:
             url["detail"] = self.detail
         return {"type": "image_url", "image_url": url}
 
-    def key(self) -> dict[str, Any]:
+    def key(self) -> JsonObject:
         """The part as the cache key sees it: the bytes' SHA-256, never the bytes."""
         return {"type": "image", "sha256": self.sha256, "mime": self.mime, "detail": self.detail}
 
@@ -95,11 +97,11 @@ class VideoPart(_MediaPart):
         file = Path(path)
         return cls(file.read_bytes(), mime or _mime_of(file, "video/mp4"))
 
-    def wire(self) -> dict[str, Any]:
+    def wire(self) -> JsonObject:
         """The part as the API takes it: a ``video_url`` with a ``data:`` URL."""
         return {"type": "video_url", "video_url": {"url": self.data_url()}}
 
-    def key(self) -> dict[str, Any]:
+    def key(self) -> JsonObject:
         """The part as the cache key sees it: the bytes' SHA-256, never the bytes."""
         return {"type": "video", "sha256": self.sha256, "mime": self.mime}
 
@@ -117,13 +119,13 @@ class AudioPart(_MediaPart):
         file = Path(path)
         return cls(file.read_bytes(), mime or _mime_of(file, "audio/wav"))
 
-    def wire(self) -> dict[str, Any]:
+    def wire(self) -> JsonObject:
         """The part as a chat API takes it: an ``input_audio`` part, base64."""
         fmt = self.mime.rsplit("/", 1)[-1].removeprefix("x-")
         return {"type": "input_audio",
                 "input_audio": {"data": base64.b64encode(self.data).decode("ascii"), "format": fmt}}
 
-    def key(self) -> dict[str, Any]:
+    def key(self) -> JsonObject:
         """The part as the cache key sees it: the bytes' SHA-256, never the bytes."""
         return {"type": "audio", "sha256": self.sha256, "mime": self.mime}
 
@@ -138,13 +140,13 @@ class Message:
     role: str
     content: str | Sequence[Part]
 
-    def wire(self) -> dict[str, Any]:
+    def wire(self) -> WireMessage:
         """The message as the API takes it."""
         if isinstance(self.content, str):
             return {"role": self.role, "content": self.content}
         return {"role": self.role, "content": [part.wire() for part in self.content]}
 
-    def key(self) -> dict[str, Any]:
+    def key(self) -> WireMessage:
         # Plain text keys exactly as the wire form, so text requests keep the cache keys they always had.
         """The message as the cache key sees it (media by content hash)."""
         if isinstance(self.content, str):
@@ -152,16 +154,23 @@ class Message:
         return {"role": self.role, "content": [part.key() for part in self.content]}
 
 
+class WireMessage(TypedDict):
+    """A message in the API's own form, its content text or a list of the API's parts (a part's JSON)."""
+
+    role: str
+    content: str | list[JsonObject]
+
+
 # Callers may also pass messages in the API's own dict form ({"role", "content"}), as the task prompts do.
-MessageLike = Message | dict[str, Any]
+MessageLike = Message | ChatMessage | WireMessage
 
 
-def wire_messages(messages: Sequence[MessageLike]) -> list[dict[str, Any]]:
+def wire_messages(messages: Sequence[MessageLike]) -> list[ChatMessage | WireMessage]:
     """The messages as the chat API takes them (media as data URLs)."""
     return [m.wire() if isinstance(m, Message) else m for m in messages]
 
 
-def key_messages(messages: Sequence[MessageLike]) -> list[dict[str, Any]]:
+def key_messages(messages: Sequence[MessageLike]) -> list[ChatMessage | WireMessage]:
     """The messages as the cache key sees them: media by content hash, never by bytes or path."""
     return [m.key() if isinstance(m, Message) else m for m in messages]
 

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from pydantic import ValidationError
 
+from rescue.data.shapes import ChatMessage
 from rescue.data.choices import JUDGE_SCALES, JudgeScale
 from rescue.tasks import TASKS, judged_tasks
 from rescue.tasks.base import Instance, JudgeGrade, JudgeResults, PredictionRecord
@@ -220,7 +221,7 @@ async def _grade_one(
 ) -> JudgeGrade:
     from rescue.llm import ChatRequest
 
-    messages: list[dict[str, str]] = [{"role": "user", "content": prompt}]
+    messages: list[ChatMessage] = [{"role": "user", "content": prompt}]
     error = ""
 
     async def ask(fresh: bool) -> Any:

@@ -36,6 +36,7 @@ from pydantic import (
 )
 from typing_extensions import TypedDict as ModelTypedDict  # pydantic reads a TypedDict from here before 3.12
 
+from rescue.data.shapes import ChatMessage
 from rescue.data.choices import MODES as MODES, PARSE_POLICIES as PARSE_POLICIES
 from rescue.data.choices import Mode as Mode, ParsePolicy as ParsePolicy
 from rescue.data.models import GROUP_LABELS, Sample, SharedFieldSets, share_field_sets
@@ -248,7 +249,7 @@ class Task(Protocol):
     def build(self, samples: list[Sample], **options: Any) -> list[Instance]:
         """The task's instances in ``samples``, with their gold (``options``: the task's own build options)."""
 
-    def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, Any]]:
+    def render(self, batch: list[Instance], options: RenderOptions) -> list[ChatMessage]:
         """The messages that ask about ``batch``."""
 
     def parse(self, raw: str, batch: list[Instance], policy: ParsePolicy = "strict") -> dict[str, Prediction]:

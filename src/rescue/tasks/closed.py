@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rescue.data.shapes import ChatMessage
 from rescue.data.models import Sample
 from rescue.tasks import prompts
 from rescue.tasks.base import DeclaredTask, Instance, LenientNotes, ParsePolicy, Prediction, RenderOptions
@@ -45,7 +46,7 @@ class ClosedTask(DeclaredTask):
 
     # --- the Task contract ----------------------------------------------------------------------------------
 
-    def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, str]]:
+    def render(self, batch: list[Instance], options: RenderOptions) -> list[ChatMessage]:
         """The prompt: the task's sections, then one item per instance with its context rows."""
         sample = prompts.batch_sample(batch)
         k = prompts.resolve_context_size(options.context_size, self.declaration.default_context_size)

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
+from rescue.data.shapes import ChatMessage
 from rescue.data.models import Row, Sample
 from rescue.metrics.intensity import INTENSITY_SCORE_FLOOR, intensity_score
 from rescue.tasks import generative as gen
@@ -215,7 +216,7 @@ class EmotionRecognition(DeclaredTask):
                 instances.append(gen.make_instance(self.name, sample, row, gold))
         return instances
 
-    def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, str]]:
+    def render(self, batch: list[Instance], options: RenderOptions) -> list[ChatMessage]:
         """The ER prompt for ``batch``."""
         k = prompts.resolve_context_size(options.context_size, self.declaration.default_context_size)
         group = batch[0].sample.scenario if batch else "couple"

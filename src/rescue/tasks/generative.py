@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar, Unpack
 
+from rescue.data.shapes import ChatMessage
 from rescue.data.evenly import pick_evenly as pick_evenly  # ER's and VP's checkpoints
 from rescue.data.models import NON_PERSON_LABELS, Row, Sample
 from rescue.data.taxonomy import INTENSITY_SCALE
@@ -119,7 +120,7 @@ def checkpoint_records(
 
 def checkpoint_message(
     lines: Iterable[str], batch: list[Instance], mode: str, schema: dict[str, Any], records: list[dict[str, Any]]
-) -> list[dict[str, str]]:
+) -> list[ChatMessage]:
     """The single user message every ER/VP request sends, through the one prompt builder: one line per
     section, the answer schema, the sample, then the checkpoints as compact JSON."""
     sample = prompts.batch_sample(batch)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rescue.data.shapes import ChatMessage
 from rescue.errors import PromptError as PromptError
 from rescue.data.models import Sample
 from rescue.tasks.render import MODE_EVIDENCE, dumps, write_json
@@ -85,7 +86,7 @@ def batch_sample(batch: Sequence[Any]) -> Sample:
 
 
 def user_message(sections: Sequence[str], items: list[dict[str, Any]], *, items_label: str = "Items:\n",
-                 separator: str = "\n\n") -> list[dict[str, str]]:
+                 separator: str = "\n\n") -> list[ChatMessage]:
     """The request: the non-empty ``sections`` and then ``items_label`` + the items as compact JSON, joined
     by ``separator`` (the generative tasks' layout is one line per section, items after ``Checkpoints: ``)."""
     shown = [section for section in sections if section]

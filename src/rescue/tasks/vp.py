@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
+from rescue.data.shapes import ChatMessage
 from rescue.data.models import GROUP_LABELS, Row, Sample
 from rescue.tasks import generative as gen
 from rescue.tasks import prompts
@@ -240,7 +241,7 @@ class ViewpointPrediction(DeclaredTask):
                 instances.append(gen.make_instance(self.name, sample, row, gold, participants=people))
         return instances
 
-    def render(self, batch: list[Instance], options: RenderOptions) -> list[dict[str, str]]:
+    def render(self, batch: list[Instance], options: RenderOptions) -> list[ChatMessage]:
         """The VP prompt for ``batch``."""
         k = prompts.resolve_context_size(options.context_size, self.declaration.default_context_size)
         sample = batch[0].sample if batch else None
