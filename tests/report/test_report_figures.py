@@ -149,3 +149,17 @@ def test_nothing_is_cut_at_a_figures_edge(figures):
              figures.position_curve(curve, formats=("png",)), figures.stacked_shares(shares, "s", formats=("png",)),
              figures.preference_bars(preference, "p", formats=("png",))]
     assert all(_edges_blank(rendered.png) for rendered in drawn)
+
+
+@pytest.mark.slow
+def test_preference_bars_without_a_finite_strength_or_a_converged_fit_draw_without_warnings(figures):
+    import warnings
+
+    columns = ["system", "scenario", "label", "strength", "bias", "log_spread", "converged"]
+    frames = [pd.DataFrame([("m", "couple", "x", float("nan"), 0.0, 0.0, True),
+                            ("m", "couple", "y", float("nan"), 0.0, 0.0, True)], columns=columns),
+              pd.DataFrame([("wild", "couple", "x", 9.0, 1.0, 1.0, False)], columns=columns)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for frame in frames:
+            assert figures.preference_bars(frame, "SSP preference", formats=("png",)).png[:4] == b"\x89PNG"

@@ -454,7 +454,8 @@ def preference_bars(frame: pd.DataFrame, title: str, *, formats: Sequence[str] =
     for k, system in enumerate(table.columns):
         _bars(axes, centres + (k - 0.5) * width, width, np.zeros(len(table)), table[system].fillna(0).to_numpy(),
               f"C{k % 10}", label(system))
-    top = float(np.nanmax(table.to_numpy())) if table.size else 0.0
+    strengths = table.to_numpy(dtype=float)
+    top = float(np.nanmax(strengths)) if np.isfinite(strengths).any() else 0.0
     _bar_limits(axes, centres - 0.5 * width, width * max(len(table.columns), 1), max(top, 1.0))
     axes.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
     handles, labels = axes.get_legend_handles_labels()
