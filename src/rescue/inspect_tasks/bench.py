@@ -46,6 +46,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from rescue.data.choices import JudgeScale, Mode, ParsePolicy
 from rescue.engine.run_options import SampleChoice
 from rescue.inspect_tasks.plan import BenchError, BenchOptions, BenchPlan, build_plan
+from rescue.data.shapes import JsonObject
 from rescue.llm import ChatAnswer, ChatRequest, Message, MessageLike, ModelBase, Usage
 from rescue.runs.inspect_logs import CONFIG_KEY, GENERATE_KEY, GRADER, RECORD_KEY
 from rescue.tasks import TASKS, get_task
@@ -83,7 +84,7 @@ def chat_answer(output: ModelOutput) -> ChatAnswer:
         return ChatAnswer(None, "request_error", f"request_error: {output.error}", usage)
     text = output.completion
     stop = output.stop_reason
-    meta: dict[str, Any] = {"finish_reason": "length" if stop == "max_tokens" else stop}
+    meta: JsonObject = {"finish_reason": "length" if stop == "max_tokens" else stop}
     message = output.choices[0].message if output.choices else None
     if message is not None and not isinstance(message.content, str):
         reasoning = "\n".join(c.reasoning for c in message.content if isinstance(c, ContentReasoning))

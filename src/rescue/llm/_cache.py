@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rescue.data.shapes import JsonObject
 from rescue.llm._types import ChatAnswer, MessageLike, Usage, key_messages
 from rescue.errors import UnreadableEntry as UnreadableEntry
 
@@ -48,7 +49,7 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-def request_key(endpoint: str, settings: dict[str, Any], messages: list[MessageLike]) -> str:
+def request_key(endpoint: str, settings: JsonObject, messages: list[MessageLike]) -> str:
     """The key of a request: endpoint, settings and messages, media by content hash (never by path)."""
     payload = canonical_json({"endpoint": endpoint, "settings": settings, "messages": key_messages(messages)})
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
@@ -96,7 +97,7 @@ class ResponseCache:
             raise UnreadableEntry(f"{type(exc).__name__}: {exc}") from None
         return ChatAnswer(row[0], "ok", "", usage, meta)
 
-    def put(self, key: str, *, model: str, endpoint: str, purpose: str, request: dict[str, Any], answer: ChatAnswer) -> None:
+    def put(self, key: str, *, model: str, endpoint: str, purpose: str, request: JsonObject, answer: ChatAnswer) -> None:
         """Store an answer with the request it answers (errors and empty answers are refused)."""
         if answer.status != "ok":
             raise ValueError("only answers are cached, never errors")

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from rescue.data.shapes import JsonObject
 from rescue.llm import _secrets as secrets
 from rescue.llm._limits import DEFAULT_MAX_ANSWER_BYTES
 from rescue.llm._providers import Endpoint, thinking_extra, tls_context
@@ -60,7 +61,7 @@ class GenerationSettings:
     temperature: float = 0.0
     max_tokens: int | None = None  # None: the request's own max_tokens
     json_mode: bool = True  # response_format={"type": "json_object"} where the provider supports it
-    extra_body: dict[str, Any] = field(default_factory=dict)  # provider extras, e.g. {"enable_thinking": false}
+    extra_body: JsonObject = field(default_factory=dict)  # provider extras, e.g. {"enable_thinking": false}
     seed: int | None = None
     timeout: float = 240.0  # seconds for a whole request, body included (the authors' value)
     max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES  # a larger response body is an error, never stored
@@ -71,7 +72,7 @@ class GenerationSettings:
     # --thinking on|off|low|medium|high: turned into the provider's own extras, which are keyed.
     thinking: str | None = None
 
-    def key_fields(self) -> dict[str, Any]:
+    def key_fields(self) -> JsonObject:
         """The settings that change an answer, as they enter the cache key."""
         return {
             "temperature": self.temperature,
@@ -192,7 +193,7 @@ def _content(message: Any) -> str | None:
 REASONING_FIELDS = ("reasoning_content", "reasoning")  # DeepSeek, Qwen, vLLM; OpenRouter, Ollama, Groq
 
 
-def _reasoning(message: dict[str, Any], where: str) -> str:
+def _reasoning(message: JsonObject, where: str) -> str:
     """The reasoning text of a message or delta ("" when none), from whichever field the provider uses."""
     for name in REASONING_FIELDS:
         value = message.get(name)
@@ -296,7 +297,7 @@ class _StreamReader:
             if _choice_index(choice, position) == 0:
                 self._choice(choice)
 
-    def _chunk(self, payload: bytes) -> dict[str, Any] | None:
+    def _chunk(self, payload: bytes) -> JsonObject | None:
         """The JSON object of one event; None for an empty one or ``[DONE]``."""
         payload = payload.strip()
         if payload == b"[DONE]":
@@ -314,7 +315,7 @@ class _StreamReader:
             raise MalformedAnswer(f"a stream chunk is a JSON {type(chunk).__name__}, not an object")
         return chunk
 
-    def _choice(self, choice: dict[str, Any]) -> None:
+    def _choice(self, choice: JsonObject) -> None:
         """The text, reasoning and finish reason of a chunk's choice 0, until it has finished."""
         delta = choice.get("delta")
         if delta is None:
@@ -375,7 +376,7 @@ def _choice_index(choice: Any, position: int) -> int:
 class _PlainCompletion(Exception):  # noqa: N818 - a signal, not an error
     """A whole chat completion sent with the stream's content type: read as a completion."""
 
-    def __init__(self, data: dict[str, Any]):
+    def __init__(self, data: JsonObject):
         super().__init__("a plain completion")
         self.data = data
 
@@ -410,7 +411,7 @@ def _chat_url(base_url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/") + "/chat/completions", parts.query, ""))
 
 
-def _encode(body: dict[str, Any]) -> bytes:
+def _encode(body: JsonObject) -> bytes:
     """The request body as JSON bytes (compact, as httpx sent it); a lone surrogate in a prompt goes out escaped."""
     text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     try:
@@ -474,7 +475,7 @@ class OpenAIModel:
         """The endpoint's URL without credentials: where answers come from, as the cache key sees it."""
         return secrets.redact_url(self.endpoint.base_url) or self.endpoint.base_url
 
-    def cache_settings(self) -> dict[str, Any]:
+    def cache_settings(self) -> JsonObject:
         """The model id and generation settings, as the cache key sees them."""
         return {"model": self.endpoint.model_id, **self.settings.key_fields()}
 
@@ -512,9 +513,9 @@ class OpenAIModel:
         if session is not None:
             await session.close()
 
-    def _body(self, request: ChatRequest) -> dict[str, Any]:
+    def _body(self, request: ChatRequest) -> JsonObject:
         overrides = request.overrides()
-        body: dict[str, Any] = {
+        body: JsonObject = {
             "model": self.endpoint.model_id,
             "messages": wire_messages(request.messages),
             "temperature": overrides.get("temperature", self.settings.temperature),
@@ -534,7 +535,7 @@ class OpenAIModel:
             body["stream_options"] = {"include_usage": True}
         return body
 
-    def batch_body(self, request: ChatRequest) -> dict[str, Any]:
+    def batch_body(self, request: ChatRequest) -> JsonObject:
         """The body of ``request`` as a line of a batch file: the online body, never streamed."""
         body = self._body(request)
         body.pop("stream", None)
@@ -760,7 +761,7 @@ class OpenAIModel:
                  usage_unknown: str | None = None) -> ChatAnswer:
         """What a complete answer (streamed or not) means: an answer, a refusal, a spent budget, or nothing."""
         text = secrets.scrub(text) if text else text
-        meta: dict[str, Any] = {"finish_reason": finish}
+        meta: JsonObject = {"finish_reason": finish}
         if usage_unknown is not None:
             meta["usage_unknown"] = usage_unknown
         if reasoning and self.settings.store_reasoning:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
+from rescue.data.shapes import JsonObject
 from rescue.data.choices import THINKING_LEVELS as THINKING_LEVELS
 from rescue.llm import _secrets as secrets
 from rescue.errors import CredentialError as CredentialError, ThinkingError as ThinkingError
@@ -32,7 +33,7 @@ class Provider:
     base_url: str
     key_env: str | None  # None: the endpoint needs no key (a local server)
     # Sent with every request to this provider unless the model's own settings say otherwise.
-    extra_body: dict[str, Any] = field(default_factory=dict)
+    extra_body: JsonObject = field(default_factory=dict)
     json_mode: bool = True  # whether response_format={"type": "json_object"} is accepted
     # How --thinking is said to this provider (a key of THINKING_STYLES); "" : it has no documented switch.
     thinking: str = ""
@@ -98,7 +99,7 @@ class Endpoint:
     key_env: str | None
     api_key: str = field(repr=False, default=PLACEHOLDER_KEY)
     provider: str = ""
-    extra_body: dict[str, Any] = field(default_factory=dict)
+    extra_body: JsonObject = field(default_factory=dict)
     json_mode: bool = True
     thinking: str = ""  # the provider's thinking style (THINKING_STYLES); "": none known
     stream_when_thinking: str = ""  # why its thinking requests are streamed by default
@@ -107,7 +108,7 @@ class Endpoint:
 
 # --thinking, one portable option, and what each provider style sends for it (merged into the body's extras).
 # None: the provider cannot say that level; the run stops with a message naming the preset.
-THINKING_STYLES: dict[str, dict[str, dict[str, Any] | None]] = {
+THINKING_STYLES: dict[str, dict[str, JsonObject | None]] = {
     # DashScope / Model Studio: hybrid models switch with enable_thinking (no effort levels).
     "enable_thinking": {"on": {"enable_thinking": True}, "off": {"enable_thinking": False},
                         "low": None, "medium": None, "high": None},
@@ -130,7 +131,7 @@ THINKING_STYLES: dict[str, dict[str, dict[str, Any] | None]] = {
 }
 
 
-def thinking_extra(endpoint: Endpoint, level: str) -> dict[str, Any]:
+def thinking_extra(endpoint: Endpoint, level: str) -> JsonObject:
     """The body extras that ask ``endpoint`` for thinking ``level`` (on, off, low, medium, high)."""
     if level not in THINKING_LEVELS:
         raise ThinkingError(f"--thinking {level!r}: choose one of {', '.join(THINKING_LEVELS)}")
@@ -153,7 +154,7 @@ THINKING_MODEL_PATTERNS = ("*deepseek-r1*", "*reasoner*", "*kimi-k2*", "*minimax
                            "*/o1*", "*/o3*", "*/o4*", "*gpt-5*", "*gpt-oss*", "*glm-4.5*", "*glm-4.6*")
 
 
-def known_to_think(spec: str, extra_body: dict[str, Any], thinking: str | None) -> bool:
+def known_to_think(spec: str, extra_body: JsonObject, thinking: str | None) -> bool:
     """Whether requests of ``spec`` with these extras will think: --thinking decides when given, else a
     disabling extra (enable_thinking false ...), else the model id."""
     import fnmatch

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, NotRequired, Protocol, TypedDict, TypeVar
 
+from rescue.data.shapes import JsonObject
 from rescue.data.text import without_lone_surrogates
 from rescue.llm import _secrets as secrets
 from rescue.llm._cache import ResponseCache, UnreadableEntry, request_key
@@ -265,7 +266,7 @@ class ReliableModel:
         """The inner model's own concurrency cap, if any."""
         return self.inner.max_concurrency
 
-    def cache_settings(self) -> dict[str, Any]:
+    def cache_settings(self) -> JsonObject:
         """The inner model's cache settings."""
         return dict(self.inner.cache_settings())
 
@@ -276,7 +277,7 @@ class ReliableModel:
             self.stats[key] = CallStats()
         return self.stats[key]
 
-    def _settings(self, request: ChatRequest) -> dict[str, Any]:
+    def _settings(self, request: ChatRequest) -> JsonObject:
         # A first asking (repeat 0) keys as it always did: caches from before --judge-repeats stay valid.
         repeat = {"repeat": request.repeat} if request.repeat else {}
         return {**self.cache_settings(), **request.overrides(), "request_max_tokens": request.max_tokens, **repeat}
@@ -417,7 +418,7 @@ class ReliableModel:
                 self.log.event("fail_fast", model=self.name, reason=self.fatal)
         return answer
 
-    def _request_record(self, request: ChatRequest) -> dict[str, Any]:
+    def _request_record(self, request: ChatRequest) -> JsonObject:
         return {"messages": key_messages(request.messages), "max_tokens": request.max_tokens,
                 "settings": {**self.cache_settings(), **request.overrides()}}
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from rescue.data.shapes import JsonObject
 from rescue.llm._client import GenerationSettings, OpenAIModel
 from rescue.llm._providers import Endpoint, resolve_endpoint
 from rescue.llm._types import ChatAnswer, ChatRequest, Model
@@ -38,7 +39,7 @@ class LocalModel:
         """The model's name: the server's port changes from run to run, the model does not."""
         return self.name
 
-    def cache_settings(self) -> dict[str, Any]:
+    def cache_settings(self) -> JsonObject:
         """The local model and its generation settings, as the cache key sees them."""
         return {"model": self.local_name, **self.settings.key_fields()}
 

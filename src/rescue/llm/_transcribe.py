@@ -18,6 +18,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from rescue.data.shapes import JsonObject
 from rescue.llm import _secrets as secrets
 from rescue.llm._limits import DEFAULT_MAX_ANSWER_BYTES
 from rescue.llm._client import GenerationSettings, MalformedAnswer, OpenAIModel, TransientError
@@ -49,7 +50,7 @@ def transcription_request(audio: bytes, *, ids: tuple[str, ...] = ()) -> ChatReq
 PAST_END_TOLERANCE = 1.0
 
 
-def read_transcription(text: str, seconds: float | None = None) -> dict[str, Any]:
+def read_transcription(text: str, seconds: float | None = None) -> JsonObject:
     """A ``verbose_json`` answer as a dict with ``segments`` (objects with finite ``start`` <= ``end`` from 0,
     within ``seconds`` of audio where given, ``text`` a string, ``speaker`` a label) and optionally ``words``;
     :class:`MalformedAnswer` naming the first item that is not."""
@@ -114,7 +115,7 @@ class TranscriptionModel(OpenAIModel):
                                                       max_answer_bytes=max_answer_bytes), name=name)
         self.language = language
 
-    def cache_settings(self) -> dict[str, Any]:
+    def cache_settings(self) -> JsonObject:
         return {"model": self.endpoint.model_id, "task": "transcription", "response_format": "verbose_json",
                 "timestamp_granularities": list(GRANULARITIES), "language": self.language}
 
@@ -190,7 +191,7 @@ class LocalWhisper(ModelBase):
         self.language = language
         self._model: Any = None
 
-    def cache_settings(self) -> dict[str, Any]:
+    def cache_settings(self) -> JsonObject:
         return {"model": self.weights, "task": "transcription", "language": self.language}
 
     def _transcribe(self, data: bytes) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
+from typing import Any, Literal, NotRequired, Protocol, TypedDict, runtime_checkable
 
 from rescue.data.shapes import ChatMessage, JsonObject
 
@@ -206,11 +206,27 @@ class ChatRequest:
     # left in the request's chain. Never sent, not part of the cache key.
     priority: int = 0
 
-    def overrides(self) -> dict[str, Any]:
+    def overrides(self) -> RequestOverrides:
         """The per-request settings that are set, overriding the model's own."""
-        return {k: v for k, v in (("temperature", self.temperature), ("seed", self.seed),
-                                  ("json_mode", self.json_mode), ("budget_factor", self.budget_factor))
-                if v is not None}
+        out: RequestOverrides = {}
+        if self.temperature is not None:
+            out["temperature"] = self.temperature
+        if self.seed is not None:
+            out["seed"] = self.seed
+        if self.json_mode is not None:
+            out["json_mode"] = self.json_mode
+        if self.budget_factor is not None:
+            out["budget_factor"] = self.budget_factor
+        return out
+
+
+class RequestOverrides(TypedDict, total=False):
+    """The settings a :class:`ChatRequest` sets for itself (in this order, as they enter the cache key)."""
+
+    temperature: float
+    seed: int
+    json_mode: bool
+    budget_factor: float
 
 
 @dataclass
@@ -242,9 +258,9 @@ class Usage:
         self.reasoning_tokens += more.reasoning_tokens
         self.audio_seconds += more.audio_seconds
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> UsageCounts:
         """The counts as JSON (``unknown`` and ``audio_seconds`` only when not zero)."""
-        counts: dict[str, Any] = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+        counts: UsageCounts = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                   "cached_input_tokens": self.cached_input_tokens, "image_tokens": self.image_tokens,
                   "video_tokens": self.video_tokens, "reasoning_tokens": self.reasoning_tokens}
         if self.unknown:
@@ -252,6 +268,19 @@ class Usage:
         if self.audio_seconds:
             counts["audio_seconds"] = round(self.audio_seconds, 3)
         return counts
+
+
+class UsageCounts(TypedDict):
+    """:meth:`Usage.as_dict`: what the response cache stores of an answer's usage and reads back as ``Usage(**counts)``."""
+
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int
+    image_tokens: int
+    video_tokens: int
+    reasoning_tokens: int
+    unknown: NotRequired[int]
+    audio_seconds: NotRequired[float]
 
 
 @dataclass
@@ -280,7 +309,7 @@ class ChatAnswer:
     status: AnswerStatus = "ok"
     error: str = ""  # error class and message for failures; never contains credentials
     usage: Usage = field(default_factory=Usage)
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: JsonObject = field(default_factory=dict)  # open: a model of your own may add keys
 
 
 @runtime_checkable
@@ -310,7 +339,7 @@ class Model(Protocol):
     def max_concurrency(self) -> int | None:
         """The most requests this model takes at once (None: the session's limit)."""
 
-    def cache_settings(self) -> dict[str, Any]:
+    def cache_settings(self) -> JsonObject:
         """The settings that change an answer, for the cache key."""
 
     async def complete(self, request: ChatRequest) -> ChatAnswer:
@@ -339,7 +368,7 @@ class ModelBase:
     cache_identity: str | None = None
     max_concurrency: int | None = None
 
-    def cache_settings(self) -> dict[str, Any]:
+    def cache_settings(self) -> JsonObject:
         """No settings change the answer unless a subclass says so."""
         return {}
 
