@@ -15,6 +15,7 @@ from typing import Any
 
 from rescue.errors import RescueError
 from rescue.data.models import Sample
+from rescue.data.shapes import JsonObject
 from rescue.tasks.base import PredictionRecord, Task
 from rescue.tasks.registry import TASK_NAMES, TASKS, discover, register, unregister
 from rescue.tasks.spec import Metric, TaskOptionError, validate_options
@@ -54,10 +55,10 @@ def graded_tasks() -> list[str]:
     return [name for name, task in TASKS.items() if task.declaration.outcome == "graded"]
 
 
-def parse_task_options(items: Iterable[str]) -> dict[str, dict[str, Any]]:
+def parse_task_options(items: Iterable[str]) -> dict[str, JsonObject]:
     """``["rpp.rpp_gold=relation_cycle_state", "er.checkpoints_per_sample=3"]`` as per-task options,
     each checked against the task's options model (a value is read as JSON when it is JSON, else as text)."""
-    options: dict[str, dict[str, Any]] = {}
+    options: dict[str, JsonObject] = {}
     for item in items:
         key, sep, text = item.partition("=")
         name, dot, field = key.strip().partition(".")

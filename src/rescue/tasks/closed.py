@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rescue.data.shapes import ChatMessage
+from rescue.data.shapes import ChatMessage, JsonObject
 from rescue.data.models import Sample
 from rescue.tasks import prompts
 from rescue.tasks.base import DeclaredTask, Instance, LenientNotes, ParsePolicy, Prediction, RenderOptions
@@ -36,7 +36,7 @@ class ClosedTask(DeclaredTask):
         """The prompt's sections before the items."""
         raise NotImplementedError
 
-    def item(self, instance: Instance, rows: EncodedRows, k: int) -> dict[str, Any]:
+    def item(self, instance: Instance, rows: EncodedRows, k: int) -> JsonObject:
         """One item's record: its id and what the prompt shows of it."""
         raise NotImplementedError
 
@@ -58,7 +58,7 @@ class ClosedTask(DeclaredTask):
         """Each instance's label or ranking read from the answer, under ``policy``."""
         keys = self.value_keys()
 
-        def read(item: dict[str, Any], instance: Instance, notes: LenientNotes | None) -> Any:
+        def read(item: JsonObject, instance: Instance, notes: LenientNotes | None) -> Any:
             return self.read(first_present(item, keys), instance, notes)
 
         return parse_answer(raw, batch, keys, read, policy, MATCHING)

@@ -11,11 +11,11 @@ scores; :meth:`EmotionRecognition.aggregate` averages every score it finds.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 from pydantic import Field
 
-from rescue.data.shapes import ChatMessage
+from rescue.data.shapes import ChatMessage, JsonObject
 from rescue.data.models import Row, Sample
 from rescue.metrics.intensity import INTENSITY_SCORE_FLOOR, intensity_score
 from rescue.tasks import generative as gen
@@ -49,7 +49,14 @@ INTENSITY_KEYS = ("intensity", "predicted_intensity_score", "intensity_score", "
 EARLY_FRACTION = 0.3
 
 
-def emotion_gold(row: Row) -> dict[str, Any] | None:
+class Emotion(TypedDict):
+    """An ER value, gold or predicted: the emotion's description and its 0-10 intensity."""
+
+    emotion: str
+    intensity: int
+
+
+def emotion_gold(row: Row) -> Emotion | None:
     """The row's gold: the first internal_emotion item of the speaker with a description and a 0-10 intensity."""
     for item in row.internal_emotion:
         if item.person.strip() != row.speaker or not item.emotion_description.strip():
@@ -60,7 +67,7 @@ def emotion_gold(row: Row) -> dict[str, Any] | None:
     return None
 
 
-def emotion_rows(sample: Sample, *, min_dialogue_words: int = 5) -> list[tuple[Row, dict[str, Any]]]:
+def emotion_rows(sample: Sample, *, min_dialogue_words: int = 5) -> list[tuple[Row, Emotion]]:
     """Every client row of ``sample`` that could be an ER checkpoint, with its gold (no cut-off, no sampling).
 
     Offline baselines retrieve from this pool too.
@@ -139,7 +146,7 @@ class EmotionGrade(Grade):
         return {"judge_emotion": float(self.emotion_score)}
 
 
-def _judge_data(prediction: Any, gold: Any) -> dict[str, Any]:
+def _judge_data(prediction: Any, gold: Any) -> JsonObject:
     return {"predicted_emotion": emotion_text(prediction), "gold_emotion": emotion_text(gold)}
 
 
@@ -277,7 +284,7 @@ class EmotionRecognition(DeclaredTask):
         return result
 
 
-def _normalise(item: dict[str, Any], instance: Instance, notes: LenientNotes | None) -> dict[str, Any]:
+def _normalise(item: JsonObject, instance: Instance, notes: LenientNotes | None) -> Emotion:
     emotion = first_text(item, EMOTION_KEYS)
     if not emotion:
         raise AnswerError(f"no emotion (expected a non-empty {EMOTION_KEYS[0]!r})")

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar, Unpack
 
-from rescue.data.shapes import ChatMessage
+from rescue.data.shapes import ChatMessage, JsonObject
 from rescue.data.evenly import pick_evenly as pick_evenly  # ER's and VP's checkpoints
 from rescue.data.models import NON_PERSON_LABELS, Row, Sample
 from rescue.data.taxonomy import INTENSITY_SCALE
@@ -96,7 +96,7 @@ def make_instance(task: str, sample: Sample, row: Row, gold: Any, **extra: Unpac
 
 def checkpoint_records(
     batch: list[Instance], mode: str, k: int, participants: list[str] | None = None, cache: RowCache | None = None
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     """One JSON record per checkpoint: its id, the current turn rendered by mode, and its prior rows."""
     if not batch:
         return []
@@ -119,7 +119,7 @@ def checkpoint_records(
 
 
 def checkpoint_message(
-    lines: Iterable[str], batch: list[Instance], mode: str, schema: dict[str, Any], records: list[dict[str, Any]]
+    lines: Iterable[str], batch: list[Instance], mode: str, schema: JsonObject, records: list[JsonObject]
 ) -> list[ChatMessage]:
     """The single user message every ER/VP request sends, through the one prompt builder: one line per
     section, the answer schema, the sample, then the checkpoints as compact JSON."""

@@ -9,6 +9,7 @@ from typing import Any, ClassVar, TypeVar
 
 from pydantic import Field
 
+from rescue.data.shapes import JsonObject
 from rescue.data.evenly import pick_evenly
 from rescue.data.models import Sample
 from rescue.metrics.classification import binary_scores
@@ -111,7 +112,7 @@ class InterventionTimingTask(ClosedTask):
                 )
         return instances
 
-    def item(self, instance: Instance, rows: EncodedRows, k: int) -> dict[str, Any]:
+    def item(self, instance: Instance, rows: EncodedRows, k: int) -> JsonObject:
         return {
             "id": local_id(instance),
             "prior_context": rows.context(instance.row_index, k),

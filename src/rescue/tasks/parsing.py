@@ -15,13 +15,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rescue.data.shapes import JsonObject
 from rescue.data.answer_json import UnreadableJSON, find_json, unfence
 from rescue.tasks.base import Instance, LenientNotes, Prediction
 from rescue.errors import AnswerError as AnswerError
 
 
 
-def extract_json(raw: str) -> dict[str, Any]:
+def extract_json(raw: str) -> JsonObject:
     """The first JSON object in ``raw`` (:func:`rescue.data.answer_json.find_json`): the whole text or a fenced
     block (a list is read as ``{"predictions": [...]}``), else the first decodable ``{...}`` (or list of
     objects) inside it."""
@@ -49,7 +50,7 @@ def _object_or_objects(value: Any) -> bool:
 ITEM_LIST_KEYS = ("predictions", "checkpoints", "results", "items", "answers")
 
 
-def answer_items(payload: dict[str, Any], flat_keys: Sequence[str]) -> list[dict[str, Any]]:
+def answer_items(payload: JsonObject, flat_keys: Sequence[str]) -> list[JsonObject]:
     """The per-instance items: the first list (or single item) under :data:`ITEM_LIST_KEYS`, or the
     payload itself when it is one flat item (it holds one of ``flat_keys``)."""
     for key in ITEM_LIST_KEYS:
@@ -164,7 +165,7 @@ def _id_key(text: str) -> str:
     return _NON_ALNUM.sub("", text.casefold())
 
 
-def item_id(item: dict[str, Any]) -> str | None:
+def item_id(item: JsonObject) -> str | None:
     """The id an answer item carries under any of the usual keys."""
     for key in _ID_KEYS:
         value = item.get(key)
@@ -188,7 +189,7 @@ def resolve_local_id(raw_id: str, local_ids: list[str]) -> str | None:
     return None
 
 
-def match_items(items: list[dict[str, Any]], local_ids: list[str]) -> dict[str, dict[str, Any]]:
+def match_items(items: list[JsonObject], local_ids: list[str]) -> dict[str, JsonObject]:
     """Answer items keyed by the local id they answer. The first item for an id wins.
 
     When the batch holds one instance and the answer one item, that item answers it even without a
@@ -196,7 +197,7 @@ def match_items(items: list[dict[str, Any]], local_ids: list[str]) -> dict[str, 
     """
     if len(local_ids) == 1 and len(items) == 1:
         return {local_ids[0]: items[0]}
-    matched: dict[str, dict[str, Any]] = {}
+    matched: dict[str, JsonObject] = {}
     for item in items:
         raw_id = item_id(item)
         local = resolve_local_id(raw_id, local_ids) if raw_id is not None else None
@@ -213,18 +214,18 @@ def local_id(instance: Instance) -> str:
     return instance.instance_id.rsplit("#", 1)[-1]
 
 
-def _fields(item: dict[str, Any], keys: Sequence[str]) -> Iterator[Any]:
+def _fields(item: JsonObject, keys: Sequence[str]) -> Iterator[Any]:
     return (item[key] for key in keys if key in item)
 
 
-def first_present(item: dict[str, Any], keys: Sequence[str]) -> Any:
+def first_present(item: JsonObject, keys: Sequence[str]) -> Any:
     """The value under the first of ``keys`` that ``item`` has; AnswerError when it has none."""
     for value in _fields(item, keys):
         return value
     raise AnswerError(f"the answer item has no {keys[0]!r} field")
 
 
-def first_text(item: dict[str, Any], keys: Sequence[str]) -> str:
+def first_text(item: JsonObject, keys: Sequence[str]) -> str:
     """The first non-empty text under ``keys`` ("" when none); a list of strings is joined with commas."""
     for value in _fields(item, keys):
         if isinstance(value, list) and all(isinstance(v, str) for v in value):
@@ -234,12 +235,12 @@ def first_text(item: dict[str, Any], keys: Sequence[str]) -> str:
     return ""
 
 
-def _keyed_items(payload: dict[str, Any], local_ids: list[str], value_key: str) -> dict[str, dict[str, Any]]:
+def _keyed_items(payload: JsonObject, local_ids: list[str], value_key: str) -> dict[str, JsonObject]:
     """Answers keyed by id instead of listed: ``{"row1": [...], "row2": [...]}``, also under ``predictions``.
     A dict value is the item itself; anything else is the value of ``value_key``."""
     nested = payload.get("predictions")
-    mapping: dict[str, Any] = nested if isinstance(nested, dict) else payload
-    matched: dict[str, dict[str, Any]] = {}
+    mapping: JsonObject = nested if isinstance(nested, dict) else payload
+    matched: dict[str, JsonObject] = {}
     for key, value in mapping.items():
         local = resolve_local_id(str(key), local_ids)
         if local is not None and local not in matched:
@@ -260,8 +261,8 @@ class Matching:
     unlabelled: bool = False
 
 
-def match_answer(payload: dict[str, Any], items: list[dict[str, Any]], batch: list[Instance],
-                 flat_keys: Sequence[str], matching: Matching) -> dict[str, dict[str, Any]]:
+def match_answer(payload: JsonObject, items: list[JsonObject], batch: list[Instance],
+                 flat_keys: Sequence[str], matching: Matching) -> dict[str, JsonObject]:
     """Answer items keyed by the local id they answer (ids first; then the fallbacks ``matching`` allows)."""
     local_ids = [local_id(i) for i in batch]
     matched = match_items(items, local_ids)
@@ -270,13 +271,14 @@ def match_answer(payload: dict[str, Any], items: list[dict[str, Any]], batch: li
     if not matched and matching.unlabelled and items and all(item_id(item) is None for item in items):
         by_row = [resolve_local_id(str(item.get("row_index", "")), local_ids) for item in items]
         if all(by_row):
-            matched = {local: item for local, item in reversed(list(zip(by_row, items)))}  # the first item wins
+            # the first item wins (every local is set here: `if local` only tells the type checker so)
+            matched = {local: item for local, item in reversed(list(zip(by_row, items))) if local}
         elif len(items) == len(batch):
             matched = dict(zip(local_ids, items))
     return matched
 
 
-Reader = Callable[[dict[str, Any], Instance, "LenientNotes | None"], Any]
+Reader = Callable[[JsonObject, Instance, "LenientNotes | None"], Any]
 
 
 def parse_answer(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rescue.data.shapes import ChatMessage
+from rescue.data.shapes import ChatMessage, JsonObject
 from rescue.errors import PromptError as PromptError
 from rescue.data.models import Sample
 from rescue.tasks.render import MODE_EVIDENCE, dumps, write_json
@@ -65,7 +65,7 @@ def participants_line(sample: Sample) -> str:
     return f"Participants: {people}; plus the Therapist. Group label: {sample.group_label}."
 
 
-def schema_block(example_items: list[dict[str, Any]]) -> str:
+def schema_block(example_items: list[JsonObject]) -> str:
     """The answer schema section; a task writes its own once, as it is the same in all its prompts."""
     example = dumps({"predictions": example_items})
     return (
@@ -85,7 +85,7 @@ def batch_sample(batch: Sequence[Any]) -> Sample:
     return sample
 
 
-def user_message(sections: Sequence[str], items: list[dict[str, Any]], *, items_label: str = "Items:\n",
+def user_message(sections: Sequence[str], items: list[JsonObject], *, items_label: str = "Items:\n",
                  separator: str = "\n\n") -> list[ChatMessage]:
     """The request: the non-empty ``sections`` and then ``items_label`` + the items as compact JSON, joined
     by ``separator`` (the generative tasks' layout is one line per section, items after ``Checkpoints: ``)."""

@@ -8,6 +8,7 @@ import functools
 from collections.abc import Mapping
 from typing import Any
 
+from rescue.data.shapes import JsonObject
 from rescue.data.models import Sample
 from rescue.data.taxonomy import Label, label_block
 from rescue.metrics.ranking import gold_rank, hit_at_k, ranking_scores, reciprocal_rank
@@ -55,7 +56,7 @@ class RankingTask(ClosedTask):
         """Task-specific rules after the label block."""
         return []
 
-    def extra_fields(self, instance: Instance) -> dict[str, Any]:
+    def extra_fields(self, instance: Instance) -> JsonObject:
         """Fields of the item record besides id and prior_context (e.g. the known target in SSP)."""
         return {}
 
@@ -65,8 +66,8 @@ class RankingTask(ClosedTask):
 
     # --- the closed-task hooks ------------------------------------------------------------------------------
 
-    def item(self, instance: Instance, rows: EncodedRows, k: int) -> dict[str, Any]:
-        record: dict[str, Any] = {"id": local_id(instance)}
+    def item(self, instance: Instance, rows: EncodedRows, k: int) -> JsonObject:
+        record: JsonObject = {"id": local_id(instance)}
         record.update(self.extra_fields(instance))
         record["prior_context"] = rows.context(instance.row_index, k)
         return record

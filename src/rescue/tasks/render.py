@@ -10,6 +10,7 @@ import json
 from json.encoder import encode_basestring
 from typing import Any
 
+from rescue.data.shapes import JsonObject
 from rescue.data.models import Row, Sample
 
 MODE_EVIDENCE: dict[str, str] = {
@@ -78,9 +79,9 @@ def _strings(values: list[str]) -> str:
     return "[" + ",".join(map(_encode_string, values)) + "]"
 
 
-def render_row(row: Row, mode: str, *, participants: list[str] | None = None) -> dict[str, Any]:
+def render_row(row: Row, mode: str, *, participants: list[str] | None = None) -> JsonObject:
     """:func:`encode_row` as a dict (the record a prompt shows of the row)."""
-    record: dict[str, Any] = json.loads(encode_row(row, mode, participants=participants))
+    record: JsonObject = json.loads(encode_row(row, mode, participants=participants))
     return record
 
 

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 # RPP's gold choices live in rescue.data.choices, where the command line reads them without the tasks. "auto"
 # reproduces Table 6 on the complete family scenario (525) and keeps the couple samples that carry only
 # relation_cycle_state (see docs/tasks.md, "RPP gold").
+from rescue.data.shapes import JsonObject
 from rescue.data.choices import DEFAULT_RPP_GOLD as DEFAULT_RPP_GOLD
 from rescue.data.choices import RPP_GOLD_CHOICES as RPP_GOLD_CHOICES
 from rescue.data.choices import RppGold as RppGold
@@ -139,7 +140,7 @@ class RelationPatternTask(RankingTask):
             )
         ]
 
-    def extra_fields(self, instance: Instance) -> dict[str, Any]:
+    def extra_fields(self, instance: Instance) -> JsonObject:
         return {"target_speaker": instance.sample.row(instance.row_index).speaker}
 
     def aggregate(self, records: list[PredictionRecord]) -> dict[str, float | int | None]:

@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from rescue.data.shapes import JsonObject
 from rescue.errors import TaskOptionError as TaskOptionError
 
 OutcomeKind = Literal["right_wrong", "graded"]
@@ -76,7 +77,7 @@ class JudgeRubric:
 
     prompts: Mapping[str, str]
     grades: Mapping[str, type[Any]]
-    data: Callable[[Any, Any], dict[str, Any]]
+    data: Callable[[Any, Any], JsonObject]
     minimum: Mapping[str, Mapping[str, float]]
     human_key: str
     finish: Callable[[Any], None] | None = None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 from typing import Any, ClassVar
 
+from rescue.data.shapes import JsonObject
 from rescue.data.models import Sample, Scenario
 from rescue.data.taxonomy import Label, label_block, strategy_taxonomy
 from rescue.tasks import prompts
@@ -49,7 +50,7 @@ class SupportStrategyTask(RankingTask):
     def label_text(self, instance: Instance) -> str:
         return _label_text(instance.sample.scenario)
 
-    def extra_fields(self, instance: Instance) -> dict[str, Any]:
+    def extra_fields(self, instance: Instance) -> JsonObject:
         return {"support_target": instance.extra["support_target"]}
 
     def instructions(self, sample: Sample) -> list[str]:

@@ -12,11 +12,11 @@ own per-instance scores; :meth:`ViewpointPrediction.aggregate` averages every sc
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NotRequired, TypedDict
 
 from pydantic import Field
 
-from rescue.data.shapes import ChatMessage
+from rescue.data.shapes import ChatMessage, JsonObject
 from rescue.data.models import GROUP_LABELS, Row, Sample
 from rescue.tasks import generative as gen
 from rescue.tasks import prompts
@@ -46,7 +46,17 @@ VIEWPOINT_LIST_KEYS = ("viewpoints", "predicted_viewpoints", "viewpoints_attitud
 VIEWPOINT_TEXT_KEYS = ("viewpoint", "view", "predicted_viewpoint", "description")
 
 
-def viewpoint_gold(row: Row) -> list[dict[str, str]]:
+class Viewpoint(TypedDict):
+    """A VP value's viewpoint, gold or predicted: who holds it (source), about whom (target), the view, and the
+    attitude where the gold gives one."""
+
+    source: str
+    target: str
+    viewpoint: str
+    attitude: NotRequired[str]
+
+
+def viewpoint_gold(row: Row) -> list[Viewpoint]:
     """Every viewpoint of the row held by its speaker that names a target and a view."""
     return [
         {
@@ -60,7 +70,7 @@ def viewpoint_gold(row: Row) -> list[dict[str, str]]:
     ]
 
 
-def viewpoint_rows(sample: Sample) -> list[tuple[Row, list[dict[str, str]]]]:
+def viewpoint_rows(sample: Sample) -> list[tuple[Row, list[Viewpoint]]]:
     """Every client row of ``sample`` that could be a VP checkpoint, with its gold (no sampling)."""
     rows = []
     for row in sample.rows:
@@ -89,18 +99,18 @@ def participants(sample: Sample) -> list[str]:
 # --- reading values and the judge rubric ---------------------------------------------------------------
 
 
-def viewpoint_items(value: Any, *, with_attitude: bool = False) -> list[dict[str, str]]:
+def viewpoint_items(value: Any, *, with_attitude: bool = False) -> list[Viewpoint]:
     """VP viewpoints as ``{source, target, viewpoint}`` (+ ``attitude`` for gold), skipping empty ones."""
     if isinstance(value, dict):
         value = value.get("viewpoints") or value.get("predicted_viewpoints") or [value]
-    items: list[dict[str, str]] = []
+    items: list[Viewpoint] = []
     for item in value or []:
         if not isinstance(item, dict):
             continue
         viewpoint = str(item.get("viewpoint") or "").strip()
         if not viewpoint:
             continue
-        clean = {
+        clean: Viewpoint = {
             "source": str(item.get("source") or "").strip(),
             "target": str(item.get("target") or "").strip(),
             "viewpoint": viewpoint,
@@ -171,7 +181,7 @@ class ViewpointAuthorsGrade(Grade):
         }
 
 
-def _judge_data(prediction: Any, gold: Any) -> dict[str, Any]:
+def _judge_data(prediction: Any, gold: Any) -> JsonObject:
     return {
         "predicted_viewpoints": viewpoint_items(prediction),
         "gold_viewpoints": viewpoint_items(gold, with_attitude=True),
@@ -309,11 +319,11 @@ class ViewpointPrediction(DeclaredTask):
         return result
 
 
-def _pair(view: dict[str, Any]) -> tuple[str, str]:
+def _pair(view: JsonObject) -> tuple[str, str]:
     return (str(view.get("source", "")).strip().casefold(), str(view.get("target", "")).strip().casefold())
 
 
-def pair_recall(gold: list[dict[str, Any]], predicted: list[dict[str, Any]]) -> float:
+def pair_recall(gold: list[JsonObject], predicted: list[JsonObject]) -> float:
     """Share of the gold (source, target) pairs that the prediction names, ignoring case."""
     wanted = {_pair(v) for v in gold}
     if not wanted:
@@ -321,7 +331,7 @@ def pair_recall(gold: list[dict[str, Any]], predicted: list[dict[str, Any]]) -> 
     return len(wanted & {_pair(v) for v in predicted}) / len(wanted)
 
 
-def _normalise(item: dict[str, Any], instance: Instance, notes: LenientNotes | None) -> list[dict[str, str]]:
+def _normalise(item: JsonObject, instance: Instance, notes: LenientNotes | None) -> list[Viewpoint]:
     views = next((item[key] for key in VIEWPOINT_LIST_KEYS if key in item), None)
     if views is None and "target" in item:
         views = [item]  # one flat viewpoint instead of a list
@@ -330,7 +340,7 @@ def _normalise(item: dict[str, Any], instance: Instance, notes: LenientNotes | N
     if not isinstance(views, list):
         raise AnswerError(f"no viewpoint list (expected {VIEWPOINT_LIST_KEYS[0]!r})")
     speaker = instance.extra["speaker"]
-    result = []
+    result: list[Viewpoint] = []
     for view in views:
         if not isinstance(view, dict):
             continue
