@@ -10,9 +10,9 @@ more: each format is a full drawing of the figure (SVG and PDF cost more than th
 What drawing costs is text: FreeType lays out every glyph of every label each time a label is measured. So a
 figure is laid out once, by :func:`_arrange`, with every axes a fixed size in inches and the figure grown around
 what its labels measure (no layout engine measuring it again at each save, and no axes squeezed to nothing by a
-long model id); measurements are shared by every figure of the process (:class:`_Renderer`); text from the
-data (model ids, labels, scenarios) is shortened and, where no installed font has a character, escaped
-(:func:`label`).
+long model id); measurements, and each string's glyphs as FreeType shaped them, are shared by every figure of
+the process (:class:`_Renderer`); text from the data (model ids, labels, scenarios) is shortened and, where no
+installed font has a character, escaped (:func:`label`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from matplotlib import font_manager
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
+from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
@@ -117,6 +117,29 @@ class _Renderer(RendererAgg):
             size = super().get_text_width_height_descent(s, prop, ismath)  # type: ignore[no-untyped-call]
             self._measured[(s, prop.copy(), ismath, float(self.dpi))] = size
         return size
+
+    # What FreeType and libraqm made of each string (glyphs and their offsets), shared like the measurements: a
+    # report draws the same tick labels, cell numbers and model ids again and again, and shaping a string is
+    # about a third of drawing it. Agg's own draw_text shapes it anew at every draw.
+    _shaped: dict[tuple[str, FontProperties, float], tuple[tuple[Any, ...], ...]] = {}
+
+    def draw_text(self, gc: Any, x: float, y: float, s: str, prop: FontProperties, angle: float,
+                  ismath: Any = False, mtext: Any = None) -> None:
+        if ismath or (mtext is not None and (mtext.get_fontfeatures() or mtext.get_language())) or not hasattr(
+                self, "_draw_text_glyphs_and_boxes"):  # what this shortcut does not cover: Agg's own way
+            super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)  # type: ignore[no-untyped-call]
+            return
+        key = (s, prop, float(self.dpi))
+        glyphs = self._shaped.get(key)
+        if glyphs is None:
+            if len(self._shaped) > 20_000:
+                self._shaped.clear()
+            font = self._prepare_font(prop)  # type: ignore[no-untyped-call]
+            size = prop.get_size_in_points()
+            glyphs = tuple((item.ft_object, size, item.glyph_index, 0, 1, item.x, item.y)
+                           for item in font._layout(s, flags=get_hinting_flag()))  # type: ignore[no-untyped-call]
+            self._shaped[(s, prop.copy(), float(self.dpi))] = glyphs
+        self._draw_text_glyphs_and_boxes(gc, x, y, angle, glyphs, [])  # type: ignore[no-untyped-call]
 
 
 class _Canvas(FigureCanvasAgg):
