@@ -106,13 +106,13 @@ def _uses_responses_api(model: Model) -> bool:
     return bool(getattr(model.api, "responses_api", False))
 
 
-def wire_config(model: Model, temperature: float | None, max_tokens: int) -> tuple[GenerateConfig, dict[str, Any]]:
+def wire_config(model: Model, temperature: float | None, max_tokens: int) -> tuple[GenerateConfig, JsonObject]:
     """The generate config of one request as ``rescue run`` sends it: ``temperature`` (None: 0) and the answer
     budget, also put in the request body itself (``extra_body``), so a provider that drops them for a model name
     it takes for a reasoning model (inspect's ``openai/`` provider does for every name it does not know) sends them
     all the same; and what is sent, as recorded with the score."""
     heat, budget = 0.0 if temperature is None else float(temperature), int(max_tokens)
-    extra: dict[str, Any] = {"temperature": heat}
+    extra: JsonObject = {"temperature": heat}
     if not _uses_responses_api(model):
         extra["max_tokens"] = budget
     return (GenerateConfig(temperature=heat, max_tokens=budget, extra_body=extra),
@@ -226,7 +226,7 @@ def rescue_scorer(plan: BenchPlan) -> Scorer:
 
                 await judge_records([(instance, record)], judges=graders(), task_name=task.name,
                                     scale=scale)  # type: ignore[arg-type]
-            kept: dict[str, Any] = {RECORD_KEY: record.model_dump(mode="json")}
+            kept: JsonObject = {RECORD_KEY: record.model_dump(mode="json")}
             if GENERATE_KEY in state.metadata:
                 kept[GENERATE_KEY] = state.metadata[GENERATE_KEY]
             return Score(value=dict(record.scores), answer=record.raw, explanation=record.error or None,
@@ -244,7 +244,7 @@ def rescue_scorer(plan: BenchPlan) -> Scorer:
 def rescue_task(task: str, *, mode: Mode = BenchOptions.mode, context_size: int | None = None,
                 scenario: str | None = None, split: str | None = None, splits: str | None = None,
                 parse: ParsePolicy = BenchOptions.parse, data: str | None = None, limit_samples: int | None = None,
-                sample_choice: SampleChoice = BenchOptions.sample_choice, options: dict[str, Any] | None = None,
+                sample_choice: SampleChoice = BenchOptions.sample_choice, options: JsonObject | None = None,
                 judge_scale: JudgeScale = BenchOptions.judge_scale) -> InspectTask:
     """The inspect task of one RESCUE task (what ``inspect eval rescue/<task>`` builds); parameters as ``rescue
     run``'s options of the same names, plus ``scenario`` (couple or family only) and ``options`` (the task's build

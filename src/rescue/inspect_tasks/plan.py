@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from rescue.data.shapes import ChatMessage
+from rescue.data.shapes import ChatMessage, JsonObject
 from rescue._version import __version__
 from rescue.errors import BenchError as BenchError
 from rescue.data.choices import JudgeScale, Mode, ParsePolicy
@@ -38,7 +37,7 @@ class BenchOptions:
     data: str | None = None  # None: the bundled demo dataset, as rescue run
     limit_samples: int | None = None
     sample_choice: SampleChoice = RunOptions.sample_choice
-    options: dict[str, Any] = field(default_factory=dict)  # the task's build options (rpp_gold ...)
+    options: JsonObject = field(default_factory=dict)  # the task's build options (rpp_gold ...)
     judge_scale: JudgeScale = RunOptions.judge_scale  # ER/VP: the judge rubric's scale
 
     def run_config(self) -> RunConfig:
@@ -65,8 +64,8 @@ class BenchPlan:
     task: Task
     instances: list[Instance]
     render_options: RenderOptions
-    config: dict[str, Any]  # results.json "config" as rescue run writes it (judges filled in from the log)
-    data: dict[str, Any]  # results.json "data"
+    config: JsonObject  # results.json "config" as rescue run writes it (judges filled in from the log)
+    data: JsonObject  # results.json "data"
     scenario: str | None = None
     _by_id: dict[str, Instance] = field(default_factory=dict, init=False, repr=False)
 
@@ -80,7 +79,7 @@ class BenchPlan:
         """The exact messages ``rescue run`` sends for ``instance`` (asked alone)."""
         return list(self.task.render([instance], self.render_options))
 
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> JsonObject:
         """What the inspect log keeps of the plan (task metadata), read back by :mod:`rescue.inspect_tasks.logs`."""
         return {"task": self.task.name, "config": self.config, "data": self.data, "scenario": self.scenario}
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rescue.data.shapes import JsonObject
 from rescue.archives import check_zip
 from rescue.errors import InspectLogError as InspectLogError
 from rescue.tasks import TASKS, judged_tasks
@@ -39,8 +40,8 @@ class LoggedTask:
     task: str
     created: str
     status: str  # inspect's: success, error, cancelled, started
-    config: dict[str, Any]  # results.json "config" shape (judges from the grader role)
-    data: dict[str, Any]
+    config: JsonObject  # results.json "config" shape (judges from the grader role)
+    data: JsonObject
     records: list[PredictionRecord]
 
 
@@ -50,8 +51,8 @@ class LoggedRun:
 
     source: Path  # the .eval file, or the folder of logs given
     model: str
-    config: dict[str, Any]
-    data: dict[str, Any]
+    config: JsonObject
+    data: JsonObject
     records: list[PredictionRecord] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
     incomplete: list[tuple[str, str]] = field(default_factory=list)  # (file, inspect status) of evals not finished
@@ -80,7 +81,7 @@ def _read_eval_log(path: Path) -> Any:
         raise InspectLogError(f"{path}: not a readable inspect log ({type(exc).__name__}: {exc})") from None
 
 
-def _failure(meta: dict[str, Any], model: str, task: str, error: str) -> PredictionRecord:
+def _failure(meta: JsonObject, model: str, task: str, error: str) -> PredictionRecord:
     """The record of an instance whose inspect sample has no score (its request failed): a failure that counts."""
     record = PredictionRecord(model=model, task=task, instance_id=str(meta["instance_id"]),
                               sample_id=str(meta["sample_id"]), scenario=str(meta["scenario"]),
@@ -105,9 +106,9 @@ def _records(path: Path, log: Any, model: str, task: str) -> list[PredictionReco
     return records
 
 
-def _sent_configs(log: Any) -> list[dict[str, Any]]:
+def _sent_configs(log: Any) -> list[JsonObject]:
     """The generate configs the log's scored samples record, one per distinct config, in order of appearance."""
-    seen: dict[str, dict[str, Any]] = {}
+    seen: dict[str, JsonObject] = {}
     for sample in log.samples or []:
         for score in (sample.scores or {}).values():
             sent = (score.metadata or {}).get(GENERATE_KEY)
@@ -116,7 +117,7 @@ def _sent_configs(log: Any) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
-def _generation(config: dict[str, Any], log: Any) -> None:
+def _generation(config: JsonObject, log: Any) -> None:
     """``config``'s ``temperature`` as the log's requests were sent: the one recorded, or None when the log records
     none (written before rescue did) or several (the requests differ); ``generate`` keeps what was recorded."""
     sent = _sent_configs(log)

@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from rescue.data.shapes import JsonObject
 from rescue.runs.failures import FailureReason
 from rescue.tasks import TASK_NAMES
 
@@ -105,7 +106,7 @@ class ScopeMetrics(BaseModel):
             return getattr(self, key)
         return (self.model_extra or {}).get(key)
 
-    def values(self) -> dict[str, Any]:
+    def values(self) -> JsonObject:
         """Every metric of this scope, counts first, as written in ``results.json``."""
         return {"instances": self.instances, "failures": self.failures, **(self.model_extra or {})}
 
@@ -128,9 +129,9 @@ class TaskResults(BaseModel):
         return None
 
     @model_serializer(mode="wrap")
-    def _absent_scopes_omitted(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    def _absent_scopes_omitted(self, handler: SerializerFunctionWrapHandler) -> JsonObject:
         # A scenario the data lacks is absent from results.json, not null: readers test for the key.
-        data: dict[str, Any] = handler(self)
+        data: JsonObject = handler(self)
         return {k: v for k, v in data.items() if not (k in SCOPE_KEYS and v is None)}
 
 
@@ -154,7 +155,7 @@ class ModelResults(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    usage: dict[str, Any] = Field(default_factory=dict)
+    usage: JsonObject = Field(default_factory=dict)
     cost: ModelCost = Field(default_factory=ModelCost)
     # task -> the commonest reasons its answers failed (rescue.runs.failures); absent: none failed, or a run
     # written before they were stored (the report computes them from the records then).
@@ -170,8 +171,8 @@ class ModelResults(BaseModel):
         return data
 
     @model_serializer(mode="wrap")
-    def _tasks_beside_usage(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
+    def _tasks_beside_usage(self, handler: SerializerFunctionWrapHandler) -> JsonObject:
+        data: JsonObject = handler(self)
         tasks = data.pop("tasks", {})
         return {**data, **tasks}
 
@@ -197,9 +198,9 @@ class UsedValues(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     data_sha256: str | None = None
-    task_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    task_options: dict[str, JsonObject] = Field(default_factory=dict)
     context_size: dict[str, int] = Field(default_factory=dict)
-    batch_size: dict[str, Any] = Field(default_factory=dict)
+    batch_size: JsonObject = Field(default_factory=dict)
     parse: str | None = None
     rpp_gold: str | None = None
     rpp_gold_field: dict[str, str | None] = Field(default_factory=dict)
@@ -228,7 +229,7 @@ class StoredConfig(BaseModel):
     rescue_version: str | None = None
     used: UsedValues = Field(default_factory=UsedValues)
     thinking: str | None = None  # --thinking (None: the models' own default, and every run before it existed)
-    model_settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    model_settings: dict[str, JsonObject] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -240,7 +241,7 @@ class StoredConfig(BaseModel):
             data["bertscore"] = None
         return data
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         """The config as JSON."""
         return self.model_dump(mode="json")
 
@@ -258,7 +259,7 @@ class RunResults(BaseModel):
     cost: CostBlock = Field(default_factory=CostBlock)
     models: dict[str, ModelResults]
 
-    def metrics(self, model: str, task: str, scope: str = "all") -> dict[str, Any]:
+    def metrics(self, model: str, task: str, scope: str = "all") -> JsonObject:
         """The stored metrics of ``model`` on ``task`` in ``scope`` (empty when absent)."""
         found = self.models[model].scope(task, scope)
         return {} if found is None else found.values()
@@ -267,7 +268,7 @@ class RunResults(BaseModel):
         """One row per (model, task, scope) with every metric as a column; ``samples`` adds per-sample rows."""
         import pandas as pd
 
-        rows: list[dict[str, Any]] = []
+        rows: list[JsonObject] = []
         for model, entry in self.models.items():
             for task, scopes in entry.tasks.items():
                 for scope in SCOPE_KEYS:

@@ -14,8 +14,8 @@ import json
 import re
 import threading
 from collections.abc import Iterable
-from typing import Any
 
+from rescue.data.shapes import JsonObject
 from rescue.testing.openai_server import Reply
 
 BROKEN_KINDS = ("missing_keys", "uncovered_line", "outside_cue", "self_target", "unknown_label", "not_json",
@@ -29,14 +29,14 @@ _LABEL = re.compile(r"^- (\w+): ", re.MULTILINE)
 REASK_MARK = "Your answer breaks these rules"
 
 
-def _content(message: dict[str, Any]) -> str:
+def _content(message: JsonObject) -> str:
     content = message.get("content")
     if isinstance(content, str):
         return content
     return "\n".join(p.get("text", "") for p in content or [] if isinstance(p, dict))
 
 
-def good_rows(system: str, user: str) -> list[dict[str, Any]]:
+def good_rows(system: str, user: str) -> list[JsonObject]:
     """One row per subtitle line, everything within the rules."""
     names = [n.strip() for n in _NAMES.search(system).group(1).split(",")]  # type: ignore[union-attr]
     people = names[:-2]
@@ -61,7 +61,7 @@ def good_rows(system: str, user: str) -> list[dict[str, Any]]:
     return rows
 
 
-def break_rows(rows: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+def break_rows(rows: list[JsonObject], kind: str) -> list[JsonObject]:
     rows = json.loads(json.dumps(rows))
     if kind == "missing_keys":
         for key in ("tone_of_voice", "facial_expressions"):
@@ -85,7 +85,7 @@ def break_rows(rows: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return rows
 
 
-def relation_answer(system: str, user: str, *, label: str | None = None) -> dict[str, Any]:
+def relation_answer(system: str, user: str, *, label: str | None = None) -> JsonObject:
     labels = _LABEL.findall(system.split("## Labels", 1)[1].split("## Rules", 1)[0])
     items = []
     for line in user.splitlines()[1:]:
@@ -115,7 +115,7 @@ class DraftScript:
         with self.lock:
             self.seen[kind] = self.seen.get(kind, 0) + 1
 
-    def __call__(self, body: dict[str, Any]) -> Reply:
+    def __call__(self, body: JsonObject) -> Reply:
         messages = body["messages"]
         system = _content(messages[0])
         reask = REASK_MARK in _content(messages[-1])

@@ -35,6 +35,8 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+from rescue.data.shapes import JsonObject
+
 # A hanging request sleeps this long; the client's timeout fires first and the server cancels it on stop.
 HANG_SECONDS = 3600.0
 
@@ -54,7 +56,7 @@ class Reply:
     body: Any = None
     raw: bool = False
     delay: float = 0.0
-    usage: dict[str, Any] | None = None  # None: estimated from prompt and content lengths
+    usage: JsonObject | None = None  # None: estimated from prompt and content lengths
     trickle: float = 0.0  # > 0: the body is sent one byte every this many seconds
     chunked: bool = False  # the body is streamed in chunks without a Content-Length
     # "{api_key}" in the content or body is replaced by the Bearer key the request came with.
@@ -199,7 +201,7 @@ class Reply:
 
     # Completions of the wrong shape, as some proxies and half-compatible servers send them. (A bad usage block
     # alone is not one: the answer is kept and its usage counted as unknown; ``Reply(usage=...)`` sends one.)
-    MALFORMED_SHAPES: ClassVar[dict[str, Any]] = {
+    MALFORMED_SHAPES: ClassVar[dict[str, object]] = {  # shape name -> the JSON sent (not always an object)
         "message_string": {"choices": [{"message": "hello", "finish_reason": "stop"}]},
         "content_number": {"choices": [{"message": {"role": "assistant", "content": 42}, "finish_reason": "stop"}]},
         "choices_string": {"choices": "none"},
@@ -214,8 +216,8 @@ class Reply:
         return cls.raw_body(200, json.dumps(cls.MALFORMED_SHAPES[shape]), content_type="application/json")
 
 
-ScriptResult = Reply | str | dict[str, Any]
-Script = Callable[[dict[str, Any]], ScriptResult | Awaitable[ScriptResult]]
+ScriptResult = Reply | str | JsonObject
+Script = Callable[[JsonObject], ScriptResult | Awaitable[ScriptResult]]
 
 
 def _as_reply(result: ScriptResult) -> Reply:
@@ -228,7 +230,7 @@ def _as_reply(result: ScriptResult) -> Reply:
     raise TypeError(f"a script must return Reply, str or dict, not {type(result).__name__}")
 
 
-def request_key(body: dict[str, Any]) -> str:
+def request_key(body: JsonObject) -> str:
     """Identifies a request by its messages (a transcription by its audio), so a retry of the same request maps
     to the same key."""
     if "messages" not in body and isinstance(body.get("file"), dict):
@@ -237,7 +239,7 @@ def request_key(body: dict[str, Any]) -> str:
     return hashlib.sha256(messages.encode()).hexdigest()
 
 
-def message_text(body: dict[str, Any]) -> str:
+def message_text(body: JsonObject) -> str:
     """All message contents of a request joined, for scripts that decide by what the prompt says."""
     parts: list[str] = []
     for message in body.get("messages") or []:
@@ -264,7 +266,7 @@ def sequence(*replies: ScriptResult) -> Script:
     lock = threading.Lock()
     position = itertools.count()
 
-    def script(body: dict[str, Any]) -> ScriptResult:
+    def script(body: JsonObject) -> ScriptResult:
         with lock:
             index = next(position)
         return replies[min(index, len(replies) - 1)]
@@ -282,7 +284,7 @@ def fail_first(n: int, failure: ScriptResult, then: Script | ScriptResult, *, pe
     attempts: dict[str, int] = {}
     follow: Script = then if callable(then) else constant(then)
 
-    def script(body: dict[str, Any]) -> ScriptResult | Awaitable[ScriptResult]:
+    def script(body: JsonObject) -> ScriptResult | Awaitable[ScriptResult]:
         key = request_key(body) if per_request else ""
         with lock:
             attempts[key] = attempts.get(key, 0) + 1
@@ -292,12 +294,12 @@ def fail_first(n: int, failure: ScriptResult, then: Script | ScriptResult, *, pe
     return script
 
 
-def default_script(body: dict[str, Any]) -> ScriptResult:
+def default_script(body: JsonObject) -> ScriptResult:
     return Reply.json({"predictions": []})
 
 
-def verbose_json(segments: list[dict[str, Any]], words: list[dict[str, Any]] | None = None, *,
-                 duration: float | None = None, language: str = "english") -> dict[str, Any]:
+def verbose_json(segments: list[JsonObject], words: list[JsonObject] | None = None, *,
+                 duration: float | None = None, language: str = "english") -> JsonObject:
     """A transcription in OpenAI's ``verbose_json`` shape. ``segments``: ``{"start", "end", "text"}`` and,
     as diarizing servers (whisperX, speaches with diarization) add it, ``"speaker"``; ``words``: ``{"word",
     "start", "end"}`` (``timestamp_granularities[]=word``), speaker optional too."""
@@ -306,7 +308,7 @@ def verbose_json(segments: list[dict[str, Any]], words: list[dict[str, Any]] | N
         full.append({"id": n, "seek": 0, "tokens": [], "temperature": 0.0, "avg_logprob": -0.2,
                      "compression_ratio": 1.2, "no_speech_prob": 0.01, **segment})
     end = max([s["end"] for s in segments] + [w["end"] for w in words or []] + [0.0])
-    answer: dict[str, Any] = {"task": "transcribe", "language": language,
+    answer: JsonObject = {"task": "transcribe", "language": language,
                               "duration": end if duration is None else duration,
                               "text": " ".join(str(s["text"]).strip() for s in segments), "segments": full}
     if words is not None:
@@ -314,7 +316,7 @@ def verbose_json(segments: list[dict[str, Any]], words: list[dict[str, Any]] | N
     return answer
 
 
-def default_transcription(body: dict[str, Any]) -> ScriptResult:
+def default_transcription(body: JsonObject) -> ScriptResult:
     from rescue.llm._transcribe import wav_seconds
 
     seconds = wav_seconds(body["file"]["data"]) or 1.0
@@ -329,7 +331,7 @@ def default_transcription(body: dict[str, Any]) -> ScriptResult:
 @dataclass
 class LoggedRequest:
     path: str
-    body: dict[str, Any]
+    body: JsonObject
     headers: dict[str, str]
     received_at: float  # time.monotonic()
     peer: str = ""  # the client's host:port: one value per TCP connection it used
@@ -403,10 +405,10 @@ class ServerState:
         self.stopping: asyncio.Event | None = None
         # The batch API (/v1/files, /v1/batches): uploaded files, batches, and how batches behave.
         self.files: dict[str, tuple[str, bytes]] = {}  # id -> (purpose, content)
-        self.file_info: dict[str, dict[str, Any]] = {}  # id -> the file object of an upload (files listed)
-        self.batches: dict[str, dict[str, Any]] = {}
+        self.file_info: dict[str, JsonObject] = {}  # id -> the file object of an upload (files listed)
+        self.batches: dict[str, JsonObject] = {}
         self.batch_behaviour = BatchBehaviour()
-        self.batch_bodies: list[dict[str, Any]] = []  # every request a batch ran (not counted as online requests)
+        self.batch_bodies: list[JsonObject] = []  # every request a batch ran (not counted as online requests)
         self.ids = itertools.count(1)
 
     async def sleep(self, seconds: float) -> bool:
@@ -450,13 +452,13 @@ def _estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4) if text else 0
 
 
-def _usage(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+def _usage(body: JsonObject, reply: Reply) -> JsonObject:
     if reply.usage is not None:
         return reply.usage
     prompt_tokens = _estimate_tokens(message_text(body))
     reasoning_tokens = _estimate_tokens(reply.reasoning or "")
     completion_tokens = _estimate_tokens(reply.content or "") + reasoning_tokens
-    usage: dict[str, Any] = {
+    usage: JsonObject = {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
@@ -467,8 +469,8 @@ def _usage(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
     return usage
 
 
-def _completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+def _completion(body: JsonObject, reply: Reply) -> JsonObject:
+    message: JsonObject = {"role": "assistant", "content": reply.content}
     if reply.reasoning is not None:
         message[reply.reasoning_field] = reply.reasoning
     return {
@@ -501,14 +503,14 @@ def _pieces(text: str, size: int = 16) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def _sse_events(body: dict[str, Any], reply: Reply) -> list[str]:
+def _sse_events(body: JsonObject, reply: Reply) -> list[str]:
     """The completion as server-sent events, as OpenAI-style providers stream it: a role delta, reasoning
     deltas, content deltas, a finish chunk, a usage chunk (``stream_options.include_usage``) and ``[DONE]``;
     then the stream faults and SSE variants the reply asks for."""
     base = {"id": f"chatcmpl-test-{time.monotonic_ns()}", "object": "chat.completion.chunk",
             "created": int(time.time()), "model": body.get("model", "test-model")}
 
-    def chunk(delta: dict[str, Any], finish: str | None = None, index: int = 0) -> str:
+    def chunk(delta: JsonObject, finish: str | None = None, index: int = 0) -> str:
         return _dumps({**base, "choices": [{"index": index, "delta": delta, "finish_reason": finish}]})
 
     payloads = [chunk({"role": "assistant", "content": ""})]
@@ -636,7 +638,7 @@ def _peer(request: Request) -> str:
     return f"{request.client.host}:{request.client.port}" if request.client else ""
 
 
-async def _scripted(state: ServerState, script: Script, body: dict[str, Any]) -> Reply | None:
+async def _scripted(state: ServerState, script: Script, body: JsonObject) -> Reply | None:
     """The script's reply to ``body``, after the server's latency and the reply's delay; None when the server
     shut down while waiting."""
     result = script(body)
@@ -654,7 +656,7 @@ def _shutting_down() -> JSONResponse:
                                    "code": None, "param": None}}, status_code=503)
 
 
-async def _reply_to(state: ServerState, request: Request, script: Script, body: dict[str, Any]) -> Reply | Response:
+async def _reply_to(state: ServerState, request: Request, script: Script, body: JsonObject) -> Reply | Response:
     """The script's reply, or the response sent instead: a wrong key (401), the server shutting down (503)."""
     denied = _unauthorised(state, request)
     if denied is not None:
@@ -680,7 +682,7 @@ async def _chat_completions(state: ServerState, request: Request) -> Response:
         state.done()
 
 
-def _chat_response(state: ServerState, body: dict[str, Any], reply: Reply, given: str) -> Response:
+def _chat_response(state: ServerState, body: JsonObject, reply: Reply, given: str) -> Response:
     """The reply as the endpoint sends it: a stream of events, a body sent slowly or in chunks, or at once."""
     if body.get("stream") and reply.status == 200 and not reply.raw and not reply.ignore_stream:
         return StreamingResponse(_sse(state, _sse_events(body, reply), reply, given), status_code=200,
@@ -760,7 +762,7 @@ async def _broken(state: ServerState, payload: bytes, hang: bool) -> Any:
     raise _StreamReset("connection dropped by a scripted fault")
 
 
-def _page(items: list[dict[str, Any]], query: Any) -> JSONResponse:
+def _page(items: list[JsonObject], query: Any) -> JSONResponse:
     """One page of a list route, as OpenAI pages them: newest first, ``limit`` (1-100) after the id ``after``."""
     try:
         limit = min(100, max(1, int(query.get("limit", 20))))
@@ -847,9 +849,9 @@ async def _get_batch(state: ServerState, batch_id: str) -> Response:
     return JSONResponse(_public(batch))
 
 
-def _transcription_body(parts: list[tuple[str, str | None, str, bytes]]) -> dict[str, Any]:
+def _transcription_body(parts: list[tuple[str, str | None, str, bytes]]) -> JsonObject:
     """The form fields (lists for repeated ``NAME[]`` ones) and the first file, as the script sees them."""
-    body: dict[str, Any] = {}
+    body: JsonObject = {}
     for name, _filename, _type, value in parts:
         if name == "file":
             continue
@@ -892,7 +894,7 @@ def _api_error(status: int, message: str) -> JSONResponse:
                                    "param": None}}, status_code=status)
 
 
-def _public(batch: dict[str, Any]) -> dict[str, Any]:
+def _public(batch: JsonObject) -> JsonObject:
     return {k: v for k, v in batch.items() if not k.startswith("_")}
 
 
@@ -912,7 +914,7 @@ def _multipart_parts(content_type: str, body: bytes) -> list[tuple[str, str | No
     return parts
 
 
-async def _finish_batch(state: ServerState, batch: dict[str, Any]) -> None:
+async def _finish_batch(state: ServerState, batch: JsonObject) -> None:
     """Run the batch's lines through the script, as the provider would, and end it as the behaviour says."""
     behaviour = state.batch_behaviour
     lines = batch["_lines"]
@@ -924,7 +926,7 @@ async def _finish_batch(state: ServerState, batch: dict[str, Any]) -> None:
     answered = lines if behaviour.outcome != "expired" else lines[: behaviour.expire_after]
     output, errors = [], []
     for n, line in enumerate(lines):
-        entry: dict[str, Any] = {"id": f"batch_req_{n}", "custom_id": line.get("custom_id"), "error": None}
+        entry: JsonObject = {"id": f"batch_req_{n}", "custom_id": line.get("custom_id"), "error": None}
         if n >= len(answered):
             entry["response"] = None
             entry["error"] = {"code": "batch_expired",
@@ -1008,7 +1010,7 @@ class Server:
         return len(self._state.requests)
 
     @property
-    def bodies(self) -> list[dict[str, Any]]:
+    def bodies(self) -> list[JsonObject]:
         return [r.body for r in self._state.requests]
 
     @property
@@ -1029,17 +1031,17 @@ class Server:
         return self._state.batch_behaviour
 
     @property
-    def batch_bodies(self) -> list[dict[str, Any]]:
+    def batch_bodies(self) -> list[JsonObject]:
         """Every request a batch ran (online requests are in :attr:`requests`)."""
         return list(self._state.batch_bodies)
 
     @property
-    def batches(self) -> dict[str, dict[str, Any]]:
+    def batches(self) -> dict[str, JsonObject]:
         """Every batch created, by id, as the API shows it."""
         return {k: _public(v) for k, v in self._state.batches.items()}
 
     @property
-    def uploads(self) -> dict[str, dict[str, Any]]:
+    def uploads(self) -> dict[str, JsonObject]:
         """Every file uploaded, by id, as the files list shows it."""
         return dict(self._state.file_info)
 

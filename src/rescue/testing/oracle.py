@@ -13,8 +13,8 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 from collections.abc import Iterable
-from typing import Any
 
+from rescue.data.shapes import JsonObject
 from rescue.data.models import Sample
 from rescue.tasks.base import Instance, RenderOptions, Task, gold_value
 from rescue.tasks.batching import plan_batches
@@ -39,7 +39,7 @@ class OracleScript:
         options: RenderOptions | None = None,
         *,
         batch_size: int | None = None,
-        build_options: dict[str, Any] | None = None,
+        build_options: JsonObject | None = None,
     ):
         options = options or RenderOptions()
         # Rendering every request ahead encodes each row once; the cache never changes a prompt's bytes.
@@ -75,7 +75,7 @@ class OracleScript:
     def __len__(self) -> int:
         return len(self._answers)
 
-    def __call__(self, body: dict[str, Any]) -> Reply:
+    def __call__(self, body: JsonObject) -> Reply:
         answer = self._answers.get(request_key(body))
         with self._lock:
             if answer is None:

@@ -9,17 +9,17 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
-from typing import Any
 
+from rescue.data.shapes import JsonObject
 from rescue.data.loading import demo_path
 from rescue.data.text import clock_time
 
 
-def demo_samples() -> list[dict[str, Any]]:
+def demo_samples() -> list[JsonObject]:
     return [json.loads(line) for line in demo_path().read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def webvtt(rows: list[dict[str, Any]]) -> str:
+def webvtt(rows: list[JsonObject]) -> str:
     def clean(text: str) -> str:
         return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("-->", "->")
 
@@ -49,7 +49,7 @@ def synthetic_clip(path: Path, seconds: float, *, size: str = "192x108", rate: i
 
 def make_review_project(
     root: Path,
-    samples: list[dict[str, Any]] | None = None,
+    samples: list[JsonObject] | None = None,
     *,
     media: bool = True,
     problems: bool = True,

@@ -11,8 +11,8 @@ from __future__ import annotations
 import io
 import wave
 from dataclasses import dataclass, replace
-from typing import Any
 
+from rescue.data.shapes import JsonObject
 from rescue.testing.openai_server import Reply, ScriptResult, verbose_json
 
 # Samples quieter than this are taken for silence when looking for the first sound of a chunk.
@@ -74,7 +74,7 @@ class TimedWords:
         self.per_request = per_request
         self.offsets: list[float] = []
 
-    def __call__(self, body: dict[str, Any]) -> ScriptResult:
+    def __call__(self, body: JsonObject) -> ScriptResult:
         chunk, rate = read_pcm(body["file"]["data"])
         if rate != self.rate:
             return Reply.error(400, f"expected {self.rate} Hz audio, got {rate} Hz", type="invalid_request_error")
@@ -91,7 +91,7 @@ class TimedWords:
                       for w in inside]
         words = [{"word": w.word, "start": round(w.start - offset, 3), "end": round(w.end - offset, 3)}
                  for w in inside]
-        segments: list[dict[str, Any]] = []
+        segments: list[JsonObject] = []
         for word, placed in zip(words, inside):
             last = segments[-1] if segments else None
             same = last is not None and word["start"] - last["end"] <= self.segment_gap and \
@@ -101,7 +101,7 @@ class TimedWords:
                 last["end"] = word["end"]
                 last["text"] = f"{last['text']} {word['word']}"
             else:
-                segment: dict[str, Any] = {"start": word["start"], "end": word["end"], "text": word["word"]}
+                segment: JsonObject = {"start": word["start"], "end": word["end"], "text": word["word"]}
                 if self.diarize and placed.speaker is not None:
                     segment["speaker"] = placed.speaker
                 segments.append(segment)
