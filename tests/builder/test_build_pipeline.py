@@ -22,7 +22,7 @@ from rescue.builder import (
 from rescue.data.validation import validate_path
 from rescue.media import ffmpeg_exe, probe
 from rescue.testing.drafts import BROKEN_KINDS, draft_script
-from rescue.testing.openai_server import serve
+from rescue.testing.openai_server import Reply, serve
 
 
 @pytest.fixture(autouse=True)
@@ -119,6 +119,26 @@ def test_broken_drafts_are_caught_and_reasked(out, segs, session_files, kind):
                 "unknown_label": "'hypnotise' not a couple support strategy", "not_json": "not valid JSON",
                 "hallucinated": "is not quoted in full"}[kind]
     assert expected in listed
+
+
+@pytest.mark.slow
+def test_a_failed_relations_reask_is_a_problem_and_keeps_the_first_answer(out, segs, session_files):
+    """The rows and the relation pass share one re-ask: when the re-ask's request fails, the draft says so and
+    keeps what the first answer gave (the relation pass once dropped the failure silently)."""
+    drafts = draft_script(relation_label="stonewall_spiral")
+
+    def script(body):
+        if "relation_patterns" in json.dumps(body["messages"][0]) and "breaks these rules" in json.dumps(body):
+            drafts._count("relations-reask")
+            return Reply(status=400, body={"error": {"message": "bad request", "type": "invalid_request_error"}})
+        return drafts(body)
+
+    with serve(script=script) as server:
+        outcome = build(config(out, [spec(session_files, segments=segs)], server))
+    assert drafts.seen == {"rows": 2, "relations": 1, "relations-reask": 1}
+    text = [str(p) for p in read_manifest(out / "manifest.json").segments[0].problems]
+    assert any("relations: the re-ask failed" in line for line in text), text
+    assert outcome.complete
 
 
 @pytest.mark.slow

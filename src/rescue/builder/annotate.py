@@ -7,10 +7,10 @@ Requests are planned first (:func:`plan_segment`) so ``--dry-run`` counts exactl
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rescue.builder.checks import (
     TIME_TOLERANCE,
@@ -248,9 +248,41 @@ async def _ask(model: Model, messages: list[Message], max_tokens: int, settings:
                                             json_mode=True, purpose="annotate", tag=tag, ids=ids))
 
 
+_Found = TypeVar("_Found", list[RowValues], dict[int, RelationFields])
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """A first request whose answer broke the rules, and how its re-ask is sent."""
+
+    messages: list[Message]
+    answer_text: str | None
+    max_tokens: int
+    tag: str
+    ids: tuple[str, ...]
+
+
+async def _reask(
+        model: Model, asked: _Asked, first: tuple[_Found, list[Problem]], broken: list[str],
+        check: Callable[[str | None], tuple[_Found, list[Problem]]], settings: AnnotateSettings, draft: SegmentDraft,
+        where: str) -> tuple[_Found, list[Problem]]:
+    """The one re-ask with the broken rules listed, shared by the rows and the relation pass: the second answer
+    replaces the first when it found anything or the first found nothing, and a failed re-ask is noted, so a
+    draft never silently keeps less than the first answer gave."""
+    from rescue.llm import Message
+
+    draft.reasked += 1
+    retry = [*asked.messages, Message("assistant", asked.answer_text or ""), Message("user", retry_prompt(broken))]
+    second = await _ask(model, retry, asked.max_tokens, settings, asked.tag, asked.ids)
+    draft.requests += 1
+    if second.status != "ok":
+        return first[0], [*first[1], Problem(message=f"{where}the re-ask failed: {second.error}")]
+    again = check(second.text)
+    return again if again[0] or not first[0] else first
+
+
 async def _annotate_window(model: Model, job: SegmentJob, window: Window, settings: AnnotateSettings,
                            total: int, draft: SegmentDraft) -> tuple[list[RowValues], list[Problem]]:
-    from rescue.llm import Message
 
     messages = await _window_messages(job, window, settings, total)
     ids = (f"{job.sample_id}#window{window.number}",)
@@ -270,16 +302,9 @@ async def _annotate_window(model: Model, job: SegmentJob, window: Window, settin
         return [], [Problem(message=f"window {window.number}: request failed: {answer.error}")]
     rows, problems = check(answer.text)
     if problems:
-        draft.reasked += 1
-        retry = [*messages, Message("assistant", answer.text or ""), Message("user", retry_prompt(_describe(problems, rows)))]
-        second = await _ask(model, retry, settings.max_tokens, settings, "rows-reask", ids)
-        draft.requests += 1
-        if second.status == "ok":
-            rows2, problems2 = check(second.text)
-            if rows2 or not rows:
-                rows, problems = rows2, problems2
-        else:
-            problems.append(Problem(message=f"window {window.number}: the re-ask failed: {second.error}"))
+        asked = _Asked(messages, answer.text, settings.max_tokens, "rows-reask", ids)
+        rows, problems = await _reask(model, asked, (rows, problems), _describe(problems, rows), check, settings,
+                                      draft, f"window {window.number}: ")
     if not rows:
         # Nothing usable even after the re-ask: the subtitles stand in as rows so no line is lost.
         rows, stand_in = skeleton_rows(window.cues)
@@ -354,15 +379,9 @@ async def _relations(model: Model, job: SegmentJob, rows: list[RowValues], setti
 
     found, problems = check(answer.text)
     if problems:
-        draft.reasked += 1
-        retry = [*messages, Message("assistant", answer.text or ""),
-                 Message("user", retry_prompt([str(p) for p in problems]))]
-        second = await _ask(model, retry, settings.relation_max_tokens, settings, "relations-reask", ids)
-        draft.requests += 1
-        if second.status == "ok":
-            found2, problems2 = check(second.text)
-            if found2 or not found:
-                found, problems = found2, problems2
+        asked = _Asked(messages, answer.text, settings.relation_max_tokens, "relations-reask", ids)
+        found, problems = await _reask(model, asked, (found, problems), [str(p) for p in problems], check, settings,
+                                       draft, "relations: ")
     for index, fields in found.items():
         row = rows[index - 1]
         invalid = fields.pop("draft_invalid", None)
