@@ -26,6 +26,7 @@ import dataclasses
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,7 +84,7 @@ class GenerationSettings:
         }
 
 
-def retry_after_seconds(headers: Any) -> float | None:
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
     """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds; HTTP dates are ignored)."""
     if headers is None:
         return None

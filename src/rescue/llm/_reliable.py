@@ -101,7 +101,7 @@ class CallStats(UsageCount):
     # it came through; None: no price.
     cost: float | None = 0.0
 
-    def count(self, usage: Usage, prices: PriceTable | None, model: str, answered_at: Any = None,
+    def count(self, usage: Usage, prices: PriceTable | None, model: str, answered_at: object = None,
               batch: bool = False) -> None:
         """Add one answer's usage (and batch usage), and its cost when the model has a price."""
         self.add(usage, batch=batch)

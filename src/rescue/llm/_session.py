@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Self
+from typing import Self
 
 from rescue.llm._cache import ResponseCache
 from rescue.llm._cost import PriceTable
@@ -33,7 +33,7 @@ from rescue.llm._reliable import (
     NullLog,
     ReliableModel,
 )
-from rescue.llm._types import ChatRequest, Model, require_model
+from rescue.llm._types import ChatRequest, Model, Usage, require_model
 
 
 def stderr_notice(message: str) -> None:
@@ -107,7 +107,7 @@ class ModelSession:
         """Dollars spent by this session's requests (cached answers cost nothing)."""
         return self.budget.spent
 
-    def cost(self, model: str, usage: Any) -> float | None:
+    def cost(self, model: str, usage: Usage) -> float | None:
         """What ``usage`` of ``model`` costs by the session's price table, None without a price."""
         return self.prices.cost(model, usage)
 

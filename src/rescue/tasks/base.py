@@ -246,7 +246,7 @@ class Task(Protocol):
     def max_tokens(self) -> int:
         """The answer budget of one request."""
 
-    def build(self, samples: list[Sample], **options: Any) -> list[Instance]:
+    def build(self, samples: list[Sample], **options: object) -> list[Instance]:
         """The task's instances in ``samples``, with their gold (``options``: the task's own build options)."""
 
     def render(self, batch: list[Instance], options: RenderOptions) -> list[ChatMessage]:

@@ -210,7 +210,7 @@ class EmotionRecognition(DeclaredTask):
         paper_counts={"couple": (844, 174), "family": (82, 17)},
     )
 
-    def build(self, samples: list[Sample], **options: Any) -> list[Instance]:
+    def build(self, samples: list[Sample], **options: object) -> list[Instance]:
         """ER's checkpoints: evenly spaced turns with an annotated emotion past the early part of each sample."""
         chosen = validate_options(self.name, ErOptions, options)
         limit, min_words = chosen.checkpoints_per_sample, chosen.min_dialogue_words

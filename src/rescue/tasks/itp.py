@@ -94,7 +94,7 @@ class InterventionTimingTask(ClosedTask):
         paper_counts={"couple": (2722, 168), "family": (284, 16)},
     )
 
-    def build(self, samples: list[Sample], **options: Any) -> list[Instance]:
+    def build(self, samples: list[Sample], **options: object) -> list[Instance]:
         """Per sample: n = min(#yes, #no) of each class by even sampling (after an optional cap per class),
         in row order; a sample without both classes yields nothing."""
         itp_max_per_class = validate_options(self.name, ItpOptions, options).itp_max_per_class

@@ -35,7 +35,7 @@ class RankingTask(ClosedTask):
 
     # --- subclass hooks ---------------------------------------------------------------------------------
 
-    def build(self, samples: list[Sample], **options: Any) -> list[Instance]:
+    def build(self, samples: list[Sample], **options: object) -> list[Instance]:
         """The task's instances (each ranking task implements it)."""
         raise NotImplementedError
 

@@ -4,7 +4,7 @@ content is hidden, from the rows before it (protocol §4)."""
 from __future__ import annotations
 
 import functools
-from typing import Any, ClassVar
+from typing import ClassVar
 
 # RPP's gold choices live in rescue.data.choices, where the command line reads them without the tasks. "auto"
 # reproduces Table 6 on the complete family scenario (525) and keeps the couple samples that carry only
@@ -88,7 +88,7 @@ class RelationPatternTask(RankingTask):
         paper_counts={"couple": (1608, 172), "family": (525, 17)},
     )
 
-    def build(self, samples: list[Sample], **options: Any) -> list[Instance]:
+    def build(self, samples: list[Sample], **options: object) -> list[Instance]:
         """Every row whose gold field holds a label of the scenario's taxonomy (all speakers, as the paper)."""
         rpp_gold = validate_options(self.name, RppOptions, options).rpp_gold
         instances = []

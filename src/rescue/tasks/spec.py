@@ -142,7 +142,7 @@ class Declaration:
 O = TypeVar("O", bound=TaskOptions)  # noqa: E741 - the options type, as in the signatures
 
 
-def validate_options(name: str, options_model: type[O], values: Mapping[str, Any]) -> O:
+def validate_options(name: str, options_model: type[O], values: Mapping[str, object]) -> O:
     """``values`` as the task's options model; TaskOptionError naming the task and the known options."""
     # None means "the task's default", as the CLI and run config pass an option they were not given.
     try:

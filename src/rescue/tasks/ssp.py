@@ -4,7 +4,7 @@ address, from the rows before that therapist turn (protocol §6)."""
 from __future__ import annotations
 
 import functools
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rescue.data.shapes import JsonObject
 from rescue.data.models import Sample, Scenario
@@ -29,7 +29,7 @@ class SupportStrategyTask(RankingTask):
         paper_counts={"couple": (1290, 172), "family": (347, 17)},
     )
 
-    def build(self, samples: list[Sample], **options: Any) -> list[Instance]:
+    def build(self, samples: list[Sample], **options: object) -> list[Instance]:
         """STP's rows whose first strategy type is (exactly) a label of the scenario's taxonomy."""
         validate_options(self.name, NoOptions, options)
         instances = []

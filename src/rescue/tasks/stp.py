@@ -4,7 +4,7 @@ from the rows before that therapist turn (protocol §5)."""
 from __future__ import annotations
 
 import functools
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rescue.data.models import GROUP_LABELS, Sample, Scenario
 from rescue.data.taxonomy import Label, label_block
@@ -50,7 +50,7 @@ class SupportTargetTask(RankingTask):
         shown_label=target_role, paper_counts={"couple": (1290, 172), "family": (347, 17)},
     )
 
-    def build(self, samples: list[Sample], **options: Any) -> list[Instance]:
+    def build(self, samples: list[Sample], **options: object) -> list[Instance]:
         validate_options(self.name, NoOptions, options)
         instances = []
         for sample in samples:

@@ -241,7 +241,7 @@ class ViewpointPrediction(DeclaredTask):
         paper_counts={"couple": (775, 170), "family": (80, 17)},
     )
 
-    def build(self, samples: list[Sample], **options: Any) -> list[Instance]:
+    def build(self, samples: list[Sample], **options: object) -> list[Instance]:
         """VP's checkpoints: evenly spaced turns with annotated viewpoints."""
         limit = validate_options(self.name, VpOptions, options).checkpoints_per_sample
         instances: list[Instance] = []
