@@ -11,13 +11,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rescue.data.shapes import JsonObject
 from rescue.archives import check_zip
 from rescue.errors import InspectLogError as InspectLogError
 from rescue.tasks import TASKS, judged_tasks
 from rescue.tasks.base import PredictionRecord
+
+if TYPE_CHECKING:
+    from inspect_ai.log import EvalLog
 
 LOG_SUFFIX = ".eval"
 EXTRA_HINT = "pip install 'rescue-bench[inspect]'"
@@ -69,7 +72,7 @@ def log_files(path: str | Path) -> list[Path]:
     return []
 
 
-def _read_eval_log(path: Path) -> Any:
+def _read_eval_log(path: Path) -> EvalLog:
     try:
         from inspect_ai.log import read_eval_log
     except ImportError:
@@ -91,7 +94,7 @@ def _failure(meta: JsonObject, model: str, task: str, error: str) -> PredictionR
     return record
 
 
-def _records(path: Path, log: Any, model: str, task: str) -> list[PredictionRecord]:
+def _records(path: Path, log: EvalLog, model: str, task: str) -> list[PredictionRecord]:
     records = []
     for sample in log.samples or []:
         kept = [s.metadata[RECORD_KEY] for s in (sample.scores or {}).values() if s.metadata and RECORD_KEY in s.metadata]
@@ -106,7 +109,7 @@ def _records(path: Path, log: Any, model: str, task: str) -> list[PredictionReco
     return records
 
 
-def _sent_configs(log: Any) -> list[JsonObject]:
+def _sent_configs(log: EvalLog) -> list[JsonObject]:
     """The generate configs the log's scored samples record, one per distinct config, in order of appearance."""
     seen: dict[str, JsonObject] = {}
     for sample in log.samples or []:
@@ -117,7 +120,7 @@ def _sent_configs(log: Any) -> list[JsonObject]:
     return list(seen.values())
 
 
-def _generation(config: JsonObject, log: Any) -> None:
+def _generation(config: JsonObject, log: EvalLog) -> None:
     """``config``'s ``temperature`` as the log's requests were sent: the one recorded, or None when the log records
     none (written before rescue did) or several (the requests differ); ``generate`` keeps what was recorded."""
     sent = _sent_configs(log)
@@ -126,7 +129,7 @@ def _generation(config: JsonObject, log: Any) -> None:
     config["generate"] = sent
 
 
-def _graders(log: Any) -> list[str]:
+def _graders(log: EvalLog) -> list[str]:
     bound = (log.eval.model_roles or {}).get(GRADER)
     if bound is None:
         return []
