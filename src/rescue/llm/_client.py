@@ -28,7 +28,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rescue.data.shapes import JsonObject
 from rescue.llm import _secrets as secrets
@@ -40,6 +40,10 @@ from rescue.errors import (
     MalformedAnswer as MalformedAnswer,
     TransientError as TransientError,
 )
+
+if TYPE_CHECKING:
+    import aiohttp
+    import httpx
 
 # Provider codes and phrases that mean "the prompt (or answer) was rejected by a content filter".
 REFUSAL_MARKERS = (
@@ -460,12 +464,12 @@ class OpenAIModel:
                 extra.get("enable_thinking") is True or base.thinking not in (None, "off"))
         self.settings = dataclasses.replace(base, json_mode=json_mode, extra_body=extra, stream=stream)
         # httpx clients of one connection each, free to take a request; every one made, to close them.
-        self._free_clients: list[Any] = []
-        self._clients: set[Any] = set()
+        self._free_clients: list[httpx.AsyncClient] = []
+        self._clients: set[httpx.AsyncClient] = set()
         # Set when the endpoint rejects response_format once: later requests go without it.
         self._json_mode_rejected = False
-        self._http: Any = None  # the aiohttp session of chat requests
-        self._http_loop: Any = None  # the event loop it belongs to
+        self._http: aiohttp.ClientSession | None = None  # the aiohttp session of chat requests
+        self._http_loop: asyncio.AbstractEventLoop | None = None  # the event loop it belongs to
         self._proxy: dict[str, Any] = {}  # proxy and proxy_auth from the environment (HTTPS_PROXY, NO_PROXY ...)
         self._url = _chat_url(endpoint.base_url)
 
@@ -480,7 +484,7 @@ class OpenAIModel:
         """The model id and generation settings, as the cache key sees them."""
         return {"model": self.endpoint.model_id, **self.settings.key_fields()}
 
-    def _take_client(self) -> Any:
+    def _take_client(self) -> httpx.AsyncClient:
         """A client for one request, its own until :meth:`_give_back`: one connection per request in flight.
 
         One shared pool of N connections re-checks every pooled connection, polling each idle one, each time
@@ -501,7 +505,7 @@ class OpenAIModel:
         self._clients.add(client)
         return client
 
-    def _give_back(self, client: Any) -> None:
+    def _give_back(self, client: httpx.AsyncClient) -> None:
         if client in self._clients:  # not closed by aclose() meanwhile
             self._free_clients.append(client)
 
@@ -554,11 +558,11 @@ class OpenAIModel:
                 self._give_back(client)
         return await self._chat(request)
 
-    async def _complete_with(self, client: Any, request: ChatRequest) -> ChatAnswer:
+    async def _complete_with(self, client: httpx.AsyncClient, request: ChatRequest) -> ChatAnswer:
         """One request over ``client`` (an httpx client): what subclasses that send their own request override."""
         return await self._chat(request)
 
-    def _session(self) -> Any:
+    def _session(self) -> aiohttp.ClientSession:
         """The aiohttp session every chat request of this model goes through (made on first use, in the running
         event loop): of the HTTP stacks measured on rescue's own requests it costs the least CPU per request
         (benchmarks/README.md, (a)), about a third of httpx's. Its connector has no limit of its own: the
@@ -602,7 +606,7 @@ class OpenAIModel:
             return self._streamed(read)
         return self._body_answer(status, read, headers)
 
-    async def _read(self, response: Any, stream: bool) -> ChatAnswer | _StreamReader | bytes:
+    async def _read(self, response: aiohttp.ClientResponse, stream: bool) -> ChatAnswer | _StreamReader | bytes:
         """The response read within ``max_answer_bytes``: a stream's events, a body's bytes, or the answer that
         says why it was not read to the end (too large, malformed, refused in the stream)."""
         limit = self.settings.max_answer_bytes
@@ -631,7 +635,7 @@ class OpenAIModel:
             # instead of returning it to the pool (a new TCP connection for every request).
         return events if events is not None else b"".join(chunks)
 
-    def _body_answer(self, status: int, raw: bytes, headers: Any) -> ChatAnswer:
+    def _body_answer(self, status: int, raw: bytes, headers: Mapping[str, str]) -> ChatAnswer:
         """The answer a whole (not streamed) body gives: an error status, or the completion it holds."""
         if status != 200:
             return self._status_error(status, raw, headers)
@@ -723,7 +727,7 @@ class OpenAIModel:
                           f"answer_too_large: the answer is {amount} bytes, above the limit of {limit:,} "
                           f"(--max-answer-bytes); not stored", meta={"error_class": "answer_too_large"})
 
-    def _status_error(self, status: int, body: bytes, headers: Any) -> ChatAnswer:
+    def _status_error(self, status: int, body: bytes, headers: Mapping[str, str]) -> ChatAnswer:
         message = secrets.clip(_error_message(status, body), ERROR_CHARS)
         wait = retry_after_seconds(headers)
         if status == 429:

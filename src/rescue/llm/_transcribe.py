@@ -16,7 +16,7 @@ import io
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rescue.data.shapes import JsonObject
 from rescue.llm import _secrets as secrets
@@ -24,6 +24,9 @@ from rescue.llm._limits import DEFAULT_MAX_ANSWER_BYTES
 from rescue.llm._client import GenerationSettings, MalformedAnswer, OpenAIModel, TransientError
 from rescue.llm._providers import CredentialError, resolve_endpoint
 from rescue.llm._types import AudioPart, ChatAnswer, ChatRequest, Message, ModelBase, Usage
+
+if TYPE_CHECKING:
+    import httpx
 
 LOCAL_WHISPER = "local/faster-whisper"
 GRANULARITIES = ("word", "segment")
@@ -119,7 +122,7 @@ class TranscriptionModel(OpenAIModel):
         return {"model": self.endpoint.model_id, "task": "transcription", "response_format": "verbose_json",
                 "timestamp_granularities": list(GRANULARITIES), "language": self.language}
 
-    async def _complete_with(self, client: Any, request: ChatRequest) -> ChatAnswer:
+    async def _complete_with(self, client: httpx.AsyncClient, request: ChatRequest) -> ChatAnswer:
         import httpx
 
         audio = audio_of(request)
@@ -152,7 +155,7 @@ class TranscriptionModel(OpenAIModel):
         return ChatAnswer(secrets.scrub(json.dumps(data, ensure_ascii=False)), "ok", "", usage, {})
 
 
-    async def _read_upload_answer(self, response: Any) -> ChatAnswer | bytes:
+    async def _read_upload_answer(self, response: httpx.Response) -> ChatAnswer | bytes:
         """The (httpx) response's body within --max-answer-bytes: never all of a huge body in memory."""
         limit = self.settings.max_answer_bytes
         declared = response.headers.get("content-length")
