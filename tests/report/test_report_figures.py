@@ -163,20 +163,3 @@ def test_preference_bars_without_a_finite_strength_or_a_converged_fit_draw_witho
         warnings.simplefilter("error")
         for frame in frames:
             assert figures.preference_bars(frame, "SSP preference", formats=("png",)).png[:4] == b"\x89PNG"
-
-
-@pytest.mark.slow
-def test_a_figure_leaves_the_cyclic_collector_as_it_found_it(figures):
-    import gc
-
-    matrix = pd.DataFrame([[0.0, 1.0], [1.0, 0.0]], index=["a", "b"], columns=["a", "b"])
-    plots = figures.Plots()
-    assert gc.isenabled()
-    plots.heatmap(matrix, "t", percent=True)
-    assert gc.isenabled()  # held off while drawing only
-    gc.disable()
-    try:
-        plots.heatmap(matrix, "t", percent=True)
-        assert not gc.isenabled()  # a caller that turned it off keeps it off
-    finally:
-        gc.enable()

@@ -17,11 +17,9 @@ installed font has a character, escaped (:func:`label`).
 
 from __future__ import annotations
 
-import gc
 import io
 import textwrap
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -502,20 +500,6 @@ def preference_bars(frame: pd.DataFrame, title: str, *, formats: Sequence[str] =
     return _render(layout, formats)
 
 
-@contextmanager
-def _no_collection() -> Iterator[None]:
-    """Python's cyclic collector held off while a figure is drawn: a figure makes tens of thousands of short-lived
-    objects, and in a report's process, with its runs in memory, the collections they set off (each scanning the
-    older objects too) were a sixth of the figures' CPU. Its cycles are collected once, after it."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 @dataclass(frozen=True)
 class Plots:
     """The figures of one report, each drawn as PNG and the other ``formats`` the report asked for."""
@@ -524,25 +508,20 @@ class Plots:
 
     def heatmap(self, *args: Any, **kwargs: Any) -> Rendered:
         """:func:`heatmap` in this report's formats."""
-        with _no_collection():
-            return heatmap(*args, formats=self.formats, **kwargs)
+        return heatmap(*args, formats=self.formats, **kwargs)
 
     def position_curve(self, *args: Any, **kwargs: Any) -> Rendered:
         """:func:`position_curve` in this report's formats."""
-        with _no_collection():
-            return position_curve(*args, formats=self.formats, **kwargs)
+        return position_curve(*args, formats=self.formats, **kwargs)
 
     def stacked_shares(self, *args: Any, **kwargs: Any) -> Rendered:
         """:func:`stacked_shares` in this report's formats."""
-        with _no_collection():
-            return stacked_shares(*args, formats=self.formats, **kwargs)
+        return stacked_shares(*args, formats=self.formats, **kwargs)
 
     def metric_bars(self, *args: Any, **kwargs: Any) -> Rendered:
         """:func:`metric_bars` in this report's formats."""
-        with _no_collection():
-            return metric_bars(*args, formats=self.formats, **kwargs)
+        return metric_bars(*args, formats=self.formats, **kwargs)
 
     def preference_bars(self, *args: Any, **kwargs: Any) -> Rendered:
         """:func:`preference_bars` in this report's formats."""
-        with _no_collection():
-            return preference_bars(*args, formats=self.formats, **kwargs)
+        return preference_bars(*args, formats=self.formats, **kwargs)
