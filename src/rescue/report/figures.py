@@ -10,8 +10,8 @@ more: each format is a full drawing of the figure (SVG and PDF cost more than th
 What drawing costs is text: FreeType lays out every glyph of every label each time a label is measured. So a
 figure is laid out once, by :func:`_arrange`, with every axes a fixed size in inches and the figure grown around
 what its labels measure (no layout engine measuring it again at each save, and no axes squeezed to nothing by a
-long model id); measurements, and each string's glyphs as FreeType shaped them, are shared by every figure of
-the process (:class:`_Renderer`); text from the data (model ids, labels, scenarios) is shortened and, where no
+long model id); each string is measured and drawn to a bitmap by FreeType once per process, and the bitmap
+blitted wherever the string is drawn again (:class:`_Renderer`); text from the data (model ids, labels, scenarios) is shortened and, where no
 installed font has a character, escaped (:func:`label`).
 """
 
@@ -118,28 +118,33 @@ class _Renderer(RendererAgg):
             self._measured[(s, prop.copy(), ismath, float(self.dpi))] = size
         return size
 
-    # What FreeType and libraqm made of each string (glyphs and their offsets), shared like the measurements: a
-    # report draws the same tick labels, cell numbers and model ids again and again, and shaping a string is
-    # about a third of drawing it. Agg's own draw_text shapes it anew at every draw.
-    _shaped: dict[tuple[str, FontProperties, float], tuple[tuple[Any, ...], ...]] = {}
+    # Each string as FreeType drew it, once per process, and blitted wherever it is drawn again: a report draws
+    # the same tick labels, cell numbers and model ids again and again. Agg's own draw_text lays out and renders
+    # every glyph anew at every draw, each at its sub-pixel place; here a string's bitmap lands on whole pixels,
+    # as matplotlib placed text before 3.10.
+    _bitmaps: dict[tuple[str, FontProperties, float, bool], tuple[Any, float, float, float]] = {}
 
     def draw_text(self, gc: Any, x: float, y: float, s: str, prop: FontProperties, angle: float,
                   ismath: Any = False, mtext: Any = None) -> None:
-        if ismath or (mtext is not None and (mtext.get_fontfeatures() or mtext.get_language())) or not hasattr(
-                self, "_draw_text_glyphs_and_boxes"):  # what this shortcut does not cover: Agg's own way
+        if ismath or (mtext is not None and (mtext.get_fontfeatures() or mtext.get_language())):
             super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)  # type: ignore[no-untyped-call]
             return
-        key = (s, prop, float(self.dpi))
-        glyphs = self._shaped.get(key)
-        if glyphs is None:
-            if len(self._shaped) > 20_000:
-                self._shaped.clear()
+        antialiased = bool(gc.get_antialiased())
+        key = (s, prop, float(self.dpi), antialiased)
+        drawn = self._bitmaps.get(key)
+        if drawn is None:
+            if len(self._bitmaps) > 5_000:
+                self._bitmaps.clear()
             font = self._prepare_font(prop)  # type: ignore[no-untyped-call]
-            size = prop.get_size_in_points()
-            glyphs = tuple((item.ft_object, size, item.glyph_index, 0, 1, item.x, item.y)
-                           for item in font._layout(s, flags=get_hinting_flag()))  # type: ignore[no-untyped-call]
-            self._shaped[(s, prop.copy(), float(self.dpi))] = glyphs
-        self._draw_text_glyphs_and_boxes(gc, x, y, angle, glyphs, [])  # type: ignore[no-untyped-call]
+            font.set_text(s, 0, flags=get_hinting_flag())  # type: ignore[no-untyped-call]
+            font.draw_glyphs_to_bitmap(antialiased=antialiased)
+            left, bottom = font.get_bitmap_offset()
+            drawn = (np.array(font.get_image()), left / 64, bottom / 64, font.get_descent() / 64)
+            self._bitmaps[(s, prop.copy(), float(self.dpi), antialiased)] = drawn
+        image, left, bottom, descent = drawn
+        radians = np.radians(angle)
+        self._renderer.draw_text_image(image, round(x + left + descent * np.sin(radians)),
+                                       round(y + bottom + descent * np.cos(radians)) + 1, angle, gc)
 
 
 class _Canvas(FigureCanvasAgg):
@@ -318,10 +323,13 @@ def _render(layout: _Layout, formats: Sequence[str] = FORMATS) -> Rendered:
     out = {}
     layout.canvas.draw()  # type: ignore[no-untyped-call]  # backend_agg ships no annotations
     # RGB (the figure is opaque: an alpha channel is a quarter more bytes to compress and store) at zlib level
-    # 3, as small as the default 6 within 1% and a third less CPU.
-    rgb = np.asarray(layout.canvas.buffer_rgba())[..., :3]  # type: ignore[no-untyped-call]
+    # 3, as small as the default 6 within 1% and a third less CPU. PIL converts Agg's RGBA buffer in place of a
+    # copy through numpy (a strided view copied byte by byte).
+    width, height = layout.canvas.get_width_height(physical=True)
+    rgba = Image.frombuffer("RGBA", (int(width), int(height)), layout.canvas.buffer_rgba(),  # type: ignore[no-untyped-call]
+                            "raw", "RGBA", 0, 1)
     png = io.BytesIO()
-    Image.fromarray(rgb).save(png, format="png", compress_level=3, dpi=(DPI, DPI))
+    rgba.convert("RGB").save(png, format="png", compress_level=3, dpi=(DPI, DPI))
     out["png"] = png.getvalue()
     for fmt in dict.fromkeys(formats):
         if fmt == "png":
