@@ -163,3 +163,42 @@ def test_preference_bars_without_a_finite_strength_or_a_converged_fit_draw_witho
         warnings.simplefilter("error")
         for frame in frames:
             assert figures.preference_bars(frame, "SSP preference", formats=("png",)).png[:4] == b"\x89PNG"
+
+
+def test_text_lands_where_matplotlibs_own_renderer_puts_it(figures):
+    """The renderer keeps what it learns of text for the process (metrics read once per font and size, each
+    string laid out once, its bitmap reused): every text's box is the one Agg's own renderer gives, and its ink
+    lies within a pixel of where Agg's own draw_text puts it, also rotated, multi-line and in CJK."""
+    import io
+
+    import numpy as np
+    from matplotlib.backends.backend_agg import RendererAgg
+    from PIL import Image
+
+    def ink(png: bytes) -> tuple[int, int, int, int]:
+        dark = np.asarray(Image.open(io.BytesIO(png)).convert("L")) < 128
+        ys, xs = np.nonzero(dark)
+        return int(xs.min()), int(xs.max()), int(ys.min()), int(ys.max())
+
+    for angle, text in ((0, "Hg baseline/majority 0123"), (35, "escalation_conflict"), (90, "two\nlines"),
+                        (-30, "x: 0.25"), (180, "upside down"),
+                        (0, figures.label("模型 and 日本語"))):
+        drawn = []
+        for renderer_class in (figures._Renderer, RendererAgg):
+            layout = figures._layout([3.0], [1.0])
+            axes = layout.add(0, 0)
+            axes.set_axis_off()
+            artist = axes.text(0.5, 0.5, text, rotation=angle, ha="center", va="center", fontsize=14)
+            figures._arrange(layout)
+            width, height = layout.canvas.get_width_height(physical=True)
+            layout.canvas.renderer = renderer_class(width, height, layout.figure.dpi)
+            layout.canvas.get_renderer = lambda canvas=layout.canvas: canvas.renderer  # this class, kept
+            layout.canvas.draw()
+            box = artist.get_window_extent(layout.canvas.renderer)
+            rgba = np.asarray(layout.canvas.buffer_rgba())
+            buffer = io.BytesIO()
+            Image.fromarray(rgba[..., :3].copy()).save(buffer, format="png")
+            drawn.append(((box.x0, box.y0, box.x1, box.y1), ink(buffer.getvalue())))
+        (ours, our_ink), (agg, agg_ink) = drawn
+        assert ours == pytest.approx(agg), (text, angle)
+        assert all(abs(a - b) <= 1 for a, b in zip(our_ink, agg_ink)), (text, angle, our_ink, agg_ink)

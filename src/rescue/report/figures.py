@@ -103,10 +103,17 @@ def label(value: object, limit: int = LABEL_CHARS) -> str:
 
 
 class _Renderer(RendererAgg):
-    """Agg's renderer, with text measurements shared by every figure of the process: the report's figures repeat
-    their tick labels, model ids and labels, and measuring a string is most of what drawing it costs."""
+    """Agg's renderer, with what it learns of text shared by every figure of the process: the report's figures
+    repeat their tick labels, cell numbers, model ids and labels, and FreeType laying out a string's glyphs
+    (about 15 us a glyph) is most of what measuring or drawing it costs.
+
+    A string is laid out once: measured, and drawn to a bitmap in the same pass; the bitmap is blitted wherever
+    the string is drawn. Agg's own draw_text lays out and renders every glyph anew at every draw, each at its
+    sub-pixel place; here a string's bitmap lands on whole pixels, as matplotlib placed text before 3.10."""
 
     _measured: dict[tuple[str, FontProperties, object, float], tuple[float, float, float]] = {}
+    _bitmaps: dict[tuple[str, FontProperties, float, bool], tuple[Any, float, float, float]] = {}
+    _heights: dict[tuple[FontProperties, float], tuple[float | None, float | None, float | None]] = {}
 
     def get_text_width_height_descent(self, s: str, prop: FontProperties, ismath: Any) -> tuple[float, float, float]:
         key = (s, prop, ismath, float(self.dpi))
@@ -114,15 +121,29 @@ class _Renderer(RendererAgg):
         if size is None:
             if len(self._measured) > 20_000:  # a long-lived process drawing many reports stays bounded
                 self._measured.clear()
-            size = super().get_text_width_height_descent(s, prop, ismath)  # type: ignore[no-untyped-call]
+            if ismath:
+                size = super().get_text_width_height_descent(s, prop, ismath)  # type: ignore[no-untyped-call]
+            else:  # what Agg measures, and the bitmap of the glyphs it has just laid out
+                font = self._layout_text(s, prop)
+                width, height = font.get_width_height()
+                size = (width / 64.0, height / 64.0, font.get_descent() / 64.0)
+                self._keep_bitmap(s, prop, font, bool(matplotlib.rcParams["text.antialiased"]))
             self._measured[(s, prop.copy(), ismath, float(self.dpi))] = size
         return size
 
-    # Each string as FreeType drew it, once per process, and blitted wherever it is drawn again: a report draws
-    # the same tick labels, cell numbers and model ids again and again. Agg's own draw_text lays out and renders
-    # every glyph anew at every draw, each at its sub-pixel place; here a string's bitmap lands on whole pixels,
-    # as matplotlib placed text before 3.10.
-    _bitmaps: dict[tuple[str, FontProperties, float, bool], tuple[Any, float, float, float]] = {}
+    def _layout_text(self, s: str, prop: FontProperties) -> Any:
+        font = self._prepare_font(prop)  # type: ignore[no-untyped-call]
+        font.set_text(s, 0.0, flags=get_hinting_flag())  # type: ignore[no-untyped-call]
+        return font
+
+    def _keep_bitmap(self, s: str, prop: FontProperties, font: Any, antialiased: bool) -> tuple[Any, float, float, float]:
+        if len(self._bitmaps) > 5_000:
+            self._bitmaps.clear()
+        font.draw_glyphs_to_bitmap(antialiased=antialiased)
+        left, bottom = font.get_bitmap_offset()
+        drawn = (np.array(font.get_image()), left / 64, bottom / 64, font.get_descent() / 64)
+        self._bitmaps[(s, prop.copy(), float(self.dpi), antialiased)] = drawn
+        return drawn
 
     def draw_text(self, gc: Any, x: float, y: float, s: str, prop: FontProperties, angle: float,
                   ismath: Any = False, mtext: Any = None) -> None:
@@ -130,21 +151,37 @@ class _Renderer(RendererAgg):
             super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)  # type: ignore[no-untyped-call]
             return
         antialiased = bool(gc.get_antialiased())
-        key = (s, prop, float(self.dpi), antialiased)
-        drawn = self._bitmaps.get(key)
+        drawn = self._bitmaps.get((s, prop, float(self.dpi), antialiased))
         if drawn is None:
-            if len(self._bitmaps) > 5_000:
-                self._bitmaps.clear()
-            font = self._prepare_font(prop)  # type: ignore[no-untyped-call]
-            font.set_text(s, 0, flags=get_hinting_flag())  # type: ignore[no-untyped-call]
-            font.draw_glyphs_to_bitmap(antialiased=antialiased)
-            left, bottom = font.get_bitmap_offset()
-            drawn = (np.array(font.get_image()), left / 64, bottom / 64, font.get_descent() / 64)
-            self._bitmaps[(s, prop.copy(), float(self.dpi), antialiased)] = drawn
+            drawn = self._keep_bitmap(s, prop, self._layout_text(s, prop), antialiased)
+        # The bitmap's bottom-left corner, from the start of the baseline: ``left`` along the baseline and
+        # ``bottom`` plus the descent below it, turned with the text (y grows downwards here).
         image, left, bottom, descent = drawn
-        radians = np.radians(angle)
-        self._renderer.draw_text_image(image, round(x + left + descent * np.sin(radians)),
-                                       round(y + bottom + descent * np.cos(radians)) + 1, angle, gc)
+        cos, sin = np.cos(np.radians(angle)), np.sin(np.radians(angle))
+        below = bottom + descent + 1
+        self._renderer.draw_text_image(image, round(x + left * cos + below * sin), round(y - left * sin + below * cos),
+                                       angle, gc)
+
+    def _get_font_height_metrics(self, prop: FontProperties) -> tuple[float | None, float | None, float | None]:
+        """A font's ascent, descent and line gap at this size, as :meth:`matplotlib.text.Text._get_layout` reads
+        them from its tables when a renderer does not say (the same arithmetic): once per font and size, where
+        matplotlib looks the font up again for every text it lays out."""
+        key = (prop, float(self.dpi))
+        metrics = self._heights.get(key)
+        if metrics is None:
+            font = self._prepare_font(prop)  # type: ignore[no-untyped-call]
+            metrics = (None, None, None)
+            for table_name, gap_key, ascent_key, descent_key in (
+                    ("OS/2", "sTypoLineGap", "sTypoAscender", "sTypoDescender"),
+                    ("hhea", "lineGap", "ascent", "descent")):
+                table = font.get_sfnt_table(table_name)
+                if table is None:
+                    continue
+                scale = 1 / font.get_sfnt_table("head")["unitsPerEm"] * prop.get_size_in_points() * self.dpi / 72
+                metrics = (table[ascent_key] * scale, -table[descent_key] * scale, table[gap_key] * scale)
+                break
+            self._heights[(prop.copy(), float(self.dpi))] = metrics
+        return metrics
 
 
 class _Canvas(FigureCanvasAgg):
