@@ -202,3 +202,38 @@ def test_text_lands_where_matplotlibs_own_renderer_puts_it(figures):
         (ours, our_ink), (agg, agg_ink) = drawn
         assert ours == pytest.approx(agg), (text, angle)
         assert all(abs(a - b) <= 1 for a, b in zip(our_ink, agg_ink)), (text, angle, our_ink, agg_ink)
+
+
+def test_heatmap_cell_numbers_land_where_text_artists_would(figures):
+    """A heatmap's cell numbers are one artist, not a Text per cell: the PNG is the same pixels, and the SVG and
+    PDF put each number where ``Axes.text(..., ha="center", va="center")`` puts it."""
+    import re
+
+    import numpy as np
+    from matplotlib.font_manager import FontProperties
+
+    values = np.array([[0, 7, 100], [55, 3.5, 12], [99, 1, 60]])
+
+    def draw(as_one_artist: bool):
+        layout = figures._layout([3.0], [2.0])
+        axes = layout.add(0, 0)
+        axes.imshow(values, cmap="Blues", vmin=0, vmax=100, aspect="auto")
+        cells = [(j, i, f"{values[i, j]:.0f}", "white" if values[i, j] > 50 else "black")
+                 for i in range(3) for j in range(3)]
+        if as_one_artist:
+            numbers = figures._CellNumbers(cells, FontProperties(size=9))
+            numbers.set_transform(axes.transData)
+            axes.add_artist(numbers)
+        else:
+            for x, y, text, colour in cells:
+                axes.text(x, y, text, ha="center", va="center", fontsize=9, color=colour)
+        figures._arrange(layout)
+        return figures._render(layout, ("png", "svg", "pdf"))
+
+    ours, texts = draw(True), draw(False)
+    assert ours.png == texts.png
+
+    def placed(svg: bytes) -> list[tuple[str, str]]:  # each number with where the SVG puts it
+        return sorted(re.findall(r'<text [^>]*?transform="([^"]+)"[^>]*>(\d+)</text>', svg.decode()))
+
+    assert placed(ours.svg) and placed(ours.svg) == placed(texts.svg)

@@ -28,6 +28,7 @@ import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib import font_manager
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
 from matplotlib.collections import PolyCollection
@@ -164,24 +165,72 @@ class _Renderer(RendererAgg):
 
     def _get_font_height_metrics(self, prop: FontProperties) -> tuple[float | None, float | None, float | None]:
         """A font's ascent, descent and line gap at this size, as :meth:`matplotlib.text.Text._get_layout` reads
-        them from its tables when a renderer does not say (the same arithmetic): once per font and size, where
-        matplotlib looks the font up again for every text it lays out."""
+        them from its tables when a renderer does not say: once per font and size, where matplotlib looks the font
+        up again for every text it lays out."""
         key = (prop, float(self.dpi))
         metrics = self._heights.get(key)
         if metrics is None:
-            font = self._prepare_font(prop)  # type: ignore[no-untyped-call]
-            metrics = (None, None, None)
-            for table_name, gap_key, ascent_key, descent_key in (
-                    ("OS/2", "sTypoLineGap", "sTypoAscender", "sTypoDescender"),
-                    ("hhea", "lineGap", "ascent", "descent")):
-                table = font.get_sfnt_table(table_name)
-                if table is None:
-                    continue
-                scale = 1 / font.get_sfnt_table("head")["unitsPerEm"] * prop.get_size_in_points() * self.dpi / 72
-                metrics = (table[ascent_key] * scale, -table[descent_key] * scale, table[gap_key] * scale)
-                break
-            self._heights[(prop.copy(), float(self.dpi))] = metrics
+            metrics = self._heights[(prop.copy(), float(self.dpi))] = _font_height_metrics(prop, self.dpi)
         return metrics
+
+
+def _font_height_metrics(prop: FontProperties, dpi: float) -> tuple[float | None, float | None, float | None]:
+    """Ascent, descent and line gap of ``prop``'s font from its OS/2 or hhea table, with the arithmetic of
+    :meth:`matplotlib.text.Text._get_layout` (None each when the font has neither table)."""
+    font: Any = font_manager.get_font(font_manager.fontManager._find_fonts_by_props(prop))
+    for table_name, gap_key, ascent_key, descent_key in (("OS/2", "sTypoLineGap", "sTypoAscender", "sTypoDescender"),
+                                                         ("hhea", "lineGap", "ascent", "descent")):
+        table = font.get_sfnt_table(table_name)
+        if table is None:
+            continue
+        scale = 1 / font.get_sfnt_table("head")["unitsPerEm"] * prop.get_size_in_points() * dpi / 72
+        return table[ascent_key] * scale, -table[descent_key] * scale, table[gap_key] * scale
+    return None, None, None
+
+
+class _CellNumbers(Artist):
+    """A heatmap's cell numbers as one artist: what ``Axes.text(x, y, s, ha="center", va="center")`` draws at
+    each cell (the same layout arithmetic as :meth:`matplotlib.text.Text._get_layout`), without a Text artist to
+    make, and lay out twice, per cell (a 10 x 10 matrix is a hundred)."""
+
+    def __init__(self, cells: Sequence[tuple[float, float, str, str]], prop: FontProperties) -> None:
+        super().__init__()
+        self._points = np.array([(x, y) for x, y, _, _ in cells], dtype=float).reshape(-1, 2)
+        self._texts = [(text, colour) for _, _, text, colour in cells]
+        self._prop = prop
+
+    def draw(self, renderer: Any) -> None:
+        if not self.get_visible() or not self._texts:
+            return
+        dpi = self.get_figure(root=True).dpi  # type: ignore[union-attr]
+        ascent, descent, _ = (renderer._get_font_height_metrics(self._prop)
+                              if hasattr(renderer, "_get_font_height_metrics") else (None, None, None))
+        if ascent is None or descent is None:
+            ascent, descent, _ = _font_height_metrics(self._prop, dpi)
+        if ascent is None or descent is None:  # no font tables: the height of "lp", as Text falls back to
+            _, height, descent = renderer.get_text_width_height_descent("lp", self._prop, False)
+            ascent = height - descent
+        renderer.open_group("cell numbers", self.get_gid())
+        gc = renderer.new_gc()
+        self._set_gc_clip(gc)  # type: ignore[attr-defined]  # as Text.draw clips its text
+        canvas_height = renderer.get_canvas_width_height()[1]
+        # The cell's text as a backend sees a Text: the SVG anchors it at the cell's centre ("text-anchor:
+        # middle"), so that a viewer's own font stays centred.
+        anchor = Text(0, 0, "", ha="center", va="center", fontproperties=self._prop, transform=self.get_transform())
+        anchor.set_figure(self.get_figure(root=False))  # type: ignore[arg-type]  # drawn: in a figure
+        for (cell_x, cell_y), (x, y), (text, colour) in zip(self._points.tolist(),
+                                                            self.get_transform().transform(self._points),
+                                                            self._texts):
+            width, height, below = renderer.get_text_width_height_descent(text, self._prop, False)
+            box_ascent, box_descent = max(height - below, ascent), max(below, descent)
+            baseline = y + (box_descent - box_ascent) / 2
+            gc.set_foreground(colour)
+            anchor.set_position((cell_x, cell_y))
+            renderer.draw_text(gc, x - width / 2, canvas_height - baseline if renderer.flipy() else baseline,
+                               text, self._prop, 0.0, False, anchor)
+        gc.restore()
+        renderer.close_group("cell numbers")
+        self.stale = False
 
 
 class _Canvas(FigureCanvasAgg):
@@ -395,11 +444,10 @@ def heatmap(matrix: pd.DataFrame, title: str, *, percent: bool = False, footnote
     axes.set_xlabel(label(matrix.columns.name or "next"))
     axes.set_ylabel(label(matrix.index.name or "current"))
     threshold = top / 2
-    for i in range(rows):
-        for j in range(cols):
-            value = values[i, j]
-            axes.text(j, i, f"{value:.0f}", ha="center", va="center", fontsize=9,
-                      color="white" if value > threshold else "black")
+    numbers = _CellNumbers([(j, i, f"{values[i, j]:.0f}", "white" if values[i, j] > threshold else "black")
+                            for i in range(rows) for j in range(cols)], FontProperties(size=9))
+    numbers.set_transform(axes.transData)
+    axes.add_artist(numbers)
     axes.set_title(title)
     bar = layout.figure.colorbar(image, cax=bar_axes)
     bar.set_label("% of the row" if percent else "instances")
