@@ -177,7 +177,7 @@ class _Renderer(RendererAgg):
 def _font_height_metrics(prop: FontProperties, dpi: float) -> tuple[float | None, float | None, float | None]:
     """Ascent, descent and line gap of ``prop``'s font from its OS/2 or hhea table, with the arithmetic of
     :meth:`matplotlib.text.Text._get_layout` (None each when the font has neither table)."""
-    font: Any = font_manager.get_font(font_manager.fontManager._find_fonts_by_props(prop))
+    font: Any = font_manager.get_font(font_manager.findfont(prop))  # the first family's: Text reads its tables
     for table_name, gap_key, ascent_key, descent_key in (("OS/2", "sTypoLineGap", "sTypoAscender", "sTypoDescender"),
                                                          ("hhea", "lineGap", "ascent", "descent")):
         table = font.get_sfnt_table(table_name)
