@@ -114,7 +114,12 @@ def test_hostile_labels_draw_without_warnings_and_the_axes_keep_their_size(figur
         warnings.simplefilter("error")  # a missing glyph or a collapsed layout fails here
         curve = figures.position_curve(frame)
         square = figures.heatmap(matrix, "t", percent=True)
-    for rendered in (curve, square):
+        # Each string is laid out once and its bitmap reused: blank, empty, invisible, control and huge labels,
+        # and cells without a value ("nan"), go through that path too.
+        odd = [" ", "", "_lead", "a\tb\nc", "\u200b", "y" * 5000]
+        values = [[float("nan") if (i + j) % 4 == 0 else (i * 6 + j) / 35 for j in range(6)] for i in range(6)]
+        blanks = figures.heatmap(pd.DataFrame(values, index=odd, columns=odd), " ", percent=True, formats=("png",))
+    for rendered in (curve, square, blanks):
         width, height = int.from_bytes(rendered.png[16:20], "big"), int.from_bytes(rendered.png[20:24], "big")
         assert width < 16 * figures.DPI and height < 10 * figures.DPI  # long ids are shortened, not drawn whole
     assert "$\\alpha$" in curve.svg.decode("utf-8")
