@@ -12,8 +12,9 @@ build from the transcript (a rerun too) says so, flags the rows of a chunk that 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -21,8 +22,12 @@ from rescue.atomic import write_atomic
 from rescue.errors import BuildInputError
 from rescue.data.text import clock_time
 
-# "2:SPEAKER_1" in a --speaker-map: the label SPEAKER_1 within chunk 2.
-_CHUNK_LABEL = re.compile(r"^\s*(\d{1,6})\s*:\s*(\S.*?)\s*$")
+if TYPE_CHECKING:
+    from rescue.media import Cue
+
+# "2:SPEAKER_1" in a --speaker-map: the label SPEAKER_1 within chunk 2. Any run of digits (signed too) is read
+# as a chunk number, so "-1:SPEAKER_4" or a 23-digit number is refused as a chunk, never taken for a label.
+_CHUNK_LABEL = re.compile(r"^\s*([+-]?\d+)\s*:\s*(\S.*?)\s*$")
 
 
 class TranscriptChunk(BaseModel):
@@ -62,9 +67,10 @@ class TranscriptChunks(BaseModel):
                 return chunk
         return self.chunks[-1] if middle >= self.chunks[-1].own_from else self.chunks[0]
 
-    def describe(self, transcript: Path) -> str:
+    def describe(self, transcript: Path, used: Mapping[str, list[int]] | None = None) -> str:
         """What a build from a multi-chunk transcript says: where each chunk starts, and which chunks' speakers
-        could not be matched."""
+        could not be matched. ``used``: the chunks each label has lines in (:func:`labels_by_chunk`), so the map
+        suggested names a label in every chunk that uses it, not only where it was numbered apart."""
         starts = ", ".join(f"{c.number}: {clock_time(c.own_from)}" for c in self.chunks)
         text = (f"{transcript}: transcribed in {len(self.chunks)} chunks (chunk: start {starts}); a diarizing "
                 "endpoint numbers speakers per chunk, ")
@@ -75,8 +81,32 @@ class TranscriptChunks(BaseModel):
             f"chunk {c.number} ({clock_time(c.own_from)}-{clock_time(c.own_to)}) could not be matched to chunk "
             f"{c.number - 1} ({c.shared_seconds:.1f} s of shared speech): its labels are numbered apart"
             f"{' (' + ', '.join(c.unmatched) + ')' if c.unmatched else ''} and each of its rows gets a "
-            f"primary_speaker problem; name them with --speaker-map \"{c.number}:"
-            f"{(c.unmatched or ['SPEAKER_1'])[0]}=NAME\"" for c in apart)
+            f"primary_speaker problem; name them with --speaker-map "
+            f"\"{suggested_map(c.unmatched or ['SPEAKER_1'], used or {}, c.number)}\"" for c in apart)
+
+
+def labels_by_chunk(cues: Iterable[Cue], record: TranscriptChunks) -> dict[str, list[int]]:
+    """Each speaker label of a transcript's lines and the chunks (numbers, ascending) it has lines in."""
+    found: dict[str, set[int]] = {}
+    for cue in cues:
+        number = record.of(cue.start, cue.end).number
+        for speaker in cue.speakers:
+            found.setdefault(speaker, set()).add(number)
+    return {label: sorted(numbers) for label, numbers in found.items()}
+
+
+def suggested_map(labels: Iterable[str], used: Mapping[str, list[int]], default_chunk: int | None = None) -> str:
+    """A ``--speaker-map`` naming each label in every chunk that has lines of it: ``SPEAKER_4=NAME`` for a label
+    of the first chunk (the plain name covers every chunk), else ``2:SPEAKER_4=NAME,3:SPEAKER_4=NAME``, so a run
+    with the map filled in never stops again on a chunk the suggestion left out."""
+    entries: list[str] = []
+    for label in labels:
+        chunks = used.get(label) or ([default_chunk] if default_chunk is not None else [])
+        if not chunks or chunks[0] == 1:
+            entries.append(f"{label}=NAME")
+        else:
+            entries += [f"{n}:{label}=NAME" for n in chunks]
+    return ",".join(entries)
 
 
 def chunks_path(transcript: Path) -> Path:

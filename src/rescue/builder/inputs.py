@@ -13,7 +13,7 @@ import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from rescue.builder.chunks import TranscriptChunks, chunk_label, read_chunks
+from rescue.builder.chunks import TranscriptChunks, chunk_label, labels_by_chunk, read_chunks, suggested_map
 from rescue.builder.options import BuildOptions
 from rescue.data.models import GROUP_LABELS, NON_PERSON_LABELS, THERAPIST, Scenario
 from rescue.data.names import NAME_RULE, name_problem
@@ -96,21 +96,30 @@ def default_group(participants: tuple[str, ...]) -> str:
 def parse_speaker_map(text: str, where: str, participants: tuple[str, ...] | None) -> tuple[tuple[str, str], ...]:
     """``"Dr. Okafor=Therapist,M=Maya"`` (``;`` works too): each subtitle name and the cast name it stands for
     (one of ``participants`` or Therapist; None: the cast varies, each session's speakers are checked later).
-    ``"2:SPEAKER_1=Joel"`` names a label within one chunk of a ``--transcribe`` transcript only."""
+    ``"2:SPEAKER_1=Joel"`` names a label within one chunk of a ``--transcribe`` transcript only. A name given two
+    cast names (``SPEAKER_1=Maya,speaker_1=Jon``: names match whatever their case) is refused, naming both
+    entries; the same entry twice is kept once."""
     allowed = (*(participants or ()), THERAPIST)
-    pairs, problems = [], []
+    pairs: list[tuple[str, str]] = []
+    problems: list[str] = []
+    given: dict[str, tuple[str, str]] = {}  # the name, as matched -> (its entry, its cast name)
     for item in (i.strip() for i in re.split(r"[;,]", text) if i.strip()):
         said, sep, meant = (part.strip() for part in item.partition("="))
         chunk, label = chunk_label(said)
         if chunk is not None:
             said = f"{chunk}:{label}"  # one spelling, whatever spaces surrounded the colon
-        if chunk == 0:
+        if chunk is not None and chunk < 1:
             problems.append(f"{where}: speaker map: {item!r}: transcription chunks are numbered from 1")
         elif not sep or not said or not meant:
             problems.append(f"{where}: speaker map: {item!r} is not NAME=CAST_NAME (e.g. \"Dr. Okafor=Therapist\")")
         elif participants is not None and meant not in allowed:
             problems.append(f"{where}: speaker map: {item!r}: {meant!r} is not one of {', '.join(allowed)}")
+        elif (earlier := given.get(said.casefold())) is not None:
+            if earlier[1] != meant:
+                problems.append(f"{where}: speaker map: {item!r}: {said!r} is already named {earlier[1]!r} by "
+                                f"{earlier[0]!r}; give each name one cast name")
         else:
+            given[said.casefold()] = (item, meant)
             pairs.append((said, meant))
     if problems:
         raise BuildInputError(problems)
@@ -192,15 +201,46 @@ def canonical_speakers(cues: list[Cue], participants: tuple[str, ...],
 
 
 def _chunked(spec: SessionSpec, cues: list[Cue], problems: list[str],
-             notes: list[str]) -> tuple[TranscriptChunks | None, list[Cue]]:
-    """A --transcribe transcript's chunk record (said in ``notes`` when there are several chunks) and its lines
-    with the chunk-qualified speaker names applied; what is wrong goes to ``problems``."""
+             notes: list[str]) -> tuple[TranscriptChunks | None, list[Cue], dict[str, list[int]]]:
+    """A --transcribe transcript's chunk record (said in ``notes`` when there are several chunks), its lines
+    with the chunk-qualified speaker names applied, and the chunks each label has lines in (read before any
+    name was applied); what is wrong goes to ``problems``."""
     chunks, found = _chunk_record(spec)
+    used = labels_by_chunk(cues, chunks) if chunks is not None else {}
     cues, mapped = chunk_speakers(spec, cues, chunks)
     problems += found + mapped
     if chunks is not None and len(chunks.chunks) > 1:
-        notes.append(chunks.describe(spec.subtitles))
-    return chunks, cues
+        notes.append(chunks.describe(spec.subtitles, used))
+    return chunks, cues, used
+
+
+def unused_entries(speaker_map: tuple[tuple[str, str], ...], cues: list[Cue]) -> tuple[tuple[str, str], ...]:
+    """The plain entries of ``speaker_map`` (not ``N:LABEL``, which :func:`chunk_speakers` checks) whose name no
+    line of ``cues`` carries, whatever its case."""
+    heard = {who.casefold() for cue in cues for who in (*cue.speakers, *(w for w, _ in cue.parts))}
+    return tuple((said, meant) for said, meant in speaker_map
+                 if chunk_label(said)[0] is None and said.casefold() not in heard)
+
+
+def _unused_problems(uses: list[tuple[SessionSpec, _MapUse]], *, origin: bool = True) -> list[str]:
+    """An entry of a speaker map that names no line of any session given that map (a typo, a label the
+    transcript does not have): ignored, its speaker would stay unnamed or misnamed without a word. A map given
+    to several sessions (``--speaker-map`` beside a manifest) needs each entry in one of them only; ``origin``:
+    a map of one manifest line is named by its line."""
+    by_map: dict[tuple[tuple[str, str], ...], list[tuple[SessionSpec, _MapUse]]] = {}
+    for spec, use in uses:
+        if spec.speaker_map:
+            by_map.setdefault(spec.speaker_map, []).append((spec, use))
+    problems = []
+    for mapping, group in by_map.items():
+        for entry in mapping:
+            if all(entry in use.unused for _spec, use in group):
+                heard = sorted({w for _spec, use in group for w in use.heard}, key=lambda n: (len(n), n))
+                files = ", ".join(sorted({str(spec.subtitles) for spec, _use in group}))
+                line = group[0][0].origin if origin and len(group) == 1 else ""
+                problems.append(f"{line + ': ' if line else ''}--speaker-map {entry[0]}={entry[1]}: no line of {files} is {entry[0]!r} (its "
+                                f"speakers: {', '.join(heard) or 'none'}); correct the entry or leave it out")
+    return problems
 
 
 def _chunk_record(spec: SessionSpec) -> tuple[TranscriptChunks | None, list[str]]:
@@ -242,11 +282,34 @@ def chunk_speakers(spec: SessionSpec, cues: list[Cue], chunks: TranscriptChunks 
     return out, problems
 
 
+@dataclass(frozen=True)
+class _MapUse:
+    """What a session's subtitles say of its speaker map: its plain entries no line carries, and the names the
+    lines carry before any entry was applied (for the message)."""
+
+    unused: tuple[tuple[str, str], ...]
+    heard: tuple[str, ...]
+
+
 def load_session(spec: SessionSpec) -> CheckedSession:
-    """Probe the video and read the subtitles; :class:`BuildInputError` with every problem found."""
+    """Probe the video and read the subtitles; :class:`BuildInputError` with every problem found (an entry of
+    the speaker map that names no line among them: see :func:`load_sessions`, which checks a map given to
+    several sessions against all of them)."""
+    session, problems, use = _checked(spec)
+    if use is not None and use.unused:
+        problems += _unused_problems([(spec, use)], origin=False)
+    if session is None or problems:
+        raise BuildInputError([f"{spec.origin}: {p}" for p in problems] if spec.origin else problems)
+    return session
+
+
+def _checked(spec: SessionSpec) -> tuple[CheckedSession | None, list[str], _MapUse | None]:
+    """The session when nothing is wrong with it, every problem found, and the speaker map's use (None when
+    the subtitles could not be read)."""
     problems: list[str] = []
     media: MediaInfo | None = None
     cues: list[Cue] = []
+    readable = True
     try:
         media = probe(spec.video)
         if not media.has_video:
@@ -257,6 +320,7 @@ def load_session(spec: SessionSpec) -> CheckedSession:
         cues = load_cues(spec.subtitles)
     except SubtitleError as exc:
         problems.append(str(exc))
+        readable = False
     notes: list[str] = []
     if spec.subs_offset:
         from rescue.builder.align import shift_cues
@@ -266,7 +330,9 @@ def load_session(spec: SessionSpec) -> CheckedSession:
             notes.append(f"{spec.subtitles}: --subs-offset {spec.subs_offset:g} moved {len(cues) - len(moved)} "
                          "line(s) before the video's start; they are left out")
         cues = moved
-    chunks, cues = _chunked(spec, cues, problems, notes)
+    heard = tuple(dict.fromkeys(who for cue in cues for who in cue.speakers))
+    chunks, cues, used = _chunked(spec, cues, problems, notes)
+    use = _MapUse(unused_entries(spec.speaker_map, cues), heard) if readable else None
     cues = canonical_speakers(cues, spec.participants, spec.speaker_map)
     cues, trimmed = trim_overlaps(spec.subtitles, cues, spec.overlap_tolerance)
     notes += trimmed
@@ -279,9 +345,10 @@ def load_session(spec: SessionSpec) -> CheckedSession:
         if unnamed:
             # Said first: the one fix for every line below (the transcript stays; nothing is transcribed again).
             problems.insert(0, f"{spec.subtitles}: the transcript's speakers {', '.join(unnamed)} are not in the "
-                               f"cast: name them with --speaker-map \"{unnamed[0]}=NAME,...\" (names: "
+                               f"cast: name them with --speaker-map \"{suggested_map(unnamed, used)}\" (names: "
                                f"{', '.join(sorted(cast))}) or edit the file, then run the same command again"
-                               + (f" ({chunks.describe(spec.subtitles)})" if chunks and len(chunks.chunks) > 1 else ""))
+                               + (f" ({chunks.describe(spec.subtitles, used)})" if chunks and len(chunks.chunks) > 1
+                                  else ""))
     cues, split = split_shared_lines(spec.subtitles, cues)
     if media is not None and media.has_video and not media.has_audio:
         notes.append(f"{spec.video}: has no audio track: the clips are silent, and neither the model nor the "
@@ -289,9 +356,8 @@ def load_session(spec: SessionSpec) -> CheckedSession:
     if spec.segments is not None and not spec.segments.is_file():
         problems.append(f"{spec.segments}: no such segments file")
     if problems or media is None:
-        # A manifest line named these files: say which, so the line can be found and fixed.
-        raise BuildInputError([f"{spec.origin}: {p}" for p in problems] if spec.origin else problems)
-    return CheckedSession(spec, media, cues, tuple(notes), tuple(split), chunks)
+        return None, problems, use
+    return CheckedSession(spec, media, cues, tuple(notes), tuple(split), chunks), problems, use
 
 
 def load_sessions(specs: list[SessionSpec]) -> list[CheckedSession]:
@@ -317,18 +383,13 @@ def load_sessions(specs: list[SessionSpec]) -> list[CheckedSession]:
         ids[key] = spec.origin or str(spec.video)
         unique.append(spec)
 
-    def check(spec: SessionSpec) -> CheckedSession | list[str]:
-        try:
-            return load_session(spec)
-        except BuildInputError as exc:
-            return exc.problems
-
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(unique)))) as pool:
-        results = list(pool.map(check, unique))
-    sessions = [r for r in results if isinstance(r, CheckedSession)]
-    for result in results:
-        if not isinstance(result, CheckedSession):
-            problems += result
+        results = list(pool.map(_checked, unique))
+    sessions = [session for session, _problems, _use in results if session is not None]
+    for spec, (_session, found, _use) in zip(unique, results):
+        problems += [f"{spec.origin}: {p}" for p in found] if spec.origin else found
+    if all(use is not None for _session, _found, use in results):  # unread subtitles may hold the name
+        problems += _unused_problems([(spec, use) for spec, (_s, _f, use) in zip(unique, results) if use is not None])
     if problems:
         raise BuildInputError(problems)
     return sessions
