@@ -40,7 +40,8 @@ LAYERS: dict[str, set[str] | str] = {
     "media": {"data"},
     "scoring": {"data", "metrics", "tasks", "llm"},  # data: the closed choices (judge scale)
     "video": {"data", "tasks", "llm", "media"},
-    "engine": {"data", "tasks", "llm", "scoring", "video", "runs"},
+    "baselines": {"data", "tasks", "llm"},  # the offline baselines and their fits: TaskModels the engine asks
+    "engine": {"data", "tasks", "llm", "scoring", "video", "runs", "baselines"},
     "builder": {"data", "llm", "media"},  # rescue build's pipeline (not "build": tools skip that folder)
     "review": {"data", "metrics", "media", "tasks", "llm", "video"},  # benchmark projects: tasks' prompts and frames
     "report": {"data", "metrics", "tasks", "scoring", "runs"},  # runs, never engine: it reads runs, runs nothing

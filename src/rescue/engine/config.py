@@ -165,7 +165,7 @@ class RunConfig(RunOptions, BaseModel):
         """The models to run: those given, else every offline baseline."""
         if self.models:
             return list(self.models)
-        from rescue.engine.baselines import BASELINE_NAMES
+        from rescue.baselines import BASELINE_NAMES
 
         return list(BASELINE_NAMES)
 

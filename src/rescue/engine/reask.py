@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from rescue.engine.baselines import Baseline
+from rescue.baselines import Baseline
 from rescue.engine.parts import Asking
 from rescue.engine.plan import batch_plan, send_chains
 from rescue.engine.progress import TaskProgress

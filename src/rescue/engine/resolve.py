@@ -1,5 +1,5 @@
 """``resolve_model(spec)`` for evaluation: ``baseline/NAME`` is an offline baseline
-(:mod:`rescue.engine.baselines`, a :class:`~rescue.engine.types.TaskModel`); every other spec is a
+(:mod:`rescue.baselines`, a :class:`~rescue.engine.types.TaskModel`); every other spec is a
 :class:`~rescue.llm.Model` from :func:`rescue.llm.resolve_model` (presets, ``--base-url``,
 ``local/NAME``)."""
 
@@ -26,7 +26,7 @@ def resolve_model(
 ) -> Model | TaskModel:
     """The model or baseline ``spec`` names; ``overrides`` are :class:`GenerationSettings` fields."""
     if spec.partition("/")[0] == "baseline":
-        from rescue.engine.baselines import make_baseline
+        from rescue.baselines import make_baseline
 
         return make_baseline(spec, seed=settings_with(settings, **overrides).seed or 0)
     return resolve_llm(spec, base_url=base_url, api_key_env=api_key_env, settings=settings, need_key=need_key,

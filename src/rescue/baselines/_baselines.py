@@ -1,6 +1,7 @@
 """Offline baselines: reference points that need no network and no model.
 
-Each baseline is a :class:`rescue.engine.types.TaskModel`. ``prepare(task, instances)`` learns what it needs
+Each baseline is a :class:`rescue.engine.types.TaskModel` (the runner's contract, met structurally: this package
+sits below the engine and imports nothing from it). ``prepare(task, instances)`` learns what it needs
 from the evaluated instances; ``solve(ask)`` answers the asked batch with ``task.format_answer``, so its answer
 goes through the same ``parse`` and scoring as a real model's.
 
@@ -15,7 +16,7 @@ goes through the same ``parse`` and scoring as a real model's.
 - ``baseline/nearest`` (ER, VP): the gold annotation of the most similar client turn of ANOTHER sample
   (TF-IDF cosine over the turn's dialogue), never of the same sample.
 - ``baseline/supervised`` (ITP, RPP, STP, SSP): TF-IDF + logistic regression on what the prompt shows, fitted
-  out of fold by session group (:mod:`rescue.engine.supervised`).
+  out of fold by session group (:mod:`rescue.baselines._supervised`).
 
 ``docs/baselines.md`` gives every definition and tie-break.
 """
@@ -27,18 +28,26 @@ import statistics
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from rescue.data.models import GROUP_LABELS, THERAPIST
 from rescue.data.taxonomy import INTENSITY_SCALE
-from rescue.engine.types import ChatAnswer, TaskRequest
+from rescue.llm import ChatAnswer
 from rescue.tasks.base import Instance, RenderOptions, Task
 from rescue.errors import BaselineError as BaselineError
 
 if TYPE_CHECKING:
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    from rescue.engine.tfidf import Tokenizer
+    from rescue.baselines._tfidf import Tokenizer
+
+class Asked(Protocol):
+    """What a baseline reads of the runner's request (:class:`rescue.engine.types.TaskRequest` is one): the task
+    and the batch of instances asked about; never the messages."""
+
+    task: Task
+    batch: list[Instance]
+
 
 PREFIX = "baseline/"
 TOP_K = 3
@@ -187,7 +196,7 @@ class Baseline:
         """What ``results.json`` records of how this baseline answered, per task (empty: nothing to add)."""
         return {}
 
-    async def solve(self, ask: TaskRequest) -> ChatAnswer:
+    async def solve(self, ask: Asked) -> ChatAnswer:
         """The baseline's answer to one batch, in the task's answer format."""
         task = ask.task
         state = self._states.get(task.name)
@@ -487,13 +496,13 @@ class SupervisedBaseline(Baseline):
         return None
 
     def learn(self, state: _TaskState) -> None:
-        from rescue.engine.supervised import out_of_fold_rankings
+        from rescue.baselines._supervised import out_of_fold_rankings
 
         why = self.sits_out(state.task, state.instances)
         if why is not None:
             raise BaselineError(f"{self.name}: {why} (it needs at least two groups: couples or families)")
         if self._tokenizer is None:
-            from rescue.engine.tfidf import Tokenizer
+            from rescue.baselines._tfidf import Tokenizer
 
             self._tokenizer = Tokenizer()  # one for all the tasks: their prompts show the same rows
         state.extra["rankings"], state.extra["scheme"] = out_of_fold_rankings(
@@ -504,7 +513,7 @@ class SupervisedBaseline(Baseline):
         return ranking[0] if state.task.declaration.answer == "label" else ranking[:TOP_K]
 
     def describe(self) -> dict[str, Any]:
-        from rescue.engine.supervised import FEATURES, MODEL
+        from rescue.baselines._supervised import FEATURES, MODEL
 
         return {name: {"model": MODEL, "features": FEATURES, "mode": state.options.mode,
                        **state.extra["scheme"].as_dict()}

@@ -36,8 +36,8 @@ import numpy as np
 from rescue.data.shapes import ChatMessage
 from rescue.data.groups import infer_groups
 from rescue.data.models import GROUP_LABELS, THERAPIST
-from rescue.engine.logistic import fit_logistic
-from rescue.engine.tfidf import DeltaRows, GramCounts, Tokenizer, fold_tfidf, row_products
+from rescue.baselines._logistic import fit_logistic
+from rescue.baselines._tfidf import DeltaRows, GramCounts, Tokenizer, fold_tfidf, row_products
 from rescue.tasks.base import Instance, RenderOptions, Task
 
 FOLDS = 5
@@ -183,7 +183,7 @@ FEATURES = ("TF-IDF (word 1-2 grams, sublinear tf, min_df 2) of the fields of th
             f"plus speaker/target role tokens of the last {LAST_ROWS} rows and the scenario; people re-named by "
             "recency of speaking")
 MODEL = (f"logistic regression as scikit-learn's LogisticRegression (lbfgs, C=1, max_iter {MAX_ITER}) fits it "
-         "(rescue.engine.logistic), one per fold, fitted in the span of the fold's training documents")
+         "(rescue.baselines), one per fold, fitted in the span of the fold's training documents")
 # Added to the Gram matrix's diagonal (rows have unit length) so that duplicate documents, which make it
 # singular, do not stop its Cholesky factor; each row gains a private direction this short, which moves the
 # optimum by about as much.

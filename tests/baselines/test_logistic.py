@@ -1,4 +1,4 @@
-"""rescue.engine.logistic (issue 34 item 1): the model scikit-learn's LogisticRegression(C=1, lbfgs) fits, without
+"""rescue.baselines._logistic (issue 34 item 1): the model scikit-learn's LogisticRegression(C=1, lbfgs) fits, without
 scikit-learn, on every shape of input baseline/supervised gives it; and the folds are GroupKFold's."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from scipy.sparse import random as sparse_random
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
-from rescue.engine.logistic import fit_logistic
-from rescue.engine.supervised import MAX_ITER, group_folds, span_features
+from rescue.baselines._logistic import fit_logistic
+from rescue.baselines._supervised import MAX_ITER, group_folds, span_features
 
 
 def _problem(rows: int, columns: int, classes: int, seed: int) -> tuple[np.ndarray, list[str]]:

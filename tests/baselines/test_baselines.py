@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from rescue.data.models import Row, Sample
-from rescue.engine.baselines import BASELINE_NAMES, BaselineError, make_baseline
+from rescue.baselines import BASELINE_NAMES, BaselineError, make_baseline
 from rescue.engine.types import ChatRequest, TaskModel, TaskRequest
 from rescue.tasks import TASKS
 from rescue.tasks.base import Instance, Prediction, RenderOptions, Task
@@ -231,7 +231,7 @@ def test_nearest_retrieves_in_one_pass_what_one_query_at_a_time_finds(demo_sampl
     query with the pool and keeping the best of the other samples' turns (ties: the earliest)."""
     from sklearn.metrics.pairwise import linear_kernel
 
-    from rescue.engine.baselines import _retrieve
+    from rescue.baselines._baselines import _retrieve
 
     model = make_baseline("baseline/nearest")
     instances = ER.build(demo_samples)
@@ -266,7 +266,7 @@ def test_the_most_central_phrase_is_found_without_the_all_pairs_matrix(demo_samp
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.metrics.pairwise import linear_kernel
 
-    from rescue.engine.baselines import _typical_phrase
+    from rescue.baselines._baselines import _typical_phrase
 
     phrases = [str(i.gold["emotion"]) for i in ER.build(demo_samples)]
     phrases = list(dict.fromkeys(phrases))  # all distinct: every phrase tied on frequency

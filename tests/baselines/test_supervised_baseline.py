@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from rescue.data.groups import infer_groups
-from rescue.engine.baselines import BASELINE_NAMES, BaselineError, make_baseline
-from rescue.engine.supervised import encode, out_of_fold_rankings
+from rescue.baselines import BASELINE_NAMES, BaselineError, make_baseline
+from rescue.baselines._supervised import encode, out_of_fold_rankings
 from rescue.tasks import get_task
 from rescue.tasks.base import RenderOptions
 from _cli import invoke_main

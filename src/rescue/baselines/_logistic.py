@@ -7,7 +7,7 @@ classes take the binomial loss with one weight vector (the second class the posi
 loss with one row per class; probabilities as its ``predict_proba`` computes them. The iterates are scikit-learn's
 up to rounding (tests/engine/test_logistic.py holds the two equal). What differs is the work: scikit-learn checks
 and converts its input on every fit and pays a tenth of a second to import its linear models, and a fit in the
-span of the training rows (:func:`rescue.engine.supervised.span_coordinates`) has a lower-triangular feature
+span of the training rows (:func:`rescue.baselines._supervised.span_coordinates`) has a lower-triangular feature
 matrix, whose products here take the triangular BLAS routine at half the arithmetic of a full one.
 """
 

@@ -9,8 +9,8 @@ import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
-from rescue.engine.supervised import MAX_ITER, encode, span_features
-from rescue.engine.tfidf import MIN_DF, DeltaRows, Tokenizer, document_grams, fold_tfidf, row_products
+from rescue.baselines._supervised import MAX_ITER, encode, span_features
+from rescue.baselines._tfidf import MIN_DF, DeltaRows, Tokenizer, document_grams, fold_tfidf, row_products
 from rescue.tasks import get_task
 from rescue.tasks.base import RenderOptions
 
