@@ -19,7 +19,7 @@ from review_helpers import Client, make_app
 
 from rescue.data.models import Row
 from rescue.data.reading import demo_path
-from rescue.review.benchmark import Benchmark, init_benchmark
+from rescue.human.benchmark import Benchmark, init_benchmark
 from rescue.tasks import TASKS, get_task
 from rescue.tasks.base import Instance, Task
 from rescue.tasks.render import render_row
@@ -45,7 +45,7 @@ def make_bench(root: Path, data: Path | None = None, tasks: list[str] | None = N
 
 
 def bench_app(root: Path, db: Path, people: list[str] | None = None, k: int | None = None):  # type: ignore[no-untyped-def]
-    from rescue.review.benchmark_store import assign
+    from rescue.human.store import assign
 
     app = make_app(root, db, BENCH_USERS)
     with app.state.sessions() as session:

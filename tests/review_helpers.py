@@ -6,13 +6,15 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, get_origin, get_type_hints
 from urllib.parse import quote
 
 from fastapi.testclient import TestClient
 
+from rescue.human.app import create_app as create_benchmark_app
 from rescue.review import crud, security
 from rescue.review.app import create_app
+from rescue.review.project import is_benchmark
 
 PASSWORD = "correct horse battery"
 USERS = {"ann": "annotator", "bob": "annotator", "cat": "annotator", "ada": "adjudicator", "root": "admin"}
@@ -24,7 +26,8 @@ security.set_hash_cost(1, 1024)
 
 def make_app(project_dir: Path, database: Path | str, users: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
     """An app on ``db``: a SQLite file's path, or any SQLAlchemy URL."""
-    app = create_app(project_dir, database if isinstance(database, str) else f"sqlite:///{database}")
+    url = database if isinstance(database, str) else f"sqlite:///{database}"
+    app = create_benchmark_app(project_dir, url) if is_benchmark(project_dir) else create_app(project_dir, url)
     with app.state.sessions() as db:
         for name, role in (users or USERS).items():
             crud.create_user(db, "test", name, role, PASSWORD)
@@ -111,3 +114,18 @@ class Server:
         self.server.should_exit = True
         self.thread.join(10)
         self.socket.close()
+
+
+def check_keys(value: Any, shape: type) -> None:
+    """``value`` holds every required key of the TypedDict ``shape`` and no key it does not declare."""
+    # Read through get_type_hints: under postponed annotations Python 3.11 counts NotRequired keys as required.
+    hints = get_type_hints(shape, include_extras=True)
+    required = {key for key, hint in hints.items() if get_origin(hint) is not NotRequired}
+    assert isinstance(value, dict), (shape.__name__, value)
+    assert required <= set(value) <= set(hints), (shape.__name__, sorted(value), sorted(hints))
+
+
+def check_each(values: Any, shape: type) -> None:
+    """:func:`check_keys` on each of ``values``."""
+    for value in values:
+        check_keys(value, shape)

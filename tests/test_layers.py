@@ -43,7 +43,9 @@ LAYERS: dict[str, set[str] | str] = {
     "baselines": {"data", "tasks", "llm"},  # the offline baselines and their fits: TaskModels the engine asks
     "engine": {"data", "tasks", "llm", "scoring", "video", "runs", "baselines"},
     "builder": {"data", "llm", "media"},  # rescue build's pipeline (not "build": tools skip that folder)
-    "review": {"data", "metrics", "media", "tasks", "llm", "video"},  # benchmark projects: tasks' prompts and frames
+    "review": {"data", "metrics", "media"},  # the verification tool: no task, model or video (those are human's)
+    # the human reference (benchmark projects): the tasks' prompts, the frames a model gets, the review tool's app
+    "human": {"data", "metrics", "tasks", "llm", "video", "review"},
     "report": {"data", "metrics", "tasks", "scoring", "runs"},  # runs, never engine: it reads runs, runs nothing
     "suites": {"llm"},
     # inspect_ai tasks: rescue's own instances, prompts, parsing, judge and metrics; the runner's sample choice

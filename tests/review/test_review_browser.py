@@ -10,6 +10,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from browser_helpers import TIMEOUT_S, browser, wait_until  # noqa: F401 (the browser fixture, for this module and others)
 from review_helpers import FIRST, PASSWORD, Server, make_app
 
 from rescue.data.validation import validate_path
@@ -17,28 +18,8 @@ from rescue.testing.review_project import make_review_project
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--autoplay-policy=no-user-gesture-required"]
-# How long a page action or a wait may take before the test fails: generous, as Chromium on a loaded machine
-# (the CI's clean clone runs beside other work) can take many seconds to load a page or a video.
-TIMEOUT_S = 60.0
 # The README's screenshot; a test run refreshes it only when asked, so running the suite never edits the tree.
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "img" / "review.png"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} not installed (scripts/test.sh installs Debian's chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
-
-
 
 
 def login(browser, server, name: str, width: int = 1440, height: int = 960):  # type: ignore[no-untyped-def]
@@ -57,16 +38,6 @@ def login(browser, server, name: str, width: int = 1440, height: int = 960):  # 
 def open_segment(page, server, sample_id: str = FIRST, copy: str | None = None) -> None:  # type: ignore[no-untyped-def]
     page.goto(server.url + "/segments/" + quote(sample_id, safe="") + (f"?copy={copy}" if copy else ""))
     page.wait_for_selector("#row-1")
-
-
-def wait_until(page, expression: str, timeout: float = TIMEOUT_S) -> None:  # type: ignore[no-untyped-def]
-    """Poll a JavaScript expression from Python. Playwright's wait_for_function evals its predicate inside the
-    page, which the app's Content-Security-Policy (no 'unsafe-eval') refuses whenever it has to poll."""
-    deadline = time.monotonic() + timeout
-    while not page.evaluate(expression):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {expression}")
-        time.sleep(0.05)
 
 
 def current_time(page) -> float:  # type: ignore[no-untyped-def]

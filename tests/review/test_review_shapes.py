@@ -5,10 +5,11 @@ client, so a type and the answer it describes cannot drift apart."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, NotRequired, get_origin, get_type_hints
 
 import pytest
 from review_helpers import FIRST, Client, seg_url
+from review_helpers import check_each as _each
+from review_helpers import check_keys as _check
 
 from rescue.errors import FieldProblem
 from rescue.review import shapes
@@ -17,20 +18,6 @@ from rescue.review import shapes
 @pytest.fixture
 def project(small_project: Path) -> Path:
     return small_project
-
-
-def _check(value: Any, shape: type) -> None:
-    """``value`` holds every required key of ``shape`` and no key it does not declare."""
-    # Read through get_type_hints: under postponed annotations Python 3.11 counts NotRequired keys as required.
-    hints = get_type_hints(shape, include_extras=True)
-    required = {key for key, hint in hints.items() if get_origin(hint) is not NotRequired}
-    assert isinstance(value, dict), (shape.__name__, value)
-    assert required <= set(value) <= set(hints), (shape.__name__, sorted(value), sorted(hints))
-
-
-def _each(values: Any, shape: type) -> None:
-    for value in values:
-        _check(value, shape)
 
 
 def test_the_editor_and_queue_answers_hold_exactly_their_types_keys(ann: Client, ada: Client) -> None:
@@ -89,40 +76,3 @@ def test_the_export_provenance_and_agreement_hold_exactly_their_types_keys(ann: 
     _each(agreement["draft_acceptance"], shapes.DraftAcceptance)
     _each(agreement["text_fields"], shapes.TextFieldAgreement)
     _each(agreement["time"], shapes.LeadTime)
-
-
-def test_a_benchmark_projects_answers_hold_exactly_their_types_keys(tmp_path: Path) -> None:
-    import random
-
-    from bench_helpers import bench_app, make_bench, scripted_answer
-
-    from rescue.review.benchmark_export import human_summary
-    from rescue.review.benchmark_store import all_answers
-
-    app = bench_app(make_bench(tmp_path / "bench", tasks=["stp", "er"]), tmp_path / "review.db")
-    try:
-        ann = Client(app, "ann")
-        queue = ann.get("/api/bench/queue").json()
-        _each(queue, shapes.BenchQueueEntry)
-        rng = random.Random(7)
-        for entry in {e["task"]: e for e in queue}.values():
-            url = f"/api/bench/items/{entry['task']}/{entry['number']}"
-            item = ann.get(url).json()
-            page = {k: v for k, v in item.items() if k in get_type_hints(shapes.BenchPage)}
-            _check(page, shapes.BenchPage)
-            _check({k: item[k] for k in ("value", "version")}, shapes.BenchShown)
-            assert set(item) == set(page) | {"value", "version", "queue"}
-            _check(item["queue"], shapes.QueuePosition)
-            _each(item["labels"], shapes.LabelDefinition)
-            answer = {"value": scripted_answer(item, rng), "version": item["version"]}
-            assert ann.write("PUT", url + "/answer", answer).status_code == 200
-        with app.state.sessions() as db:
-            answers = all_answers(db)
-        _each(answers, shapes.GivenAnswer)
-        summary = human_summary(app.state.project, answers)
-        _check(summary, shapes.HumanSummary)
-        _each(summary["agreement"].values(), shapes.TaskAgreement)
-        for tasks in summary["time"].values():
-            _each(tasks.values(), shapes.TimeStats)
-    finally:
-        app.state.engine.dispose()

@@ -14,9 +14,9 @@ from rescue.cli._app import console
 from rescue.cli._startup import (
     engine_config,
     engine_runner,
-    review_benchmark,
-    review_benchmark_export,
-    review_benchmark_store,
+    human_benchmark,
+    human_export,
+    human_store,
     review_db,
     review_project,
 )
@@ -31,11 +31,11 @@ def export_human_run(directory: Path, out: Path, *, bertscore: bool, judges: lis
                           "--benchmark`)")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ReviewError(f"--as-run {out}: exists and is not an empty folder; name a new one")
-    bench = review_benchmark.load_benchmark(directory)
+    bench = human_benchmark.load_benchmark(directory)
     engine = review_db.make_engine(db or review_db.default_url(bench.root))
     try:
         with review_db.session_factory(engine)() as session:
-            answers = review_benchmark_store.all_answers(session)
+            answers = human_store.all_answers(session)
     finally:
         engine.dispose()
     if not answers:
@@ -43,10 +43,10 @@ def export_human_run(directory: Path, out: Path, *, bertscore: bool, judges: lis
     config = engine_config.RunConfig(out=str(out), models=[], tasks=bench.tasks, data=str(bench.data_path),
                                      bertscore=bertscore, judges=judges, judge_base_url=judge_base_url, quiet=True,
                                      mode=bench.mode, video=bench.config.get("video"))
-    outcome = engine_runner.run(config, models=review_benchmark_export.human_models(bench, answers))
-    summary = review_benchmark_export.human_summary(bench, answers)
+    outcome = engine_runner.run(config, models=human_export.human_models(bench, answers))
+    summary = human_export.human_summary(bench, answers)
     write_atomic(out / "human.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
-    write_atomic(out / "human.md", review_benchmark_export.summary_markdown(summary))
+    write_atomic(out / "human.md", human_export.summary_markdown(summary))
     people = sorted({a["user"] for a in answers})
     console.print(f"Wrote the run {out} ({'complete' if outcome.complete else 'incomplete'}): "
                   f"{', '.join('human/' + p for p in people)} and human/pooled on {', '.join(bench.tasks)}; "

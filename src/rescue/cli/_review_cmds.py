@@ -13,8 +13,9 @@ import typer
 from rescue.cli._app import app, console
 from rescue.cli._human_run import export_human_run
 from rescue.cli._startup import (
-    review_benchmark,
-    review_benchmark_store,
+    human_app,
+    human_benchmark,
+    human_store,
     review_crud,
     review_db,
     review_export,
@@ -39,8 +40,8 @@ DbOption = Annotated[str | None, typer.Option("--db", help="SQLAlchemy database 
 def _db(directory: Path, db: str | None):  # type: ignore[no-untyped-def]
     benchmark = review_project.is_benchmark(directory)
     if benchmark:  # imported for its effect, not deferred: its tables exist before make_engine creates them
-        import rescue.review.benchmark_store  # noqa: F401
-    project = review_benchmark.load_benchmark(directory) if benchmark else review_project.load_project(directory)
+        import rescue.human.store  # noqa: F401
+    project = human_benchmark.load_benchmark(directory) if benchmark else review_project.load_project(directory)
     engine = review_db.make_engine(db or review_db.default_url(project.root))
     return project, review_db.session_factory(engine)()
 
@@ -67,7 +68,8 @@ def serve(
     db: DbOption = None,
 ) -> None:
     """Serve the review tool (log in with an account made by `rescue review user add`)."""
-    application = review_server.create_app(directory, db)
+    application = (human_app.create_app(directory, db) if review_project.is_benchmark(directory)
+                   else review_server.create_app(directory, db))
     with application.state.sessions() as session:
         if session.scalar(sqlalchemy.select(review_models.User.id).limit(1)) is None:
             console.print(f"[yellow]note:[/] no accounts yet; add one with `rescue review user add {directory} NAME "
@@ -164,7 +166,7 @@ def assign(
     project, session = _db(directory, db)
     if review_project.is_benchmark(directory):
         with session:
-            given = review_benchmark_store.assign(session, "cli", project, k, annotators)
+            given = human_store.assign(session, "cli", project, k, annotators)
         console.print(f"Assigned {sum(len(v) for v in project.instances.values())} instances with "
                       f"{k or project.per_instance} people each: " + ", ".join(f"{n} {c}" for n, c in sorted(given.items())),
                       highlight=False)
@@ -194,7 +196,7 @@ def init(
     if not benchmark or data is None:
         raise ReviewError("rescue review init makes benchmark projects: give --benchmark and --data FILE "
                           "(a verification project is what `rescue build` writes)")
-    config = review_benchmark.init_benchmark(directory, data, tasks.split(","), per_instance, mode, media_root)
+    config = human_benchmark.init_benchmark(directory, data, tasks.split(","), per_instance, mode, media_root)
     console.print(f"Made the benchmark project {directory}: " + ", ".join(f"{t.upper()} {n}" for t, n in config["instances"].items())
                   + f" instances, {per_instance} people each. Next: `rescue review user add`, `rescue review assign "
                   f"{directory}`, `rescue review serve {directory}`", highlight=False)

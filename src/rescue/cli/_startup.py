@@ -86,9 +86,10 @@ if TYPE_CHECKING:
     import rescue.report.runs as report_runs
     import rescue.report.summary as report_summary
     import rescue.review.app as review_server
-    import rescue.review.benchmark as review_benchmark
-    import rescue.review.benchmark_export as review_benchmark_export
-    import rescue.review.benchmark_store as review_benchmark_store
+    import rescue.human.app as human_app
+    import rescue.human.benchmark as human_benchmark
+    import rescue.human.export as human_export
+    import rescue.human.store as human_store
     import rescue.review.crud as review_crud
     import rescue.review.db as review_db
     import rescue.review.export as review_export
@@ -121,9 +122,10 @@ else:
     report_reference = _Deferred("rescue.report.reference")
     report_runs = _Deferred("rescue.report.runs")
     report_summary = _Deferred("rescue.report.summary")
-    review_benchmark = _Deferred("rescue.review.benchmark")
-    review_benchmark_export = _Deferred("rescue.review.benchmark_export")
-    review_benchmark_store = _Deferred("rescue.review.benchmark_store")
+    human_app = _Deferred("rescue.human.app")
+    human_benchmark = _Deferred("rescue.human.benchmark")
+    human_export = _Deferred("rescue.human.export")
+    human_store = _Deferred("rescue.human.store")
     review_crud = _Deferred("rescue.review.crud")
     review_db = _Deferred("rescue.review.db")
     review_export = _Deferred("rescue.review.export")
@@ -146,7 +148,7 @@ __all__ = [
     "builder_inputs", "click_core", "data_encoding", "data_loading", "data_splits", "data_stats",
     "data_validation", "display", "engine_config", "engine_dryrun", "engine_runner", "exports_chat",
     "exports_hf", "files", "proc", "report_build", "report_failures", "report_reference", "report_runs",
-    "report_summary", "review_benchmark", "review_benchmark_export", "review_benchmark_store", "review_crud",
+    "report_summary", "human_app", "human_benchmark", "human_export", "human_store", "review_crud",
     "review_db", "review_export", "review_models", "review_project", "review_server", "rich_progress",
     "rich_table", "runs_failures", "scoring_judge_agreement", "sqlalchemy", "suites", "task_registry",
     "tasks_base", "tasks_render", "tomllib", "uvicorn",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
@@ -11,15 +11,12 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.exc import DataError, OperationalError
 
-from rescue.errors import is_disk_full
+from rescue.errors import ReviewError, is_disk_full
 from rescue.review.api.deps import CurrentUser, LoginRequired, UnstorableBody
 from rescue.review.api.routes import agreement, export, login, media, pages, rows, search, segments, users
 from rescue.review.db import default_url, make_engine, session_factory
 from rescue.review.project import Project, is_benchmark, load_project
 from rescue.review.security import BodyLimit, LoginThrottle
-
-if TYPE_CHECKING:  # a benchmark project loads the tasks: only when one is served
-    from rescue.review.benchmark import Benchmark
 
 HERE = Path(__file__).parent
 
@@ -33,20 +30,27 @@ SECURITY_HEADERS = {
 }
 
 
-def create_app(project_dir: str | Path | Project, db_url: str | None = None) -> FastAPI:
-    """The review app for a project folder and database (SQLite in the folder by default)."""
-    if not isinstance(project_dir, Project) and is_benchmark(project_dir):
-        from rescue.review.benchmark_app import create_benchmark_app
+class ServedProject(Protocol):
+    """What the app around the routes needs of the project it serves (a verification project, or the human
+    reference's benchmark project, :mod:`rescue.human`): the folder it lives in."""
 
-        return create_benchmark_app(project_dir, db_url, _app)
+    root: Path
+
+
+def create_app(project_dir: str | Path | Project, db_url: str | None = None) -> FastAPI:
+    """The review app for a verification project's folder and database (SQLite in the folder by default). A
+    benchmark project is served by :func:`rescue.human.app.create_app` (ReviewError here)."""
+    if not isinstance(project_dir, Project) and is_benchmark(project_dir):
+        raise ReviewError(f"{project_dir}: a benchmark project (people take the tasks); serve it with "
+                          "rescue.human.app.create_app, as `rescue review serve` does")
     project = project_dir if isinstance(project_dir, Project) else load_project(project_dir)
     modules = (login, users, rows, media, segments, search, agreement, export, pages)  # before segments' catch-all GET
-    return _app(project, db_url, [module.router for module in modules])
+    return app_around(project, db_url, [module.router for module in modules])
 
 
-def _app(project: Project | Benchmark, db_url: str | None, routers: list[APIRouter]) -> FastAPI:
+def app_around(project: ServedProject, db_url: str | None, routers: list[APIRouter]) -> FastAPI:
     """The app around ``routers``: database, login throttle, templates, static files, error answers, body limit
-    and security headers (a verification project's and a benchmark project's alike)."""
+    and security headers (a verification project's, and the human reference's benchmark project's, alike)."""
     engine = make_engine(db_url or default_url(project.root))
     # The OpenAPI schema is served behind the login like every other route (below), not by FastAPI itself.
     app = FastAPI(title="rescue review", docs_url=None, redoc_url=None, openapi_url=None)

@@ -28,7 +28,7 @@ BENCHMARK_FILE = "benchmark.json"  # a benchmark project's (people take the task
 
 def is_benchmark(root: str | Path) -> bool:
     """Whether ``root`` is a benchmark project (it holds ``benchmark.json``). Here, not in
-    :mod:`rescue.review.benchmark`, so that starting a verification project never loads the tasks."""
+    :mod:`rescue.human.benchmark`, so that starting a verification project never loads the tasks."""
     return (Path(root) / BENCHMARK_FILE).is_file()
 
 

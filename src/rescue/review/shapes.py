@@ -211,73 +211,6 @@ class ExportProvenance(TypedDict):
     not_exported: list[LeftOut]
 
 
-# --- benchmark projects (people take the tasks) ------------------------------------------------------------------
-
-
-class BenchQueueEntry(TypedDict):
-    """One instance of a person's queue, and whether they answered it (never anyone else's answer)."""
-
-    task: str
-    number: int
-    answered: bool
-
-
-class BenchShown(TypedDict):
-    """A person's own answer so far (None before the first) and its version."""
-
-    value: Any  # in the task's answer shape (rescue.review.benchmark.checked_answer)
-    version: int
-
-
-class GivenAnswer(TypedDict):
-    """A stored answer (:func:`rescue.review.benchmark_store.all_answers`), for the export as a run."""
-
-    task: str
-    number: int
-    user: str
-    value: Any  # in the task's answer shape (rescue.review.benchmark.checked_answer)
-    seconds: float | None  # from first shown to first answer
-
-
-class TimeStats(TypedDict):
-    """How long one person took over one task's instances (``human.json``)."""
-
-    answered: int
-    median_s: float
-    mean_s: float
-
-
-class Disagreement(TypedDict):
-    """An instance people answered far apart, with each person's answer."""
-
-    number: int
-    instance_id: str
-    answers: dict[str, Any]
-
-
-class TaskAgreement(TypedDict):
-    """Agreement between people on one task (``human.json``)."""
-
-    units: int
-    raters: int
-    alpha: float | None
-    alpha_of: str
-    exact_agreement: float | None
-    disagreements: list[Disagreement]
-    token_overlap: NotRequired[float | None]
-    note: NotRequired[str]
-
-
-class HumanSummary(TypedDict):
-    """Time and agreement of the people who took a benchmark (``human.json`` beside the exported run)."""
-
-    instances: dict[str, int]
-    answered: dict[str, int]
-    per_instance: int
-    time: dict[str, dict[str, TimeStats]]
-    agreement: dict[str, TaskAgreement]
-
-
 # --- agreement between annotators (rescue.review.annotator_agreement) -------------------------------------------
 
 
@@ -393,59 +326,6 @@ class SegmentPayload(TypedDict):
     fields: list[FieldView]
     rules: list[dict[str, Any]]  # the rulebook (rescue.data.rules.RULES) as JSON
     discard_reasons: dict[str, str]
-
-
-class LabelDefinition(TypedDict):
-    """A label of an instance's closed set with its definition as the prompt states it."""
-
-    label: str
-    definition: str
-
-
-class Frame(TypedDict):
-    """A video frame an instance's prompt carries: its caption and its data URL."""
-
-    caption: str
-    src: str
-
-
-class FramesView(TypedDict):
-    """The media an instance's prompt carries, as the page shows them: the note and each frame."""
-
-    note: str
-    frames: list[Frame]
-
-
-class BenchPage(TypedDict):
-    """What the page of one benchmark instance shows (:func:`rescue.review.benchmark.page`): made from the
-    instance's prompt only, never from its sample."""
-
-    task: str
-    title: str
-    number: int
-    total: int
-    answer_kind: str
-    rank: int
-    labels: list[LabelDefinition]
-    intensity: list[int]
-    people: list[str]
-    speaker: object  # as the prompt's row holds it
-    instructions: str
-    context: list[dict[str, Any]]  # the prompt's prior rows, as it encodes them
-    current: dict[str, Any] | None  # the prompt's row of the instance itself
-    given: dict[str, str | int]  # the prompt item's other plain values (support_target ...)
-    media: FramesView | None
-
-
-class QueuePosition(TypedDict):
-    """Where a benchmark instance sits in its person's queue, with links to its neighbours."""
-
-    position: int
-    of: int
-    answered: int
-    previous: str | None
-    next: str | None
-    next_open: str | None
 
 
 class AnnotatorProgress(TypedDict):

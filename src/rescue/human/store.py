@@ -12,10 +12,10 @@ from sqlalchemy import ForeignKey, Integer, String, Text, UniqueConstraint, dele
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from rescue.errors import Conflict, ReviewError
-from rescue.review.benchmark import Benchmark, checked_answer
+from rescue.human.benchmark import Benchmark, checked_answer
 from rescue.review.crud._write import ASSIGNMENTS, audit, writing
 from rescue.review.models import Base, User, now
-from rescue.review.shapes import BenchQueueEntry, BenchShown, GivenAnswer
+from rescue.human.shapes import BenchQueueEntry, BenchShown, GivenAnswer
 
 AUDIT_ANSWER = "bench.answer"
 

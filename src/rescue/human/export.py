@@ -20,8 +20,8 @@ from typing import Any
 from rescue.display import markdown_table, markdown_text
 from rescue.llm import ChatAnswer
 from rescue.metrics.agreement import alpha, text_agreement
-from rescue.review.benchmark import Benchmark
-from rescue.review.shapes import Disagreement, GivenAnswer, HumanSummary, TaskAgreement, TimeStats
+from rescue.human.benchmark import Benchmark
+from rescue.human.shapes import Disagreement, GivenAnswer, HumanSummary, TaskAgreement, TimeStats
 from rescue.tasks import get_task
 from rescue.tasks.base import Instance, RenderOptions, Task
 

@@ -25,7 +25,7 @@ from rescue.data.models import GROUP_LABELS, Sample
 from rescue.data.taxonomy import INTENSITY_SCALE
 from rescue.errors import ReviewError
 from rescue.review.project import BENCHMARK_FILE, DRAFT_FILE
-from rescue.review.shapes import BenchPage, Frame, FramesView, LabelDefinition
+from rescue.human.shapes import BenchPage, Frame, FramesView, LabelDefinition
 from rescue.tasks import get_task
 from rescue.tasks.base import MODES, VIDEO_MODES, Instance, RenderOptions, Task
 

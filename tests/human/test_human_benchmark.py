@@ -15,8 +15,8 @@ from sqlalchemy import select
 
 from rescue.data.reading import demo_path
 from rescue.errors import RescueError, ReviewError
-from rescue.review.benchmark import MAX_ANSWER_TEXT, MAX_VIEWPOINTS, init_benchmark, load_benchmark
-from rescue.review.benchmark_store import AUDIT_ANSWER, assign
+from rescue.human.benchmark import MAX_ANSWER_TEXT, MAX_VIEWPOINTS, init_benchmark, load_benchmark
+from rescue.human.store import AUDIT_ANSWER, assign
 from rescue.review.models import AuditEntry
 from rescue.review.security import body_limit
 from rescue.tasks import get_task
@@ -217,7 +217,7 @@ def test_time_runs_from_first_shown_to_first_answer(app):
     ann.get(item_url(entry))
     ann.write("PUT", item_url(entry) + "/answer", {"value": "yes", "version": 0})
     ann.write("PUT", item_url(entry) + "/answer", {"value": "no", "version": 1})
-    from rescue.review.benchmark_store import all_answers
+    from rescue.human.store import all_answers
 
     with app.state.sessions() as db:
         (stored,) = all_answers(db)
@@ -299,8 +299,11 @@ def test_a_benchmark_project_refuses_a_verified_export_and_serves(tmp_path, benc
 
     refused = invoke_main(["review", "export", str(bench), "--out", str(tmp_path / "v.jsonl")])
     assert refused.exit_code != 0 and "--as-run" in refused.output and not (tmp_path / "v.jsonl").exists()
-    from rescue.review.app import create_app
+    from rescue.human.app import create_app
+    from rescue.review.app import create_app as create_review_app
 
     app = create_app(bench, f"sqlite:///{tmp_path / 'x.db'}")
     assert isinstance(app.state.project, type(load_benchmark(bench)))
     app.state.engine.dispose()
+    with pytest.raises(ReviewError, match="benchmark project"):  # the verification tool serves none
+        create_review_app(bench, f"sqlite:///{tmp_path / 'y.db'}")

@@ -11,7 +11,6 @@ A person reads and writes only the instances assigned to them and only their own
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +18,13 @@ from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from rescue.errors import Conflict, ReviewError
-from rescue.review import benchmark_store as store
+from rescue.human import store
 from rescue.review.api.deps import Body, CurrentUser, Db, PageUser
 from rescue.review.api.routes import login, users
 from rescue.review.api.routes.pages import admin_page, login_page, render
-from rescue.review.benchmark import Benchmark, load_benchmark, page
-from rescue.review.shapes import BenchQueueEntry, QueuePosition
+from rescue.review.app import app_around
+from rescue.human.benchmark import Benchmark, load_benchmark, page
+from rescue.human.shapes import BenchQueueEntry, QueuePosition
 
 router = APIRouter()
 
@@ -108,13 +108,12 @@ def answer(request: Request, actor: CurrentUser, db: Db, task: str, number: int,
     return {"version": version}
 
 
-def create_benchmark_app(root: str | Path, db_url: str | None,
-                         setup: Callable[[Benchmark, str | None, list[APIRouter]], FastAPI]) -> FastAPI:
-    """The benchmark app for the project folder ``root``; ``setup(app, project, db_url)`` is the review app's own
-    set-up (engine, login routes, static files, error answers, body limit, security headers)."""
+def create_app(root: str | Path, db_url: str | None = None) -> FastAPI:
+    """The benchmark app for the project folder ``root`` (SQLite in the folder by default), inside the review
+    tool's own set-up (engine, login routes, static files, error answers, body limit, security headers)."""
     bench = load_benchmark(root)
-    # The tables of benchmark_store are registered (imported above) before setup creates them.
-    app: FastAPI = setup(bench, db_url, [login.router, users.router, router])
+    # The tables of rescue.human.store are registered (imported above) before app_around creates them.
+    app = app_around(bench, db_url, [login.router, users.router, router])
     app.get("/login", response_class=HTMLResponse, include_in_schema=False)(login_page)
     app.get("/admin", response_class=HTMLResponse, include_in_schema=False)(admin_page)  # accounts, as in review
 

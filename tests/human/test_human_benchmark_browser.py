@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from bench_helpers import ALL_TASKS, bench_app, make_bench, page_leaks
 from review_helpers import PASSWORD, Server
-from test_review_browser import TIMEOUT_S, browser, wait_until  # noqa: F401 (the browser fixture)
+from browser_helpers import TIMEOUT_S, browser, wait_until  # noqa: F401 (the browser fixture)
 
-from rescue.review.benchmark_store import all_answers
+from rescue.human.store import all_answers
 from rescue.tasks import get_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

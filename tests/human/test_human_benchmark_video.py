@@ -15,7 +15,7 @@ from video_media import FPS, data_url_bytes, jpeg_index, make_indexed_video
 from rescue.data.loading import load_samples
 from rescue.data.reading import demo_path
 from rescue.errors import ReviewError
-from rescue.review.benchmark import init_benchmark
+from rescue.human.benchmark import init_benchmark
 from rescue.tasks import TASKS
 
 pytestmark = pytest.mark.slow

@@ -12,8 +12,8 @@ from _cli import invoke_main
 from bench_helpers import ScanningClient, answer_queue, bench_app, make_bench
 
 from rescue.data.reading import demo_path
-from rescue.review.benchmark_export import POOLED, human_summary, pooled_value
-from rescue.review.benchmark_store import all_answers
+from rescue.human.export import POOLED, human_summary, pooled_value
+from rescue.human.store import all_answers
 from rescue.runs.folder import read_predictions
 from rescue.tasks import TASKS, get_task
 from rescue.tasks.base import gold_value
@@ -170,8 +170,8 @@ def test_er_and_vp_answers_go_to_the_same_judge_as_a_models(tmp_path, data):
 
 
 def test_the_summary_shows_peoples_text_as_text(tmp_path, data):
-    from rescue.review.benchmark import load_benchmark
-    from rescue.review.benchmark_export import summary_markdown
+    from rescue.human.benchmark import load_benchmark
+    from rescue.human.export import summary_markdown
 
     bench = load_benchmark(make_bench(tmp_path / "bench", data, tasks=["er"]))
     hostile = "<script>alert(1)</script> | `x`"
