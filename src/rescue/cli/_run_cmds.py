@@ -19,7 +19,6 @@ from rich.measure import Measurement
 
 from rescue.cli._app import app, console, err_console, run_option
 from rescue.cli._startup import (
-    click_core,
     engine_dryrun,
     engine_runner,
     report_summary,
@@ -92,14 +91,22 @@ def run_command(ctx: typer.Context, **options: Any) -> None:
     loaded = None
     if options["suite"] is not None:
         loaded = suites.load_suite(options["suite"])
-        given = {n for n in ctx.params if ctx.get_parameter_source(n) == click_core.ParameterSource.COMMANDLINE}  # type: ignore[comparison-overlap]
+        given = {name for name in ctx.params if _given(ctx, name)}
         config = suites.apply_suite(config, loaded, explicit=given)
     if options["dry_run"]:
         if loaded is not None:
-            suites.print_plan(console, loaded, config)
+            suites.print_plan(console, loaded, config, explicit=given)
         _print_estimate(config)
         return
     _finish(engine_runner.run(config), options["quiet"])
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    """Whether the user gave option ``name`` (on the command line, or through its environment variable), so that
+    it wins over a suite's value. The source's own enum class is asked, whichever click carries it: typer 0.29
+    runs on a click copy of its own, whose ParameterSource is not click's."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source not in (type(source).DEFAULT, type(source).DEFAULT_MAP)
 
 
 def _resolved(path: Path | None) -> str | None:

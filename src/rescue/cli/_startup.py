@@ -60,7 +60,6 @@ class _Deferred:
 if TYPE_CHECKING:
     import tomllib as tomllib
 
-    import click.core as click_core
     import rich.progress as rich_progress
     import rich.table as rich_table
     import sqlalchemy as sqlalchemy
@@ -103,7 +102,6 @@ if TYPE_CHECKING:
     import rescue.tasks.render as tasks_render
 else:
     builder_inputs = _Deferred("rescue.builder.inputs")
-    click_core = _Deferred("click.core")
     data_encoding = _Deferred("rescue.data.encoding")
     data_loading = _Deferred("rescue.data.loading")
     data_splits = _Deferred("rescue.data.splits")
@@ -145,7 +143,7 @@ else:
     uvicorn = _Deferred("uvicorn")
 
 __all__ = [
-    "builder_inputs", "click_core", "data_encoding", "data_loading", "data_splits", "data_stats",
+    "builder_inputs", "data_encoding", "data_loading", "data_splits", "data_stats",
     "data_validation", "display", "engine_config", "engine_dryrun", "engine_runner", "exports_chat",
     "exports_hf", "files", "proc", "report_build", "report_failures", "report_reference", "report_runs",
     "report_summary", "human_app", "human_benchmark", "human_export", "human_store", "review_crud",

@@ -13,6 +13,7 @@ API key each model and judge needs and whether it is set.
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from collections.abc import Collection
@@ -33,6 +34,7 @@ __all__ = [
     "key_status",
     "load_suite",
     "print_plan",
+    "settings_lines",
 ]
 
 PACKAGED = ("paper",)
@@ -116,6 +118,16 @@ def apply_suite(config: Any, suite: Suite, *, explicit: Collection[str] = ()) ->
     return type(config).model_validate({**config.model_dump(), **changes})
 
 
+def settings_lines(suite: Suite, config: Any, explicit: Collection[str] = ()) -> list[str]:
+    """One line per ``[run]`` setting of ``suite``: the value ``config`` holds (as TOML writes it) and who gave it,
+    ``(suite)`` or ``(command line)`` for a name in ``explicit``; plain text, not yet escaped for a terminal."""
+    lines = ["Run settings (an option given on the command line wins):"] if suite.run else []
+    for name in suite.run:
+        origin = "command line" if name in explicit else "suite"
+        lines.append(f"  {name} = {json.dumps(getattr(config, name), ensure_ascii=False, default=str)} ({origin})")
+    return lines
+
+
 @dataclass(frozen=True)
 class KeyStatus:
     """Whether the API key a suite's model or judge needs is set, and why not when it cannot be told."""
@@ -151,15 +163,21 @@ def key_status(specs: list[str], judges: list[str], *, base_url: str | None = No
     return out
 
 
-def print_plan(console: Any, suite: Suite, config: Any) -> None:
+def print_plan(console: Any, suite: Suite, config: Any, *, explicit: Collection[str] = ()) -> None:
     """What ``rescue run --suite S --dry-run`` prints before the request estimate: the models, where each id
-    comes from, and the key each model and judge needs and whether it is set (the estimate then counts the
-    judge's requests and cost too)."""
+    comes from, each ``[run]`` setting with the value the run uses and whether the suite or the command line
+    (``explicit``) gave it, and the key each model and judge needs and whether it is set (the estimate then
+    counts the judge's requests and cost too). Everything the suite file says is shown as text, never styled."""
     from rich.table import Table
 
-    console.print(f"[bold]Suite {suite.name}[/] ({suite.origin}): {suite.description}", highlight=False, soft_wrap=True)
+    from rescue.display import terminal_text as shown
+
+    console.print(f"[bold]Suite {shown(suite.name)}[/] ({shown(suite.origin)}): {shown(suite.description)}",
+                  highlight=False, soft_wrap=True)
     if suite.source:
-        console.print(f"Source: {suite.source}", highlight=False, soft_wrap=True)
+        console.print(f"Source: {shown(suite.source)}", highlight=False, soft_wrap=True)
+    for line in settings_lines(suite, config, explicit):
+        console.print(shown(line), highlight=False, soft_wrap=True)
     statuses = key_status(config.models, list(config.judges), base_url=config.base_url, api_key_env=config.api_key_env)
     papers = {m.spec: m for m in suite.models}
     table = Table(title="Models and keys", title_justify="left")
@@ -168,15 +186,15 @@ def print_plan(console: Any, suite: Suite, config: Any) -> None:
     for status in statuses:
         entry = papers.get(status.spec)
         key = status.error or (status.key_env or "none needed")
-        table.add_row(status.role, status.spec, entry.paper or "" if entry else "", key,
+        table.add_row(shown(status.role), shown(status.spec), shown(entry.paper or "" if entry else ""), shown(key),
                       "yes" if status.present else "[bold red]MISSING[/]")
     console.print(table)
     for model in suite.models:
         if model.source:
-            console.print(f"  {model.spec}: {model.source}", highlight=False, soft_wrap=True)
+            console.print(f"  {shown(model.spec)}: {shown(model.source)}", highlight=False, soft_wrap=True)
     missing = sorted({s.key_env for s in statuses if not s.present and s.key_env})
     if missing:
-        console.print(f"[bold red]Missing keys:[/] {', '.join(missing)} — set them in the environment or ./.env "
-                      "before a real run.", highlight=False, soft_wrap=True)
+        console.print(f"[bold red]Missing keys:[/] {shown(', '.join(missing))} — set them in the environment or "
+                      "./.env before a real run.", highlight=False, soft_wrap=True)
     else:
         console.print("Every key is set.", highlight=False)
