@@ -10,6 +10,11 @@ half-written or empty one. New files follow the umask like any other file the us
 - :func:`atomic_output`: anything written by name (a child process such as ffmpeg, a streamed download, a
   file written line by line): the block gets the temporary path and the file appears only if it ends cleanly.
 - :func:`move_into_place`: files made elsewhere in the same folder tree (a scratch folder of frames).
+
+Each of them replaces only a regular file (:func:`check_target`, also asked before a command's work begins):
+a FIFO, a device (``/dev/full``, a terminal), a socket or a folder at the target is refused, and so is a
+symbolic link, whatever it points to (the link is never followed nor replaced: the user names the file itself).
+Folders on the way to the target are followed like any path (a home folder or a mount may be a link).
 """
 
 from __future__ import annotations
@@ -18,12 +23,15 @@ import contextlib
 import errno
 import os
 import re
+import stat
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from rescue.errors import OutFileError
+
 __all__ = [
-    "atomic_output", "move_into_place", "process_alive", "remove_stale_temporaries", "temporary_path",
+    "OutFileError", "atomic_output", "check_target", "move_into_place", "process_alive", "remove_stale_temporaries", "temporary_path",
     "write_all_atomic", "write_atomic",
 ]
 
@@ -39,6 +47,35 @@ def temporary_path(path: str | Path) -> Path:
     two writers never share one and :func:`remove_stale_temporaries` knows a dead writer's leftovers."""
     path = Path(path)
     return path.with_name(f".{path.name}.{os.getpid()}{TEMP_SUFFIX}")
+
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def check_target(path: str | Path) -> None:
+    """Raise :class:`OutFileError` unless ``path`` is absent or a regular file, the only things rescue replaces.
+
+    A symbolic link is refused whatever it points to (a regular file included): replacing the link would drop
+    it, writing through it would write a file the user did not name. Nothing is followed but the folders on the way.
+    """
+    target = Path(path)
+    try:
+        info = os.lstat(target)
+    except OSError:
+        return  # absent (or a folder on the way is missing or not one): the write itself says so
+    if stat.S_ISREG(info.st_mode):
+        return
+    if stat.S_ISLNK(info.st_mode):
+        try:
+            points = f" to {os.readlink(target)}"
+        except OSError:
+            points = ""
+        raise OutFileError(target, f"a symbolic link{points}; rescue never writes through a link nor replaces "
+                           "one: name the file itself (or another path)")
+    kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
+    raise OutFileError(target, f"is {kind}; rescue writes only regular files and replaces nothing else: name a "
+                       "file (a new path, or a regular file to replace)")
 
 
 @contextlib.contextmanager
@@ -80,7 +117,8 @@ def _sync_folder(folder: Path) -> None:
 
 def _commit(pairs: list[tuple[Path, Path]]) -> None:
     """Sync every temporary, rename each over its target, then sync each folder once."""
-    for temporary, _ in pairs:
+    for temporary, target in pairs:
+        check_target(target)  # again at the last moment: something may have been put there while it was written
         _sync_file(temporary)
     for temporary, target in pairs:
         os.replace(temporary, target)
@@ -94,6 +132,7 @@ def atomic_output(path: str | Path) -> Iterator[Path]:
     ``path`` only when the block ends without an exception; otherwise it is removed and ``path`` is untouched.
     The temporary's name does not end in NAME's suffix: a child that guesses formats from it must be told."""
     target = Path(path)
+    check_target(target)
     temporary = temporary_path(target)
     with _claimed(temporary):
         try:
@@ -132,9 +171,12 @@ def write_all_atomic(files: Iterable[tuple[str | Path, str | bytes]]) -> None:
     to match record a fingerprint of one in the other (``results.json`` names the hash of
     ``predictions.jsonl``) and check it when reading.
     """
+    listed = list(files)
+    for path, _ in listed:
+        check_target(path)
     with contextlib.ExitStack() as stack:
         staged = []
-        for path, data in files:
+        for path, data in listed:
             target = Path(path)
             temporary = temporary_path(target)
             stack.enter_context(_claimed(temporary))

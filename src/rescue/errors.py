@@ -70,6 +70,15 @@ class OutFolderError(RescueError):
     """An output folder option that names something else than a folder."""
 
 
+class OutFileError(RescueError):
+    """A file rescue would write whose path holds something it must not replace: a FIFO, a device, a socket, a
+    folder or a symbolic link (:func:`rescue.atomic.check_target`); the message names the path and what is there."""
+
+    def __init__(self, path: Path, reason: str):
+        self.path = path
+        super().__init__(f"{path}: {reason}")
+
+
 class UnsafeNameError(RescueError):
     """A name read from a file (a split, a group) that would become a file or folder name but cannot be one
     safely (a path, empty, control characters, too long, a reserved device name, two names differing only in

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from rescue.atomic import check_target
 from rescue.errors import LockedError as LockedError, OutFolderError as OutFolderError
 
 __all__ = ["DirectoryLock", "JsonLinesLog", "LockedError", "OutFolderError", "check_out_folder", "safe_filename", "sha256_file"]
@@ -127,6 +128,8 @@ class JsonLinesLog:
     def __init__(self, path: Path | None):
         self.path = path
         self._lock = threading.Lock()
+        if path is not None:
+            check_target(path)  # a FIFO there would block the command before it began; a device would take the log
         self._handle: IO[str] | None = None if path is None else path.open("a", encoding="utf-8")
 
     def event(self, event: str, **fields: Any) -> None:

@@ -49,6 +49,10 @@ def export_command(
     """Export instances as chat examples whose user turn is exactly rescue's prompt and whose assistant turn is the
     gold answer in the task's schema (a model trained on them is evaluated by `rescue run` unchanged), or a
     datasets folder with a dataset card."""
+    if output_format is ExportFormat.chat:
+        exports_chat.check_chat_out(out)  # before any work: a FIFO, a device, a folder or a link is refused
+    else:
+        exports_hf.check_export_folder(out)
     names = tasks.split(",") if tasks else list(task_registry.TASK_NAMES)
     task_list = [task_registry.get_task(name.strip()) for name in names if name.strip()]
     options = tasks_base.RenderOptions(mode=mode, context_size=context_size, rows=tasks_render.RowCache())  # type: ignore[arg-type]

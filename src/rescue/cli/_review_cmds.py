@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from rescue.atomic import check_target
 from rescue.cli._app import app, console
 from rescue.cli._human_run import export_human_run
 from rescue.cli._startup import (
@@ -223,6 +224,7 @@ def export(
                           if review_project.is_benchmark(directory) else
                           "give --out FILE (verified JSONL) or, for a benchmark project, --as-run FOLDER")
 
+    check_target(out)  # before any work: a FIFO, a device, a folder or a link at --out is refused
     project, session = _db(directory, db)
     with session:
         count, sidecar = review_export.write_export(session, project, out)

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from rescue.atomic import write_atomic
+from rescue.atomic import check_target, write_atomic
 from rescue.cli._app import DataOption, app, console
 from rescue.cli._data_cmds import print_stats_tables
 from rescue.cli._startup import data_loading, data_splits, data_stats, files
@@ -26,6 +26,7 @@ def splits_command(
 ) -> None:
     """Split the data by session group (a couple, or a family across its clips), stratified by scenario: no group
     is in two splits. Prints each split's Table 3 figures and label distributions; use it with --split NAME."""
+    check_target(out)  # before any work: a FIFO, a device, a folder or a link at --out is refused
     samples = data_loading.load_samples(data)
     plan = data_splits.make_splits(samples, test=test, dev=dev, folds=folds, seed=seed)
     plan.data = str(Path(data).resolve()) if data else None

@@ -9,7 +9,7 @@ from typing import Any
 from rescue.errors import RescueError
 from rescue.engine.config import RunConfig, RunError, config_differences
 from rescue.engine.parts import Resuming
-from rescue.atomic import remove_stale_temporaries
+from rescue.atomic import check_target, remove_stale_temporaries
 from rescue.runs.folder import CACHE, LOG, read_results
 from rescue.runs.results import PREDICTIONS, RESULTS
 
@@ -64,5 +64,7 @@ def clear_folder(out: Path, cache_dir: str | None) -> None:
         from rescue.scoring.bertscore import SCORE_CACHE
 
         names += [CACHE, CACHE + "-wal", CACHE + "-shm", SCORE_CACHE, SCORE_CACHE + "-wal", SCORE_CACHE + "-shm"]
+    for name in names:  # all checked before any goes: --overwrite replaces a run's files, nothing else put there
+        check_target(out / name)
     for name in names:
         (out / name).unlink(missing_ok=True)

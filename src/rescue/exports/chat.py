@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from rescue.data.shapes import ChatMessage
-from rescue.atomic import write_atomic
+from rescue.atomic import check_target, write_atomic
 from rescue.errors import ExportError
 
 from rescue.data.models import Sample
@@ -100,12 +100,19 @@ def chat_jsonl(examples: Iterable[ChatExample]) -> str:
     return "".join(json.dumps(e.as_json(), ensure_ascii=False) + "\n" for e in examples)
 
 
+def check_chat_out(out: Path) -> None:
+    """``--out`` of a chat export must name a file: absent or regular (:func:`rescue.atomic.check_target`)."""
+    out = Path(out)
+    if out.is_dir() and not out.is_symlink():
+        raise ExportError(f"--out {out}: a folder; --format chat writes one .jsonl file (e.g. --out {out / 'train.jsonl'})")
+    check_target(out)
+
+
 def write_chat(out: Path, examples: Iterable[ChatExample]) -> int:
     """Write the examples to the .jsonl file ``out`` (its folder is created, as ``rescue run`` and ``report`` create
     theirs), whole or not at all; returns how many were written."""
     out = Path(out)
-    if out.is_dir():
-        raise ExportError(f"--out {out}: a folder; --format chat writes one .jsonl file (e.g. --out {out / 'train.jsonl'})")
+    check_chat_out(out)
     listed = list(examples)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, chat_jsonl(listed))

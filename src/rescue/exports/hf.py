@@ -18,6 +18,7 @@ Needs the ``hf`` extra (``pip install 'rescue-bench[hf]'``: datasets, pyarrow).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
@@ -25,7 +26,8 @@ from rescue.data import stats as dataset_stats
 from rescue.data.models import Sample
 from rescue.data.names import distinct_path_names, path_name
 from rescue.exports.chat import ChatExample
-from rescue.errors import ExportError as ExportError
+from rescue.atomic import check_target
+from rescue.errors import ExportError as ExportError, OutFileError
 
 HF_EXTRA = "pip install 'rescue-bench[hf]'"
 CITATION = """@article{hu2026rescuebench,
@@ -138,6 +140,27 @@ def dataset_card(kind: Literal["samples", "instances"], splits: dict[str, list[S
         "## Citation", "", "```bibtex", CITATION, "```", ""])
 
 
+EXPORT_MARK = "dataset_dict.json"  # what datasets' save_to_disk writes at the top of the folder
+
+
+def check_export_folder(out: Path) -> None:
+    """``--out`` of ``--format hf`` is replaced whole, so it must be absent, an empty folder, or a folder an
+    earlier export wrote (it holds ``dataset_dict.json``): never a link, a file or a device, nor a folder of
+    other things (a home folder named by mistake would be deleted). Raises :class:`OutFileError` naming it."""
+    out = Path(out)
+    if out.is_symlink():
+        raise OutFileError(out, f"a symbolic link to {os.readlink(out)}; an hf export replaces its folder whole "
+                           "and never through a link: name the folder itself")
+    if not out.exists():
+        return
+    if not out.is_dir():
+        check_target(out)  # names a FIFO, a device or a socket as it is
+        raise OutFileError(out, "exists and is not a folder; an hf export writes a folder: name a new one")
+    if any(out.iterdir()) and not (out / EXPORT_MARK).is_file():
+        raise OutFileError(out, f"a folder that holds other things than an export (no {EXPORT_MARK}); an hf "
+                           "export replaces its folder whole: name a new or empty folder, or an earlier export")
+
+
 def write_hf(out: Path, kind: Literal["samples", "instances"], splits: dict[str, list[Sample]],
              examples: dict[str, list[ChatExample]] | None = None) -> dict[str, int]:
     """Write the folder; returns rows per split. ``out`` is replaced whole or left as it was."""
@@ -156,6 +179,7 @@ def write_hf(out: Path, kind: Literal["samples", "instances"], splits: dict[str,
     if not any(rows.values()):
         raise ExportError(f"nothing to export to {out}: no {kind}")
     out = Path(out)
+    check_export_folder(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
@@ -164,6 +188,7 @@ def write_hf(out: Path, kind: Literal["samples", "instances"], splits: dict[str,
                                       for name, table in tables.items() if table})
         saved.save_to_disk(str(staging))
         (staging / "README.md").write_text(dataset_card(kind, splits, rows), encoding="utf-8")
+        check_export_folder(out)  # again: something may have been put there while the export was made
         if out.exists():
             shutil.rmtree(out)
         staging.rename(out)

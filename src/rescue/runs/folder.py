@@ -10,7 +10,7 @@ can tell when the two come from different commands (a kill between the two repla
 from __future__ import annotations
 
 import hashlib
-import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +22,7 @@ from rescue.errors import LockedError
 from rescue.files import DirectoryLock, sha256_file
 from rescue.runs.results import PREDICTIONS, RESULTS, SCHEMA_VERSION, PredictionsInfo, RunResults
 from rescue.data.models import share_field_sets
+from rescue.data.readback import check_regular, parse_json, read_json_file
 from rescue.tasks.base import PredictionRecord
 
 CACHE = "cache.sqlite"
@@ -48,21 +49,18 @@ def locked_message(folder: Path) -> str | None:
 
 
 def read_results(path: str | Path) -> RunResults:
-    """``results.json`` as :class:`RunResults`; :class:`RunDirError` names the file, line and field it cannot read."""
+    """``results.json`` as :class:`RunResults`; :class:`RunDirError` names the file, line and field it cannot read
+    (:mod:`rescue.data.readback`: anything edited, cut, nested, or holding numbers no field can hold)."""
     file = Path(path)
-    if not file.is_file():
+    if not os.path.lexists(file):
         locked = locked_message(file.parent)
         if locked:
             raise RunDirError(locked)
         raise RunDirError(f"{file}: missing (is this a run directory written by `rescue run --out`?)")
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise RunDirError(f"{file}: not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise RunDirError(f"{file}:{exc.lineno}: invalid JSON: {exc.msg}") from None
-    except RecursionError:
-        raise RunDirError(f"{file}:1: nested too deeply to be a results file") from None
+        data = read_json_file(file, RunDirError)
+    except FileNotFoundError:  # a link to nothing
+        raise RunDirError(f"{file}: missing (a link to nothing)") from None
     if not isinstance(data, dict):
         raise RunDirError(f"{file}:1: expected a JSON object at the top level")
     if "config" not in data:
@@ -77,19 +75,29 @@ def read_results(path: str | Path) -> RunResults:
 
 
 def read_predictions(path: str | Path) -> list[PredictionRecord]:
-    """``predictions.jsonl``, one :class:`PredictionRecord` per line; :class:`RunDirError` names the line and field."""
+    """``predictions.jsonl``, one :class:`PredictionRecord` per line; :class:`RunDirError` names the line and field
+    (each line read as :func:`rescue.data.readback.parse_json` reads a file)."""
     file = Path(path)
-    if not file.is_file():
+    if not os.path.lexists(file):
         raise RunDirError(f"{file}: missing (is this a run directory written by `rescue run --out`?)")
+    check_regular(file, RunDirError)
     records: list[PredictionRecord] = []
-    with file.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    with file.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            where = f"{file}:{number}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise RunDirError(f"{where}: not UTF-8 text (byte {exc.start + 1} of the line)") from None
             if not line.strip():
                 continue
+            value = parse_json(line, where, RunDirError)
+            if not isinstance(value, dict):
+                raise RunDirError(f"{where}: expected a JSON object (one prediction record per line)")
             try:
-                record = PredictionRecord.model_validate_json(line)
+                record = PredictionRecord.model_validate(value)
             except ValidationError as exc:
-                raise RunDirError(f"{file}:{number}: {_first_error(exc)}") from None
+                raise RunDirError(f"{where}: {_first_error(exc)}") from None
             share_field_sets(record)  # a report holds every record of its runs: one field-name set for those alike
             records.append(record)
     return records
