@@ -407,7 +407,7 @@ def test_unreadable_or_too_short_media_is_listed_before_anything_is_written(tmp_
 
 
 @pytest.mark.parametrize("manifest, problem", [
-    ("{not json", "invalid JSON"),
+    ("{not json", "not JSON"),
     ('{"version": 1}', "field segments"),
     ('{"segments": [{"clip": "a.mp4"}]}', "field sample_id"),
     ('{"segments": [{"sample_id": "x"}]}', "field clip"),

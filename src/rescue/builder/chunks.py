@@ -14,16 +14,22 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from rescue.atomic import write_atomic
 from rescue.errors import BuildInputError
+from rescue.data.readback import read_json_file, validated
 from rescue.data.text import clock_time
 
 if TYPE_CHECKING:
     from rescue.media import Cue
+
+MAX_CHUNKS_BYTES = 16 * 1024 * 1024  # a chunk a minute of a week of audio is a few megabytes
+# No audio rescue transcribes is longer than a week: a time past it is an edit, and 1e308 would overflow every clock.
+MAX_AUDIO_SECONDS = 7 * 24 * 3600.0
+Seconds = Annotated[float, Field(ge=0, le=MAX_AUDIO_SECONDS, allow_inf_nan=False)]
 
 # "2:SPEAKER_1" in a --speaker-map: the label SPEAKER_1 within chunk 2. Any run of digits (signed too) is read
 # as a chunk number, so "-1:SPEAKER_4" or a 23-digit number is refused as a chunk, never taken for a label.
@@ -35,13 +41,14 @@ class TranscriptChunk(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    number: int = Field(ge=1)
-    start: float = Field(ge=0)  # the audio sent, in the source's seconds
-    end: float = Field(ge=0)
-    own_from: float = Field(ge=0)  # the lines kept from this chunk's answer
-    own_to: float = Field(ge=0)
+    number: int = Field(ge=1, le=1_000_000)
+    start: Seconds  # the audio sent, in the source's seconds
+    end: Seconds
+    own_from: Seconds  # the lines kept from this chunk's answer
+    own_to: Seconds
     reconciled: bool  # every label of its lines matched to the chunk before (the first chunk: always)
-    shared_seconds: float = Field(default=0.0, ge=0)  # speech heard by this chunk and the one before
+    # speech heard by this chunk and the one before
+    shared_seconds: Seconds = 0.0
     labels: dict[str, str] = Field(default_factory=dict)  # the transcript's labels in this chunk -> how found
     unmatched: list[str] = Field(default_factory=list)  # the transcript's labels numbered apart
 
@@ -56,7 +63,7 @@ class TranscriptChunks(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     version: Literal[1] = 1
-    audio_seconds: float = Field(ge=0)
+    audio_seconds: Seconds
     chunks: list[TranscriptChunk]
 
     def of(self, start: float, end: float) -> TranscriptChunk:
@@ -123,20 +130,18 @@ def read_chunks(transcript: Path) -> TranscriptChunks | None:
     """The transcript's chunk record; None when there is none (a transcript made by hand, or before records);
     :class:`BuildInputError` naming the file when it cannot be read."""
     path = chunks_path(transcript)
+    fix = f"(not a chunk record rescue wrote); delete it with {transcript.name} to transcribe again"
+
+    def error(message: str) -> BuildInputError:
+        return BuildInputError([f"{message} {fix}"])
+
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_json_file(path, error, max_bytes=MAX_CHUNKS_BYTES)
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BuildInputError([f"{path}: cannot be read ({exc}); delete it with {transcript.name} to transcribe "
-                               "again"]) from None
-    try:
-        record = TranscriptChunks.model_validate_json(text)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top)"
-        raise BuildInputError([f"{path}: {where}: {first['msg']} (not a chunk record rescue wrote); delete it with "
-                               f"{transcript.name} to transcribe again"]) from None
+    except OSError as exc:
+        raise error(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    record = validated(TranscriptChunks, data, str(path), error)
     if not record.chunks or [c.number for c in record.chunks] != list(range(1, len(record.chunks) + 1)):
         raise BuildInputError([f"{path}: chunks: numbered 1, 2, ... in order expected; delete it with "
                                f"{transcript.name} to transcribe again"])

@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rescue.atomic import write_atomic
 from rescue.data.models import Scenario
+from rescue.data.readback import read_json_file, validated
+from rescue.errors import BuildInputError
 
 MANIFEST_VERSION = 1
 
@@ -85,9 +87,45 @@ class Manifest(_Model):
         return next(s for s in self.segments if s.sample_id == sample_id)
 
 
+def _input_error(message: str) -> BuildInputError:
+    return BuildInputError([message])
+
+
 def read_manifest(path: str | Path) -> Manifest:
-    """The manifest at ``path``."""
-    return Manifest.model_validate_json(Path(path).read_text(encoding="utf-8"))
+    """The manifest at ``path``; :class:`BuildInputError` naming the file and the line or field it cannot read
+    (:mod:`rescue.data.readback`)."""
+    return validated(Manifest, read_json_file(path, _input_error), str(path), _input_error)
+
+
+class FinishedDraft(_Model):
+    """``DIR/work/<segment>/draft.json``: a segment the model annotated whole, kept so a rerun does not ask again.
+    ``key`` is the hash of everything that decided the draft (a rerun with other options annotates again)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    rows: list[dict[str, Any]]
+    problems: list[Problem]
+    requests: int = Field(default=0, ge=0)
+    reasked: int = Field(default=0, ge=0)
+
+
+def read_finished(path: Path, key: str) -> FinishedDraft | None:
+    """The segment's finished draft when it was made with ``key``; None when there is none or it was made with
+    other options. One that is there but cannot be read is :class:`BuildInputError` naming the file and field
+    (deleting it annotates the segment again, its answers from the cache)."""
+
+    def error(message: str) -> BuildInputError:
+        return BuildInputError([f"{message} (not a draft rescue wrote); delete it to annotate the segment again "
+                                "(answers already received come from the cache)"])
+
+    try:
+        value = read_json_file(path, error)
+    except FileNotFoundError:
+        return None
+    if isinstance(value, dict) and value.get("key") != key:
+        return None
+    return validated(FinishedDraft, value, str(path), error)
 
 
 def write_json_atomic(path: Path, value: Any) -> None:

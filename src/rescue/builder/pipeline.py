@@ -39,6 +39,7 @@ from rescue.builder.manifest import (
     ManifestRow,
     ManifestSegment,
     Problem,
+    read_finished,
     write_json_atomic,
     write_manifest,
     write_text_atomic,
@@ -238,14 +239,10 @@ def _draft_key(config: BuildConfig, item: Planned) -> str:
 
 
 def _load_finished(path: Path, key: str) -> SegmentDraft | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
+    found = read_finished(path, key)
+    if found is None:
         return None
-    if data.get("key") != key:
-        return None
-    return SegmentDraft(data["rows"], [Problem(**p) for p in data["problems"]], data.get("requests", 0),
-                        data.get("reasked", 0))
+    return SegmentDraft(found.rows, found.problems, found.requests, found.reasked)
 
 
 def _run_step(log: BuildLog, name: str, subject: str, *args: Any, fields: dict[str, Any] | None = None,

@@ -18,25 +18,31 @@ The plan is written as ``splits.json`` (:class:`SplitPlan`) and read back by ``-
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from rescue.data.choices import SPLITS_FILE as SPLITS_FILE
 from rescue.data.groups import SessionGroups, infer_groups
 from rescue.data.models import Sample
 from rescue.data.names import distinct_path_names, path_name
+from rescue.data.readback import read_json_file, validated
 from rescue.errors import SplitError as SplitError
 
 HOLDOUT_NAMES = ("train", "dev", "test")
 
 
+MAX_PLAN_BYTES = 256 * 1024 * 1024  # sample ids of a release a hundred times the paper's, and room to spare
+
+
 class SplitPlan(BaseModel):
-    """``splits.json``: which samples (and session groups) each split holds, and how it was made."""
+    """``splits.json``: which samples (and session groups) each split holds, and how it was made. A key it does
+    not know is refused when read (a misspelt ``split`` would otherwise read as a plan of no splits)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     version: Literal[1] = 1
     scheme: Literal["holdout", "folds"]
@@ -131,22 +137,18 @@ def check_leak_free(plan: SplitPlan, groups: SessionGroups) -> None:
 
 
 def read_plan(path: str | Path) -> SplitPlan:
-    """A ``splits.json``; a missing or malformed file is a :class:`SplitError` naming it."""
+    """A ``splits.json``; a missing or malformed file is a :class:`SplitError` naming it, the line or the field
+    (read as :mod:`rescue.data.readback` reads every file rescue wrote: edited, cut or hostile ones included)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_json_file(path, SplitError, max_bytes=MAX_PLAN_BYTES)
     except FileNotFoundError:
         raise SplitError(f"{path}: no such splits file (make one with `rescue splits --out {path}`)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SplitError(f"{path}: cannot read the splits file: {exc}") from None
-    try:
-        plan = SplitPlan.model_validate(json.loads(text))
-    except json.JSONDecodeError as exc:
-        raise SplitError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise SplitError(f"{path}: field {field}: {first['msg']}") from None
+    except OSError as exc:
+        raise SplitError(f"{path}: cannot read the splits file: {exc.strerror or exc}") from None
+    if not isinstance(data, dict):
+        raise SplitError(f"{path}:1: expected a JSON object (a plan written by `rescue splits`)")
+    plan = validated(SplitPlan, data, str(path), SplitError)
     check_plan(plan, path)
     return plan
 

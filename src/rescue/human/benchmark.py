@@ -14,13 +14,16 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from rescue.atomic import write_atomic
 from rescue.data.fingerprint import data_sha256
 from rescue.data.loading import load_samples
+from rescue.data.readback import read_json_file, validated
 from rescue.data.models import GROUP_LABELS, Sample
 from rescue.data.taxonomy import INTENSITY_SCALE
 from rescue.errors import ReviewError
@@ -41,6 +44,23 @@ MAX_VIEWPOINTS = 10
 # schema, which a person does not need, begins.
 _ITEM_MARKERS = ("\n\nItems:\n", "\nCheckpoints: ")
 _SCHEMA = "Answer with one JSON object"
+MAX_BENCHMARK_BYTES = 1024 * 1024  # a few hundred bytes written: anything near this was not
+
+
+class BenchmarkFile(BaseModel):
+    """``benchmark.json`` as ``rescue review init --benchmark`` writes it; a key it does not know is refused when
+    read (a misspelt ``per_instance`` would otherwise fall back to 1 without a word)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    version: Literal[1] = 1
+    data: str = Field(min_length=1, max_length=4096)
+    data_sha256: str | None = None
+    tasks: list[str] = Field(min_length=1, max_length=100)
+    per_instance: int = Field(default=1, ge=1, le=10_000)
+    mode: str = "dialogue"
+    instances: dict[str, int] = Field(default_factory=dict)
+    video: dict[str, str | int | float | None] | None = None
 
 
 
@@ -145,12 +165,20 @@ def load_benchmark(root: str | Path) -> Benchmark:
     """Read ``root/benchmark.json`` and its data; ReviewError naming the file and field when it cannot."""
     folder = Path(root).resolve()
     path = folder / BENCHMARK_FILE
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ReviewError(f"{path}: cannot read the benchmark project ({exc})") from None
-    if not isinstance(config, dict) or not isinstance(config.get("tasks"), list) or not isinstance(config.get("data"), str):
-        raise ReviewError(f"{path}: field tasks or data: missing (write it with `rescue review init --benchmark`)")
+    try:  # read as every file rescue wrote is (rescue.data.readback): edited, cut or hostile ones named
+        value = read_json_file(path, ReviewError, max_bytes=MAX_BENCHMARK_BYTES)
+    except OSError as exc:
+        raise ReviewError(f"{path}: cannot read the benchmark project ({exc.strerror or exc}; write it with "
+                          "`rescue review init --benchmark`)") from None
+    if not isinstance(value, dict):
+        raise ReviewError(f"{path}:1: expected a JSON object (write it with `rescue review init --benchmark`)")
+    config = validated(BenchmarkFile, value, str(path), ReviewError).model_dump(exclude_none=True)
+    if config.get("video"):
+        from rescue.video import VideoOptions
+
+        unknown = sorted(set(config["video"]) - {f.name for f in fields(VideoOptions)})
+        if unknown:
+            raise ReviewError(f"{path}: field video.{unknown[0]}: not a video option rescue knows")
     data = (folder / config["data"]).resolve()
     if folder not in data.parents:
         raise ReviewError(f"{path}: field data: {config['data']!r} must be a file inside the project folder")

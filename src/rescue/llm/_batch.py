@@ -34,6 +34,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rescue.atomic import write_atomic
+from rescue.data.readback import read_json_file
 from rescue.errors import BatchError as BatchError
 from rescue.errors import BatchUnsettled, TransientError
 from rescue.llm._batch_http import BatchEndpoint, BatchObject, FileObject, Page, parse
@@ -110,14 +111,12 @@ class BatchLedger:
 
     def _read(self) -> None:
         fix = "fix it, or remove it to submit its requests again (batches it names are then not read)"
-        try:
-            data = json.loads(self.path.read_bytes().decode("utf-8"))
+        try:  # read as every file rescue wrote is (rescue.data.readback): deep, huge, non-finite or cut, named
+            data = read_json_file(self.path, lambda message: BatchError(
+                f"{message}; not a batch ledger rescue wrote: {fix}"))
             ledger = _LedgerFile.model_validate(data)
         except ValidationError as exc:
             raise BatchError(f"{self.path}: {_field(exc)}; not a batch ledger rescue wrote: {fix}") from None
-        except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, a number of thousands of digits
-            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
-            raise BatchError(f"{self.path}: not JSON ({reason}); not a batch ledger rescue wrote: {fix}") from None
         except OSError as exc:
             raise BatchError(f"{self.path}: cannot be read ({exc.strerror})") from None
         self.entries = ledger.batches

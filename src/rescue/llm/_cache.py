@@ -18,6 +18,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter
+
+from rescue.data.readback import parse_json
 from rescue.data.shapes import JsonObject
 from rescue.llm._types import ChatAnswer, MessageLike, Usage, key_messages
 from rescue.errors import UnreadableEntry as UnreadableEntry
@@ -67,6 +70,9 @@ def open_wal(path: Path, schema: str) -> sqlite3.Connection:
     return db
 
 
+_USAGE = TypeAdapter(Usage)
+
+
 class ResponseCache:
     """Answers and final failures by request key, in one SQLite file (WAL) shared by concurrent readers."""
 
@@ -85,12 +91,16 @@ class ResponseCache:
             row = self._db.execute("SELECT text, usage, meta, created FROM answers WHERE key = ?", (key,)).fetchone()
             if row is None:
                 return None
-            usage = Usage(**json.loads(row[1]))
+            # Read back as every file rescue wrote is (rescue.data.readback), and held to what put() stores.
+            usage = _USAGE.validate_python(parse_json(row[1], "usage", UnreadableEntry))
+            stored = parse_json(row[2], "meta", UnreadableEntry)
+            if not isinstance(stored, dict):
+                raise TypeError(f"the stored meta is a {type(stored).__name__}")
             # When it was answered: time-of-day prices bill it at that hour.
-            meta = {**json.loads(row[2]), "cached": True, "answered_at": row[3]}
+            meta = {**stored, "cached": True, "answered_at": row[3]}
             if not isinstance(row[0], str) or not row[0]:
                 raise TypeError(f"the stored text is a {type(row[0]).__name__}")
-        except (sqlite3.OperationalError, ValueError, TypeError, RecursionError) as exc:
+        except (sqlite3.OperationalError, ValueError, TypeError, RecursionError, UnreadableEntry) as exc:
             if isinstance(exc, sqlite3.OperationalError) and "decode" not in str(exc):
                 raise  # a locked or broken database is not one bad answer
             self._db.execute("DELETE FROM answers WHERE key = ?", (key,))

@@ -16,6 +16,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, NotRequired, Protocol, TypedDict, runtime_checkable
 
+from pydantic import ConfigDict, with_config
+
 from rescue.data.shapes import ChatMessage, JsonObject
 
 # budget_exhausted: the answer budget ran out (finish_reason "length") before any usable answer, typically spent
@@ -229,6 +231,8 @@ class RequestOverrides(TypedDict, total=False):
     budget_factor: float
 
 
+# Read back from the response cache (rescue.llm._cache): numbers only, finite, no key it does not know.
+@with_config(ConfigDict(extra="forbid", allow_inf_nan=False))
 @dataclass
 class Usage:
     """Tokens (and audio seconds) an answer used, as the provider reports them."""

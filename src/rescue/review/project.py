@@ -8,7 +8,6 @@ instead of reasons to refuse the sample. Only a line that is not a sample at all
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -17,6 +16,7 @@ from typing import Any
 from rescue.data.errors import DataIssue, ProjectError as ProjectError
 from rescue.data.loading import RawRecord, infer_participants, infer_scenario, iter_records
 from rescue.data.models import GROUP_LABELS, THERAPIST
+from rescue.data.readback import read_json_file
 from rescue.data.text import deep_without_lone_surrogates, without_lone_surrogates
 from rescue.data.validation import validate_records
 from rescue.review.shapes import ProblemView, ProjectFiles, RowValues
@@ -194,11 +194,15 @@ def _draft_segment(draft: Path, record: RawRecord) -> Segment:
     return Segment(sample_id, data, record.line)
 
 
+def _whole_issue(message: str) -> ProjectError:
+    """A reader's one-line message (``FILE[:LINE]: what``) as the project's error."""
+    where, _, what = message.partition(": ")
+    return ProjectError([DataIssue(where, 0, what)])
+
+
 def _read_manifest(root: Path, path: Path, segments: dict[str, Segment]) -> None:
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _issue(path, getattr(exc, "lineno", 0), f"not a JSON manifest: {exc}") from None
+    # Read as every file rescue wrote is (rescue.data.readback): deep, huge, non-finite or cut, named.
+    manifest = read_json_file(path, _whole_issue)
     if not isinstance(manifest, dict) or not isinstance(manifest.get("segments"), list):
         raise _issue(path, 1, "expected {\"version\": 1, \"segments\": [...]}", "segments")
     for i, entry in enumerate(manifest["segments"]):

@@ -14,13 +14,13 @@ sample must have media: the error lists those without before any request is sent
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 from rescue.data.models import Sample
 from rescue.data.names import inside_path
+from rescue.data.readback import read_json_file
 from rescue.video._options import VideoError
 
 VIDEO_EXTENSIONS = (".mp4", ".mkv", ".webm", ".mov", ".m4v", ".avi")
@@ -42,10 +42,7 @@ def _index(root: Path) -> dict[str, Path]:
 
 def _read_manifest(root: Path) -> dict[str, Path]:
     path = root / MANIFEST
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise VideoError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    data = read_json_file(path, VideoError)  # as every file rescue wrote is read back (rescue.data.readback)
     segments = data.get("segments") if isinstance(data, dict) else None
     if not isinstance(segments, list):
         raise VideoError(f"{path}: field segments: expected a list (is this a `rescue build --out` manifest?)")

@@ -18,7 +18,10 @@ import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
+
 from rescue.atomic import atomic_output, move_into_place, write_atomic
+from rescue.data.readback import read_json_file
 from rescue.video._options import VideoError, VideoOptions
 
 _CHUNK = 1 << 20
@@ -36,6 +39,7 @@ CLIP_AUDIO_RATE = 48000
 CLIP_AUDIO_GUARD = 2 * 1024
 
 
+@with_config(ConfigDict(allow_inf_nan=False))  # as read back from the index (_indexed)
 @dataclass(frozen=True)
 class SourceInfo:
     """What the cache needs to know of one source video."""
@@ -51,6 +55,20 @@ class SourceInfo:
     def frames(self) -> int:
         """Frames whose display starts before the end."""
         return max(1, math.ceil(self.duration * self.fps - 1e-6))
+
+
+_SOURCE_INFO = TypeAdapter(SourceInfo)
+
+
+def _indexed(value: object) -> SourceInfo | None:
+    """An index entry's facts when they are what rescue writes (a digest, a week at most, sane sizes), else None."""
+    try:
+        info = _SOURCE_INFO.validate_python(value)
+    except ValidationError:
+        return None
+    sane = (len(info.digest) in (0, 64) and 0 <= info.duration <= 7 * 24 * 3600 and 0 < info.fps <= 1000
+            and 0 < info.width <= 65536 and 0 < info.height <= 65536)
+    return info if sane else None
 
 
 def file_digest(path: Path) -> str:
@@ -95,10 +113,10 @@ class MediaStore:
         self._dirty = False
 
     def _read_index(self) -> dict[str, dict[str, object]]:
-        try:
-            data = json.loads(self._index_path.read_text(encoding="utf-8"))
-        except (FileNotFoundError, json.JSONDecodeError):
-            return {}  # a lost or damaged index only costs re-hashing
+        try:  # read as every file rescue wrote is (rescue.data.readback)
+            data = read_json_file(self._index_path, VideoError)
+        except (OSError, VideoError):
+            return {}  # a lost or damaged index only costs re-hashing (an entry that does not fit, too: source())
         return data if isinstance(data, dict) else {}
 
     def _write_index(self) -> None:
@@ -114,8 +132,10 @@ class MediaStore:
         stamp = [stat.st_size, stat.st_mtime_ns]
         with self._lock:
             known = self._index.get(key)
-        if known is not None and known.get("stamp") == stamp:
-            return SourceInfo(**known["info"])  # type: ignore[arg-type]
+        # An entry edited or of another version is hashed again, as for a file never seen.
+        indexed = _indexed(known.get("info")) if isinstance(known, dict) and known.get("stamp") == stamp else None
+        if indexed is not None:
+            return indexed
         info = probe(path)
         if not info.has_video or not info.width or not info.height:
             raise VideoError(f"{path}: has no video stream that ffmpeg can read")
