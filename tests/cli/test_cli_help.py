@@ -156,3 +156,15 @@ def test_a_commands_help_draws_its_panels_without_building_what_it_does_not_show
     for line in done.stdout.split("MODULES", 1)[0].splitlines():
         if line.startswith(("│", "╭", "╰")):
             assert len(line) == 99, line  # every panel line as wide as the terminal, less one column
+
+
+def test_a_group_lists_its_commands_and_the_top_level_help_flag_takes_no_conversion():
+    """A group's help lists its commands (drawn as a command's panels, `rescue data --help` had lost them), and
+    the top level's help flag, absent from `rescue run --help`, costs no value conversion (it is a bool)."""
+    for group, commands in (("data", ["fetch"]), ("review", ["serve", "user", "export"]), ("review user", ["add", "list"])):
+        result = _help(*group.split())
+        assert result.exit_code == 0, result.output
+        listed = result.stdout.split("Commands:", 1)[1].split()
+        assert all(command in listed for command in commands), (group, result.stdout)
+    top = _help()
+    assert "--help" in top.stdout and "--version" in top.stdout

@@ -1,6 +1,7 @@
-"""The CLI's start-up tricks live in one module (issue #36 item 5): ``rescue.cli._startup``. Its deferred names are
-the modules mypy reads, none of them is imported by importing the CLI, each resolves when a command reads it, and
-the command modules defer their imports through it rather than importing inside their functions."""
+"""The CLI's start-up loads less (issue #36 item 5, #47 item 1): ``rescue.cli._startup``'s deferred names are the
+modules mypy reads, none of them is imported by importing the CLI, each resolves when a command reads it, and the
+command modules defer their imports through it rather than importing inside their functions. Nothing of typer's
+or click's is reached through a private name or patched on an instance: the CLI uses their public API only."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def test_each_deferred_name_is_the_module_mypy_reads():
     assert DEFERRED, "the TYPE_CHECKING block lists no module"
     at_run_time = {name: getattr(_startup, name)._name for name in DEFERRED}
     assert at_run_time == DEFERRED
-    assert set(_startup.__all__) == set(DEFERRED) | {"command", "loaded"}
+    assert set(_startup.__all__) == set(DEFERRED) | {"loaded"}
 
 
 def test_importing_the_cli_imports_no_deferred_module():
@@ -78,3 +79,37 @@ def _deferring_imports(path) -> list[str]:
 def test_command_modules_defer_through_the_one_module():
     found = [hit for path in sorted((SRC / "cli").glob("_*.py")) if path != STARTUP for hit in _deferring_imports(path)]
     assert not found, "import these through rescue.cli._startup's deferred names:\n" + "\n".join(found)
+
+
+def _private_reaches(path) -> list[str]:
+    """Where ``path`` imports a third-party module's private name (``typer._click``, ``from x import _y``) or
+    puts a function on an object as a method (``types.MethodType``): the two ways the CLI used to reach inside
+    typer and click."""
+    found = []
+    for node in ast.walk(parsed(path)):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        for name in names:
+            if not name.startswith("rescue") and any(part.startswith("_") and not part.startswith("__")
+                                                     for part in name.split(".")):
+                found.append(f"{path.name}:{node.lineno}: {name}")
+        if isinstance(node, ast.Attribute) and node.attr == "MethodType":
+            found.append(f"{path.name}:{node.lineno}: types.MethodType")
+    return found
+
+
+def test_the_cli_uses_typer_and_click_through_their_public_api_only():
+    found = [hit for path in sorted((SRC / "cli").glob("*.py")) for hit in _private_reaches(path)]
+    assert not found, "\n".join(found)
+
+
+def test_the_scan_finds_what_it_looks_for(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("import types\nfrom typer._click import Context\nfrom typer.core import _split_opt\n"
+                      "import aiohttp.helpers\nx = types.MethodType(len, 1)\nfrom rescue.cli import _app\n",
+                      encoding="utf-8")
+    assert [hit.split(": ", 1)[1] for hit in _private_reaches(sample)] == [
+        "typer._click", "typer._click.Context", "typer.core._split_opt", "types.MethodType"]

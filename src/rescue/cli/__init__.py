@@ -10,10 +10,11 @@ import sys
 import threading
 from types import FrameType
 
+import typer.main
 from rich.markup import escape
 
 from rescue.cli._app import app, err_console
-from rescue.cli._startup import command, loaded
+from rescue.cli._startup import loaded
 from rescue.data.text import visible_text
 from rescue.errors import EXIT_ERROR, RescueError, Terminated, environment_error, exit_code
 
@@ -37,7 +38,7 @@ def main() -> None:
     previous = signal.signal(signal.SIGTERM, _terminate) if threading.current_thread() is threading.main_thread() \
         else None
     try:
-        command(app)()
+        typer.main.get_command(app)()
     except RescueError as exc:
         err_console.print(f"[bold red]error:[/] {escape(visible_lines(str(exc)))}", highlight=False, soft_wrap=True)
         _exit(exit_code(exc))

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
+from collections.abc import Callable
 from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand
+from typer.models import CommandFunctionType
 
 from rescue import __version__
+from rescue.cli._panels import PanelCommand
 from rescue.cli._startup import data_loading, data_splits
 from rescue.engine.run_options import (
     DEFAULT_SPLITS_FILE,
@@ -19,14 +23,30 @@ from rescue.engine.run_options import (
     option,
 )
 
-app = typer.Typer(
+
+
+class RescueTyper(typer.Typer):
+    """A typer application whose commands are :class:`~rescue.cli._panels.PanelCommand` (their help in option
+    panels drawn as plain text) unless one names another class."""
+
+    def command(self, name: str | None = None, *, cls: type[TyperCommand] | None = None,
+                **settings: Any) -> Callable[[CommandFunctionType], CommandFunctionType]:
+        """typer's ``command`` decorator, with :class:`PanelCommand` as the command's class by default."""
+        return super().command(name, cls=cls or PanelCommand, **settings)
+
+
+# Plain help (rich_markup_mode=None): typer's rich help imports rich.markdown and markdown-it, a third of
+# `rescue --help`'s time; the commands draw their option panels themselves (PanelCommand).
+app = RescueTyper(
     name="rescue",
     help="RESCUE-Bench end to end: validate data, build tasks, run models, score and report.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,
+    add_help_option=False,  # the callback's own --help below
 )
-data_app = typer.Typer(help="The benchmark data: fetch the official release.", no_args_is_help=True)
+data_app = RescueTyper(help="The benchmark data: fetch the official release.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
 
 console = Console()
@@ -39,10 +59,20 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _help(ctx: typer.Context, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        typer.echo(ctx.get_help(), color=ctx.color)
+        raise typer.Exit()
+
+
 @app.callback()
 def _main(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
+    # The top level's help flag, declared here with a bool default: typer's own has none, and its absent value
+    # (None) goes through typer's value conversion, which imports pydantic (a third of `rescue run --help`).
+    help: Annotated[bool, typer.Option("--help", callback=_help, is_eager=True, expose_value=False,
+                                       help="Show this message and exit.")] = False,
 ) -> None:
     """RESCUE-Bench end to end: validate data, build tasks, run models, score and report."""
 

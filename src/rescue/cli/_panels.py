@@ -1,13 +1,18 @@
 """A command's ``--help`` in option panels, drawn with plain text: the panels typer's rich help draws (one per
 ``rich_help_panel``, framed in box-drawing characters), without importing typer's rich help (rich.markdown,
-markdown-it) or laying the page out with rich, which together were two thirds of `rescue run --help`'s CPU."""
+markdown-it) or laying the page out with rich, which together were two thirds of `rescue run --help`'s CPU.
+
+:class:`PanelCommand` is the class of every ``rescue`` command (given as ``cls=``, typer's public way to choose
+a command's class; ``rescue.cli._app.RescueTyper`` gives it to each): click's plain help page, whose option
+list and epilog it draws itself."""
 
 from __future__ import annotations
 
 import shutil
 import textwrap
-import types
 from typing import Any
+
+from typer.core import TyperCommand
 
 DEFAULT_PANEL = "Options"
 ARGUMENTS_PANEL = "Arguments"
@@ -15,31 +20,28 @@ ARGUMENTS_PANEL = "Arguments"
 _OPTION_SHARE = 0.3
 
 
-def use_panels(command: Any) -> None:
-    """``command`` (a click command typer built) prints its help with panels drawn as plain text."""
-    command.rich_markup_mode = None  # typer's plain path: click's usage and text, then format_options below
-    command.format_options = types.MethodType(_format_options, command)
-    command.format_epilog = types.MethodType(_format_epilog, command)
+class PanelCommand(TyperCommand):
+    """A typer command whose help lists its options in plain-text panels and its epilog line by line."""
 
+    def format_epilog(self, ctx: Any, formatter: Any) -> None:
+        """The epilog (the help's examples) as written, line by line."""
+        # Line by line as written (click would re-wrap it into one paragraph): the examples are commands to copy.
+        if self.epilog:
+            formatter.write("\n" + self.epilog.rstrip() + "\n")
 
-def _format_epilog(self: Any, ctx: Any, formatter: Any) -> None:
-    # Line by line as written (click would re-wrap it into one paragraph): the examples are commands to copy.
-    if self.epilog:
-        formatter.write("\n" + self.epilog.rstrip() + "\n")
-
-
-def _format_options(self: Any, ctx: Any, formatter: Any) -> None:
-    panels: dict[str, list[tuple[str, str]]] = {ARGUMENTS_PANEL: [], DEFAULT_PANEL: []}
-    for param in self.get_params(ctx):
-        record = param.get_help_record(ctx)
-        if record is None:
-            continue
-        default = ARGUMENTS_PANEL if param.param_type_name == "argument" else DEFAULT_PANEL
-        panels.setdefault(getattr(param, "rich_help_panel", None) or default, []).append(record)
-    width = max(40, shutil.get_terminal_size().columns - 1)
-    for title, records in panels.items():
-        if records:
-            formatter.write("\n" + panel(title, records, width))
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        """The arguments and options, one panel per ``rich_help_panel`` (the rest under "Options")."""
+        panels: dict[str, list[tuple[str, str]]] = {ARGUMENTS_PANEL: [], DEFAULT_PANEL: []}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            default = ARGUMENTS_PANEL if param.param_type_name == "argument" else DEFAULT_PANEL
+            panels.setdefault(getattr(param, "rich_help_panel", None) or default, []).append(record)
+        width = max(40, shutil.get_terminal_size().columns - 1)
+        for title, records in panels.items():
+            if records:
+                formatter.write("\n" + panel(title, records, width))
 
 
 def panel(title: str, records: list[tuple[str, str]], width: int) -> str:

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from rescue.atomic import check_target
-from rescue.cli._app import app, console
+from rescue.cli._app import RescueTyper, app, console
 from rescue.cli._human_run import export_human_run
 from rescue.cli._startup import (
     human_app,
@@ -29,8 +29,8 @@ from rescue.cli._startup import (
 )
 from rescue.errors import ReviewError
 
-review_app = typer.Typer(help="Verify drafts in the browser: serve, accounts, assignment, export.", no_args_is_help=True)
-user_app = typer.Typer(help="Accounts of the review tool.", no_args_is_help=True)
+review_app = RescueTyper(help="Verify drafts in the browser: serve, accounts, assignment, export.", no_args_is_help=True)
+user_app = RescueTyper(help="Accounts of the review tool.", no_args_is_help=True)
 review_app.add_typer(user_app, name="user")
 app.add_typer(review_app, name="review")
 
