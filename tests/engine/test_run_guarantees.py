@@ -101,8 +101,9 @@ def test_another_configuration_is_refused_unless_overwrite(tmp_path):
     out = str(tmp_path / "run")
     first = run(RunConfig(out=out, tasks=["itp"], quiet=True, bertscore=False, limit_samples=2))
     before = (tmp_path / "run" / "results.json").read_text()
-    with pytest.raises(RunError, match=r"another configuration \(tasks: \['itp'\] → \['rpp'\]"):
-        run(RunConfig(out=out, tasks=["rpp"], quiet=True, bertscore=False, limit_samples=2))
+    # Another task grows the run (tests/engine/test_run_growth.py); another rendering is another configuration.
+    with pytest.raises(RunError, match=r"another configuration \(context_size: None → 2"):
+        run(RunConfig(out=out, tasks=["rpp"], quiet=True, bertscore=False, limit_samples=2, context_size=2))
     assert (tmp_path / "run" / "results.json").read_text() == before  # the finished run is untouched
     # The same configuration resumes, operational options (concurrency, quiet ...) may differ.
     again = run(RunConfig(out=out, tasks=["ITP"], quiet=True, bertscore=False, limit_samples=2, concurrency=3))

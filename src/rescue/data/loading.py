@@ -45,14 +45,7 @@ def choose_samples(samples: list[Sample], limit: int, how: str = "first") -> lis
     groups: dict[str, list[Sample]] = {}
     for sample in samples:
         groups.setdefault(sample.scenario, []).append(sample)
-    shares = {name: limit * len(group) / len(samples) for name, group in groups.items()}
-    quota = {name: min(len(groups[name]), max(1, int(share))) for name, share in shares.items()}
-    while sum(quota.values()) > limit:  # more scenarios than samples asked for: the largest keep theirs
-        smallest = min((n for n in quota if quota[n] > 0), key=lambda n: (shares[n], n))
-        quota[smallest] -= 1
-    while sum(quota.values()) < limit:  # largest remainders first
-        name = max((n for n in quota if quota[n] < len(groups[n])), key=lambda n: (shares[n] - quota[n], n))
-        quota[name] += 1
+    quota = stratified_quota({name: len(group) for name, group in groups.items()}, limit)
     from rescue.data.groups import infer_groups
 
     sessions = infer_groups(samples)
@@ -60,6 +53,21 @@ def choose_samples(samples: list[Sample], limit: int, how: str = "first") -> lis
     for name, group in groups.items():
         chosen.update(id(s) for s in _across_groups(group, quota[name], sessions.group_of))
     return [s for s in samples if id(s) in chosen]
+
+
+def stratified_quota(sizes: dict[str, int], limit: int) -> dict[str, int]:
+    """How many of ``limit`` to take from each stratum of ``sizes`` (stratum -> its size, ``limit`` below their
+    sum): each in its share, at least one of each while ``limit`` allows, the largest remainders rounding up."""
+    total = sum(sizes.values())
+    shares = {name: limit * size / total for name, size in sizes.items()}
+    quota = {name: min(sizes[name], max(1, int(share))) for name, share in shares.items()}
+    while sum(quota.values()) > limit:  # more strata than taken: the largest keep theirs
+        smallest = min((n for n in quota if quota[n] > 0), key=lambda n: (shares[n], n))
+        quota[smallest] -= 1
+    while sum(quota.values()) < limit:  # largest remainders first
+        name = max((n for n in quota if quota[n] < sizes[n]), key=lambda n: (shares[n] - quota[n], n))
+        quota[name] += 1
+    return quota
 
 
 def _across_groups(samples: list[Sample], k: int, group_of: Callable[[str], str]) -> list[Sample]:

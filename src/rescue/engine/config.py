@@ -37,6 +37,7 @@ from rescue.video import VideoOptions
 OPERATIONAL_FIELDS = frozenset({
     "out", "data", "api_key_env", "judge_api_key_env", "timeout", "concurrency", "max_retries", "max_failures",
     "max_cost", "retry_errors", "cache_dir", "prices", "quiet", "overwrite", "retry_after_cap", "splits",
+    "progress_interval",
     # A streamed answer is the same answer; keeping reasoning changes no score; --budget-retry only adds
     # answers for what ran out of budget, so a rerun with it continues the same run.
     "stream", "store_reasoning", "budget_retry",

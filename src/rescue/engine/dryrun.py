@@ -127,12 +127,13 @@ def _content_text(messages: list[ChatMessage]) -> str:
 def _planned(config: RunConfig, samples: list[Sample],
              single: bool) -> list[tuple[str, Task, list[Instance], list[list[Instance]]]]:
     """Each task's name, task, instances and batches as the run forms them (``single``: one instance each)."""
-    from rescue.engine.plan import batch_plan, build_options, load_task
+    from rescue.engine.plan import batch_plan, build_options, limit_instances, load_task
 
     planned = []
     for name in config.tasks:
         task = load_task(name)
-        instances = task.build(samples, **build_options(config.task_options, task))
+        built = task.build(samples, **build_options(config.task_options, task))
+        instances = limit_instances(config.part(Selection).limit, name, built)
         batches = [[i] for i in instances] if single else batch_plan(config.part(Asking), task, instances).batches
         planned.append((name, task, instances, batches))
     return planned

@@ -38,7 +38,8 @@ async def judge_pair(pair: PairResult, instances: list[Instance], judges: list[M
     stats = await judge_records(pairs, judges=judges, task_name=pair.task, scale=judging.judge_scale,
                                 concurrency=judging.concurrency, retry_errors=judging.retry_errors,
                                 repeats=judging.judge_repeats,
-                                on_graded=None if progress is None else lambda ok: progress.advance(1, 0 if ok else 1))
+                                on_graded=None if progress is None else lambda ok: progress.advance(1, 0 if ok else 1),
+                                on_reask=None if progress is None else progress.retry)
     pair.judge_usage = [s.to_dict() for s in stats.values()]
 
 

@@ -23,12 +23,14 @@ __all__ = ["Asking", "BertScoring", "Judging", "Resuming", "Roster", "Selection"
 
 @dataclass(frozen=True)
 class Selection:
-    """Which samples a run evaluates: ``--split`` of ``--splits``, then ``--limit-samples`` by ``--sample-choice``."""
+    """Which samples a run evaluates: ``--split`` of ``--splits``, then ``--limit-samples`` by ``--sample-choice``;
+    and how many instances of each task (``--limit``)."""
 
     split: str | None
     splits: str | None
     limit_samples: int | None
     sample_choice: SampleChoice
+    limit: int | None
 
 
 @dataclass(frozen=True)

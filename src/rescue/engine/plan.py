@@ -100,6 +100,29 @@ def select_samples(selection: Selection, samples: list[Sample]) -> tuple[list[Sa
     return choose_samples(samples, selection.limit_samples, selection.sample_choice), selection.sample_choice
 
 
+# --limit's draw: a fixed seed, so the same command takes the same instances (recorded in results.json).
+LIMIT_SEED = 0
+
+
+def limit_instances(limit: int | None, task: str, instances: list[Instance]) -> list[Instance]:
+    """``--limit N``: ``limit`` of one task's ``instances`` (all of them when there are no more), each scenario in
+    its share (:func:`rescue.data.loading.stratified_quota`), drawn within it with the fixed seed
+    :data:`LIMIT_SEED` and the task's name, kept in build order."""
+    if limit is None or limit >= len(instances):
+        return list(instances)
+    import random
+
+    from rescue.data.loading import stratified_quota
+
+    by_scenario: dict[str, list[int]] = {}
+    for index, instance in enumerate(instances):
+        by_scenario.setdefault(instance.scenario, []).append(index)
+    quota = stratified_quota({name: len(indices) for name, indices in by_scenario.items()}, limit)
+    draw = random.Random(f"rescue-limit:{LIMIT_SEED}:{task}")
+    taken = {i for name in sorted(by_scenario) for i in draw.sample(by_scenario[name], quota[name])}
+    return [instance for index, instance in enumerate(instances) if index in taken]
+
+
 def send_chains(batches: list[list[Instance]], concurrency: int, share: int | None = None) -> list[list[list[Instance]]]:
     """The order a task's requests are sent in, for providers' prompt caches: one chain per sample, its
     batches in row order, each sent after the one before it is answered, so each prompt finds the prefix it

@@ -1,15 +1,22 @@
 """What a run shows while it works: a rich progress bar per model and task (rate, ETA, failures, retries)
 and a structured log file (JSON lines, one event per line) for every retry, failure and finished task.
 
+On a terminal the bars redraw in place. Where stderr is no terminal (a log file, CI), redrawn bars would come out
+all at once at the end, so the same counters are printed as plain lines at a steady interval instead
+(``--progress-interval``), as pip and datasets do.
+
 Successful requests are counted, not logged one by one, to keep the hot path lean.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
+from rescue.engine.run_options import RunOptions
 from rescue.files import JsonLinesLog
 from rescue.display import terminal_text
 
@@ -101,14 +108,86 @@ def _rate_column(table_column: Any) -> Any:
     return RateColumn(table_column=table_column)
 
 
-class ProgressDisplay:
-    """A rich Progress on stderr, or nothing with ``quiet``."""
+# Seconds between two plain progress reports where stderr is no terminal: --progress-interval's default.
+DEFAULT_PROGRESS_INTERVAL: float = RunOptions.progress_interval
 
-    def __init__(self, quiet: bool):
+
+def plain_line(task: Any) -> str:
+    """One bar as a plain line (a log file's progress): its label, count, share, rate, time left, failures and
+    retries, the same counters the bar shows."""
+    from rich.text import Text
+
+    label = Text.from_markup(task.description).plain  # labels are markup with ids escaped, as the bars draw them
+    total = task.total or 0
+    share = f" ({task.completed / total:.0%})" if total else ""
+    speed = task.finished_speed or task.speed
+    rate = f"{speed:.1f}/s" if speed else "-/s"
+    left = task.time_remaining
+    when = "done" if task.finished else ("time left unknown" if left is None else f"{_clock(left)} left")
+    return (f"{label}: {task.completed:g}/{total:g}{share}, {rate}, {when}, "
+            f"fail {task.fields.get('failures', 0)} retry {task.fields.get('retries', 0)}")
+
+
+def _clock(seconds: float) -> str:
+    whole = int(round(seconds))
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+class PlainReports:
+    """Every ``interval`` seconds, one line per bar still running (and once for a bar that finished since), from
+    a thread of its own, so a log file hears of a run that waits on its endpoint too; a last line per bar at stop."""
+
+    def __init__(self, display: ProgressDisplay, interval: float):
+        self.display = display
+        self.interval = interval
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._told_done: set[Any] = set()
+
+    def start(self) -> None:
+        """Begin reporting."""
+        self._thread = threading.Thread(target=self._loop, name="rescue-progress-lines", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.report()
+
+    def report(self, *, last: bool = False) -> None:
+        """One line per bar running (every bar with ``last``), after a line with the time since the start."""
+        tasks = [t for t in self.display.progress.tasks if last or t.id not in self._told_done]
+        if not tasks:
+            return
+        from rich.text import Text
+
+        console = self.display.console
+        console.print(Text(f"progress after {_clock(time.monotonic() - self.started)}:"), soft_wrap=True,
+                      highlight=False)
+        for task in tasks:
+            if task.finished:
+                self._told_done.add(task.id)
+            console.print(Text("  " + plain_line(task)), soft_wrap=True, highlight=False)
+
+    def stop(self) -> None:
+        """Stop reporting; every bar's last line."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.report(last=True)
+
+
+class ProgressDisplay:
+    """A rich Progress on stderr, or nothing with ``quiet``; where stderr is no terminal, plain lines every
+    ``interval`` seconds (:class:`PlainReports`) instead of bars redrawn in place."""
+
+    def __init__(self, quiet: bool, interval: float = DEFAULT_PROGRESS_INTERVAL):
         from rich.console import Console
 
         self.progress: Any = None
+        self.plain: PlainReports | None = None
         self.console = Console(stderr=True)
+        live = self.console.is_terminal or self.console.is_jupyter  # where bars redraw in place
         if not quiet:
             from rich.progress import (
                 BarColumn,
@@ -136,13 +215,24 @@ class ProgressDisplay:
                            table_column=whole()),
                 console=self.console,
                 transient=False,
+                # No terminal: rich would print every bar once, at the end; the counters are kept, and reported
+                # as plain lines at a steady interval.
+                disable=not live,
             )
+            if not live:
+                self.plain = PlainReports(self, interval)
 
     def warn(self, text: str) -> None:
         """A line above the bars (or on stderr when quiet); ``text`` is shown literally, never as markup."""
         from rich.text import Text
 
         self.console.print(Text("warning: ", style="yellow") + Text(text), soft_wrap=True, highlight=False)
+
+    def note(self, text: str) -> None:
+        """A line of information above the bars (shown quiet or not); ``text`` is shown literally."""
+        from rich.text import Text
+
+        self.console.print(Text(text), soft_wrap=True, highlight=False)
 
     def task(self, model: str, task: str, total: int) -> TaskProgress:
         """A bar for one model on one task of ``total`` instances."""
@@ -155,8 +245,12 @@ class ProgressDisplay:
     def __enter__(self) -> ProgressDisplay:
         if self.progress is not None:
             self.progress.start()
+        if self.plain is not None:
+            self.plain.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self.plain is not None:
+            self.plain.stop()
         if self.progress is not None:
             self.progress.stop()

@@ -143,6 +143,10 @@ class RunOptions:
     limit_samples: Annotated[Optional[int], _opt(
         "--limit-samples", P_DATA, "Only N samples (see --sample-choice); the ones taken are listed in results.json.",
         check=(_at_least(1), "must be at least 1"))] = None
+    limit: Annotated[Optional[int], _opt(  # rescue.engine.plan.limit_instances, after limit_samples
+        "--limit", P_DATA, "Only N instances of each task, each scenario in its share, drawn with a fixed seed (the "
+        "ones taken are listed in results.json); beside --limit-samples, which takes whole sessions.",
+        check=(_at_least(1), "must be at least 1"))] = None
     # with limit_samples: stratified by scenario and session group (enough groups for intervals), or the first N
     sample_choice: Annotated[SampleChoice, _opt(
         "--sample-choice", P_DATA, "With --limit-samples: 'stratified' (each scenario in its share, from as many "
@@ -284,6 +288,9 @@ class RunOptions:
         "--out", P_OUTPUT, "The run directory (results.json, predictions.jsonl, cache, log); not needed with "
         "--dry-run.", cli=Optional[Path])]
     quiet: Annotated[bool, _opt(("--quiet", "-q"), P_OUTPUT, "No progress display or table (CI).")] = False
+    progress_interval: Annotated[float, _opt(  # rescue.engine.progress.PlainReports
+        "--progress-interval", P_OUTPUT, "Where the output is no terminal (a log file, CI): seconds between two "
+        "plain progress lines, in place of the bars.", check=(_above(0), "a positive number of seconds"))] = 30.0
 
 
 @dataclass(frozen=True)

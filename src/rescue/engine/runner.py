@@ -40,6 +40,8 @@ from rescue.engine.plan import (
     build_options,
     check_extras,
     check_local_models,
+    LIMIT_SEED,
+    limit_instances,
     load_task,
     names_preset,
     samples_sha256,
@@ -48,7 +50,7 @@ from rescue.engine.plan import (
     Used,
 )
 from rescue.engine.progress import ProgressDisplay, RunLog
-from rescue.engine.resume import prepare_folder
+from rescue.engine.resume import Growth, plan_growth, prepare_folder, stored_growth
 from rescue.engine.stop import RunSignals
 from rescue.engine.types import TaskModel
 from rescue.files import DirectoryLock, check_out_folder
@@ -92,6 +94,8 @@ class Runner:
         self.batching: dict[str, BatchingSummary] = {}
         self._stale: list[Path] = []  # leftover temporary files removed from the run directory
         self.used: Used | None = None  # what the run really used where its config says "default" (run() finds it)
+        # The models and tasks added to the run the folder holds (run() finds them), and the steps it grew by.
+        self.growth = Growth(list(config.models), list(config.tasks))
         # A model of your own that lacks part of the protocol fails here, before any work.
         self.given: dict[str, Model | TaskModel] = {
             m.name: m if isinstance(m, TaskModel) else require_model(m) for m in models}
@@ -200,13 +204,21 @@ class Runner:
         ask, score and write."""
         config = self.config
         started = time.monotonic()
+        if self.write and not self.offline:  # a run that adds models or tasks to the one in --out grows it
+            self.growth = plan_growth(config.part(Resuming), config.model_specs, bool(config.models), config.tasks,
+                                      self.out)
+            config.models, config.tasks = list(self.growth.models), list(self.growth.tasks)
         # Options and credentials first: they fail before any data is read or any folder is made.
         raw_models, raw_judges = self.check()
         samples, data_sha, data_info = self._load_samples()
         tasks: dict[str, Task] = {name: load_task(name) for name in config.tasks}
         video = self._locate_media(samples)  # as does a sample without media
-        instances = {name: task.build(samples, **build_options(config.task_options, task))
+        limit = config.part(Selection).limit
+        instances = {name: limit_instances(limit, name, task.build(samples, **build_options(config.task_options, task)))
                      for name, task in tasks.items()}
+        if limit is not None:  # which instances --limit took, per task
+            data_info.limit, data_info.limit_seed = limit, LIMIT_SEED
+            data_info.instance_ids = {name: [i.instance_id for i in found] for name, found in instances.items()}
         self.used = values_used(config.part(Asking), config.task_options, tasks, instances, data_sha)
         del samples  # held by the instances alone from here, which _run lets go once every pair is asked
         self._stale = []
@@ -294,9 +306,13 @@ class Runner:
         run_models = RunModels()
         interrupted = False
         try:
-            with ProgressDisplay(config.quiet) as display, \
+            with ProgressDisplay(config.quiet, config.progress_interval) as display, \
                     RunSignals(budget, display, log).taken(self.take_signals) as self.signals:
                 self._listen(log, session, display, {**endpoints, **judge_endpoints})
+                if self.growth.grows:
+                    log.event("grow", models=self.growth.added_models, tasks=self.growth.added_tasks)
+                    display.note(f"growing the run in {terminal_safe(str(self.out))}: adding "
+                                 f"{terminal_safe(self.growth.describe())} (what it holds is answered from the cache)")
                 run_models.wrap(session, config.model_specs, raw_models, raw_judges)
                 execution = Execution(asking, config.part(Judging), config.batch_poll, run_models, tasks, instances, display, log, self.out,
                                       batched=config.batch and self.write and not self.offline,
@@ -350,16 +366,18 @@ class Runner:
         assert self.used is not None, "run() finds what the run used before it asks"
         config_json = config_block(config.to_json(), judging, config.bertscore, bertscore, self.used)
         block, total = models_block(config.part(Roster), judging, pairs, models, self.prices)
+        run_id = uuid.uuid4().hex
         return RunResults.model_validate({
             "schema_version": SCHEMA_VERSION,
             "config": config_json,
             "run": {"complete": stopped is None, "stopped": stopped, "elapsed_s": round(elapsed, 3),
-                    "rescored": self.offline, "run_id": uuid.uuid4().hex, **status},
+                    "rescored": self.offline, "run_id": run_id, **status},
             "data": data_info,
             "cost": {"total": None if total is None else round(total, 6), "spent_this_run": round(budget.spent, 6)},
             "models": block,
             # How each task's requests were formed (the same for every model), batches split against leaks counted.
             "batching": self.batching,
+            "growth": [step.model_dump(mode="json") for step in self.growth.steps(run_id)],
         })
 
 
@@ -437,6 +455,7 @@ def rescore(run_dir: str | Path, *, data: str | None = None, media_root: str | N
         config.video.media_root = str(Path(media_root).resolve())
     config.quiet = quiet
     runner = Runner(config, offline=True)
+    runner.growth = stored_growth(stored)
     try:
         return asyncio.run(runner.run())
     except (KeyboardInterrupt, asyncio.CancelledError):

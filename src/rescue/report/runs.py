@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from rescue.errors import ReportError as ReportError
-from rescue.runs.results import ModelResults, StoredConfig
+from rescue.data.text import visible_text
+from rescue.runs.results import ModelResults, RunResults, StoredConfig
 from rescue.tasks import TASK_NAMES
 from rescue.tasks.base import VIDEO_MODES, PredictionRecord
 
@@ -76,7 +77,7 @@ def load_run(run_dir: str | Path) -> list[System]:
     for record in records:
         by_model.setdefault(record.model, []).append(record)
     names = list(typed.models) + [m for m in by_model if m not in typed.models]
-    return [
+    systems = [
         System(
             label=name,
             model=name,
@@ -88,6 +89,25 @@ def load_run(run_dir: str | Path) -> list[System]:
         )
         for name in names
     ]
+    if systems:  # said once per run, whatever its number of models
+        systems[0].notes.extend(limited_notes(typed, root))
+    return systems
+
+
+def limited_notes(results: RunResults, root: Path) -> list[str]:
+    """What the report says of a run that evaluated part of its data (``--limit-samples``, ``--limit``)."""
+    data = results.data
+    if data is None:
+        return []
+    taken = []
+    if data.sample_choice in ("first", "stratified") and data.sample_ids is not None:
+        taken.append(f"{len(data.sample_ids)} sample(s) ({data.sample_choice}, --limit-samples)")
+    if data.limit is not None:
+        taken.append(f"at most {data.limit} instance(s) per task (--limit, drawn with seed {data.limit_seed})")
+    if not taken:
+        return []
+    return [f"{visible_text(str(root), max_length=200)} is a limited run: {' and '.join(taken)}; its numbers are a sample of the "
+            "benchmark, not the benchmark's."]
 
 
 def load_logs(path: str | Path) -> list[System]:

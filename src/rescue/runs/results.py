@@ -69,6 +69,11 @@ class DataInfo(BaseModel):
     sample_choice: str = "all"  # all | first | stratified | split:NAME
     sample_ids: list[str] | None = None  # with --limit-samples or --split: exactly which samples were taken
     split: str | None = None  # --split: the split of the splits file the samples came from
+    # --limit N: at most N instances of each task, each scenario in its share, drawn with limit_seed; per task the
+    # ids of the instances taken (None: every instance of the samples)
+    limit: int | None = None
+    limit_seed: int | None = None
+    instance_ids: dict[str, list[str]] | None = None
 
 
 class PredictionsInfo(BaseModel):
@@ -246,6 +251,18 @@ class StoredConfig(BaseModel):
         return self.model_dump(mode="json")
 
 
+class GrowthStep(BaseModel):
+    """One step of a run that grew (``results.json["growth"]``): the models and tasks one command added to the run
+    directory, which command (its ``run_id``) and when (UTC, ISO 8601). The first step is the run as it was made."""
+
+    model_config = ConfigDict(extra="allow")
+
+    run_id: str | None = None
+    at: str | None = None
+    models: list[str] = Field(default_factory=list)
+    tasks: list[str] = Field(default_factory=list)
+
+
 class RunResults(BaseModel):
     """``results.json``."""
 
@@ -258,6 +275,8 @@ class RunResults(BaseModel):
     predictions: PredictionsInfo | None = None
     cost: CostBlock = Field(default_factory=CostBlock)
     models: dict[str, ModelResults]
+    # Empty for a run made by one command; a run that grew (a model or task added in place) lists its steps.
+    growth: list[GrowthStep] = Field(default_factory=list)
 
     def metrics(self, model: str, task: str, scope: str = "all") -> JsonObject:
         """The stored metrics of ``model`` on ``task`` in ``scope`` (empty when absent)."""

@@ -218,6 +218,7 @@ async def _grade_one(
     stats: JudgeStats,
     retry_errors: bool = False,
     repeat: int = 0,
+    on_reask: Callable[[], None] | None = None,
 ) -> JudgeGrade:
     from rescue.llm import ChatRequest
 
@@ -246,6 +247,8 @@ async def _grade_one(
             error = f"invalid answer: {exc}"
             if attempt < max_attempts:
                 stats.retries += 1
+                if on_reask is not None:  # a progress bar counts the re-asks results.json counts
+                    on_reask()
                 # Asking again with the error changes the request, so a caching judge does not replay the
                 # same invalid answer.
                 messages += [
@@ -291,6 +294,7 @@ async def judge_records(
     on_graded: Callable[[bool], None] | None = None,
     retry_errors: bool = False,
     repeats: int = 1,
+    on_reask: Callable[[], None] | None = None,
 ) -> dict[str, JudgeStats]:
     """Grade every (instance, record) pair with every judge; fills ``record.scores`` and ``record.judge``.
 
@@ -308,6 +312,7 @@ async def judge_records(
             (keyed apart in the cache). The first repeat's grade is the grade that scores; with more than one,
             the grade also carries ``repeats``: every repeat's scores (``None`` where it gave no valid grade),
             read by :func:`rescue.scoring.judge_agreement.judge_stability`. ``1`` asks and records exactly as before.
+        on_reask: called at every re-ask after an invalid answer (each one the returned ``retries`` count).
 
     Returns:
         Per judge name, its request, retry, failure and token counts.
@@ -320,7 +325,7 @@ async def judge_records(
     async def ask(judge: Model, prompt: str, repeat: int) -> JudgeGrade:
         async with gate:
             return await _grade_one(judge, prompt, task_name, scale, max_attempts, max_tokens, stats[judge.name],
-                                    retry_errors, repeat)
+                                    retry_errors, repeat, on_reask)
 
     async def run(judge: Model, prompt: str) -> JudgeGrade:
         grades = await asyncio.gather(*(ask(judge, prompt, k) for k in range(repeats)))
