@@ -15,9 +15,10 @@ import pytest
 import rescue
 from rescue import errors
 from rescue.data import errors as data_errors
-from rescue.errors import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED, RescueError, exit_code
+from rescue.errors import (EXIT_ERROR, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_NOT_VERIFIED, EXIT_TERMINATED, RescueError,
+                           exit_code)
 
-EXIT_CODES = {EXIT_ERROR, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED}
+EXIT_CODES = {EXIT_NOT_VERIFIED, EXIT_ERROR, EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_TERMINATED}
 
 
 def _public_exceptions(modules: list[ModuleType]) -> dict[str, type[BaseException]]:

@@ -52,6 +52,8 @@ LAYERS: dict[str, set[str] | str] = {
     "inspect_tasks": {"data", "tasks", "llm", "scoring", "engine", "runs"},
     "testing": {"data", "tasks", "llm"},
     "exports": {"data", "tasks"},  # fine-tuning chats and datasets folders, rendered by the tasks themselves
+    # submission bundles and their verification: a run re-derived with the engine's own rescore, the report's intervals
+    "submissions": {"data", "tasks", "llm", "runs", "engine", "report"},
     "cli": EVERYTHING,
     "__init__": EVERYTHING,  # the notebook API
     "__main__": EVERYTHING,

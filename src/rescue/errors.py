@@ -7,7 +7,8 @@ they are raised. The ground floor, importing nothing from rescue, so that every 
 tests/test_layers.py holds that true, and tests/test_errors.py that every public exception is a
 :class:`RescueError` with its exit code (so a user meets a message, never a traceback).
 
-Exit codes: 0 done; :data:`EXIT_ERROR` (2) for anything a user can fix (bad input, bad options, a full disk, a
+Exit codes: 0 done; :data:`EXIT_NOT_VERIFIED` (1) for ``rescue verify`` whose checks ran and one failed;
+:data:`EXIT_ERROR` (2) for anything a user can fix (bad input, bad options, a full disk, a
 folder that is a file), the message naming what to fix; :data:`EXIT_INCOMPLETE` (3) for a command that stopped
 with work left (rerunning it continues); :data:`EXIT_INTERRUPTED` (130) for Ctrl-C; :data:`EXIT_TERMINATED`
 (143) for SIGTERM.
@@ -21,6 +22,7 @@ from pathlib import Path
 from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 
+EXIT_NOT_VERIFIED = 1  # rescue verify: a check ran and failed (the input itself was readable)
 EXIT_ERROR = 2
 EXIT_INCOMPLETE = 3
 EXIT_INTERRUPTED = 130
@@ -319,6 +321,17 @@ class ComparabilityError(ReportError):
 
 class ExportError(RescueError):
     """An export that cannot be written (a missing extra, nothing to export)."""
+
+
+class BundleError(RescueError):
+    """A submission bundle that cannot be written or read (``rescue submit``, ``rescue verify``): the message names
+    the file, member and field."""
+
+
+class NotVerified(RescueError):
+    """``rescue verify`` ran its checks and at least one failed: the verdict says which."""
+
+    exit_code = EXIT_NOT_VERIFIED
 
 
 # --- build and review ---------------------------------------------------------------------------------------

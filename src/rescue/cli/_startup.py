@@ -79,6 +79,9 @@ if TYPE_CHECKING:
     import rescue.review.project as review_project
     import rescue.runs.failures as runs_failures
     import rescue.scoring.judge_agreement as scoring_judge_agreement
+    import rescue.submissions.bundle as submissions_bundle
+    import rescue.submissions.submit as submissions_submit
+    import rescue.submissions.verify as submissions_verify
     import rescue.suites as suites
     import rescue.tasks as task_registry
     import rescue.tasks.base as tasks_base
@@ -118,6 +121,9 @@ else:
     runs_failures = _Deferred("rescue.runs.failures")
     scoring_judge_agreement = _Deferred("rescue.scoring.judge_agreement")
     sqlalchemy = _Deferred("sqlalchemy")
+    submissions_bundle = _Deferred("rescue.submissions.bundle")
+    submissions_submit = _Deferred("rescue.submissions.submit")
+    submissions_verify = _Deferred("rescue.submissions.verify")
     suites = _Deferred("rescue.suites")
     task_registry = _Deferred("rescue.tasks")
     tasks_base = _Deferred("rescue.tasks.base")
@@ -131,7 +137,8 @@ __all__ = [
     "exports_hf", "files", "proc", "report_build", "report_failures", "report_reference", "report_runs",
     "report_summary", "human_app", "human_benchmark", "human_export", "human_store", "review_crud",
     "review_db", "review_export", "review_models", "review_project", "review_server", "rich_progress",
-    "rich_table", "runs_failures", "scoring_judge_agreement", "sqlalchemy", "suites", "task_registry",
+    "rich_table", "runs_failures", "scoring_judge_agreement", "sqlalchemy", "submissions_bundle", "submissions_submit",
+    "submissions_verify", "suites", "task_registry",
     "tasks_base", "tasks_render", "tomllib", "uvicorn",
     "loaded",
 ]

@@ -16,7 +16,8 @@ import json
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 from pydantic import TypeAdapter
 
@@ -45,6 +46,18 @@ CREATE TABLE IF NOT EXISTS failures (
     created REAL NOT NULL
 );
 """
+
+
+class CachedAnswer(NamedTuple):
+    """One stored answer as :meth:`ResponseCache.answers_of` reads it: usage and meta as stored (JSON objects)."""
+
+    key: str
+    model: str
+    purpose: str
+    text: str
+    usage: JsonObject
+    meta: JsonObject
+    created: float  # seconds since the epoch, when it was stored
 
 
 def canonical_json(value: Any) -> str:
@@ -136,6 +149,15 @@ class ResponseCache:
         self._db.execute(
             "INSERT OR REPLACE INTO failures VALUES (?, ?, ?, ?, ?)", (key, model, status, error, time.time())
         )
+
+    def answers_of(self, models: set[str]) -> Iterator[CachedAnswer]:
+        """Every stored answer of ``models`` (by the name the session stored them under), oldest first: what a
+        submission bundle carries (the request's key, never its body)."""
+        placeholders = ",".join("?" * len(models))
+        query = ("SELECT key, model, purpose, text, usage, meta, created FROM answers "
+                 f"WHERE model IN ({placeholders}) ORDER BY created, key")
+        for key, model, purpose, text, usage, meta, created in self._db.execute(query, sorted(models)):
+            yield CachedAnswer(key, model, purpose, text, json.loads(usage), json.loads(meta), created)
 
     def counts(self) -> dict[str, int]:
         """How many answers and failures are stored."""

@@ -88,6 +88,9 @@ class GenerationSettings:
         }
 
 
+_SERVED_MODEL_MAX = 200  # characters of a provider's model name kept; a longer "name" is not one
+
+
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
     """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds; HTTP dates are ignored)."""
     if headers is None:
@@ -760,7 +763,12 @@ class OpenAIModel:
         if not isinstance(finish, str):
             raise MalformedAnswer(f"finish_reason is a {type(finish).__name__}, not text")
         usage, unreadable = _read_usage(data.get("usage"))
-        return self._outcome(text, reasoning, finish, usage, unreadable)
+        answer = self._outcome(text, reasoning, finish, usage, unreadable)
+        served = data.get("model")
+        if isinstance(served, str) and served and len(served) <= _SERVED_MODEL_MAX:
+            # The name the provider answered as (an alias resolves to a dated snapshot): a submission shows it.
+            answer.meta["served_model"] = secrets.scrub(served)
+        return answer
 
     def _outcome(self, text: str | None, reasoning: str, finish: str, usage: Usage,
                  usage_unknown: str | None = None) -> ChatAnswer:

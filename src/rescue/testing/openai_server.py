@@ -79,6 +79,7 @@ class Reply:
     newline: str = "\n"  # the line ending: "\r\n" and "\r" are valid SSE too
     comments: bool = False  # ": keep-alive" comments, event:/id:/retry: fields and empty data: lines between events
     no_done: bool = False  # no data: [DONE] at the end (the finish_reason and usage still come)
+    served_model: str | None = None  # the answer's "model" (what the provider says it served); None: the request's
 
     @classmethod
     def text(cls, content: str, *, delay: float = 0.0) -> Reply:
@@ -477,7 +478,7 @@ def _completion(body: JsonObject, reply: Reply) -> JsonObject:
         "id": f"chatcmpl-test-{time.monotonic_ns()}",
         "object": "chat.completion",
         "created": int(time.time()),
-        "model": body.get("model", "test-model"),
+        "model": reply.served_model or body.get("model", "test-model"),
         "choices": [
             {
                 "index": 0,

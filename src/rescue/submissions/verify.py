@@ -1,0 +1,419 @@
+"""``rescue verify FILE``: a bundle re-derived offline with this rescue and compared with what it claims.
+
+The checks, in order (each a :class:`Check` of the :class:`Verdict`; the first that cannot pass stops the rest):
+
+1. the bundle is read as hostile input (:func:`rescue.submissions.bundle.read_bundle`): limits, member names,
+   the manifest's schema, every member's SHA-256;
+2. the manifest agrees with its files (data digest, systems, tasks, judges);
+3. the data given is the release the manifest names (its SHA-256), and each task's instances (their ids) and
+   prompts (every request's messages) are what this rescue builds and renders from it;
+4. re-scored: the run is rebuilt in a temporary folder from the bundle's answers alone (the cache a run
+   rescores from; people's answers from their records) and ``rescue rescore``'s own machinery re-parses every
+   answer, re-runs the offline baselines and BERTScore, and re-aggregates every metric; every record, metric
+   and interval must equal the submitted one to the last digit.
+
+Then the audits (answers that repeat another bundle's, timings no model could have, instances missing, usage
+that cannot be) and, when asked, re-judging and reproducing a sample (:mod:`rescue.submissions.resample`).
+The verdict's level is the highest passed: ``checked`` (re-scored), ``re-judged``, ``reproduced``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal
+
+from rescue.atomic import write_all_atomic
+from rescue.data.loading import load_samples
+from rescue.display import markdown_text
+from rescue.engine.config import RunConfig
+from rescue.engine.runner import Runner
+from rescue.engine.types import TaskModel
+from rescue.errors import BundleError, RescueError
+from rescue.llm import ChatAnswer, Usage
+from rescue.llm import ResponseCache
+from rescue.runs.folder import CACHE, read_run
+from rescue.runs.results import PREDICTIONS, RESULTS, RunResults
+from rescue.submissions.bundle import (ANSWERS, INTERVALS, Bundle, bundle_results, json_lines, parse_json,
+                                       read_bundle, system_kind)
+from rescue.submissions.facts import run_intervals, task_facts
+from rescue.submissions.submit import run_data
+from rescue.tasks.base import Instance, PredictionRecord, RenderOptions, Task
+
+Level = Literal["refused", "failed", "checked", "re-judged", "reproduced"]
+USAGE_FIELDS = {f.name for f in fields(Usage)}
+SHOWN = 5  # differences named per check; the count says how many there were
+# An answer a model sent takes at least this long on average: a run whose answers came faster was not asked.
+FASTEST_ANSWER_S = 0.001
+
+
+@dataclass
+class Check:
+    """One check of a verification: its name, whether it passed (None: not run), and what it found."""
+
+    name: str
+    passed: bool | None
+    detail: str = ""
+
+
+@dataclass
+class Verdict:
+    """A bundle's verification: the level reached, every check and audit, and the bundle's answer-set digest
+    (which a leaderboard compares across entries to find repeated answers)."""
+
+    bundle: str
+    level: Level
+    checks: list[Check] = field(default_factory=list)
+    audits: list[Check] = field(default_factory=list)
+    systems: list[str] = field(default_factory=list)
+    answer_digests: dict[str, str] = field(default_factory=dict)  # system -> digest of its (instance, answer) set
+    rescue_version: str = ""
+
+    @property
+    def passed(self) -> bool:
+        """Every check and audit that ran passed."""
+        return all(c.passed is not False for c in [*self.checks, *self.audits])
+
+    def as_json(self) -> dict[str, Any]:
+        """The verdict as written to ``.verdict.json``."""
+        return {**asdict(self), "passed": self.passed}
+
+
+class RecordedAnswers:
+    """A system whose answers cannot be asked again (a person): each batch answered with the text its records
+    hold, so the run's own parsing and scoring re-derive the rest (the runner's TaskModel protocol)."""
+
+    def __init__(self, name: str, raw: dict[tuple[str, str], str | None]):
+        self.name = name
+        self.raw = raw  # (task, instance id) -> the answer text its record holds
+
+    def applies_to(self, task_name: str) -> bool:
+        """A person answered every task of the run that has records."""
+        return any(task == task_name for task, _ in self.raw)
+
+    def prepare(self, task: Task, instances: list[Instance], options: RenderOptions | None = None) -> None:
+        """Nothing to learn."""
+        return None
+
+    async def solve(self, ask: Any) -> ChatAnswer:
+        """The text recorded for the batch (a person's batch has one answer text for all its instances)."""
+        for instance in ask.batch:
+            text = self.raw.get((ask.task.name, instance.instance_id))
+            if text:
+                return ChatAnswer(text)
+        return ChatAnswer(None, "request_error", "no answer recorded")
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+        return None
+
+
+def answer_digest(records: Iterable[PredictionRecord]) -> str:
+    """The digest of a system's set of (task, instance, answer text): equal for two bundles whose answers are
+    the same, whatever their names say."""
+    lines = sorted(f"{r.task}\t{r.instance_id}\t{r.raw or ''}" for r in records)
+    return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# --- the checks ------------------------------------------------------------------------------------------
+
+
+def _consistency(bundle: Bundle, results: RunResults) -> Check:
+    manifest = bundle.manifest
+    problems = []
+    recorded = results.config.used.data_sha256 or (results.data.sha256 if results.data else None)
+    if recorded and recorded != manifest.data_sha256:
+        problems.append(f"data_sha256 {manifest.data_sha256[:12]}... but results.json records {recorded[:12]}...")
+    if set(manifest.systems) != set(results.models):
+        problems.append(f"systems {sorted(manifest.systems)} but results.json holds {sorted(results.models)}")
+    if list(manifest.judges) != list(results.config.judges):
+        problems.append(f"judges {manifest.judges} but results.json records {results.config.judges}")
+    for name, facts in manifest.systems.items():
+        if facts.kind != system_kind(name):
+            problems.append(f"systems.{name}.kind is {facts.kind!r}, but the name says {system_kind(name)!r}")
+    if set(manifest.tasks) != set(results.config.as_dict().get("tasks") or manifest.tasks):
+        problems.append(f"tasks {sorted(manifest.tasks)} but results.json ran {results.config.as_dict().get('tasks')}")
+    return Check("manifest agrees with its files", not problems, "; ".join(problems[:SHOWN]) or
+                 f"{len(manifest.systems)} system(s), {len(manifest.tasks)} task(s)")
+
+
+def _rebuild(bundle: Bundle, folder: Path) -> dict[str, dict[tuple[str, str], str | None]]:
+    """The run folder ``rescue rescore`` reads, from the bundle alone; the recorded answers of the systems
+    that cannot be asked again (people), by system."""
+    (folder / RESULTS).write_bytes(bundle.members[RESULTS])
+    (folder / PREDICTIONS).write_bytes(bundle.members[PREDICTIONS])
+    store = ResponseCache(folder / CACHE)
+    try:
+        for number, entry in json_lines(bundle, ANSWERS):
+            where = f"{bundle.path}:{ANSWERS}:{number}"
+            try:
+                usage = Usage(**{k: v for k, v in entry["usage"].items()  # type: ignore[arg-type]
+                                 if k in USAGE_FIELDS and isinstance(v, int | float) and not isinstance(v, bool)})
+                answer = ChatAnswer(str(entry["text"]), "ok", "", usage, dict(entry.get("meta") or {}))
+                store.put(str(entry["request_sha256"]), model=str(entry["model"]), endpoint="bundle",
+                          purpose=str(entry.get("purpose") or "predict"), request={}, answer=answer)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise BundleError(f"{where}: not an answer line ({type(exc).__name__}: {exc})") from None
+    finally:
+        store.close()
+    _, records = read_run(folder)
+    people: dict[str, dict[tuple[str, str], str | None]] = {}
+    for record in records:
+        if system_kind(record.model) == "human":
+            people.setdefault(record.model, {})[(record.task, record.instance_id)] = record.raw
+    return people
+
+
+def _compare_records(submitted: Sequence[PredictionRecord], derived: Sequence[PredictionRecord]) -> list[str]:
+    ours = {(r.model, r.task, r.instance_id): r for r in derived}
+    differences = []
+    seen = set()
+    for record in submitted:
+        key = (record.model, record.task, record.instance_id)
+        seen.add(key)
+        mine = ours.get(key)
+        if mine is None:
+            differences.append(f"{record.model} {record.instance_id}: not re-derived (no such instance here)")
+            continue
+        for name in ("prediction", "status", "scores", "gold"):
+            if getattr(record, name) != getattr(mine, name):
+                differences.append(f"{record.model} {record.instance_id}: {name} {getattr(record, name)!r} submitted, "
+                                   f"{getattr(mine, name)!r} re-derived")
+                break
+    for key in ours.keys() - seen:
+        differences.append(f"{key[0]} {key[2]}: re-derived but not in the submitted predictions")
+    return differences
+
+
+def _compare_metrics(submitted: RunResults, derived: RunResults) -> list[str]:
+    differences = []
+    for model, results in submitted.models.items():
+        mine = derived.models.get(model)
+        if mine is None:
+            differences.append(f"{model}: not re-derived")
+            continue
+        for task, task_results in results.tasks.items():
+            for scope, metrics in task_results.model_dump(mode="json").items():
+                theirs = mine.tasks.get(task)
+                ours = theirs.model_dump(mode="json").get(scope) if theirs else None
+                if ours != metrics:
+                    differences.append(f"{model} {task} {scope}: {_first_difference(metrics, ours)}")
+    return differences
+
+
+def _first_difference(left: Any, right: Any, path: str = "") -> str:
+    if isinstance(left, dict) and isinstance(right, dict):
+        for key in sorted(left.keys() | right.keys()):
+            if left.get(key) != right.get(key):
+                return _first_difference(left.get(key), right.get(key), f"{path}.{key}" if path else str(key))
+    return f"{path or 'value'} {left!r} submitted, {right!r} re-derived"
+
+
+def _compare_intervals(submitted: Any, derived: list[dict[str, Any]]) -> list[str]:
+    if not isinstance(submitted, list):
+        return ["intervals.json is not a list of cells"]
+    key = ("system", "scope", "column")
+    theirs = {tuple(c.get(k) for k in key): c for c in submitted if isinstance(c, dict)}
+    ours = {tuple(c[k] for k in key): c for c in derived}
+    differences = [f"{' '.join(map(str, k))}: submitted but not re-derived" for k in theirs.keys() - ours.keys()]
+    differences += [f"{' '.join(map(str, k))}: re-derived but not submitted" for k in ours.keys() - theirs.keys()]
+    for cell_key in theirs.keys() & ours.keys():
+        if theirs[cell_key] != ours[cell_key]:
+            differences.append(f"{' '.join(map(str, cell_key))}: {_first_difference(theirs[cell_key], ours[cell_key])}")
+    return sorted(differences)
+
+
+def _listed(differences: list[str]) -> str:
+    more = f" (and {len(differences) - SHOWN} more)" if len(differences) > SHOWN else ""
+    return "; ".join(differences[:SHOWN]) + more
+
+
+def _rescore(bundle: Bundle, results: RunResults, data: str | None, folder: Path) -> tuple[RunResults, list[PredictionRecord]]:
+    people = _rebuild(bundle, folder)
+    config = RunConfig.from_json(results.config.as_dict(), f"{bundle.path}:{RESULTS}")
+    config.out = str(folder)
+    config.data = data
+    config.quiet = True
+    config.cache_dir = None
+    models: list[TaskModel] = [RecordedAnswers(name, raw) for name, raw in people.items()]
+    runner = Runner(config, offline=True, models=models)
+    asyncio.run(runner.run())
+    return read_run(folder)
+
+
+# --- the audits -----------------------------------------------------------------------------------------
+
+
+def _audits(bundle: Bundle, records: Sequence[PredictionRecord], others: Sequence[Verdict]) -> tuple[list[Check], dict[str, str]]:
+    manifest = bundle.manifest
+    by_system: dict[str, list[PredictionRecord]] = {}
+    for record in records:
+        by_system.setdefault(record.model, []).append(record)
+    digests = {name: answer_digest(rs) for name, rs in by_system.items()}
+    audits: list[Check] = []
+    repeats = [f"{name} repeats {other.bundle}'s {theirs}" for other in others
+               for name, digest in digests.items() for theirs, their_digest in other.answer_digests.items()
+               if digest == their_digest and system_kind(name) == "model"]
+    audits.append(Check("answers not repeated from another bundle", not repeats,
+                        _listed(repeats) if repeats else f"compared with {len(others)} other bundle(s)"))
+    missing = []
+    for name, facts in manifest.systems.items():
+        for task in facts.tasks:
+            have = sum(1 for r in by_system.get(name, []) if r.task == task)
+            expected = manifest.tasks[task].instances if task in manifest.tasks else have
+            if have < expected:
+                missing.append(f"{name} {task}: {have} of {expected} instances")
+    audits.append(Check("no instance missing", not missing or not manifest.state.complete,
+                        (_listed(missing) + ("" if manifest.state.complete else " (the manifest says the run is "
+                                                                                "incomplete)")) if missing else "every system answered every instance of its tasks"))
+    bad_usage = []
+    answered = 0
+    for number, entry in json_lines(bundle, ANSWERS):
+        answered += 1
+        usage = entry.get("usage") if isinstance(entry, dict) else None
+        if not isinstance(usage, dict):
+            bad_usage.append(f"answers.jsonl:{number}: no usage object")
+            continue
+        counts = {k: v for k, v in usage.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+        if any(v < 0 for v in counts.values()):
+            bad_usage.append(f"answers.jsonl:{number}: a negative token count")
+        elif counts.get("output_tokens", 0) == 0 and counts.get("unknown", 0) == 0 and counts.get("input_tokens", 0) > 0:
+            bad_usage.append(f"answers.jsonl:{number}: an answer of {len(str(entry.get('text', '')))} characters "
+                             "in 0 output tokens")
+        elif counts.get("reasoning_tokens", 0) > counts.get("output_tokens", 0):
+            bad_usage.append(f"answers.jsonl:{number}: more reasoning tokens than output tokens")
+    audits.append(Check("usage that can be", not bad_usage, _listed(bad_usage) if bad_usage else
+                        f"{answered} answer(s) with plausible usage"))
+    asked = sum(f.answers for f in manifest.systems.values() if f.kind == "model")
+    elapsed = manifest.state.elapsed_s
+    too_fast = asked > 0 and elapsed is not None and elapsed < asked * FASTEST_ANSWER_S and not manifest.state.rescored
+    audits.append(Check("timings a model could have", not too_fast,
+                        f"{asked} answers in {elapsed} s" if too_fast else
+                        f"{asked} model answer(s) in {elapsed if elapsed is not None else '?'} s"))
+    return audits, digests
+
+
+# --- the verification -----------------------------------------------------------------------------------
+
+
+def verify(path: str | Path, *, data: str | Path | None = None, others: Sequence[Verdict] = ()) -> Verdict:
+    """Verify a bundle offline (checks 1-4 and the audits); RescueError only for what stops before a verdict
+    can be given (none here: a refused bundle is a verdict of level ``refused``)."""
+    from rescue._version import __version__
+
+    verdict = Verdict(str(path), "refused", rescue_version=__version__)
+    try:
+        bundle = read_bundle(path)
+        results = bundle_results(bundle)
+    except RescueError as exc:
+        verdict.checks.append(Check("a readable bundle", False, str(exc)))
+        return verdict
+    verdict.systems = list(bundle.manifest.systems)
+    verdict.checks.append(Check("a readable bundle", True, f"{len(bundle.members) + 1} members, every hash matches"))
+    consistent = _consistency(bundle, results)
+    verdict.checks.append(consistent)
+    if not consistent.passed:
+        return verdict
+    verdict.level = "failed"
+    try:
+        data_path, sha = run_data(results, data, Path(f"{bundle.path}:{RESULTS}").parent)
+    except RescueError as exc:
+        verdict.checks.append(Check("the release the bundle names", False, str(exc)))
+        return verdict
+    verdict.checks.append(Check("the release the bundle names", sha == bundle.manifest.data_sha256,
+                                f"data SHA-256 {sha[:16]}..."))
+    config = RunConfig.from_json(results.config.as_dict(), f"{bundle.path}:{RESULTS}")
+    samples = load_samples(data_path, keep_text=False)
+    if results.data is not None and results.data.sample_ids:
+        chosen = set(results.data.sample_ids)
+        samples = [s for s in samples if s.sample_id in chosen]
+    facts = task_facts(config, samples)
+    for name, claimed in bundle.manifest.tasks.items():
+        mine = facts.get(name)
+        same_ids = mine is not None and mine.instances == claimed.instances and \
+            mine.instance_ids_sha256 == claimed.instance_ids_sha256
+        verdict.checks.append(Check(f"{name}: the release's instances", same_ids,
+                                    f"{claimed.instances} instances" if same_ids else
+                                    f"instance ids digest {claimed.instance_ids_sha256[:12]}... submitted, "
+                                    f"{mine.instance_ids_sha256[:12] if mine else '(no such task)'}... here"))
+        same_prompts = mine is not None and mine.prompt_sha256 == claimed.prompt_sha256
+        verdict.checks.append(Check(f"{name}: prompts this rescue renders", same_prompts,
+                                    "every request's messages match" if same_prompts else
+                                    f"prompt digest {claimed.prompt_sha256[:12]}... submitted, "
+                                    f"{mine.prompt_sha256[:12] if mine else '(no such task)'}... here"))
+    if not all(c.passed for c in verdict.checks):
+        return verdict
+    with tempfile.TemporaryDirectory(prefix="rescue-verify-") as tmp:
+        folder = Path(tmp)
+        try:
+            derived, derived_records = _rescore(bundle, results, data_path, folder)
+            submitted_records = _submitted_records(bundle, folder)
+            intervals = run_intervals(folder)
+        except RescueError as exc:
+            verdict.checks.append(Check("re-scored from the answers", False, str(exc)))
+            return verdict
+        record_differences = _compare_records(submitted_records, derived_records)
+        verdict.checks.append(Check("every answer re-parsed and re-scored", not record_differences,
+                                    _listed(record_differences) if record_differences else
+                                    f"{len(derived_records)} records equal"))
+        metric_differences = _compare_metrics(results, derived)
+        verdict.checks.append(Check("every metric to the last digit", not metric_differences,
+                                    _listed(metric_differences) if metric_differences else "every task, scope and sample"))
+        if INTERVALS in bundle.members:
+            interval_differences = _compare_intervals(parse_json(bundle.text(INTERVALS), f"{bundle.path}:{INTERVALS}"),
+                                                      intervals)
+            verdict.checks.append(Check("every interval to the last digit", not interval_differences,
+                                        _listed(interval_differences) if interval_differences else
+                                        f"{len(intervals)} leaderboard cells"))
+        verdict.audits, verdict.answer_digests = _audits(bundle, submitted_records, others)
+    if verdict.passed:
+        verdict.level = "checked"
+    return verdict
+
+
+def _submitted_records(bundle: Bundle, folder: Path) -> list[PredictionRecord]:
+    """The bundle's own predictions, read with the run folder's reader (one record model, one set of checks)."""
+    from rescue.runs.folder import read_predictions
+
+    original = folder / "submitted.jsonl"
+    original.write_bytes(bundle.members[PREDICTIONS])
+    return read_predictions(original)
+
+
+def verdict_markdown(verdict: Verdict) -> str:
+    """The verdict as Markdown: the level, then every check and audit with what it found."""
+    mark = {True: "passed", False: "FAILED", None: "not run"}
+    lines = [f"# Verification of {Path(verdict.bundle).name}", "",
+             f"**Verdict: {verdict.level}** ({'every check passed' if verdict.passed else 'a check failed'}; "
+             f"rescue {verdict.rescue_version})", "", "| check | result | found |", "|---|---|---|"]
+    for check in [*verdict.checks, *verdict.audits]:
+        lines.append(f"| {markdown_text(check.name)} | {mark[check.passed]} | {markdown_text(check.detail)} |")
+    return "\n".join(lines) + "\n"
+
+
+def verdict_json(verdict: Verdict) -> str:
+    """The verdict as written to ``.verdict.json``."""
+    return json.dumps(verdict.as_json(), indent=2, ensure_ascii=False) + "\n"
+
+
+def write_verdict(verdict: Verdict, folder: str | Path, stem: str) -> tuple[Path, Path]:
+    """``FOLDER/STEM.verdict.json`` and ``.md``, each whole or absent; the two paths."""
+    target = Path(folder)
+    target.mkdir(parents=True, exist_ok=True)
+    json_path, markdown_path = target / f"{stem}.verdict.json", target / f"{stem}.verdict.md"
+    write_all_atomic([(json_path, verdict_json(verdict)), (markdown_path, verdict_markdown(verdict))])
+    return json_path, markdown_path
+
+
+def read_verdict(path: str | Path) -> Verdict:
+    """A verdict written by :func:`verdict_json` (another bundle's, for the repeated-answers audit)."""
+    value = parse_json(Path(path).read_text(encoding="utf-8"), str(path))
+    if not isinstance(value, dict) or not isinstance(value.get("answer_digests"), dict):
+        raise BundleError(f"{path}: not a verdict written by `rescue verify`")
+    return Verdict(str(value.get("bundle", path)), value.get("level", "refused"),
+                   answer_digests={str(k): str(v) for k, v in value["answer_digests"].items()})
