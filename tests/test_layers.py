@@ -57,6 +57,7 @@ LAYERS: dict[str, set[str] | str] = {
     "cli": EVERYTHING,
     "__init__": EVERYTHING,  # the notebook API
     "__main__": EVERYTHING,
+    "_launch": EVERYTHING,  # the command's first code: takes SIGTERM, then imports the CLI
 }
 LEAVES = {"_version", "archives", "atomic", "display", "files", "proc"}  # any layer above data may use them
 GROUND = {"errors"}  # any layer but metrics (which imports nothing from rescue) may use it

@@ -1,3 +1,3 @@
-from rescue.cli import main
+from rescue._launch import main
 
 main()

@@ -27,6 +27,7 @@ EXIT_ERROR = 2
 EXIT_INCOMPLETE = 3
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 128 + signal.SIGTERM
+TERMINATED_MESSAGE = "terminated (SIGTERM)."  # the last line of every command SIGTERM ends
 
 # --- the base: errors a user can hit and fix -------------------------------------------------------------
 

@@ -8,7 +8,9 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from types import FrameType
+from typing import Any
 
 import typer.main
 from rich.markup import escape
@@ -16,7 +18,7 @@ from rich.markup import escape
 from rescue.cli._app import app, err_console
 from rescue.cli._startup import loaded
 from rescue.data.text import visible_text
-from rescue.errors import EXIT_ERROR, RescueError, Terminated, environment_error, exit_code
+from rescue.errors import EXIT_ERROR, EXIT_TERMINATED, TERMINATED_MESSAGE, RescueError, Terminated, environment_error, exit_code
 
 __all__ = ["app", "main"]
 
@@ -35,6 +37,9 @@ def main() -> None:
     """The ``rescue`` command: run the CLI with the collector tuned for a long-lived process, errors as messages."""
     gc.freeze()
     gc.set_threshold(10_000, 10, 10)
+    _sigterm.clear()
+    said = False
+    unraisable, sys.unraisablehook = sys.unraisablehook, _quiet_stop(sys.unraisablehook)
     previous = signal.signal(signal.SIGTERM, _terminate) if threading.current_thread() is threading.main_thread() \
         else None
     try:
@@ -43,7 +48,8 @@ def main() -> None:
         err_console.print(f"[bold red]error:[/] {escape(visible_lines(str(exc)))}", highlight=False, soft_wrap=True)
         _exit(exit_code(exc))
     except (KeyboardInterrupt, Terminated) as stop:
-        err_console.print("terminated (SIGTERM)." if isinstance(stop, Terminated) else "interrupted.", highlight=False)
+        said = True
+        err_console.print(TERMINATED_MESSAGE if isinstance(stop, Terminated) else "interrupted.", highlight=False)
         sys.exit(exit_code(stop))
     except Exception as exc:
         if not isinstance(exc, OSError) and type(exc).__module__ != "sqlite3":
@@ -54,14 +60,34 @@ def main() -> None:
                           soft_wrap=True)
         _exit(EXIT_ERROR)
     finally:
+        sys.unraisablehook = unraisable
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        if _sigterm.is_set() and not said:
+            # The handler's Terminated was raised where Python only prints an exception and goes on (a weakref
+            # callback or a __del__ the collector ran), or while an error was being said: the command ran on or
+            # stopped otherwise; it still ends as a SIGTERM does.
+            err_console.print(TERMINATED_MESSAGE, highlight=False)
+            _exit(EXIT_TERMINATED)
+
+
+def _quiet_stop(hook: Callable[[Any], object]) -> Callable[[Any], object]:
+    """``sys.unraisablehook`` saying nothing of a Terminated it is given (the handler's, raised inside a weakref
+    callback or a __del__: :func:`main` ends the command as terminated once it returns), the rest as ``hook``."""
+    def quiet(unraisable: Any) -> object:
+        return None if isinstance(unraisable.exc_value, Terminated) else hook(unraisable)
+
+    return quiet
+
+
+_sigterm = threading.Event()  # a SIGTERM reached the command's handler (set by it, read as the command ends)
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
     """SIGTERM (``timeout``, a scheduler) ends every command as Ctrl-C does: the ``finally`` blocks run
     (temporaries removed, locks released), children are killed, exit 143. A run stops cleanly instead
     (rescue.engine.stop); a build's children are ended by rescue.proc, which takes SIGTERM while it works."""
+    _sigterm.set()
     children = loaded("rescue.proc")
     if children is not None:
         children.kill_children(stopping=True)

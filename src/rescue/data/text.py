@@ -57,6 +57,13 @@ def _escape_char(char: str) -> str:
     return f"\\U{code:08x}"
 
 
+def visible_words(text: str) -> bool:
+    """Whether ``text`` shows anything: a character that is neither a space nor a control, format or surrogate
+    character (a zero-width space, a joiner, a BOM and a NUL show nothing)."""
+    return any(not char.isspace() and unicodedata.category(char) not in ("Cc", "Cs", "Cf", "Zs", "Zl", "Zp")
+               for char in text)
+
+
 def visible_text(text: str, *, max_length: int | None = None) -> str:
     """``text`` with control, format and surrogate characters written as escapes (``\\x1b``, ``\\n``, ``\\ud800``).
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import unicodedata
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -26,6 +27,7 @@ from rescue.data.loading import load_samples
 from rescue.data.readback import read_json_file, validated
 from rescue.data.models import GROUP_LABELS, Sample
 from rescue.data.taxonomy import INTENSITY_SCALE
+from rescue.data.text import visible_text, visible_words
 from rescue.errors import ReviewError
 from rescue.review.project import BENCHMARK_FILE, DRAFT_FILE
 from rescue.human.shapes import BenchPage, Frame, FramesView, LabelDefinition
@@ -288,8 +290,12 @@ def page(bench: Benchmark, task_name: str, number: int) -> BenchPage:
 
 
 def _text(value: Any, where: str) -> str:
-    if not isinstance(value, str) or not value.strip():
+    # Blank is what shows nothing: spaces, and format characters (zero-width space, joiners, BOM, direction marks).
+    if not isinstance(value, str) or not visible_words(value):
         raise ReviewError(f"{where}: write a short phrase")
+    control = next((c for c in value if unicodedata.category(c) in ("Cc", "Cs") and not c.isspace()), None)
+    if control is not None:
+        raise ReviewError(f"{where}: holds the control character {visible_text(control)} (write a short phrase)")
     if len(value) > MAX_ANSWER_TEXT:
         raise ReviewError(f"{where}: at most {MAX_ANSWER_TEXT} characters")
     return re.sub(r"\s+", " ", value).strip()

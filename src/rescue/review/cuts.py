@@ -3,7 +3,9 @@ rows of copies cut differently are matched to each other (by time overlap) for a
 
 Pure functions on release-format rows; :mod:`rescue.review.crud` stores the results. Every function returns
 rows numbered 1..n in order, with the evidence-row references of every row renumbered to follow the cut, so a
-copy always exports as a valid sample.
+copy always exports as a valid sample. A reference carried from one copy to another cut differently (taking an
+annotator's fields, the final copy's agreed values, the draft a re-cut row is compared with) is moved to the
+row that stands for it by time (:func:`counterparts`, :func:`moved_references`), never copied as a number.
 """
 
 from __future__ import annotations
@@ -67,8 +69,11 @@ def split(rows: list[Row], index: int, at: float, text_at: int | None = None) ->
         if not 0 < text_at < len(text):
             raise CutError("text_at", f"{text_at} is not inside the dialogue (1-{max(len(text) - 1, 0)})")
         first["dialogue_cleaned"], second["dialogue_cleaned"] = text[:text_at].rstrip(), text[text_at:].lstrip()
-    # A reference to the split row keeps pointing at its first half.
-    return _renumber([*rows[: index - 1], first, second, *rows[index:]], lambda r: r if r <= index else r + 1)
+    # A reference to the split row points at the half that stands for it by time (:func:`counterparts`: the
+    # longer, the first when both are as long), as a row of a copy cut so is matched to it everywhere else.
+    half = index + (counterparts([row], [first, second])[0] or 1) - 1
+    return _renumber([*rows[: index - 1], first, second, *rows[index:]],
+                     lambda r: r if r < index else half if r == index else r + 1)
 
 
 def _union(a: Any, b: Any) -> Any:
@@ -91,17 +96,46 @@ def merge(rows: list[Row], index: int, drop_self_target: bool = False) -> list[R
     texts = [str(r.get("dialogue_cleaned") or "").strip() for r in (first, second)]
     merged["dialogue_cleaned"] = " ".join(t for t in texts if t)
     for name in FIELD_NAMES:
-        if name == "dialogue_cleaned" or name in EVIDENCE:
-            continue
+        if name == "dialogue_cleaned" or (name not in first and name not in second):
+            continue  # a field neither row holds (a draft may leave out the relation fields) stays out
         kind = SPECS[name].kind
-        if kind in ("list", "entities") or name in ("tone_of_voice", "relation_pattern_reason", "relation_cycle_reason"):
+        if kind in ("list", "entities") or name in ("tone_of_voice", "relation_pattern_reason", "relation_cycle_reason",
+                                                    *EVIDENCE):
             merged[name] = _copy.deepcopy(_union(first.get(name), second.get(name)))
-    for name in EVIDENCE:
-        merged[name] = _union(first.get(name), second.get(name))
     if drop_self_target and isinstance(merged.get("target"), list):
         merged["target"] = [t for t in merged["target"] if t != merged.get("primary_speaker")]
     return _renumber([*rows[: index - 1], merged, *rows[index + 1:]],
                      lambda r: r if r <= index else r - 1)
+
+
+def counterparts(source: list[Row], target: list[Row]) -> list[int | None]:
+    """For each row of ``source``, the number (1-based) of the row of ``target`` that stands for it by time
+    (:func:`align`: the longest overlap, the first of equals), or None where no row of ``target`` overlaps it.
+    How a row reference made in one copy's numbering is read in another's."""
+    return [None if m is None else m + 1 for m in align(source, target)]
+
+
+def moved_references(row: Row, mapping: list[int | None]) -> tuple[Row, list[tuple[str, int]]]:
+    """``row`` with every evidence reference ``r`` (a row number of the copy it was made in) replaced by
+    ``mapping[r - 1]`` (:func:`counterparts` of that copy in another), and the ``(field, r)`` of each reference
+    with no counterpart (its row is missing from the other cut, or ``r`` is past the copy's rows)."""
+    out, lost = dict(row), []
+    for name in EVIDENCE:
+        refs = row.get(name)
+        if not isinstance(refs, list):
+            continue
+        moved: list[Any] = []
+        for ref in refs:
+            if isinstance(ref, int) and not isinstance(ref, bool) and ref > 0:
+                target = mapping[ref - 1] if ref <= len(mapping) else None
+                if target is None:
+                    lost.append((name, ref))
+                    continue
+                ref = target
+            if ref not in moved:
+                moved.append(ref)
+        out[name] = moved
+    return out, lost
 
 
 def origins(draft: list[Row], rows: list[Row]) -> list[str]:

@@ -56,18 +56,20 @@ def save_row(
     accepted: list[str] | None = None,
     assigned: list[str] | None = None,
     acknowledged: list[str] | None = None,
+    restore_accepted: list[str] | None = None,
 ) -> Saved:
     """Apply ``fields`` to one row of a copy if its stored version is still ``version``.
 
     ``acknowledged`` (when given) replaces the row's acknowledged warnings: keys ``rule@field`` of warnings the
-    row has after the save. Raises Conflict (someone saved first), FieldError (a value the benchmark would
+    row has after the save. ``restore_accepted`` (an undo giving a row back what it held) replaces the row's
+    accepted fields, instead of adding the fields saved to them: an undo accepts nothing nobody accepted. Raises Conflict (someone saved first), FieldError (a value the benchmark would
     reject, or an acknowledgement of something that is not a warning of the row) or ReviewError.
     """
     cut = copy_cut(db, segment.sample_id, copy)
     count = cut.rows if cut is not None else len(segment.rows)
     if not 1 <= row_index <= count:
         raise ReviewError(f"row {row_index} does not exist (1-{count})")
-    bad = [name for name in accepted or [] if name not in FIELD_NAMES]
+    bad = [name for name in [*(accepted or []), *(restore_accepted or [])] if name not in FIELD_NAMES]
     if bad:
         raise FieldError([{"field": name, "message": "not an editable field"} for name in bad])
     # Checked before taking the write lock: the check depends only on this row (and, for a boundary move, its
@@ -85,7 +87,8 @@ def save_row(
             # neighbouring rows' times (two tabs of one annotator) are serialised, never both passed against
             # what each read before the other wrote.
             _check_times(segment, [r["values"] for r in copy_rows(db, segment, copy, assigned)], row_index, updated)
-        new_accepted = sorted(set(current["accepted"]) | (set(fields) & set(FIELD_NAMES)) | set(accepted or []))
+        new_accepted = sorted(set(restore_accepted)) if restore_accepted is not None else sorted(
+            set(current["accepted"]) | (set(fields) & set(FIELD_NAMES)) | set(accepted or []))
         _store_row(db, actor, segment, copy, row_index, version, assigned,
                    values=updated, accepted=new_accepted, acknowledged=new_acks)
         _audit_save(db, actor, segment, copy, row_index, version, fields, current, updated, new_accepted, new_acks)

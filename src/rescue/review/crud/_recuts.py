@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from sqlalchemy.orm import Session
 
-from rescue.errors import LayoutConflict, ReviewError
+from rescue.errors import FieldProblem, LayoutConflict, ReviewError
 from rescue.review import cuts
 from rescue.review.fields import FIELD_NAMES, FieldError
 from rescue.review.models import FINAL, CopyCut, RowCopy, now
@@ -90,6 +90,17 @@ def _check_layout(rows: list[CopyRow], revision: int, layout: int, versions: dic
             raise LayoutConflict(rows[index - 1], revision)
 
 
+def _check_rows(count: int, versions: dict[int, int], only: list[int] | None) -> None:
+    """Every row a take names (its versions, its ``rows``) is a row of the copy (1-``count``): FieldError otherwise,
+    before anything is read further or written."""
+    problems: list[FieldProblem] = [
+        {"field": what, "message": f"row {index} does not exist (1-{count})"}
+        for what, indexes in (("versions", list(versions)), ("rows", only or []))
+        for index in dict.fromkeys(indexes) if not 1 <= index <= count]
+    if problems:
+        raise FieldError(problems)
+
+
 def _new_positions(action: str, reported: int) -> list[int]:
     if action == "rows.take":
         return list(range(1, 100_000))
@@ -151,16 +162,28 @@ def take_fields(db: Session, actor: str, segment: Segment, copy: str, layout: in
     with writing(db, segment.sample_id):
         cut = copy_cut(db, segment.sample_id, copy)
         rows = copy_rows(db, segment, copy, assigned)
+        _check_rows(len(rows), versions, only)
         _check_layout(rows, cut.revision if cut is not None else 0, layout, versions)
         values = [r["values"] for r in rows]
         theirs = [r["values"] for r in copy_rows(db, segment, source, assigned)]
+        # Their evidence references name their rows: each is moved to the row of this copy that stands for it.
+        mapping = cuts.counterparts(theirs, values)
         written = []
         for row, match in zip(rows, cuts.align(values, theirs)):
             index = row["row_index"]
             if match is None or (only is not None and index not in only):
                 continue
-            fields = {name: theirs[match][name] for name in FIELD_NAMES
-                      if name in theirs[match] and dump(theirs[match][name]) != dump(row["values"].get(name))}
+            taken, lost = cuts.moved_references(theirs[match], mapping)
+            fields = {name: taken[name] for name in FIELD_NAMES
+                      if name in taken and dump(taken[name]) != dump(row["values"].get(name))}
+            # A reference to a row this cut lacks (deleted here) refuses the take only where it would write the
+            # field without it; where the rest already stands here, nothing is taken (as the delete dropped it).
+            lost = [(name, ref) for name, ref in lost if name in fields]
+            if lost:
+                raise FieldError([{"field": name, "row_index": index, "message": (
+                    f"{source}'s row {match + 1} refers to their row {ref}, which no row of this copy's cut stands "
+                    f"for (their cut differs here): take their cut first, or set this field by hand")}
+                    for name, ref in lost])
             if not fields:
                 continue
             if index not in versions:  # a row the taker never saw: their view is older than the copy

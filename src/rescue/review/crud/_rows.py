@@ -43,11 +43,16 @@ def copy_cut(db: Session, segment_id: str, copy: str) -> CopyCut | None:
 
 def draft_counterparts(segment: Segment, values: list[RowValues]) -> list[RowValues]:
     """The draft row each row of a copy stands for: the same row where the copy keeps the draft's cut, else the
-    draft row it overlaps longest in time (see :func:`rescue.review.cuts.align`); a row with no such draft
-    row (speech the draft missed) stands for a blank row of its own span."""
+    draft row it overlaps longest in time (see :func:`rescue.review.cuts.align`), its evidence references in
+    the copy's numbering; a row with no such draft row (speech the draft missed) stands for a blank row of its
+    own span."""
     draft = segment.rows
     matched = cuts.align(values, draft)
-    return [draft[m] if m is not None else cuts.blank_row(float(v.get("start_time") or 0), float(v.get("end_time") or 0))
+    # The draft's evidence references, read in the copy's numbering (by time): a row whose references were only
+    # renumbered by a cut is not a change from the draft; one to a row the copy deleted is dropped, as the delete did.
+    mapping = cuts.counterparts(draft, values)
+    return [cuts.moved_references(draft[m], mapping)[0] if m is not None else
+            cuts.blank_row(float(v.get("start_time") or 0), float(v.get("end_time") or 0))
             for v, m in zip(values, matched)]
 
 
@@ -66,12 +71,13 @@ def _base_rows(db: Session, segment: Segment, copy: str, assigned: list[str] | N
     if assigned is None:
         assigned = segment_assignees(db, segment.sample_id)
     others: list[dict[int, RowValues]] = []
+    unknown: set[tuple[int, str]] = set()  # (draft row, field) a re-cut copy's value cannot be read for
     for name in annotator_copies(db, segment.sample_id, assigned):
         if copy_cut(db, segment.sample_id, name) is None:
             others.append({i: json.loads(r.values_json) for i, r in stored_rows(db, segment.sample_id, name, only).items()})
-        else:  # a re-cut copy speaks for each draft row through the row overlapping it longest
-            theirs = [json.loads(r.values_json) for _, r in sorted(stored_rows(db, segment.sample_id, name).items())]
-            others.append({i: theirs[m] for i, m in enumerate(cuts.align(segment.rows, theirs), start=1) if m is not None})
+        else:
+            others.append(_recut_speaks(segment, [json.loads(r.values_json) for _, r in
+                                                  sorted(stored_rows(db, segment.sample_id, name).items())], unknown))
     if not others:
         return rows
     for index, row in enumerate(rows, start=1):
@@ -79,10 +85,25 @@ def _base_rows(db: Session, segment: Segment, copy: str, assigned: list[str] | N
             continue
         versions = [o[index] if index in o else segment.rows[index - 1] for o in others]
         for name in FIELD_NAMES:
+            if (index, name) in unknown:
+                continue  # a reference to a row the draft's cut lacks: nobody's agreed value, the draft's stays
             values = [v.get(name) for v in versions]
             if all(dump(v) == dump(values[0]) for v in values) and (name in row or values[0] is not None):
                 row[name] = values[0]
     return rows
+
+
+def _recut_speaks(segment: Segment, theirs: list[RowValues], unknown: set[tuple[int, str]]) -> dict[int, RowValues]:
+    """What a re-cut copy says of each draft row: its row overlapping the draft row longest, with its evidence
+    references read in the draft's numbering (by time); a reference to a row the draft's cut lacks puts
+    (draft row, field) in ``unknown``."""
+    mapping = cuts.counterparts(theirs, segment.rows)
+    spoken: dict[int, RowValues] = {}
+    for i, m in enumerate(cuts.align(segment.rows, theirs), start=1):
+        if m is not None:
+            spoken[i], lost = cuts.moved_references(theirs[m], mapping)
+            unknown.update((i, field) for field, _ref in lost)
+    return spoken
 
 
 def copy_rows(db: Session, segment: Segment, copy: str, assigned: list[str] | None = None) -> list[CopyRow]:

@@ -262,9 +262,10 @@ const ReviewTimeline = (() => {
     if (view.readOnly) return;
     if (!(await view.saveAll())) { view.status(`${what}: save or resolve the open edits first`, "bad"); return; }
     const before = JSON.parse(JSON.stringify(view.seg.rows.map((r) => r.values)));
+    const accepted = JSON.parse(JSON.stringify(view.seg.rows.map((r) => r.accepted || [])));
     const answer = await api(method, url, { layout: view.seg.layout, ...body() });
     if (answer.ok) {
-      remember({ ...record(before, answer.data), after: answer.data.segment.rows.map((r) => r.values) });
+      remember({ ...record(before, answer.data), accepted, after: answer.data.segment.rows.map((r) => r.values) });
       view.replace(answer.data.segment, answer.data.row_index - 1);
       view.status(`${what}: done (row ${answer.data.row_index})`, "good");
       return true;

@@ -40,11 +40,17 @@ const ReviewUndo = (() => {
 
   class Refused extends Error {}
 
-  async function put(index, fields) {
+  // ``accepted`` (a cut's undo): the row's accepted fields as they were, given back with its values, so the
+  // saves of an undo accept nothing nobody accepted.
+  async function put(index, fields, accepted) {
     const r = rowAt(index);
-    if (!Object.keys(fields).length) return;
-    const answer = await api("PUT", rowUrl(index), { version: r.version, fields });
+    const acceptance = accepted && !equal([...(r.accepted || [])].sort(), [...accepted].sort());
+    if (!Object.keys(fields).length && !acceptance) return;
+    const body = { version: r.version, fields };
+    if (accepted) body.restore_accepted = accepted;
+    const answer = await api("PUT", rowUrl(index), body);
     if (answer.status !== 200) throw new Refused(problem(answer));
+    if (accepted) r.accepted = [...accepted];
     r.values = { ...r.values, ...fields };
     if ("start_time" in fields) r.start_time = fields.start_time;
     if ("end_time" in fields) r.end_time = fields.end_time;
@@ -54,7 +60,7 @@ const ReviewUndo = (() => {
     r.updated_by = view.me;
   }
   // Give row ``index`` the values ``target`` holds (the editable fields that differ).
-  function restore(index, target) {
+  function restore(index, target, accepted) {
     const r = rowAt(index);
     const fields = {};
     for (const name of editable()) {
@@ -64,15 +70,16 @@ const ReviewUndo = (() => {
       const value = name in target ? target[name] : spec && spec.nullable ? null : undefined;
       if (value !== undefined && !equal(r.values[name], value)) fields[name] = value;
     }
-    return put(index, fields);
+    return put(index, fields, accepted);
   }
   // Every row back to ``rows`` (what the copy held before the action undone): a cut renumbers the evidence
   // references of other rows too, and a merge or a delete loses what a split or an insert cannot bring back.
-  async function restoreAll(rows) {
+  async function restoreAll(rows, accepted) {
     if (rows.length !== view.seg.rows.length) throw new Refused("the rows changed since (another tab or person)");
-    for (let i = 1; i <= rows.length; i += 1) await restore(i, rows[i - 1]);
+    for (let i = 1; i <= rows.length; i += 1) await restore(i, rows[i - 1], accepted && accepted[i - 1]);
   }
   const snapshot = () => copy(view.seg.rows.map((r) => r.values));
+  const acceptedNow = () => copy(view.seg.rows.map((r) => r.accepted || []));
   async function cut(method, url, body) {
     const answer = await api(method, url, { layout: view.seg.layout, ...body });
     if (!answer.ok) throw new Refused(problem(answer));
@@ -97,7 +104,7 @@ const ReviewUndo = (() => {
       const now = Object.fromEntries(names.map((n) => [n, r.values[n]]));
       await put(e.row, e.before);
       view.refreshRow(r);
-      return { kind: "edit", row: e.row, before: now, after: e.before };
+      return { kind: "edit", did: e.did || e.kind, row: e.row, before: now, after: e.before };
     },
     async boundary(e) {
       const a = rowAt(e.row), b = rowAt(e.row + 1);
@@ -106,46 +113,46 @@ const ReviewUndo = (() => {
         { layout: view.seg.layout, row: e.row, version: a.version, next_version: b.version, at: e.before });
       if (!answer.ok) throw new Refused(problem(answer));
       view.replace(answer.data.segment, e.row - 1);
-      return { kind: "boundary", row: e.row, before: e.after, after: e.before };
+      return { kind: "boundary", did: e.did || e.kind, row: e.row, before: e.after, after: e.before };
     },
     async split(e) {
       still(unchanged(e.after), "the rows");
       const first = rowAt(e.row), second = rowAt(e.row + 1), whole = e.rows[e.row - 1];
       still(first && second && first.start_time === whole.start_time && first.end_time === second.start_time, `rows ${e.row}–${e.row + 1}`);
-      const rows = snapshot();
+      const rows = snapshot(), accepted = acceptedNow();
       await cut("POST", rowUrl(e.row, "/merge"), { version: first.version, next_version: second.version });
-      await restoreAll(e.rows);
-      return { kind: "merge", row: e.row, rows, after: snapshot() };
+      await restoreAll(e.rows, e.accepted);
+      return { kind: "merge", did: e.did || e.kind, row: e.row, rows, accepted, after: snapshot() };
     },
     async merge(e) {
       still(unchanged(e.after), "the rows");
       const [a, b] = [e.rows[e.row - 1], e.rows[e.row]];
       const merged = rowAt(e.row);
       still(merged && merged.start_time === a.start_time, `row ${e.row}`);
-      const rows = snapshot();
+      const rows = snapshot(), accepted = acceptedNow();
       const first = String(a.dialogue_cleaned || "").trim(), text = String(merged.values.dialogue_cleaned || "");
       const textAt = first && first.length < text.length ? first.length : null;
       await cut("POST", rowUrl(e.row, "/split"), { version: merged.version, at: b.start_time, text_at: textAt });
-      await restoreAll(e.rows);
-      return { kind: "split", row: e.row, rows, after: snapshot() };
+      await restoreAll(e.rows, e.accepted);
+      return { kind: "split", did: e.did || e.kind, row: e.row, rows, accepted, after: snapshot() };
     },
     async insert(e) {
       still(unchanged(e.after), "the rows");
       const r = rowAt(e.row);
-      const rows = snapshot();
+      const rows = snapshot(), accepted = acceptedNow();
       await cut("DELETE", rowUrl(e.row), { version: r.version });
-      await restoreAll(e.rows);
-      return { kind: "delete", row: e.row, rows, after: snapshot() };
+      await restoreAll(e.rows, e.accepted);
+      return { kind: "delete", did: e.did || e.kind, row: e.row, rows, accepted, after: snapshot() };
     },
     async delete(e) {
       still(unchanged(e.after), "the rows");
       const b = e.rows[e.row - 1];
-      const rows = snapshot();
+      const rows = snapshot(), accepted = acceptedNow();
       const index = await cut("POST", rowUrl(null), { start_time: b.start_time, end_time: b.end_time,
         primary_speaker: b.primary_speaker || "", dialogue_cleaned: b.dialogue_cleaned || "" });
       still(index === e.row, `the place of row ${e.row}`);
-      await restoreAll(e.rows);
-      return { kind: "insert", row: index, rows, after: snapshot() };
+      await restoreAll(e.rows, e.accepted);
+      return { kind: "insert", did: e.did || e.kind, row: index, rows, accepted, after: snapshot() };
     },
   };
   const NAMES = { edit: "edit", boundary: "boundary move", split: "split", merge: "merge", insert: "new row", delete: "delete" };
@@ -162,7 +169,8 @@ const ReviewUndo = (() => {
       view.select(Math.max(0, Math.min(done.row - 1, view.seg.rows.length - 1)), false);
       view.editor();
       ReviewTimeline.draw();
-      view.status(`${verb} ${NAMES[entry.kind]} of row ${entry.row} (${again} ${verb === "Undone" ? "redoes" : "undoes"} it)`, "good");
+      // Named as the annotator did it: redoing a split is a split again, though its entry holds the merge that undid it.
+      view.status(`${verb} ${NAMES[entry.did || entry.kind]} of row ${entry.row} (${again} ${verb === "Undone" ? "redoes" : "undoes"} it)`, "good");
     } catch (error) {
       if (!(error instanceof Refused)) { stacks[from].push(entry); throw error; }
       await view.reload();  // the rows as they now stand, then the reason (the reload redraws the status line)

@@ -43,6 +43,8 @@ class RowSave(Body):
     accepted: list[str] = Field(default_factory=list)
     # Keys ("rule@field") of the row's warnings its annotator knowingly lets stand; None leaves them as they are.
     acknowledged: list[str] | None = None
+    # An undo giving the row back what it held: its accepted fields as they were (replacing, not adding to, them).
+    restore_accepted: list[str] | None = None
 
 
 @router.put("/segments/{segment_id:path}/rows/{row_index:int}", response_model=None)
@@ -54,7 +56,7 @@ def save_row(segment_id: str, row_index: int, body: RowSave, actor: CurrentUser,
     target = resolve_copy(db, actor, segment_id, copy, write=True)
     try:
         saved = crud.save_row(db, actor.name, segment, target, row_index, body.version, body.fields, body.accepted,
-                              segment_assignees(db, segment_id), body.acknowledged)
+                              segment_assignees(db, segment_id), body.acknowledged, body.restore_accepted)
     except Conflict as exc:
         return JSONResponse(status_code=409, content={
             "detail": f"row {row_index} was saved by {exc.current.get('updated_by') or 'someone'} since you loaded "

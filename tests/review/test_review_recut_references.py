@@ -1,0 +1,208 @@
+"""Row references across copies cut differently (#42 item 9), through the real review app: taking an annotator's
+fields into a final copy cut otherwise moves each evidence reference to the row that stands for it by time (it
+wrote ``[8]/[11]/...`` as numbers, which then named other people's lines), or refuses the take; the final copy's
+agreed values read a re-cut copy's references in the draft's numbering; rows whose references a split only
+renumbered are not edits; a take naming rows that do not exist is a 422; a merge adds no field neither row held,
+and an undo's saves give a row back the accepted fields it had."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from review_helpers import FIRST, Client, seg_url
+
+from rescue.data.validation import validate_path
+from rescue.review.cuts import EVIDENCE
+
+PATTERN, CYCLE = EVIDENCE
+
+
+@pytest.fixture
+def project(small_project: Path) -> Path:
+    return small_project  # the demo's 24 rows, no clips: cuts need only the rows' times
+
+
+def two_annotators(app: Any) -> tuple[Client, Client, Client]:
+    Client(app, "root").write("POST", "/api/assignments", {"k": 2, "annotators": ["ann", "bob"]})
+    return Client(app, "ann"), Client(app, "bob"), Client(app, "ada")
+
+
+def split(client: Client, row: int, at: float, copy: str | None = None) -> dict[str, Any]:
+    segment = client.segment(copy=copy)
+    url = seg_url(FIRST) + f"/rows/{row}/split" + (f"?copy={copy}" if copy else "")
+    answer = client.write("POST", url, {"layout": segment["layout"], "version": segment["rows"][row - 1]["version"],
+                                        "at": at})
+    assert answer.status_code == 200, answer.text
+    return answer.json()["segment"]  # type: ignore[no-any-return]
+
+
+def take(client: Client, kind: str, source: str, rows: list[int] | None = None, **extra: Any):  # type: ignore[no-untyped-def]
+    final = client.segment(copy="final")
+    body: dict[str, Any] = {"layout": final["layout"], "source": source}
+    if kind == "take-fields":
+        body["versions"] = {str(r["row_index"]): r["version"] for r in final["rows"]}
+        if rows is not None:
+            body["rows"] = rows
+    body.update(extra)
+    return client.write("POST", seg_url(FIRST) + f"/rows/{kind}?copy=final", body)
+
+
+def spans(rows: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    return [(r["start_time"], r["end_time"]) for r in rows]
+
+
+def same_speech(rows: list[dict[str, Any]], refs: list[int], their_rows: list[dict[str, Any]],
+                their_refs: list[int]) -> bool:
+    """Whether two lists of references name the same speech: one for one, the same speaker over the same time."""
+    return len(refs) == len(their_refs) and all(
+        a["values"]["primary_speaker"] == b["values"]["primary_speaker"]
+        and min(a["end_time"], b["end_time"]) - max(a["start_time"], b["start_time"]) > 0
+        for a, b in ((rows[r - 1], their_rows[t - 1]) for r, t in zip(refs, their_refs)))
+
+
+def test_take_all_from_a_copy_cut_otherwise_moves_references_to_the_same_speech(app, tmp_path):
+    ann, bob, ada = two_annotators(app)
+    # ann splits row 4 (Riley, 31.17-38.91 s) in two: every later row moves down one. bob keeps the draft's cut and
+    # names his evidence rows in it.
+    split(ann, 4, 36.0)
+    mine = {8: [6, 7], 13: [10, 12], 16: [13, 15], 19: [17, 18]}
+    for row, refs in mine.items():
+        assert bob.save(row, {PATTERN: refs}).status_code == 200
+    bobs = bob.segment()["rows"]
+    # The adjudicator takes ann's cut, then every field of bob's ("take all").
+    assert take(ada, "take", "ann").status_code == 200
+    answer = take(ada, "take-fields", "bob")
+    assert answer.status_code == 200, answer.text
+    final = ada.segment(copy="final")["rows"]
+    assert spans(final) == spans(ann.segment()["rows"])
+    for row, refs in mine.items():
+        taken = final[row]["values"][PATTERN]  # bob's row N is the final copy's row N + 1
+        assert same_speech(final, taken, bobs, refs), (row, taken)  # it wrote bob's numbers: other lines
+    # Verified and exported, the references still name bob's lines (validation checks numbers, not speech).
+    assert ada.verify(copy="final").status_code == 200
+    out = tmp_path / "verified.jsonl"
+    out.write_text(ada.get("/api/export").text)
+    assert not validate_path(out).errors
+    exported = json.loads(out.read_text().splitlines()[0])["rows"]
+    assert [exported[row][PATTERN] for row in mine] == [final[row]["values"][PATTERN] for row in mine]
+
+
+def test_taking_chosen_rows_moves_their_references_too(app):
+    ann, bob, ada = two_annotators(app)
+    split(ann, 2, 12.0)  # Sam's 9.42-17.88 s: the first half is the shorter, the second stands for the row
+    assert bob.save(6, {PATTERN: [2, 5]}).status_code == 200
+    assert bob.save(3, {CYCLE: [2, 3]}).status_code == 200
+    bobs = bob.segment()["rows"]
+    assert take(ada, "take", "ann").status_code == 200
+    answer = take(ada, "take-fields", "bob", rows=[7, 4])
+    assert answer.status_code == 200 and sorted(answer.json()["taken"]) == [4, 7], answer.text
+    final = ada.segment(copy="final")["rows"]
+    assert final[6]["values"][PATTERN] == [3, 6] and same_speech(final, [3, 6], bobs, [2, 5])
+    assert final[3]["values"][CYCLE] == [3, 4] and same_speech(final, [3, 4], bobs, [2, 3])
+
+
+def test_a_reference_to_a_row_the_final_cut_lacks_refuses_the_take_and_writes_nothing(app):
+    ann, bob, ada = two_annotators(app)
+    ann_rows = ann.segment()["rows"]
+    gone = ann.write("DELETE", seg_url(FIRST) + "/rows/5", {"layout": 0, "version": ann_rows[4]["version"]})
+    assert gone.status_code == 200  # ann deletes Sam's row 5 (39.26-44.48 s): no row of her cut overlaps it
+    assert bob.save(6, {PATTERN: [4, 5]}).status_code == 200
+    assert take(ada, "take", "ann").status_code == 200
+    before = ada.segment(copy="final")
+    refused = take(ada, "take-fields", "bob")
+    assert refused.status_code == 422, refused.text
+    problems = refused.json()["problems"]
+    assert {(p["field"], p["row_index"]) for p in problems} == {(PATTERN, 5)}
+    assert "bob's row 6 refers to their row 5, which no row of this copy's cut stands for" in problems[0]["message"]
+    assert ada.segment(copy="final") == before  # nothing of the take was written
+    # Other rows of bob's are still taken when the refused one is left out.
+    assert take(ada, "take-fields", "bob", rows=[r for r in range(1, len(before["rows"]) + 1) if r != 5]).status_code == 200
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"rows": [99]}, "rows"), ({"rows": [0]}, "rows"), ({"rows": [-1]}, "rows"), ({"rows": [1, 25]}, "rows"),
+    ({"versions": {"99": 0}}, "versions"), ({"versions": {"0": 0}}, "versions"),
+])
+def test_a_take_naming_rows_that_do_not_exist_is_a_422(app, body, field):
+    _ann, bob, ada = two_annotators(app)
+    assert bob.save(3, {"tone_of_voice": "taken?"}).status_code == 200
+    final = ada.segment(copy="final")
+    versions = {str(r["row_index"]): r["version"] for r in final["rows"]}
+    payload = {"layout": final["layout"], "source": "bob", "versions": {**versions, **body.get("versions", {})}}
+    if "rows" in body:
+        payload["rows"] = body["rows"]
+    answer = ada.write("POST", seg_url(FIRST) + "/rows/take-fields?copy=final", payload)
+    assert answer.status_code == 422, answer.text  # it answered 200 (taking nothing, or the rows that exist)
+    assert {p["field"] for p in answer.json()["problems"]} == {field}
+    assert "does not exist (1-24)" in answer.text
+    assert ada.segment(copy="final")["rows"][2]["values"]["tone_of_voice"] != "taken?"
+
+
+def test_the_final_copys_agreed_values_read_a_recut_copys_references_in_the_drafts_numbering(app):
+    ann, bob, ada = two_annotators(app)
+    split(ann, 4, 36.0)
+    # Both name the same speech as evidence for Riley's row 6 (draft numbering): ann's cut numbers it 7 and the
+    # rows 4 and 6; bob's, 6 and the rows 4 and 5.
+    assert ann.save(7, {PATTERN: [4, 6]}).status_code == 200
+    assert bob.save(6, {PATTERN: [4, 5]}).status_code == 200
+    final = ada.segment(copy="final")["rows"]
+    assert final[5]["values"][PATTERN] == [4, 5]  # agreed (was the draft's [4, 5, 6]: the numbers differed)
+    # Where they differ in speech, the draft's value stays.
+    assert bob.save(8, {PATTERN: [6, 8]}).status_code == 200
+    assert ada.segment(copy="final")["rows"][7]["values"][PATTERN] == [6, 7, 8]
+
+
+@pytest.mark.parametrize("at", [36.0, 33.0])  # the first half the longer, then the second
+def test_rows_whose_references_a_split_only_renumbered_are_not_edits(app, at):
+    ann, bob, ada = two_annotators(app)
+    segment = split(ann, 4, at)
+    edited = [r["row_index"] for r in segment["rows"] if any(r["values"].get(n) != r["draft"].get(n) for n in EVIDENCE)]
+    assert edited == []  # rows 6-25 showed "edited": their references had moved with the cut
+    assert ann.verify().status_code == 200 and bob.verify().status_code == 200
+    assert take(ada, "take", "ann").status_code == 200
+    assert ada.verify(copy="final").status_code == 200
+    entry = ada.get("/api/export?provenance=true").json()["segments"][0]
+    assert [c for c in entry["changes_from_draft"] if c["field"] in EVIDENCE] == []
+    # A reference really changed is still a change.
+    row = ann.segment()["rows"][7]
+    assert ann.save(8, {PATTERN: [5, 7]}, row["version"]).status_code == 200
+    assert ann.segment()["rows"][7]["draft"][PATTERN] != [5, 7]
+
+
+def test_a_merge_adds_no_field_neither_row_held(app):
+    ann, *_ = two_annotators(app)
+    before = ann.segment()["rows"]
+    assert CYCLE not in before[0]["values"] and CYCLE not in before[1]["values"]
+    split(ann, 1, 4.0)
+    halves = ann.segment()["rows"][:2]
+    merged = ann.write("POST", seg_url(FIRST) + "/rows/1/merge", {"layout": 1, "version": halves[0]["version"],
+                                                                  "next_version": halves[1]["version"]})
+    assert merged.status_code == 200, merged.text
+    row = merged.json()["segment"]["rows"][0]["values"]
+    assert set(row) == set(before[0]["values"]), set(row) ^ set(before[0]["values"])  # two new null keys before
+
+
+def test_an_undos_save_gives_the_row_back_its_accepted_fields(app):
+    """What undo.js sends to undo a split: the merge, then each row's values and accepted fields as they were."""
+    ann, *_ = two_annotators(app)
+    assert ann.save(2, {"tone_of_voice": "calm"}, accepted=["target"]).status_code == 200
+    whole = ann.segment()["rows"][1]
+    assert whole["accepted"] == ["target", "tone_of_voice"]
+    split(ann, 2, 12.0)
+    halves = ann.segment()["rows"][1:3]
+    merged = ann.write("POST", seg_url(FIRST) + "/rows/2/merge", {"layout": 1, "version": halves[0]["version"],
+                                                                  "next_version": halves[1]["version"]})
+    row = merged.json()["segment"]["rows"][1]
+    fields = {n: v for n, v in whole["values"].items() if row["values"].get(n) != v and n != "row_index"}
+    assert list(fields) == ["dialogue_cleaned"]  # the merge joined the two halves' copies of the text
+    url = seg_url(FIRST) + "/rows/2"
+    restored = ann.write("PUT", url, {"version": row["version"], "fields": fields,
+                                      "restore_accepted": whole["accepted"]})
+    assert restored.status_code == 200, restored.text
+    back = ann.segment()["rows"][1]
+    assert back["values"] == whole["values"] and back["accepted"] == whole["accepted"]  # not + dialogue_cleaned
+    refused = ann.write("PUT", url, {"version": back["version"], "fields": {}, "restore_accepted": ["nonsense"]})
+    assert refused.status_code == 422
