@@ -101,6 +101,7 @@ def _relabelled(run: Path, dest: Path, model: str, **config: object) -> Path:
     kept = [dict(r, model=model) for r in lines if r["model"] == "baseline/majority"]
     (dest / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
     results["predictions"]["sha256"] = sha256_file(dest / "predictions.jsonl")  # the pair stays one run's
+    results["predictions"]["records"] = len(kept)
     (dest / "results.json").write_text(json.dumps(results))
     return dest
 

@@ -200,6 +200,23 @@ def _whole_issue(message: str) -> ProjectError:
     return ProjectError([DataIssue(where, 0, what)])
 
 
+# The manifest fields the review tool uses, and the types rescue build writes them with (None: absent).
+_MANIFEST_TYPES: dict[str, tuple[type, ...]] = {
+    "source_video": (str,), "start": (int, float), "end": (int, float), "provenance": (dict,), "problems": (list,)}
+
+
+def _check_types(path: Path, where: str, entry: dict[str, Any]) -> None:
+    """A manifest entry's fields hold what a build writes, or ProjectError naming the first that does not."""
+    for name, types in _MANIFEST_TYPES.items():
+        value = entry.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, types)):
+            raise _issue(path, 0, f"{where}.{name}: expected {' or '.join(t.__name__ for t in types)}, "
+                         f"not {type(value).__name__} (not a manifest rescue build wrote)")
+    for n, problem in enumerate(entry.get("problems") or []):
+        if not isinstance(problem, dict):
+            raise _issue(path, 0, f"{where}.problems[{n}]: expected an object (not a manifest rescue build wrote)")
+
+
 def _read_manifest(root: Path, path: Path, segments: dict[str, Segment]) -> None:
     # Read as every file rescue wrote is (rescue.data.readback): deep, huge, non-finite or cut, named.
     manifest = read_json_file(path, _whole_issue)
@@ -214,13 +231,13 @@ def _read_manifest(root: Path, path: Path, segments: dict[str, Segment]) -> None
             continue  # a segment the build listed but could not draft: nothing to review
         segment.clip = _relative_media(root, path, entry.get("clip"), f"{where}.clip")
         segment.subtitles = _relative_media(root, path, entry.get("subtitles"), f"{where}.subtitles")
+        _check_types(path, where, entry)
         segment.source_video = str(entry.get("source_video") or "")
-        segment.start = entry.get("start") if isinstance(entry.get("start"), (int, float)) else None
-        segment.end = entry.get("end") if isinstance(entry.get("end"), (int, float)) else None
-        provenance = entry.get("provenance")
-        segment.provenance = provenance if isinstance(provenance, dict) else {}
+        segment.start = entry.get("start")
+        segment.end = entry.get("end")
+        segment.provenance = entry.get("provenance") or {}
         for problem in entry.get("problems") or []:
-            if isinstance(problem, dict) and problem.get("message"):
+            if problem.get("message"):
                 row = problem.get("row_index")
                 segment.problems.append(
                     SegmentProblem(row if isinstance(row, int) else None, problem.get("field") or None, str(problem["message"]), "build")

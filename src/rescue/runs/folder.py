@@ -113,7 +113,12 @@ def read_run(run_dir: str | Path) -> tuple[RunResults, list[PredictionRecord]]:
             f"{path}: does not match {root / RESULTS} (field predictions.sha256): the two files come from "
             f"different commands, e.g. a run killed while writing them. Run `rescue rescore {root}` to rebuild "
             "both from the cache, or rerun the run's command")
-    return results, read_predictions(path)
+    records = read_predictions(path)
+    if results.predictions is not None and len(records) != results.predictions.records:
+        raise RunDirError(f"{path}: {len(records)} record(s), where {root / RESULTS} (field predictions.records) "
+                          f"says {results.predictions.records}: lines were removed or added. Run `rescue rescore "
+                          f"{root}` to rebuild both from the cache, or rerun the run's command")
+    return results, records
 
 
 def lock_run(folder: Path) -> DirectoryLock:
