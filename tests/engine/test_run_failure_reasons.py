@@ -153,3 +153,62 @@ def test_only_the_commonest_reasons_are_kept_and_the_rest_counted():
     found = failure_reasons(records)
     assert len(found) == TOP_REASONS and [r.count for r in found] == [4] * TOP_REASONS
     assert reason_lines(found, 20)[-1] == f"{20 - 4 * TOP_REASONS}× other reasons"
+
+
+# --- grouped, not hidden (#46 item 5) ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("errors", "reason", "values"), [
+    (["intensity 42 is outside 0-10", "intensity 11 is outside 0-10", "intensity 42 is outside 0-10"],
+     "parse_error: intensity N is outside 0-10", {"42": 2, "11": 1}),
+    (["intensity -3 is outside 0-10", "intensity 12.5 is outside 0-10"], "parse_error: intensity N is outside 0-10",
+     {"-3": 1, "12.5": 1}),
+    (["between 3 and 7 rows", "between 1 and 7 rows"], "parse_error: between N and N rows", {"3 / 7": 1, "1 / 7": 1}),
+    # a quoted value is the reason itself, a number inside a word or a range is no value
+    (["unknown label 'L2'", "unknown label 'L2'"], "parse_error: unknown label 'L2'", {}),
+    (["model gpt4o said 1-5", "model gpt4o said 1-5"], "parse_error: model gpt4o said 1-5", {}),
+])
+def test_a_reason_keeps_the_values_it_groups(errors, reason, values):
+    from rescue.runs.failures import reason_lines
+
+    records = [_record(f"s{n}#row{n}", "parse_error", e) for n, e in enumerate(errors)]
+    (found,) = failure_reasons(records)
+    assert (found.reason, found.values) == (reason, values)
+    (line,) = reason_lines([found], len(errors))
+    shown = ", ".join(v + (f" ×{n}" if n > 1 else "") for v, n in values.items())
+    assert line == f"{len(errors)}× {reason}{f' (N: {shown})' if values else ''} (e.g. s0#row0)"
+
+
+def test_only_the_commonest_values_are_kept_and_the_rest_said():
+    from rescue.runs.failures import VALUES_SHOWN
+
+    records = [_record(f"s#row{n}", "parse_error", f"intensity {20 + n} is outside 0-10") for n in range(9)]
+    (found,) = failure_reasons(records)
+    assert len(found.values) == VALUES_SHOWN and found.shown().endswith(", …)")
+
+
+def test_the_run_and_the_report_print_the_values_of_an_er_intensity_out_of_range(tmp_path):
+    samples = choose_samples(load_samples(None), 1, "stratified")
+    instances = get_task("er").build(samples)
+    wrong = {i.instance_id: 42 if n % 3 else 11 for n, i in enumerate(instances)}
+
+    def script(body):
+        answer = json.loads(oracle_answers("er", instances)[request_key(body)])
+        for item in answer["predictions"]:
+            (instance_id,) = [i.instance_id for i in instances if i.instance_id.endswith("#" + item["checkpoint_id"])]
+            item["intensity"] = wrong[instance_id]
+        return Reply.json(answer)
+
+    out = tmp_path / "run"
+    with serve(script) as server:
+        done = invoke_main(["run", "--model", "scripted", "--base-url", server.base_url, "--tasks", "er",
+                            "--limit-samples", "1", "--no-bertscore", "--max-retries", "0", "--out", str(out),
+                            "--quiet"], env={"OPENAI_API_KEY": None})
+    assert done.exit_code == 0, done.output
+    elevens, fortytwos = sum(v == 11 for v in wrong.values()), sum(v == 42 for v in wrong.values())
+    expected = f"intensity N is outside 0-10 (N: 42 ×{fortytwos}, 11 ×{elevens})"
+    assert expected in done.stderr, done.stderr
+    report = invoke_main(["report", str(out), "--out", str(out / "report"), "--bootstrap", "0", "--no-figures",
+                          "--quiet"])
+    assert report.exit_code == 0 and expected in report.stdout, report.output
+    assert expected in (out / "report" / "failures.md").read_text()

@@ -15,6 +15,7 @@ from rescue.cli._startup import (
     report_failures,
     report_reference,
     report_runs,
+    report_summary,
     rich_table,
     runs_failures,
 )
@@ -83,6 +84,7 @@ def report(
                             figures=figures, figure_formats=formats, progress=None if quiet else progress,
                             split=split, splits=splits)
     result = report_build.build_report(run_dirs, out, data=data, options=options)
+    report_summary.print_report_summary(console, result.systems, result.out)  # the leaderboard, as rescue run prints it
     if result.reference:
         _print_reference(result.reference)
     if result.failures:

@@ -55,6 +55,7 @@ from rescue.report.leaderboard import (
 from rescue.report.runs import ReportError, System, load_systems
 from rescue.report.recompute import Aggregates, registry_aggregates
 from rescue.report.video_gain import gains_csv, gains_markdown, gains_table, video_gains
+from rescue.runs.results import ModelResults
 from rescue.tasks import TASK_NAMES
 
 if TYPE_CHECKING:
@@ -72,6 +73,7 @@ class ReportOutput:
     notes: list[str] = field(default_factory=list)
     reference: list[Any] = field(default_factory=list)  # ReferenceComparison rows with --reference
     failures: list[FailureRow] = field(default_factory=list)  # why answers failed, per system and task
+    systems: dict[str, ModelResults] = field(default_factory=dict)  # label -> stored results, in the report's order
 
 
 def resolve_samples(systems: Sequence[System], data: Path | None) -> tuple[list[Sample], str]:
@@ -282,6 +284,7 @@ def _build(run_dirs: Sequence[str | Path], out_dir: Path, stage: Path, staged: l
 
     report.step(f"reading {len(run_dirs)} run director{'y' if len(run_dirs) == 1 else 'ies'}")
     systems, comparability = _read_systems(run_dirs, options, result)
+    result.systems = {s.label: s.results for s in systems}
     aggregates = _aggregates(systems, result)
     samples, data_name = resolve_samples(systems, data)
     groups = _write_groups(report, systems, samples, data_name, options)
@@ -500,9 +503,18 @@ def _write_preferences(report: _Staging, sections: _Sections, systems: Sequence[
     name = task.upper()
     report.write(f"analyses/{task}_preference.csv", preferences.to_csv(index=False))
     summary = preferences.drop_duplicates(["system", "scenario"])[["system", "scenario", "bias", "log_spread", "converged"]]
+    # "converged False" said nothing to a reader: the column says what it means (the CSV keeps the boolean).
+    summary = summary.assign(converged=summary["converged"].map(
+        {True: "yes", False: "no: strengths not reliable"})).rename(columns={"converged": "fit converged"})
     sections.tables.append(_frame_table(f"{name} preference bias (Bradley–Terry)", summary,
                                         "bias: std of strengths normalised to sum to the number of labels "
-                                        "(Kang et al. 2024); log_spread: std of log strengths. 0 = no preference."))
+                                        "(Kang et al. 2024); log_spread: std of log strengths. 0 = no preference. "
+                                        "fit converged: whether the Bradley–Terry estimate settled (strengths changed "
+                                        "by less than 1e-10 within 10,000 iterations). 'no' means its strengths, "
+                                        "bias and log_spread are not reliable and depend on the iteration cap: a "
+                                        "strategy the system predicts but that never loses (it is never the gold "
+                                        "when another one is predicted) has no finite strength; the figure leaves "
+                                        "such a system out."))
     for scenario, part in preferences.groupby("scenario"):
         if plots is not None:
             title = f"{name} label preference ({scenario})"

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from rescue.report.runs import System
-from rescue.tasks import TASKS, graded_tasks, right_wrong_tasks
+from rescue.tasks import TASK_NAMES, TASKS, graded_tasks, right_wrong_tasks
 from rescue.errors import ComparabilityError as ComparabilityError
 
 GENERATIVE = tuple(graded_tasks())
@@ -144,7 +144,7 @@ def check(systems: Sequence[System], scopes: Sequence[str]) -> Comparability:
     if len(systems) < 2:
         return result
     _check_settings(systems, result)
-    tasks = sorted({t for s in systems for t in s.tasks})
+    tasks = [t for t in TASK_NAMES if any(t in s.tasks for s in systems)]  # the registry's order
     for task in tasks:
         _check_context_size(systems, task, result)
     for task in tasks:

@@ -32,7 +32,7 @@ class FailureRow:
     def cells(self) -> list[list[str]]:
         """One table row per reason, then one for the failures the reasons shown do not cover."""
         failed = f"{self.failures} of {self.instances}"
-        rows = [[self.system, self.task.upper(), failed, str(r.count), r.reason, r.example] for r in self.reasons]
+        rows = [[self.system, self.task.upper(), failed, str(r.count), r.shown(), r.example] for r in self.reasons]
         rest = self.failures - sum(r.count for r in self.reasons)
         if rest > 0:
             rows.append([self.system, self.task.upper(), failed, str(rest), "other reasons", ""])

@@ -125,7 +125,7 @@ def leaderboard_tables(board: Leaderboard) -> list[HtmlTable]:
 
     Every row is one line high: the system name is never wrapped (an ellipsis cuts what would widen the table),
     and the counts, which took three or four lines per row, are a table of their own under the scores."""
-    tasks = sorted({c.task for c in board.columns})
+    tasks = sorted({c.task for c in board.columns}, key=TASK_NAMES.index)  # the registry's order, as every table
     tables: list[HtmlTable] = []
     scores: list[HtmlTable] = []
     for scope in dict.fromkeys(r.scope for r in board.rows):

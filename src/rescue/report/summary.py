@@ -24,9 +24,9 @@ def _present(column: Column, models: Mapping[str, ModelResults]) -> bool:
     return any(column.pick(m.scope(column.task)) is not None for m in models.values())
 
 
-def terminal_units(results: RunResults) -> str:
+def terminal_units(results: RunResults | Mapping[str, ModelResults]) -> str:
     """The units of the columns :func:`terminal_leaderboard` shows, and only of those."""
-    columns = _terminal_columns(results.models)
+    columns = _terminal_columns(results.models if isinstance(results, RunResults) else results)
     headers = [c.header for c in columns]
     units = []
     if any(c.scale == 100.0 for c in columns):  # percentages (the right/wrong tasks' metrics)
@@ -98,13 +98,24 @@ def _terminal_columns(models: Mapping[str, ModelResults]) -> list[Column]:
     return columns
 
 
-def terminal_leaderboard(results: RunResults, *, title: str | None = None) -> Table:
-    """The short pooled leaderboard ``rescue run`` prints at its end, from a run's results.
+def print_report_summary(console: Any, systems: Mapping[str, ModelResults], out: Any) -> None:
+    """What ``rescue report`` prints on the terminal: the leaderboard ``rescue run`` prints (one headline number per
+    task, pooled) of every system of the report, under a one-line title, before the report's own files."""
+    units = terminal_units(systems)
+    console.print(f"[bold]RESCUE-Bench[/], {len(systems)} system(s), pooled" + (f" ({units})" if units else "")
+                  + f"; intervals, comparisons and analyses in {terminal_text(str(out))}:", highlight=False,
+                  soft_wrap=True)
+    console.print(terminal_leaderboard(systems))
+
+
+def terminal_leaderboard(results: RunResults | Mapping[str, ModelResults], *, title: str | None = None) -> Table:
+    """The short pooled leaderboard ``rescue run`` prints at its end, from a run's results (or the report's systems:
+    label -> their results).
 
     One headline number per task, so it fits an 80-column terminal: ITP F1, RPP accuracy, STP and SSP R@1,
     and for ER / VP the judge score when a judge ran, else BERTScore. ``rescue report`` has everything else.
     """
-    models = results.models
+    models = results.models if isinstance(results, RunResults) else results
     columns = _terminal_columns(models)
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("model", no_wrap=True)
