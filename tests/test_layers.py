@@ -33,6 +33,7 @@ LAYERS: dict[str, set[str] | str] = {
     "files": {"atomic"},  # safe file names, hashes, the output folder check, one writer per folder
     "display": {"data"},  # text from outside made safe for a terminal or a Markdown table
     "proc": set(),  # child processes that end with rescue, for every layer above data
+    "threads": set(),  # how many threads the libraries' pools start: one number, for every layer above data
     "metrics": set(),  # plain functions: nothing from rescue at all
     "tasks": {"data", "metrics"},
     "llm": {"data"},  # the task-free model layer
@@ -59,7 +60,7 @@ LAYERS: dict[str, set[str] | str] = {
     "__main__": EVERYTHING,
     "_launch": EVERYTHING,  # the command's first code: takes SIGTERM, then imports the CLI
 }
-LEAVES = {"_version", "archives", "atomic", "display", "files", "proc"}  # any layer above data may use them
+LEAVES = {"_version", "archives", "atomic", "display", "files", "proc", "threads"}  # any layer above data may use them
 GROUND = {"errors"}  # any layer but metrics (which imports nothing from rescue) may use it
 TASK_NAMES = set(TASKS)
 # Where a task may still be named outside rescue.tasks: a user-facing option that is about one task.
@@ -289,7 +290,7 @@ def test_every_exception_is_defined_in_the_errors_module():
 # Project-wide tests stay at the top of tests/; every other test file sits in the folder of the package it tests.
 PROJECT_WIDE_TESTS = {"test_layers.py", "test_docs_site.py", "test_docstrings.py", "test_scripts_heartbeat.py", "test_archives.py",
                       "test_scripts_count_any.py", "test_scripts_lock.py", "test_atomic.py", "test_out_targets.py", "test_errors.py", "test_docs_tables.py", "test_public_surface.py",
-                      "test_benchmark_peak.py"}
+                      "test_benchmark_peak.py", "test_threads.py"}
 
 
 def test_tests_mirror_the_packages():

@@ -297,6 +297,11 @@ class InspectLogError(RescueError):
     """An inspect log that cannot be read as a RESCUE-Bench run; the message names the file and field."""
 
 
+class ThreadsError(RescueError):
+    """``RESCUE_THREADS`` (how many threads rescue's libraries may start) holds no positive whole number; the
+    message names the variable and its value."""
+
+
 class BaselineError(RescueError):
     """An unknown baseline, or a baseline asked for a task it does not apply to."""
 

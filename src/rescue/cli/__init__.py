@@ -19,6 +19,7 @@ from rescue.cli._app import app, err_console
 from rescue.cli._startup import loaded
 from rescue.data.text import visible_text
 from rescue.errors import EXIT_ERROR, EXIT_TERMINATED, TERMINATED_MESSAGE, RescueError, Terminated, environment_error, exit_code
+from rescue.threads import fit_threads
 
 __all__ = ["app", "main"]
 
@@ -43,6 +44,7 @@ def main() -> None:
     previous = signal.signal(signal.SIGTERM, _terminate) if threading.current_thread() is threading.main_thread() \
         else None
     try:
+        fit_threads()  # before any library starts a pool: every pool sized to the cores rescue may use
         typer.main.get_command(app)()
     except RescueError as exc:
         err_console.print(f"[bold red]error:[/] {escape(visible_lines(str(exc)))}", highlight=False, soft_wrap=True)
