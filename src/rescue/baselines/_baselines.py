@@ -39,7 +39,6 @@ from rescue.errors import BaselineError as BaselineError
 if TYPE_CHECKING:
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    from rescue.baselines._tfidf import Tokenizer
 
 class Asked(Protocol):
     """What a baseline reads of the runner's request (:class:`rescue.engine.types.TaskRequest` is one): the task
@@ -480,10 +479,6 @@ class SupervisedBaseline(Baseline):
 
     kind = "supervised"
 
-    def __init__(self, *, seed: int = 0) -> None:
-        super().__init__(seed=seed)
-        self._tokenizer: Tokenizer | None = None
-
     def applies(self, task: Task) -> bool:
         return task.declaration.answer in ("label", "ranking")
 
@@ -501,12 +496,8 @@ class SupervisedBaseline(Baseline):
         why = self.sits_out(state.task, state.instances)
         if why is not None:
             raise BaselineError(f"{self.name}: {why} (it needs at least two groups: couples or families)")
-        if self._tokenizer is None:
-            from rescue.baselines._tfidf import Tokenizer
-
-            self._tokenizer = Tokenizer()  # one for all the tasks: their prompts show the same rows
         state.extra["rankings"], state.extra["scheme"] = out_of_fold_rankings(
-            state.task, state.instances, state.options, self._tokenizer, state.progress)
+            state.task, state.instances, state.options, state.progress)
 
     def answer(self, state: _TaskState, instance: Instance) -> Any:
         ranking = state.extra["rankings"][instance.instance_id]

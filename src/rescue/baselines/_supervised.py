@@ -24,7 +24,6 @@ set's order. ``docs/baselines.md`` gives the full definition.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -36,8 +35,6 @@ import numpy as np
 from rescue.data.shapes import ChatMessage
 from rescue.data.groups import infer_groups
 from rescue.data.models import GROUP_LABELS, THERAPIST
-from rescue.baselines._logistic import fit_logistic
-from rescue.baselines._tfidf import DeltaRows, GramCounts, Tokenizer, fold_tfidf, row_products
 from rescue.tasks.base import Instance, RenderOptions, Task
 
 FOLDS = 5
@@ -182,19 +179,32 @@ class FoldScheme:
 FEATURES = ("TF-IDF (word 1-2 grams, sublinear tf, min_df 2) of the fields of the rows the prompt shows, "
             f"plus speaker/target role tokens of the last {LAST_ROWS} rows and the scenario; people re-named by "
             "recency of speaking")
-MODEL = (f"logistic regression as scikit-learn's LogisticRegression (lbfgs, C=1, max_iter {MAX_ITER}) fits it "
-         "(rescue.baselines), one per fold, fitted in the span of the fold's training documents")
+MODEL = (f"scikit-learn LogisticRegression (lbfgs, C=1, max_iter {MAX_ITER}), one per fold, fitted in the span of "
+         "the fold's training documents")
+MIN_DF = 2  # a gram in fewer of a fold's training documents is no feature (unless that leaves none)
 # Added to the Gram matrix's diagonal (rows have unit length) so that duplicate documents, which make it
 # singular, do not stop its Cholesky factor; each row gains a private direction this short, which moves the
 # optimum by about as much.
 _SPAN_JITTER = 1e-10
-# Up to this many training instances a fold is fitted in their span: a few hundred rows' Gram matrix and its
-# Cholesky factor cost less than iterating over tens of thousands of n-gram columns (RPP on the 35 real samples:
-# 0.9 s against 3.2 s); from a few thousand rows on, the factor (n^3) and the products (n^2) cost more (RPP on the
-# release's 191 samples: 18.6 s against 12.5 s), and the columns are fitted instead.
+# Up to this many training instances a fold is fitted in the span of its training rows (a Gram matrix of n^2
+# products and an n^3 factor, against lbfgs over every n-gram column): the span pays below it, the columns above,
+# so the fit's cost grows linearly with the data past it (benchmarks/README.md, issue 47).
 SPAN_MAX = 1000
 
 FoldProgress = Callable[[int, int], None]  # (folds fitted, folds) as the fitting goes
+
+
+def row_products(left: Any, right: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Every dot product between the ``left`` rows, and between each ``right`` row and each ``left`` row.
+
+    Columns in more than a tenth of the left rows go through a dense matrix product, the rest through the
+    sparse one: a sparse product's cost grows with the square of a column's frequency, a dense one's does not."""
+    frequent = np.bincount(left.indices, minlength=left.shape[1]) * 10 > left.shape[0]
+    dense, sparse = np.flatnonzero(frequent), np.flatnonzero(~frequent)
+    dense_left, sparse_left = left[:, dense].toarray(), left[:, sparse]
+    gram = dense_left @ dense_left.T + (sparse_left @ sparse_left.T).toarray()
+    cross = right[:, dense].toarray() @ dense_left.T + (right[:, sparse] @ sparse_left.T).toarray()
+    return gram, cross
 
 
 def span_features(train: Any, test: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -206,14 +216,9 @@ def span_features(train: Any, test: Any) -> tuple[np.ndarray, np.ndarray]:
     and the same predictions, as one fitted on the tens of thousands of n-gram columns, for a fraction of the
     cost. The coordinates are the Cholesky factor L of the training rows' Gram matrix G = L L^T (the rows in
     a basis of their span, up to a rotation the solver does not see), a test row's are L^-1 of its products."""
-    return span_coordinates(*row_products(train, test))
-
-
-def span_coordinates(gram: np.ndarray, cross: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`span_features` from the training rows' Gram matrix ``gram`` and the test rows' products with the
-    training rows ``cross``."""
     from scipy.linalg import LinAlgError, cholesky, eigh, solve_triangular
 
+    gram, cross = row_products(train, test)
     try:
         factor = cholesky(gram + _SPAN_JITTER * np.eye(len(gram)), lower=True, check_finite=False)
     except LinAlgError:  # rounding left the Gram matrix indefinite: its eigenvectors, the tiny ones dropped
@@ -224,64 +229,54 @@ def span_coordinates(gram: np.ndarray, cross: np.ndarray) -> tuple[np.ndarray, n
     return factor, solve_triangular(factor, cross.T, lower=True, check_finite=False).T
 
 
-class _Documents:
-    """A task's documents as a fold's fit needs them: the gram counts, and their chains of differences
-    (:class:`DeltaRows`, made on first use) for the fits in the span."""
+def gram_counts(documents: Sequence[str]) -> Any:
+    """How often each word uni- and bigram occurs in each document (csr, columns in the vocabulary's alphabetical
+    order), counted once per task: every fold takes its rows from it."""
+    from sklearn.feature_extraction.text import CountVectorizer
 
-    def __init__(self, counts: GramCounts, previous: list[int]):
-        self.counts = counts
-        self._previous = previous
-        self._deltas: DeltaRows | None = None
-
-    def span(self, train: list[int], test: list[int]) -> tuple[np.ndarray, np.ndarray] | None:
-        """:func:`span_features` of the fold's TF-IDF rows (None: the training documents hold no word)."""
-        if self._deltas is None:
-            self._deltas = DeltaRows.of(self.counts, self._previous)
-        products = self._deltas.products(train, test)
-        return None if products is None else span_coordinates(*products)
-
-    def columns(self, train: list[int], test: list[int]) -> tuple[Any, Any] | None:
-        """The fold's TF-IDF rows themselves (None: the training documents hold no word)."""
-        features = fold_tfidf(self.counts, train, test)
-        return None if features is None else (features[0], features[1])
+    try:
+        return CountVectorizer(ngram_range=(1, 2)).fit_transform(documents)
+    except ValueError:  # no document holds a word
+        return None
 
 
-def _fit_fold(documents: _Documents, train: list[int], labels: list[str], test: list[int]
+def fold_tfidf(counts: Any, train: Sequence[int], test: Sequence[int]) -> tuple[Any, Any] | None:
+    """The TF-IDF rows of the ``train`` and ``test`` documents that ``TfidfVectorizer(ngram_range=(1, 2),
+    sublinear_tf=True, min_df=2)`` fitted on the training documents gives (with ``min_df`` 1 when 2 leaves no
+    gram), from the task's ``counts``: the columns the training rows keep, weighed by a TfidfTransformer fitted
+    on them (the vectorizer is that counter and that transformer); None when they hold no gram."""
+    from sklearn.feature_extraction.text import TfidfTransformer
+
+    if counts is None:
+        return None
+    training = counts[np.asarray(train, dtype=np.int64)]
+    frequency = np.bincount(training.indices, minlength=training.shape[1])
+    keep = np.flatnonzero(frequency >= MIN_DF)
+    if not len(keep):
+        keep = np.flatnonzero(frequency)
+    if not len(keep):
+        return None
+    weigh = TfidfTransformer(sublinear_tf=True)
+    return (weigh.fit_transform(training[:, keep]),
+            weigh.transform(counts[np.asarray(test, dtype=np.int64)][:, keep]))
+
+
+def _fit_fold(counts: Any, train: list[int], labels: list[str], test: list[int]
               ) -> tuple[list[str], list[list[float]]]:
     """The classes a fold's model learnt and each test instance's probability for each (none: no words).
 
     Up to :data:`SPAN_MAX` training instances the model is fitted in the span of the training rows
     (:func:`span_features`), above on the n-gram columns: the same model either way."""
-    features = documents.span(train, test) if len(train) <= SPAN_MAX else documents.columns(train, test)
+    from sklearn.linear_model import LogisticRegression
+
+    features = fold_tfidf(counts, train, test)
     if features is None:
         return [], [[] for _ in test]
-    model = fit_logistic(features[0], labels, c=1.0, max_iter=MAX_ITER)
-    return model.classes, model.probabilities(features[1]).tolist()
-
-
-@functools.cache
-def _blas() -> Any:
-    """The BLAS libraries' thread pools, found once per process (5 ms a look; SciPy's own BLAS loaded first)."""
-    import scipy.linalg.blas  # noqa: F401  # loads SciPy's BLAS, so that the controller sees it
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController()
-
-
-def group_folds(groups: Sequence[str], folds: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(training, test) positions of each of ``folds`` folds of whole groups: scikit-learn's ``GroupKFold``
-    without shuffling (1.6 and later: the largest group first, each into the fold with the fewest members so
-    far, ties to the earliest fold; groups of one size in reverse order of their names)."""
-    names, group_at = np.unique(np.asarray(groups, dtype=str), return_inverse=True)
-    sizes = np.bincount(group_at)
-    members = np.zeros(folds, dtype=np.int64)
-    fold_of = np.zeros(len(names), dtype=np.int64)
-    for group in np.argsort(sizes, kind="stable")[::-1].tolist():
-        lightest = int(np.argmin(members))
-        members[lightest] += sizes[group]
-        fold_of[group] = lightest
-    fold_at = fold_of[group_at]
-    return [(np.flatnonzero(fold_at != fold), np.flatnonzero(fold_at == fold)) for fold in range(folds)]
+    x_train, x_test = features
+    if len(train) <= SPAN_MAX:
+        x_train, x_test = span_features(x_train, x_test)
+    model = LogisticRegression(C=1.0, max_iter=MAX_ITER).fit(x_train, labels)
+    return [str(c) for c in model.classes_], model.predict_proba(x_test).tolist()
 
 
 def _ranking(instance: Instance, enc: Encoded, score: dict[str, float], counts: Counter[str | None]) -> list[str]:
@@ -291,10 +286,13 @@ def _ranking(instance: Instance, enc: Encoded, score: dict[str, float], counts: 
 
 
 def out_of_fold_rankings(task: Task, instances: list[Instance], options: RenderOptions,
-                         tokenizer: Tokenizer | None = None, progress: FoldProgress | None = None,
-                         ) -> tuple[dict[str, list[str]], FoldScheme]:
-    """Every instance's candidate labels ranked by a model trained without its session group; ``tokenizer``:
-    one shared with other tasks of the run (their prompts show the same rows); ``progress`` hears of each fold."""
+                         progress: FoldProgress | None = None) -> tuple[dict[str, list[str]], FoldScheme]:
+    """Every instance's candidate labels ranked by a model trained without its session group; ``progress`` hears
+    of each fold."""
+    from sklearn.model_selection import GroupKFold
+
+    from rescue.threads import threads_limited
+
     samples = list({i.sample_id: i.sample for i in instances}.values())
     grouping = infer_groups(samples)
     groups = [grouping.group_of(i.sample_id) for i in instances]
@@ -303,18 +301,13 @@ def out_of_fold_rankings(task: Task, instances: list[Instance], options: RenderO
         raise ValueError(f"out-of-fold training needs at least two session groups, got {distinct}")
     encoded = [encode(i, task.render([i], options)) for i in instances]
     labels = [e.label(g) if (g := _gold_label(i)) is not None else None for i, e in zip(instances, encoded)]
-    last: dict[str, int] = {}
-    previous = []  # an instance's prompt often extends the previous one of its sample (RPP shows every row before)
-    for n, instance in enumerate(instances):
-        previous.append(last.get(instance.sample_id, -1))
-        last[instance.sample_id] = n
-    documents = _Documents((tokenizer or Tokenizer()).counts([e.pieces for e in encoded]), previous)
+    counts = gram_counts([e.document for e in encoded])
     folds = min(FOLDS, distinct)
     rankings: dict[str, list[str]] = {}
     fold_of: dict[str, int] = {}
-    splits = group_folds(groups, folds)
+    splits = list(GroupKFold(n_splits=folds).split(np.zeros((len(instances), 1)), groups=groups))
     # BLAS threads only wait on each other over matrices this small: one thread does the work for less CPU.
-    with _blas().limit(limits=1):
+    with threads_limited(1):
         for fold, (all_train, test) in enumerate(splits, start=1):
             if progress is not None:
                 progress(fold - 1, folds)
@@ -324,7 +317,7 @@ def out_of_fold_rankings(task: Task, instances: list[Instance], options: RenderO
             classes: list[str] = []
             probabilities: list[list[float]] = [[] for _ in test]
             if len(seen) >= 2:
-                classes, probabilities = _fit_fold(documents, train, [str(labels[n]) for n in train], list(test))
+                classes, probabilities = _fit_fold(counts, train, [str(labels[n]) for n in train], list(test))
             for position, n in enumerate(test):
                 score = dict(zip(classes, probabilities[position]))
                 rankings[instances[n].instance_id] = _ranking(instances[n], encoded[n], score, seen)
