@@ -91,7 +91,8 @@ def _field_named(output: str, target: Target, corruption: str) -> bool:
     if corruption == "extra key":
         return "surprise" in output
     if corruption == "a list for an object":  # the object that holds the number, or the whole file
-        return str(target.number[-2]) in output if len(target.number) > 1 else "object" in output
+        return str(target.number[-2]) in output if len(target.number) > 1 else any(
+            said in output for said in ("object", "(top level)"))
     return str(target.number[-1]) in output
 
 
@@ -106,7 +107,13 @@ def made(tmp_path_factory) -> Iterator[dict[str, Target]]:
 
     root = tmp_path_factory.mktemp("readback")
     targets: dict[str, Target] = {}
-    _, script = oracle()
+    answers, oracle_script = oracle()
+
+    def script(body: dict[str, Any]) -> Any:  # the run's ITP requests get their right answer; a build's get {}
+        from rescue.testing.openai_server import Reply, request_key
+
+        return oracle_script(body) if request_key(body) in answers else Reply.text("{}")
+
     with serve(script) as server:
         _made(root, targets, server, prices(root))
         yield targets
@@ -179,9 +186,22 @@ def _made(root: Path, targets: dict[str, Target], server: Any, price_file: str) 
          "--speaker-map", "SPEAKER_1=Alan,SPEAKER_2=Evelyn"], env=keys,
         number=("chunks", 0, "own_to"), required=("audio_seconds",))
 
+    from media_helpers import conversation, write_srt
+
+    spoken = conversation(30.0)
+    annotated = root / "annotated"
+    build_command = ["build", str(make_video(root / "s.mp4", 30.0, speech=spoken)), "--subs",
+                     str(write_srt(root / "s.srt", spoken)), "--out", str(annotated), "--scenario", "couple",
+                     "--participants", "Alan,Evelyn", "--group", "g", "--model", "m", "--base-url", server.base_url,
+                     "--min-duration", "5", "--no-align-check"]
+    result = invoke_main(build_command, env=keys)
+    assert result.exit_code == 0, result.output
+    targets["work/<segment>/draft.json"] = Target(annotated / "work" / "g" / "s_segment01" / "draft.json",
+                                                  build_command, env=keys, number=("requests",), required=("rows",))
+
 
 FILES = ["splits.json", "results.json", "predictions.jsonl", "benchmark.json", "manifest.json (review)", "batches.json",
-         "chunks.json"]
+         "chunks.json", "work/<segment>/draft.json"]
 
 
 def _corrupt(target: Target, corruption: str) -> None:
@@ -223,3 +243,44 @@ def test_a_corrupted_file_is_named_and_left_as_it_is(made, name, corruption):
     finally:
         for path, data in pristine.items():
             path.write_bytes(data)
+
+
+# --- cache rows: an answer that cannot be trusted is forgotten and asked again ------------------------------------
+
+ROWS = {
+    "usage of many tokens": ("usage", '{"input_tokens": "many", "output_tokens": 1}'),
+    "usage NaN": ("usage", '{"input_tokens": NaN, "output_tokens": 1}'),
+    "usage 1e308 seconds": ("usage", '{"input_tokens": 1, "audio_seconds": 1e308}'),
+    "usage of 5000 digits": ("usage", '{"input_tokens": ' + HUGE_INT + "}"),
+    "usage with a key Usage lacks": ("usage", '{"input_tokens": 1, "surprise": 2}'),
+    "usage nested": ("usage", "[" * 100_000),
+    "usage truncated": ("usage", '{"input_tokens": 1, "outp'),
+    "meta a list": ("meta", "[1, 2]"),
+    "meta Infinity": ("meta", '{"x": Infinity}'),
+}
+
+
+@pytest.mark.parametrize("corruption", list(ROWS))
+def test_a_cached_answer_that_cannot_be_read_back_is_asked_again(tmp_path, corruption):
+    import sqlite3
+
+    from batch_support import oracle
+
+    from rescue.testing.openai_server import serve
+
+    column, value = ROWS[corruption]
+    _, script = oracle()
+    keys = {"OPENAI_API_KEY": "sk-" + "x" * 20}
+    with serve(script) as server:
+        command = ["run", "--model", "m", "--base-url", server.base_url, "--tasks", "itp", "--limit-samples", "1",
+                   "--out", str(tmp_path / "run"), "--no-bertscore", "--quiet"]
+        assert invoke_main(command, env=keys).exit_code == 0
+        first = len(server.requests)
+        with sqlite3.connect(tmp_path / "run" / "cache.sqlite") as db:
+            spoilt = db.execute(f"UPDATE answers SET {column} = ? WHERE rowid IN "
+                                "(SELECT rowid FROM answers ORDER BY rowid LIMIT 2)", (value,)).rowcount
+        result = invoke_main(command, env=keys)
+        assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+        assert len(server.requests) - first == spoilt == 2  # the two rows it could not trust, and no other
+        with sqlite3.connect(tmp_path / "run" / "cache.sqlite") as db:
+            assert not db.execute(f"SELECT count(*) FROM answers WHERE {column} = ?", (value,)).fetchone()[0]
