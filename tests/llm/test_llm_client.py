@@ -204,3 +204,101 @@ def test_a_model_asked_again_from_another_event_loop_still_answers():
         second = asyncio.run(model.complete(REQUEST))
         asyncio.run(model.aclose())
     assert first.status == second.status == "ok"
+
+
+# --- the environment's proxy through the standard library (#47 item 1: no aiohttp.helpers) ---------------------
+
+PROXY_NAMES = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY",
+               "no_proxy")
+
+
+class _Proxy:
+    """A forward HTTP proxy on 127.0.0.1 (a real server in a thread): it records the absolute URL of each request
+    and the Proxy-Authorization it got, and passes the request on without its Proxy-* headers."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+        import urllib.request
+
+        proxy = self
+        self.seen: list[tuple[str, str | None]] = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
+                proxy.seen.append((self.path, self.headers.get("Proxy-Authorization")))
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                headers = {k: v for k, v in self.headers.items()
+                           if not k.lower().startswith("proxy-") and k.lower() not in ("host", "connection")}
+                request = urllib.request.Request(self.path, data=body, headers=headers, method="POST")
+                opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # straight to the server
+                try:
+                    with opener.open(request, timeout=10) as answer:
+                        status, payload, kind = answer.status, answer.read(), answer.headers.get("Content-Type")
+                except urllib.error.HTTPError as error:
+                    status, payload, kind = error.code, error.read(), error.headers.get("Content-Type")
+                self.send_response(status)
+                self.send_header("Content-Type", kind or "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> _Proxy:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _proxy_env(monkeypatch, **values: str) -> None:
+    for name in PROXY_NAMES:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in values.items():
+        monkeypatch.setenv(name.upper(), value)
+        monkeypatch.setenv(name.lower(), value)
+
+
+@pytest.mark.parametrize("variable", ["http_proxy", "all_proxy"])
+def test_a_proxy_the_environment_names_carries_the_request(monkeypatch, variable):
+    with serve(Reply.json({"ok": 1}), api_key=KEY) as server, _Proxy() as proxy:
+        _proxy_env(monkeypatch, **{variable: proxy.url})
+        assert _complete(_model(server)).status == "ok"
+        assert proxy.seen == [(f"{server.base_url}/chat/completions", None)]
+        assert server.request_count == 1 and server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_a_proxys_credentials_go_to_the_proxy_only(monkeypatch):
+    import base64
+
+    with serve(Reply.json({"ok": 1}), api_key=KEY) as server, _Proxy() as proxy:
+        _proxy_env(monkeypatch, http_proxy=proxy.url.replace("http://", "http://someone:p%40ss@"))
+        assert _complete(_model(server)).status == "ok"
+        ((_, credentials),) = proxy.seen
+        assert credentials == "Basic " + base64.b64encode(b"someone:p@ss").decode()
+        assert "proxy-authorization" not in server.requests[0].headers  # the proxy took it; the server never saw it
+
+
+@pytest.mark.parametrize("no_proxy", ["127.0.0.1", "localhost,127.0.0.1", "*", "127.0.0.1:{port}", ".0.0.1"])
+def test_no_proxy_is_obeyed(monkeypatch, no_proxy):
+    with serve(Reply.json({"ok": 1}), api_key=KEY) as server, _Proxy() as proxy:
+        port = server.base_url.split(":")[2].split("/")[0]
+        _proxy_env(monkeypatch, http_proxy=proxy.url, no_proxy=no_proxy.format(port=port))
+        assert _complete(_model(server)).status == "ok"
+        assert proxy.seen == [] and server.request_count == 1
+
+
+def test_a_no_proxy_entry_for_another_host_keeps_the_proxy(monkeypatch):
+    with serve(Reply.json({"ok": 1}), api_key=KEY) as server, _Proxy() as proxy:
+        _proxy_env(monkeypatch, http_proxy=proxy.url, no_proxy="example.com,10.0.0.1")
+        assert _complete(_model(server)).status == "ok"
+        assert len(proxy.seen) == 1

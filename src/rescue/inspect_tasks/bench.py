@@ -119,13 +119,29 @@ def wire_config(model: Model, temperature: float | None, max_tokens: int) -> tup
             {"temperature": heat, "max_tokens": budget})
 
 
+# The one private name of inspect_ai rescue uses, and the inspect_ai version it was verified on (pyproject's
+# `inspect` extra is bounded to it; tests/inspect_tasks/test_inspect_private.py fails on any other version).
+# inspect_ai offers no public reader of the eval's generate config inside a solver: `generate(state, ...)`
+# applies it but does not say what it is, and `get_model().config` holds the eval's `--temperature` only when
+# inspect made the model from its name (not for a Model object given to eval()). rescue needs the values
+# before the request, to put them in its body too and to record them (docs/architecture.md).
+ACTIVE_CONFIG_READER = "inspect_ai.model._generate_config.active_generate_config"
+VERIFIED_INSPECT_VERSION = "0.3.285"
+
+
 def _active_config(model: Model) -> GenerateConfig:
     """The generate config inspect would use for the evaluated model: the model's own, the task's and the eval's
-    (``--temperature`` ...) merged, as inspect merges them."""
+    (``--temperature`` ...) merged, as inspect merges them. An inspect_ai without the reader stops the sample
+    with an error that says so: never a request without the eval's temperature."""
     try:
         from inspect_ai.model._generate_config import active_generate_config
-    except ImportError:  # an inspect without it: the model's own config, then the task's defaults apply
-        return model.config
+    except ImportError as exc:
+        from importlib.metadata import version
+
+        raise BenchError(f"inspect_ai {version('inspect-ai')} has no {ACTIVE_CONFIG_READER}, which rescue reads the "
+                       "eval's generate config (--temperature, --max-tokens) with; rescue sends no request without "
+                       f"it. Install inspect-ai=={VERIFIED_INSPECT_VERSION} (pip install "
+                       f"'rescue-bench[inspect]').") from exc
     return model.config.merge(active_generate_config())
 
 
@@ -258,12 +274,18 @@ def rescue_task(task: str, *, mode: Mode = BenchOptions.mode, context_size: int 
                        metadata={CONFIG_KEY: plan.metadata()}, name=f"rescue/{plan.task.name}")
 
 
-def _registered_as(factory: Callable[..., InspectTask], short: str) -> str:
-    # inspect prefixes its package ("rescue/") only where it sees rescue installed under that name; an editable
-    # install of the rescue-bench distribution is not, so the prefix is given here then (never twice).
-    from inspect_ai._util.registry import registry_name
+def _registered(factory: Callable[..., InspectTask], short: str) -> Callable[..., InspectTask]:
+    """``factory`` registered with inspect as ``rescue/<short>``. inspect prefixes its package ("rescue/") only
+    where it sees rescue installed under that name; an editable install of the rescue-bench distribution is not,
+    so there the prefix is given (never twice). inspect's public ``registry_info`` says which name it gave."""
+    from inspect_ai.util import registry_info
 
-    return short if registry_name(factory, short) == f"rescue/{short}" else f"rescue/{short}"
+    registered: Callable[..., InspectTask] = inspect_task(name=short)(factory)
+    if registry_info(registered).name == f"rescue/{short}":
+        return registered
+    # The short name stays registered too ("itp"): inspect's registry has no public way to take it back.
+    prefixed: Callable[..., InspectTask] = inspect_task(name=f"rescue/{short}")(factory)
+    return prefixed
 
 
 def _register(name: str) -> Callable[..., InspectTask]:
@@ -275,8 +297,7 @@ def _register(name: str) -> Callable[..., InspectTask]:
     factory.__signature__ = pyinspect.Signature(parameters, return_annotation="InspectTask")  # type: ignore[attr-defined]
     factory.__name__ = factory.__qualname__ = name
     factory.__doc__ = f"RESCUE-Bench {TASKS[name].title} ({name.upper()}), rescue's own prompt, parsing and metrics."
-    registered: Callable[..., InspectTask] = inspect_task(name=_registered_as(factory, name))(factory)
-    return registered
+    return _registered(factory, name)
 
 
 # One inspect task per task of the registry, named rescue/<task> (itp, rpp, stp, ssp, er, vp).

@@ -429,16 +429,29 @@ def _encode(body: JsonObject) -> bytes:
 
 
 def _env_proxy(url: str) -> dict[str, Any]:
-    """The proxy the environment names for ``url`` (HTTP_PROXY, HTTPS_PROXY, NO_PROXY), as the arguments of an
-    aiohttp request; none: empty."""
-    from aiohttp.helpers import get_env_proxy_for_url
-    from yarl import URL
+    """The proxy the environment names for ``url`` (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, any
+    case), as the arguments of an aiohttp request: ``proxy``, and ``proxy_headers`` carrying the credentials of a
+    ``http://user:password@host:port`` proxy URL (taken out of the URL); none: empty. Read with the standard
+    library's ``getproxies`` and ``proxy_bypass``, as requests and httpx read them."""
+    import base64
+    from urllib.parse import unquote, urlsplit
+    from urllib.request import getproxies, proxy_bypass
 
-    try:
-        proxy, auth = get_env_proxy_for_url(URL(url))
-    except LookupError:
+    target = urlsplit(url)
+    proxies = getproxies()
+    proxy = proxies.get(target.scheme) or proxies.get("all")
+    host_port = f"{target.hostname}:{target.port}" if target.port else str(target.hostname)
+    if not proxy or (target.hostname and proxy_bypass(host_port)):
         return {}
-    return {"proxy": proxy, "proxy_auth": auth}
+    if "://" not in proxy:  # "127.0.0.1:3128", as curl takes it
+        proxy = f"http://{proxy}"
+    parts = urlsplit(proxy)
+    if parts.username is None:
+        return {"proxy": proxy}
+    host = parts.hostname or ""
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port else "")
+    secret = base64.b64encode(f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()).decode()
+    return {"proxy": f"{parts.scheme}://{netloc}{parts.path}", "proxy_headers": {"Proxy-Authorization": f"Basic {secret}"}}
 
 
 def _is_aiohttp_error(exc: Exception) -> bool:
@@ -473,7 +486,8 @@ class OpenAIModel:
         self._json_mode_rejected = False
         self._http: aiohttp.ClientSession | None = None  # the aiohttp session of chat requests
         self._http_loop: asyncio.AbstractEventLoop | None = None  # the event loop it belongs to
-        self._proxy: dict[str, Any] = {}  # proxy and proxy_auth from the environment (HTTPS_PROXY, NO_PROXY ...)
+        self._proxy: dict[str, Any] = {}  # proxy and proxy_headers from the environment (HTTPS_PROXY, NO_PROXY ...)
+        self._request_headers: dict[str, str] = {}  # each chat request's: the key (never the session's: see _session)
         self._url = _chat_url(endpoint.base_url)
 
     # The identity the cache keys on: where the model lives, not how this process reaches it.
@@ -582,11 +596,16 @@ class OpenAIModel:
             # ~/.netrc, in a worker thread for every request (two thread hops a request, and a netrc entry for
             # the host would clash with the Bearer header).
             self._proxy = _env_proxy(self._url)
+            self._request_headers = {"Authorization": f"Bearer {self.endpoint.api_key}"}
+            if self._url.startswith("http://"):  # the request itself goes to the proxy: it carries the proxy's
+                # credentials (aiohttp sends proxy_headers only in an https tunnel's CONNECT)
+                self._request_headers.update(self._proxy.get("proxy_headers", {}))
             self._http = aiohttp.ClientSession(
                 connector=connector, trust_env=False, auto_decompress=True,
                 timeout=aiohttp.ClientTimeout(total=None),  # the whole request is bounded by asyncio.timeout
-                headers={"Authorization": f"Bearer {self.endpoint.api_key}", "Accept": "application/json",
-                         "Content-Type": "application/json"},
+                # The key is no default header of the session: aiohttp copies the session's headers to a proxy,
+                # its Authorization as Proxy-Authorization (the key would reach every proxy). Each request has it.
+                headers={"Accept": "application/json", "Content-Type": "application/json"},
                 max_line_size=MAX_HEADER_BYTES, max_field_size=MAX_HEADER_BYTES, max_headers=MAX_HEADERS)
         return self._http
 
@@ -598,7 +617,7 @@ class OpenAIModel:
             async with asyncio.timeout(self.settings.timeout):  # the whole stream, not each chunk
                 # No redirects, as before: a provider answering 3xx to a POST is an error to see, not to follow.
                 async with self._session().post(self._url, data=_encode(body), allow_redirects=False,
-                                                **self._proxy) as response:
+                                                headers=self._request_headers, **self._proxy) as response:
                     status, headers = response.status, response.headers
                     read = await self._read(response, bool(body.get("stream")))
         except (TimeoutError, aiohttp.ClientError) as exc:
