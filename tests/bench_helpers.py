@@ -39,8 +39,9 @@ def _gold_fields() -> set[str]:
 GOLD_FIELDS = _gold_fields()
 
 
-def make_bench(root: Path, data: Path | None = None, tasks: list[str] | None = None, k: int = 2) -> Path:
-    init_benchmark(root, data or demo_path(), tasks or ALL_TASKS, k)
+def make_bench(root: Path, data: Path | None = None, tasks: list[str] | None = None, k: int = 2,
+               sample: int | None = None) -> Path:
+    init_benchmark(root, data or demo_path(), tasks or ALL_TASKS, k, sample=sample)
     return root
 
 

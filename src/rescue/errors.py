@@ -365,6 +365,16 @@ class AccountDisabled(ReviewError):
     """The right password for an account an admin disabled."""
 
 
+class AnswerLocked(ReviewError):
+    """An answer to a benchmark instance after its person was shown what it hides (the no-look-ahead protocol,
+    docs/human.md): refused, the stored answer stays. ``revealed_by`` is the instance whose page showed it."""
+
+    def __init__(self, message: str, revealed_by: str, at: str):
+        super().__init__(message)
+        self.revealed_by = revealed_by
+        self.at = at
+
+
 class Conflict(RescueError):
     """A save over a newer version; ``current`` is the row as it now stands."""
 

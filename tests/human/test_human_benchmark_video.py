@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from _cli import invoke_main
-from bench_helpers import ScanningClient, answer_queue, bench_app, make_bench
+from bench_helpers import ScanningClient, bench_app, make_bench, scripted_answer
 from video_media import FPS, data_url_bytes, jpeg_index, make_indexed_video
 
 from rescue.data.loading import load_samples
@@ -48,6 +48,7 @@ def test_a_person_sees_the_models_frames_and_nothing_after_the_hidden_row(tmp_pa
     ann = ScanningClient(app, "ann")
     project = app.state.project
     checked = 0
+    rng = random.Random(4)
     for entry in ann.get("/api/bench/queue").json():
         item = ann.get(f"/api/bench/items/{entry['task']}/{entry['number']}").json()
         instance = project.instance(entry["task"], entry["number"])
@@ -58,8 +59,10 @@ def test_a_person_sees_the_models_frames_and_nothing_after_the_hidden_row(tmp_pa
             index = jpeg_index(raw)
             assert mime == "image/jpeg" and (index + 1) / FPS <= limit + 1e-9, (entry, frame["caption"], limit)
             checked += 1
+        # Answered before the next page (taken in order: no look-ahead locks it).
+        url = f"/api/bench/items/{entry['task']}/{entry['number']}/answer"
+        assert ann.write("PUT", url, {"value": scripted_answer(item, rng), "version": 0}).status_code == 200
     assert checked > 0
-    answer_queue(ann, random.Random(4))
     app.state.engine.dispose()
     out = tmp_path / "people"
     made = invoke_main(["review", "export", str(bench), "--as-run", str(out), "--no-bertscore"])

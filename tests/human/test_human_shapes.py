@@ -32,8 +32,8 @@ def test_a_benchmark_projects_answers_hold_exactly_their_types_keys(tmp_path: Pa
             item = ann.get(url).json()
             page = {k: v for k, v in item.items() if k in get_type_hints(human_shapes.BenchPage)}
             _check(page, human_shapes.BenchPage)
-            _check({k: item[k] for k in ("value", "version")}, human_shapes.BenchShown)
-            assert set(item) == set(page) | {"value", "version", "queue"}
+            _check({k: item[k] for k in ("value", "version", "locked", "shown")}, human_shapes.BenchShown)
+            assert set(item) == set(page) | {"value", "version", "locked", "shown", "queue"}
             _check(item["queue"], human_shapes.QueuePosition)
             _each(item["labels"], human_shapes.LabelDefinition)
             answer = {"value": scripted_answer(item, rng), "version": item["version"]}

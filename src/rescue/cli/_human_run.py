@@ -35,15 +35,20 @@ def export_human_run(directory: Path, out: Path, *, bertscore: bool, judges: lis
     engine = review_db.make_engine(db or review_db.default_url(bench.root))
     try:
         with review_db.session_factory(engine)() as session:
-            answers = human_store.all_answers(session)
+            answers, late = human_store.counted_answers(session, bench)
     finally:
         engine.dispose()
+    if late:
+        console.print(f"[yellow]note:[/] {late} answer(s) left out: given after the person was shown what the "
+                      "instance hides (docs/human.md, no look-ahead)", highlight=False)
     if not answers:
         raise ReviewError(f"{directory}: nobody has answered anything yet; nothing to export")
     config = engine_config.RunConfig(out=str(out), models=[], tasks=bench.tasks, data=str(bench.data_path),
                                      bertscore=bertscore, judges=judges, judge_base_url=judge_base_url, quiet=True,
                                      mode=bench.mode, video=bench.config.get("video"))
-    outcome = engine_runner.run(config, models=human_export.human_models(bench, answers))
+    # The project's instances only (all of them, or its --sample), so that every system covers the same ones.
+    only = {task: [i.instance_id for i in found] for task, found in bench.instances.items()}
+    outcome = engine_runner.run(config, models=human_export.human_models(bench, answers), only=only)
     summary = human_export.human_summary(bench, answers)
     write_atomic(out / "human.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     write_atomic(out / "human.md", human_export.summary_markdown(summary))

@@ -192,14 +192,17 @@ def init(
     per_instance: Annotated[int, typer.Option("--per-instance", help="People who answer each instance (blind to each other).")] = 2,
     mode: Annotated[str, typer.Option("--mode", help="The mode prompts are rendered in, as `rescue run --mode` (video modes show the frames a model gets).")] = "dialogue",
     media_root: Annotated[Path | None, typer.Option("--media-root", help="Video modes: the folder of the sessions' videos, as `rescue run --media-root`.")] = None,
+    sample: Annotated[int | None, typer.Option("--sample", min=1, help="Keep N instances of each task, stratified by scenario and session group (recorded in benchmark.json); default: every instance.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="With --sample: the seed of the draw (the same data, tasks and seed give the same instances).")] = 0,
 ) -> None:
     """Make a benchmark project: people answer the tasks' instances in the browser (then user add, assign, serve)."""
     if not benchmark or data is None:
         raise ReviewError("rescue review init makes benchmark projects: give --benchmark and --data FILE "
                           "(a verification project is what `rescue build` writes)")
-    config = human_benchmark.init_benchmark(directory, data, tasks.split(","), per_instance, mode, media_root)
+    config = human_benchmark.init_benchmark(directory, data, tasks.split(","), per_instance, mode, media_root, sample, seed)
+    drawn = f" (drawn from {sum(config['sample']['of'].values())}, stratified, seed {seed})" if "sample" in config else ""
     console.print(f"Made the benchmark project {directory}: " + ", ".join(f"{t.upper()} {n}" for t, n in config["instances"].items())
-                  + f" instances, {per_instance} people each. Next: `rescue review user add`, `rescue review assign "
+                  + f" instances{drawn}, {per_instance} people each. Next: `rescue review user add`, `rescue review assign "
                   f"{directory}`, `rescue review serve {directory}`", highlight=False)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -78,9 +78,12 @@ class Runner:
     they are evaluated under their ``name`` like any other."""
 
     def __init__(self, config: RunConfig, *, offline: bool = False, write: bool = True,
-                 models: Iterable[Model | TaskModel] = (), samples: list[Sample] | None = None):
+                 models: Iterable[Model | TaskModel] = (), samples: list[Sample] | None = None,
+                 only: Mapping[str, Collection[str]] | None = None):
         self.config = config
         self.samples = samples  # samples already in memory (the notebook API); None: read config.data
+        # task -> the instance ids asked, in build order (a benchmark project's --sample; no CLI option): None, all
+        self.only = only
         self.offline = offline  # rescore: answers come from the cache only, nothing is requested
         self.write = write  # False: nothing is written (the notebook API without out=); no cache either
         self.out = Path(config.out)
@@ -216,6 +219,9 @@ class Runner:
         limit = config.part(Selection).limit
         instances = {name: limit_instances(limit, name, task.build(samples, **build_options(config.task_options, task)))
                      for name, task in tasks.items()}
+        if self.only is not None:
+            kept = {name: set(self.only.get(name, ())) for name in instances}
+            instances = {name: [i for i in found if i.instance_id in kept[name]] for name, found in instances.items()}
         if limit is not None:  # which instances --limit took, per task
             data_info.limit, data_info.limit_seed = limit, LIMIT_SEED
             data_info.instance_ids = {name: [i.instance_id for i in found] for name, found in instances.items()}
@@ -413,10 +419,11 @@ def check_run(config: RunConfig) -> None:
     Runner(config, offline=True, write=config.out not in (None, "", ".")).check()
 
 
-def run(config: RunConfig, *, models: Iterable[Model | TaskModel] = ()) -> RunOutcome:
-    """Run ``config``; ``models`` adds model objects of your own (see :class:`Runner`). Ctrl-C and SIGTERM
-    stop it as :mod:`rescue.engine.stop` says (in the main thread)."""
-    runner = Runner(config, models=models)
+def run(config: RunConfig, *, models: Iterable[Model | TaskModel] = (),
+        only: Mapping[str, Collection[str]] | None = None) -> RunOutcome:
+    """Run ``config``; ``models`` adds model objects of your own (see :class:`Runner`), ``only`` keeps each task's
+    instances of those ids. Ctrl-C and SIGTERM stop it as :mod:`rescue.engine.stop` says (in the main thread)."""
+    runner = Runner(config, models=models, only=only)
     runner.take_signals = True
     try:
         return asyncio.run(runner.run())

@@ -4,9 +4,12 @@ with pages and API routes for taking the benchmark instead of verifying drafts.
 - ``GET /``: the person's queue (admins: everyone's progress, counts only);
 - ``GET /take/{task}/{number}``: the page of one instance; ``GET /api/bench/items/{task}/{number}``: its data;
 - ``PUT /api/bench/items/{task}/{number}/answer`` ``{"value": ..., "version": n}``: the answer, saved at once;
-- ``GET /api/bench/queue``: the person's instances and which are answered.
+- ``GET /api/bench/items/{task}/{number}/reveals``: what opening that page would lock (nothing is shown);
+- ``GET /api/bench/queue``: the person's instances, which are answered and which are locked.
 
 A person reads and writes only the instances assigned to them and only their own answers (blind to each other).
+No look-ahead (docs/human.md, :mod:`rescue.human.store`): an answer to an instance whose hidden content the
+person was already shown is refused (423), and a locked instance never answered shows nothing.
 """
 
 from __future__ import annotations
@@ -17,14 +20,14 @@ from typing import Any
 from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from rescue.errors import Conflict, ReviewError
+from rescue.errors import AnswerLocked, Conflict, ReviewError
 from rescue.human import store
 from rescue.review.api.deps import Body, CurrentUser, Db, PageUser
 from rescue.review.api.routes import login, users
 from rescue.review.api.routes.pages import admin_page, login_page, render
 from rescue.review.app import app_around
-from rescue.human.benchmark import Benchmark, load_benchmark, page
-from rescue.human.shapes import BenchQueueEntry, QueuePosition
+from rescue.human.benchmark import Benchmark, load_benchmark, page, withheld_page
+from rescue.human.shapes import BenchQueueEntry, QueuePosition, Reveals
 
 router = APIRouter()
 
@@ -46,8 +49,8 @@ def _mine(db: Db, request: Request, user: str, task: str, number: int) -> None:
 def home(request: Request, actor: PageUser, db: Db) -> HTMLResponse:
     """The person's queue, or for an admin everyone's progress."""
     bench = _bench(request)
-    mine = store.queue(db, actor.name)
-    first = next((q for q in mine if not q["answered"]), None)
+    mine = store.queue(db, actor.name, bench)
+    first = next((q for q in mine if not q["answered"] and not q["locked"]), None)
     return render(request, "bench_home.html", actor, queue=mine, first=first, tasks=bench.tasks,
                    progress=store.progress(db) if actor.at_least("admin") else None,
                    counts={t: len(v) for t, v in bench.instances.items()})
@@ -64,27 +67,37 @@ def _link(entry: BenchQueueEntry | None) -> str | None:
     return f"/take/{entry['task']}/{entry['number']}" if entry else None
 
 
-def _neighbours(db: Db, user: str, task: str, number: int) -> QueuePosition:
-    mine = store.queue(db, user)
+def _neighbours(db: Db, bench: Benchmark, user: str, task: str, number: int) -> QueuePosition:
+    mine = store.queue(db, user, bench)
     at = next(i for i, q in enumerate(mine) if (q["task"], q["number"]) == (task, number))
     return {"position": at + 1, "of": len(mine), "answered": sum(q["answered"] for q in mine),
             "previous": _link(mine[at - 1] if at > 0 else None),
             "next": _link(mine[at + 1] if at + 1 < len(mine) else None),
-            "next_open": _link(next((q for q in mine[at + 1:] + mine[:at] if not q["answered"]), None))}
+            "next_open": _link(next((q for q in mine[at + 1:] + mine[:at] if not q["answered"] and not q["locked"]), None))}
 
 
 @router.get("/api/bench/items/{task}/{number}")
 def item(request: Request, actor: CurrentUser, db: Db, task: str, number: int) -> dict[str, Any]:
-    """What the instance's page shows, the person's own answer so far, and where it sits in their queue."""
+    """What the instance's page shows, the person's own answer so far and its lock, and where it sits in their
+    queue. A locked instance never answered shows only its task and number (its page would reveal more)."""
     _mine(db, request, actor.name, task, number)
-    return {**page(_bench(request), task, number), **store.shown(db, actor.name, task, number),
-            "queue": _neighbours(db, actor.name, task, number)}
+    bench = _bench(request)
+    mine = store.shown(db, bench, actor.name, task, number)
+    shown = page(bench, task, number) if mine["shown"] else withheld_page(bench, task, number)
+    return {**shown, **mine, "queue": _neighbours(db, bench, actor.name, task, number)}
+
+
+@router.get("/api/bench/items/{task}/{number}/reveals", response_model=dict[str, list[str]])
+def item_reveals(request: Request, actor: CurrentUser, db: Db, task: str, number: int) -> Reveals:
+    """What opening the instance's page would lock of the person's queue (asked before it is opened)."""
+    _mine(db, request, actor.name, task, number)
+    return store.reveals(db, _bench(request), actor.name, task, number)
 
 
 @router.get("/api/bench/queue", response_model=list[dict[str, Any]])
-def my_queue(actor: CurrentUser, db: Db) -> list[BenchQueueEntry]:
-    """The person's instances in order and which are answered."""
-    return store.queue(db, actor.name)
+def my_queue(request: Request, actor: CurrentUser, db: Db) -> list[BenchQueueEntry]:
+    """The person's instances in order, which are answered and which are locked."""
+    return store.queue(db, actor.name, _bench(request))
 
 
 class AnswerBody(Body):
@@ -103,6 +116,8 @@ def answer(request: Request, actor: CurrentUser, db: Db, task: str, number: int,
     except Conflict as exc:
         raise HTTPException(409, {"message": "this answer was changed in another tab; the page now shows it",
                                   "current": exc.current}) from None
+    except AnswerLocked as exc:
+        raise HTTPException(423, {"message": str(exc), "locked": {"by": exc.revealed_by, "at": exc.at}}) from None
     except ReviewError as exc:
         raise HTTPException(422, str(exc)) from None
     return {"version": version}

@@ -12,9 +12,11 @@ before they are stored; the export then sends them through the task's own ``form
 from __future__ import annotations
 
 import json
+import random
 import re
 import shutil
 import unicodedata
+from collections import defaultdict
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -23,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rescue.atomic import write_atomic
 from rescue.data.fingerprint import data_sha256
+from rescue.data.groups import infer_groups
 from rescue.data.loading import load_samples
 from rescue.data.readback import read_json_file, validated
 from rescue.data.models import GROUP_LABELS, Sample
@@ -49,6 +52,18 @@ _SCHEMA = "Answer with one JSON object"
 MAX_BENCHMARK_BYTES = 1024 * 1024  # a few hundred bytes written: anything near this was not
 
 
+class SampleRecord(BaseModel):
+    """``benchmark.json``'s ``sample``: how ``--sample N`` drew each task's instances, and which it kept."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    per_task: int = Field(ge=1)
+    seed: int
+    strata: list[str] = Field(max_length=10)
+    of: dict[str, int] = Field(default_factory=dict)  # each task's full count
+    instances: dict[str, list[str]]  # each task's kept instance ids, in build order
+
+
 class BenchmarkFile(BaseModel):
     """``benchmark.json`` as ``rescue review init --benchmark`` writes it; a key it does not know is refused when
     read (a misspelt ``per_instance`` would otherwise fall back to 1 without a word)."""
@@ -63,6 +78,7 @@ class BenchmarkFile(BaseModel):
     mode: str = "dialogue"
     instances: dict[str, int] = Field(default_factory=dict)
     video: dict[str, str | int | float | None] | None = None
+    sample: SampleRecord | None = None  # --sample N: the instances kept
 
 
 
@@ -87,13 +103,17 @@ def _video_config(mode: str, media_root: str | Path | None) -> dict[str, Any] | 
 
 
 def init_benchmark(root: str | Path, data: str | Path, tasks: list[str], per_instance: int = 2,
-                   mode: str = "dialogue", media_root: str | Path | None = None) -> dict[str, Any]:
-    """Make the benchmark project ``root``: its data copied in, ``benchmark.json`` written. ReviewError for a
-    folder that already holds a project, a per-instance count below 1, unknown tasks, a video mode without
-    media; DataError for bad data; VideoError for media that cannot serve every sample."""
+                   mode: str = "dialogue", media_root: str | Path | None = None, sample: int | None = None,
+                   seed: int = 0) -> dict[str, Any]:
+    """Make the benchmark project ``root``: its data copied in, ``benchmark.json`` written. With ``sample``, each
+    task keeps that many of its instances (:func:`stratified_sample`, recorded with ``seed`` in benchmark.json).
+    ReviewError for a folder that already holds a project, a per-instance count or sample below 1, unknown tasks,
+    a video mode without media; DataError for bad data; VideoError for media that cannot serve every sample."""
     folder, source = Path(root), Path(data)
     if per_instance < 1:
         raise ReviewError(f"--per-instance {per_instance}: give each instance to at least one person")
+    if sample is not None and sample < 1:
+        raise ReviewError(f"--sample {sample}: keep at least one instance of each task")
     video = _video_config(mode, media_root)
     if (folder / BENCHMARK_FILE).exists() or (folder / DRAFT_FILE).exists():
         raise ReviewError(f"{folder}: already holds a review project")
@@ -101,7 +121,8 @@ def init_benchmark(root: str | Path, data: str | Path, tasks: list[str], per_ins
         raise ReviewError(f"--data {source}: no such file")
     names = _task_names(tasks)
     samples = load_samples(source)  # bad data stops here, naming its line, before anything is written
-    counts = {name: len(get_task(name).build(samples)) for name in names}
+    built = {name: get_task(name).build(samples) for name in names}
+    counts = {name: len(found) for name, found in built.items()}
     empty = [name for name, n in counts.items() if not n]
     if empty:
         raise ReviewError(f"--data {source}: no instance of {', '.join(empty)} in these samples")
@@ -110,10 +131,40 @@ def init_benchmark(root: str | Path, data: str | Path, tasks: list[str], per_ins
     (folder / DATA_DIR).mkdir(parents=True, exist_ok=True)
     copy = folder / DATA_DIR / source.name
     shutil.copyfile(source, copy)
+    chosen = {}
+    if sample is not None:
+        chosen = {name: [i.instance_id for i in stratified_sample(found, sample, seed, name)] for name, found in built.items()}
     config = {"version": 1, "data": f"{DATA_DIR}/{source.name}", "data_sha256": data_sha256(copy), "tasks": names,
-              "per_instance": per_instance, "mode": mode, "instances": counts, **({"video": video} if video else {})}
+              "per_instance": per_instance, "mode": mode,
+              "instances": {name: len(ids) for name, ids in chosen.items()} if chosen else counts,
+              **({"video": video} if video else {}),
+              **({"sample": {"per_task": sample, "seed": seed, "strata": list(STRATA), "of": counts,
+                             "instances": chosen}} if chosen else {})}
     write_atomic(folder / BENCHMARK_FILE, json.dumps(config, indent=2) + "\n")
     return config
+
+
+STRATA = ("scenario", "session group")  # what --sample stratifies each task's instances by
+
+
+def stratified_sample(instances: list[Instance], n: int, seed: int, task: str) -> list[Instance]:
+    """``n`` of a task's instances (all of them when it has no more), in build order: each stratum (scenario and
+    session group, :func:`rescue.data.groups.infer_groups`) in its share by largest remainder (ties: the larger
+    stratum, then its name), drawn within it by a generator seeded with ``seed``, the task and the stratum, so
+    the same data, task and seed always give the same instances."""
+    if n >= len(instances):
+        return list(instances)
+    groups = infer_groups({i.sample.sample_id: i.sample for i in instances}.values())
+    strata: dict[tuple[str, str], list[Instance]] = defaultdict(list)
+    for instance in instances:
+        strata[(instance.sample.scenario, groups.group_of(instance.sample.sample_id))].append(instance)
+    exact = {key: n * len(found) / len(instances) for key, found in strata.items()}
+    quota = {key: int(share) for key, share in exact.items()}
+    for key in sorted(strata, key=lambda k: (-(exact[k] - quota[k]), -len(strata[k]), k))[:n - sum(quota.values())]:
+        quota[key] += 1
+    kept = {i.instance_id for key, found in sorted(strata.items())
+            for i in random.Random(f"{seed}:{task}:{key[0]}:{key[1]}").sample(found, quota[key])}
+    return [i for i in instances if i.instance_id in kept]
 
 
 @dataclass
@@ -125,6 +176,8 @@ class Benchmark:
     samples: list[Sample]
     instances: dict[str, list[Instance]] = field(default_factory=dict)
     video: VideoContext | None = None  # in a video mode: the frames each instance's prompt carries
+    _reach: dict[tuple[str, int], int] = field(default_factory=dict, repr=False)  # made once per instance
+    _turns: dict[tuple[str, int], list[tuple[str, int]]] | None = field(default=None, repr=False)
 
     @property
     def mode(self) -> str:
@@ -162,6 +215,40 @@ class Benchmark:
         """Every (task, number) of the project."""
         return [(task, n) for task, found in self.instances.items() for n in range(1, len(found) + 1)]
 
+    def sample_of(self, task: str, number: int) -> str:
+        """The sample (session) the instance is of: the unit look-ahead is about."""
+        return self.instance(task, number).sample.sample_id
+
+    def hides_from(self, task: str, number: int) -> int:
+        """The first row of its sample the instance hides: its own row where the task predicts it (RPP, STP, SSP),
+        else the row after it (ITP's decision row and ER/VP's current turn are shown)."""
+        return hidden_from(get_task(task), self.instance(task, number))
+
+    def reach(self, task: str, number: int) -> int:
+        """The last row of its sample the instance's page tells anything about: its last shown row, or the row it
+        hides where the page gives facts of that row (RPP's target speaker, SSP's support target). Read from the
+        page itself, so a task that shows more reaches further."""
+        key = (task, number)
+        if key not in self._reach:
+            self._reach[key] = _reach_of(self, task, number)
+        return self._reach[key]
+
+    def same_turn(self, task: str, number: int) -> list[tuple[str, int]]:
+        """The other instances of the project on the same sample and row (other tasks' instances of that turn)."""
+        if self._turns is None:
+            self._turns = defaultdict(list)
+            for key in self.keys():
+                found = self.instance(*key)
+                self._turns[(found.sample.sample_id, found.row_index)].append(key)
+        found = self.instance(task, number)
+        return [k for k in self._turns[(found.sample.sample_id, found.row_index)] if k != (task, number)]
+
+    def reveals(self, shown: tuple[str, int], other: tuple[str, int]) -> bool:
+        """Whether showing the page of ``shown`` shows something ``other`` hides (no-look-ahead: the answer to
+        ``other`` must come before it). An instance never reveals itself."""
+        return (shown != other and self.sample_of(*shown) == self.sample_of(*other)
+                and self.reach(*shown) >= self.hides_from(*other))
+
 
 def load_benchmark(root: str | Path) -> Benchmark:
     """Read ``root/benchmark.json`` and its data; ReviewError naming the file and field when it cannot."""
@@ -186,12 +273,34 @@ def load_benchmark(root: str | Path) -> Benchmark:
         raise ReviewError(f"{path}: field data: {config['data']!r} must be a file inside the project folder")
     samples = load_samples(data)
     instances = {name: get_task(name).build(samples) for name in _task_names([str(t) for t in config["tasks"]])}
+    if "sample" in config:
+        instances = _sampled(path, config["sample"], instances)
     bench = Benchmark(folder, config, samples, instances)
     if isinstance(config.get("video"), dict):
         bench.video = _video_context(config["video"], samples, folder / MEDIA_CACHE)
         # Every instance's frames are made (or found in the cache) now, as a run makes them before it asks.
         bench.video.wrap_tasks({n: get_task(n) for n in instances}, instances, None)
     return bench
+
+
+def _sampled(path: Path, sample: Any, instances: dict[str, list[Instance]]) -> dict[str, list[Instance]]:
+    """Each task's instances that ``sample.instances`` names (in build order); ReviewError naming the field when
+    it names one the data does not make."""
+    chosen = sample.get("instances") if isinstance(sample, dict) else None
+    if not isinstance(chosen, dict):
+        raise ReviewError(f"{path}: field sample.instances: missing (write it with `rescue review init --sample N`)")
+    kept = {}
+    for task, found in instances.items():
+        ids = chosen.get(task)
+        if not isinstance(ids, list):
+            raise ReviewError(f"{path}: field sample.instances.{task}: missing")
+        known = {i.instance_id for i in found}
+        unknown = [str(i) for i in ids if i not in known]
+        if unknown:
+            raise ReviewError(f"{path}: field sample.instances.{task}: {unknown[0][:80]!r} is no instance of the data")
+        wanted = set(ids)
+        kept[task] = [i for i in found if i.instance_id in wanted]
+    return kept
 
 
 def _video_context(video: dict[str, Any], samples: list[Sample], cache: Path | None) -> VideoContext:
@@ -263,6 +372,19 @@ def _people(instance: Instance) -> list[str]:
     return [*sample.participants, GROUP_LABELS.get(sample.scenario, "Couple")]
 
 
+def hidden_from(task: Task, instance: Instance) -> int:
+    """The first row of the instance's sample its prompt hides (the declaration's ``hidden``)."""
+    return instance.row_index if task.declaration.hidden == "row" else instance.row_index + 1
+
+
+def _reach_of(bench: Benchmark, task: str, number: int) -> int:
+    shown = page(bench, task, number)
+    rows = [int(r["row_index"]) for r in [*shown["context"], shown["current"] or {}] if isinstance(r.get("row_index"), int)]
+    if shown["given"]:  # facts of the row the instance predicts
+        rows.append(bench.instance(task, number).row_index)
+    return max(rows, default=-1)
+
+
 def page(bench: Benchmark, task_name: str, number: int) -> BenchPage:
     """What the page of one instance shows: made from the instance's prompt only (never from its sample)."""
     task, instance = get_task(task_name), bench.instance(task_name, number)
@@ -284,6 +406,15 @@ def page(bench: Benchmark, task_name: str, number: int) -> BenchPage:
         "instructions": instructions, "context": _transcript(item.get("prior_context")), "current": current,
         "given": given, "media": _frames(bench, task, instance),
     }
+
+
+def withheld_page(bench: Benchmark, task_name: str, number: int) -> BenchPage:
+    """The page of an instance a person may no longer answer (locked before they answered it): its task and
+    number only, nothing of its prompt."""
+    task = get_task(task_name)
+    return {"task": task.name, "title": task.title, "number": number, "total": len(bench.instances[task.name]),
+            "answer_kind": task.declaration.answer, "rank": 0, "labels": [], "intensity": list(INTENSITY_SCALE),
+            "people": [], "speaker": "", "instructions": "", "context": [], "current": None, "given": {}, "media": None}
 
 
 # --- what a person may answer ----------------------------------------------------------------------------------

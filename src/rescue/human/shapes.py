@@ -8,18 +8,38 @@ from typing import Any, NotRequired, TypedDict
 
 
 class BenchQueueEntry(TypedDict):
-    """One instance of a person's queue, and whether they answered it (never anyone else's answer)."""
+    """One instance of a person's queue, whether they answered it (never anyone else's answer) and whether it is
+    locked (they were shown what it hides)."""
 
     task: str
     number: int
     answered: bool
+    locked: bool
+
+
+class LockView(TypedDict):
+    """Why an instance is locked for a person: the instance whose page revealed what it hides (``task/number``),
+    and when they were first shown it."""
+
+    by: str
+    at: str
 
 
 class BenchShown(TypedDict):
-    """A person's own answer so far (None before the first) and its version."""
+    """A person's own answer so far (None before the first), its version, its lock, and whether the page shows
+    the instance (not when it is locked and was never answered)."""
 
     value: Any  # in the task's answer shape (rescue.human.benchmark.checked_answer)
     version: int
+    locked: LockView | None
+    shown: bool
+
+
+class Reveals(TypedDict):
+    """What opening an instance's page would lock of the person's queue (``task/number`` keys)."""
+
+    unanswered: list[str]
+    answered: list[str]
 
 
 class GivenAnswer(TypedDict):

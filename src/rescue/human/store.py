@@ -1,5 +1,11 @@
 """What people did in a benchmark project: who takes which instance, their answers and timing, in the review
-database (the same accounts, sessions and audit log as verification projects)."""
+database (the same accounts, sessions and audit log as verification projects).
+
+No look-ahead (docs/human.md): a person's first sight of an instance's page is stored (``BenchAnswer.shown_at``);
+an instance is *locked* for that person from the first time they were shown another instance's page that
+reveals what it hides (:meth:`~rescue.human.benchmark.Benchmark.reveals`). A locked instance takes no new or
+changed answer, and its page, if it was not answered, shows nothing (so it reveals nothing further). Only
+answers given before their lock count (:func:`counted_answers`)."""
 
 from __future__ import annotations
 
@@ -11,11 +17,11 @@ from typing import Any
 from sqlalchemy import ForeignKey, Integer, String, Text, UniqueConstraint, delete, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from rescue.errors import Conflict, ReviewError
+from rescue.errors import AnswerLocked, Conflict, ReviewError
 from rescue.human.benchmark import Benchmark, checked_answer
 from rescue.review.crud._write import ASSIGNMENTS, audit, writing
 from rescue.review.models import Base, User, now
-from rescue.human.shapes import BenchQueueEntry, BenchShown, GivenAnswer
+from rescue.human.shapes import BenchQueueEntry, BenchShown, GivenAnswer, LockView, Reveals
 
 AUDIT_ANSWER = "bench.answer"
 
@@ -58,8 +64,12 @@ def _split_key(key: str) -> tuple[str, int]:
 
 def assign(db: Session, actor: str, bench: Benchmark, k: int | None = None,
            people: list[str] | None = None) -> dict[str, int]:
-    """Give every instance to ``k`` people (the project's per-instance count by default), spreading the load
-    evenly; each person's instances interleave the tasks. Replaces an earlier assignment; answers stay."""
+    """Give every instance to ``k`` people (the project's per-instance count by default): each task's instances
+    spread evenly over the people (so every person gets every task), never two instances to one person where
+    each reveals what the other hides (no order would let both count: RPP and SSP of one turn): such instances
+    share the people between them (each to ``min(k, people // clashing)``, at least one), rather than go to
+    one who could not answer them. Each person's queue walks
+    every session forward (:func:`walk_order`). Replaces an earlier assignment; answers stay."""
     users = {u.name: u for u in db.scalars(select(User).order_by(User.name))}
     names = people or [n for n, u in users.items() if u.role == "annotator" and not u.disabled_at]
     unknown = [n for n in names if n not in users or users[n].disabled_at]
@@ -69,30 +79,85 @@ def assign(db: Session, actor: str, bench: Benchmark, k: int | None = None,
     if not 1 <= k <= len(names):
         raise ReviewError(f"{k} people per instance needs at least {k} annotator accounts (found: "
                           f"{', '.join(names) or 'none'}); add them with `rescue review user add`")
-    load: dict[str, int] = defaultdict(int)
-    # Interleave the tasks (one of each in turn), so a person who stops early has answered every task.
-    order = sorted(bench.keys(), key=lambda tn: (tn[1], bench.tasks.index(tn[0])))
+    given: dict[str, list[tuple[str, int]]] = {name: [] for name in names}
+    per_task: dict[tuple[str, str], int] = defaultdict(int)
+    for task, number in bench.keys():
+        fits = [n for n in names if not any(_clash(bench, (task, number), other) for other in given[n])]
+        # Instances that clash share the people between them (RPP and SSP of one turn: each to its own people).
+        clashing = 1 + sum(1 for other in bench.same_turn(task, number) if _clash(bench, (task, number), other))
+        share = max(1, min(k, len(names) // clashing))
+        # The least loaded in this task first, then overall, then by name: every person gets every task.
+        for name in sorted(fits, key=lambda n: (per_task[(n, task)], len(given[n]), names.index(n)))[:share]:
+            given[name].append((task, number))
+            per_task[(name, task)] += 1
     with writing(db, ASSIGNMENTS):
         db.execute(delete(BenchAssignment))
-        for i, (task, number) in enumerate(order):
-            chosen = [names[(i * k + j) % len(names)] for j in range(k)]
-            for name in chosen:
-                load[name] += 1
-                db.add(BenchAssignment(key=key_of(task, number), user_id=users[name].id, position=load[name]))
+        for name, mine in given.items():
+            for position, (task, number) in enumerate(walk_order(bench, mine), start=1):
+                db.add(BenchAssignment(key=key_of(task, number), user_id=users[name].id, position=position))
         audit(db, actor, "bench.assign", field="k", new={"k": k, "people": names})
-    return dict(load)
+    return {name: len(mine) for name, mine in given.items() if mine}
 
 
-def queue(db: Session, user: str) -> list[BenchQueueEntry]:
-    """The person's instances in order, each with whether they answered it (never anyone else's answers)."""
+def _clash(bench: Benchmark, one: tuple[str, int], other: tuple[str, int]) -> bool:
+    """Whether neither of two instances can be answered before the other's page reveals what it hides."""
+    return bench.reveals(one, other) and bench.reveals(other, one)
+
+
+def walk_order(bench: Benchmark, keys: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """``keys`` in the order a person takes them: each session walked forward (by the last row a page reaches,
+    then the first row it hides), so that taken in order no page shows what an earlier-queued instance hides;
+    the tasks take turns where the sessions allow it, so someone who stops early has answered every task."""
+    walks: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for key in sorted(keys, key=lambda tn: (bench.reach(*tn), bench.hides_from(*tn), bench.tasks.index(tn[0]), tn[1])):
+        walks[bench.sample_of(*key)].append(key)
+    heads = list(walks.values())
+    order: list[tuple[str, int]] = []
+    turn = 0
+    while heads:
+        wanted = [bench.tasks[(turn + i) % len(bench.tasks)] for i in range(len(bench.tasks))]
+        # The next task in turn that some session's next instance is of (sessions in turn, too).
+        walk = min(heads, key=lambda w: (wanted.index(w[0][0]), heads.index(w)))
+        order.append(walk.pop(0))
+        heads.remove(walk)
+        if walk:
+            heads.append(walk)
+        turn = bench.tasks.index(order[-1][0]) + 1
+    return order
+
+
+def queue(db: Session, user: str, bench: Benchmark) -> list[BenchQueueEntry]:
+    """The person's instances in order, each with whether they answered it and whether it is locked (never
+    anyone else's answers)."""
     rows = db.execute(select(BenchAssignment.key).join(User, User.id == BenchAssignment.user_id)
                       .where(User.name == user).order_by(BenchAssignment.position)).scalars().all()
-    answered = {a.key for a in db.scalars(select(BenchAnswer).where(BenchAnswer.user == user, BenchAnswer.version > 0))}
+    records = _records(db, user)
     found: list[BenchQueueEntry] = []
     for key in rows:
         task, number = _split_key(key)
-        found.append({"task": task, "number": number, "answered": key in answered})
+        found.append({"task": task, "number": number, "answered": records.get(key, (None, 0))[1] > 0,
+                      "locked": _lock(bench, records, task, number) is not None})
     return found
+
+
+def _records(db: Session, user: str) -> dict[str, tuple[str, int]]:
+    """Every instance the person was shown: key -> (first shown at, answer version)."""
+    return {r.key: (r.shown_at, r.version) for r in db.scalars(select(BenchAnswer).where(BenchAnswer.user == user))}
+
+
+def _lock(bench: Benchmark, records: dict[str, tuple[str, int]], task: str, number: int) -> LockView | None:
+    """The first page the person was shown that reveals what the instance hides, and when (None: open)."""
+    found = [(at, key) for key, (at, _version) in records.items()
+             if _known(bench, key) and bench.reveals(_split_key(key), (task, number))]
+    if not found:
+        return None
+    at, key = min(found)
+    return {"by": key, "at": at}
+
+
+def _known(bench: Benchmark, key: str) -> bool:
+    task, number = _split_key(key)
+    return task in bench.instances and 1 <= number <= len(bench.instances[task])
 
 
 def assigned(db: Session, user: str, task: str, number: int) -> bool:
@@ -114,21 +179,43 @@ def _answer_or_new(db: Session, user: str, key: str) -> BenchAnswer:
     return record
 
 
-def shown(db: Session, user: str, task: str, number: int) -> BenchShown:
-    """Note that the person was shown the instance (the first time starts its clock); their answer so far."""
+def shown(db: Session, bench: Benchmark, user: str, task: str, number: int) -> BenchShown:
+    """The person's answer so far and its lock. An open instance (or one answered before its lock) is shown: the
+    first time is stored, which starts its clock and locks what its page reveals. A locked instance never
+    answered is not shown (``shown`` false): its page would reveal more and its answer could not count."""
     key = key_of(task, number)
     with writing(db, f"bench:{user}"):
+        records = _records(db, user)
+        locked = _lock(bench, records, task, number)
+        if locked is not None and records.get(key, (None, 0))[1] == 0:
+            return {"value": None, "version": 0, "locked": locked, "shown": False}
         record = _answer_or_new(db, user, key)
-    return {"value": json.loads(record.value_json), "version": record.version}
+    return {"value": json.loads(record.value_json), "version": record.version, "locked": locked, "shown": True}
+
+
+def reveals(db: Session, bench: Benchmark, user: str, task: str, number: int) -> Reveals:
+    """What showing this instance's page would lock of the person's queue now: their instances it reveals
+    something of that are still open, unanswered and answered (nothing when it was shown before or is locked)."""
+    records = _records(db, user)
+    if key_of(task, number) in records or _lock(bench, records, task, number) is not None:
+        return {"unanswered": [], "answered": []}
+    mine = [(q["task"], q["number"]) for q in queue(db, user, bench) if not q["locked"]]
+    hit = [k for k in mine if bench.reveals((task, number), k)]
+    answered = [key_of(*k) for k in hit if records.get(key_of(*k), (None, 0))[1] > 0]
+    return {"unanswered": [key_of(*k) for k in hit if key_of(*k) not in answered], "answered": answered}
 
 
 def save(db: Session, bench: Benchmark, user: str, task: str, number: int, value: Any, version: int) -> int:
     """Store the person's answer (checked against the task's shape and closed set) and audit it; ``version`` is
     the one the page last saw (:class:`~rescue.errors.Conflict`, with the stored answer, when it is not the stored
     one). Returns the new version."""
-    checked = checked_answer(bench, task, number, value)
     key = key_of(task, number)
     with writing(db, f"bench:{user}"):
+        locked = _lock(bench, _records(db, user), task, number)
+        if locked is not None:  # whatever the value: nothing about a locked answer is taken
+            raise AnswerLocked(f"this answer is final: what {task.upper()} {number} hides was shown to you on "
+                               f"{locked['by'].replace('/', ' ').upper()} at {locked['at']}", locked["by"], locked["at"])
+        checked = checked_answer(bench, task, number, value)
         record = _answer_or_new(db, user, key)
         if record.version != version:
             raise Conflict({"value": json.loads(record.value_json), "version": record.version})
@@ -150,11 +237,34 @@ def _seconds(start: str, end: str) -> float:
 def all_answers(db: Session) -> list[GivenAnswer]:
     """Every given answer: task, number, person, value and seconds to answer (for the export)."""
     found: list[GivenAnswer] = []
-    for record in db.scalars(select(BenchAnswer).where(BenchAnswer.version > 0).order_by(BenchAnswer.key, BenchAnswer.user)):
+    for record in _answered_records(db):
         task, number = _split_key(record.key)
         found.append({"task": task, "number": number, "user": record.user, "value": json.loads(record.value_json),
                       "seconds": record.seconds})
     return found
+
+
+def counted_answers(db: Session, bench: Benchmark) -> tuple[list[GivenAnswer], int]:
+    """The answers that count: each given (last changed) no later than its lock, to an instance of the project.
+    The server refuses any other, so only a database written otherwise (an older rescue, a hand edit) holds
+    some; returns the counted answers and how many were left out."""
+    records: dict[str, dict[str, tuple[str, int]]] = defaultdict(dict)
+    for record in db.scalars(select(BenchAnswer)):
+        records[record.user][record.key] = (record.shown_at, record.version)
+    counted: list[GivenAnswer] = []
+    late = 0
+    for record, answer in zip(_answered_records(db), all_answers(db), strict=True):
+        locked = _lock(bench, records[record.user], answer["task"], answer["number"]) \
+            if _known(bench, record.key) else {"by": "", "at": ""}
+        if locked is not None and record.answered_at > locked["at"]:
+            late += 1
+        else:
+            counted.append(answer)
+    return counted, late
+
+
+def _answered_records(db: Session) -> list[BenchAnswer]:
+    return list(db.scalars(select(BenchAnswer).where(BenchAnswer.version > 0).order_by(BenchAnswer.key, BenchAnswer.user)))
 
 
 def progress(db: Session) -> dict[str, dict[str, int]]:

@@ -40,14 +40,16 @@
     given.replaceChildren(...Object.entries(item.given).map(([k, v]) => el("div.bench-given", { text: `${k}: ${v}` })));
     const context = $("bench-context");
     context.replaceChildren(...item.context.map((row) => rowNode(row, "li")));
-    if (!item.context.length) context.append(el("li", { text: "(no earlier rows are shown)" }));
+    if (!item.shown) context.append(el("li", { text: "(not shown: this instance is locked)" }));
+    else if (!item.context.length) context.append(el("li", { text: "(no earlier rows are shown)" }));
     const current = $("bench-current");
     current.replaceChildren();
     if (item.current) current.append(el("h2", { text: "Current turn" }), rowNode(item.current, "div.bench-current"));
-    else current.append(el("p.meta", { text: "The next turn is hidden: that is what you predict." }));
+    else if (item.shown) current.append(el("p.meta", { text: "The next turn is hidden: that is what you predict." }));
   }
 
   async function save(value) {
+    if (state.item.locked) { status(lockText(state.item), "error"); return Promise.resolve(); }
     state.value = value;
     const sent = state.saving.then(async () => {
       status("saving…");
@@ -55,6 +57,10 @@
       if (answer.ok) {
         state.version = answer.data.version;
         status(`Saved (${new Date().toLocaleTimeString()})`, "saved");
+      } else if (answer.status === 423) {
+        state.item.locked = answer.data.locked;
+        drawAnswer();
+        status(answer.data.detail, "error");
       } else if (answer.status === 409) {
         state.version = answer.data.current.version;
         state.value = answer.data.current.value;
@@ -155,9 +161,28 @@
     },
   };
 
+  const named = (key) => key.replace("/", " ").toUpperCase();
+
+  function lockText(item) {
+    return item.version
+      ? `Your answer is final: what this instance hides was shown to you on ${named(item.locked.by)}.`
+      : `Locked: what this instance hides was shown to you on ${named(item.locked.by)} before you answered it, so ` +
+        "it stays unanswered (it counts as not answered, never as wrong).";
+  }
+
   function drawAnswer() {
     const item = state.item;
+    if (item.locked && !item.shown) {
+      $("bench-question").textContent = "Locked";
+      $("bench-answer").replaceChildren(el("p#bench-locked", { text: lockText(item) }));
+      $("bench-keys").textContent = "keys: j next, k previous, Enter next unanswered";
+      return;
+    }
     $("bench-keys").textContent = drawers[item.answer_kind](item, $("bench-answer")) + "; j next, k previous, Enter next unanswered";
+    if (item.locked) {
+      for (const node of $("bench-answer").querySelectorAll("button, input, select")) node.disabled = true;
+      $("bench-answer").prepend(el("p#bench-locked", { text: lockText(item) }));
+    }
   }
 
   function go(link) { if (link) state.saving.then(() => { location.href = link; }); }
@@ -184,7 +209,22 @@
     else if (event.key === "Enter") go(item.queue.next_open || "/");
   }
 
+  // Before a page is shown: what it would lock. Instances not yet answered are named, and the person chooses.
+  async function confirmed() {
+    const ahead = await api("GET", url + "/reveals");
+    if (!ahead.ok || !ahead.data.unanswered.length) return true;
+    $("bench-question").textContent = "Open this instance?";
+    return new Promise((resolve) => {
+      $("bench-answer").replaceChildren(
+        el("p#bench-warning", { text: `This page shows what ${ahead.data.unanswered.map(named).join(", ")} ` +
+          "hide(s): you have not answered them, and once this page is shown they stay unanswered." }),
+        el("button.primary#bench-open", { type: "button", text: "Open it anyway", onclick: () => resolve(true) }),
+        el("button#bench-back", { type: "button", text: "Back to my queue", onclick: () => { location.href = "/"; resolve(false); } }));
+    });
+  }
+
   async function load() {
+    if (!(await confirmed())) return;
     const answer = await api("GET", url);
     if (!answer.ok) { status(answer.data && answer.data.detail ? answer.data.detail : "cannot load", "error"); return; }
     state.item = answer.data;
@@ -192,7 +232,8 @@
     state.version = answer.data.version;
     showConversation(state.item);
     drawAnswer();
-    if (state.version) status("Answered before; changing it saves at once", "saved");
+    if (state.item.locked) status(lockText(state.item), "error");
+    else if (state.version) status("Answered before; changing it saves at once (until a later page shows what it hides)", "saved");
     $("bench-prev").disabled = !state.item.queue.previous;
     $("bench-prev").addEventListener("click", () => go(state.item.queue.previous));
     $("bench-next").addEventListener("click", () => go(state.item.queue.next || "/"));
