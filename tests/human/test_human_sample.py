@@ -63,7 +63,7 @@ def test_a_sample_the_data_does_not_make_is_refused_naming_the_field(tmp_path):
         load_benchmark(root)
     del config["sample"]["instances"]
     path.write_text(json.dumps(config))
-    with pytest.raises(ReviewError, match=r"sample\.instances: missing"):
+    with pytest.raises(ReviewError, match=r"sample\.instances: Field required"):
         load_benchmark(root)
     with pytest.raises(ReviewError, match="--sample 0"):
         init_benchmark(tmp_path / "c", demo_path(), ["stp"], sample=0)
