@@ -28,12 +28,15 @@ STEP = MiB  # decompressed bytes per step: the most a check holds at once
 
 @dataclass(frozen=True)
 class ArchiveLimits:
-    """What one archive may hold. An inspect log has one member per sample and epoch plus a few (an RPP log of the
-    full release: about 2,700), each sample's JSON far below the member limit; inspect then loads the whole log
-    into memory, which the total limit bounds."""
+    """What one archive (an inspect log) may hold: its budget. ``member_bytes`` is the memory budget: the most
+    rescue inflates and parses in one piece (the log's header, one sample); a log's samples are read one at a
+    time with their bulky fields streamed past (:mod:`rescue.runs.inspect_logs`), so what a report holds of a
+    log is bounded by this, whatever the log's size. ``total_bytes`` bounds the whole log, read once as a stream
+    (the time a check takes). An inspect log has one member per sample and epoch plus a few (an RPP log of the
+    full release: about 2,700, each sample a few hundred kilobytes, its header tens)."""
 
     entries: int = 100_000
-    member_bytes: int = 512 * MiB
+    member_bytes: int = 32 * MiB
     total_bytes: int = 4 * GiB
 
 

@@ -32,6 +32,9 @@ RECORD_KEY = "rescue_record"
 # absent in logs written before rescue recorded it, whose requests may have carried no temperature at all.
 GENERATE_KEY = "rescue_generate"
 GRADER = "grader"  # the inspect model role that grades ER and VP with the task's judge rubric
+# The fields of an inspect sample a report never reads (the conversation, the event transcript, attachments,
+# the store, the output: its score's metadata holds the record), skipped by inspect's streaming reader.
+NOT_READ = ("messages", "events", "attachments", "store", "output")
 
 
 @dataclass
@@ -79,7 +82,8 @@ def _read_eval_log(path: Path) -> EvalLog:
         raise InspectLogError(f"{path}: an inspect_ai log; reading it needs the 'inspect' extra: {EXTRA_HINT}") from None
     check_zip(path)  # a .eval log is a zip: a bomb is refused before inspect inflates it in memory
     try:
-        return read_eval_log(str(path))
+        # Each sample's bulky fields are streamed past, never held: a report keeps what the scorer recorded.
+        return read_eval_log(str(path), exclude_fields=set(NOT_READ))
     except Exception as exc:  # noqa: BLE001 - inspect raises many kinds on a damaged file; each is named here
         raise InspectLogError(f"{path}: not a readable inspect log ({type(exc).__name__}: {exc})") from None
 
