@@ -4,7 +4,8 @@
 `baseline/majority`, `uniform`, `persist` and `nearest`, on the same data, each a fresh process, interleaved REPEAT
 times; the least CPU (user + system) of each is the figure (load only ever adds to it), and their ratio.
 ``--before REV`` adds the default run with the sources of an earlier revision. ``--figures`` also times
-`rescue report` of the default run with and without figures and prints the figures' share of its CPU (item 5).
+`rescue report` of the default run with and without figures and prints the figures' share of its CPU (item 5);
+with ``--before``, also the report drawn by the revision's sources, side by side.
 Run: ``python benchmarks/bench_offline.py`` (the real samples, as issue 34 measured).
 """
 
@@ -55,10 +56,14 @@ def main() -> None:
                 best[name] = min(best.get(name, float("inf")), cpu(command, src))
             if args.figures:
                 report = [*rescue, "report", str(work / "all"), "--quiet", "--out"]
-                for name, extra in (("report, no figures", ["--no-figures"]), ("report, figures (PNG)", []),
-                                    ("report, figures (PNG, SVG, PDF)", ["--figure-formats", "svg,pdf"])):
+                reports = [("report, no figures", ["--no-figures"], now), ("report, figures (PNG)", [], now),
+                           ("report, figures (PNG, SVG, PDF)", ["--figure-formats", "svg,pdf"], now)]
+                if before is not None:  # the same report drawn by the revision's figure code
+                    reports += [(f"report at {args.before}, no figures", ["--no-figures"], before),
+                                (f"report at {args.before}, figures (PNG)", [], before)]
+                for name, extra, src in reports:
                     best[name] = min(best.get(name, float("inf")),
-                                     cpu(report + [str(fresh_dir(work / "report")), *extra], now))
+                                     cpu(report + [str(fresh_dir(work / "report")), *extra], src))
         load.append(os.getloadavg()[0])
     ratio = best["default offline run"] / best["four simple baselines"]
     rows = [(name, f"{value:.2f} CPU-s") for name, value in best.items()]
@@ -69,6 +74,9 @@ def main() -> None:
         for label in ("report, figures (PNG)", "report, figures (PNG, SVG, PDF)"):
             share = 1 - best["report, no figures"] / best[label]
             rows.append((f"figures' share of the {label[8:]}", f"{share:.0%} (target <= {TARGET_FIGURES_SHARE:.0%} by default)"))
+        if before is not None:
+            share = 1 - best[f"report at {args.before}, no figures"] / best[f"report at {args.before}, figures (PNG)"]
+            rows.append((f"figures' share of the report (PNG) at {args.before}", f"{share:.0%}"))
     print_table(f"bench_offline: {source.name}, least CPU of {args.repeat} interleaved runs each, "
                 f"load average {load[0]:.1f} -> {load[1]:.1f}", rows)
 

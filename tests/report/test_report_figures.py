@@ -114,8 +114,7 @@ def test_hostile_labels_draw_without_warnings_and_the_axes_keep_their_size(figur
         warnings.simplefilter("error")  # a missing glyph or a collapsed layout fails here
         curve = figures.position_curve(frame)
         square = figures.heatmap(matrix, "t", percent=True)
-        # Each string is laid out once and its bitmap reused: blank, empty, invisible, control and huge labels,
-        # and cells without a value ("nan"), go through that path too.
+        # Blank, empty, invisible, control and huge labels, and cells without a value ("nan"), draw too.
         odd = [" ", "", "_lead", "a\tb\nc", "\u200b", "y" * 5000]
         values = [[float("nan") if (i + j) % 4 == 0 else (i * 6 + j) / 35 for j in range(6)] for i in range(6)]
         blanks = figures.heatmap(pd.DataFrame(values, index=odd, columns=odd), " ", percent=True, formats=("png",))
@@ -138,8 +137,8 @@ def _edges_blank(png: bytes) -> bool:
 
 @pytest.mark.slow
 def test_nothing_is_cut_at_a_figures_edge(figures):
-    """The figure is sized from what its labels measure (not from matplotlib's bounding boxes): no tick label,
-    legend, title or footnote reaches the image's edge, with long ids, rotated labels and a colour bar."""
+    """The figure is sized from what its labels take (each axes' tight bounding box): no tick label, legend,
+    title or footnote reaches the image's edge, with long ids, rotated labels, multi-line ticks and a colour bar."""
     from rescue.report.build import TRANSITION_NOTE
 
     names = ["a-rather-long/model-id-of-forty-characters", "b", "ccccccccccccccccccccccccccccccccccccccccccccc"]
@@ -168,77 +167,3 @@ def test_preference_bars_without_a_finite_strength_or_a_converged_fit_draw_witho
         warnings.simplefilter("error")
         for frame in frames:
             assert figures.preference_bars(frame, "SSP preference", formats=("png",)).png[:4] == b"\x89PNG"
-
-
-def test_text_lands_where_matplotlibs_own_renderer_puts_it(figures):
-    """The renderer keeps what it learns of text for the process (metrics read once per font and size, each
-    string laid out once, its bitmap reused): every text's box is the one Agg's own renderer gives, and its ink
-    lies within a pixel of where Agg's own draw_text puts it, also rotated, multi-line and in CJK."""
-    import io
-
-    import numpy as np
-    from matplotlib.backends.backend_agg import RendererAgg
-    from PIL import Image
-
-    def ink(png: bytes) -> tuple[int, int, int, int]:
-        dark = np.asarray(Image.open(io.BytesIO(png)).convert("L")) < 128
-        ys, xs = np.nonzero(dark)
-        return int(xs.min()), int(xs.max()), int(ys.min()), int(ys.max())
-
-    for angle, text in ((0, "Hg baseline/majority 0123"), (35, "escalation_conflict"), (90, "two\nlines"),
-                        (-30, "x: 0.25"), (180, "upside down"),
-                        (0, figures.label("模型 and 日本語"))):
-        drawn = []
-        for renderer_class in (figures._Renderer, RendererAgg):
-            layout = figures._layout([3.0], [1.0])
-            axes = layout.add(0, 0)
-            axes.set_axis_off()
-            artist = axes.text(0.5, 0.5, text, rotation=angle, ha="center", va="center", fontsize=14)
-            figures._arrange(layout)
-            width, height = layout.canvas.get_width_height(physical=True)
-            layout.canvas.renderer = renderer_class(width, height, layout.figure.dpi)
-            layout.canvas.get_renderer = lambda canvas=layout.canvas: canvas.renderer  # this class, kept
-            layout.canvas.draw()
-            box = artist.get_window_extent(layout.canvas.renderer)
-            rgba = np.asarray(layout.canvas.buffer_rgba())
-            buffer = io.BytesIO()
-            Image.fromarray(rgba[..., :3].copy()).save(buffer, format="png")
-            drawn.append(((box.x0, box.y0, box.x1, box.y1), ink(buffer.getvalue())))
-        (ours, our_ink), (agg, agg_ink) = drawn
-        assert ours == pytest.approx(agg), (text, angle)
-        assert all(abs(a - b) <= 1 for a, b in zip(our_ink, agg_ink)), (text, angle, our_ink, agg_ink)
-
-
-def test_heatmap_cell_numbers_land_where_text_artists_would(figures):
-    """A heatmap's cell numbers are one artist, not a Text per cell: the PNG is the same pixels, and the SVG and
-    PDF put each number where ``Axes.text(..., ha="center", va="center")`` puts it."""
-    import re
-
-    import numpy as np
-    from matplotlib.font_manager import FontProperties
-
-    values = np.array([[0, 7, 100], [55, 3.5, 12], [99, 1, 60]])
-
-    def draw(as_one_artist: bool):
-        layout = figures._layout([3.0], [2.0])
-        axes = layout.add(0, 0)
-        axes.imshow(values, cmap="Blues", vmin=0, vmax=100, aspect="auto")
-        cells = [(j, i, f"{values[i, j]:.0f}", "white" if values[i, j] > 50 else "black")
-                 for i in range(3) for j in range(3)]
-        if as_one_artist:
-            numbers = figures._CellNumbers(cells, FontProperties(size=9))
-            numbers.set_transform(axes.transData)
-            axes.add_artist(numbers)
-        else:
-            for x, y, text, colour in cells:
-                axes.text(x, y, text, ha="center", va="center", fontsize=9, color=colour)
-        figures._arrange(layout)
-        return figures._render(layout, ("png", "svg", "pdf"))
-
-    ours, texts = draw(True), draw(False)
-    assert ours.png == texts.png
-
-    def placed(svg: bytes) -> list[tuple[str, str]]:  # each number with where the SVG puts it
-        return sorted(re.findall(r'<text [^>]*?transform="([^"]+)"[^>]*>(\d+)</text>', svg.decode()))
-
-    assert placed(ours.svg) and placed(ours.svg) == placed(texts.svg)

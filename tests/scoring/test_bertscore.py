@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from extras import needs_extra, requires_extra
@@ -149,6 +150,30 @@ def test_an_unloadable_local_model_says_why_and_what_to_do(tmp_path):
     with pytest.raises(BertScoreError, match="cannot load the BERTScore model") as error:
         bertscore_f1(["a"], ["b"], config)
     assert "--bertscore-model" in str(error.value)
+
+
+@pytest.mark.slow  # imports torch and bert-score (seconds of CPU)
+@requires_extra("bertscore")
+def test_rescaling_without_a_baseline_fails_before_loading_the_model(tmp_path):
+    # bert-score ships baselines for hub names only: a local folder has none (this was bert-score's bare
+    # ValueError, after the model had loaded).
+    config = BertScoreConfig.from_option(str(tmp_path), num_layers=5, rescale=True)
+    with pytest.raises(BertScoreError, match="no rescaling baseline"):
+        bertscore_f1(["a"], ["b"], config)
+
+
+@pytest.mark.slow  # loads the MiniLM in torch (seconds of CPU)
+def test_the_rescaling_baseline_is_the_one_bert_score_reads(config):
+    import bert_score
+    from bert_score import BERTScorer
+
+    from rescue.scoring.bertscore import _baseline_f1
+
+    table = Path(bert_score.__file__).parent / "rescale_baseline" / "en" / f"{AUTHORS_MODEL}.tsv"
+    for layers in (4, 5):
+        scorer = BERTScorer(model_type=config.model_path, num_layers=layers, lang="en", rescale_with_baseline=True,
+                            baseline_path=str(table), device="cpu")
+        assert _baseline_f1(config, AUTHORS_MODEL, layers) == float(scorer.baseline_vals[2])
 
 
 def test_option_errors():

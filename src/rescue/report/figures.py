@@ -5,14 +5,13 @@ are drawn, so the report's tables and page work without it.
 
 Each function returns :class:`Rendered` — PNG (inlined in the HTML) and, when asked, SVG and PDF (for papers),
 written beside each other under ``figures/``. A report draws the PNG only unless ``--figure-formats`` asks for
-more: each format is a full drawing of the figure (SVG and PDF cost more than the PNG).
+more: each format is a full drawing of the figure.
 
-What drawing costs is text: FreeType lays out every glyph of every label each time a label is measured. So a
-figure is laid out once, by :func:`_arrange`, with every axes a fixed size in inches and the figure grown around
-what its labels measure (no layout engine measuring it again at each save, and no axes squeezed to nothing by a
-long model id); each string is measured and drawn to a bitmap by FreeType once per process, and the bitmap
-blitted wherever the string is drawn again (:class:`_Renderer`); text from the data (model ids, labels, scenarios) is shortened and, where no
-installed font has a character, escaped (:func:`label`).
+Figures are drawn by matplotlib's own Agg canvas through its public API. A figure is laid out once, by
+:func:`_arrange`: every axes is a fixed size in inches and the figure grows around what its labels take (each
+axes' tight bounding box), so a long model id widens the figure and never squeezes an axes to nothing. Text
+from the data (model ids, labels, scenarios) is shortened and, where no installed font has a character,
+escaped (:func:`label`).
 """
 
 from __future__ import annotations
@@ -28,9 +27,8 @@ import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib import font_manager
-from matplotlib.artist import Artist
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
+from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
@@ -68,8 +66,8 @@ matplotlib.rcParams.update({"font.size": 10, "axes.titlesize": 11, "axes.labelsi
                      # Model ids and labels are text, never markup: "$\\textbf{x}$" must not reach mathtext.
                      "text.parse_math": False, "text.usetex": False, "font.family": list(_families()),
                      # The title at a fixed height above its axes (what matplotlib picks when no x tick labels are
-                     # on top, as here): placing it automatically lays out every tick label of the axes again at
-                     # each draw, a tenth of a figure's CPU.
+                     # on top, as here): placed automatically, every tick label of the axes is laid out again at
+                     # each draw.
                      "axes.titley": 1.0})
 
 
@@ -103,155 +101,12 @@ def label(value: object, limit: int = LABEL_CHARS) -> str:
     return "\u200b" + text if text.startswith("_") else text
 
 
-class _Renderer(RendererAgg):
-    """Agg's renderer, with what it learns of text shared by every figure of the process: the report's figures
-    repeat their tick labels, cell numbers, model ids and labels, and FreeType laying out a string's glyphs
-    (about 15 us a glyph) is most of what measuring or drawing it costs.
-
-    A string is laid out once: measured, and drawn to a bitmap in the same pass; the bitmap is blitted wherever
-    the string is drawn. Agg's own draw_text lays out and renders every glyph anew at every draw, each at its
-    sub-pixel place; here a string's bitmap lands on whole pixels, as matplotlib placed text before 3.10."""
-
-    _measured: dict[tuple[str, FontProperties, object, float], tuple[float, float, float]] = {}
-    _bitmaps: dict[tuple[str, FontProperties, float, bool], tuple[Any, float, float, float]] = {}
-    _heights: dict[tuple[FontProperties, float], tuple[float | None, float | None, float | None]] = {}
-
-    def get_text_width_height_descent(self, s: str, prop: FontProperties, ismath: Any) -> tuple[float, float, float]:
-        key = (s, prop, ismath, float(self.dpi))
-        size = self._measured.get(key)
-        if size is None:
-            if len(self._measured) > 20_000:  # a long-lived process drawing many reports stays bounded
-                self._measured.clear()
-            if ismath:
-                size = super().get_text_width_height_descent(s, prop, ismath)  # type: ignore[no-untyped-call]
-            else:  # what Agg measures, and the bitmap of the glyphs it has just laid out
-                font = self._layout_text(s, prop)
-                width, height = font.get_width_height()
-                size = (width / 64.0, height / 64.0, font.get_descent() / 64.0)
-                self._keep_bitmap(s, prop, font, bool(matplotlib.rcParams["text.antialiased"]))
-            self._measured[(s, prop.copy(), ismath, float(self.dpi))] = size
-        return size
-
-    def _layout_text(self, s: str, prop: FontProperties) -> Any:
-        font = self._prepare_font(prop)  # type: ignore[no-untyped-call]
-        font.set_text(s, 0.0, flags=get_hinting_flag())  # type: ignore[no-untyped-call]
-        return font
-
-    def _keep_bitmap(self, s: str, prop: FontProperties, font: Any, antialiased: bool) -> tuple[Any, float, float, float]:
-        if len(self._bitmaps) > 5_000:
-            self._bitmaps.clear()
-        font.draw_glyphs_to_bitmap(antialiased=antialiased)
-        left, bottom = font.get_bitmap_offset()
-        drawn = (np.array(font.get_image()), left / 64, bottom / 64, font.get_descent() / 64)
-        self._bitmaps[(s, prop.copy(), float(self.dpi), antialiased)] = drawn
-        return drawn
-
-    def draw_text(self, gc: Any, x: float, y: float, s: str, prop: FontProperties, angle: float,
-                  ismath: Any = False, mtext: Any = None) -> None:
-        if ismath or (mtext is not None and (mtext.get_fontfeatures() or mtext.get_language())):
-            super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)  # type: ignore[no-untyped-call]
-            return
-        antialiased = bool(gc.get_antialiased())
-        drawn = self._bitmaps.get((s, prop, float(self.dpi), antialiased))
-        if drawn is None:
-            drawn = self._keep_bitmap(s, prop, self._layout_text(s, prop), antialiased)
-        # The bitmap's bottom-left corner, from the start of the baseline: ``left`` along the baseline and
-        # ``bottom`` plus the descent below it, turned with the text (y grows downwards here).
-        image, left, bottom, descent = drawn
-        cos, sin = np.cos(np.radians(angle)), np.sin(np.radians(angle))
-        below = bottom + descent + 1
-        self._renderer.draw_text_image(image, round(x + left * cos + below * sin), round(y - left * sin + below * cos),
-                                       angle, gc)
-
-    def _get_font_height_metrics(self, prop: FontProperties) -> tuple[float | None, float | None, float | None]:
-        """A font's ascent, descent and line gap at this size, as :meth:`matplotlib.text.Text._get_layout` reads
-        them from its tables when a renderer does not say: once per font and size, where matplotlib looks the font
-        up again for every text it lays out."""
-        key = (prop, float(self.dpi))
-        metrics = self._heights.get(key)
-        if metrics is None:
-            metrics = self._heights[(prop.copy(), float(self.dpi))] = _font_height_metrics(prop, self.dpi)
-        return metrics
-
-
-def _font_height_metrics(prop: FontProperties, dpi: float) -> tuple[float | None, float | None, float | None]:
-    """Ascent, descent and line gap of ``prop``'s font from its OS/2 or hhea table, with the arithmetic of
-    :meth:`matplotlib.text.Text._get_layout` (None each when the font has neither table)."""
-    font: Any = font_manager.get_font(font_manager.findfont(prop))  # the first family's: Text reads its tables
-    for table_name, gap_key, ascent_key, descent_key in (("OS/2", "sTypoLineGap", "sTypoAscender", "sTypoDescender"),
-                                                         ("hhea", "lineGap", "ascent", "descent")):
-        table = font.get_sfnt_table(table_name)
-        if table is None:
-            continue
-        scale = 1 / font.get_sfnt_table("head")["unitsPerEm"] * prop.get_size_in_points() * dpi / 72
-        return table[ascent_key] * scale, -table[descent_key] * scale, table[gap_key] * scale
-    return None, None, None
-
-
-class _CellNumbers(Artist):
-    """A heatmap's cell numbers as one artist: what ``Axes.text(x, y, s, ha="center", va="center")`` draws at
-    each cell (the same layout arithmetic as :meth:`matplotlib.text.Text._get_layout`), without a Text artist to
-    make, and lay out twice, per cell (a 10 x 10 matrix is a hundred)."""
-
-    def __init__(self, cells: Sequence[tuple[float, float, str, str]], prop: FontProperties) -> None:
-        super().__init__()
-        self._points = np.array([(x, y) for x, y, _, _ in cells], dtype=float).reshape(-1, 2)
-        self._texts = [(text, colour) for _, _, text, colour in cells]
-        self._prop = prop
-
-    def draw(self, renderer: Any) -> None:
-        if not self.get_visible() or not self._texts:
-            return
-        dpi = self.get_figure(root=True).dpi  # type: ignore[union-attr]
-        ascent, descent, _ = (renderer._get_font_height_metrics(self._prop)
-                              if hasattr(renderer, "_get_font_height_metrics") else (None, None, None))
-        if ascent is None or descent is None:
-            ascent, descent, _ = _font_height_metrics(self._prop, dpi)
-        if ascent is None or descent is None:  # no font tables: the height of "lp", as Text falls back to
-            _, height, descent = renderer.get_text_width_height_descent("lp", self._prop, False)
-            ascent = height - descent
-        renderer.open_group("cell numbers", self.get_gid())
-        gc = renderer.new_gc()
-        self._set_gc_clip(gc)  # type: ignore[attr-defined]  # as Text.draw clips its text
-        canvas_height = renderer.get_canvas_width_height()[1]
-        # The cell's text as a backend sees a Text: the SVG anchors it at the cell's centre ("text-anchor:
-        # middle"), so that a viewer's own font stays centred.
-        anchor = Text(0, 0, "", ha="center", va="center", fontproperties=self._prop, transform=self.get_transform())
-        anchor.set_figure(self.get_figure(root=False))  # type: ignore[arg-type]  # drawn: in a figure
-        for (cell_x, cell_y), (x, y), (text, colour) in zip(self._points.tolist(),
-                                                            self.get_transform().transform(self._points),
-                                                            self._texts):
-            width, height, below = renderer.get_text_width_height_descent(text, self._prop, False)
-            box_ascent, box_descent = max(height - below, ascent), max(below, descent)
-            baseline = y + (box_descent - box_ascent) / 2
-            gc.set_foreground(colour)
-            anchor.set_position((cell_x, cell_y))
-            renderer.draw_text(gc, x - width / 2, canvas_height - baseline if renderer.flipy() else baseline,
-                               text, self._prop, 0.0, False, anchor)
-        gc.restore()
-        renderer.close_group("cell numbers")
-        self.stale = False
-
-
-class _Canvas(FigureCanvasAgg):
-    """Agg's canvas drawing with :class:`_Renderer`."""
-
-    def get_renderer(self) -> RendererAgg:
-        width, height = self.get_width_height(physical=True)
-        current = getattr(self, "renderer", None)
-        if not isinstance(current, _Renderer) or (current.width, current.height, current.dpi) != (
-                width, height, self.figure.dpi):
-            # backend_agg ships no annotations
-            self.renderer = _Renderer(width, height, self.figure.dpi)  # type: ignore[no-untyped-call]
-        return self.renderer  # type: ignore[no-any-return]
-
-
 @dataclass
 class _Layout:
     """The panels of a figure on a grid: each axes a fixed size in inches, the figure grown around them."""
 
     figure: Figure
-    canvas: _Canvas
+    canvas: FigureCanvasAgg
     widths: list[float]  # inches of each column's axes
     heights: list[float]  # inches of each row's axes
     cells: list[tuple[Axes, int, int]]  # each axes with its row and column
@@ -266,96 +121,31 @@ class _Layout:
 
 def _layout(widths: Sequence[float], heights: Sequence[float], gaps: Sequence[float] | None = None) -> _Layout:
     figure = Figure(figsize=(sum(widths) + 3.0 * len(widths) + 2.0, sum(heights) + len(heights) + 2.0), dpi=DPI)
-    return _Layout(figure, _Canvas(figure), list(widths), list(heights), [], list(gaps) if gaps else None)
+    return _Layout(figure, FigureCanvasAgg(figure), list(widths), list(heights), [], list(gaps) if gaps else None)
 
 
 def _margins(layout: _Layout) -> tuple[list[float], list[float], list[float], list[float]]:
     """Inches each column needs left and right of its axes, and each row above and below (tick labels, axis
-    labels, titles, outside legends), measured once with the axes at their final size."""
+    labels, titles, outside legends): what reaches out of each axes' box in its tight bounding box, measured
+    once with the axes at their final size."""
     figure = layout.figure
     width, height = figure.get_size_inches()
     for axes, row, col in layout.cells:  # provisional places, each axes at its final size
         x = PAD + sum(layout.widths[:col]) + 3.0 * col
         y = PAD + sum(layout.heights[: row + 1]) + 1.0 * row  # from the top to the axes' bottom
         axes.set_position((x / width, 1.0 - y / height, layout.widths[col] / width, layout.heights[row] / height))
-    renderer = layout.canvas.get_renderer()
+    renderer = layout.canvas.get_renderer()  # type: ignore[no-untyped-call]  # backend_agg ships no annotations
     left, right = [0.0] * len(layout.widths), [0.0] * len(layout.widths)
     top, bottom = [0.0] * len(layout.heights), [0.0] * len(layout.heights)
     for axes, row, col in layout.cells:
-        sides = _decorations(axes, renderer)
-        left[col], right[col] = max(left[col], sides["left"]), max(right[col], sides["right"])
-        top[row], bottom[row] = max(top[row], sides["top"]), max(bottom[row], sides["bottom"])
+        box, tight = axes.get_window_extent(renderer), axes.get_tightbbox(renderer)
+        if tight is None:
+            continue
+        left[col] = max(left[col], (box.x0 - tight.x0) / renderer.dpi)
+        right[col] = max(right[col], (tight.x1 - box.x1) / renderer.dpi)
+        top[row] = max(top[row], (tight.y1 - box.y1) / renderer.dpi)
+        bottom[row] = max(bottom[row], (box.y0 - tight.y0) / renderer.dpi)
     return left, right, top, bottom
-
-
-def _measure(renderer: RendererAgg, text: str, prop: FontProperties) -> tuple[float, float]:
-    """Width and height in pixels of one line of text (measured once per process by :class:`_Renderer`)."""
-    width, height, _ = renderer.get_text_width_height_descent(text, prop, False)  # type: ignore[no-untyped-call]
-    return float(width), float(height)
-
-
-def _ticks_depth(axis: Any, renderer: RendererAgg, vertical: bool, length: float) -> tuple[float, float, float]:
-    """Inches an axis' tick marks and labels reach out from its axes, and how far its labels pass the axes'
-    start and end (``length`` inches apart), from the labels' strings as its locator and formatter give them
-    (matplotlib's own bounding boxes would lay out every label twice more)."""
-    low, high = sorted(axis.get_view_interval())
-    slack = 1e-9 * max(high - low, 1.0)
-    values = [v for v in axis.get_major_locator()() if low - slack <= v <= high + slack]
-    if not values:
-        return 0.0, 0.0, 0.0
-    text = axis.get_major_ticks(1)[0].label1
-    prop, angle = text.get_fontproperties(), np.radians(text.get_rotation())
-    cos, sin = abs(np.cos(angle)), abs(np.sin(angle))
-    # A label centred on its tick passes it by half its length each way; one aligned to its right (the rotated
-    # x labels) reaches back its whole length.
-    back = 0.5 if vertical else {"right": 1.0, "left": 0.0}.get(text.get_ha(), 0.5)
-    line = _measure(renderer, "lp", prop)[1]
-    depth, before, after = 0.0, 0.0, 0.0
-    for value, string in zip(values, axis.get_major_formatter().format_ticks(values)):
-        lines = string.split("\n")
-        wide = max(_measure(renderer, part, prop)[0] for part in lines) / renderer.dpi
-        tall = line * (1 + 1.2 * (len(lines) - 1)) / renderer.dpi
-        across, along = (wide * cos + tall * sin, wide * sin + tall * cos)
-        if not vertical:
-            across, along = along, across
-        at = (value - low) / max(high - low, slack) * length
-        if axis.get_inverted():
-            at = length - at
-        depth = max(depth, across)
-        before, after = max(before, along * back - at), max(after, at + along * (1 - back) - length)
-    rc = matplotlib.rcParams
-    ticks = ((rc["ytick.major.size"] + rc["ytick.major.pad"]) if vertical
-             else (rc["xtick.major.size"] + rc["xtick.major.pad"])) / 72
-    return depth + ticks, before, after
-
-
-def _decorations(axes: Axes, renderer: RendererAgg) -> dict[str, float]:
-    """Inches an axes' decorations take on each side: tick labels, axis labels, its title and a legend placed
-    outside on its right (the only place this module puts one)."""
-    sides = dict.fromkeys(("left", "right", "top", "bottom"), 0.0)
-    overhangs = dict(sides)
-    for axis, vertical in ((axes.xaxis, False), (axes.yaxis, True)):
-        ticks_at = axis.get_ticks_position()
-        side = {"default": "left" if vertical else "bottom", "unknown": "left" if vertical else "bottom"}.get(
-            ticks_at, ticks_at)
-        length = (axes.bbox.height if vertical else axes.bbox.width) / renderer.dpi
-        depth, before, after = _ticks_depth(axis, renderer, vertical, length)
-        sides[side] += depth
-        for end, overhang in zip(("bottom", "top") if vertical else ("left", "right"), (before, after)):
-            overhangs[end] = max(overhangs[end], overhang)
-        if axis.label.get_text():
-            width, height = _text_size(axis.label, renderer)
-            sides[axis.get_label_position()] += axis.labelpad / 72 + (width if vertical else height)
-    if axes.title.get_text():
-        sides["top"] += _text_size(axes.title, renderer)[1] + matplotlib.rcParams["axes.titlepad"] / 72
-    legend = axes.get_legend()
-    if legend is not None:
-        width, height = _text_size(legend, renderer)
-        axes_width, axes_height = axes.bbox.width / renderer.dpi, axes.bbox.height / renderer.dpi
-        pad = legend.borderaxespad * legend.prop.get_size_in_points() / 72
-        sides["right"] = max(sides["right"], 0.01 * axes_width + pad + width)
-        sides["bottom"] = max(sides["bottom"], height + pad - axes_height)
-    return {side: max(depth, overhangs[side]) for side, depth in sides.items()}
 
 
 def _text_size(text: Text | Legend, renderer: RendererAgg) -> tuple[float, float]:
@@ -376,7 +166,7 @@ def _arrange(layout: _Layout, title: str = "", footnote: str = "") -> None:
         xs.append(x)
         x += w + right[col]
     width = x + PAD
-    renderer = layout.canvas.get_renderer()
+    renderer = layout.canvas.get_renderer()  # type: ignore[no-untyped-call]  # backend_agg ships no annotations
     heading = figure.text(0.5, 1.0, title, ha="center", va="top", fontsize=12) if title else None
     title_w, title_h = _text_size(heading, renderer) if heading else (0.0, 0.0)
     width = max(width, title_w + 2 * PAD)
@@ -407,10 +197,9 @@ def _arrange(layout: _Layout, title: str = "", footnote: str = "") -> None:
 def _render(layout: _Layout, formats: Sequence[str] = FORMATS) -> Rendered:
     """The figure as PNG and each other of ``formats`` (SVG, PDF), each drawn once."""
     out = {}
-    layout.canvas.draw()  # type: ignore[no-untyped-call]  # backend_agg ships no annotations
+    layout.canvas.draw()  # type: ignore[no-untyped-call]
     # RGB (the figure is opaque: an alpha channel is a quarter more bytes to compress and store) at zlib level
-    # 3, as small as the default 6 within 1% and a third less CPU. PIL converts Agg's RGBA buffer in place of a
-    # copy through numpy (a strided view copied byte by byte).
+    # 3 (benchmarks/README.md: the size of level 6 for less CPU).
     width, height = layout.canvas.get_width_height(physical=True)
     rgba = Image.frombuffer("RGBA", (int(width), int(height)), layout.canvas.buffer_rgba(),  # type: ignore[no-untyped-call]
                             "raw", "RGBA", 0, 1)
@@ -444,10 +233,10 @@ def heatmap(matrix: pd.DataFrame, title: str, *, percent: bool = False, footnote
     axes.set_xlabel(label(matrix.columns.name or "next"))
     axes.set_ylabel(label(matrix.index.name or "current"))
     threshold = top / 2
-    numbers = _CellNumbers([(j, i, f"{values[i, j]:.0f}", "white" if values[i, j] > threshold else "black")
-                            for i in range(rows) for j in range(cols)], FontProperties(size=9))
-    numbers.set_transform(axes.transData)
-    axes.add_artist(numbers)
+    for i in range(rows):
+        for j in range(cols):
+            axes.text(j, i, f"{values[i, j]:.0f}", ha="center", va="center", fontsize=9,
+                      color="white" if values[i, j] > threshold else "black")
     axes.set_title(title)
     bar = layout.figure.colorbar(image, cax=bar_axes)
     bar.set_label("% of the row" if percent else "instances")

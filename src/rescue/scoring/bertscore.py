@@ -201,11 +201,24 @@ def _version(distribution: str) -> str | None:
         return None
 
 
+@dataclass(frozen=True)
+class Backbone:
+    """A loaded BERTScore backbone: bert-score's tokenizer and model for one config (truncated to its layer, in
+    eval mode, on ``device``), and the F1 baseline to rescale with (None: no rescaling)."""
+
+    tokenizer: Any
+    model: Any
+    device: str
+    baseline_f1: float | None
+
+
 @functools.lru_cache(maxsize=2)
-def _scorer(config: BertScoreConfig) -> Any:
-    """One loaded scorer per config for the whole process (ER and VP share it)."""
+def _scorer(config: BertScoreConfig) -> Backbone:
+    """One loaded backbone per config for the whole process (ER and VP share it), loaded with bert-score's own
+    loaders (``get_tokenizer``, ``get_model``) as :class:`bert_score.BERTScorer` loads it."""
     try:
-        from bert_score import BERTScorer
+        import torch
+        from bert_score.utils import get_model, get_tokenizer
         from transformers.utils import logging as transformers_logging
     except ImportError as exc:
         raise BertScoreError(f"BERTScore needs bert-score and torch: pip install bert-score torch ({exc})") from None
@@ -213,20 +226,33 @@ def _scorer(config: BertScoreConfig) -> Any:
     transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     path = config.model_path or (str(packaged_model_dir()) if config.source.startswith("package") else config.model)
     layers = config.resolved_layers()
+    device = config.device or ("cuda" if torch.cuda.is_available() else "cpu")  # BERTScorer's default
+    baseline = _baseline_f1(config, path, layers) if config.rescale_with_baseline else None
     try:
-        return BERTScorer(
-            model_type=path,
-            num_layers=layers,
-            lang=config.lang,
-            rescale_with_baseline=config.rescale_with_baseline,
-            batch_size=config.batch_size,
-            device=config.device,
-        )
+        tokenizer = get_tokenizer(path, use_fast=False)  # BERTScorer's default tokenizer
+        model = get_model(path, layers, all_layers=False)
+        model.to(device)
     except Exception as exc:  # transformers raises OSError, ValueError, HTTP errors ... all mean "cannot load"
         raise BertScoreError(
             f"cannot load the BERTScore model {config.model!r} ({config.source}): {type(exc).__name__}: {exc}\n"
             f"What to do: {_remedy(config)}"
         ) from exc
+    return Backbone(tokenizer, model, device, baseline)
+
+
+def _baseline_f1(config: BertScoreConfig, path: str, layers: int) -> float:
+    """The F1 baseline bert-score ships for ``path`` at ``layers`` (its ``rescale_baseline/LANG/MODEL.tsv``, one
+    row per layer: P, R, F), as :attr:`bert_score.BERTScorer.baseline_vals` reads it (a float32)."""
+    import bert_score
+    import numpy as np
+    import pandas as pd
+
+    table = Path(bert_score.__file__).parent / "rescale_baseline" / config.lang / f"{path}.tsv"
+    if not table.is_file():
+        raise BertScoreError(f"bert-score has no rescaling baseline for {config.model!r} in {config.lang!r}; "
+                             "drop --bertscore-rescale or use a model it has a baseline for")
+    precision_recall_f1 = pd.read_csv(table).iloc[layers].to_numpy()[1:]
+    return float(np.float32(precision_recall_f1[2]))
 
 
 def _remedy(config: BertScoreConfig) -> str:
@@ -257,23 +283,23 @@ def bertscore_f1(candidates: Sequence[str], references: Sequence[str], config: B
     todo = [i for i, (c, r) in enumerate(zip(candidates, references)) if c.strip() and r.strip()]
     if not todo:
         return scores
-    scorer = _scorer(config)
-    embeddings = _embed(scorer, [candidates[i] for i in todo] + [references[i] for i in todo], config.batch_size)
-    baseline = float(scorer.baseline_vals[2].item()) if config.rescale_with_baseline else None
+    backbone = _scorer(config)
+    embeddings = _embed(backbone, [candidates[i] for i in todo] + [references[i] for i in todo], config.batch_size)
+    baseline = backbone.baseline_f1
     for i in todo:
         f1 = _pair_f1(embeddings[candidates[i].strip()], embeddings[references[i].strip()])
         scores[i] = f1 if baseline is None else (f1 - baseline) / (1.0 - baseline)
     return scores
 
 
-def _embed(scorer: Any, sentences: Sequence[str], batch_size: int) -> dict[str, tuple[Any, Any]]:
+def _embed(backbone: Backbone, sentences: Sequence[str], batch_size: int) -> dict[str, tuple[Any, Any]]:
     """Each distinct sentence's unit-length token embeddings and idf weights, from bert-score's model and
     tokenizer, encoded only beside sentences of the same token length: nothing is ever padded, so a sentence's
     embedding cannot depend on its batch."""
     import torch
     from bert_score.utils import bert_encode, sent_encode
 
-    tokenizer = scorer._tokenizer
+    tokenizer = backbone.tokenizer
     # bert-score's weights without idf: every word piece 1, [CLS] and [SEP] 0.
     skipped = {tokenizer.sep_token_id, tokenizer.cls_token_id}
     by_length: dict[int, list[tuple[str, list[int]]]] = {}
@@ -284,9 +310,9 @@ def _embed(scorer: Any, sentences: Sequence[str], batch_size: int) -> dict[str, 
     for length, group in by_length.items():
         for start in range(0, len(group), max(1, batch_size)):
             chunk = group[start:start + max(1, batch_size)]
-            ids = torch.tensor([i for _, i in chunk], dtype=torch.long, device=scorer.device)
-            mask = torch.ones((len(chunk), length), dtype=torch.long, device=scorer.device)
-            emb = bert_encode(scorer._model, ids, attention_mask=mask, all_layers=False).float().cpu()
+            ids = torch.tensor([i for _, i in chunk], dtype=torch.long, device=backbone.device)
+            mask = torch.ones((len(chunk), length), dtype=torch.long, device=backbone.device)
+            emb = bert_encode(backbone.model, ids, attention_mask=mask, all_layers=False).float().cpu()
             emb = emb / emb.norm(dim=-1, keepdim=True)
             for k, (sentence, token_ids) in enumerate(chunk):
                 weights = torch.tensor([0.0 if t in skipped else 1.0 for t in token_ids])
