@@ -54,7 +54,7 @@ LAYERS: dict[str, set[str] | str] = {
     "testing": {"data", "tasks", "llm"},
     "exports": {"data", "tasks"},  # fine-tuning chats and datasets folders, rendered by the tasks themselves
     # submission bundles and their verification: a run re-derived with the engine's own rescore, the report's intervals
-    "submissions": {"data", "tasks", "llm", "runs", "engine", "report"},
+    "submissions": {"data", "tasks", "llm", "scoring", "runs", "engine", "report"},
     "cli": EVERYTHING,
     "__init__": EVERYTHING,  # the notebook API
     "__main__": EVERYTHING,

@@ -8,29 +8,11 @@ from pathlib import Path
 
 import pytest
 from _cli import invoke_main
-from submission_support import baseline_run, members, model_run, rewrite, submit, two_samples
+from submission_support import members, rewrite, submit
 
 from rescue.errors import EXIT_ERROR, EXIT_NOT_VERIFIED
 from rescue.submissions.bundle import ANSWERS, INTERVALS, MANIFEST, MEMBERS, read_bundle
 from rescue.runs.results import PREDICTIONS, RESULTS
-
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return two_samples(tmp_path_factory.mktemp("data"))
-
-
-@pytest.fixture(scope="module")
-def model_bundle(tmp_path_factory: pytest.TempPathFactory, data: Path) -> Path:
-    folder = tmp_path_factory.mktemp("model")
-    return submit(model_run(folder, data), folder / "scripted.rescue.zip", "--training-data", "none",
-                  "--zero-shot")
-
-
-@pytest.fixture(scope="module")
-def baseline_bundle(tmp_path_factory: pytest.TempPathFactory, data: Path) -> Path:
-    folder = tmp_path_factory.mktemp("baselines")
-    return submit(baseline_run(folder, data), folder / "baselines.rescue.zip")
 
 
 def _verify(bundle: Path, data: Path, *extra: str):  # type: ignore[no-untyped-def]
@@ -159,3 +141,57 @@ def test_a_tampered_bundle_is_refused_naming_what_failed(model_bundle: Path, dat
     assert result.exit_code == code, result.output
     assert named in result.output, result.output
     assert verdict is not None and not verdict["passed"] and verdict["level"] in ("refused", "failed")
+
+
+# --- the steps that ask again: re-judged and reproduced ---------------------------------------------------------
+
+
+def test_rejudged_by_the_pinned_judge_raises_the_level(model_bundle: Path, data: Path, tmp_path: Path) -> None:
+    from submission_support import JUDGE_RATING
+
+    from rescue.testing import Reply, serve
+
+    with serve(Reply.json(JUDGE_RATING)) as judge:
+        same = invoke_main(["verify", str(model_bundle), "--data", str(data), "--out", str(tmp_path), "--rejudge", "6",
+                            "--judge-base-url", judge.base_url], env={"OPENAI_API_KEY": "test"})
+        asked = judge.request_count
+    assert same.exit_code == 0, same.output
+    assert 0 < asked <= 6 * 2  # six answers, a re-ask at most where an answer was invalid
+    verdict = json.loads((tmp_path / "scripted.rescue.verdict.json").read_text())
+    assert verdict["level"] == "re-judged"
+    assert "6 of 6 grades the same" in same.output
+
+    harsher = dict(JUDGE_RATING, emotion_score=1, score=1, viewpoint_score=0, source_target_score=0)
+    with serve(Reply.json(harsher)) as judge:
+        other = invoke_main(["verify", str(model_bundle), "--data", str(data), "--out", str(tmp_path), "--rejudge", "6",
+                             "--judge-base-url", judge.base_url], env={"OPENAI_API_KEY": "test"})
+    assert other.exit_code == EXIT_NOT_VERIFIED, other.output
+    assert "0 of 6 grades the same" in other.output
+    assert json.loads((tmp_path / "scripted.rescue.verdict.json").read_text())["level"] == "checked"
+
+
+def test_reproduced_by_the_same_model_raises_the_level(model_bundle: Path, data: Path, tmp_path: Path) -> None:
+    from submission_support import MostlyRight
+
+    from rescue.data.loading import load_samples
+    from rescue.tasks import TASKS
+    from rescue.testing import Reply, serve
+    from rescue.testing.oracle import OracleScript
+
+    oracle = OracleScript(load_samples(data), list(TASKS.values()), batch_size=1)
+    with serve(MostlyRight(oracle)) as server:
+        again = invoke_main(["verify", str(model_bundle), "--data", str(data), "--out", str(tmp_path), "--reproduce",
+                             "3", "--model", "scripted-model", "--base-url", server.base_url],
+                            env={"OPENAI_API_KEY": "test"})
+        asked = server.request_count
+    assert again.exit_code == 0, again.output
+    assert 0 < asked <= 3 * len(TASKS) * 2
+    assert "18 of 18 predictions reproduced" in again.output
+    assert json.loads((tmp_path / "scripted.rescue.verdict.json").read_text())["level"] == "reproduced"
+
+    with serve(Reply.json({"predictions": []})) as server:  # another model: nothing it says is what was submitted
+        other = invoke_main(["verify", str(model_bundle), "--data", str(data), "--out", str(tmp_path), "--reproduce",
+                             "3", "--model", "scripted-model", "--base-url", server.base_url],
+                            env={"OPENAI_API_KEY": "test"})
+    assert other.exit_code == EXIT_NOT_VERIFIED, other.output
+    assert "predictions reproduced" in other.output

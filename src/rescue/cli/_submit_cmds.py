@@ -54,12 +54,33 @@ def verify_command(
     against: Annotated[Optional[list[Path]], typer.Option(
         "--against", help="Verdicts (.verdict.json) of other bundles: an answer set that repeats one is flagged. "
         "Repeat the option for several.")] = None,
+    rejudge: Annotated[int, typer.Option(
+        "--rejudge", min=0, help="Grade N judged answers again with the run's pinned judges (needs their keys) and "
+        "report agreement.")] = 0,
+    reproduce: Annotated[int, typer.Option(
+        "--reproduce", min=0, help="Ask --model again on N instances of each task with the run's options and "
+        "report how many predictions match.")] = 0,
+    model: Annotated[Optional[str], typer.Option(
+        "--model", help="With --reproduce: the model to ask, as rescue run's --model.")] = None,
+    system: Annotated[Optional[str], typer.Option(
+        "--system", help="With --reproduce: which of the bundle's models --model stands for (default: its only one).")] = None,
+    base_url: Annotated[Optional[str], typer.Option("--base-url", help="With --reproduce: as rescue run's --base-url.")] = None,
+    api_key_env: Annotated[Optional[str], typer.Option(
+        "--api-key-env", help="With --reproduce: as rescue run's --api-key-env.")] = None,
+    judge_base_url: Annotated[Optional[str], typer.Option(
+        "--judge-base-url", help="With --rejudge: as rescue run's --judge-base-url.")] = None,
+    judge_api_key_env: Annotated[Optional[str], typer.Option(
+        "--judge-api-key-env", help="With --rejudge: as rescue run's --judge-api-key-env.")] = None,
 ) -> None:
     """Re-derive a bundle offline with this rescue: every file's hash, the release's instances, this rescue's
-    prompts, every answer re-parsed and every metric and interval re-scored to the last digit; then the audits.
-    Exit 0 only when every check passed (1: a check failed; 2: the bundle cannot be read)."""
+    prompts, every answer re-parsed and every metric and interval re-scored to the last digit; then the audits,
+    and, when asked, re-judging and reproducing a sample. The verdict's level: checked (re-scored), re-judged,
+    reproduced. Exit 0 only when every check that ran passed (1: a check failed; 2: the bundle cannot be read)."""
     others = [submissions_verify.read_verdict(path) for path in against or []]
-    verdict = submissions_verify.verify(bundle, data=data, others=others)
+    steps = submissions_verify.Resampling(rejudge=rejudge, reproduce=reproduce, model=model, system=system,
+                                          base_url=base_url, api_key_env=api_key_env, judge_base_url=judge_base_url,
+                                          judge_api_key_env=judge_api_key_env)
+    verdict = submissions_verify.verify(bundle, data=data, others=others, resampling=steps)
     folder = out if out is not None else bundle.parent
     stem = bundle.name.removesuffix(".zip")
     written = submissions_verify.write_verdict(verdict, folder, stem)

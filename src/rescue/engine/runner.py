@@ -79,9 +79,12 @@ class Runner:
 
     def __init__(self, config: RunConfig, *, offline: bool = False, write: bool = True,
                  models: Iterable[Model | TaskModel] = (), samples: list[Sample] | None = None,
-                 only: Mapping[str, Collection[str]] | None = None):
+                 only: Mapping[str, Collection[str]] | None = None, samples_sha256: str | None = None):
         self.config = config
         self.samples = samples  # samples already in memory (the notebook API); None: read config.data
+        # The data digest of ``samples`` when they were read from config.data (rescue verify reads them once for
+        # both its checks and the rescore); None: the digest of the samples themselves.
+        self.samples_sha256 = samples_sha256
         # task -> the instance ids asked, in build order (a benchmark project's --sample; no CLI option): None, all
         self.only = only
         self.offline = offline  # rescore: answers come from the cache only, nothing is requested
@@ -179,7 +182,7 @@ class Runner:
         config = self.config
         if self.samples is not None:
             samples = list(self.samples)
-            data_sha = samples_sha256(samples)
+            data_sha = self.samples_sha256 or samples_sha256(samples)
         else:
             # Bad data stops the run before any folder is made; a run exports nothing, so no record text is kept.
             samples = load_samples(config.data, keep_text=False)
@@ -222,8 +225,9 @@ class Runner:
         if self.only is not None:
             kept = {name: set(self.only.get(name, ())) for name in instances}
             instances = {name: [i for i in found if i.instance_id in kept[name]] for name, found in instances.items()}
-        if limit is not None:  # which instances --limit took, per task
+        if limit is not None:
             data_info.limit, data_info.limit_seed = limit, LIMIT_SEED
+        if limit is not None or self.only is not None:  # which instances --limit (or ``only``) took, per task
             data_info.instance_ids = {name: [i.instance_id for i in found] for name, found in instances.items()}
         self.used = values_used(config.part(Asking), config.task_options, tasks, instances, data_sha)
         del samples  # held by the instances alone from here, which _run lets go once every pair is asked

@@ -16,7 +16,7 @@ import json
 import sqlite3
 import time
 from pathlib import Path
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 from pydantic import TypeAdapter
@@ -134,6 +134,21 @@ class ResponseCache:
              canonical_json(meta), time.time()),
         )
         self._db.execute("DELETE FROM failures WHERE key = ?", (key,))
+
+    def put_many(self, entries: Iterable[tuple[str, str, str, ChatAnswer]]) -> None:
+        """Store many answers, each (key, model, purpose, answer), in one transaction: a verifier rebuilding a
+        run's cache from a bundle (the endpoint and request of each are the bundle's, not known here)."""
+        rows = []
+        for key, model, purpose, answer in entries:
+            if answer.status != "ok" or not answer.text:
+                raise ValueError("only answers with content are cached, never errors")
+            meta = {k: v for k, v in answer.meta.items() if k not in ("cached", "answered_at")}
+            rows.append((key, model, "bundle", purpose, "{}", answer.text, canonical_json(answer.usage.as_dict()),
+                         canonical_json(meta), time.time()))
+        with self._db:
+            self._db.execute("BEGIN")
+            self._db.executemany("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            self._db.executemany("DELETE FROM failures WHERE key = ?", [(row[0],) for row in rows])
 
     def forget(self, key: str) -> None:
         """Remove the answer stored for ``key`` (nothing when there is none)."""

@@ -73,6 +73,12 @@ def load_run(run_dir: str | Path) -> list[System]:
         typed, records = read_run(root)
     except RunDirError as exc:
         raise ReportError(str(exc)) from None
+    return run_systems(typed, records, root)
+
+
+def run_systems(typed: RunResults, records: list[PredictionRecord], root: Path) -> list[System]:
+    """The systems (one per model) of a run already read (:func:`rescue.runs.folder.read_run`), labelled by model
+    name only; ``root`` is the folder it was read from."""
     by_model: dict[str, list[PredictionRecord]] = {}
     for record in records:
         by_model.setdefault(record.model, []).append(record)

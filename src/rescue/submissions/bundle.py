@@ -51,7 +51,8 @@ SHA256 = re.compile(r"[0-9a-f]{64}")
 MiB = 1 << 20
 # A bundle of the full release with every task, a judge and reasoning kept is tens of MB; these bound what a
 # hostile one can cost (memory and time) while leaving room for ten times the release.
-LIMITS = ArchiveLimits(entries=len(MEMBERS), member_bytes=1024 * MiB, total_bytes=2048 * MiB)
+# More entries than members are allowed here so that a stray entry is refused by its name, not only by a count.
+LIMITS = ArchiveLimits(entries=64, member_bytes=1024 * MiB, total_bytes=2048 * MiB)
 # Environment variables whose values are secrets: a key, token, secret or password by name.
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)S?$", re.IGNORECASE)
 _MIN_SECRET = 16  # shorter values are too likely to be ordinary text (as rescue.llm's masking holds)

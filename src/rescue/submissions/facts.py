@@ -6,37 +6,50 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from rescue.data.models import Sample
 from rescue.engine.config import RunConfig
-from rescue.engine.parts import Asking
-from rescue.engine.plan import batch_plan, build_options, load_task
+from rescue.engine.parts import Asking, Selection
+from rescue.engine.plan import batch_plan, build_options, limit_instances, load_task
 from rescue.report.leaderboard import build_leaderboard
 from rescue.report.recompute import registry_aggregates
-from rescue.report.runs import System, load_run
+from rescue.report.runs import System, load_run, run_systems
+from rescue.runs.results import RunResults
 from rescue.submissions.bundle import TaskFacts, canonical_json
+from rescue.tasks.base import PredictionRecord
 from rescue.tasks.render import RowCache
 
 
-def task_facts(config: RunConfig, samples: list[Sample]) -> dict[str, TaskFacts]:
-    """Per task of the run: how many instances, the digest of their ids (build order, one per line) and the
-    digest of every request's messages as the run renders them (its batch plan, its context and mode)."""
-    asking = config.part(Asking)
+def task_facts(config: RunConfig, samples: list[Sample],
+               only: Mapping[str, Collection[str]] | None = None) -> dict[str, TaskFacts]:
+    """Per task of the run: how many instances (after ``--limit``'s draw), the digest of their ids (build order,
+    one per line) and the digest of every request's messages as the run renders them (its batch plan, its
+    context and mode)."""
+    asking, limit = config.part(Asking), config.part(Selection).limit
     facts: dict[str, TaskFacts] = {}
+    rows = RowCache()  # the tasks' prompts show the same rows: each encoded once
     for name in config.tasks:
         task = load_task(name)
-        instances = task.build(samples, **build_options(config.task_options, task))
+        instances = limit_instances(limit, name, task.build(samples, **build_options(config.task_options, task)))
+        if only is not None:  # the instances the run recorded as taken (results.json data.instance_ids)
+            kept = set(only.get(name, ()))
+            instances = [i for i in instances if i.instance_id in kept]
         ids = hashlib.sha256("".join(i.instance_id + "\n" for i in instances).encode("utf-8"))
         prompts = hashlib.sha256()
-        options = asking.render(RowCache())
+        options = asking.render(rows)
         for batch in batch_plan(asking, task, instances).batches:
             prompts.update(canonical_json(task.render(batch, options)).encode("utf-8") + b"\n")
         facts[name] = TaskFacts(instances=len(instances), instance_ids_sha256=ids.hexdigest(),
                                 prompt_sha256=prompts.hexdigest())
     return facts
+
+
+def taken_instances(results: RunResults) -> dict[str, list[str]] | None:
+    """The instances a run recorded as taken per task (``--limit``, a benchmark project's subset); None: all."""
+    return results.data.instance_ids if results.data is not None else None
 
 
 def _number(value: float | None) -> float | None:
@@ -57,6 +70,6 @@ def interval_cells(systems: Sequence[System]) -> list[dict[str, Any]]:
     return cells
 
 
-def run_intervals(run_dir: Path) -> list[dict[str, Any]]:
-    """:func:`interval_cells` of every system of a run directory."""
-    return interval_cells(load_run(run_dir))
+def run_intervals(run_dir: Path, read: tuple[RunResults, list[PredictionRecord]] | None = None) -> list[dict[str, Any]]:
+    """:func:`interval_cells` of every system of a run directory (``read``: the run as already read from it)."""
+    return interval_cells(load_run(run_dir) if read is None else run_systems(read[0], read[1], run_dir))

@@ -22,7 +22,7 @@ from rescue.runs.folder import CACHE, locked_message, read_run
 from rescue.runs.results import PREDICTIONS, RESULTS, RunResults
 from rescue.submissions.bundle import (ANSWERS, BUNDLE_SCHEMA, INTERVALS, Declarations, Manifest, RunState,
                                        SystemFacts, canonical_json, now_iso, system_kind, write_bundle)
-from rescue.submissions.facts import run_intervals, task_facts
+from rescue.submissions.facts import run_intervals, taken_instances, task_facts
 from rescue.tasks.base import PredictionRecord
 from rescue._version import __version__
 
@@ -108,7 +108,7 @@ def submit(run_dir: str | Path, out: str | Path, *, declarations: Declarations |
     if results.data is not None and results.data.sample_ids:
         chosen = set(results.data.sample_ids)
         samples = [s for s in samples if s.sample_id in chosen]
-    facts = task_facts(config, samples)
+    facts = task_facts(config, samples, taken_instances(results))
     cache_file = Path(cache) if cache is not None else root / CACHE
     names = set(results.models) | set(results.config.judges)
     lines: list[str] = []

@@ -23,13 +23,14 @@ import asyncio
 import hashlib
 import json
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
 from rescue.atomic import write_all_atomic
 from rescue.data.loading import load_samples
+from rescue.data.models import Sample
 from rescue.display import markdown_text
 from rescue.engine.config import RunConfig
 from rescue.engine.runner import Runner
@@ -37,11 +38,11 @@ from rescue.engine.types import TaskModel
 from rescue.errors import BundleError, RescueError
 from rescue.llm import ChatAnswer, Usage
 from rescue.llm import ResponseCache
-from rescue.runs.folder import CACHE, read_run
+from rescue.runs.folder import CACHE
 from rescue.runs.results import PREDICTIONS, RESULTS, RunResults
-from rescue.submissions.bundle import (ANSWERS, INTERVALS, Bundle, bundle_results, json_lines, parse_json,
+from rescue.submissions.bundle import (ANSWERS, INTERVALS, SHA256, Bundle, bundle_results, json_lines, parse_json,
                                        read_bundle, system_kind)
-from rescue.submissions.facts import run_intervals, task_facts
+from rescue.submissions.facts import run_intervals, taken_instances, task_facts
 from rescue.submissions.submit import run_data
 from rescue.tasks.base import Instance, PredictionRecord, RenderOptions, Task
 
@@ -142,31 +143,46 @@ def _consistency(bundle: Bundle, results: RunResults) -> Check:
                  f"{len(manifest.systems)} system(s), {len(manifest.tasks)} task(s)")
 
 
-def _rebuild(bundle: Bundle, folder: Path) -> dict[str, dict[tuple[str, str], str | None]]:
-    """The run folder ``rescue rescore`` reads, from the bundle alone; the recorded answers of the systems
-    that cannot be asked again (people), by system."""
+def _rebuild(bundle: Bundle, folder: Path) -> list[PredictionRecord]:
+    """The run folder ``rescue rescore`` reads, from the bundle alone: its results, its predictions, and a cache
+    holding every answer of the bundle; the submitted records (read once, with the run folder's own reader)."""
+    from rescue.runs.folder import read_predictions
+
     (folder / RESULTS).write_bytes(bundle.members[RESULTS])
     (folder / PREDICTIONS).write_bytes(bundle.members[PREDICTIONS])
+    submitted = read_predictions(folder / PREDICTIONS)
     store = ResponseCache(folder / CACHE)
     try:
-        for number, entry in json_lines(bundle, ANSWERS):
-            where = f"{bundle.path}:{ANSWERS}:{number}"
-            try:
-                usage = Usage(**{k: v for k, v in entry["usage"].items()  # type: ignore[arg-type]
-                                 if k in USAGE_FIELDS and isinstance(v, int | float) and not isinstance(v, bool)})
-                answer = ChatAnswer(str(entry["text"]), "ok", "", usage, dict(entry.get("meta") or {}))
-                store.put(str(entry["request_sha256"]), model=str(entry["model"]), endpoint="bundle",
-                          purpose=str(entry.get("purpose") or "predict"), request={}, answer=answer)
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                raise BundleError(f"{where}: not an answer line ({type(exc).__name__}: {exc})") from None
+        store.put_many(_answers(bundle))
     finally:
         store.close()
-    _, records = read_run(folder)
-    people: dict[str, dict[tuple[str, str], str | None]] = {}
+    return submitted
+
+
+def _answers(bundle: Bundle) -> Iterator[tuple[str, str, str, ChatAnswer]]:
+    """Every answer line of the bundle as (request digest, model, purpose, answer); BundleError naming the line
+    of one that is not an answer."""
+    for number, entry in json_lines(bundle, ANSWERS):
+        try:
+            usage = Usage(**{k: v for k, v in entry["usage"].items()  # type: ignore[arg-type]
+                             if k in USAGE_FIELDS and isinstance(v, int | float) and not isinstance(v, bool)})
+            text, key = entry["text"], entry["request_sha256"]
+            if not isinstance(text, str) or not text or not isinstance(key, str) or not SHA256.fullmatch(key):
+                raise ValueError("text must be an answer and request_sha256 a SHA-256")
+            answer = ChatAnswer(text, "ok", "", usage, dict(entry.get("meta") or {}))
+            yield key, str(entry["model"]), str(entry.get("purpose") or "predict"), answer
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BundleError(f"{bundle.path}:{ANSWERS}:{number}: not an answer line ({type(exc).__name__}: "
+                              f"{exc})") from None
+
+
+def _people(records: Sequence[PredictionRecord]) -> list[TaskModel]:
+    """The systems that cannot be asked again (people), each answering from the text its records hold."""
+    raw: dict[str, dict[tuple[str, str], str | None]] = {}
     for record in records:
         if system_kind(record.model) == "human":
-            people.setdefault(record.model, {})[(record.task, record.instance_id)] = record.raw
-    return people
+            raw.setdefault(record.model, {})[(record.task, record.instance_id)] = record.raw
+    return [RecordedAnswers(name, answers) for name, answers in raw.items()]
 
 
 def _compare_records(submitted: Sequence[PredictionRecord], derived: Sequence[PredictionRecord]) -> list[str]:
@@ -233,17 +249,17 @@ def _listed(differences: list[str]) -> str:
     return "; ".join(differences[:SHOWN]) + more
 
 
-def _rescore(bundle: Bundle, results: RunResults, data: str | None, folder: Path) -> tuple[RunResults, list[PredictionRecord]]:
-    people = _rebuild(bundle, folder)
+def _rescore(bundle: Bundle, results: RunResults, release: Release, folder: Path,
+             submitted: Sequence[PredictionRecord]) -> tuple[RunResults, list[PredictionRecord]]:
     config = RunConfig.from_json(results.config.as_dict(), f"{bundle.path}:{RESULTS}")
     config.out = str(folder)
-    config.data = data
+    config.data = release.path
     config.quiet = True
     config.cache_dir = None
-    models: list[TaskModel] = [RecordedAnswers(name, raw) for name, raw in people.items()]
-    runner = Runner(config, offline=True, models=models)
-    asyncio.run(runner.run())
-    return read_run(folder)
+    runner = Runner(config, offline=True, models=_people(submitted), samples=release.samples,
+                    samples_sha256=release.sha256, only=taken_instances(results))
+    outcome = asyncio.run(runner.run())  # written to ``folder`` too, as rescore writes; held here as it was written
+    return outcome.typed, outcome.records
 
 
 # --- the audits -----------------------------------------------------------------------------------------
@@ -301,9 +317,93 @@ def _audits(bundle: Bundle, records: Sequence[PredictionRecord], others: Sequenc
 # --- the verification -----------------------------------------------------------------------------------
 
 
-def verify(path: str | Path, *, data: str | Path | None = None, others: Sequence[Verdict] = ()) -> Verdict:
-    """Verify a bundle offline (checks 1-4 and the audits); RescueError only for what stops before a verdict
-    can be given (none here: a refused bundle is a verdict of level ``refused``)."""
+@dataclass(frozen=True)
+class Resampling:
+    """The optional steps that ask models again: ``rejudge`` judged answers graded again by the pinned judges,
+    ``reproduce`` instances per task asked again of ``model`` (standing for the bundle's ``system``)."""
+
+    rejudge: int = 0
+    reproduce: int = 0
+    model: str | None = None
+    system: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    judge_base_url: str | None = None
+    judge_api_key_env: str | None = None
+
+
+def _release_checks(bundle: Bundle, config: RunConfig, samples: list[Sample], results: RunResults) -> list[Check]:
+    """Check 3: each task's instances and prompts, built and rendered by this rescue, against the manifest's."""
+    facts = task_facts(config, samples, taken_instances(results))
+    checks = []
+    for name, claimed in bundle.manifest.tasks.items():
+        mine = facts.get(name)
+        same_ids = mine is not None and mine.instances == claimed.instances and \
+            mine.instance_ids_sha256 == claimed.instance_ids_sha256
+        checks.append(Check(f"{name}: the release's instances", same_ids,
+                            f"{claimed.instances} instances" if same_ids else
+                            f"instance ids digest {claimed.instance_ids_sha256[:12]}... submitted, "
+                            f"{mine.instance_ids_sha256[:12] if mine else '(no such task)'}... here"))
+        same_prompts = mine is not None and mine.prompt_sha256 == claimed.prompt_sha256
+        checks.append(Check(f"{name}: prompts this rescue renders", same_prompts,
+                            "every request's messages match" if same_prompts else
+                            f"prompt digest {claimed.prompt_sha256[:12]}... submitted, "
+                            f"{mine.prompt_sha256[:12] if mine else '(no such task)'}... here"))
+    return checks
+
+
+def _rescored_checks(verdict: Verdict, bundle: Bundle, results: RunResults, release: Release,
+                     others: Sequence[Verdict]) -> None:
+    """Check 4 and the audits: the run rebuilt from the bundle and re-scored, compared to the last digit."""
+    with tempfile.TemporaryDirectory(prefix="rescue-verify-") as tmp:
+        folder = Path(tmp)
+        try:
+            submitted_records = _rebuild(bundle, folder)
+            derived, derived_records = _rescore(bundle, results, release, folder, submitted_records)
+            intervals = run_intervals(folder, (derived, derived_records))
+        except BundleError as exc:  # an answer line the bundle cannot hold: the bundle is refused, not a score
+            verdict.level = "refused"
+            verdict.checks.append(Check("every answer line readable", False, str(exc)))
+            return
+        except RescueError as exc:
+            verdict.checks.append(Check("re-scored from the answers", False, str(exc)))
+            return
+    record_differences = _compare_records(submitted_records, derived_records)
+    verdict.checks.append(Check("every answer re-parsed and re-scored", not record_differences,
+                                _listed(record_differences) if record_differences else
+                                f"{len(derived_records)} records equal"))
+    metric_differences = _compare_metrics(results, derived)
+    verdict.checks.append(Check("every metric to the last digit", not metric_differences,
+                                _listed(metric_differences) if metric_differences else "every task, scope and sample"))
+    if INTERVALS in bundle.members:
+        interval_differences = _compare_intervals(parse_json(bundle.text(INTERVALS), f"{bundle.path}:{INTERVALS}"),
+                                                  intervals)
+        verdict.checks.append(Check("every interval to the last digit", not interval_differences,
+                                    _listed(interval_differences) if interval_differences else
+                                    f"{len(intervals)} leaderboard cells"))
+    verdict.audits, verdict.answer_digests = _audits(bundle, submitted_records, others)
+
+
+@dataclass(frozen=True)
+class Release:
+    """The data a bundle names, read once: its path (None: the demo data), digest and every sample."""
+
+    path: str | None
+    sha256: str
+    samples: list[Sample]
+
+    def evaluated(self, results: RunResults) -> list[Sample]:
+        """The samples the run evaluated: all, less those a limited run left out."""
+        if results.data is not None and results.data.sample_ids:
+            chosen = set(results.data.sample_ids)
+            return [s for s in self.samples if s.sample_id in chosen]
+        return self.samples
+
+
+def verify(path: str | Path, *, data: str | Path | None = None, others: Sequence[Verdict] = (),
+           resampling: Resampling | None = None) -> Verdict:
+    """Verify a bundle: offline checks 1-4 and the audits, then the ``resampling`` steps asked for; RescueError
+    only for what stops before a verdict can be given (a refused bundle is a verdict of level ``refused``)."""
     from rescue._version import __version__
 
     verdict = Verdict(str(path), "refused", rescue_version=__version__)
@@ -315,9 +415,8 @@ def verify(path: str | Path, *, data: str | Path | None = None, others: Sequence
         return verdict
     verdict.systems = list(bundle.manifest.systems)
     verdict.checks.append(Check("a readable bundle", True, f"{len(bundle.members) + 1} members, every hash matches"))
-    consistent = _consistency(bundle, results)
-    verdict.checks.append(consistent)
-    if not consistent.passed:
+    verdict.checks.append(_consistency(bundle, results))
+    if not verdict.checks[-1].passed:
         return verdict
     verdict.level = "failed"
     try:
@@ -328,61 +427,62 @@ def verify(path: str | Path, *, data: str | Path | None = None, others: Sequence
     verdict.checks.append(Check("the release the bundle names", sha == bundle.manifest.data_sha256,
                                 f"data SHA-256 {sha[:16]}..."))
     config = RunConfig.from_json(results.config.as_dict(), f"{bundle.path}:{RESULTS}")
-    samples = load_samples(data_path, keep_text=False)
-    if results.data is not None and results.data.sample_ids:
-        chosen = set(results.data.sample_ids)
-        samples = [s for s in samples if s.sample_id in chosen]
-    facts = task_facts(config, samples)
-    for name, claimed in bundle.manifest.tasks.items():
-        mine = facts.get(name)
-        same_ids = mine is not None and mine.instances == claimed.instances and \
-            mine.instance_ids_sha256 == claimed.instance_ids_sha256
-        verdict.checks.append(Check(f"{name}: the release's instances", same_ids,
-                                    f"{claimed.instances} instances" if same_ids else
-                                    f"instance ids digest {claimed.instance_ids_sha256[:12]}... submitted, "
-                                    f"{mine.instance_ids_sha256[:12] if mine else '(no such task)'}... here"))
-        same_prompts = mine is not None and mine.prompt_sha256 == claimed.prompt_sha256
-        verdict.checks.append(Check(f"{name}: prompts this rescue renders", same_prompts,
-                                    "every request's messages match" if same_prompts else
-                                    f"prompt digest {claimed.prompt_sha256[:12]}... submitted, "
-                                    f"{mine.prompt_sha256[:12] if mine else '(no such task)'}... here"))
+    release = Release(data_path, sha, load_samples(data_path, keep_text=False))
+    samples = release.evaluated(results)
+    verdict.checks += _release_checks(bundle, config, samples, results)
     if not all(c.passed for c in verdict.checks):
         return verdict
-    with tempfile.TemporaryDirectory(prefix="rescue-verify-") as tmp:
-        folder = Path(tmp)
-        try:
-            derived, derived_records = _rescore(bundle, results, data_path, folder)
-            submitted_records = _submitted_records(bundle, folder)
-            intervals = run_intervals(folder)
-        except RescueError as exc:
-            verdict.checks.append(Check("re-scored from the answers", False, str(exc)))
-            return verdict
-        record_differences = _compare_records(submitted_records, derived_records)
-        verdict.checks.append(Check("every answer re-parsed and re-scored", not record_differences,
-                                    _listed(record_differences) if record_differences else
-                                    f"{len(derived_records)} records equal"))
-        metric_differences = _compare_metrics(results, derived)
-        verdict.checks.append(Check("every metric to the last digit", not metric_differences,
-                                    _listed(metric_differences) if metric_differences else "every task, scope and sample"))
-        if INTERVALS in bundle.members:
-            interval_differences = _compare_intervals(parse_json(bundle.text(INTERVALS), f"{bundle.path}:{INTERVALS}"),
-                                                      intervals)
-            verdict.checks.append(Check("every interval to the last digit", not interval_differences,
-                                        _listed(interval_differences) if interval_differences else
-                                        f"{len(intervals)} leaderboard cells"))
-        verdict.audits, verdict.answer_digests = _audits(bundle, submitted_records, others)
-    if verdict.passed:
+    _rescored_checks(verdict, bundle, results, release, others)
+    if verdict.passed and verdict.level == "failed":
         verdict.level = "checked"
+        if resampling is not None and (resampling.rejudge > 0 or resampling.reproduce > 0):
+            _resample(verdict, bundle, config, data_path, samples, resampling)
     return verdict
 
 
-def _submitted_records(bundle: Bundle, folder: Path) -> list[PredictionRecord]:
+def _model_system(bundle: Bundle, wanted: str | None) -> str:
+    models = [name for name, facts in bundle.manifest.systems.items() if facts.kind == "model"]
+    if wanted is not None:
+        if wanted not in bundle.manifest.systems:
+            raise BundleError(f"--system {wanted!r}: the bundle's systems are {', '.join(bundle.manifest.systems)}")
+        return wanted
+    if len(models) != 1:
+        raise BundleError(f"--reproduce: the bundle has {len(models)} models ({', '.join(models) or 'none'}); "
+                          "name the one to reproduce with --system")
+    return models[0]
+
+
+def _resample(verdict: Verdict, bundle: Bundle, config: RunConfig, data: str | None, samples: list[Sample],
+              steps: Resampling) -> None:
+    """The steps that ask models again; each passed raises the verdict's level."""
+    from rescue.submissions.resample import bundle_seed, rejudge, reproduce
+
+    records = _bundle_records(bundle)
+    if steps.rejudge > 0:
+        passed, found = rejudge(config, samples, records, steps.rejudge, bundle_seed(bundle.path),
+                                base_url=steps.judge_base_url, api_key_env=steps.judge_api_key_env)
+        verdict.checks.append(Check(f"re-judged {steps.rejudge} answers", passed, found))
+        if passed:
+            verdict.level = "re-judged"
+    if steps.reproduce > 0:
+        if steps.model is None:
+            raise BundleError("--reproduce needs --model: the model to ask again")
+        system = _model_system(bundle, steps.system)
+        passed, found = reproduce(config, data, records, steps.reproduce, steps.model, system=system,
+                                  base_url=steps.base_url, api_key_env=steps.api_key_env)
+        verdict.checks.append(Check(f"reproduced {steps.reproduce} instances per task", passed, found))
+        if passed and verdict.passed:
+            verdict.level = "reproduced"
+
+
+def _bundle_records(bundle: Bundle) -> list[PredictionRecord]:
     """The bundle's own predictions, read with the run folder's reader (one record model, one set of checks)."""
     from rescue.runs.folder import read_predictions
 
-    original = folder / "submitted.jsonl"
-    original.write_bytes(bundle.members[PREDICTIONS])
-    return read_predictions(original)
+    with tempfile.TemporaryDirectory(prefix="rescue-verify-") as tmp:
+        original = Path(tmp) / PREDICTIONS
+        original.write_bytes(bundle.members[PREDICTIONS])
+        return read_predictions(original)
 
 
 def verdict_markdown(verdict: Verdict) -> str:
