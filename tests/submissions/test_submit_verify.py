@@ -195,3 +195,16 @@ def test_reproduced_by_the_same_model_raises_the_level(model_bundle: Path, data:
                             env={"OPENAI_API_KEY": "test"})
     assert other.exit_code == EXIT_NOT_VERIFIED, other.output
     assert "predictions reproduced" in other.output
+
+
+def test_a_limited_run_says_so_and_verifies_on_the_instances_it_took(data: Path, tmp_path: Path) -> None:
+    run = tmp_path / "limited"
+    made = invoke_main(["run", "--model", "baseline/majority", "--data", str(data), "--limit", "4", "--no-bertscore",
+                        "--out", str(run), "-q"])
+    assert made.exit_code == 0, made.output
+    bundle = submit(run, tmp_path / "limited.rescue.zip")
+    manifest = read_bundle(bundle).manifest
+    assert all(facts.instances <= 4 for facts in manifest.tasks.values()) and manifest.state.limited
+    result, verdict = _verify(bundle, data)
+    assert result.exit_code == 0, result.output
+    assert verdict["level"] == "checked"

@@ -112,7 +112,7 @@ class RunState(BaseModel):
 
     complete: bool
     rescored: bool
-    limited: bool  # only some samples of the data (--limit-samples, --split, --samples)
+    limited: bool  # only part of the data: some samples (--limit-samples, --split) or instances (--limit)
     mixed: bool  # systems that do not cover the same instances
     run_id: str | None = None
     elapsed_s: float | None = Field(default=None, allow_inf_nan=False)

@@ -121,7 +121,7 @@ def submit(run_dir: str | Path, out: str | Path, *, declarations: Declarations |
     answers = [json.loads(line) for line in lines]
     settings = {name: dict(value) for name, value in results.config.model_settings.items()}
     run = results.run
-    limited = bool(results.data and results.data.sample_choice != "all")
+    limited = bool(results.data and (results.data.sample_choice != "all" or results.data.instance_ids is not None))
     instance_sets = {(r.task, r.model) for r in records}
     per_task: dict[str, set[frozenset[str]]] = {}
     by_pair: dict[tuple[str, str], set[str]] = {}
