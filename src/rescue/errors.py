@@ -357,6 +357,12 @@ class DatabaseError(RescueError):
     """The --db URL cannot be used; the message says why."""
 
 
+class StoredValueError(DatabaseError):
+    """A value the review database holds that rescue did not store (edited by hand or by another program): not
+    JSON, nested past reason, a number no field holds, or not the kind of value its column keeps; the message
+    names the table, column and row. The web app answers 500 with it; a command exits 2."""
+
+
 class ReviewError(RescueError, ValueError):
     """A write that makes no sense (unknown user, bad role...); the message says why."""
 

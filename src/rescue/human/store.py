@@ -20,6 +20,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 from rescue.errors import AnswerLocked, Conflict, ReviewError
 from rescue.human.benchmark import Benchmark, checked_answer
 from rescue.review.crud._write import ASSIGNMENTS, audit, writing
+from rescue.review.db import stored_json
 from rescue.review.models import Base, User, now
 from rescue.human.shapes import BenchQueueEntry, BenchShown, GivenAnswer, LockView, Reveals
 
@@ -179,6 +180,12 @@ def _answer_or_new(db: Session, user: str, key: str) -> BenchAnswer:
     return record
 
 
+def _answer_value(record: BenchAnswer) -> Any:
+    """A stored answer read back as rescue stores it (:func:`rescue.review.db.stored_json`)."""
+    return stored_json(record.value_json, f"review database: bench_answers.value_json of {record.user!r}, "
+                       f"{record.key!r}")
+
+
 def shown(db: Session, bench: Benchmark, user: str, task: str, number: int) -> BenchShown:
     """The person's answer so far and its lock. An open instance (or one answered before its lock) is shown: the
     first time is stored, which starts its clock and locks what its page reveals. A locked instance never
@@ -190,7 +197,7 @@ def shown(db: Session, bench: Benchmark, user: str, task: str, number: int) -> B
         if locked is not None and records.get(key, (None, 0))[1] == 0:
             return {"value": None, "version": 0, "locked": locked, "shown": False}
         record = _answer_or_new(db, user, key)
-    return {"value": json.loads(record.value_json), "version": record.version, "locked": locked, "shown": True}
+    return {"value": _answer_value(record), "version": record.version, "locked": locked, "shown": True}
 
 
 def reveals(db: Session, bench: Benchmark, user: str, task: str, number: int) -> Reveals:
@@ -218,8 +225,8 @@ def save(db: Session, bench: Benchmark, user: str, task: str, number: int, value
         checked = checked_answer(bench, task, number, value)
         record = _answer_or_new(db, user, key)
         if record.version != version:
-            raise Conflict({"value": json.loads(record.value_json), "version": record.version})
-        old = json.loads(record.value_json)
+            raise Conflict({"value": _answer_value(record), "version": record.version})
+        old = _answer_value(record)
         at = now()
         if not record.answered_at:
             record.seconds = round(_seconds(record.shown_at, at), 3)
@@ -239,7 +246,7 @@ def all_answers(db: Session) -> list[GivenAnswer]:
     found: list[GivenAnswer] = []
     for record in _answered_records(db):
         task, number = _split_key(record.key)
-        found.append({"task": task, "number": number, "user": record.user, "value": json.loads(record.value_json),
+        found.append({"task": task, "number": number, "user": record.user, "value": _answer_value(record),
                       "seconds": record.seconds})
     return found
 

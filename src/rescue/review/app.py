@@ -11,7 +11,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.exc import DataError, OperationalError
 
-from rescue.errors import ReviewError, is_disk_full
+from rescue.errors import ReviewError, StoredValueError, is_disk_full
 from rescue.review.api.deps import CurrentUser, LoginRequired, UnstorableBody
 from rescue.review.api.routes import agreement, export, login, media, pages, rows, search, segments, users
 from rescue.review.db import default_url, make_engine, session_factory
@@ -119,6 +119,11 @@ def _answer_errors(app: FastAPI) -> None:
 
     app.add_exception_handler(OSError, disk_full)
     app.add_exception_handler(OperationalError, disk_full)
+
+    @app.exception_handler(StoredValueError)
+    async def stored_value(request: Request, exc: StoredValueError) -> Response:
+        # The database holds what rescue did not store (edited by hand): the server's fault, named, not a crash.
+        return JSONResponse({"detail": str(exc)}, status_code=500)
 
     @app.exception_handler(DataError)
     async def unstorable(request: Request, exc: DataError) -> Response:

@@ -13,7 +13,8 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, Operati
 from sqlalchemy.orm import Session, sessionmaker
 
 from rescue.review.models import ADDED_COLUMNS, Base
-from rescue.errors import DatabaseError as DatabaseError
+from rescue.data.readback import parse_json
+from rescue.errors import DatabaseError as DatabaseError, StoredValueError
 
 DB_FILE = "review.db"
 
@@ -95,3 +96,41 @@ def _shown(url: str) -> str:
 def session_factory(engine: Engine) -> sessionmaker[Session]:
     """A maker of database sessions on ``engine`` (objects stay readable after commit)."""
     return sessionmaker(engine, expire_on_commit=False)
+
+
+def stored_json(text: object, where: str, kind: type | None = None) -> Any:
+    """A JSON column read back as every file rescue wrote is (:mod:`rescue.data.readback`), and of ``kind``
+    (``dict``, ``list``) when given: :class:`StoredValueError` naming ``where`` (table, column, row) when the
+    database holds what rescue did not store."""
+    if not isinstance(text, str):
+        raise StoredValueError(f"{where}: not text but {type(text).__name__} (not what rescue stored)")
+    value = parse_json(text, where, StoredValueError)
+    if kind is not None and not isinstance(value, kind):
+        raise StoredValueError(f"{where}: a JSON {'object' if kind is dict else 'array'} expected, not "
+                               f"{type(value).__name__} (not what rescue stored)")
+    return value
+
+
+def row_values(record: Any) -> dict[str, Any]:
+    """A stored row's release-format values (``row_copies.values_json``)."""
+    return dict(stored_json(record.values_json, row_where(record.segment_id, record.copy, record.row_index,
+                                                          "values_json"), dict))
+
+
+def row_names(record: Any, column: str) -> list[str]:
+    """A stored row's list of field names or warning keys (``accepted_json``, ``acknowledged_json``)."""
+    return stored_names(getattr(record, column) or "[]",
+                        row_where(record.segment_id, record.copy, record.row_index, column))
+
+
+def stored_names(text: object, where: str) -> list[str]:
+    """A JSON column holding a list of names, read back (:func:`stored_json`)."""
+    value = stored_json(text, where, list)
+    if not all(isinstance(name, str) for name in value):
+        raise StoredValueError(f"{where}: names (strings) expected (not what rescue stored)")
+    return list(value)
+
+
+def row_where(segment_id: str, copy: str, row_index: int, column: str) -> str:
+    """How a message names one column of one stored row."""
+    return f"review database: row_copies.{column} of segment {segment_id!r}, copy {copy!r}, row {row_index}"

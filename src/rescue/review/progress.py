@@ -11,6 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from rescue.review.crud import annotator_copies, assignments, comment_counts, state_view
+from rescue.review.db import row_where, stored_names
 from rescue.review.fields import FIELD_NAMES
 from rescue.review.models import FINAL, RowCopy, SegmentState
 from rescue.review.project import Project, Segment
@@ -46,10 +47,11 @@ class SegmentProgress:
 
 def _row_summary(db: Session) -> dict[tuple[str, str], tuple[int, int]]:
     out: dict[tuple[str, str], list[int]] = {}
-    for segment_id, copy, accepted in db.execute(select(RowCopy.segment_id, RowCopy.copy, RowCopy.accepted_json)):
+    rows = select(RowCopy.segment_id, RowCopy.copy, RowCopy.row_index, RowCopy.accepted_json)
+    for segment_id, copy, index, accepted in db.execute(rows):
         entry = out.setdefault((segment_id, copy), [0, 0])
         entry[1] += 1
-        if sorted(json.loads(accepted)) == ALL_FIELDS:
+        if sorted(stored_names(accepted, row_where(segment_id, copy, index, "accepted_json"))) == ALL_FIELDS:
             entry[0] += 1
     return {k: (v[0], v[1]) for k, v in out.items()}
 

@@ -5,7 +5,6 @@ the page and a script see one queue."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -13,6 +12,7 @@ from typing import Any, Literal
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from rescue.review.db import row_where, stored_json
 from rescue.review.models import FINAL, RowCopy
 from rescue.review.progress import project_progress
 from rescue.review.project import Project, Segment
@@ -126,7 +126,8 @@ def search(db: Session, project: Project, text: str, segment_ids: list[str], cop
         stored = stored.where(RowCopy.copy.in_(copies))
     for segment_id, copy, index, values_json in db.execute(stored.order_by(RowCopy.segment_id, RowCopy.row_index)):
         if segment_id in wanted:
-            candidates.append((segment_id, copy, index, json.loads(values_json)))
+            where = row_where(segment_id, copy, index, "values_json")
+            candidates.append((segment_id, copy, index, stored_json(values_json, where, dict)))
     hits: list[SearchHit] = []
     seen: set[tuple[str, int, str]] = set()
     truncated = False

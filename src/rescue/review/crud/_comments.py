@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import json
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from rescue.review.db import stored_json
 from rescue.review.models import FINAL, AuditEntry, Comment, User, now
 from rescue.review.crud._write import audit, writing
 from rescue.review.shapes import AuditView, CommentView
@@ -61,6 +61,7 @@ def audit_log(db: Session, segment_id: str, row_index: int | None = None) -> lis
         query = query.where(AuditEntry.row_index == row_index)
     return [
         {"at": a.at, "user": a.user, "action": a.action, "copy": a.copy, "row_index": a.row_index, "field": a.field,
-         "old": json.loads(a.old_json), "new": json.loads(a.new_json)}
+         "old": stored_json(a.old_json, f"review database: audit.old_json of entry {a.id}"),
+         "new": stored_json(a.new_json, f"review database: audit.new_json of entry {a.id}")}
         for a in db.scalars(query.order_by(AuditEntry.id))
     ]

@@ -4,7 +4,6 @@ re-cut copy's alignment to the draft (the ``rows`` and ``segments`` routes, expo
 
 from __future__ import annotations
 
-import json
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -16,6 +15,7 @@ from rescue.review.models import FINAL, CopyCut, RowCopy, SegmentState
 from rescue.review.project import Segment
 from rescue.review.crud._assignment import segment_assignees
 from rescue.review.crud._write import dump
+from rescue.review.db import row_names, row_values
 from rescue.review.shapes import CopyRow, RowValues
 
 
@@ -74,9 +74,9 @@ def _base_rows(db: Session, segment: Segment, copy: str, assigned: list[str] | N
     unknown: set[tuple[int, str]] = set()  # (draft row, field) a re-cut copy's value cannot be read for
     for name in annotator_copies(db, segment.sample_id, assigned):
         if copy_cut(db, segment.sample_id, name) is None:
-            others.append({i: json.loads(r.values_json) for i, r in stored_rows(db, segment.sample_id, name, only).items()})
+            others.append({i: row_values(r) for i, r in stored_rows(db, segment.sample_id, name, only).items()})
         else:
-            others.append(_recut_speaks(segment, [json.loads(r.values_json) for _, r in
+            others.append(_recut_speaks(segment, [row_values(r) for _, r in
                                                   sorted(stored_rows(db, segment.sample_id, name).items())], unknown))
     if not others:
         return rows
@@ -125,8 +125,8 @@ def copy_rows(db: Session, segment: Segment, copy: str, assigned: list[str] | No
 
 
 def _stored(record: RowCopy) -> CopyRow:
-    return {"row_index": record.row_index, "version": record.version, "values": json.loads(record.values_json),
-            "accepted": json.loads(record.accepted_json), "acknowledged": json.loads(record.acknowledged_json or "[]"),
+    return {"row_index": record.row_index, "version": record.version, "values": row_values(record),
+            "accepted": row_names(record, "accepted_json"), "acknowledged": row_names(record, "acknowledged_json"),
             "updated_by": record.updated_by, "updated_at": record.updated_at}
 
 

@@ -17,6 +17,8 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse
 
 from rescue.atomic import write_atomic
+from rescue.data.readback import read_json_file
+from rescue.errors import ReviewError
 from rescue.review.api.deps import CurrentUser, Db, ProjectDep, get_segment, may_annotate, require_queue
 
 router = APIRouter(tags=["media"])
@@ -70,7 +72,12 @@ def clip_waveform(root: Path, clip: Path) -> dict[str, Any]:
     cached = root / CACHE_DIR / "waveforms" / f"{key}.json"
     with _waveform_lock:
         if cached.is_file():
-            return json.loads(cached.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+            try:  # read back as every file rescue wrote is; one that is not what was written is measured again
+                found = read_json_file(cached, ReviewError)
+            except (OSError, ReviewError):
+                found = None
+            if isinstance(found, dict):
+                return found
         result = waveform(clip)
         try:
             cached.parent.mkdir(parents=True, exist_ok=True)
