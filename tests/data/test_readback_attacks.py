@@ -284,3 +284,30 @@ def test_a_cached_answer_that_cannot_be_read_back_is_asked_again(tmp_path, corru
         assert len(server.requests) - first == spoilt == 2  # the two rows it could not trust, and no other
         with sqlite3.connect(tmp_path / "run" / "cache.sqlite") as db:
             assert not db.execute(f"SELECT count(*) FROM answers WHERE {column} = ?", (value,)).fetchone()[0]
+
+
+@pytest.mark.parametrize("corruption", ["usage NaN", "usage nested", "usage truncated", "meta a list", "meta Infinity"])
+def test_a_cached_answer_that_cannot_be_read_back_stops_a_submission_naming_it(tmp_path, corruption):
+    import sqlite3
+
+    from batch_support import oracle
+
+    from rescue.testing.openai_server import serve
+
+    column, value = ROWS[corruption]
+    _, script = oracle()
+    run = tmp_path / "run"
+    with serve(script) as server:
+        result = invoke_main(["run", "--model", "m", "--base-url", server.base_url, "--tasks", "itp",
+                              "--limit-samples", "1", "--out", str(run), "--no-bertscore", "--quiet"],
+                             env={"OPENAI_API_KEY": "sk-" + "x" * 20})
+        assert result.exit_code == 0, result.output
+    with sqlite3.connect(run / "cache.sqlite") as db:
+        db.execute(f"UPDATE answers SET {column} = ? WHERE rowid = (SELECT min(rowid) FROM answers)", (value,))
+    before = (run / "cache.sqlite").read_bytes()
+    out = tmp_path / "bundle.zip"
+    result = invoke_main(["submit", str(run), "--out", str(out), "--submitter", "lab", "--training-data", "none",
+                          "--zero-shot"])
+    assert result.exit_code == 2 and "cache.sqlite" in result.output and f"field {column}" in result.output, \
+        result.output
+    assert "Traceback" not in result.output and not out.exists() and (run / "cache.sqlite").read_bytes() == before

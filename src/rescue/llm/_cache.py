@@ -24,6 +24,7 @@ from pydantic import TypeAdapter
 from rescue.data.readback import parse_json
 from rescue.data.shapes import JsonObject
 from rescue.llm._types import ChatAnswer, MessageLike, Usage, key_messages
+from rescue.errors import RunDirError
 from rescue.errors import UnreadableEntry as UnreadableEntry
 
 SCHEMA = """
@@ -172,7 +173,14 @@ class ResponseCache:
         query = ("SELECT key, model, purpose, text, usage, meta, created FROM answers "
                  f"WHERE model IN ({placeholders}) ORDER BY created, key")
         for key, model, purpose, text, usage, meta, created in self._db.execute(query, sorted(models)):
-            yield CachedAnswer(key, model, purpose, text, json.loads(usage), json.loads(meta), created)
+            # Read back as every file rescue wrote is: a row edited by hand stops the bundle, named.
+            where = f"{self.path}: answer {key}"
+            stored = (parse_json(usage, f"{where}: field usage", RunDirError),
+                      parse_json(meta, f"{where}: field meta", RunDirError))
+            for name, part in zip(("usage", "meta"), stored):
+                if not isinstance(part, dict):
+                    raise RunDirError(f"{where}: field {name}: a JSON object expected (not what rescue stored)")
+            yield CachedAnswer(key, model, purpose, text, stored[0], stored[1], created)
 
     def counts(self) -> dict[str, int]:
         """How many answers and failures are stored."""
