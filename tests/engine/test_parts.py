@@ -43,6 +43,7 @@ def test_part_copies_the_values_of_a_config() -> None:
     asking = config.part(parts.Asking)
     assert (asking.mode, asking.batch_size, asking.context_size, asking.parse) == ("audio", "authors", 2, "lenient")
     assert asking.render(None).mode == "audio" and asking.render(None).context_size == 2
+    assert (asking.epochs, asking.seed) == (1, None)
     assert config.part(parts.Selection) == parts.Selection(None, None, 5, "first", None)
     assert config.part(parts.Roster).model_specs == config.model_specs
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -166,9 +166,9 @@ def models_block(roster: Roster, judging: Judging, pairs: list[PairResult], mode
 
 def _model_entry(judging: Judging, spec: str, pairs: list[PairResult]) -> dict[str, Any]:
     from rescue.engine.plan import load_task
-    from rescue.tasks import scoped_aggregates
+    from rescue.tasks import epoch_aggregates
 
-    entry: dict[str, Any] = {pair.task: scoped_aggregates(load_task(pair.task), pair.records)
+    entry: dict[str, Any] = {pair.task: epoch_aggregates(load_task(pair.task), pair.records)
                              for pair in pairs if pair.model == spec}
     reasons = {pair.task: failure_reasons(pair.records) for pair in pairs if pair.model == spec}
     entry["failure_reasons"] = {task: [r.model_dump() for r in found] for task, found in reasons.items() if found}

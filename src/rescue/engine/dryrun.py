@@ -139,6 +139,16 @@ def _planned(config: RunConfig, samples: list[Sample],
     return planned
 
 
+def _times(estimate: TaskEstimate, epochs: int) -> TaskEstimate:
+    """What ``epochs`` askings of every instance send (--epochs): each count that is sent that many times."""
+    if epochs == 1:
+        return estimate
+    for name in ("requests", "images", "clip_seconds", "text_tokens", "media_tokens", "max_output_tokens",
+                 "cacheable_tokens"):
+        setattr(estimate, name, getattr(estimate, name) * epochs)
+    return estimate
+
+
 def estimate_run(config: RunConfig) -> RunEstimate:
     """Count what ``rescue run`` with ``config`` would send; reads the data (and probes the media), writes nothing.
     Every option the run would refuse is refused first, with the run's message."""
@@ -183,7 +193,7 @@ def estimate_run(config: RunConfig) -> RunEstimate:
                 estimate.clip_seconds += seconds
                 estimate.media_tokens += tokens
         estimate.clip_seconds = round(estimate.clip_seconds, 3)
-        per_task.append(estimate)
+        per_task.append(_times(estimate, config.epochs))
     prices = PriceTable.load(config.prices)
     models = []
     for spec in config.model_specs:

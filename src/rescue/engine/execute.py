@@ -101,8 +101,9 @@ class Execution:
                 note = f"{spec} skips {name.upper()}: {reason}"
                 self.log.event("warning", model=spec, task=name, message=note)
                 self.display.warn(note)
-        for spec, name in todo:
-            self.run_models.trackers[(spec, name)] = self.display.task(spec, name, len(self.instances[name]))
+        for spec, name in todo:  # each instance once per epoch
+            self.run_models.trackers[(spec, name)] = self.display.task(spec, name,
+                                                                       self.asking.epochs * len(self.instances[name]))
         return todo
 
     async def judge(self, pair: PairResult) -> None:

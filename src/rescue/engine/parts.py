@@ -36,8 +36,8 @@ class Selection:
 @dataclass(frozen=True)
 class Asking:
     """How a run asks one model one task: the mode, the batches (``--batch-size``, ``--context-size``), the
-    requests in flight (``--concurrency``) and how answers are read (``--parse``, ``--store-reasoning``,
-    ``--budget-retry``)."""
+    requests in flight (``--concurrency``), how answers are read (``--parse``, ``--store-reasoning``,
+    ``--budget-retry``) and how often each instance is asked (``--epochs``, each epoch's seed from ``--seed``)."""
 
     mode: Mode
     batch_size: str
@@ -46,6 +46,8 @@ class Asking:
     parse: ParsePolicy
     store_reasoning: bool
     budget_retry: float | None
+    epochs: int
+    seed: int | None
 
     def render(self, rows: RowCache | None) -> RenderOptions:
         """How this run renders prompts, encoding rows through ``rows`` (the run's row cache)."""

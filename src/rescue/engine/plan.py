@@ -100,6 +100,15 @@ def select_samples(selection: Selection, samples: list[Sample]) -> tuple[list[Sa
     return choose_samples(samples, selection.limit_samples, selection.sample_choice), selection.sample_choice
 
 
+def epoch_seeds(asking: Asking) -> list[int | None]:
+    """The seed each epoch sends (``--epochs``): one epoch sends none of its own (the model's settings, ``--seed``,
+    apply as ever); several send ``--seed`` (or 0) plus the epoch, so each epoch is a draw of its own, recorded."""
+    if asking.epochs == 1:
+        return [None]
+    base = asking.seed or 0
+    return [base + epoch for epoch in range(asking.epochs)]
+
+
 # --limit's draw: a fixed seed, so the same command takes the same instances (recorded in results.json).
 LIMIT_SEED = 0
 

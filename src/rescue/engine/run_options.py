@@ -200,6 +200,10 @@ class RunOptions:
     seed: Annotated[Optional[int], _opt(  # seeds baseline/uniform too
         "--seed", P_GENERATION, "Sent as the request's seed where the API supports it; seeds baseline/uniform "
         "(default 0).")] = None
+    epochs: Annotated[int, _opt(  # rescue.engine.plan.epoch_seeds; 1: results.json as before
+        "--epochs", P_GENERATION, "Ask each instance N times, each epoch with a seed of its own (--seed, or 0, plus "
+        "the epoch) where the provider takes one; scores are the mean over the epochs, with their spread.", min=1,
+        check=(_at_least(1), "must be at least 1"))] = 1
     max_tokens: Annotated[Optional[int], _opt(
         "--max-tokens", P_GENERATION, "Answer budget (default: each task's).")] = None
     json_mode: Annotated[bool, _opt(

@@ -189,13 +189,15 @@ def bootstrap_ci(
 def pair_records(
     a: Sequence[PredictionRecord], b: Sequence[PredictionRecord]
 ) -> tuple[list[PredictionRecord], list[PredictionRecord]]:
-    """The records of both systems on the instances they share with the same gold, in the same order.
+    """The records of both systems on the instances they share with the same gold, in the same order; with
+    ``--epochs``, epoch with epoch (an epoch only one system has is left out), so a paired bootstrap, whose clusters
+    carry every epoch of their instances, compares the systems' means over the epochs.
 
     An instance whose gold differs between the runs (another ``--rpp-gold``) is not the same question.
     """
-    by_id = {r.instance_id: r for r in b}
-    shared = [r for r in a if r.instance_id in by_id and by_id[r.instance_id].gold == r.gold]
-    return shared, [by_id[r.instance_id] for r in shared]
+    by_id = {(r.instance_id, r.epoch): r for r in b}
+    shared = [r for r in a if (r.instance_id, r.epoch) in by_id and by_id[(r.instance_id, r.epoch)].gold == r.gold]
+    return shared, [by_id[(r.instance_id, r.epoch)] for r in shared]
 
 
 def paired_bootstrap(

@@ -97,6 +97,14 @@ def run_systems(typed: RunResults, records: list[PredictionRecord], root: Path) 
     ]
     if systems:  # said once per run, whatever its number of models
         systems[0].notes.extend(limited_notes(typed, root))
+        epochs = typed.config.model_extra.get("epochs") if typed.config.model_extra else None
+        if isinstance(epochs, int) and epochs > 1:
+            systems[0].notes.append(
+                f"{visible_text(str(root), max_length=200)} asked each instance {epochs} times (--epochs): the "
+                "report's counts are answers (instances × epochs) and each metric is computed over every epoch's "
+                "answers (for accuracy and Recall@1 the mean over the epochs; results.json keeps each epoch's value "
+                "and their spread); paired tests pair epoch with epoch, McNemar's exact test takes an instance as "
+                "right where it was in more than half of its epochs.")
     return systems
 
 

@@ -77,6 +77,20 @@ def mcnemar_records(a: Sequence[PredictionRecord], b: Sequence[PredictionRecord]
     systems have, exact and clustered by ``cluster`` (session groups or samples)."""
     left, right = pair_records(a, b)
     x, y = [is_correct(r) for r in left], [is_correct(r) for r in right]
-    exact = mcnemar_exact(x, y)
+    # With --epochs the exact test, which takes its pairs as independent, sees each instance once: right where it
+    # was right in more than half of its epochs; the clustered statistic takes every epoch's pair, its clusters
+    # (independent) holding all of them.
+    ix, iy = _by_instance(left, x), _by_instance(right, y)
+    exact = mcnemar_exact(ix, iy)
     clustered = clustered_mcnemar(x, y, [cluster_of(r.sample_id, cluster, groups) for r in left])
     return McNemarResult(exact.only_a, exact.only_b, exact.both, exact.neither, exact.p_value, clustered)
+
+
+def _by_instance(records: Sequence[PredictionRecord], correct: Sequence[bool]) -> list[bool]:
+    """Per instance (in first-seen order): right in more than half of its epochs (its one answer without epochs)."""
+    tally: dict[str, list[int]] = {}
+    for record, right in zip(records, correct, strict=True):
+        counts = tally.setdefault(record.instance_id, [0, 0])
+        counts[0] += int(right)
+        counts[1] += 1
+    return [2 * rights > total for rights, total in tally.values()]

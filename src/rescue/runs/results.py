@@ -116,8 +116,21 @@ class ScopeMetrics(BaseModel):
         return {"instances": self.instances, "failures": self.failures, **(self.model_extra or {})}
 
 
+class EpochSpread(BaseModel):
+    """``--epochs`` above 1: how many epochs, the seed each sent, and per scope each epoch's metrics and their
+    spread (the sample standard deviation over the epochs); the scopes themselves hold the epochs' means."""
+
+    model_config = ConfigDict(extra="allow")
+
+    count: int
+    seeds: list[int | None] = Field(default_factory=list)
+    per_epoch: dict[str, dict[str, list[float | None]]] = Field(default_factory=dict)
+    spread: dict[str, dict[str, float | None]] = Field(default_factory=dict)
+
+
 class TaskResults(BaseModel):
-    """One model on one task: the pooled scope, each scenario present, and one entry per sample."""
+    """One model on one task: the pooled scope, each scenario present, and one entry per sample; with several
+    epochs each the mean over the epochs, and ``epochs`` their values and spread."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -125,6 +138,7 @@ class TaskResults(BaseModel):
     couple: ScopeMetrics | None = None
     family: ScopeMetrics | None = None
     samples: dict[str, ScopeMetrics] = Field(default_factory=dict)
+    epochs: EpochSpread | None = None  # None (absent from the file): one epoch
 
     def scope(self, name: str) -> ScopeMetrics | None:
         """``all``, ``couple`` or ``family``; ``None`` where the run had no instance of that scope."""
@@ -137,7 +151,7 @@ class TaskResults(BaseModel):
     def _absent_scopes_omitted(self, handler: SerializerFunctionWrapHandler) -> JsonObject:
         # A scenario the data lacks is absent from results.json, not null: readers test for the key.
         data: JsonObject = handler(self)
-        return {k: v for k, v in data.items() if not (k in SCOPE_KEYS and v is None)}
+        return {k: v for k, v in data.items() if not ((k in SCOPE_KEYS or k == "epochs") and v is None)}
 
 
 class ModelCost(BaseModel):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from rescue.errors import RescueError
 from rescue.data.models import Sample
@@ -117,6 +117,52 @@ def scoped_aggregates(task: Task, records: list[PredictionRecord]) -> dict[str, 
     return scopes
 
 
+def epoch_aggregates(task: Task, records: list[PredictionRecord]) -> dict[str, Any]:
+    """:func:`scoped_aggregates` of one model's records of ``task``; where they come from several epochs (``--epochs``,
+    records carrying ``epoch``) each scope holds the mean of the epochs' own metrics, and ``epochs`` the number of
+    epochs, their seeds, each epoch's metrics per scope (``per_epoch``) and their sample standard deviation
+    (``spread``; 0 for a metric equal in every epoch)."""
+    epochs = sorted({r.epoch for r in records if r.epoch is not None})
+    if not epochs:
+        return dict(scoped_aggregates(task, records))
+    per = [scoped_aggregates(task, [r for r in records if r.epoch == epoch]) for epoch in epochs]
+    seeds = {r.epoch: r.seed for r in records}
+    result: dict[str, Any] = {}
+    per_epoch: dict[str, dict[str, list[float | None]]] = {}
+    spread: dict[str, dict[str, float | None]] = {}
+    for scope in ("all", *SCENARIOS):
+        found = [cast(Metrics, p[scope]) for p in per if scope in p]
+        if found:
+            result[scope], per_epoch[scope], spread[scope] = _over_epochs(found)
+    samples = sorted({s for p in per for s in cast(dict[str, Metrics], p["samples"])})
+    result["samples"] = {s: _over_epochs([cast(dict[str, Metrics], p["samples"])[s] for p in per
+                                          if s in cast(dict[str, Metrics], p["samples"])])[0] for s in samples}
+    result["epochs"] = {"count": len(epochs), "seeds": [seeds.get(e) for e in epochs], "per_epoch": per_epoch,
+                        "spread": spread}
+    return result
+
+
+def _over_epochs(found: list[Metrics]) -> tuple[Metrics, dict[str, list[float | None]], dict[str, float | None]]:
+    """The mean of each metric over the epochs (None where no epoch has it; ``instances`` per epoch, ``failures``
+    their mean rounded), each epoch's values and their spread."""
+    import statistics
+
+    keys = list(dict.fromkeys(k for metrics in found for k in metrics))
+    mean: Metrics = {}
+    values: dict[str, list[float | None]] = {}
+    spread: dict[str, float | None] = {}
+    for key in keys:
+        column = [m.get(key) for m in found]
+        numbers = [float(v) for v in column if isinstance(v, int | float) and not isinstance(v, bool)]
+        if key in ("instances", "failures"):
+            mean[key] = round(statistics.fmean(numbers)) if numbers else 0
+            continue
+        mean[key] = statistics.fmean(numbers) if numbers else None
+        values[key] = [None if v is None else float(v) for v in column]
+        spread[key] = (statistics.stdev(numbers) if len(numbers) > 1 else 0.0) if numbers else None
+    return mean, values, spread
+
+
 def _aggregate(task: Task, records: list[PredictionRecord]) -> Metrics:
     """The task's aggregate, plus how many of its failures ran out of answer budget (only when some did, so
     runs without any read as before)."""
@@ -128,4 +174,5 @@ def _aggregate(task: Task, records: list[PredictionRecord]) -> Metrics:
 
 
 __all__ = ["SCENARIOS", "TASKS", "TASK_NAMES", "get_task", "graded_tasks", "judged_tasks", "parse_task_options",
-           "register", "right_wrong_tasks", "scoped_aggregates", "task_counts", "task_metrics", "unregister"]
+           "register", "right_wrong_tasks", "scoped_aggregates", "epoch_aggregates", "task_counts", "task_metrics",
+           "unregister"]

@@ -197,6 +197,10 @@ class PredictionRecord(SharedFieldSets):
     # A thinking model's reasoning (--no-store-reasoning: not kept). Left out of the JSON when None, so records
     # of models that do not think are written byte for byte as before.
     reasoning: str | None = None
+    # --epochs N above 1: which asking of the instance this is (0 ... N-1) and the seed it sent; left out of the
+    # JSON when None (a run of one epoch), so its records are written byte for byte as before.
+    epoch: int | None = None
+    seed: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -212,10 +216,11 @@ class PredictionRecord(SharedFieldSets):
         return value
 
     @model_serializer(mode="wrap")
-    def _without_absent_reasoning(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    def _without_absent_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
-        if data.get("reasoning", "") is None:
-            del data["reasoning"]
+        for key in ("reasoning", "epoch", "seed"):
+            if key in data and data[key] is None:
+                del data[key]
         return data
 
 
@@ -319,8 +324,10 @@ def gold_value(task: Task, instance: Instance) -> Any:
     return instance.gold
 
 
-def make_record(task: Task, model: str, instance: Instance, prediction: Prediction) -> PredictionRecord:
-    """The record stored for one instance: what was asked, what came back, and the task's per-instance scores."""
+def make_record(task: Task, model: str, instance: Instance, prediction: Prediction, *, epoch: int | None = None,
+                seed: int | None = None) -> PredictionRecord:
+    """The record stored for one instance: what was asked, what came back, and the task's per-instance scores;
+    ``epoch`` and ``seed``: which asking it is of a run of several epochs, and the seed it sent."""
     record = PredictionRecord(
         model=model,
         task=task.name,
@@ -335,6 +342,8 @@ def make_record(task: Task, model: str, instance: Instance, prediction: Predicti
         error=prediction.error,
         lenient=prediction.lenient if prediction.status == "ok" else None,
         reasoning=prediction.reasoning,
+        epoch=epoch,
+        seed=seed,
     )
     record.scores = task.instance_scores(record)
     share_field_sets(record)  # a run holds every record: one set of field names for all those alike
