@@ -192,7 +192,7 @@ def load_systems(run_dirs: list[str | Path]) -> list[System]:
 def restrict_systems(systems: list[System], sample_ids: set[str], label: str) -> list[str]:
     """Keep only the records of ``sample_ids`` (a split) in every system, with each task's stored metrics
     recomputed from what is kept (usage and cost stay as run); returns notes for the report."""
-    from rescue.tasks import TASKS, scoped_aggregates
+    from rescue.tasks import TASKS, epoch_aggregates
 
     notes = []
     for system in systems:
@@ -201,7 +201,7 @@ def restrict_systems(systems: list[System], sample_ids: set[str], label: str) ->
         stored = system.results.model_dump(mode="json")
         for task in {r.task for r in system.records}:
             if task in TASKS:
-                stored[task] = scoped_aggregates(TASKS[task], system.task_records(task))
+                stored[task] = epoch_aggregates(TASKS[task], system.task_records(task))
         for task in [t for t in system.results.tasks if t not in {r.task for r in system.records}]:
             stored.pop(task, None)
         system.results = ModelResults.model_validate(stored)
