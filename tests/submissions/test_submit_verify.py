@@ -29,6 +29,8 @@ def test_a_scripted_model_with_a_judge_submits_and_verifies(model_bundle: Path, 
     system = manifest.systems["scripted-model"]
     assert system.kind == "model" and system.answered_as == ["scripted-model-v2"]
     assert system.requests > 0 and system.input_tokens > 0 and system.answers > 0
+    assert system.settings["temperature"] == 0.0 and "seed" in system.settings  # what each request was sent with
+    assert manifest.state.parse == "strict"
     assert manifest.judges == ["judge-model"] and manifest.judge["scale"] == "likert"
     assert manifest.declarations.submitter == "test lab" and manifest.declarations.zero_shot is True
     assert manifest.state.complete and not manifest.state.rescored

@@ -111,7 +111,8 @@ class RunState(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     complete: bool
-    rescored: bool
+    rescored: bool  # the results were re-derived by `rescue rescore` (re-parsed, perhaps under another policy)
+    parse: str = "strict"  # the parse policy the answers were read with (--parse)
     limited: bool  # only part of the data: some samples (--limit-samples, --split) or instances (--limit)
     mixed: bool  # systems that do not cover the same instances
     run_id: str | None = None

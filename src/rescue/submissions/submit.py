@@ -119,7 +119,9 @@ def submit(run_dir: str | Path, out: str | Path, *, declarations: Declarations |
         finally:
             store.close()
     answers = [json.loads(line) for line in lines]
-    settings = {name: dict(value) for name, value in results.config.model_settings.items()}
+    # The decoding settings each model was asked with (the run's, overridden by its own): what enters a request.
+    settings = {name: {**config.settings_for(name).key_fields(), "thinking": config.settings_for(name).thinking}
+                for name in results.models if system_kind(name) == "model"}
     run = results.run
     limited = bool(results.data and (results.data.sample_choice != "all" or results.data.instance_ids is not None))
     instance_sets = {(r.task, r.model) for r in records}
@@ -138,6 +140,7 @@ def submit(run_dir: str | Path, out: str | Path, *, declarations: Declarations |
         bertscore=results.config.bertscore.model_dump(mode="json") if results.config.bertscore else None,
         thinking=results.config.thinking,
         state=RunState(complete=bool(run.complete) if run else False, rescored=bool(run.rescored) if run else False,
+                       parse=results.config.parse,
                        limited=limited, mixed=any(len(sets) > 1 for sets in per_task.values()) or not instance_sets,
                        run_id=run.run_id if run else None, elapsed_s=run.elapsed_s if run else None),
         declarations=declarations or Declarations(), files={})
