@@ -1,14 +1,25 @@
-"""Text that comes from outside (model ids, sample ids, an endpoint's error body) made safe to show: on a
-terminal (:func:`terminal_text`), in a Markdown table cell (:func:`markdown_text`, :func:`markdown_table`)."""
+"""Text that comes from outside (model ids, sample ids, labels, an endpoint's error body) made safe to show: on a
+terminal (:func:`terminal_text` for one value in a rich markup string, :func:`terminal_json` for JSON printed
+whole), in a Markdown table cell (:func:`markdown_text`, :func:`markdown_table`).
+
+Every console the CLI prints through is a :class:`TerminalConsole`: whatever reaches it, from a value a command
+forgot to pass through :func:`terminal_text` to a model's answer in a table, is written with every control,
+format and separator character escaped (``\x1b``, ``\u202e``, ``\u200b``), so no escape sequence, bidi override or
+invisible character from outside text reaches the terminal. :func:`terminal_text` at each value is still what
+shows it whole and unstyled (``[bold]`` literally) and measures its columns right."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
+from rich.console import Console
+from rich.segment import Segment
+
+from rescue.data.text import markdown_text as markdown_text
 from rescue.data.text import visible_text
 
-__all__ = ["markdown_table", "markdown_text", "terminal_text"]
+__all__ = ["TerminalConsole", "markdown_table", "markdown_text", "terminal_json", "terminal_safe", "terminal_text"]
 
 
 def terminal_text(text: str, *, max_length: int | None = None) -> str:
@@ -18,21 +29,43 @@ def terminal_text(text: str, *, max_length: int | None = None) -> str:
     return escape(visible_text(text, max_length=max_length))
 
 
-def markdown_text(text: str, *, max_length: int | None = None) -> str:
-    """``text`` for one Markdown table cell: one line, no raw HTML, no column break."""
-    shown = visible_text(text, max_length=max_length)
-    # Only what could open a tag or an entity is escaped: "p < 0.05" stays readable in the .md file itself.
-    shown = _ENTITY_START.sub("&amp;", shown)
-    shown = _TAG_START.sub("&lt;", shown)
-    for raw, safe in (("|", "\\|"), ("`", "\\`")):
-        shown = shown.replace(raw, safe)
-    return shown
+def terminal_safe(text: str) -> str:
+    """``text`` with every control, format and separator character escaped but its line breaks (what a rich
+    console writes may hold many lines); printable text, non-Latin scripts included, as it is."""
+    if text.isprintable():
+        return text
+    return "\n".join(visible_text(line) for line in text.split("\n"))
 
 
-_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")  # <b>, </x>, <!-- ... -->, <?x: never "< 0.05" or "a <= b"
+def terminal_json(text: str) -> str:
+    """JSON text (``json.dumps``'s, any indent) with every character that could act on a terminal written as a
+    ``\\uXXXX`` escape: still valid JSON holding the same values, CJK and accents kept as they are. (Inside a
+    JSON string such a character may only be there raw or escaped; outside strings JSON has none.)"""
+    return "\n".join(line if line.isprintable() else "".join(_json_char(c) for c in line)
+                     for line in text.split("\n"))
 
 
-_ENTITY_START = re.compile(r"&(?=#?\w+;)")  # &lt; &#60; as text, not as the characters they name
+def _json_char(char: str) -> str:
+    if char == "\t" or visible_text(char) == char:
+        return char
+    code = ord(char)
+    if code > 0xFFFF:  # a surrogate pair, as JSON writes it
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
+
+
+class TerminalConsole(Console):
+    """A rich console that writes every text it renders through :func:`terminal_safe` (its own control
+    sequences, styles and cursor moves, are not text and pass as they are)."""
+
+    def render(self, renderable: Any, options: Any = None) -> Iterator[Segment]:
+        """The segments rich renders ``renderable`` into, their text made safe for a terminal."""
+        for segment in super().render(renderable, options):
+            if segment.control or segment.text.isprintable():
+                yield segment
+            else:
+                yield Segment(terminal_safe(segment.text), segment.style, segment.control)
 
 
 def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:

@@ -8,11 +8,11 @@ from collections.abc import Callable
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.console import Console
 from typer.core import TyperCommand
 from typer.models import CommandFunctionType
 
 from rescue import __version__
+from rescue.display import TerminalConsole
 from rescue.cli._panels import PanelCommand
 from rescue.cli._startup import data_loading, data_splits
 from rescue.engine.run_options import (
@@ -49,8 +49,10 @@ app = RescueTyper(
 data_app = RescueTyper(help="The benchmark data: fetch the official release.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
 
-console = Console()
-err_console = Console(stderr=True)
+# Every text a command prints goes through these consoles, which escape what could act on a terminal
+# (rescue.display.TerminalConsole): ids, labels and model names come from data and users.
+console = TerminalConsole()
+err_console = TerminalConsole(stderr=True)
 
 
 def _version(value: bool) -> None:

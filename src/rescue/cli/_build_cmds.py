@@ -10,9 +10,9 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from rescue import builder, llm  # faces that import their names on first use
+from rescue.display import terminal_text
 from rescue.builder.options import NO_DEFAULT, build_options
 from rescue.cli._app import app, console, err_console
 from rescue.cli._run_cmds import _parse_extras
@@ -140,7 +140,7 @@ def _report(config: BuildConfig, outcome: BuildOutcome, say: Callable[..., objec
     if outcome.estimate is not None:
         _print_estimate(config, outcome, say)
         if outcome.key_problem:
-            err_console.print(f"[bold red]a real run would stop here:[/] {escape(outcome.key_problem)}", highlight=False)
+            err_console.print(f"[bold red]a real run would stop here:[/] {terminal_text(outcome.key_problem)}", highlight=False)
             raise typer.Exit(EXIT_ERROR)
         return
     if config.propose_only and outcome.complete:
@@ -149,7 +149,7 @@ def _report(config: BuildConfig, outcome: BuildOutcome, say: Callable[..., objec
         _print_summary(outcome, out, say)
     if not outcome.complete:
         for failure in outcome.failed[:10]:
-            err_console.print(f"[yellow]failed:[/] {escape(failure)}", highlight=False)
+            err_console.print(f"[yellow]failed:[/] {terminal_text(failure)}", highlight=False)
         if len(outcome.failed) > 10:
             err_console.print(f"[yellow]failed:[/] ... and {len(outcome.failed) - 10} more (see {out}/build.log)",
                               highlight=False)
@@ -170,11 +170,11 @@ def _print_estimate(config, outcome, say) -> None:  # type: ignore[no-untyped-de
         cost = outcome.transcribe_cost
         say(f"transcription ({config.transcribe}): {len(outcome.untranscribed)} video(s), "
             f"{outcome.audio_seconds / 60:.1f} min of audio, estimated cost "
-            f"{f'${cost:.4f}' if cost is not None else f'unknown (no price for {config.transcribe})'}; their "
+            f"{f'${cost:.4f}' if cost is not None else f'unknown (no price for {terminal_text(str(config.transcribe))})'}; their "
             "segments and annotation requests are known once transcribed", highlight=False)
     say(f"dry run: {len(outcome.segments)} segment(s); nothing was sent or written", highlight=False)
     for sample_id, (start, end) in outcome.spans.items():
-        say(f"  {sample_id}: {start:g}-{end:g} s", highlight=False)
+        say(f"  {terminal_text(sample_id)}: {start:g}-{end:g} s", highlight=False)
     if config.model is None:
         say("no --model: the draft would hold the subtitles only (0 requests)", highlight=False)
         return
@@ -183,5 +183,5 @@ def _print_estimate(config, outcome, say) -> None:  # type: ignore[no-untyped-de
         highlight=False)
     cost = llm.PriceTable.load(config.prices).cost(config.model, llm.Usage(input_tokens=est.input_tokens,
                                                                            output_tokens=est.output_tokens))
-    say(f"estimated cost: {f'${cost:.4f}' if cost is not None else f'unknown (no price for {config.model})'}",
+    say(f"estimated cost: {f'${cost:.4f}' if cost is not None else f'unknown (no price for {terminal_text(str(config.model))})'}",
         highlight=False)

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from rescue.cli._app import (
     DataOption,
@@ -22,6 +21,7 @@ from rescue.cli._app import (
 )
 from rescue.cli._startup import data_encoding, data_stats, data_validation, rich_progress, rich_table
 from rescue.data import fetch as release  # light: it imports httpx and the validation only to download
+from rescue.display import terminal_json, terminal_text
 from rescue.engine.run_options import DEFAULT_SPLITS_FILE
 from rescue.errors import EXIT_ERROR
 
@@ -50,8 +50,8 @@ def validate_command(
     report = data_validation.validate_path(data, strict)
     for issue in report.issues:
         target = err_console if issue.severity == "error" else console
-        target.print(escape(str(issue)), highlight=False, soft_wrap=True)
-    source = str(data) if data else "the demo dataset"
+        target.print(terminal_text(str(issue)), highlight=False, soft_wrap=True)
+    source = terminal_text(str(data)) if data else "the demo dataset"
     console.print(
         f"{source}: {report.records} sample(s) read, {len(report.samples)} valid, "
         f"{len(report.errors)} error(s), {len(report.warnings)} warning(s)",
@@ -59,13 +59,13 @@ def validate_command(
         soft_wrap=True,
     )
     if report.mis_encoded and not fix:
-        console.print(f"{report.mis_encoded} mis-encoded text(s): `rescue validate --data {data} --fix` writes a "
+        console.print(f"{report.mis_encoded} mis-encoded text(s): `rescue validate --data {source} --fix` writes a "
                       "repaired copy", highlight=False, soft_wrap=True)
     if fix:
         if data is None:
             raise typer.BadParameter("--fix needs --data PATH (the demo dataset is already clean)")
         dest, changed = data_encoding.fix_path(data, out)
-        console.print(f"wrote {dest} ({changed} record(s) repaired)", highlight=False, soft_wrap=True)
+        console.print(f"wrote {terminal_text(str(dest))} ({changed} record(s) repaired)", highlight=False, soft_wrap=True)
     if report.errors:
         raise typer.Exit(EXIT_ERROR)
 
@@ -92,7 +92,7 @@ def stats_command(
 
     stats = data_stats.compute(load_data(data, split, splits))
     if output_format is StatsFormat.json:
-        typer.echo(data_stats.render_json(stats), nl=False)
+        typer.echo(terminal_json(data_stats.render_json(stats)), nl=False)
     elif output_format is StatsFormat.markdown:
         typer.echo(data_stats.render_markdown(stats), nl=False)
     elif output_format is StatsFormat.latex:
@@ -109,21 +109,21 @@ def print_stats_tables(stats: data_stats.DatasetStats, title: str = "Dataset sta
     table = rich_table.Table(title=title, title_justify="left")
     table.add_column("Statistic", no_wrap=True)
     for cells in rows:
-        table.add_column(cells[0], justify="right", no_wrap=True)
+        table.add_column(terminal_text(cells[0]), justify="right", no_wrap=True)
     for k, (_, title, _) in enumerate(data_stats.TABLE3_COLUMNS, start=1):
-        table.add_row(title, *(cells[k] for cells in rows))
+        table.add_row(title, *(terminal_text(cells[k]) for cells in rows))
     console.print(table)
     for scenario, dists in stats.distributions.items():
         for name, counts in dists.items():
             if not counts:
                 continue
-            dist = rich_table.Table(title=f"{scenario}: {name.replace('_', ' ')}", title_justify="left")
+            dist = rich_table.Table(title=terminal_text(f"{scenario}: {name.replace('_', ' ')}"), title_justify="left")
             dist.add_column("Label")
             dist.add_column("Count", justify="right")
             total = sum(counts.values()) or 1
             dist.add_column("Share", justify="right")
             for label, count in counts.items():
-                dist.add_row(label, str(count), f"{count / total:.1%}")
+                dist.add_row(terminal_text(label), str(count), f"{count / total:.1%}")
             console.print(dist)
     groups = rich_table.Table(title="Session groups (the bootstrap's resampling unit)", title_justify="left",
                               caption=f"Groups {stats.grouping}.", caption_justify="left")
@@ -136,7 +136,8 @@ def print_stats_tables(stats: data_stats.DatasetStats, title: str = "Dataset sta
             # The ids of a group mostly share a folder: shown once, in the heading's sense, to fit 80 columns.
             shared = os.path.commonprefix(sample_ids).rpartition("/")[0] if len(sample_ids) > 1 else ""
             short = [i[len(shared) + 1:] if shared else i for i in sample_ids]
-            groups.add_row(escape(scenario), escape(group), str(len(sample_ids)), escape(", ".join(short)))
+            groups.add_row(terminal_text(scenario), terminal_text(group), str(len(sample_ids)),
+                           terminal_text(", ".join(short)))
     console.print(groups)
 
 
@@ -174,11 +175,11 @@ def fetch_command(
         )
     finally:
         progress.stop()
-    console.print(f"saved {result.path} ({result.size:,} bytes)", highlight=False, soft_wrap=True)
+    console.print(f"saved {terminal_text(str(result.path))} ({result.size:,} bytes)", highlight=False, soft_wrap=True)
     console.print(f"sha256 {result.sha256}", highlight=False, soft_wrap=True)
     console.print(
         f"{len(result.report.samples)} samples valid, {len(result.report.warnings)} warning(s) "
-        f"(see `rescue validate --data {result.path}`)",
+        f"(see `rescue validate --data {terminal_text(str(result.path))}`)",
         highlight=False,
         soft_wrap=True,
     )

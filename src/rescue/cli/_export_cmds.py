@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from rescue.display import terminal_text
 from rescue.cli._app import DataOption, SplitOption, SplitsFileOption, app, console, load_data
 from rescue.cli._startup import data_splits, exports_chat, exports_hf, task_registry, tasks_base, tasks_render
 from rescue.engine.run_options import DEFAULT_SPLITS_FILE
@@ -67,7 +68,7 @@ def export_command(
             raise typer.BadParameter("--all-splits is for --format hf; export one --split per chat file")
         examples = exports_chat.chat_examples(next(iter(named.values())), task_list, options)
         written = exports_chat.write_chat(out, examples)
-        console.print(f"wrote {out}: {written} chat example(s) from {len(task_list)} task(s)", highlight=False,
+        console.print(f"wrote {terminal_text(str(out))}: {written} chat example(s) from {len(task_list)} task(s)", highlight=False,
                       soft_wrap=True)
         return
 
@@ -76,5 +77,6 @@ def export_command(
         per_split = {name: list(exports_chat.chat_examples(group, task_list, options)) for name, group in named.items()}
     rows = exports_hf.write_hf(out, kind.value, named, per_split)
     shown = ", ".join(f"{name} {n}" for name, n in rows.items())
-    console.print(f"wrote {out}: {kind.value} ({shown}) and README.md, the dataset card", highlight=False,
+    console.print(f"wrote {terminal_text(str(out))}: {kind.value} ({terminal_text(shown)}) and README.md, the dataset "
+                  "card", highlight=False,
                   soft_wrap=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rescue.display import terminal_text
 from rescue.atomic import write_atomic
 from rescue.cli._app import console
 from rescue.cli._startup import (
@@ -53,6 +54,6 @@ def export_human_run(directory: Path, out: Path, *, bertscore: bool, judges: lis
     write_atomic(out / "human.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     write_atomic(out / "human.md", human_export.summary_markdown(summary))
     people = sorted({a["user"] for a in answers})
-    console.print(f"Wrote the run {out} ({'complete' if outcome.complete else 'incomplete'}): "
-                  f"{', '.join('human/' + p for p in people)} and human/pooled on {', '.join(bench.tasks)}; "
-                  f"time and agreement in {out / 'human.md'}", highlight=False)
+    console.print(f"Wrote the run {terminal_text(str(out))} ({'complete' if outcome.complete else 'incomplete'}): "
+                  f"{terminal_text(', '.join('human/' + p for p in people))} and human/pooled on {', '.join(bench.tasks)}; "
+                  f"time and agreement in {terminal_text(str(out / 'human.md'))}", highlight=False)

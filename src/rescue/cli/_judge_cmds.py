@@ -13,6 +13,7 @@ from rescue.atomic import write_atomic
 from rescue.cli._app import JudgedTask, app, console
 from rescue.cli._startup import report_runs, rich_table, scoring_judge_agreement
 from rescue.data.text import json_safe
+from rescue.display import terminal_json, terminal_text
 
 
 class AgreementFormat(str, Enum):
@@ -68,18 +69,18 @@ def judge_agreement_command(
     if out is not None:
         write_atomic(out, text + "\n")
     if output_format is AgreementFormat.json:
-        typer.echo(text)
+        typer.echo(terminal_json(text))
         return
     for name, block in report["tasks"].items():
         table = rich_table.Table(
-            title=f"{name.upper()}: human vs judge on {block['judge_score']} — {block['ratings']} ratings of "
-            f"{block['instances']} instances by {len(block['raters'])} rater(s)"
+            title=terminal_text(f"{name.upper()}: human vs judge on {block['judge_score']} — {block['ratings']} "
+                                f"ratings of {block['instances']} instances by {len(block['raters'])} rater(s)")
         )
         table.add_column("judge", no_wrap=True)
         for _, header in _COLUMNS:
             table.add_column(header, justify="right")
         for judge, stats in block["judges"].items():
-            table.add_row(judge, *(_cell(key, stats.get(key)) for key, _ in _COLUMNS))
+            table.add_row(terminal_text(judge), *(_cell(key, stats.get(key)) for key, _ in _COLUMNS))
         console.print(table)
         if block["human_alpha"] is not None:
             console.print(f"Inter-rater α among the humans: {block['human_alpha']:.3f}")
@@ -89,20 +90,21 @@ def judge_agreement_command(
         for judge, block in judges.items():
             rate = "—" if block["flip_rate"] is None else f"{100 * block['flip_rate']:.1f}%"
             alpha = "undefined" if block["alpha"] is None else f"{block['alpha']:.3f}"
-            console.print(f"{name.upper()} {judge}: across {block['repeats']} repeats, {block['flips']} of "
+            console.print(f"{terminal_text(name.upper())} {terminal_text(judge)}: across {block['repeats']} repeats, {block['flips']} of "
                           f"{block['items']} item(s) flip ({rate}); α of the repeats on {block['score']} = {alpha}",
                           highlight=False, soft_wrap=True)
     for warning in report["warnings"]:
-        console.print(f"warning: {warning}", style="yellow", highlight=False, soft_wrap=True)
+        console.print(f"warning: {terminal_text(warning)}", style="yellow", highlight=False, soft_wrap=True)
     if report["unmatched_ratings"]:
         console.print(
             f"{report['unmatched_ratings']} rating(s) match no instance of the run, e.g. "
-            f"{', '.join(report['unmatched_examples'])}", style="yellow"
+            f"{terminal_text(', '.join(report['unmatched_examples']))}", style="yellow", highlight=False
         )
 
 
 def _print_checks(judge: str, stats: dict[str, Any]) -> None:
     """The alternative annotator test's verdict and the length-bias check of one judge, in a line each."""
+    judge = terminal_text(judge)
     alt = stats.get("alt_test")
     if alt is None:
         console.print(f"{judge}: alternative annotator test needs ratings by at least 2 raters (3 or more "

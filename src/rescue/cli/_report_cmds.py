@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.markup import escape
 
 from rescue.cli._app import SplitOption, SplitsFileOption, app, console, err_console
 from rescue.cli._startup import (
@@ -19,6 +18,8 @@ from rescue.cli._startup import (
     rich_table,
     runs_failures,
 )
+from rescue.data.text import visible_text
+from rescue.display import terminal_text
 from rescue.engine.run_options import DEFAULT_SPLITS_FILE
 from rescue.report.options import CLUSTERS, ReportOptions
 
@@ -91,9 +92,9 @@ def report(
         _print_failures(result.failures)
 
     for note in result.notes:  # a note may quote ids and pip lines ("rescue-bench[plot]"): never markup
-        console.print(f"[yellow]note:[/] {escape(note)}", highlight=False, soft_wrap=True)
-    console.print(f"Wrote {len(result.files)} files to {result.out}"
-                  + (f"; open {result.out / 'report.html'}" if html else ""), highlight=False)
+        console.print(f"[yellow]note:[/] {terminal_text(note)}", highlight=False, soft_wrap=True)
+    console.print(f"Wrote {len(result.files)} files to {terminal_text(str(result.out))}"
+                  + (f"; open {terminal_text(str(result.out / 'report.html'))}" if html else ""), highlight=False)
 
 
 def _print_failures(rows: list[Any]) -> None:
@@ -102,10 +103,10 @@ def _print_failures(rows: list[Any]) -> None:
     console.print(f"[bold]{report_failures.TITLE}[/] (failures.md):", highlight=False)
     for row in rows:
         # Reasons quote the model's text and ids come from users: never markup.
-        console.print(f"  {row.system} · {row.task}: {row.failures} of {row.instances} failed", markup=False,
+        console.print(f"  {visible_text(row.system)} · {row.task}: {row.failures} of {row.instances} failed", markup=False,
                       highlight=False, soft_wrap=True)
         for line in runs_failures.reason_lines(row.reasons, row.failures):
-            console.print(f"    {line}", markup=False, highlight=False, soft_wrap=True)
+            console.print(f"    {visible_text(line)}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_reference(items: list[Any]) -> None:
@@ -115,7 +116,8 @@ def _print_reference(items: list[Any]) -> None:
     caveats: set[str] = set()
     for system in dict.fromkeys(c.system for c in pooled):
         mine = [c for c in pooled if c.system == system]
-        console.print(f"[bold]{system}[/] against the paper's {mine[0].paper_model} (pooled)", highlight=False)
+        console.print(f"[bold]{terminal_text(system)}[/] against the paper's {terminal_text(str(mine[0].paper_model))} "
+                      "(pooled)", highlight=False)
         table = rich_table.Table()
         for header in ("metric", "ours", "paper", "ours − paper"):
             table.add_column(header, justify="left" if header == "metric" else "right", no_wrap=True)
@@ -129,12 +131,12 @@ def _print_reference(items: list[Any]) -> None:
                 caveats.update(part for part in item.caveat.split("; ") if part.startswith("lenient differs"))
                 if "includes sampling" in item.caveat:
                     caveats.add("sampling")
-            table.add_row(row[3], row[4], row[6], difference)
+            table.add_row(*(terminal_text(str(cell)) for cell in (row[3], row[4], row[6], difference)))
         console.print(table)
     for number, reason in enumerate(reasons, start=1):
-        console.print(f"[{number}] {reason}.", highlight=False)
+        console.print(f"\\[{number}] {terminal_text(reason)}.", highlight=False)
     if "sampling" in caveats:
         console.print("Comparable columns of a run smaller than the paper's differ by sampling too: see the "
                       "intervals in reference.md and report.html.", highlight=False)
     for caveat in sorted(caveats - {"sampling"}):
-        console.print(f"ITP: {caveat}.", highlight=False, soft_wrap=True)
+        console.print(f"ITP: {terminal_text(caveat)}.", highlight=False, soft_wrap=True)

@@ -27,6 +27,7 @@ from rescue.cli._startup import (
     sqlalchemy,
     uvicorn,
 )
+from rescue.display import terminal_text
 from rescue.errors import ReviewError
 
 review_app = RescueTyper(help="Verify drafts in the browser: serve, accounts, assignment, export.", no_args_is_help=True)
@@ -98,7 +99,7 @@ def user_add(
     _, session = _db(directory, db)
     with session:
         user = review_crud.create_user(session, "cli", name, role, password)
-    console.print(f"Added {user.name} ({user.role})", highlight=False)
+    console.print(f"Added {terminal_text(user.name)} ({terminal_text(user.role)})", highlight=False)
 
 
 @user_app.command("list")
@@ -109,8 +110,9 @@ def user_list(directory: DirArgument, db: DbOption = None) -> None:
         users = review_crud.list_users(session)
     table = rich_table.Table("name", "role", "created", "status")
     for user in users:
-        table.add_row(user["name"], user["role"], user["created_at"],
-                      f"disabled {user['disabled_at']}" if user["disabled"] else "active")
+        table.add_row(*(terminal_text(str(cell)) for cell in (
+            user["name"], user["role"], user["created_at"],
+            f"disabled {user['disabled_at']}" if user["disabled"] else "active")))
     console.print(table)
 
 
@@ -125,7 +127,7 @@ def user_passwd(
     _, session = _db(directory, db)
     with session:
         review_crud.set_password(session, "cli", name, password)
-    console.print(f"New password set for {name}; their sessions have ended", highlight=False)
+    console.print(f"New password set for {terminal_text(name)}; their sessions have ended", highlight=False)
 
 
 @user_app.command("disable")
@@ -138,7 +140,7 @@ def user_disable(
     _, session = _db(directory, db)
     with session:
         review_crud.set_disabled(session, "cli", name, True)
-    console.print(f"Disabled {name} (their work and audit are kept; `rescue review user enable` undoes it)",
+    console.print(f"Disabled {terminal_text(name)} (their work and audit are kept; `rescue review user enable` undoes it)",
                   highlight=False)
 
 
@@ -152,7 +154,7 @@ def user_enable(
     _, session = _db(directory, db)
     with session:
         review_crud.set_disabled(session, "cli", name, False)
-    console.print(f"Enabled {name}", highlight=False)
+    console.print(f"Enabled {terminal_text(name)}", highlight=False)
 
 
 @review_app.command("assign")
@@ -169,7 +171,8 @@ def assign(
         with session:
             given = human_store.assign(session, "cli", project, k, annotators)
         console.print(f"Assigned {sum(len(v) for v in project.instances.values())} instances with "
-                      f"{k or project.per_instance} people each: " + ", ".join(f"{n} {c}" for n, c in sorted(given.items())),
+                      f"{k or project.per_instance} people each: "
+                      + terminal_text(", ".join(f"{n} {c}" for n, c in sorted(given.items()))),
                       highlight=False)
         return
     k = k or 1
@@ -180,7 +183,7 @@ def assign(
         for name in names:
             load[name] = load.get(name, 0) + 1
     console.print(f"Assigned {len(plan)} segments with overlap {k}: "
-                  + ", ".join(f"{n} {c}" for n, c in sorted(load.items())), highlight=False)
+                  + terminal_text(", ".join(f"{n} {c}" for n, c in sorted(load.items()))), highlight=False)
 
 
 @review_app.command("init")

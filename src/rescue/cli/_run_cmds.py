@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
+from rescue.display import TerminalConsole, terminal_text
 from rich.measure import Measurement
 
 from rescue.cli._app import app, console, err_console, run_option
@@ -75,10 +74,10 @@ def _finish(outcome: RunOutcome, quiet: bool) -> None:
     data = results.data
     if data is not None and data.sample_ids and not quiet:
         ids = data.sample_ids
-        shown = ", ".join(escape(i) for i in ids[:8]) + (f" … ({len(ids) - 8} more)" if len(ids) > 8 else "")
+        shown = ", ".join(terminal_text(i) for i in ids[:8]) + (f" … ({len(ids) - 8} more)" if len(ids) > 8 else "")
         err_console.print(f"{len(ids)} sample(s) taken ({data.sample_choice}): {shown}", highlight=False)
     if not outcome.complete:
-        err_console.print(f"[yellow]incomplete:[/] {escape(str(outcome.stopped))}. Rerun the same command to "
+        err_console.print(f"[yellow]incomplete:[/] {terminal_text(str(outcome.stopped))}. Rerun the same command to "
                           "continue (instances without an answer are asked again).", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_INCOMPLETE)
 
@@ -191,7 +190,7 @@ def _print_estimate(config: Any) -> None:
         for n, t in enumerate(model.tasks):
             cells = (shown[1](t), f"{t.media_tokens:,}") if shown else ()
             share = "—" if t.cacheable_share is None else f"{t.cacheable_share:.0%}"
-            table.add_row(model.model if n == 0 else "", t.task, str(t.requests), *cells, f"{t.input_tokens:,}",
+            table.add_row(terminal_text(model.model) if n == 0 else "", t.task, str(t.requests), *cells, f"{t.input_tokens:,}",
                           share, f"{t.max_output_tokens:,}")
 
     # Every column whole, even past a narrow terminal's edge: a truncated figure ("ima…") is no figure.
@@ -200,13 +199,13 @@ def _print_estimate(config: Any) -> None:
         console.print(table)
     else:  # a console of its own: the shared one keeps following the terminal's width
 
-        Console(width=needed).print(table)
+        TerminalConsole(width=needed).print(table)
     console.print("cacheable: the share of prompt text a provider's prefix cache can serve in the order rescue "
                   "sends requests (one sample at a time, rows in order); cached input costs 0.1-0.5x (prices.toml).",
                   highlight=False, soft_wrap=True)
     for model in estimate.models:
         cost = "no price in the table" if model.cost_at_most is None else f"at most ${model.cost_at_most:.2f}"
-        console.print(f"{model.model}: {cost}", highlight=False)
+        console.print(f"{terminal_text(model.model)}: {cost}", highlight=False)
     for judge in estimate.judges:
         if not judge.requests_per_model:
             continue
@@ -214,11 +213,11 @@ def _print_estimate(config: Any) -> None:
         every = f", {judge.requests_per_model * judge.models:,} in all" if judge.models > 1 else ""
         cost = "no price in the table" if judge.cost_at_most is None else f"at most ${judge.cost_per_model:.2f}" + (
             f" per model, ${judge.cost_at_most:.2f} in all" if judge.models > 1 else "")
-        console.print(f"judge {judge.judge}: at most {judge.requests_per_model:,} requests per model{every} (one per "
+        console.print(f"judge {terminal_text(judge.judge)}: at most {judge.requests_per_model:,} requests per model{every} (one per "
                       f"ER/VP instance, ~{tokens:,} input tokens; failed predictions are not sent): {cost}",
                       highlight=False, soft_wrap=True)
     for warning in estimate.warnings:
-        err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
+        err_console.print(f"[yellow]warning:[/] {terminal_text(warning)}", highlight=False, soft_wrap=True)
 
 
 @app.command("rescore")

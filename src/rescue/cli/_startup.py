@@ -54,7 +54,6 @@ if TYPE_CHECKING:
     import rescue.data.splits as data_splits
     import rescue.data.stats as data_stats
     import rescue.data.validation as data_validation
-    import rescue.display as display
     import rescue.engine.config as engine_config
     import rescue.engine.dryrun as engine_dryrun
     import rescue.engine.runner as engine_runner
@@ -93,7 +92,6 @@ else:
     data_splits = _Deferred("rescue.data.splits")
     data_stats = _Deferred("rescue.data.stats")
     data_validation = _Deferred("rescue.data.validation")
-    display = _Deferred("rescue.display")
     engine_config = _Deferred("rescue.engine.config")
     engine_dryrun = _Deferred("rescue.engine.dryrun")
     engine_runner = _Deferred("rescue.engine.runner")
@@ -133,7 +131,7 @@ else:
 
 __all__ = [
     "builder_inputs", "data_encoding", "data_loading", "data_splits", "data_stats",
-    "data_validation", "display", "engine_config", "engine_dryrun", "engine_runner", "exports_chat",
+    "data_validation", "engine_config", "engine_dryrun", "engine_runner", "exports_chat",
     "exports_hf", "files", "proc", "report_build", "report_failures", "report_reference", "report_runs",
     "report_summary", "human_app", "human_benchmark", "human_export", "human_store", "review_crud",
     "review_db", "review_export", "review_models", "review_project", "review_server", "rich_progress",

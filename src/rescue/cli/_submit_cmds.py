@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from rescue.cli._app import app, console
-from rescue.cli._startup import display, submissions_bundle, submissions_submit, submissions_verify
+from rescue import display
+from rescue.cli._startup import submissions_bundle, submissions_submit, submissions_verify
 from rescue.errors import BundleError, NotVerified
 
 

@@ -19,7 +19,8 @@ from rescue.cli._app import (
     load_data,
     run_option,
 )
-from rescue.cli._startup import display, exports_chat, rich_table, task_registry
+from rescue import display
+from rescue.cli._startup import exports_chat, rich_table, task_registry
 from rescue.data.choices import DEFAULT_RPP_GOLD
 from rescue.engine.run_options import DEFAULT_SPLITS_FILE
 

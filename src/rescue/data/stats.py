@@ -161,16 +161,19 @@ def table3_cells(stats: DatasetStats) -> list[list[str]]:
 
 
 def render_markdown(stats: DatasetStats) -> str:
-    """The statistics as Markdown tables: Table 3, each distribution, the session groups."""
+    """The statistics as Markdown tables: Table 3, each distribution, the session groups. Every label, group and
+    id goes through ``markdown_text`` (one line, controls escaped, ``|`` and HTML defused)."""
+    from rescue.data.text import markdown_text as cell
+
     header = ["Scenario"] + [title for _, title, _ in TABLE3_COLUMNS]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cells) + " |" for cells in table3_cells(stats)]
+    lines += ["| " + " | ".join(cell(c) for c in cells) + " |" for cells in table3_cells(stats)]
     for scenario, dists in stats.distributions.items():
         for name, counts in dists.items():
-            lines += ["", f"**{scenario} {name.replace('_', ' ')}**", "", "| Label | Count |", "|---|---|"]
-            lines += [f"| {label} | {count} |" for label, count in counts.items()]
+            lines += ["", f"**{cell(scenario)} {cell(name.replace('_', ' '))}**", "", "| Label | Count |", "|---|---|"]
+            lines += [f"| {cell(label)} | {count} |" for label, count in counts.items()]
     lines += ["", "**Session groups**", "", "| Scenario | Group | Clips | Sample ids |", "|---|---|---|---|"]
-    lines += [f"| {scenario} | {group} | {len(ids)} | {', '.join(ids)} |"
+    lines += [f"| {cell(scenario)} | {cell(group)} | {len(ids)} | {cell(', '.join(ids))} |"
               for scenario, groups in stats.groups.items() for group, ids in groups.items()]
     if stats.grouping:
         lines += ["", f"Session groups {stats.grouping}."]

@@ -79,6 +79,23 @@ def visible_text(text: str, *, max_length: int | None = None) -> str:
     return shown
 
 
+def markdown_text(text: str, *, max_length: int | None = None) -> str:
+    """``text`` for one Markdown table cell: one line, no raw HTML, no column break."""
+    shown = visible_text(text, max_length=max_length)
+    # Only what could open a tag or an entity is escaped: "p < 0.05" stays readable in the .md file itself.
+    shown = _ENTITY_START.sub("&amp;", shown)
+    shown = _TAG_START.sub("&lt;", shown)
+    for raw, safe in (("|", "\\|"), ("`", "\\`")):
+        shown = shown.replace(raw, safe)
+    return shown
+
+
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")  # <b>, </x>, <!-- ... -->, <?x: never "< 0.05" or "a <= b"
+
+
+_ENTITY_START = re.compile(r"&(?=#?\w+;)")  # &lt; &#60; as text, not as the characters they name
+
+
 _LATEX_SPECIALS = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
                    "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}",
                    "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}

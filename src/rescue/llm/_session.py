@@ -38,8 +38,11 @@ from rescue.llm._types import ChatRequest, Model, Usage, require_model
 
 def stderr_notice(message: str) -> None:
     # While a rich progress display runs it redirects stderr, so the line appears above the bars.
-    """Print a notice on stderr (above a running progress display)."""
-    print(message, file=sys.stderr, flush=True)
+    """Print a notice on stderr (above a running progress display), controls escaped: it may quote a model's
+    name or an endpoint's error."""
+    from rescue.data.text import visible_text
+
+    print("\n".join(visible_text(line) for line in message.split("\n")), file=sys.stderr, flush=True)
 
 
 class ModelSession:

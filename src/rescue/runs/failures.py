@@ -95,7 +95,7 @@ def failure_reasons(records: Iterable[PredictionRecord], top: int = TOP_REASONS)
 def reason_lines(reasons: list[FailureReason], failures: int) -> list[str]:
     """One line per reason (``340× parse_error: unknown label 'Couple' (e.g. S01#row3)``), then the failures the
     reasons shown do not cover, so the counts always add up to ``failures``."""
-    lines = [f"{r.count}× {r.shown()} (e.g. {visible_text(r.example, max_length=80)})" for r in reasons]
+    lines = [f"{r.count}× {visible_text(r.shown())} (e.g. {visible_text(r.example, max_length=80)})" for r in reasons]
     rest = failures - sum(r.count for r in reasons)
     if rest > 0:
         lines.append(f"{rest}× other reasons")
