@@ -170,6 +170,20 @@ def test_run_folder_files(tmp_path, name, kind, overwrite):
     assert _fingerprint(target, tmp_path) == before
 
 
+@pytest.mark.parametrize("name", [".rescue.lock", "cache.sqlite"])
+@pytest.mark.parametrize("kind", ["fifo", "link_to_system_file", "dangling_link"])
+def test_run_folder_lock_and_cache(tmp_path, name, kind):
+    """The lock file is truncated and written, the cache is a database SQLite writes: never through a link (the
+    system file would be emptied or made a database), never a FIFO (SQLite would block on it)."""
+    out = tmp_path / "run"
+    target = out / name
+    before = _make(kind, target, tmp_path)
+    result = invoke_main(["run", "--out", str(out), "--tasks", "itp", "--limit-samples", "2", "--no-bertscore",
+                          "--quiet"])
+    _refused(result, target, kind)
+    assert _fingerprint(target, tmp_path) == before
+
+
 @pytest.mark.parametrize("name", ["report.html", "leaderboard.md"])
 @pytest.mark.parametrize("kind", ["fifo", "link_to_system_file", "folder"])
 def test_report_folder_files(tmp_path, name, kind, run_dir):
@@ -201,3 +215,35 @@ def test_a_regular_file_is_replaced_and_a_folder_on_the_way_may_be_a_link(tmp_pa
     result = invoke_main(["splits", "--out", str(tmp_path / "via" / "splits.json"), "--quiet"])
     assert result.exit_code == 0, result.output
     assert (real / "splits.json").read_text().startswith("{")
+
+
+@pytest.fixture(scope="module")
+def session_video(tmp_path_factory):
+    from media_helpers import conversation, make_video, write_srt
+
+    folder = tmp_path_factory.mktemp("session")
+    spoken = conversation(30.0)
+    return make_video(folder / "s.mp4", 30.0, speech=spoken), write_srt(folder / "s.srt", spoken)
+
+
+@pytest.mark.parametrize("name", ["draft.jsonl", "manifest.json", "build.log"])
+@pytest.mark.parametrize("kind", ["fifo", "link_to_system_file"])
+def test_build_folder_files(tmp_path, name, kind, session_video):
+    video, subs = session_video
+    out = tmp_path / "build"
+    target = out / name
+    before = _make(kind, target, tmp_path)
+    result = invoke_main(["build", str(video), "--subs", str(subs), "--out", str(out), "--scenario", "couple",
+                          "--participants", "Alan,Evelyn", "--group", "g", "--min-duration", "5", "--no-align-check"])
+    _refused(result, target, kind)
+    assert _fingerprint(target, tmp_path) == before
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link_to_system_file", "folder"])
+def test_submit_out(tmp_path, kind, run_dir):
+    target = tmp_path / "bundle.zip"
+    before = _make(kind, target, tmp_path)
+    result = invoke_main(["submit", str(run_dir), "--out", str(target), "--submitter", "lab", "--training-data", "none",
+                          "--zero-shot"])
+    _refused(result, target, kind)
+    assert _fingerprint(target, tmp_path) == before

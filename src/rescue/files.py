@@ -70,7 +70,10 @@ class DirectoryLock:
         """Take the lock, or raise LockedError naming the process that holds it."""
         import fcntl
 
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        # Never through a link nor into a FIFO or device: the lock file is truncated and written (a link to a
+        # system file would be emptied).
+        check_target(self.path)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

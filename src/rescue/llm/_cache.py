@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 from pydantic import TypeAdapter
 
+from rescue.atomic import check_target
 from rescue.data.readback import parse_json
 from rescue.data.shapes import JsonObject
 from rescue.llm._types import ChatAnswer, MessageLike, Usage, key_messages
@@ -76,6 +77,7 @@ def open_wal(path: Path, schema: str) -> sqlite3.Connection:
     """A SQLite file in WAL mode, autocommit (each INSERT is its own transaction, committed before its result is
     used), shared by several processes (busy timeout), with ``schema`` applied. The BERTScore cache uses it too."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    check_target(path)  # SQLite writes through a link and blocks on a FIFO: only a regular file (or none) is opened
     db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
