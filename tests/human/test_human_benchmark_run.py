@@ -62,7 +62,7 @@ def test_people_are_reported_beside_a_baseline_on_the_same_instances(tmp_path, d
     made = invoke_main(["report", str(out), str(baseline), "--out", str(report)])
     assert made.exit_code == 0, made.output  # no --allow-mixed: the comparability checks pass
     board = (report / "leaderboard.md").read_text(encoding="utf-8")
-    for system in ("human/ann", "human/bob", "human/pooled", "baseline/majority"):
+    for system in ("human/ann (person)", "human/bob (person)", "human/pooled (panel)", "baseline/majority"):
         assert f"| {system} | all |" in board, system
     summary = (out / "human.md").read_text(encoding="utf-8")
     assert "Agreement between people" in summary and "uncertain" in summary

@@ -37,6 +37,7 @@ def export_human_run(directory: Path, out: Path, *, bertscore: bool, judges: lis
     try:
         with review_db.session_factory(engine)() as session:
             answers, late = human_store.counted_answers(session, bench)
+            assigned, groups = human_store.assigned_keys(session), human_store.groups(session)
     finally:
         engine.dispose()
     if late:
@@ -49,9 +50,11 @@ def export_human_run(directory: Path, out: Path, *, bertscore: bool, judges: lis
                                      mode=bench.mode, video=bench.config.get("video"))
     # The project's instances only (all of them, or its --sample), so that every system covers the same ones.
     only = {task: [i.instance_id for i in found] for task, found in bench.instances.items()}
-    outcome = engine_runner.run(config, models=human_export.human_models(bench, answers), only=only)
-    summary = human_export.human_summary(bench, answers)
+    outcome = engine_runner.run(config, models=human_export.human_models(bench, answers, groups), only=only)
+    summary = human_export.human_summary(bench, answers, assigned, groups, late)
     write_atomic(out / "human.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    write_atomic(out / "disputed.jsonl", "".join(json.dumps(item, ensure_ascii=False, sort_keys=True) + "\n"
+                                                 for item in human_export.disputed(bench, answers, groups)))
     write_atomic(out / "human.md", human_export.summary_markdown(summary))
     people = sorted({a["user"] for a in answers})
     console.print(f"Wrote the run {terminal_text(str(out))} ({'complete' if outcome.complete else 'incomplete'}): "

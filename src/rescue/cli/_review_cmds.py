@@ -89,9 +89,17 @@ def user_add(
     name: Annotated[str, typer.Argument(help="Login name.", show_default=False)],
     role: Annotated[str, typer.Option("--role", help="annotator, adjudicator or admin.")] = "annotator",
     password_stdin: Annotated[bool, typer.Option("--password-stdin", help="Read the password from the first line of standard input.")] = False,
+    group: Annotated[str | None, typer.Option("--group", help="Benchmark projects: the group the person takes it in (e.g. clinicians); the report gives each group an average-person and a panel row.")] = None,
     db: DbOption = None,
 ) -> None:
     """Add an account (the password is stored hashed with argon2)."""
+    benchmark = review_project.is_benchmark(directory)
+    if group is not None and not benchmark:
+        raise ReviewError("--group: only a benchmark project groups people (`rescue review init --benchmark`)")
+    if benchmark:
+        human_store.check_person_name(name)
+    if group is not None:
+        human_store.check_group(group)
     if password_stdin:
         password = _stdin_password()
     else:
@@ -99,7 +107,10 @@ def user_add(
     _, session = _db(directory, db)
     with session:
         user = review_crud.create_user(session, "cli", name, role, password)
-    console.print(f"Added {terminal_text(user.name)} ({terminal_text(user.role)})", highlight=False)
+        if group is not None:
+            human_store.set_group(session, "cli", user.name, group)
+    console.print(f"Added {terminal_text(user.name)} ({terminal_text(user.role)}" + (f", group {group}" if group else "") + ")",
+                  highlight=False)
 
 
 @user_app.command("list")

@@ -21,7 +21,18 @@ from rescue.display import markdown_table, markdown_text
 from rescue.llm import ChatAnswer
 from rescue.metrics.agreement import alpha, text_agreement
 from rescue.human.benchmark import Benchmark
-from rescue.human.shapes import Disagreement, GivenAnswer, HumanSummary, TaskAgreement, TimeStats
+from rescue.human.store import check_person_name
+from rescue.human.shapes import (
+    Disagreement,
+    DisputedItem,
+    GivenAnswer,
+    GroupFigures,
+    HumanSummary,
+    PeopleBlock,
+    PersonRecord,
+    TaskAgreement,
+    TimeStats,
+)
 from rescue.tasks import get_task
 from rescue.tasks.base import Instance, RenderOptions, Task
 
@@ -98,16 +109,37 @@ def pooled_value(task: Task, instance: Instance, by_person: dict[str, Any]) -> A
     return values[0]
 
 
-def human_models(bench: Benchmark, answers: list[GivenAnswer]) -> list[HumanModel]:
-    """One model per person who answered anything (by name), then ``human/pooled``."""
+def _panel(bench: Benchmark, answers: list[GivenAnswer], people: set[str]) -> dict[tuple[str, str], Any]:
+    panel: dict[tuple[str, str], Any] = {}
+    for (task_name, number), by_person in sorted(_by_instance(answers).items()):
+        mine = {name: value for name, value in by_person.items() if name in people}
+        if mine:
+            instance = bench.instance(task_name, number)
+            panel[(task_name, instance.instance_id)] = pooled_value(get_task(task_name), instance, mine)
+    return panel
+
+
+def panel_systems(groups: dict[str, str], people: list[str]) -> dict[str, list[str]]:
+    """Each panel system (``human/pooled``: everyone; ``human/GROUP/panel``: a group's people) and its people."""
+    panels = {PREFIX + POOLED: sorted(people)}
+    for group in sorted(set(groups.values())):
+        panels[f"{PREFIX}{group}/panel"] = sorted(p for p in people if groups.get(p) == group)
+    return panels
+
+
+def human_models(bench: Benchmark, answers: list[GivenAnswer], groups: dict[str, str] | None = None) -> list[HumanModel]:
+    """One model per person who answered anything (by name), then ``human/pooled`` (everyone's panel) and a panel
+    per group (``human/GROUP/panel``); ReviewError for a person named as one of those systems."""
     per_person: dict[str, dict[tuple[str, str], Any]] = defaultdict(dict)
-    pooled: dict[tuple[str, str], Any] = {}
     for (task_name, number), by_person in sorted(_by_instance(answers).items()):
         instance = bench.instance(task_name, number)
         for name, value in by_person.items():
             per_person[name][(task_name, instance.instance_id)] = value
-        pooled[(task_name, instance.instance_id)] = pooled_value(get_task(task_name), instance, by_person)
-    return [HumanModel(name, found) for name, found in sorted(per_person.items())] + [HumanModel(POOLED, pooled)]
+    for name in per_person:
+        check_person_name(name)
+    panels = panel_systems(groups or {}, list(per_person))
+    return [HumanModel(name, found) for name, found in sorted(per_person.items())] + [
+        HumanModel(system[len(PREFIX):], _panel(bench, answers, set(members))) for system, members in panels.items()]
 
 
 # --- time and agreement ----------------------------------------------------------------------------------------
@@ -178,15 +210,75 @@ def _task_agreement(bench: Benchmark, task_name: str, grouped: dict[tuple[str, i
     return result
 
 
-def human_summary(bench: Benchmark, answers: list[GivenAnswer]) -> HumanSummary:
-    """Time per instance per person and task, and agreement between people per task."""
+def human_summary(bench: Benchmark, answers: list[GivenAnswer], assigned: dict[str, list[tuple[str, int]]] | None = None,
+                  groups: dict[str, str] | None = None, late: int = 0) -> HumanSummary:
+    """Time per instance per person and task, agreement between people per task, and who the people are: each
+    person's group, instances assigned and answered (coverage), and per group the figures a report gives people."""
     grouped = _by_instance(answers)
     answered = {t: sum(1 for (task, _n) in grouped if task == t) for t in bench.tasks}
     return {
         "instances": {t: len(v) for t, v in bench.instances.items()}, "answered": answered,
         "per_instance": bench.per_instance, "time": _times(answers, bench.tasks),
         "agreement": {t: _task_agreement(bench, t, grouped) for t in bench.tasks},
+        "people": _people_block(bench, answers, assigned or {}, groups or {}, late),
     }
+
+
+def _ids(bench: Benchmark, keys: list[tuple[str, int]]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = defaultdict(list)
+    for task, number in keys:
+        found[task].append(bench.instance(task, number).instance_id)
+    return dict(found)
+
+
+def _people_block(bench: Benchmark, answers: list[GivenAnswer], assigned: dict[str, list[tuple[str, int]]],
+                  groups: dict[str, str], late: int) -> PeopleBlock:
+    names = sorted({a["user"] for a in answers} | set(assigned))
+    given: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for answer in answers:
+        given[answer["user"]].append((answer["task"], answer["number"]))
+    people: dict[str, PersonRecord] = {name: {
+        "group": groups.get(name, ""), "assigned": _ids(bench, assigned.get(name, [])),
+        "answered": _ids(bench, sorted(given.get(name, []))),
+    } for name in names}
+    panels = panel_systems(groups, [n for n in names if given.get(n)])
+    member_sets = {"": names, **{g: [n for n in names if groups.get(n) == g] for g in sorted(set(groups.values()))}}
+    return {
+        "protocol": "no look-ahead: each answer given before any page showed what its instance hides (docs/human.md)",
+        "subset": {t: [i.instance_id for i in found] for t, found in bench.instances.items()},
+        "people": people, "panels": panels, "left_out_late": late,
+        "groups": {group or "all": _group_figures(bench, answers, assigned, members) for group, members in member_sets.items()},
+    }
+
+
+def _group_figures(bench: Benchmark, answers: list[GivenAnswer], assigned: dict[str, list[tuple[str, int]]],
+                   members: list[str]) -> GroupFigures:
+    mine = [a for a in answers if a["user"] in members]
+    seconds = [float(a["seconds"]) for a in mine if a["seconds"] is not None]
+    grouped = _by_instance(mine)
+    agreement = {t: _task_agreement(bench, t, grouped) for t in bench.tasks}
+    return {
+        "people": len(members), "members": members,
+        "assigned_per_person": statistics.median([len(assigned.get(m, [])) for m in members]) if members else 0,
+        "answered_per_person": statistics.median([sum(1 for a in mine if a["user"] == m) for m in members]) if members else 0,
+        "coverage": round(len(mine) / n, 4) if (n := sum(len(assigned.get(m, [])) for m in members)) else None,
+        "median_s_per_item": round(statistics.median(seconds), 1) if seconds else None,
+        "agreement": {t: {"alpha": a["alpha"], "alpha_of": a["alpha_of"], "exact_agreement": a["exact_agreement"],
+                          "units": a["units"]} for t, a in agreement.items()},
+    }
+
+
+def disputed(bench: Benchmark, answers: list[GivenAnswer], groups: dict[str, str]) -> list[DisputedItem]:
+    """Every instance answered by two people or more whose answers differ (exact agreement's categories), with
+    each person's answer and group: what ``disputed.jsonl`` beside the run holds."""
+    found: list[DisputedItem] = []
+    for (task_name, number), by_person in sorted(_by_instance(answers).items(), key=lambda kv: (bench.tasks.index(kv[0][0]), kv[0][1])):
+        kind = get_task(task_name).declaration.answer
+        if len(by_person) >= 2 and len({_category(kind, v) for v in by_person.values()}) > 1:
+            found.append({"task": task_name, "number": number, "instance_id": bench.instance(task_name, number).instance_id,
+                          "answers": dict(sorted(by_person.items())),
+                          "groups": {p: groups.get(p, "") for p in sorted(by_person)}})
+    return found
 
 
 def _figure(value: Any) -> str:
@@ -204,8 +296,20 @@ def summary_markdown(summary: HumanSummary) -> str:
         f"- {task.upper()} {markdown_text(d['instance_id'])}: " + markdown_text("; ".join(
             f"{p}: {_category(get_task(task).declaration.answer, v)}" for p, v in sorted(d["answers"].items())))
         for task, a in summary["agreement"].items() for d in a["disagreements"]]
+    block = summary["people"]
+    persons = [[name, r["group"] or "—", str(sum(map(len, r["answered"].values()))),
+                str(sum(map(len, r["assigned"].values())))] for name, r in block["people"].items()]
+    groups = [[group, str(g["people"]), _figure(g["assigned_per_person"]), _figure(g["answered_per_person"]),
+               "—" if g["coverage"] is None else f"{g['coverage']:.0%}", _figure(g["median_s_per_item"])]
+              for group, g in block["groups"].items()]
     return "\n".join([
-        "# People on the benchmark", "", "## Time per instance (seconds from first shown to first answer)", "",
+        "# People on the benchmark", "", f"Protocol: {block['protocol']}." + (
+            f" {block['left_out_late']} answer(s) given after their reveal were left out." if block["left_out_late"] else ""),
+        "", "## People and groups (coverage: answered of assigned; unanswered instances are not counted as wrong)", "",
+        markdown_table(["person", "group", "answered", "assigned"], persons),
+        markdown_table(["group", "people", "items per person", "answered per person", "coverage", "median s per item"], groups),
+        "Disputed items (answered differently by two people or more), with each answer: disputed.jsonl.", "",
+        "## Time per instance (seconds from first shown to first answer)", "",
         markdown_table(["person", "task", "answered", "median s", "mean s"], times),
         "## Agreement between people", "",
         markdown_table(["task", "instances answered twice+", "people", "α", "α of", "exact agreement"], agreement),

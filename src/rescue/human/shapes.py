@@ -81,14 +81,60 @@ class TaskAgreement(TypedDict):
     note: NotRequired[str]
 
 
+class PersonRecord(TypedDict):
+    """One person in ``human.json``: their group ("" for none) and the instance ids assigned and answered, per
+    task (answered of assigned is their coverage)."""
+
+    group: str
+    assigned: dict[str, list[str]]
+    answered: dict[str, list[str]]
+
+
+class GroupFigures(TypedDict):
+    """What a report says of a group of people (``all``: everyone): how many, items per person, coverage, time per
+    item, and agreement between them per task (the ceiling models are read against)."""
+
+    people: int
+    members: list[str]
+    assigned_per_person: float
+    answered_per_person: float
+    coverage: float | None
+    median_s_per_item: float | None
+    agreement: dict[str, dict[str, Any]]
+
+
+class PeopleBlock(TypedDict):
+    """``human.json``'s ``people``: the protocol, the instances people were given (the report restricts models to
+    them), each person, each panel system's people, each group's figures, and answers left out as given late."""
+
+    protocol: str
+    subset: dict[str, list[str]]
+    people: dict[str, PersonRecord]
+    panels: dict[str, list[str]]
+    groups: dict[str, GroupFigures]
+    left_out_late: int
+
+
+class DisputedItem(TypedDict):
+    """An instance people answered differently (``disputed.jsonl`` beside the exported run)."""
+
+    task: str
+    number: int
+    instance_id: str
+    answers: dict[str, Any]
+    groups: dict[str, str]
+
+
 class HumanSummary(TypedDict):
-    """Time and agreement of the people who took a benchmark (``human.json`` beside the exported run)."""
+    """Time and agreement of the people who took a benchmark, and who they are (``human.json`` beside the exported
+    run)."""
 
     instances: dict[str, int]
     answered: dict[str, int]
     per_instance: int
     time: dict[str, dict[str, TimeStats]]
     agreement: dict[str, TaskAgreement]
+    people: PeopleBlock
 
 
 class LabelDefinition(TypedDict):

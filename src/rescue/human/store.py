@@ -10,6 +10,7 @@ answers given before their lock count (:func:`counted_answers`)."""
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from datetime import datetime
 from typing import Any
@@ -19,7 +20,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from rescue.errors import AnswerLocked, Conflict, ReviewError
 from rescue.human.benchmark import Benchmark, checked_answer
-from rescue.review.crud._write import ASSIGNMENTS, audit, writing
+from rescue.review.crud._write import ACCOUNTS, ASSIGNMENTS, audit, writing
 from rescue.review.db import stored_json
 from rescue.review.models import Base, User, now
 from rescue.human.shapes import BenchQueueEntry, BenchShown, GivenAnswer, LockView, Reveals
@@ -51,6 +52,62 @@ class BenchAnswer(Base):
     shown_at: Mapped[str] = mapped_column(String(40), default=now)
     answered_at: Mapped[str] = mapped_column(String(40), default="")
     seconds: Mapped[float | None] = mapped_column(nullable=True)  # from first shown to first answer
+
+
+class BenchMember(Base):
+    """The group a person takes the benchmark in (``rescue review user add ... --group clinicians``)."""
+
+    __tablename__ = "bench_members"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user: Mapped[str] = mapped_column(String(64), unique=True)
+    group: Mapped[str] = mapped_column(String(64))
+
+
+GROUP_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
+# The systems of a human run besides the people's own (human/NAME): a person may not be named as one of them.
+RESERVED_NAMES = ("pooled", "average")
+
+
+def check_person_name(name: str) -> None:
+    """ReviewError for an account name a benchmark project's systems already use (``human/pooled`` ...)."""
+    if name.lower() in RESERVED_NAMES:
+        raise ReviewError(f"user name {name!r}: in a benchmark project human/{name.lower()} is the people's "
+                          f"{'panel' if name.lower() == 'pooled' else 'average person'}; choose another name")
+
+
+def check_group(group: str) -> None:
+    """ReviewError for a group name that is not 1-40 letters, digits, '.', '_' or '-' (it becomes part of a
+    system name, human/GROUP/panel) or that names a reserved system."""
+    if not GROUP_PATTERN.fullmatch(group) or group.lower() in RESERVED_NAMES:
+        raise ReviewError(f"--group {group[:60]!r}: use 1-40 letters, digits, '.', '_' or '-', starting with a "
+                          f"letter or digit (not {' or '.join(RESERVED_NAMES)})")
+
+
+def set_group(db: Session, actor: str, user: str, group: str) -> None:
+    """Put ``user`` in ``group`` (audited); ReviewError for a group name :func:`check_group` refuses."""
+    check_group(group)
+    with writing(db, ACCOUNTS):
+        found = db.scalar(select(BenchMember).where(BenchMember.user == user))
+        old = found.group if found else None
+        if found is None:
+            db.add(BenchMember(user=user, group=group))
+        else:
+            found.group = group
+        audit(db, actor, "bench.group", field="group", old=old, new={"user": user, "group": group})
+
+
+def groups(db: Session) -> dict[str, str]:
+    """Person -> their group, for those given one."""
+    return {m.user: m.group for m in db.scalars(select(BenchMember).order_by(BenchMember.user))}
+
+
+def assigned_keys(db: Session) -> dict[str, list[tuple[str, int]]]:
+    """Person -> their assigned instances, in queue order."""
+    found: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for name, key in db.execute(select(User.name, BenchAssignment.key).join(User, User.id == BenchAssignment.user_id)
+                                .order_by(User.name, BenchAssignment.position)):
+        found[name].append(_split_key(key))
+    return dict(found)
 
 
 def key_of(task: str, number: int) -> str:

@@ -13,6 +13,7 @@ __all__ = [
     "html",
     "leaderboard",
     "options",
+    "people",
     "outcomes",
     "preference",
     "recompute",

@@ -42,6 +42,7 @@ from rescue.report.html import (
 )
 from rescue.report.options import ReportOptions as ReportOptions
 from rescue.report.leaderboard import (
+    add_average_rows,
     Cell,
     Leaderboard,
     build_leaderboard,
@@ -52,6 +53,7 @@ from rescue.report.leaderboard import (
     to_latex,
     to_markdown,
 )
+from rescue.report.people import People, apply_people, people_markdown, subset_note
 from rescue.report.runs import ReportError, System, load_systems
 from rescue.report.recompute import Aggregates, registry_aggregates
 from rescue.report.video_gain import gains_csv, gains_markdown, gains_table, video_gains
@@ -74,6 +76,7 @@ class ReportOutput:
     reference: list[Any] = field(default_factory=list)  # ReferenceComparison rows with --reference
     failures: list[FailureRow] = field(default_factory=list)  # why answers failed, per system and task
     systems: dict[str, ModelResults] = field(default_factory=dict)  # label -> stored results, in the report's order
+    people: People | None = None  # a human run's people (rescue.report.people), when the report holds one
 
 
 def resolve_samples(systems: Sequence[System], data: Path | None) -> tuple[list[Sample], str]:
@@ -327,6 +330,8 @@ def _read_systems(run_dirs: Sequence[str | Path], options: ReportOptions,
             raise ReportError(f"{options.splits}: no split {options.split!r}; it holds: {', '.join(plan.names())}")
         result.notes.extend(restrict_systems(systems, set(plan.splits[options.split]),
                                              f"--split {options.split} of {options.splits}"))
+    result.people, people_notes = apply_people(systems)
+    result.notes.extend(people_notes)
     comparability = check(systems, scopes_of(systems))
     if not comparability.ok:
         if not options.allow_mixed:
@@ -368,6 +373,11 @@ def _write_statistics(report: _Staging, systems: Sequence[System], aggregates: A
     board = build_leaderboard(systems, aggregates, n_resamples=options.n_resamples, seed=options.seed,
                               level=options.level, alpha=options.alpha, cluster=options.cluster,
                               comparability=comparability, groups=groups)
+    people = report.result.people
+    if people is not None:  # marked, never ranked; an average person per group; people.md
+        board.people_note = subset_note(people)
+        add_average_rows(board, people.groups)
+        report.write("people.md", people_markdown(people))
     report.step(f"paired comparisons: {len(systems) * (len(systems) - 1) // 2} pair(s)")
     comparisons = compare_systems(systems, aggregates, scopes_of(systems), n_resamples=options.n_resamples,
                                   seed=options.seed, level=options.level, cluster=options.cluster, groups=groups)

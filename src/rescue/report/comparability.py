@@ -208,7 +208,10 @@ def _check_coverage(systems: Sequence[System], task: str, scopes: Sequence[str],
         sets = {k: v for k, v in sets.items() if v}
         if len(sets) > 1:
             result.coverage[(task, scope)] = sets
-    pooled = result.coverage.get((task, "all"))
+    # People's systems cover what they answered (their coverage is reported, rescue.report.people): only the
+    # models' instance sets must agree.
+    people = {s.label for s in systems if s.people}
+    pooled = {k: v for k, v in (result.coverage.get((task, "all")) or {}).items() if k not in people}
     if pooled and len(set(pooled.values())) > 1:
         union = frozenset().union(*pooled.values())
         shown = "; ".join(f"{k}: {len(v)}" for k, v in pooled.items())

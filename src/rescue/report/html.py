@@ -20,7 +20,7 @@ from markupsafe import Markup, escape
 from rescue.archives import gunzip_limited
 from rescue.data.models import Sample
 from rescue.report.comparisons import Comparison, comparisons_note, informative, p_bootstrap_text, p_text
-from rescue.report.leaderboard import MARKER, Cell, Leaderboard, LeaderRow, cell_parts, legend
+from rescue.report.leaderboard import MARKER, PEOPLE_MARKS, Cell, Leaderboard, LeaderRow, cell_parts, legend
 from rescue.report.outcomes import outcome
 from rescue.report.runs import System
 from rescue.tasks import TASK_NAMES
@@ -90,7 +90,8 @@ def name_cell(name: str) -> Markup:
 
 def _system_cell(row: LeaderRow) -> Markup:
     published = Markup(' <small class="published">(published)</small>') if row.published else Markup("")
-    return name_cell(row.system) + published
+    people = Markup(' <small class="people">({})</small>').format(PEOPLE_MARKS[row.people]) if row.people else Markup("")
+    return name_cell(row.system) + published + people
 
 
 def _failures_total(row: LeaderRow, tasks: Sequence[str]) -> str:

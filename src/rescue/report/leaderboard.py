@@ -63,6 +63,7 @@ class LeaderRow:
     counts: dict[str, tuple[int, int]] = field(default_factory=dict)  # task -> (instances, failures)
     budget: dict[str, int] = field(default_factory=dict)  # task -> failures that ran out of answer budget
     published: bool = False  # a reference row from the paper: no interval, never tested
+    people: str = ""  # people's row ("person", "panel", "average"): marked, never ranked (rescue.report.people)
 
 
 @dataclass
@@ -78,6 +79,7 @@ class Leaderboard:
     cluster: str = DEFAULT_CLUSTER
     scorers: str = ""  # the judge and BERTScore backbone, in words
     mixed: bool = False
+    people_note: str = ""  # with people: that models are on the people's subset (said under the table)
     grouping: str = ""  # the session groups of this report, in words: how many, and how they were made
 
     def scope_rows(self, scope: str) -> list[LeaderRow]:
@@ -130,7 +132,7 @@ def build_leaderboard(
     rows: list[LeaderRow] = []
     for scope in scopes_of(systems):
         for system in systems:
-            row = LeaderRow(system.label, scope)
+            row = LeaderRow(system.label, scope, people=system.people)
             for task in tasks:
                 row.counts[task] = _counts(system, task, scope)
                 if row.counts[task][1]:
@@ -188,9 +190,10 @@ def scorers_text(systems: Sequence[System]) -> str:
 
 
 def mark_best(board: Leaderboard) -> None:
-    """Bold the best (highest) measured value per column and scope; published rows do not compete."""
+    """Bold the best (highest) measured value per column and scope; published rows and people's rows do not
+    compete (people are read beside the models, never ranked among them)."""
     for scope in dict.fromkeys(r.scope for r in board.rows):
-        rows = [r for r in board.scope_rows(scope) if not r.published]
+        rows = [r for r in board.scope_rows(scope) if not r.published and not r.people]
         for column in board.columns:
             cells = [c for r in rows
                      if (c := r.cells.get(column.id)) is not None and c.value is not None and not c.all_failed]
@@ -309,7 +312,41 @@ def legend(board: Leaderboard) -> str:
                  "(--allow-mixed); compare such cells with care.")
     if any(r.published for r in board.rows):
         text += " Rows marked (published) are the paper's numbers: no interval, never in a significance test."
+    if any(r.people for r in board.rows):
+        text += (" Rows marked (person), (panel: the group's majority, Borda or median answer) or (average person: "
+                 "the mean of the group's people, cell by cell) are people: never ranked, never bold.")
+    if board.people_note:
+        text += " " + board.people_note
     return text
+
+
+def shown_name(row: LeaderRow) -> str:
+    """The row's system as a table shows it: people's rows carry their mark."""
+    return f"{row.system} ({PEOPLE_MARKS[row.people]})" if row.people else row.system
+
+
+PEOPLE_MARKS = {"person": "person", "panel": "panel", "average": "average person"}
+
+
+def add_average_rows(board: Leaderboard, groups: dict[str, list[str]]) -> None:
+    """Per group of people, an "average person" row per scope: each cell the mean of its people's measured values
+    (no interval: the people are the unit), placed after the group's last row."""
+    for group, labels in groups.items():
+        for scope in dict.fromkeys(r.scope for r in board.rows):
+            members = [r for r in board.scope_rows(scope) if r.system in labels]
+            if not members:
+                continue
+            row = LeaderRow(f"human/{group}/average", scope, people="average")
+            for column in board.columns:
+                values = [c.value for r in members if (c := r.cells.get(column.id)) is not None
+                          and c.value is not None and not c.all_failed]
+                if values:
+                    row.cells[column.id] = Cell(sum(values) / len(values), instances=sum(
+                        r.counts.get(column.task, (0, 0))[0] for r in members))
+            for task in dict.fromkeys(c.task for c in board.columns):
+                counts = [r.counts.get(task, (0, 0)) for r in members]
+                row.counts[task] = (sum(n for n, _ in counts), sum(f for _, f in counts))
+            board.rows.insert(board.rows.index(members[-1]) + 1, row)
 
 
 def to_markdown(board: Leaderboard) -> str:
@@ -317,7 +354,7 @@ def to_markdown(board: Leaderboard) -> str:
     tasks = sorted({c.task for c in board.columns}, key=TASK_NAMES.index)
     headers = ["System", "Scenario", *(c.header for c in board.columns), "Instances/failures"]
     body = [
-        [r.system, r.scope, *(_cell_text(r.cells.get(c.id), c, bold="**") for c in board.columns),
+        [shown_name(r), r.scope, *(_cell_text(r.cells.get(c.id), c, bold="**") for c in board.columns),
          _counts_text(r, tasks)]
         for r in board.rows
     ]
@@ -359,7 +396,7 @@ def to_latex(board: Leaderboard) -> str:
                 values.append((rf"\textbf{{{shown}}}" if cell.best else shown) + mark)
                 has_ci = cell.low is not None and cell.high is not None
                 intervals.append(f"{{\\scriptsize [{column.format(cell.low)}, {column.format(cell.high)}]}}" if has_ci else "")
-            lines.append(f"{latex_escape(row.system)} & {latex_escape(scope)} & " + " & ".join(values) + r" \\")
+            lines.append(f"{latex_escape(shown_name(row))} & {latex_escape(scope)} & " + " & ".join(values) + r" \\")
             if any(intervals):
                 lines.append(" & & " + " & ".join(intervals) + r" \\")
     level = round(board.level * 100)

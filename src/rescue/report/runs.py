@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ class System:
     results: ModelResults  # results.json "models"[model]: per task, per scope, the stored metrics
     records: list[PredictionRecord] = field(default_factory=list, repr=False)
     notes: list[str] = field(default_factory=list, repr=False)  # what the report says about how it was read
+    people: str = ""  # a human run's system: "person" or "panel" (rescue.report.people); never ranked
     _by_task: dict[str, list[PredictionRecord]] | None = field(default=None, init=False, repr=False, compare=False)
     _indexed: int = field(default=-1, init=False, repr=False, compare=False)
 
@@ -192,21 +194,27 @@ def load_systems(run_dirs: list[str | Path]) -> list[System]:
 def restrict_systems(systems: list[System], sample_ids: set[str], label: str) -> list[str]:
     """Keep only the records of ``sample_ids`` (a split) in every system, with each task's stored metrics
     recomputed from what is kept (usage and cost stay as run); returns notes for the report."""
-    from rescue.tasks import TASKS, epoch_aggregates
-
     notes = []
     for system in systems:
         before = {r.sample_id for r in system.records}
-        system.records = [r for r in system.records if r.sample_id in sample_ids]
-        stored = system.results.model_dump(mode="json")
-        for task in {r.task for r in system.records}:
-            if task in TASKS:
-                stored[task] = epoch_aggregates(TASKS[task], system.task_records(task))
-        for task in [t for t in system.results.tasks if t not in {r.task for r in system.records}]:
-            stored.pop(task, None)
-        system.results = ModelResults.model_validate(stored)
+        keep_records(system, lambda r: r.sample_id in sample_ids)
         kept = len({r.sample_id for r in system.records})
         notes.append(f"{system.label}: {label}: {kept} of {len(before)} evaluated sample(s) kept")
     if not any(s.records for s in systems):
         raise ReportError(f"{label}: none of the runs evaluated a sample of this split")
     return notes
+
+
+def keep_records(system: System, keep: Callable[[PredictionRecord], bool]) -> None:
+    """Keep the system's records ``keep`` accepts, each task's stored metrics recomputed from them (usage and
+    cost stay as run; a task left with none is dropped)."""
+    from rescue.tasks import TASKS, epoch_aggregates
+
+    system.records = [r for r in system.records if keep(r)]
+    stored = system.results.model_dump(mode="json")
+    for task in {r.task for r in system.records}:
+        if task in TASKS:
+            stored[task] = epoch_aggregates(TASKS[task], system.task_records(task))
+    for task in [t for t in system.results.tasks if t not in {r.task for r in system.records}]:
+        stored.pop(task, None)
+    system.results = ModelResults.model_validate(stored)
