@@ -117,10 +117,12 @@ def row_values(record: Any) -> dict[str, Any]:
                                                           "values_json"), dict))
 
 
-def row_names(record: Any, column: str) -> list[str]:
-    """A stored row's list of field names or warning keys (``accepted_json``, ``acknowledged_json``)."""
-    return stored_names(getattr(record, column) or "[]",
-                        row_where(record.segment_id, record.copy, record.row_index, column))
+def row_names(record: Any) -> tuple[list[str], list[str]]:
+    """A stored row's accepted fields and acknowledged warning keys (``accepted_json``, ``acknowledged_json``)."""
+    return (stored_names(record.accepted_json, row_where(record.segment_id, record.copy, record.row_index,
+                                                         "accepted_json")),
+            stored_names(record.acknowledged_json or "[]", row_where(record.segment_id, record.copy, record.row_index,
+                                                                     "acknowledged_json")))
 
 
 def stored_names(text: object, where: str) -> list[str]:

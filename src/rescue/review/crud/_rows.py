@@ -125,8 +125,9 @@ def copy_rows(db: Session, segment: Segment, copy: str, assigned: list[str] | No
 
 
 def _stored(record: RowCopy) -> CopyRow:
+    accepted, acknowledged = row_names(record)
     return {"row_index": record.row_index, "version": record.version, "values": row_values(record),
-            "accepted": row_names(record, "accepted_json"), "acknowledged": row_names(record, "acknowledged_json"),
+            "accepted": accepted, "acknowledged": acknowledged,
             "updated_by": record.updated_by, "updated_at": record.updated_at}
 
 
