@@ -128,6 +128,18 @@ def test_a_shared_map_needs_each_entry_in_one_session_only(tmp_path, video):
                                       "Evelyn, Therapist); correct the entry or leave it out"]
 
 
+def test_a_manifest_lines_conflicting_map_is_named_by_its_line(tmp_path, video):
+    subs = diarized(tmp_path)
+    sessions = tmp_path / "sessions.csv"
+    sessions.write_text("video,subtitles,scenario,participants,group,speaker_map\n"
+                        f'{video},{subs},couple,"Alan,Evelyn",g1,"{FULL};SPEAKER_2=Evelyn"\n', encoding="utf-8")
+    result = invoke_main(["build", "--manifest", str(sessions), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    assert f"{sessions}:2: speaker map: 'SPEAKER_2=Evelyn': 'SPEAKER_2' is already named 'Alan'" in " ".join(
+        result.output.split())
+    assert not (tmp_path / "out").exists()
+
+
 def test_unreadable_subtitles_are_named_without_blaming_the_map(tmp_path, video):
     subs = tmp_path / "s.srt"
     subs.write_bytes(b"\xff\xfe\x00garbage")

@@ -104,6 +104,20 @@ def test_taking_chosen_rows_moves_their_references_too(app):
     assert final[3]["values"][CYCLE] == [3, 4] and same_speech(final, [3, 4], bobs, [2, 3])
 
 
+def test_taking_from_a_recut_copy_into_the_drafts_cut_moves_references_back(app):
+    ann, _bob, ada = two_annotators(app)
+    split(ann, 4, 36.0)
+    assert ann.save(7, {PATTERN: [4, 6]}).status_code == 200  # Riley's row 6 in the draft's numbering; [4, 5] there
+    anns = ann.segment()["rows"]
+    answer = take(ada, "take-fields", "ann")  # the final copy keeps the draft's cut
+    assert answer.status_code == 200, answer.text
+    final = ada.segment(copy="final")["rows"]
+    assert spans(final) != spans(anns) and final[5]["values"][PATTERN] == [4, 5]
+    assert same_speech(final, [4, 5], anns, [4, 6])
+    # Every other row's references, renumbered by ann's split, read back as the draft's: nothing else was written.
+    assert all(r["values"].get(PATTERN) == r["draft"].get(PATTERN) for r in final if r["row_index"] != 6)
+
+
 def test_a_reference_to_a_row_the_final_cut_lacks_refuses_the_take_and_writes_nothing(app):
     ann, bob, ada = two_annotators(app)
     ann_rows = ann.segment()["rows"]
