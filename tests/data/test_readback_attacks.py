@@ -39,6 +39,7 @@ class Target:
     lines: bool = False  # JSON lines: the corruption goes into the first line
     after: Callable[[Path], None] | None = None  # run after corrupting (predictions: results.json names its hash)
     env: dict[str, str | None] | None = None
+    tolerated: tuple[str, ...] = ()  # other corruptions the format takes by design (a draft's problems for review)
 
 
 def _get(value: Any, path: tuple[str | int, ...]) -> Any:
@@ -156,6 +157,10 @@ def _made(root: Path, targets: dict[str, Target], server: Any, price_file: str) 
     (project / "manifest.json").write_text(json.dumps({"version": 1, "segments": [{
         "sample_id": first, "source_video": "videos/a.mp4", "start": 0.0, "end": 31.0, "problems": [],
         "provenance": {"model": "synthetic"}}]}))
+    draft_command = ["review", "export", str(project), "--out", str(root / "verified-draft.jsonl")]
+    targets["draft.jsonl (review)"] = Target(
+        project / "draft.jsonl", draft_command, lines=True, number=("rows", 0, "start_time"), required=("rows",),
+        extra_refused=False, tolerated=("wrong type",))  # a time of "many" is a problem the reviewer sees and fixes
     targets["manifest.json (review)"] = Target(
         project / "manifest.json", ["review", "export", str(project), "--out", str(root / "verified.jsonl")],
         number=("segments", 0, "start"), required=("segments", 0, "sample_id"), extra_refused=False)
@@ -201,7 +206,7 @@ def _made(root: Path, targets: dict[str, Target], server: Any, price_file: str) 
 
 
 FILES = ["splits.json", "results.json", "predictions.jsonl", "benchmark.json", "manifest.json (review)", "batches.json",
-         "chunks.json", "work/<segment>/draft.json"]
+         "chunks.json", "work/<segment>/draft.json", "draft.jsonl (review)"]
 
 
 def _corrupt(target: Target, corruption: str) -> None:
@@ -223,7 +228,7 @@ def _corrupt(target: Target, corruption: str) -> None:
 def test_a_corrupted_file_is_named_and_left_as_it_is(made, name, corruption):
     target = made[name]
     pristine = {p: p.read_bytes() for p in target.path.parent.iterdir() if p.is_file()}
-    tolerated = corruption == "extra key" and not target.extra_refused
+    tolerated = (corruption == "extra key" and not target.extra_refused) or corruption in target.tolerated
     baseline = invoke_main(target.command, env=target.env) if tolerated else None
     try:
         _corrupt(target, corruption)

@@ -28,7 +28,8 @@ from pydantic import BaseModel, ValidationError
 
 from rescue.errors import RescueError
 
-__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_FLOAT", "MAX_INT_DIGITS", "ErrorType", "check_regular", "parse_json",
+__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_FLOAT", "MAX_INT_DIGITS", "ErrorType", "check_parsed", "check_regular",
+           "parse_json",
            "read_json_file", "validated", "validation_field"]
 
 MAX_DEPTH = 64
@@ -116,6 +117,42 @@ def _problem(value: Any, depth: int) -> tuple[list[str | int], str] | None:
                 found[0].append(key)
                 return found
     return None
+
+
+_INT_LIMIT = 10**MAX_INT_DIGITS
+
+
+def _number_refused(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value) or abs(value) > MAX_FLOAT
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _INT_LIMIT
+
+
+def _problem_in_parsed(value: Any, depth: int) -> tuple[list[str | int], str] | None:
+    """As :func:`_problem`, for a value another reader parsed: every number is looked at."""
+    if isinstance(value, (dict, list)):
+        if depth >= MAX_DEPTH:
+            return [], f"nested more than {MAX_DEPTH} levels deep (no file rescue writes nests so deep)"
+        for key, item in (value.items() if isinstance(value, dict) else enumerate(value)):
+            found = _problem_in_parsed(item, depth + 1)
+            if found is not None:
+                found[0].append(key)
+                return found
+    elif _number_refused(value):
+        spelling = getattr(value, "spelling", None) or f"{value!r:.24}"  # NaN as the file spells it
+        return [], f"{spelling} is not a number any field holds (NaN, Infinity and magnitudes past {MAX_FLOAT:g} " \
+                   f"or {MAX_INT_DIGITS} digits are refused)"
+    return None
+
+
+def check_parsed(value: Any, where: str, error: ErrorType) -> None:
+    """Hold a value another reader already parsed (a draft's line read with the release reader) to the limits of
+    :func:`parse_json`: ``error`` naming ``where`` and the field of the first number no field holds or of
+    nesting past :data:`MAX_DEPTH`."""
+    found = _problem_in_parsed(value, 0)
+    if found is not None:
+        parts, reason = found
+        raise error(f"{where}: field {_field(parts[::-1])}: {reason}")
 
 
 def parse_json(text: str, where: str, error: ErrorType) -> Any:

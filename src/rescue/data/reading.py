@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from rescue.data import readback
 from rescue.data.errors import DataError, DataIssue
+from rescue.errors import RescueError
 from rescue.data.models import NON_PERSON_LABELS, Scenario
 
 DEMO_PACKAGE = "rescue.data.demo"
@@ -80,8 +83,20 @@ def _loads(text: str) -> Any:
         raise _NotJson("invalid JSON: nested too deeply (no sample nests more than a few levels)") from None
     except ValueError as exc:  # Python's 4300-digit limit for int(): a number no field can hold
         if "digits" in str(exc):
-            raise _NotJson("invalid JSON: a number with thousands of digits (no field holds one)") from None
+            raise _NotJson(f"invalid JSON: a number with thousands of digits{_digits_field(text)} (no field holds "
+                           "one)") from None
         raise
+
+
+def _digits_field(text: str) -> str:
+    """`` in FIELD`` for the first number too long to read in ``text`` (the error path only: the reader of files
+    rescue wrote names it, Python's own error does not), else nothing."""
+    try:
+        readback.parse_json(text, "", RescueError)
+    except RescueError as found:
+        named = re.search(r": field (.+?): ", str(found))
+        return f" in {named.group(1)}" if named else ""
+    return ""
 
 
 def _parse_line(display: str, number: int, raw: bytes) -> RawRecord:

@@ -16,7 +16,7 @@ from typing import Any
 from rescue.data.errors import DataIssue, ProjectError as ProjectError
 from rescue.data.loading import RawRecord, infer_participants, infer_scenario, iter_records
 from rescue.data.models import GROUP_LABELS, THERAPIST
-from rescue.data.readback import read_json_file
+from rescue.data.readback import check_parsed, read_json_file
 from rescue.data.text import deep_without_lone_surrogates, without_lone_surrogates
 from rescue.data.validation import validate_records
 from rescue.review.shapes import ProblemView, ProjectFiles, RowValues
@@ -180,6 +180,8 @@ def _draft_segment(draft: Path, record: RawRecord) -> Segment:
     data = record.data
     if not isinstance(data, dict) or not isinstance(data.get("rows"), list) or not data.get("sample_id"):
         raise _issue(draft, record.line, "not a sample (needs a sample_id and a list of rows)")
+    # A time of NaN or 1e308 cannot be shown, played or stored: refused as every file read back refuses it.
+    check_parsed(data, f"{draft}:{record.line}", _whole_issue)
     if not all(isinstance(r, dict) for r in data["rows"]):
         raise _issue(draft, record.line, "every row must be a JSON object", "rows")
     # Text the reader accepts must render and store: a lone surrogate (\ud800) cannot be encoded as UTF-8.
