@@ -511,3 +511,36 @@ def test_frame_and_clip_plans_keep_every_frame_inside_its_span():
     assert (clip.clip_first, clip.clip_stop) == (20, 200)  # frame 200 starts at 20.0 s and would end after 20.05 s
     nothing = MediaWindow("s", (), 3.0)
     assert frame_plan(nothing, source, 1.0, 16).empty and clip_plan(nothing, source).empty
+
+
+# The store's digest index is a file rescue wrote and reads back (issue #42 item 4): an index edited to hold what
+# rescue never writes only costs hashing the video again, never a traceback nor a wrong digest.
+SPOILT_INDEXES = {
+    "100,000 brackets": lambda entry: "[" * 100_000,
+    "cut short": lambda entry: json.dumps(entry)[:40],
+    "not UTF-8": lambda entry: "\udcff",
+    "a list": lambda entry: "[1, 2]",
+    "entry a string": lambda entry: json.dumps({k: "many" for k in entry}),
+    "duration NaN": lambda entry: json.dumps(entry).replace('"duration": ', '"duration": NaN, "x": '),
+    "duration 1e308": lambda entry: json.dumps(entry).replace('"duration": ', '"duration": 1e308, "x": '),
+    "fps a string": lambda entry: json.dumps(entry).replace('"fps": ', '"fps": "fast", "x": '),
+    "digest short": lambda entry: json.dumps(entry).replace('"digest": "', '"digest": "ab", "x": "'),
+    "extra key": lambda entry: json.dumps(entry).replace('"info": {', '"info": {"surprise": 1, '),
+}
+
+
+@pytest.mark.parametrize("variant", list(SPOILT_INDEXES))
+def test_a_spoilt_digest_index_is_hashed_again(tmp_path, variant):
+    from rescue.video import VideoOptions
+    from rescue.video._store import MediaStore
+
+    from media_helpers import make_video
+
+    source = make_video(tmp_path / "s.mp4", 3.0)
+    store = MediaStore(tmp_path / "media", VideoOptions())
+    truth = store.source(source)
+    store.flush()
+    index = tmp_path / "media" / "hashes.json"
+    entry = json.loads(index.read_text())
+    index.write_bytes(SPOILT_INDEXES[variant](entry).encode("utf-8", "surrogateescape"))
+    assert MediaStore(tmp_path / "media", VideoOptions()).source(source) == truth
