@@ -51,7 +51,11 @@ def answer_with_keys(page, kind: str, rng: random.Random) -> None:  # type: igno
         page.keyboard.type(str(rng.randint(2, 9)))
         page.keyboard.press("Enter")
     else:
-        page.select_option(".vp-row select[aria-label=target]", index=rng.randint(1, 2))
+        people = page.evaluate("window.benchState().item.people")
+        speaker = page.evaluate("window.benchState().item.speaker")
+        # Someone else: a viewpoint about its own source is refused, as for a model (self-target).
+        target = rng.choice([p for p in people if p != speaker])
+        page.select_option(".vp-row select[aria-label=target]", index=1 + people.index(target))
         page.focus(".vp-row input")
         page.keyboard.type(rng.choice(["never listens to me", "is trying to help"]))
         page.keyboard.press("Enter")

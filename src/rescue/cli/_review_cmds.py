@@ -14,6 +14,7 @@ from rescue.atomic import check_target
 from rescue.cli._app import RescueTyper, app, console
 from rescue.cli._human_run import export_human_run
 from rescue.cli._startup import (
+    data_reading,
     human_app,
     human_benchmark,
     human_store,
@@ -201,7 +202,7 @@ def assign(
 def init(
     directory: DirArgument,
     benchmark: Annotated[bool, typer.Option("--benchmark", help="A project in which people take the benchmark (the only kind init makes).")] = False,
-    data: Annotated[Path | None, typer.Option("--data", help="The release-format JSONL whose instances people answer.")] = None,
+    data: Annotated[Path | None, typer.Option("--data", help="The release-format JSONL whose instances people answer. Default: the bundled demo dataset (as `rescue run`).")] = None,
     tasks: Annotated[str, typer.Option("--tasks", help="Comma-separated tasks, e.g. itp,rpp,stp,ssp,er,vp.")] = "itp,rpp,stp,ssp,er,vp",
     per_instance: Annotated[int, typer.Option("--per-instance", help="People who answer each instance (blind to each other).")] = 2,
     mode: Annotated[str, typer.Option("--mode", help="The mode prompts are rendered in, as `rescue run --mode` (video modes show the frames a model gets).")] = "dialogue",
@@ -210,10 +211,11 @@ def init(
     seed: Annotated[int, typer.Option("--seed", help="With --sample: the seed of the draw (the same data, tasks and seed give the same instances).")] = 0,
 ) -> None:
     """Make a benchmark project: people answer the tasks' instances in the browser (then user add, assign, serve)."""
-    if not benchmark or data is None:
-        raise ReviewError("rescue review init makes benchmark projects: give --benchmark and --data FILE "
-                          "(a verification project is what `rescue build` writes)")
-    config = human_benchmark.init_benchmark(directory, data, tasks.split(","), per_instance, mode, media_root, sample, seed)
+    if not benchmark:
+        raise ReviewError("rescue review init makes benchmark projects: give --benchmark (and --data FILE, or "
+                          "none for the bundled demo dataset; a verification project is what `rescue build` writes)")
+    source = data if data is not None else data_reading.demo_path()
+    config = human_benchmark.init_benchmark(directory, source, tasks.split(","), per_instance, mode, media_root, sample, seed)
     drawn = f" (drawn from {sum(config['sample']['of'].values())}, stratified, seed {seed})" if "sample" in config else ""
     console.print(f"Made the benchmark project {directory}: " + ", ".join(f"{t.upper()} {n}" for t, n in config["instances"].items())
                   + f" instances{drawn}, {per_instance} people each. Next: `rescue review user add`, `rescue review assign "

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     import rescue.builder.inputs as builder_inputs
     import rescue.data.encoding as data_encoding
     import rescue.data.loading as data_loading
+    import rescue.data.reading as data_reading
     import rescue.data.splits as data_splits
     import rescue.data.stats as data_stats
     import rescue.data.validation as data_validation
@@ -89,6 +90,7 @@ else:
     builder_inputs = _Deferred("rescue.builder.inputs")
     data_encoding = _Deferred("rescue.data.encoding")
     data_loading = _Deferred("rescue.data.loading")
+    data_reading = _Deferred("rescue.data.reading")
     data_splits = _Deferred("rescue.data.splits")
     data_stats = _Deferred("rescue.data.stats")
     data_validation = _Deferred("rescue.data.validation")
@@ -130,7 +132,7 @@ else:
     uvicorn = _Deferred("uvicorn")
 
 __all__ = [
-    "builder_inputs", "data_encoding", "data_loading", "data_splits", "data_stats",
+    "builder_inputs", "data_encoding", "data_loading", "data_reading", "data_splits", "data_stats",
     "data_validation", "engine_config", "engine_dryrun", "engine_runner", "exports_chat",
     "exports_hf", "files", "proc", "report_build", "report_failures", "report_reference", "report_runs",
     "report_summary", "human_app", "human_benchmark", "human_export", "human_store", "review_crud",

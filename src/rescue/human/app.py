@@ -5,7 +5,8 @@ with pages and API routes for taking the benchmark instead of verifying drafts.
 - ``GET /take/{task}/{number}``: the page of one instance; ``GET /api/bench/items/{task}/{number}``: its data;
 - ``PUT /api/bench/items/{task}/{number}/answer`` ``{"value": ..., "version": n}``: the answer, saved at once;
 - ``GET /api/bench/items/{task}/{number}/reveals``: what opening that page would lock (nothing is shown);
-- ``GET /api/bench/queue``: the person's instances, which are answered and which are locked.
+- ``GET /api/bench/queue``: the person's instances, which are answered and which are locked;
+- ``GET /agreement`` and ``GET /api/bench/export`` (adjudicators, admins): agreement so far; the answers that count.
 
 A person reads and writes only the instances assigned to them and only their own answers (blind to each other).
 No look-ahead (docs/human.md, :mod:`rescue.human.store`): an answer to an instance whose hidden content the
@@ -14,6 +15,7 @@ person was already shown is refused (423), and a locked instance never answered 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +24,12 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from rescue.errors import AnswerLocked, Conflict, ReviewError
 from rescue.human import store
-from rescue.review.api.deps import Body, CurrentUser, Db, PageUser
+from rescue.review.api.deps import Adjudicator, Body, CurrentUser, Db, PageUser
 from rescue.review.api.routes import login, users
 from rescue.review.api.routes.pages import admin_page, login_page, render
 from rescue.review.app import app_around
 from rescue.human.benchmark import Benchmark, load_benchmark, page, withheld_page
+from rescue.human.export import human_summary
 from rescue.human.shapes import BenchQueueEntry, QueuePosition, Reveals
 
 router = APIRouter()
@@ -100,6 +103,31 @@ def my_queue(request: Request, actor: CurrentUser, db: Db) -> list[BenchQueueEnt
     return store.queue(db, actor.name, _bench(request))
 
 
+@router.get("/agreement", response_class=HTMLResponse, include_in_schema=False)
+def agreement_page(request: Request, actor: PageUser, db: Db) -> HTMLResponse:
+    """Adjudicators and admins: agreement between people so far, per task and per group (counts and figures, no
+    answer), from the answers that count."""
+    if not actor.at_least("adjudicator"):
+        raise HTTPException(403, "needs the adjudicator role")
+    bench = _bench(request)
+    answers, late = store.counted_answers(db, bench)
+    summary = human_summary(bench, answers, store.assigned_keys(db), store.groups(db), late)
+    return render(request, "bench_agreement.html", actor, summary=summary, tasks=bench.tasks)
+
+
+@router.get("/api/bench/export")
+def export_answers(request: Request, actor: Adjudicator, db: Db) -> Response:
+    """Adjudicators and admins: every answer that counts as JSON lines (task, number, instance id, person, group,
+    value, seconds), for analysis; `rescue review export --as-run` makes the run the report reads."""
+    bench = _bench(request)
+    answers, _late = store.counted_answers(db, bench)
+    groups = store.groups(db)
+    lines = [json.dumps({**a, "instance_id": bench.instance(a["task"], a["number"]).instance_id,
+                         "group": groups.get(a["user"], "")}, ensure_ascii=False, sort_keys=True) for a in answers]
+    return Response("".join(line + "\n" for line in lines), media_type="application/x-ndjson",
+                    headers={"Content-Disposition": 'attachment; filename="answers.jsonl"'})
+
+
 class AnswerBody(Body):
     """PUT .../answer: the answer in the task's shape, and the answer version the page last saw."""
 
@@ -133,9 +161,10 @@ def create_app(root: str | Path, db_url: str | None = None) -> FastAPI:
     app.get("/admin", response_class=HTMLResponse, include_in_schema=False)(admin_page)  # accounts, as in review
 
     @app.get("/segments/{rest:path}", include_in_schema=False)
-    @app.get("/agreement", include_in_schema=False)
     def not_here(rest: str = "") -> Response:
-        # A verification project's pages: a benchmark's agreement is in the export's human.md.
+        # A verification project's pages: nothing to verify here.
         return RedirectResponse("/", status_code=303)
 
+    # The nav's Agreement and Export lead to the benchmark's own (base.html reads this).
+    app.state.templates.env.globals["benchmark"] = True
     return app

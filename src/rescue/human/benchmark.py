@@ -355,7 +355,11 @@ def _definitions(instructions: str, labels: list[str]) -> list[LabelDefinition]:
         text = ""
         for i, line in enumerate(lines):
             if line.startswith(f"- {label}: "):
-                more = [x.strip() for x in lines[i + 1:i + 3] if x.startswith("  ")]
+                more = []  # every indented line that follows (Use when, Not when, ...): the whole definition
+                for x in lines[i + 1:]:
+                    if not x.startswith("  "):
+                        break
+                    more.append(x.strip())
                 text = " ".join([line[len(label) + 4:], *more])
                 break
         shown.append({"label": label, "definition": text})
@@ -403,7 +407,8 @@ def page(bench: Benchmark, task_name: str, number: int) -> BenchPage:
         "intensity": list(INTENSITY_SCALE),
         "people": _people(instance) if kind == "viewpoints" else [],
         "speaker": (current or {}).get("primary_speaker", ""),
-        "instructions": instructions, "context": _transcript(item.get("prior_context")), "current": current,
+        "instructions": instructions, "statement": instructions.split("\n\n", 1)[0].strip(),
+        "context": _transcript(item.get("prior_context")), "current": current,
         "given": given, "media": _frames(bench, task, instance),
     }
 
@@ -414,7 +419,8 @@ def withheld_page(bench: Benchmark, task_name: str, number: int) -> BenchPage:
     task = get_task(task_name)
     return {"task": task.name, "title": task.title, "number": number, "total": len(bench.instances[task.name]),
             "answer_kind": task.declaration.answer, "rank": 0, "labels": [], "intensity": list(INTENSITY_SCALE),
-            "people": [], "speaker": "", "instructions": "", "context": [], "current": None, "given": {}, "media": None}
+            "people": [], "speaker": "", "instructions": "", "statement": "", "context": [], "current": None, "given": {},
+            "media": None}
 
 
 # --- what a person may answer ----------------------------------------------------------------------------------
@@ -468,6 +474,9 @@ def _viewpoints(value: Any, people: list[str]) -> list[dict[str, str]]:
         for key in ("source", "target"):
             if entry[key] not in people:
                 raise ReviewError(f"{where}.{key}: {str(entry[key])[:60]!r} is not one of: {', '.join(people)}")
+        if entry["source"] == entry["target"]:  # the rulebook's self-target rule, as for a model's or a draft's
+            raise ReviewError(f"{where}.target: a viewpoint is about someone else; {str(entry['source'])[:60]!r} is "
+                              "its source and its target")
         found.append({"source": entry["source"], "target": entry["target"],
                       "viewpoint": _text(entry["viewpoint"], f"{where}.viewpoint")})
     return found

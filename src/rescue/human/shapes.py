@@ -173,6 +173,7 @@ class BenchPage(TypedDict):
     people: list[str]
     speaker: object  # as the prompt's row holds it
     instructions: str
+    statement: str  # the instructions' first paragraph (what is predicted, and whose turn), shown unfolded
     context: list[dict[str, Any]]  # the prompt's prior rows, as it encodes them
     current: dict[str, Any] | None  # the prompt's row of the instance itself
     given: dict[str, str | int]  # the prompt item's other plain values (support_target ...)

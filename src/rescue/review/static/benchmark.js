@@ -30,6 +30,7 @@
     $("bench-title").textContent = `${item.title} — ${item.task.toUpperCase()} ${item.number} of ${item.total}` +
       ` (your ${item.queue.position} of ${item.queue.of}, ${item.queue.answered} answered)`;
     $("bench-instructions").querySelector("pre").textContent = item.instructions;
+    $("bench-statement").textContent = item.statement;
     const media = $("bench-media");
     media.replaceChildren();
     if (item.media) {
@@ -37,7 +38,7 @@
         ...item.media.frames.map((f) => el("figure", {}, el("img", { src: f.src, alt: f.caption }), el("figcaption", { text: f.caption }))));
     }
     const given = $("bench-given");
-    given.replaceChildren(...Object.entries(item.given).map(([k, v]) => el("div.bench-given", { text: `${k}: ${v}` })));
+    given.replaceChildren(...Object.entries(item.given).map(([k, v]) => el("div.bench-given", { text: `${k.replace(/_/g, " ")}: ${v}` })));
     const context = $("bench-context");
     context.replaceChildren(...item.context.map((row) => rowNode(row, "li")));
     if (!item.shown) context.append(el("li", { text: "(not shown: this instance is locked)" }));
@@ -45,7 +46,8 @@
     const current = $("bench-current");
     current.replaceChildren();
     if (item.current) current.append(el("h2", { text: "Current turn" }), rowNode(item.current, "div.bench-current"));
-    else if (item.shown) current.append(el("p.meta", { text: "The next turn is hidden: that is what you predict." }));
+    else if (item.shown) current.append(el("p.meta", { text: "The next turn (the target row) is hidden: that is what you " +
+      "predict (whose turn it is: the task above" + (Object.keys(item.given).length ? " and the facts given" : "") + ")." }));
   }
 
   async function save(value) {
@@ -75,7 +77,7 @@
   }
 
   function choiceButton(entry, index, chosen, onPick, prefix) {
-    return el("button.choice" + (chosen ? ".chosen" : ""), { type: "button", "data-label": entry.label, onclick: () => onPick(entry.label) },
+    return el("button.choice" + (chosen ? ".chosen" : ""), { type: "button", "data-label": entry.label, title: entry.definition || entry.label, onclick: () => onPick(entry.label) },
       el("span.rank", { text: prefix || `${index + 1}` }), entry.label,
       entry.definition ? el("span.definition", { text: entry.definition }) : null);
   }
