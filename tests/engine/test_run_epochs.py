@@ -66,14 +66,48 @@ def test_epochs_ask_each_instance_with_its_own_seed_and_score_the_mean_with_the_
     assert sorted((r["epoch"], r["seed"]) for r in records) == sorted([(e, e) for e in range(3)] * instances)
 
 
-def test_one_epoch_sends_and_writes_what_it_did_before(tmp_path, oracle):
+def test_one_epoch_writes_what_it_did_before_and_sends_the_default_seed(tmp_path, oracle):
     out = tmp_path / "run"
     with serve(_by_seed(oracle, set())) as server:
         assert _run(server, out).exit_code == 0
-        assert all("seed" not in b for b in server.bodies)  # no seed of its own: the cache keys are as before
+        assert {b.get("seed") for b in server.bodies} == {0}  # a seed by default, where the provider takes one
     results = json.loads((out / "results.json").read_text())
+    assert results["config"]["seed"] == 0 and results["config"]["used"]["seeds"] == {"m": 0}
     assert "epochs" not in results["config"] and "epochs" not in results["models"]["m"]["itp"]
     assert all("epoch" not in r and "seed" not in r for r in read_jsonl(out / "predictions.jsonl"))
+
+
+def test_a_run_made_before_the_default_seed_keeps_sending_none(tmp_path, oracle):
+    out = tmp_path / "run"
+    with serve(_by_seed(oracle, set())) as server:
+        assert _run(server, out).exit_code == 0
+        # What a run made before #46 recorded: no seed (its requests carried none).
+        path = out / "results.json"
+        results = json.loads(path.read_text())
+        results["config"]["seed"] = None
+        del results["config"]["used"]["seeds"]
+        path.write_text(json.dumps(results))
+        asked = server.request_count
+        again = _run(server, out)
+        assert again.exit_code == 0, again.output  # the same configuration: resumed, not refused
+        assert all("seed" not in b for b in server.bodies[asked:])
+        assert json.loads(path.read_text())["config"]["seed"] is None
+
+
+def test_a_provider_without_seeds_is_sent_none_and_its_epochs_stay_apart(tmp_path, oracle):
+    out = tmp_path / "run"
+    instances = len(oracle)
+    with serve(_by_seed(oracle, set())) as server:
+        done = invoke_main(["run", "--out", str(out), "--model", "deepseek/deepseek-chat", "--base-url",
+                            server.base_url, "--tasks", "itp", "--limit-samples", "1", "--no-bertscore", "--quiet",
+                            "--epochs", "2"], env={"DEEPSEEK_API_KEY": "test"})
+        assert done.exit_code == 0, done.output
+        assert server.request_count == 2 * instances and all("seed" not in b for b in server.bodies)
+    results = json.loads((out / "results.json").read_text())
+    assert results["config"]["used"]["seeds"] == {"deepseek/deepseek-chat": None}
+    records = read_jsonl(out / "predictions.jsonl")
+    assert sorted(r["epoch"] for r in records) == [0] * instances + [1] * instances
+    assert all("seed" not in r for r in records)  # none sent, none recorded
 
 
 def test_seed_is_the_first_epochs_and_a_longer_run_reuses_the_epochs_it_has(tmp_path, oracle):

@@ -131,3 +131,23 @@ def test_a_model_without_identity_is_never_cached(cache):
     from rescue.llm import ModelBase
 
     assert ReliableModel(ModelBase(), cache=cache).key(_text_request()) is None
+
+
+def test_a_provider_without_seeds_is_sent_none_and_none_is_keyed():
+    # #46 item 3: a seed goes where the provider takes one; DeepSeek's, Moonshot's and MiniMax's APIs document none.
+    from _engine_support import complete_all
+
+    from rescue.llm import ChatRequest, resolve_model
+    from rescue.testing.openai_server import Reply, serve
+
+    with serve(Reply.text("ok")) as server:
+        for spec, takes in (("deepseek/deepseek-chat", False), ("minimax/m", False), ("kimi/k", False),
+                            ("openai/gpt-4o-mini", True), ("any-served-model", True)):
+            model = resolve_model(spec, base_url=server.base_url, seed=5, api_key_env="RESCUE_TEST_NO_KEY")
+            assert model.takes_seed is takes, spec
+            assert model.cache_settings()["seed"] == (5 if takes else None), spec
+            asked = server.request_count
+            complete_all(model, [ChatRequest([{"role": "user", "content": "hi"}], max_tokens=5),
+                                 ChatRequest([{"role": "user", "content": "hi"}], max_tokens=5, seed=7)])
+            assert sorted(str(b.get("seed")) for b in server.bodies[asked:]) == (
+                ["5", "7"] if takes else ["None", "None"]), spec

@@ -34,12 +34,14 @@ class RunModels:
     reliable: dict[str, ReliableModel] = field(default_factory=dict)  # those behind the session (not the baselines)
     judges: list[ReliableModel] = field(default_factory=list)
     trackers: dict[tuple[str, str], TaskProgress] = field(default_factory=dict)
+    seeded: dict[str, bool] = field(default_factory=dict)  # whether a model's requests carry a seed (its provider's)
 
     def wrap(self, session: ModelSession, specs: list[str], raw_models: Mapping[str, Model | TaskModel],
              raw_judges: list[Model]) -> None:
         """Every model of ``specs`` and every judge, wrapped by ``session`` unless it is a baseline."""
         for spec in specs:
             raw = raw_models[spec]
+            self.seeded[spec] = bool(getattr(raw, "takes_seed", False))
             if isinstance(raw, TaskModel):
                 self.models[spec] = raw
             else:
@@ -119,7 +121,7 @@ class Execution:
         """One model on one task: every instance asked, then graded when the task has a judge."""
         tracker = self.run_models.trackers[(spec, name)]
         records = await run_pair(self.run_models.models[spec], self.tasks[name], self.instances[name], self.asking,
-                                 tracker, self.rows, self.shares.get(spec))
+                                 tracker, self.rows, self.shares.get(spec), seeded=self.run_models.seeded.get(spec, False))
         pair = PairResult(spec, name, records)
         judged = self.tasks[name].declaration.judge is not None
         if judged and not self.batched:

@@ -61,6 +61,7 @@ class Used(TypedDict):
     rpp_gold: NotRequired[str | None]  # with a task that chooses its gold field (RPP)
     rpp_gold_field: NotRequired[dict[str, str | None]]  # per sample, the field its gold was read from
     baselines: NotRequired[dict[str, dict[str, Any]]]  # how each trained baseline answered (its describe())
+    seeds: NotRequired[dict[str, int | None]]  # per model the seed its requests carry (None: its provider takes none)
 
 
 def values_used(asking: Asking, task_options: TaskOptionValues, tasks: dict[str, Task],

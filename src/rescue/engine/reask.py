@@ -98,11 +98,12 @@ async def _run_batch(model: TaskModel, task: Task, batch: list[Instance], option
 
 async def run_pair(model: TaskModel, task: Task, instances: list[Instance], asking: Asking,
                    progress: TaskProgress, rows: RowCache | None = None,
-                   share: int | None = None) -> list[PredictionRecord]:
+                   share: int | None = None, *, seeded: bool = True) -> list[PredictionRecord]:
     """Every instance of ``task`` asked of ``model``, once per epoch (``--epochs``: the epochs one after the
     other, each with its seed, :func:`rescue.engine.plan.epoch_seeds`); ``rows``: the run's row cache, shared by
     all its pairs (a row's prompt JSON depends on the mode alone, and a run has one mode), else one for this pair;
-    ``share``: the longest chain the model's whole run allows (:func:`rescue.engine.plan.chain_share`)."""
+    ``share``: the longest chain the model's whole run allows (:func:`rescue.engine.plan.chain_share`);
+    ``seeded``: whether the model's requests carry the seed (records name the seed only then)."""
     options = asking.render(rows if rows is not None else RowCache())
     _prepare(model, task, instances, options, progress)
     seeds = epoch_seeds(asking)
@@ -110,7 +111,8 @@ async def run_pair(model: TaskModel, task: Task, instances: list[Instance], aski
     for epoch, seed in enumerate(seeds):
         predictions = await _ask_epoch(model, task, instances, asking, progress, options, share, (epoch, seed))
         records += [make_record(task, model.name, i, predictions[i.instance_id],
-                                epoch=epoch if len(seeds) > 1 else None, seed=seed) for i in instances]
+                                epoch=epoch if len(seeds) > 1 else None, seed=seed if seeded else None)
+                    for i in instances]
     return records
 
 

@@ -17,6 +17,9 @@ from rescue.runs.folder import CACHE, LOG, read_results
 from rescue.tasks import graded_tasks
 from rescue.runs.results import PREDICTIONS, RESULTS, GrowthStep, RunResults
 
+# The seed a new run sends where its provider takes one (--seed unset): recorded in results.json's config.seed.
+DEFAULT_SEED = 0
+
 # Result fields that only the graded tasks (ER, VP) read: a run without them stores none (RunConfig.result_fields),
 # so a run that grows by a graded task sets them for the first time.
 _GRADING_PREFIXES = ("bertscore", "judge")
@@ -32,6 +35,8 @@ class Growth:
     added_models: list[str] = field(default_factory=list)
     added_tasks: list[str] = field(default_factory=list)
     history: list[GrowthStep] = field(default_factory=list)
+    holds: bool = False  # whether the folder holds a run this one continues (or grows)
+    held_seed: int | None = None  # that run's --seed (None: it sent none, as runs before #46 did)
 
     @property
     def grows(self) -> bool:
@@ -68,8 +73,10 @@ def plan_growth(resuming: Resuming, models: list[str], given_models: bool, tasks
         return Growth(models, tasks)
     held_models = [str(m) for m in stored.config.model_extra.get("models") or []] if stored.config.model_extra else []
     held_tasks = [str(t) for t in stored.config.model_extra.get("tasks") or []] if stored.config.model_extra else []
+    held_seed = stored.config.model_extra.get("seed") if stored.config.model_extra else None
+    held_seed = held_seed if isinstance(held_seed, int) and not isinstance(held_seed, bool) else None
     if not held_models or not held_tasks:
-        return Growth(models, tasks)
+        return Growth(models, tasks, holds=True, held_seed=held_seed)
     added_models = [m for m in models if m not in held_models] if given_models else []
     added_tasks = [t for t in tasks if t not in held_tasks]
     history = list(stored.growth)
@@ -77,7 +84,8 @@ def plan_growth(resuming: Resuming, models: list[str], given_models: bool, tasks
         made = datetime.datetime.fromtimestamp((out / RESULTS).stat().st_mtime, datetime.UTC)
         history = [GrowthStep(run_id=stored.run.run_id if stored.run is not None else None,
                               at=made.isoformat(timespec="seconds"), models=held_models, tasks=held_tasks)]
-    return Growth([*held_models, *added_models], [*held_tasks, *added_tasks], added_models, added_tasks, history)
+    return Growth([*held_models, *added_models], [*held_tasks, *added_tasks], added_models, added_tasks, history,
+                  holds=True, held_seed=held_seed)
 
 
 def stored_growth(results: RunResults) -> Growth:

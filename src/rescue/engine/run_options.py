@@ -198,8 +198,8 @@ class RunOptions:
         "--temperature", P_GENERATION, "Sampling temperature sent with every request (0: the most likely answer; a "
         "suite may set it per model).")] = 0.0
     seed: Annotated[Optional[int], _opt(  # seeds baseline/uniform too
-        "--seed", P_GENERATION, "Sent as the request's seed where the API supports it; seeds baseline/uniform "
-        "(default 0).")] = None
+        "--seed", P_GENERATION, "Sent as every request's seed where the provider takes one (default: 0 for a new "
+        "run, none for a run folder made without one; recorded); seeds baseline/uniform.")] = None
     epochs: Annotated[int, _opt(  # rescue.engine.plan.epoch_seeds; 1: results.json as before
         "--epochs", P_GENERATION, "Ask each instance N times, each epoch with a seed of its own (--seed, or 0, plus "
         "the epoch) where the provider takes one; scores are the mean over the epochs, with their spread.", min=1,

@@ -50,7 +50,7 @@ from rescue.engine.plan import (
     Used,
 )
 from rescue.engine.progress import ProgressDisplay, RunLog
-from rescue.engine.resume import Growth, plan_growth, prepare_folder, stored_growth
+from rescue.engine.resume import DEFAULT_SEED, Growth, plan_growth, prepare_folder, stored_growth
 from rescue.engine.stop import RunSignals
 from rescue.engine.types import TaskModel
 from rescue.files import DirectoryLock, check_out_folder
@@ -214,6 +214,9 @@ class Runner:
             self.growth = plan_growth(config.part(Resuming), config.model_specs, bool(config.models), config.tasks,
                                       self.out)
             config.models, config.tasks = list(self.growth.models), list(self.growth.tasks)
+        if config.seed is None and not self.offline:
+            # A seed is sent by default where the provider takes one; a folder's run made before keeps its own.
+            config.seed = self.growth.held_seed if self.growth.holds else DEFAULT_SEED
         # Options and credentials first: they fail before any data is read or any folder is made.
         raw_models, raw_judges = self.check()
         samples, data_sha, data_info = self._load_samples()
@@ -324,6 +327,9 @@ class Runner:
                     display.note(f"growing the run in {terminal_safe(str(self.out))}: adding "
                                  f"{terminal_safe(self.growth.describe())} (what it holds is answered from the cache)")
                 run_models.wrap(session, config.model_specs, raw_models, raw_judges)
+                if self.used is not None:  # which models' requests carry the seed
+                    self.used["seeds"] = {spec: config.seed if seeded else None
+                                          for spec, seeded in run_models.seeded.items()}
                 execution = Execution(asking, config.part(Judging), config.batch_poll, run_models, tasks, instances, display, log, self.out,
                                       batched=config.batch and self.write and not self.offline,
                                       on_phase=self._phase, stopping=lambda: budget.stopped is not None)

@@ -478,7 +478,9 @@ class OpenAIModel:
         if stream is None:
             stream = bool(endpoint.stream_when_thinking) and (
                 extra.get("enable_thinking") is True or base.thinking not in (None, "off"))
-        self.settings = dataclasses.replace(base, json_mode=json_mode, extra_body=extra, stream=stream)
+        # A provider that takes no seed is sent none, and none enters the cache key (what is not sent is no setting).
+        seed = base.seed if endpoint.seed else None
+        self.settings = dataclasses.replace(base, json_mode=json_mode, extra_body=extra, stream=stream, seed=seed)
         # httpx clients of one connection each, free to take a request; every one made, to close them.
         self._free_clients: list[httpx.AsyncClient] = []
         self._clients: set[httpx.AsyncClient] = set()
@@ -489,6 +491,11 @@ class OpenAIModel:
         self._proxy: dict[str, Any] = {}  # proxy and proxy_headers from the environment (HTTPS_PROXY, NO_PROXY ...)
         self._request_headers: dict[str, str] = {}  # each chat request's: the key (never the session's: see _session)
         self._url = _chat_url(endpoint.base_url)
+
+    @property
+    def takes_seed(self) -> bool:
+        """Whether this endpoint's requests carry a seed (its provider takes one)."""
+        return self.endpoint.seed
 
     # The identity the cache keys on: where the model lives, not how this process reaches it.
     @property
@@ -546,7 +553,7 @@ class OpenAIModel:
         if request.budget_factor is not None:
             body["max_tokens"] = math.ceil(body["max_tokens"] * request.budget_factor)
         seed = overrides.get("seed", self.settings.seed)
-        if seed is not None:
+        if seed is not None and self.takes_seed:
             body["seed"] = seed
         if overrides.get("json_mode", self.settings.json_mode) and not self._json_mode_rejected:
             body["response_format"] = {"type": "json_object"}

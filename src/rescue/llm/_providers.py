@@ -41,6 +41,8 @@ class Provider:
     stream_when_thinking: str = ""
     # Whether it takes OpenAI-style batches (/files + /batches, rescue.llm._batch; --batch).
     batch: bool = False
+    # Whether its chat API takes a "seed" (rescue run sends one by default where it does, and records it).
+    seed: bool = True
 
 
 DASHSCOPE_STREAM = ("Model Studio answers its thinking models (enable_thinking true, QwQ, DeepSeek-R1) only or best "
@@ -51,7 +53,8 @@ PRESETS: dict[str, Provider] = {
     for p in (
         Provider("openai", "https://api.openai.com/v1", "OPENAI_API_KEY", thinking="reasoning_effort", batch=True),
         # DeepSeek's own API chooses thinking by model: deepseek-reasoner thinks, deepseek-chat does not.
-        Provider("deepseek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
+        # Not in DeepSeek's, Moonshot's or MiniMax's chat API reference: no seed is sent to them.
+        Provider("deepseek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY", seed=False),
         # DashScope's Qwen3 models think by default, which non-streaming calls reject; the paper's runs
         # disable it too (protocol 1.2, --disable-thinking).
         Provider(
@@ -67,10 +70,10 @@ PRESETS: dict[str, Provider] = {
                  extra_body={"enable_thinking": False}, thinking="enable_thinking",
                  stream_when_thinking=DASHSCOPE_STREAM, batch=True),
         # Moonshot documents thinking={"type": "disabled"} for Kimi K2.5 (platform.moonshot.cn, "使用思考模型").
-        Provider("kimi", "https://api.moonshot.ai/v1", "MOONSHOT_API_KEY", thinking="thinking_type"),
+        Provider("kimi", "https://api.moonshot.ai/v1", "MOONSHOT_API_KEY", thinking="thinking_type", seed=False),
         # MiniMax's OpenAI-compatible endpoint (the paper's MiniMax M2.5). JSON mode is not documented there:
         # the prompts ask for JSON and the parsers read it from plain text.
-        Provider("minimax", "https://api.minimax.io/v1", "MINIMAX_API_KEY", json_mode=False),
+        Provider("minimax", "https://api.minimax.io/v1", "MINIMAX_API_KEY", json_mode=False, seed=False),
         Provider("openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", thinking="openrouter"),
         Provider("together", "https://api.together.xyz/v1", "TOGETHER_API_KEY", thinking="reasoning_effort",
                  batch=True),
@@ -104,6 +107,7 @@ class Endpoint:
     thinking: str = ""  # the provider's thinking style (THINKING_STYLES); "": none known
     stream_when_thinking: str = ""  # why its thinking requests are streamed by default
     batch: bool = True  # takes OpenAI-style batches (a preset says; any --base-url endpoint is trusted to)
+    seed: bool = True  # takes a "seed" (a preset says; any --base-url endpoint is trusted to: vLLM, SGLang ...)
 
 
 # --thinking, one portable option, and what each provider style sends for it (merged into the body's extras).
@@ -236,6 +240,7 @@ def resolve_endpoint(
         thinking = preset.thinking if preset else "chat_template"
         stream_reason = preset.stream_when_thinking if preset else ""
         batch = preset.batch if preset else True
+        seed = preset.seed if preset else True
     else:
         preset = PRESETS.get(prefix)
         if preset is None or not rest:
@@ -252,6 +257,7 @@ def resolve_endpoint(
         json_mode = preset.json_mode
         key_optional = preset.key_env is None or _is_local(url)
         thinking, stream_reason, batch = preset.thinking, preset.stream_when_thinking, preset.batch
+        seed = preset.seed
     api_key = PLACEHOLDER_KEY
     if need_key and key_env:
         load_dotenv_once()
@@ -264,7 +270,8 @@ def resolve_endpoint(
                 + ("" if api_key_env else " (or name another variable with --api-key-env)")
             )
     secrets.register(api_key)
-    return Endpoint(spec, model_id, url, key_env, api_key, provider, extra, json_mode, thinking, stream_reason, batch)
+    return Endpoint(spec, model_id, url, key_env, api_key, provider, extra, json_mode, thinking, stream_reason, batch,
+                    seed)
 
 
 @functools.cache

@@ -223,6 +223,8 @@ class UsedValues(BaseModel):
     parse: str | None = None
     rpp_gold: str | None = None
     rpp_gold_field: dict[str, str | None] = Field(default_factory=dict)
+    # Per model the seed its requests carried (None: its provider takes none, or a baseline); empty before #46.
+    seeds: dict[str, int | None] = Field(default_factory=dict)
 
 
 class StoredConfig(BaseModel):
