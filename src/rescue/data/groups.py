@@ -17,12 +17,18 @@ Inferred from the data (:func:`infer_groups`):
   cast names fewer than two people is a group of its own.
 
 Given by the user (:func:`read_groups`): a CSV of ``sample_id,group`` lines (a header line is optional), for a
-grouping the data cannot show (the same family under other names, sessions known to be separate).
+grouping the data cannot show (the same family under other names, sessions known to be separate). A report
+writes the grouping it used in the same format (:func:`groups_csv`), so that it can be edited and given back.
+
+In that CSV a cell that a spreadsheet would take for a formula (it starts with ``=``, ``+``, ``-``, ``@``, a tab
+or a carriage return) is written behind a ``'``, as OWASP advises, and so is a cell that starts with ``'``;
+:func:`read_groups` takes one leading ``'`` off, so every id and group reads back exactly as it was.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,23 +124,52 @@ def infer_groups(samples: Iterable[Sample]) -> SessionGroups:
     return SessionGroups(of, INFERRED_METHOD, {s.sample_id: s.scenario for s in samples})
 
 
+# What makes a spreadsheet read a cell as a formula (=, +, -, @, tab, CR), and the quote that defuses it.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "'")
+
+
+def _defused(cell: str) -> str:
+    return "'" + cell if cell.startswith(_FORMULA_START) else cell
+
+
+def _restored(cell: str) -> str:
+    return cell[1:] if cell.startswith("'") else cell
+
+
+def groups_csv(groups: SessionGroups) -> str:
+    """The grouping as :func:`read_groups` reads it back (``sample_id,group``, a header line), no cell a formula."""
+    buffer = io.StringIO()
+    plain = csv.writer(buffer, lineterminator="\n")
+    quoted = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_ALL)  # csv leaves a lone CR unquoted
+    plain.writerow(["sample_id", "group"])
+    for members in groups.members().values():
+        for group, sample_ids in members.items():
+            for row in ([_defused(sample_id), _defused(group)] for sample_id in sample_ids):
+                (quoted if any("\r" in cell for cell in row) else plain).writerow(row)
+    return buffer.getvalue()
+
+
 def read_groups(path: Path) -> SessionGroups:
     """A ``sample_id,group`` CSV (optional header line). Every problem is reported as FILE:LINE: field: what."""
     if not path.is_file():
         raise GroupsError(f"{path}: groups file not found")
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = path.read_bytes().decode("utf-8-sig")  # as written: a CR inside a quoted cell stays a CR
     except (OSError, UnicodeDecodeError) as exc:
         raise GroupsError(f"{path}: cannot read the groups file: {exc}") from None
     of: dict[str, str] = {}
     seen: dict[str, int] = {}
     problems: list[str] = []
-    for number, fields in enumerate(csv.reader(text.splitlines()), start=1):
+    # csv reads the text itself: a quoted cell may hold a line break (or U+2028, which splitlines would cut at).
+    reader = csv.reader(io.StringIO(text, newline=""))
+    for record, fields in enumerate(reader, start=1):
+        number = reader.line_num
         fields = [f.strip() for f in fields]
         if not any(fields) or fields[0].startswith("#"):
             continue
-        if number == 1 and [f.lower() for f in fields[:2]] == ["sample_id", "group"]:
+        if record == 1 and [f.lower() for f in fields[:2]] == ["sample_id", "group"]:
             continue
+        fields = [_restored(f) for f in fields]
         pair = _group_line(f"{path}:{number}", fields, seen, problems)
         if pair is not None:
             seen[pair[0]] = number

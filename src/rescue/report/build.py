@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from rescue.atomic import move_into_place
-from rescue.data.groups import SessionGroups, check_groups, folder_of, infer_groups, read_groups
+from rescue.data.groups import SessionGroups, check_groups, folder_of, groups_csv, infer_groups, read_groups
 from rescue.data.loading import load_samples
 from rescue.data.models import Sample
 from rescue.atomic import process_alive, remove_stale_temporaries, write_atomic
@@ -110,17 +110,6 @@ def session_groups(systems: Sequence[System], samples: Sequence[Sample], groups_
         notes.append(f"{len(unknown)} sample(s) are not in {data_name}: each is grouped by its folder (e.g. "
                      f"{unknown[0]} in {folder_of(unknown[0])}); pass --groups to say otherwise.")
     return SessionGroups(of, inferred.method, scenarios), notes
-
-
-def groups_csv(groups: SessionGroups) -> str:
-    """The grouping as ``--groups`` reads it, so that a report's grouping can be edited and given back."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["sample_id", "group"])
-    for members in groups.members().values():
-        for group, sample_ids in members.items():
-            writer.writerows([sample_id, group] for sample_id in sample_ids)
-    return buffer.getvalue()
 
 
 def _slug(text: str) -> str:
