@@ -123,3 +123,6 @@ _.pre_tokenizer
 _.format_options
 _.format_epilog
 _.process_value
+# A bundle's manifest field that a verifier and a leaderboard read as JSON, and the entry page's template shows
+# (rescue.submissions.bundle.SystemFacts).
+_.configured

@@ -35,12 +35,13 @@ class MostlyRight:
     """A model that answers as the oracle except on one request in three, where it answers nothing usable: its
     scores are neither 0 nor 1, so a verifier that re-scores wrongly cannot agree by chance."""
 
-    def __init__(self, oracle: OracleScript, name: str = "scripted-model-v2"):
+    def __init__(self, oracle: OracleScript, name: str = "scripted-model-v2", salt: str = ""):
         self.oracle = oracle
         self.name = name
+        self.salt = salt  # another salt: another third of the requests answered badly (another model's answers)
 
     def __call__(self, body: dict[str, Any]) -> Reply:
-        digest = hashlib.sha256(json.dumps(body["messages"], sort_keys=True).encode()).digest()
+        digest = hashlib.sha256((self.salt + json.dumps(body["messages"], sort_keys=True)).encode()).digest()
         reply = self.oracle(body) if digest[0] % 3 else Reply.json({"predictions": []})
         if isinstance(reply, str):
             reply = Reply.text(reply)
@@ -51,15 +52,15 @@ class MostlyRight:
 
 
 def model_run(folder: Path, data: Path, *, model: str = "scripted-model", served: str = "scripted-model-v2",
-              tasks: str = TASK_LIST) -> Path:
+              tasks: str = TASK_LIST, extra: tuple[str, ...] = (), salt: str = "") -> Path:
     """``rescue run`` of a scripted model judged by a scripted judge, on ``data``; the run folder."""
     samples = load_samples(data)
     oracle = OracleScript(samples, [TASKS[name] for name in tasks.split(",")], batch_size=1)
     out = folder / f"run-{model.replace('/', '-')}"
-    with serve(MostlyRight(oracle, served)) as server, serve(Reply.json(JUDGE_RATING)) as judge:
+    with serve(MostlyRight(oracle, served, salt)) as server, serve(Reply.json(JUDGE_RATING)) as judge:
         made = invoke_main(["run", "--model", model, "--base-url", server.base_url, "--judge", "judge-model",
                             "--judge-base-url", judge.base_url, "--data", str(data), "--tasks", tasks,
-                            "--no-bertscore", "--out", str(out), "-q"], env={"OPENAI_API_KEY": "test"})
+                            "--no-bertscore", "--out", str(out), "-q", *extra], env={"OPENAI_API_KEY": "test"})
     assert made.exit_code == 0, made.output
     return out
 

@@ -55,6 +55,8 @@ LAYERS: dict[str, set[str] | str] = {
     "exports": {"data", "tasks"},  # fine-tuning chats and datasets folders, rendered by the tasks themselves
     # submission bundles and their verification: a run re-derived with the engine's own rescore, the report's intervals
     "submissions": {"data", "tasks", "llm", "scoring", "runs", "engine", "report"},
+    # the public leaderboard: a static site from verified bundles, ranked by the report's own paired test
+    "leaderboard": {"data", "tasks", "runs", "report", "submissions"},
     "cli": EVERYTHING,
     "__init__": EVERYTHING,  # the notebook API
     "__main__": EVERYTHING,
@@ -67,7 +69,8 @@ TASK_NAMES = set(TASKS)
 NAMED_TASKS_ALLOWED = {
     ("engine/config.py", "rpp"),  # --rpp-gold, the shorthand for --task-option rpp.rpp_gold=...
     ("cli/_tasks_cmds.py", "rpp"),  # the same shorthand on `rescue tasks`
-    ("report/reference/__init__.py", "rpp"),  # the paper's own RPP evaluation set differs from its Table 6
+    ("report/reference/__init__.py", "rpp"),
+    ("leaderboard/table.py", "rpp"),  # the site's relation-pattern view is RPP's accuracy by its gold pattern  # the paper's own RPP evaluation set differs from its Table 6
     # judge-agreement's --task choices, written out so `rescue --help` need not import the registry;
     # tests/cli/test_cli_help.py holds them equal to rescue.tasks.judged_tasks().
     ("cli/_app.py", "er"),

@@ -334,6 +334,10 @@ class BundleError(RescueError):
     the file, member and field."""
 
 
+class LeaderboardError(RescueError):
+    """A leaderboard folder or site that cannot be read or written, or a bundle it refuses (``rescue leaderboard``)."""
+
+
 class NotVerified(RescueError):
     """``rescue verify`` ran its checks and at least one failed: the verdict says which."""
 

@@ -210,3 +210,15 @@ def test_a_limited_run_says_so_and_verifies_on_the_instances_it_took(data: Path,
     result, verdict = _verify(bundle, data)
     assert result.exit_code == 0, result.output
     assert verdict["level"] == "checked"
+
+
+def test_a_run_of_several_epochs_submits_and_verifies_every_epoch(data: Path, tmp_path: Path) -> None:
+    from submission_support import model_run
+
+    run = model_run(tmp_path, data, tasks="itp,rpp", extra=("--epochs", "2"))
+    bundle = submit(run, tmp_path / "epochs.rescue.zip")
+    records = [json.loads(line) for line in read_bundle(bundle).text(PREDICTIONS).splitlines()]
+    assert {r.get("epoch") for r in records} == {0, 1}
+    result, verdict = _verify(bundle, data)
+    assert result.exit_code == 0, result.output
+    assert verdict["level"] == "checked"

@@ -25,7 +25,7 @@ __all__ = ["app", "main"]
 
 # Each module registers its commands on `app` when imported.
 _COMMAND_MODULES = ("_data_cmds", "_tasks_cmds", "_run_cmds", "_judge_cmds", "_report_cmds", "_review_cmds",
-                    "_build_cmds", "_splits_cmds", "_export_cmds", "_submit_cmds")
+                    "_build_cmds", "_splits_cmds", "_export_cmds", "_submit_cmds", "_leaderboard_cmds")
 for _name in _COMMAND_MODULES:
     importlib.import_module(f"rescue.cli.{_name}")
 

@@ -62,6 +62,9 @@ if TYPE_CHECKING:
     import rescue.exports.hf as exports_hf
     import rescue.files as files
     import rescue.proc as proc
+    import rescue.leaderboard.entries as leaderboard_entries
+    import rescue.leaderboard.rank as leaderboard_rank
+    import rescue.leaderboard.site as leaderboard_site
     import rescue.report.build as report_build
     import rescue.report.failures as report_failures
     import rescue.report.reference as report_reference
@@ -101,6 +104,9 @@ else:
     exports_hf = _Deferred("rescue.exports.hf")
     files = _Deferred("rescue.files")
     proc = _Deferred("rescue.proc")
+    leaderboard_entries = _Deferred("rescue.leaderboard.entries")
+    leaderboard_rank = _Deferred("rescue.leaderboard.rank")
+    leaderboard_site = _Deferred("rescue.leaderboard.site")
     report_build = _Deferred("rescue.report.build")
     report_failures = _Deferred("rescue.report.failures")
     report_reference = _Deferred("rescue.report.reference")
@@ -134,7 +140,7 @@ else:
 __all__ = [
     "builder_inputs", "data_encoding", "data_loading", "data_reading", "data_splits", "data_stats",
     "data_validation", "engine_config", "engine_dryrun", "engine_runner", "exports_chat",
-    "exports_hf", "files", "proc", "report_build", "report_failures", "report_reference", "report_runs",
+    "exports_hf", "files", "leaderboard_entries", "leaderboard_rank", "leaderboard_site", "proc", "report_build", "report_failures", "report_reference", "report_runs",
     "report_summary", "human_app", "human_benchmark", "human_export", "human_store", "review_crud",
     "review_db", "review_export", "review_models", "review_project", "review_server", "rich_progress",
     "rich_table", "runs_failures", "scoring_judge_agreement", "sqlalchemy", "submissions_bundle", "submissions_submit",

@@ -25,6 +25,7 @@ import io
 import json
 import os
 import re
+import tempfile
 import zipfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -38,7 +39,9 @@ from rescue.archives import ArchiveLimits, check_zip
 from rescue.atomic import write_atomic
 from rescue.data import readback
 from rescue.errors import ArchiveError, BundleError
+from rescue.runs.folder import read_predictions
 from rescue.runs.results import PREDICTIONS, RESULTS, RunResults
+from rescue.tasks.base import PredictionRecord
 
 BUNDLE_SCHEMA = 1
 MANIFEST = "manifest.json"
@@ -331,6 +334,14 @@ def bundle_results(bundle: Bundle) -> RunResults:
     return readback.validated(RunResults, parse_json(bundle.text(RESULTS), where), where, BundleError)
 
 
+def bundle_records(bundle: Bundle) -> list[PredictionRecord]:
+    """The bundle's own predictions, read with the run folder's reader (one record model, one set of checks)."""
+    with tempfile.TemporaryDirectory(prefix="rescue-bundle-") as tmp:
+        original = Path(tmp) / PREDICTIONS
+        original.write_bytes(bundle.members[PREDICTIONS])
+        return read_predictions(original)
+
+
 def json_lines(bundle: Bundle, name: str) -> Iterator[tuple[int, Any]]:
     """(line number, value) of a JSON-lines member, each line parsed with the bundle's limits."""
     if name not in bundle.members:
@@ -341,6 +352,6 @@ def json_lines(bundle: Bundle, name: str) -> Iterator[tuple[int, Any]]:
 
 
 __all__ = ["ANSWERS", "BUNDLE_SCHEMA", "Bundle", "Declarations", "FileEntry", "INTERVALS", "MANIFEST", "MEMBERS",
-           "Manifest", "RunState", "SystemFacts", "TaskFacts", "bundle_results", "canonical_json",
+           "Manifest", "RunState", "SystemFacts", "TaskFacts", "bundle_records", "bundle_results", "canonical_json",
            "environment_secrets", "find_secret", "json_lines", "manifest_bytes", "now_iso", "parse_json",
            "read_bundle", "sha256_bytes", "system_kind", "write_bundle", "zip_members"]

@@ -32,6 +32,7 @@ from rescue.atomic import write_all_atomic
 from rescue.data.loading import load_samples
 from rescue.data.models import Sample
 from rescue.display import markdown_text
+from rescue.files import sha256_file
 from rescue.engine.config import RunConfig
 from rescue.engine.runner import Runner
 from rescue.engine.types import TaskModel
@@ -40,13 +41,14 @@ from rescue.llm import ChatAnswer, Usage
 from rescue.llm import ResponseCache
 from rescue.runs.folder import CACHE
 from rescue.runs.results import PREDICTIONS, RESULTS, RunResults
-from rescue.submissions.bundle import (ANSWERS, INTERVALS, SHA256, Bundle, bundle_results, json_lines, parse_json,
+from rescue.submissions.bundle import (ANSWERS, INTERVALS, SHA256, Bundle, bundle_records, bundle_results, json_lines, parse_json,
                                        read_bundle, system_kind)
 from rescue.submissions.facts import run_intervals, taken_instances, task_facts
 from rescue.submissions.submit import run_data
 from rescue.tasks.base import Instance, PredictionRecord, RenderOptions, Task
 
 Level = Literal["refused", "failed", "checked", "re-judged", "reproduced"]
+LEVELS: tuple[Level, ...] = ("refused", "failed", "checked", "re-judged", "reproduced")  # lowest first
 USAGE_FIELDS = {f.name for f in fields(Usage)}
 SHOWN = 5  # differences named per check; the count says how many there were
 # An answer a model sent takes at least this long on average: a run whose answers came faster was not asked.
@@ -69,6 +71,7 @@ class Verdict:
 
     bundle: str
     level: Level
+    bundle_sha256: str = ""  # of the bundle file verified: a verdict belongs to exactly one file
     checks: list[Check] = field(default_factory=list)
     audits: list[Check] = field(default_factory=list)
     systems: list[str] = field(default_factory=list)
@@ -186,17 +189,17 @@ def _people(records: Sequence[PredictionRecord]) -> list[TaskModel]:
 
 
 def _compare_records(submitted: Sequence[PredictionRecord], derived: Sequence[PredictionRecord]) -> list[str]:
-    ours = {(r.model, r.task, r.instance_id): r for r in derived}
+    ours = {(r.model, r.task, r.instance_id, r.epoch): r for r in derived}  # an instance per epoch (--epochs)
     differences = []
     seen = set()
     for record in submitted:
-        key = (record.model, record.task, record.instance_id)
+        key = (record.model, record.task, record.instance_id, record.epoch)
         seen.add(key)
         mine = ours.get(key)
         if mine is None:
             differences.append(f"{record.model} {record.instance_id}: not re-derived (no such instance here)")
             continue
-        for name in ("prediction", "status", "scores", "gold"):
+        for name in ("prediction", "status", "scores", "gold", "seed"):
             if getattr(record, name) != getattr(mine, name):
                 differences.append(f"{record.model} {record.instance_id}: {name} {getattr(record, name)!r} submitted, "
                                    f"{getattr(mine, name)!r} re-derived")
@@ -407,6 +410,8 @@ def verify(path: str | Path, *, data: str | Path | None = None, others: Sequence
     from rescue._version import __version__
 
     verdict = Verdict(str(path), "refused", rescue_version=__version__)
+    if Path(path).is_file():
+        verdict.bundle_sha256 = sha256_file(path)
     try:
         bundle = read_bundle(path)
         results = bundle_results(bundle)
@@ -457,7 +462,7 @@ def _resample(verdict: Verdict, bundle: Bundle, config: RunConfig, data: str | N
     """The steps that ask models again; each passed raises the verdict's level."""
     from rescue.submissions.resample import bundle_seed, rejudge, reproduce
 
-    records = _bundle_records(bundle)
+    records = bundle_records(bundle)
     if steps.rejudge > 0:
         passed, found = rejudge(config, samples, records, steps.rejudge, bundle_seed(bundle.path),
                                 base_url=steps.judge_base_url, api_key_env=steps.judge_api_key_env)
@@ -475,14 +480,6 @@ def _resample(verdict: Verdict, bundle: Bundle, config: RunConfig, data: str | N
             verdict.level = "reproduced"
 
 
-def _bundle_records(bundle: Bundle) -> list[PredictionRecord]:
-    """The bundle's own predictions, read with the run folder's reader (one record model, one set of checks)."""
-    from rescue.runs.folder import read_predictions
-
-    with tempfile.TemporaryDirectory(prefix="rescue-verify-") as tmp:
-        original = Path(tmp) / PREDICTIONS
-        original.write_bytes(bundle.members[PREDICTIONS])
-        return read_predictions(original)
 
 
 def verdict_markdown(verdict: Verdict) -> str:
@@ -515,5 +512,13 @@ def read_verdict(path: str | Path) -> Verdict:
     value = parse_json(Path(path).read_text(encoding="utf-8"), str(path))
     if not isinstance(value, dict) or not isinstance(value.get("answer_digests"), dict):
         raise BundleError(f"{path}: not a verdict written by `rescue verify`")
-    return Verdict(str(value.get("bundle", path)), value.get("level", "refused"),
-                   answer_digests={str(k): str(v) for k, v in value["answer_digests"].items()})
+    level = value.get("level")
+    return Verdict(str(value.get("bundle", path)), level if level in LEVELS else "refused",
+                   bundle_sha256=str(value.get("bundle_sha256", "")),
+                   checks=[Check(str(c.get("name", "")), c.get("passed") if isinstance(c.get("passed"), bool) else None,
+                                 str(c.get("detail", ""))) for c in value.get("checks", []) if isinstance(c, dict)],
+                   audits=[Check(str(c.get("name", "")), c.get("passed") if isinstance(c.get("passed"), bool) else None,
+                                 str(c.get("detail", ""))) for c in value.get("audits", []) if isinstance(c, dict)],
+                   systems=[str(x) for x in value.get("systems", []) if isinstance(x, str)],
+                   answer_digests={str(k): str(v) for k, v in value["answer_digests"].items()},
+                   rescue_version=str(value.get("rescue_version", "")))
