@@ -61,8 +61,10 @@ def batch_model(server: Any, tmp_path: Path, name: str = "test/model", timeout: 
 
 def run_batches(model: ReliableModel, requests: list[ChatRequest], tmp_path: Path, warnings: list[str] | None = None,
                 **options: Any) -> BatchOutcome:
-    """The batch phase over ``requests``, its ledger in ``tmp_path``; warnings collected into ``warnings``."""
+    """The batch phase over ``requests``, its ledger in ``tmp_path``; warnings collected into ``warnings``. An
+    ambiguous upload or create is waited for 5 s unless ``settle`` says otherwise."""
     options.setdefault("poll_interval", 0.01)
+    options.setdefault("settle", 5.0)
     sink = warnings if warnings is not None else []
     return asyncio.run(run_in_batches(model, requests, BatchLedger(tmp_path / LEDGER), on_warning=sink.append,
                                       **options))

@@ -180,8 +180,8 @@ class BatchError(RescueError):
 
 
 class BatchUnsettled(BatchError):
-    """Whether a batch was created cannot be told (its endpoint's batches cannot be listed): the run stops
-    rather than create it twice; rerunning looks again."""
+    """A batch create whose answer was lost has not shown in the endpoint's list within the settle window
+    (``--batch-settle``): the run stops rather than create it twice; rerunning looks again."""
 
     exit_code = EXIT_INCOMPLETE
 

@@ -1,20 +1,24 @@
 """``--batch``: a run's requests through the providers' batch APIs first (predictions, then the judge's first
 request per grade), exactly as the online pass will ask them, so that pass finds their answers in the cache
-and asks online only what the batches could not answer."""
+and asks online only what the batches could not answer.
+
+The ledger (``batches.json``) lives beside the cache, in ``folder`` (``--cache-dir``, or the run directory): runs
+that share a cache share it, and its lock (rescue.llm._batch.held_ledger) holds one run's batch phase at a time."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rescue.data.text import visible_text
-from rescue.engine.parts import Asking, Judging
+from rescue.engine.parts import Asking, Batching, Judging
 from rescue.engine.failures import terminal_safe
 from rescue.engine.outcome import PairResult
 from rescue.engine.plan import batch_plan, send_chains
 from rescue.engine.progress import ProgressDisplay
-from rescue.llm._batch import LEDGER, BatchLedger
+from rescue.llm._batch import BatchLedger, held_ledger
 from rescue.llm import ReliableModel, ChatRequest
 from rescue.tasks.base import Instance, Task
 from rescue.tasks.render import RowCache
@@ -27,7 +31,7 @@ def _batchable(model: ReliableModel) -> bool:
 
 
 async def _send_batches(model: ReliableModel, requests: list[ChatRequest], purpose: str, label: str,
-                        poll: float, display: ProgressDisplay, ledger: BatchLedger) -> None:
+                        batching: Batching, display: ProgressDisplay, ledger: BatchLedger) -> None:
     from rescue.llm._batch import run_in_batches
 
     if not requests:
@@ -50,19 +54,28 @@ async def _send_batches(model: ReliableModel, requests: list[ChatRequest], purpo
             done[batch_id] = completed + failed
             done[batch_id + ":failed"] = failed
 
-    outcome = await run_in_batches(model, requests, ledger, purpose=purpose, poll_interval=poll,
-                                   on_progress=progress,
+    outcome = await run_in_batches(model, requests, ledger, purpose=purpose, poll_interval=batching.batch_poll,
+                                   settle=batching.batch_settle, on_progress=progress,
                                    on_warning=lambda text: display.warn(visible_text(text)))
     model.log.event("batch_done", model=model.name, purpose=purpose, submitted=outcome.submitted,
                     resumed=outcome.resumed, skipped=outcome.skipped, answered=outcome.answered,
                     left_to_online=outcome.failed, batches=outcome.batches)
 
 
-async def batch_predictions(asking: Asking, poll: float, reliable: dict[str, ReliableModel], tasks: dict[str, Task],
-                            instances: dict[str, list[Instance]], rows: RowCache, display: ProgressDisplay,
-                            out: Path) -> None:
+def _waiting(display: ProgressDisplay, models: list[ReliableModel]) -> Callable[[str], None]:
+    def say(message: str) -> None:
+        display.warn(terminal_safe(message))
+        for model in models[:1]:
+            model.log.event("batch_wait", message=message)
+
+    return say
+
+
+async def batch_predictions(asking: Asking, batching: Batching, reliable: dict[str, ReliableModel],
+                            tasks: dict[str, Task], instances: dict[str, list[Instance]], rows: RowCache,
+                            display: ProgressDisplay, folder: Path) -> None:
     """Every prediction request of the run, as run_pair will ask it (same messages, budget, tag), in batches;
-    ``poll``: seconds between two reads of a batch's status (``--batch-poll``)."""
+    ``folder``: the cache's, which holds the ledger."""
     options = asking.render(rows)
     requests: list[ChatRequest] = []
     for name, task in tasks.items():
@@ -72,13 +85,13 @@ async def batch_predictions(asking: Asking, poll: float, reliable: dict[str, Rel
                 requests.append(ChatRequest(messages=messages, max_tokens=int(task.max_tokens), tag=task.name,
                                             ids=tuple(i.instance_id for i in batch)))
     # One ledger for every model: each writes it whole, so each must see the others' batches.
-    ledger = BatchLedger(out / LEDGER)
-    await asyncio.gather(*(_send_batches(model, requests, "predict", "batch", poll, display, ledger)
-                           for model in reliable.values()))
+    async with held_ledger(folder, _waiting(display, list(reliable.values()))) as ledger:
+        await asyncio.gather(*(_send_batches(model, requests, "predict", "batch", batching, display, ledger)
+                               for model in reliable.values()))
 
 
-async def batch_judges(judging: Judging, poll: float, judges: list[ReliableModel], pairs: list[PairResult],
-                       instances: dict[str, list[Instance]], display: ProgressDisplay, out: Path) -> None:
+async def batch_judges(judging: Judging, batching: Batching, judges: list[ReliableModel], pairs: list[PairResult],
+                       instances: dict[str, list[Instance]], display: ProgressDisplay, folder: Path) -> None:
     """The judge's first request for every graded prediction (as rescue.scoring.judge asks it), in batches."""
     from rescue.scoring.judge import JUDGE_MAX_TOKENS, Turn, judge_prompt
 
@@ -91,6 +104,6 @@ async def batch_judges(judging: Judging, poll: float, judges: list[ReliableModel
                                       record.prediction, record.gold)
                 requests += [ChatRequest(messages=[{"role": "user", "content": prompt}], max_tokens=JUDGE_MAX_TOKENS,
                                          purpose="judge", repeat=k) for k in range(judging.judge_repeats)]
-    ledger = BatchLedger(out / LEDGER)
-    await asyncio.gather(*(_send_batches(judge, requests, "judge", "judge batch", poll, display, ledger)
-                           for judge in judges))
+    async with held_ledger(folder, _waiting(display, judges)) as ledger:
+        await asyncio.gather(*(_send_batches(judge, requests, "judge", "judge batch", batching, display, ledger)
+                               for judge in judges))

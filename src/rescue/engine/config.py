@@ -42,7 +42,7 @@ OPERATIONAL_FIELDS = frozenset({
     # answers for what ran out of budget, so a rerun with it continues the same run.
     "stream", "store_reasoning", "budget_retry",
     # A batch answer is the same answer, stored under the same key: a run may be continued with or without it.
-    "batch", "batch_poll",
+    "batch", "batch_poll", "batch_settle",
 })
 
 _FIELDS = {d.name: d for d in declared_options() if d.in_config}

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rescue.engine.batch_api import batch_judges, batch_predictions
-from rescue.engine.parts import Asking, Judging
+from rescue.engine.parts import Asking, Batching, Judging
 from rescue.engine.hooks import judge_pair
 from rescue.engine.outcome import PairResult
 from rescue.engine.plan import batch_plan, chain_share
@@ -67,18 +67,18 @@ class RunModels:
 @dataclass
 class Execution:
     """One run's asking: which pairs are asked, each pair's answers and grades, ``--batch`` first when asked
-    (its status read every ``batch_poll`` seconds). The pairs are the run's models (``run_models``, in the order
+    (``batching``: how it waits; its ledger beside the cache, in ``cache_folder``). The pairs are the run's models (``run_models``, in the order
     of ``--model``) by its tasks (``tasks``, in the order of ``--tasks``)."""
 
     asking: Asking
     judging: Judging
-    batch_poll: float
+    batching: Batching
     run_models: RunModels
     tasks: dict[str, Task]
     instances: dict[str, list[Instance]]
     display: ProgressDisplay
     log: RunLog
-    out: Path
+    cache_folder: Path
     batched: bool
     # Samples do not change during a run, so every task and model renders from one row cache.
     rows: RowCache = field(default_factory=RowCache)
@@ -146,16 +146,16 @@ class Execution:
         self._share(todo)
         if self.batched:
             self.on_phase("batch")
-            await batch_predictions(self.asking, self.batch_poll, self.run_models.reliable, self.tasks, self.instances, self.rows,
-                                    self.display, self.out)
+            await batch_predictions(self.asking, self.batching, self.run_models.reliable, self.tasks, self.instances,
+                                    self.rows, self.display, self.cache_folder)
         self.on_phase("asking")
         pairs = list(await asyncio.gather(*(self.one(s, n) for s, n in todo)))
         if self.batched:  # the judge's requests need every prediction: one batch for them, then the grades
             graded = [p for p in pairs if self.tasks[p.task].declaration.judge is not None]
             if not self.stopping():
                 self.on_phase("batch")
-                await batch_judges(self.judging, self.batch_poll, self.run_models.judges, graded, self.instances, self.display,
-                                   self.out)
+                await batch_judges(self.judging, self.batching, self.run_models.judges, graded, self.instances,
+                                   self.display, self.cache_folder)
                 self.on_phase("asking")
             await asyncio.gather(*(self.judge(p) for p in graded))
             for pair in graded:

@@ -18,7 +18,7 @@ from rescue.engine.run_options import SampleChoice
 from rescue.tasks.base import RenderOptions
 from rescue.tasks.render import RowCache
 
-__all__ = ["Asking", "BertScoring", "Judging", "Resuming", "Roster", "Selection", "part"]
+__all__ = ["Asking", "Batching", "BertScoring", "Judging", "Resuming", "Roster", "Selection", "part"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,15 @@ class Judging:
     judge_repeats: int
     concurrency: int
     retry_errors: bool
+
+
+@dataclass(frozen=True)
+class Batching:
+    """How ``--batch`` waits: a batch's status read every ``--batch-poll`` seconds; an upload or create whose answer
+    was lost waited for in the endpoint's list for ``--batch-settle`` seconds."""
+
+    batch_poll: float
+    batch_settle: float
 
 
 @dataclass(frozen=True)

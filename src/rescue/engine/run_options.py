@@ -22,7 +22,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 
-from rescue.llm import DEFAULT_MAX_ANSWER_BYTES, DEFAULT_RETRY_AFTER_CAP
+from rescue.llm import DEFAULT_BATCH_SETTLE, DEFAULT_MAX_ANSWER_BYTES, DEFAULT_RETRY_AFTER_CAP
 from rescue.video import VideoOptions
 from rescue.data.choices import (
     SPLITS_FILE, ImageDetail, JudgeScale, MediaMatch, Mode, ParsePolicy, RppGold, Thinking, VideoInput,
@@ -265,6 +265,11 @@ class RunOptions:
     batch_poll: Annotated[float, _opt(
         "--batch-poll", P_RUN, "Seconds between two reads of a batch's status.",
         check=(_above(0), "a positive number of seconds"))] = 30.0
+    batch_settle: Annotated[float, _opt(  # src/rescue/llm/_batch.py SETTLE_WINDOW
+        "--batch-settle", P_RUN, "Seconds an upload or create whose answer was lost is looked for in the endpoint's "
+        "list, counted from when it was sent (a rerun waits out the same window); then a create not seen stops the "
+        "run (exit 3), an upload is sent again.",
+        check=(_at_least(0), "0 or more seconds"))] = DEFAULT_BATCH_SETTLE
     retry_after_cap: Annotated[float, _opt(  # the model layer's own default, declared there
         "--retry-after-cap", P_RUN, "The longest Retry-After wait obeyed, in seconds; a request told to wait longer "
         "twice fails.", check=(_at_least(0), "0 or more seconds"))] = DEFAULT_RETRY_AFTER_CAP

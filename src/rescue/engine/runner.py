@@ -34,7 +34,7 @@ from rescue.engine.execute import Execution, RunModels
 from rescue.engine.failures import credential_error_for_judge, endpoint_alarm, stop_reason, terminal_safe
 from rescue.engine.hooks import WORKER_PREFIX, bertscore_pairs
 from rescue.engine.outcome import PairResult, RunOutcome
-from rescue.engine.parts import Asking, BertScoring, Judging, Resuming, Roster, Selection
+from rescue.engine.parts import Asking, Batching, BertScoring, Judging, Resuming, Roster, Selection
 from rescue.engine.plan import (
     batch_plan,
     build_options,
@@ -330,7 +330,8 @@ class Runner:
                 if self.used is not None:  # which models' requests carry the seed
                     self.used["seeds"] = {spec: config.seed if seeded else None
                                           for spec, seeded in run_models.seeded.items()}
-                execution = Execution(asking, config.part(Judging), config.batch_poll, run_models, tasks, instances, display, log, self.out,
+                execution = Execution(asking, config.part(Judging), config.part(Batching), run_models, tasks, instances,
+                                      display, log, self._cache_folder(),
                                       batched=config.batch and self.write and not self.offline,
                                       on_phase=self._phase, stopping=lambda: budget.stopped is not None)
                 pairs = await execution.ask_all()

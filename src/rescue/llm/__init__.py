@@ -26,7 +26,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from rescue.llm._limits import DEFAULT_MAX_ANSWER_BYTES, DEFAULT_RETRY_AFTER_CAP
+from rescue.llm._limits import DEFAULT_BATCH_SETTLE, DEFAULT_MAX_ANSWER_BYTES, DEFAULT_RETRY_AFTER_CAP
 
 if TYPE_CHECKING:
     from rescue.llm._cache import ResponseCache, request_key
@@ -73,6 +73,7 @@ _LAZY = {
 _RENAMED = {"Session": "ModelSession"}
 
 __all__ = [
+    "DEFAULT_BATCH_SETTLE",
     "DEFAULT_MAX_ANSWER_BYTES",
     "DEFAULT_RETRY_AFTER_CAP",
     "PRESETS",

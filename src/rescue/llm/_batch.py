@@ -11,35 +11,44 @@ online path looks: the run then reads it as a cached answer. Requests already an
 in the cache are not sent. What a batch could not answer is left out of the cache and falls back to the
 online path.
 
-A batch is paid for, so none is made twice. ``batches.json`` in the run directory names the run (a random id,
-written before anything is sent) and records each chunk of requests as it is uploaded and again when its batch
-is created. Upload and create are not idempotent and never simply sent again: each batch carries metadata
-naming the run and its chunk, and before every create, the endpoint's batches are listed (page by page, newest
-first) and a batch of ours is adopted; after an ambiguous upload the endpoint's files are listed the same way.
-When the batches cannot be listed after an ambiguous create, the run stops (a rerun looks again).
+A batch is paid for, so none is made twice. ``batches.json`` beside the cache (the run directory, or the
+``--cache-dir`` several runs share) names its ledger (a random id, written before anything is sent) and records
+each chunk of requests before its file is uploaded, before its batch is created, and when either answered. Upload
+and create are not idempotent and never simply sent again: each batch carries metadata naming the ledger and its
+chunk. An upload or create whose answer leaves it unknown whether it happened (a 5xx, a dropped connection, a
+timeout, an answer that is not a file or batch, a kill while it was sent) is recorded in the ledger as
+*unsettled*, with the time it began; from then on nothing is uploaded or created for that chunk until the
+endpoint's list (batches, or files) shows ours, which is adopted. The list is read again with backoff for at most
+``settle`` seconds from the time recorded (:data:`SETTLE_WINDOW` by default; a rerun waits out the rest of the
+same window), and when the window is over without it, the run stops (:class:`BatchUnsettled`, exit 3) saying what
+it waits for. Runs that share a ledger take :class:`LedgerLock` for their batch phase: a second run waits for the
+first (and says so), then reads what it answered from the shared cache and adopts what it left.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from secrets import token_hex
-from typing import Any
+from typing import Annotated, Any, Literal, TypeVar, overload
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from rescue.atomic import write_atomic
 from rescue.data.readback import read_json_file
 from rescue.errors import BatchError as BatchError
 from rescue.errors import BatchUnsettled, TransientError
-from rescue.llm._batch_http import BatchEndpoint, BatchObject, FileObject, Page, parse
+from rescue.files import DirectoryLock, LockedError
+from rescue.llm._batch_http import BatchEndpoint, BatchObject, FileObject, Page, is_id, parse, shown_id
 from rescue.llm._batch_output import OutputReader
 from rescue.llm._client import OpenAIModel
+from rescue.llm._limits import DEFAULT_BATCH_SETTLE
 from rescue.llm._reliable import ReliableModel
 from rescue.llm._types import ChatRequest
 
@@ -48,9 +57,23 @@ TERMINAL = ("completed", "expired", "failed", "cancelled")
 # OpenAI's limits for one batch: 50,000 requests and a 200 MB input file (kept under it).
 MAX_LINES = 50_000
 MAX_BYTES = 190 * 1024 * 1024
-ATTEMPTS = 4  # uploads, creates, status reads and file reads tried per batch, each after a look at what exists
+ATTEMPTS = 4  # tries of a status read, a list page or a file read
 MAX_PAGES = 500  # pages of a list read before giving up (a list that never ends)
-CLOCK_SLACK = 86_400.0  # batches created this long before the run started are not looked at (clock skew)
+CLOCK_SLACK = 86_400.0  # items made this long before the call looked for are not looked at (clock skew)
+# Seconds an unsettled upload or create is waited for, counted from when it began (ledger: unsettled_since): the
+# endpoint's list is read again after 1, 2, 4 ... seconds, at most --batch-poll apart (--batch-settle sets it).
+SETTLE_WINDOW = DEFAULT_BATCH_SETTLE
+SETTLE_FIRST_PAUSE = 1.0
+DONE = {"upload": "uploaded", "create": "created"}
+
+
+def _ledger_id(value: str) -> str:
+    if value and not is_id(value):
+        raise ValueError(f"not a batch or file id ({shown_id(value)})")
+    return value
+
+
+LedgerId = Annotated[str, AfterValidator(_ledger_id)]  # "" (not made yet) or an id (rescue.llm._batch_http)
 
 
 class BatchEntry(BaseModel):
@@ -60,14 +83,20 @@ class BatchEntry(BaseModel):
     model_config = ConfigDict(strict=True)
     model: str
     purpose: str
-    batch_id: str
-    input_file_id: str
+    batch_id: LedgerId
+    input_file_id: LedgerId
     keys: list[str]
     chunk: str = ""  # the sha256 of its keys: the batch's metadata names it
     status: str = "submitted"
     collected: bool = False
     answered: int = Field(default=0, ge=0)
     failed: int = Field(default=0, ge=0)
+    # An upload or create that may have happened unseen: which, since when (seconds since the epoch), and why.
+    unsettled: Literal["", "upload", "create"] = ""
+    unsettled_since: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    unsettled_why: str = Field(default="", max_length=2000)
+    upload_name: str = Field(default="", max_length=256)  # the file name an unsettled upload is looked for by
+    upload_bytes: int = Field(default=0, ge=0)
 
 
 class _LedgerFile(BaseModel):
@@ -135,8 +164,41 @@ class BatchLedger:
         return [e for e in self.entries if e.model == model and e.purpose == purpose]
 
 
+_T = TypeVar("_T")
 Progress = Callable[[str, int, int, int], None]  # batch id, completed, failed, total
 Warn = Callable[[str], None]
+
+
+class LedgerLock(DirectoryLock):
+    """``FOLDER/.batches.lock``: held by the one process whose batch phase reads and writes ``FOLDER/batches.json``
+    (the cache's folder: runs with the same ``--cache-dir`` share it), released when it ends or dies."""
+
+    NAME = ".batches.lock"
+
+
+@contextlib.asynccontextmanager
+async def held_ledger(folder: Path, say: Warn) -> AsyncIterator[BatchLedger]:
+    """``folder``'s ledger, read once its lock is held: while another process holds it (its batch phase over the
+    same cache), wait for it, having said so once through ``say``. Waiting can be interrupted."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = LedgerLock(folder)
+    pause, said = 0.05, False
+    while True:
+        try:
+            lock.acquire()
+            break
+        except LockedError as exc:
+            if not said:
+                said = True
+                who = f"process {exc.pid}" if exc.pid is not None else "another process"
+                say(f"--batch: {who} is sending the batches of the cache in {folder} ({LEDGER}); waiting for it "
+                    "to finish: what it answered is then read from the shared cache, and a batch it left is adopted")
+            await asyncio.sleep(pause)
+            pause = min(2.0, pause * 2)
+    try:
+        yield BatchLedger(folder / LEDGER)
+    finally:
+        lock.release()
 
 
 def _wanted(model: ReliableModel, requests: Sequence[ChatRequest], outcome: BatchOutcome) -> dict[str, ChatRequest]:
@@ -158,21 +220,43 @@ def _wanted(model: ReliableModel, requests: Sequence[ChatRequest], outcome: Batc
 async def run_in_batches(model: ReliableModel, requests: Sequence[ChatRequest], ledger: BatchLedger, *,
                          purpose: str = "predict", poll_interval: float = 30.0, on_progress: Progress | None = None,
                          on_warning: Warn | None = None, max_lines: int = MAX_LINES,
-                         max_bytes: int = MAX_BYTES) -> BatchOutcome:
-    """Answer ``requests`` of ``model`` through its endpoint's batch API, into the model's cache."""
+                         max_bytes: int = MAX_BYTES, settle: float = SETTLE_WINDOW) -> BatchOutcome:
+    """Answer ``requests`` of ``model`` through its endpoint's batch API, into the model's cache; ``settle``:
+    seconds an ambiguous upload or create is waited for (:data:`SETTLE_WINDOW`)."""
     inner = model.inner
     if not isinstance(inner, OpenAIModel) or model.cache is None:
         raise BatchError(f"{model.name}: --batch needs an OpenAI-compatible endpoint and a cache")
     outcome = BatchOutcome()
     by_key = _wanted(model, requests, outcome)
+    # Requests a run sharing the cache is asking online now are left to it (the online pass reads or waits for
+    # their answers); the rest are claimed until this phase ends, so that such a run waits for them in turn.
+    held = model.cache.claim_many(list(by_key))
+    for key in held:
+        del by_key[key]
+    try:
+        return await _run_in_batches(model, inner, ledger, by_key, outcome, purpose=purpose,
+                                     poll_interval=poll_interval, on_progress=on_progress, on_warning=on_warning,
+                                     max_lines=max_lines, max_bytes=max_bytes, settle=settle)
+    finally:
+        model.cache.release(list(by_key))
+
+
+async def _run_in_batches(model: ReliableModel, inner: OpenAIModel, ledger: BatchLedger, by_key: dict[str, ChatRequest], outcome: BatchOutcome, *, purpose: str,
+                          poll_interval: float, on_progress: Progress | None, on_warning: Warn | None, max_lines: int,
+                          max_bytes: int, settle: float) -> BatchOutcome:
     earlier = ledger.of(model.name, purpose)
     covered = {k for entry in earlier for k in entry.keys}
     if by_key and ledger.unsaved_run:
         ledger.save()  # the run's id, before anything is sent: a rerun after a crash knows what is its own
     flow = _Flow(BatchEndpoint(inner), model, inner, ledger, by_key, poll_interval,
-                 on_warning or (lambda text: None), on_progress, outcome)
+                 on_warning or (lambda text: None), on_progress, outcome, settle)
     try:
         pending = [e for e in earlier if not e.collected]
+        for entry in pending:
+            if entry.input_file_id and not entry.batch_id and not entry.unsettled:
+                # A ledger of an earlier version: its create may have been sent before the run stopped.
+                entry.unsettled, entry.unsettled_since = "create", time.time()
+                entry.unsettled_why = "an earlier run stopped before its create was answered"
         outcome.resumed = sum(len(e.keys) for e in pending if e.input_file_id)
         lines = {}
         for chunk in _chunks(inner, [k for k in by_key if k not in covered], by_key, max_lines, max_bytes):
@@ -182,6 +266,9 @@ async def run_in_batches(model: ReliableModel, requests: Sequence[ChatRequest], 
             lines[entry.chunk] = b"".join(line for _, line in chunk)
             pending.append(entry)
         for entry in [e for e in pending if not e.batch_id]:
+            if entry.unsettled == "upload" and entry.chunk not in lines:  # an earlier run's: made again if needed
+                lines[entry.chunk] = b"".join(line for chunk in _chunks(
+                    inner, [k for k in entry.keys if k in by_key], by_key, len(entry.keys), 2**62) for _, line in chunk)
             await flow.submit(entry, lines.get(entry.chunk))
         followed = [e for e in pending if e.batch_id and not e.collected]
         outcome.batches = [e.batch_id for e in followed]
@@ -227,6 +314,7 @@ class _Flow:
     warn: Warn
     on_progress: Progress | None
     outcome: BatchOutcome
+    settle: float = SETTLE_WINDOW
 
     async def _pause(self, attempt: int) -> None:
         await asyncio.sleep(min(30.0, max(self.poll_interval, 0.01) * 2**attempt))
@@ -251,8 +339,9 @@ class _Flow:
 
     # --- listing what exists ---------------------------------------------------------------------------------
 
-    async def _listed(self, route: str) -> list[Any]:
-        """The items of ``batches`` or ``files`` made since the run started, newest first."""
+    async def _listed(self, route: str, since: float) -> list[Any]:
+        """The items of ``batches`` or ``files`` made since ``since`` (seconds since the epoch, less a day of
+        clock skew), newest first."""
         items: list[Any] = []
         after: str | None = None
         for _ in range(MAX_PAGES):
@@ -262,8 +351,8 @@ class _Flow:
                 return items
             last = page.data[-1] if isinstance(page.data[-1], dict) else {}
             created = last.get("created_at")
-            if isinstance(created, int | float) and created < self.ledger.started - CLOCK_SLACK:
-                return items  # older than the run: none of ours further on
+            if isinstance(created, int | float) and created < since - CLOCK_SLACK:
+                return items  # older than the call looked for: none of ours further on
             cursor = page.last_id or last.get("id")
             if not isinstance(cursor, str) or cursor == after:
                 raise _CannotTell(f"the list of {route} pages on without end")
@@ -282,7 +371,7 @@ class _Flow:
 
     async def _ours(self, entry: BatchEntry) -> BatchObject | None:
         """Our batch of ``entry`` at the endpoint: by the metadata naming run and chunk, or by its input file."""
-        for item in await self._listed("batches"):
+        for item in await self._listed("batches", entry.unsettled_since or self.ledger.started):
             try:
                 batch = parse(BatchObject, item, "a listed batch")
             except TransientError:
@@ -293,104 +382,160 @@ class _Flow:
                 return batch
         return None
 
-    async def _our_file(self, name: str, size: int) -> str | None:
-        for item in await self._listed("files"):
+    async def _our_file(self, entry: BatchEntry) -> str | None:
+        """Our uploaded file of ``entry`` at the endpoint: by its name and size."""
+        for item in await self._listed("files", entry.unsettled_since or self.ledger.started):
             try:
                 found = parse(FileObject, item, "a listed file")
             except TransientError:
                 continue
-            if found.filename == name and found.bytes in (None, size):
+            if found.filename == entry.upload_name and found.bytes in (None, entry.upload_bytes):
                 return found.id
         return None
 
     # --- upload and create, each at most once ---------------------------------------------------------------
 
+    def _unsettle(self, entry: BatchEntry, step: Literal["upload", "create"], why: str) -> None:
+        """Record, before it is sent and again after an ambiguous answer, that ``step`` of ``entry`` may have
+        happened unseen; the time it began is kept (a rerun waits out the same window)."""
+        if entry.unsettled != step:
+            entry.unsettled, entry.unsettled_since = step, time.time()
+        entry.unsettled_why = why[:2000]
+        self._record(entry)
+
+    @staticmethod
+    def _settled(entry: BatchEntry) -> None:
+        entry.unsettled, entry.unsettled_since, entry.unsettled_why = "", 0.0, ""
+
     async def submit(self, entry: BatchEntry, content: bytes | None) -> None:
-        """Upload ``entry``'s requests (unless uploaded before) and create its batch, adopting ours if either
-        already exists; chunks nothing was created for go online."""
+        """Upload ``entry``'s requests (unless uploaded before) and create its batch; after an ambiguous upload or
+        create, adopt ours once the endpoint lists it (or stop, :meth:`_settle`). Chunks the endpoint refused go
+        online."""
         fresh = not entry.input_file_id
+        if fresh and content == b"":  # an earlier run's chunk whose requests are all answered by now
+            entry.status, entry.collected = "answered_elsewhere", True
+            return self._record(entry)
         if fresh:
-            assert content is not None
             file_id = await self._upload(entry, content)
             if file_id is None:
                 return
             entry.input_file_id, entry.status = file_id, "uploaded"
-            self._record(entry)  # before the create: a rerun looks for a batch of this file first
-        await self._create(entry, unsent=fresh)
+            self._settled(entry)
+        await self._create(entry, new=fresh)
 
-    async def _upload(self, entry: BatchEntry, content: bytes) -> str | None:
-        name = f"rescue-{self.ledger.run[:16]}-{entry.chunk[:16]}.jsonl"
-        why = ""
-        for attempt in range(ATTEMPTS):
-            if attempt or self.ledger.existed:
-                try:
-                    found = await self._our_file(name, len(content))
-                except (_CannotTell, BatchError) as exc:
-                    if attempt:  # after an upload that may have arrived: never upload again unseen
-                        self._left_online(entry, "upload_unconfirmed", f"{why}; the files cannot be listed: {exc}")
-                        return None
-                    found = None
+    async def _upload(self, entry: BatchEntry, content: bytes | None) -> str | None:
+        """The id of ``entry``'s uploaded file: uploaded now, or adopted once the files list shows an upload
+        whose answer was lost. One the list has not shown by the end of the window is uploaded again: a file
+        costs nothing until a batch is created over it, and rescue creates one only over a file whose id it
+        holds, so a lost upload is never billed."""
+        while True:
+            if entry.unsettled == "upload":  # an upload of an earlier try or run may have arrived: look first
+                found = await self._settle(entry, self._our_file, stop=False)
                 if found is not None:
                     self._event(entry, "file_adopted", file_id=found)
                     return found
+                self.warn(f"{self.model.name}: {entry.upload_name} was not listed in the {self.settle:g} s window; "
+                          "uploaded again (a copy that arrived unseen is never used)")
+                self._settled(entry)
+            if entry.unsettled == "create" or content is None:  # a ledger edited by hand: never guess
+                raise BatchError(f"{self.ledger.path}: chunk {entry.chunk[:16]} names no input file but a "
+                                 f"{entry.unsettled or 'missing'} step; remove that entry to submit its requests again")
+            entry.upload_name = f"rescue-{self.ledger.run[:16]}-{entry.chunk[:16]}.jsonl"
+            entry.upload_bytes = len(content)
+            self._unsettle(entry, "upload", "sent, no answer yet")
             try:
-                file_id = await self.api.upload(content, name)
+                file_id = await self.api.upload(content, entry.upload_name)
             except TransientError as exc:
-                why = f"upload: {exc}"
+                self._unsettle(entry, "upload", f"upload: {exc}")
                 self._event(entry, "upload_ambiguous", reason=str(exc))
-                await self._pause(attempt)
                 continue
             except BatchError as exc:
+                self._settled(entry)
                 self._left_online(entry, "upload_refused", str(exc))
                 return None
             self._event(entry, "uploaded", file_id=file_id)
             return file_id
-        self._left_online(entry, "upload_failed", why)
-        return None
 
-    async def _look(self, entry: BatchEntry, unsent: bool, why: str) -> BatchObject | None:
-        """Our batch of ``entry`` if the endpoint has one. When its batches cannot be listed: None if ``unsent``
-        (its file was uploaded by this process and no create was sent, so no batch of it can exist), else
-        the run stops rather than risk a second batch."""
+    async def _create(self, entry: BatchEntry, new: bool) -> None:
+        """Create ``entry``'s batch once; after an ambiguous create (in this run or an earlier one), adopt ours
+        when the batches list shows it. ``new``: uploaded by this call (its batch counts as submitted)."""
+        if entry.unsettled == "create":
+            found = await self._settle(entry, self._ours)
+            self._event(entry, "batch_adopted", batch_id=found.id)
+            return self._created(entry, found, new=new)
+        self._unsettle(entry, "create", "sent, no answer yet")  # with the file id: one write before the create
         try:
-            return await self._ours(entry)
-        except (_CannotTell, BatchError) as exc:
-            if unsent:
-                return None
-            raise BatchUnsettled(
-                f"{self.model.name}: cannot tell whether the batch of {len(entry.keys)} requests (file "
-                f"{entry.input_file_id}) was created ({why or 'an earlier run stopped before it knew'}; {exc}); "
-                "nothing was created twice: rerun to look again (without --batch, a batch that was made still runs "
-                "and bills)") from None
+            batch = await self.api.create(entry.input_file_id, {
+                "rescue_run": self.ledger.run, "rescue_chunk": entry.chunk, "rescue_model": self.model.name[:512],
+                "rescue_purpose": entry.purpose[:512]})
+        except TransientError as exc:
+            self._unsettle(entry, "create", f"create: {exc}")
+            self._event(entry, "create_ambiguous", reason=str(exc))
+            found = await self._settle(entry, self._ours)
+            self._event(entry, "batch_adopted", batch_id=found.id)
+            return self._created(entry, found, new=new)
+        except BatchError as exc:
+            self._settled(entry)
+            return self._left_online(entry, "create_refused", str(exc))
+        return self._created(entry, batch, new=new)
 
-    async def _create(self, entry: BatchEntry, unsent: bool) -> None:
-        """Create ``entry``'s batch, after a look at the endpoint's batches before every try."""
-        why = ""
-        unsent_at_start = unsent  # uploaded by this call: its batch counts as submitted, not resumed
-        for attempt in range(ATTEMPTS + 1):
-            found = await self._look(entry, unsent, why)
-            if found is not None:
-                self._event(entry, "batch_adopted", batch_id=found.id)
-                return self._created(entry, found, new=unsent_at_start)
-            if attempt == ATTEMPTS:  # listed after the last try: none of ours exists
-                break
+    def _what(self, entry: BatchEntry) -> str:
+        if entry.unsettled == "upload":
+            return (f"the file {entry.upload_name} ({entry.upload_bytes} bytes, {len(entry.keys)} requests) in "
+                    "the endpoint's files (GET /files)")
+        return (f"the batch of {len(entry.keys)} requests over file {entry.input_file_id} (metadata rescue_chunk "
+                f"{entry.chunk[:16]}...) in the endpoint's batches (GET /batches)")
+
+    @overload
+    async def _settle(self, entry: BatchEntry, look: Callable[[BatchEntry], Awaitable[_T | None]]) -> _T: ...
+
+    @overload
+    async def _settle(self, entry: BatchEntry, look: Callable[[BatchEntry], Awaitable[_T | None]],
+                      stop: bool) -> _T | None: ...
+
+    async def _settle(self, entry: BatchEntry, look: Callable[[BatchEntry], Awaitable[_T | None]],
+                      stop: bool = True) -> _T | None:
+        """What ``look`` finds of ours once the endpoint's list shows it, read again with backoff until the
+        settle window (counted from ``entry.unsettled_since``) is over; then :class:`BatchUnsettled`, or None
+        when not ``stop``."""
+        since = min(entry.unsettled_since, time.time())
+        deadline = since + self.settle
+        step, looks, said, failure = entry.unsettled, 0, False, ""
+        while True:
             try:
-                batch = await self.api.create(entry.input_file_id, {
-                    "rescue_run": self.ledger.run, "rescue_chunk": entry.chunk, "rescue_model": self.model.name[:512],
-                    "rescue_purpose": entry.purpose[:512]})
-            except TransientError as exc:
-                why = f"create: {exc}"
-                self._event(entry, "create_ambiguous", reason=str(exc))
-                unsent = False
-                await self._pause(attempt)
-                continue
-            except BatchError as exc:
-                return self._left_online(entry, "create_refused", str(exc))
-            return self._created(entry, batch, new=unsent_at_start)
-        return self._left_online(entry, "create_failed", why)
+                found = await look(entry)
+            except (_CannotTell, BatchError) as exc:
+                found, failure = None, str(exc)
+            looks += 1
+            if found is not None:
+                self._settled(entry)
+                return found
+            left = deadline - time.time()
+            if left <= 0:
+                break
+            if not said:
+                said = True
+                self._event(entry, "settle_wait", unsettled=step, since=round(since, 3), window_s=self.settle)
+                self.warn(f"{self.model.name}: the {step} of {len(entry.keys)} requests may have happened unseen "
+                          f"({entry.unsettled_why}); nothing else is {DONE[step]} for them until the endpoint lists "
+                          f"it: waiting up to {left:.0f} s more for {self._what(entry)}")
+            await asyncio.sleep(min(left, self.poll_interval, SETTLE_FIRST_PAUSE * 2 ** min(looks - 1, 16)))
+        self._event(entry, "unsettled", unsettled=step, since=round(since, 3), looks=looks, reason=failure)
+        if not stop:
+            return None
+        began = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(since))
+        last = f"; the last list failed: {failure}" if failure else ""
+        raise BatchUnsettled(
+            f"{self.model.name}: waiting for {self._what(entry)}: the {step} sent at {began} "
+            f"({entry.unsettled_why}) may have happened, and the list has not shown it in the {self.settle:g} s "
+            f"window since ({looks} looks in this run{last}). Nothing was {DONE[step]} twice. Rerun to look again; "
+            f"if the provider's console shows none, remove the entry of chunk {entry.chunk[:16]} from "
+            f"{self.ledger.path} to create it (without --batch these requests go online, and a batch that was made "
+            "still runs and bills)")
 
     def _created(self, entry: BatchEntry, batch: BatchObject, new: bool) -> None:
         entry.batch_id, entry.status = batch.id, batch.status
+        self._settled(entry)
         self._record(entry)  # before waiting: a killed run finds it and polls it
         if new:
             self.outcome.submitted += len(entry.keys)
@@ -469,4 +614,5 @@ class _Flow:
                   "unanswered requests go online (the batch may still run at the endpoint; a rerun polls it again)")
 
 
-__all__ = ["LEDGER", "BatchEndpoint", "BatchEntry", "BatchError", "BatchLedger", "BatchOutcome", "run_in_batches"]
+__all__ = ["LEDGER", "SETTLE_WINDOW", "BatchEndpoint", "BatchEntry", "BatchError", "BatchLedger", "BatchOutcome",
+           "LedgerLock", "held_ledger", "run_in_batches"]

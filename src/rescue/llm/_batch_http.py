@@ -10,10 +10,11 @@ than any count holds are read as absent (Python refuses ``int()`` past 4,300 dig
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, WrapValidator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, WrapValidator
 
 from rescue.errors import BatchError, TransientError
 from rescue.llm import _secrets as secrets
@@ -22,6 +23,40 @@ from rescue.llm._providers import tls_context
 
 NUMBER_DIGITS = 30  # no count, size or time has more digits
 PAGE = 100  # batches or files asked per page of a list
+# A batch or file id: letters, digits and ``_-.:``, starting with a letter or digit, in at most four segments
+# joined by ``/`` (resource names such as ``batches/abc``), 256 characters in all. No segment can be ``.``, ``..``
+# or hold ``%``, a space or a control character, so no id reaches another route than the one asked.
+ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*(?:/[A-Za-z0-9][A-Za-z0-9_.:-]*){0,3}")
+MAX_ID = 256
+
+
+def is_id(value: object) -> bool:
+    """Whether ``value`` is a batch or file id rescue puts in a URL (:data:`ID_PATTERN`)."""
+    return isinstance(value, str) and len(value) <= MAX_ID and ID_PATTERN.fullmatch(value) is not None
+
+
+def shown_id(value: object) -> str:
+    """``value`` as a message may show it: its ``repr``, cut to 80 characters."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _checked_id(value: str) -> str:
+    if not is_id(value):
+        raise ValueError(f"not a batch or file id ({shown_id(value)})")
+    return value
+
+
+Id = Annotated[str, AfterValidator(_checked_id)]
+
+
+def id_path(route: str, identifier: str, *rest: str) -> str:
+    """``route/ID[/rest]`` with ``identifier`` checked (:func:`is_id`) and each of its segments escaped."""
+    from urllib.parse import quote
+
+    if not is_id(identifier):
+        raise BatchError(f"{shown_id(identifier)} is not a batch or file id; not sent")
+    return "/".join([route, *(quote(part, safe="") for part in identifier.split("/")), *rest])
 
 
 def _bounded_int(text: str) -> int | None:
@@ -64,11 +99,11 @@ class BatchObject(BaseModel):
     """The fields of a batch object rescue acts on; the rest of it is ignored."""
 
     model_config = ConfigDict(strict=True)
-    id: str = Field(min_length=1)
+    id: Id
     status: str = Field(min_length=1)
-    input_file_id: Annotated[str | None, WrapValidator(_or_none)] = None
-    output_file_id: str | None = None
-    error_file_id: str | None = None
+    input_file_id: Annotated[Id | None, WrapValidator(_or_none)] = None
+    output_file_id: Id | None = None
+    error_file_id: Id | None = None
     created_at: Annotated[int | float | None, WrapValidator(_or_none)] = None
     metadata: Annotated[dict[str, str] | None, WrapValidator(_or_none)] = None
     request_counts: Annotated[Counts | None, WrapValidator(_or_none)] = None
@@ -78,7 +113,7 @@ class FileObject(BaseModel):
     """An uploaded file as the files list shows it."""
 
     model_config = ConfigDict(strict=True)
-    id: str = Field(min_length=1)
+    id: Id
     filename: Annotated[str | None, WrapValidator(_or_none)] = None
     bytes: Annotated[int | None, WrapValidator(_or_none)] = None
     created_at: Annotated[int | float | None, WrapValidator(_or_none)] = None
@@ -160,7 +195,7 @@ class BatchEndpoint:
 
     async def status(self, batch_id: str) -> BatchObject:
         """The batch object as the endpoint reports it now."""
-        return parse(BatchObject, await self._json("GET", f"batches/{batch_id}"), f"batch {batch_id}")
+        return parse(BatchObject, await self._json("GET", id_path("batches", batch_id)), f"batch {batch_id}")
 
     async def page(self, route: str, after: str | None) -> Page:
         """One page (newest first) of ``batches`` or ``files`` (those of purpose ``batch``)."""
@@ -173,7 +208,7 @@ class BatchEndpoint:
         """The bytes of a file (a finished batch's output or errors) as they arrive."""
         import httpx
 
-        path = f"files/{file_id}/content"
+        path = id_path("files", file_id, "content")
         try:
             async with self.client.stream("GET", path) as response:
                 if response.status_code != 200:
@@ -184,4 +219,5 @@ class BatchEndpoint:
             raise TransientError("connection", secrets.clip(f"{type(exc).__name__}: {exc}", ERROR_CHARS)) from None
 
 
-__all__ = ["BatchEndpoint", "BatchObject", "Counts", "FileObject", "Page", "loads", "parse"]
+__all__ = ["ID_PATTERN", "BatchEndpoint", "BatchObject", "Counts", "FileObject", "Id", "Page", "id_path", "is_id",
+           "loads", "parse", "shown_id"]

@@ -5,18 +5,28 @@ enter the key as the SHA-256 of their bytes, so the same image at another path i
 is committed on its own as it arrives: with WAL and ``synchronous=NORMAL`` a commit survives a kill -9 of the
 process, so an interrupted run loses only the requests that were in flight.
 
+Runs that share a cache (``--cache-dir``) share its requests in flight: before a request is sent, the process
+claims its key (a row of ``claims``: its owner, pid and the pid's start time); a process that finds the key
+claimed by another one that is alive waits for that answer instead of sending the request again, and takes over
+a claim whose process is gone. A claim is one small write per request (it is released in the answer's own).
+
 Errors and empty answers are never served as answers. Failures (``request_error``, ``refused``) are kept in a separate table so
 that a plain rerun does not ask them again (``--retry-errors`` does); a later success removes them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
+import socket
 import sqlite3
 import time
-from pathlib import Path
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from secrets import token_hex
 from typing import Any, NamedTuple
 
 from pydantic import TypeAdapter
@@ -47,6 +57,14 @@ CREATE TABLE IF NOT EXISTS failures (
     error TEXT NOT NULL,
     created REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS claims (
+    key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    started TEXT NOT NULL,
+    created REAL NOT NULL
+) WITHOUT ROWID;
 """
 
 
@@ -60,6 +78,42 @@ class CachedAnswer(NamedTuple):
     usage: JsonObject
     meta: JsonObject
     created: float  # seconds since the epoch, when it was stored
+
+
+def _process_started(pid: int) -> str:
+    """When process ``pid`` started (clock ticks since boot, from /proc), "" where that cannot be read: with the pid
+    it names one process, even once the pid is reused."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        return fields[19].decode("ascii")
+    except (OSError, IndexError, UnicodeDecodeError):
+        return ""
+
+
+def _alive(pid: int, started: str) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process: alive
+    except OSError:
+        return False
+    return not started or _process_started(pid) in ("", started)
+
+
+# The owners of the open ResponseCache objects of this process: a claim of this process by another owner is live
+# only while that object is open (a run that ended without releasing its claims, a full disk, leaves them behind).
+_OPEN_OWNERS: set[str] = set()
+
+
+@dataclass(frozen=True)
+class Claimant:
+    """The process that claimed a request (rescue.llm._cache's ``claims``): it is sending it now."""
+
+    pid: int
+    host: str
 
 
 def canonical_json(value: Any) -> str:
@@ -95,10 +149,63 @@ class ResponseCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._db = open_wal(self.path, SCHEMA)
+        self.owner = token_hex(16)  # this cache object's claims
+        _OPEN_OWNERS.add(self.owner)
+        self._host = socket.gethostname()
+        self._pid = os.getpid()
+        self._started = _process_started(self._pid)
 
     def close(self) -> None:
-        """Close the database."""
+        """Release this object's claims and close the database."""
+        _OPEN_OWNERS.discard(self.owner)
+        try:
+            self._db.execute("DELETE FROM claims WHERE owner = ?", (self.owner,))
+        except sqlite3.Error:
+            pass  # a database that went away: the claims are taken over once this process has ended
         self._db.close()
+
+    def claim(self, key: str) -> Claimant | None:
+        """Claim ``key`` for this object: None when it is ours now (free, ours already, or held by a process that
+        is gone), else the live process that holds it."""
+        row = (key, self.owner, self._host, self._pid, self._started, time.time())
+        if self._db.execute("INSERT OR IGNORE INTO claims VALUES (?, ?, ?, ?, ?, ?)", row).rowcount == 1:
+            return None
+        held = self._db.execute("SELECT owner, host, pid, started FROM claims WHERE key = ?", (key,)).fetchone()
+        if held is None:  # released in between
+            return self.claim(key)
+        owner, host, pid, started = held
+        if owner == self.owner:
+            return None
+        ours = pid == self._pid and started == self._started  # this process: live while that object is open
+        if host == self._host and ((ours and owner not in _OPEN_OWNERS) or (not ours and not _alive(pid, started))):
+            taken = self._db.execute("UPDATE claims SET owner = ?, host = ?, pid = ?, started = ?, created = ? "
+                                     "WHERE key = ? AND owner = ?", (*row[1:], key, owner)).rowcount
+            return None if taken == 1 else self.claim(key)
+        return Claimant(int(pid), str(host))
+
+    def claim_many(self, keys: list[str]) -> set[str]:
+        """Claim each of ``keys`` (:meth:`claim`), in one transaction; those another live process holds."""
+        with self._transaction():
+            return {key for key in keys if self.claim(key) is not None}
+
+    def release(self, keys: list[str] | str) -> None:
+        """Release this object's claims of ``keys``."""
+        if isinstance(keys, str):
+            self._db.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (keys, self.owner))
+            return
+        with self._transaction():
+            self._db.executemany("DELETE FROM claims WHERE key = ? AND owner = ?", [(k, self.owner) for k in keys])
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            if self._db.in_transaction:  # SQLite rolls back itself after some errors (a full disk)
+                self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
 
     def get(self, key: str) -> ChatAnswer | None:
         """The stored answer, None when there is none; :class:`UnreadableEntry` (the row removed) when one
@@ -131,12 +238,14 @@ class ResponseCache:
             raise ValueError("an answer without content is never cached")
         usage = answer.usage.as_dict()
         meta = {k: v for k, v in answer.meta.items() if k not in ("cached", "answered_at")}
-        self._db.execute(
-            "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (key, model, endpoint, purpose, canonical_json(request), answer.text, canonical_json(usage),
-             canonical_json(meta), time.time()),
-        )
-        self._db.execute("DELETE FROM failures WHERE key = ?", (key,))
+        with self._transaction():  # one commit: the answer in, an old failure and this object's claim out
+            self._db.execute(
+                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, model, endpoint, purpose, canonical_json(request), answer.text, canonical_json(usage),
+                 canonical_json(meta), time.time()),
+            )
+            self._db.execute("DELETE FROM failures WHERE key = ?", (key,))
+            self._db.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, self.owner))
 
     def put_many(self, entries: Iterable[tuple[str, str, str, ChatAnswer]]) -> None:
         """Store many answers, each (key, model, purpose, answer), in one transaction: a verifier rebuilding a
@@ -162,11 +271,19 @@ class ResponseCache:
         row = self._db.execute("SELECT status, error FROM failures WHERE key = ?", (key,)).fetchone()
         return None if row is None else (row[0], row[1])
 
+    def failed_since(self, key: str, since: float) -> tuple[str, str] | None:
+        """The final failure of ``key`` as (status, error) when it was stored at ``since`` or later."""
+        row = self._db.execute("SELECT status, error FROM failures WHERE key = ? AND created >= ?",
+                               (key, since)).fetchone()
+        return None if row is None else (row[0], row[1])
+
     def put_failure(self, key: str, *, model: str, status: str, error: str) -> None:
         """Store a final failure, so a rerun reports it without asking again unless told to retry."""
-        self._db.execute(
-            "INSERT OR REPLACE INTO failures VALUES (?, ?, ?, ?, ?)", (key, model, status, error, time.time())
-        )
+        with self._transaction():
+            self._db.execute(
+                "INSERT OR REPLACE INTO failures VALUES (?, ?, ?, ?, ?)", (key, model, status, error, time.time())
+            )
+            self._db.execute("DELETE FROM claims WHERE key = ? AND owner = ?", (key, self.owner))
 
     def answers_of(self, models: set[str]) -> Iterator[CachedAnswer]:
         """Every stored answer of ``models`` (by the name the session stored them under), oldest first: what a

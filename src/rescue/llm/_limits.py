@@ -7,3 +7,6 @@ HTTP client to do so."""
 DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024
 # The longest Retry-After wait obeyed, in seconds (rescue.llm._reliable): a request told to wait longer twice fails.
 DEFAULT_RETRY_AFTER_CAP = 300.0
+# Seconds an upload or create of the batch API whose answer was lost is waited for in the endpoint's list, counted
+# from when it was sent (rescue.llm._batch; --batch-settle).
+DEFAULT_BATCH_SETTLE = 600.0

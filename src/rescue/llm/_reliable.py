@@ -249,6 +249,7 @@ class ReliableModel:
         self._total_failures = 0
         self._capped_noticed = False
         self._usage_noticed = False
+        self._claim_noticed = False
         self._in_flight: dict[str, asyncio.Event] = {}  # cache key -> set when that request's answer is in
 
     @property
@@ -326,6 +327,53 @@ class ReliableModel:
         if withheld is not None:
             stats.failures += 1
             return withheld
+        if key is None or request.fresh:
+            return await self._answer(request, key, stats)
+        assert self.cache is not None
+        elsewhere = await self._claimed(request, key, stats)
+        if elsewhere is not None:
+            return elsewhere
+        try:
+            return await self._answer(request, key, stats)
+        finally:
+            self.cache.release(key)
+
+    async def _claimed(self, request: ChatRequest, key: str, stats: CallStats) -> ChatAnswer | None:
+        """None once this process holds ``key``'s claim in the shared cache; while another live process holds
+        it (a run sharing the cache asks the same request now), wait, then take what it got: its answer, its
+        failure, or the claim when it stopped without either."""
+        assert self.cache is not None
+        since, pause, said = time.time(), 0.05, False
+        while (holder := self.cache.claim(key)) is not None:
+            if not said:
+                said = True
+                self.log.event("claim_wait", model=self.name, purpose=request.purpose, instances=list(request.ids),
+                               pid=holder.pid, host=holder.host)
+                if not self._claim_noticed:
+                    self._claim_noticed = True
+                    self._say(f"{self.name}: process {holder.pid} sharing the cache {self.cache.path} is asking "
+                              "requests of this run now; waiting for its answers instead of sending them again")
+            if self.budget is None:
+                await asyncio.sleep(pause)
+            else:
+                await self.budget.unless_stopped(asyncio.sleep(pause))
+            pause = min(1.0, pause * 2)
+            stored = self._stored(request, key, stats)
+            if stored is not None:
+                return stored
+            failure = self.cache.failed_since(key, since)
+            if failure is not None:  # a request error the other process gave up on: this run's answer too
+                stats.failures += 1
+                return ChatAnswer(None, failure[0], f"{failure[1]} [asked by process {holder.pid} sharing the cache]",  # type: ignore[arg-type]
+                                  meta={"recorded": True})
+            withheld = self._not_sent()
+            if withheld is not None:
+                stats.failures += 1
+                return withheld
+        return None
+
+    async def _answer(self, request: ChatRequest, key: str | None, stats: CallStats) -> ChatAnswer:
+        """The model's answer to ``request``, asked now (with retries), counted, charged and stored."""
         answer = _scrubbed(await self._ask(request, stats))
         if not answer.meta.get("not_requested"):
             stats.requests += 1

@@ -384,6 +384,17 @@ class BatchFault:
         if self.route not in BATCH_ROUTES:
             raise ValueError(f"route {self.route!r} is not one of {', '.join(BATCH_ROUTES)}")
 
+    @classmethod
+    def lagging(cls, route: str, times: int) -> BatchFault:
+        """An eventually consistent list: the next ``times`` calls of ``list_batches`` or ``list_files`` answer an
+        empty page, whatever exists (as a list that has not caught up with a create or upload yet)."""
+        if route not in ("list_batches", "list_files"):
+            raise ValueError("only a list route lags: list_batches or list_files")
+        return cls(route, times=times, body=EMPTY_PAGE)
+
+
+EMPTY_PAGE = b'{"object": "list", "data": [], "first_id": null, "last_id": null, "has_more": false}'
+
 
 class ServerState:
     """What the app reads (script, latency) and records (requests, in-flight counts); thread-safe."""
@@ -411,6 +422,7 @@ class ServerState:
         self.batch_behaviour = BatchBehaviour()
         self.batch_bodies: list[JsonObject] = []  # every request a batch ran (not counted as online requests)
         self.ids = itertools.count(1)
+        self.paths: list[tuple[str, str]] = []  # (method, raw path) of every request received, any route or none
 
     async def sleep(self, seconds: float) -> bool:
         """Wait ``seconds``; False when the server is stopping first."""
@@ -436,6 +448,14 @@ class ServerState:
     def done(self) -> None:
         with self._lock:
             self.in_flight -= 1
+
+    def record_path(self, method: str, path: str) -> None:
+        with self._lock:
+            self.paths.append((method, path))
+
+    def recorded_paths(self) -> list[tuple[str, str]]:
+        with self._lock:
+            return list(self.paths)
 
     @property
     def requests(self) -> list[LoggedRequest]:
@@ -597,6 +617,8 @@ def create_app(state: ServerState) -> FastAPI:
     batches (the batch API), audio transcriptions."""
     app = FastAPI(title="rescue scripted OpenAI-compatible server")
 
+    app.add_middleware(_PathLog, state=state)
+
     @app.get("/v1/models")
     async def models(request: Request) -> Response:
         denied = _unauthorised(state, request)
@@ -617,6 +639,20 @@ def create_app(state: ServerState) -> FastAPI:
         return await _transcriptions(state, request)
 
     return app
+
+
+class _PathLog:
+    """Records the method and raw path of every HTTP request (plain ASGI: streamed and hanging answers pass as
+    they are)."""
+
+    def __init__(self, app: Any, state: ServerState):
+        self.app, self.state = app, state
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            raw = scope.get("raw_path") or scope["path"].encode()
+            self.state.record_path(scope["method"], raw.decode("latin-1"))
+        await self.app(scope, receive, send)
 
 
 def _unauthorised(state: ServerState, request: Request) -> JSONResponse | None:
@@ -1045,6 +1081,11 @@ class Server:
     def uploads(self) -> dict[str, JsonObject]:
         """Every file uploaded, by id, as the files list shows it."""
         return dict(self._state.file_info)
+
+    @property
+    def paths(self) -> list[tuple[str, str]]:
+        """(method, path as sent, undecoded) of every request received, on any route or none (a 404)."""
+        return self._state.recorded_paths()
 
 
 def _bind_ephemeral(host: str) -> socket.socket:
