@@ -126,3 +126,9 @@ _.process_value
 # A bundle's manifest field that a verifier and a leaderboard read as JSON, and the entry page's template shows
 # (rescue.submissions.bundle.SystemFacts).
 _.configured
+# Keys of the human reference's TypedDicts (rescue.human.shapes) that the page's JavaScript, human.json's readers
+# (rescue.report.people, by key) or a person reading human.json read.
+_.unanswered
+_.assigned_per_person
+_.answered_per_person
+_.median_s_per_item

@@ -32,7 +32,6 @@ from rescue.tasks.base import PredictionRecord
 
 HUMAN_FILE = "human.json"
 PREFIX = "human/"
-MARKS = {"person": "person", "panel": "panel", "average": "average person"}
 
 
 @dataclass
