@@ -1,4 +1,5 @@
-"""The default offline run against the four simple baselines, side by side (issue 34 item 1: at most 1.5x).
+"""The default offline run against the four simple baselines, side by side (issue 47 item 3: at most 3x; issue 34
+asked 1.5x of a hand-written fit, and a library kept is worth those seconds).
 
 `rescue run --no-bertscore` (every baseline, `baseline/supervised` included) and the same run with only
 `baseline/majority`, `uniform`, `persist` and `nearest`, on the same data, each a fresh process, interleaved REPEAT
@@ -20,7 +21,7 @@ from _support import REPO, default_source, fresh_dir, print_table, rescue_comman
 from bench_report import sources_at
 
 SIMPLE = ("baseline/majority", "baseline/uniform", "baseline/persist", "baseline/nearest")
-TARGET_RATIO = 1.5
+TARGET_RATIO = 3.0
 TARGET_FIGURES_SHARE = 0.25
 
 

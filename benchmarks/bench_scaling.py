@@ -1,5 +1,5 @@
-"""Every stage linear: the offline run, `baseline/nearest` alone and the report at 1x / 2x / 4x / 10x the data,
-each figure with its ratio to 1x measured in the same run (issue 34 item 4).
+"""Every stage linear: the offline run, `baseline/nearest` alone, `baseline/supervised` alone and the report at 1x /
+2x / 4x / 10x the data, each figure with its ratio to 1x measured in the same run (issues 34 item 4, 47 item 3).
 
 1x is ``--base`` samples (default the release's 191: the real samples repeated, copies renamed ``_copyN``). Each
 measured program is a fresh process: CPU seconds (user + system) and peak resident memory (kernel rusage).
@@ -27,15 +27,19 @@ def measure(command: list[str], src: Path) -> tuple[float, float]:
 
 def stages(rescue: list[str], data: Path, work: Path, src: Path, bootstrap: int, skip: set[str]
            ) -> dict[str, tuple[float, float] | None]:
-    """CPU seconds and peak MB of the offline run, of baseline/nearest alone and of the report, with ``src``."""
+    """CPU seconds and peak MB of the offline run, of baseline/nearest and baseline/supervised alone and of the
+    report, with ``src``."""
     run_dir = fresh_dir(work / "run")
-    out: dict[str, tuple[float, float] | None] = {"run": None, "nearest": None, "report": None}
+    out: dict[str, tuple[float, float] | None] = {"run": None, "nearest": None, "supervised": None, "report": None}
     if "run" not in skip:
         out["run"] = measure([*rescue, "run", "--out", str(run_dir), "--data", str(data), "--no-bertscore", "--quiet"],
                              src)
     if "nearest" not in skip:
         out["nearest"] = measure([*rescue, "run", "--out", str(fresh_dir(work / "nearest")), "--data", str(data),
                                   "--model", "baseline/nearest", "--tasks", "er,vp", "--no-bertscore", "--quiet"], src)
+    if "supervised" not in skip:
+        out["supervised"] = measure([*rescue, "run", "--out", str(fresh_dir(work / "supervised")), "--data", str(data),
+                                     "--model", "baseline/supervised", "--no-bertscore", "--quiet"], src)
     if "report" not in skip and out["run"] is not None:
         out["report"] = measure([*rescue, "report", str(run_dir), "--out", str(fresh_dir(work / "report")),
                                  "--bootstrap", str(bootstrap), "--quiet"], src)
@@ -49,7 +53,7 @@ def main() -> None:
     parser.add_argument("--base", type=int, default=RELEASE_SAMPLES, help="samples at 1x")
     parser.add_argument("--scales", default="1,2,4,10")
     parser.add_argument("--bootstrap", type=int, default=1000, help="the report's resamples")
-    parser.add_argument("--skip", default="", help="stages to leave out, comma-separated: run, nearest, report")
+    parser.add_argument("--skip", default="", help="stages to leave out, comma-separated: run, nearest, supervised, report")
     parser.add_argument("--before", default="", help="also measure the sources of this git revision, row by row")
     args = parser.parse_args()
     source = default_source(args.data)
@@ -59,7 +63,8 @@ def main() -> None:
     print(f"bench_scaling: {source.name}, 1x = {args.base} samples, {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f} at the start")
     header = (f"{'scale':>5} {'samples':>7} {'sources':>10} | {'offline run CPU s (x)':>22} {'peak MB (x)':>13} | "
-              f"{'nearest CPU s (x)':>18} | {'report CPU s (x)':>17} {'peak MB (x)':>13}")
+              f"{'nearest CPU s (x)':>18} | {'supervised CPU s (x)':>21} {'peak MB (x)':>13} | "
+              f"{'report CPU s (x)':>17} {'peak MB (x)':>13}")
     print(header)
     print("-" * len(header), flush=True)
     first: dict[str, float] = {}
@@ -86,6 +91,8 @@ def main() -> None:
                 row = stages(rescue, data, work / f"{label}_{samples}", src, args.bootstrap, skip)
                 print(f"{scale:>4}x {samples:>7} {label:>10} | {shown(label + 'run', row['run'], 0, 22)} "
                       f"{shown(label + 'run_mb', row['run'], 1, 13, 0)} | {shown(label + 'nearest', row['nearest'], 0, 18)} | "
+                      f"{shown(label + 'supervised', row['supervised'], 0, 21)} "
+                      f"{shown(label + 'supervised_mb', row['supervised'], 1, 13, 0)} | "
                       f"{shown(label + 'report', row['report'], 0, 17)} {shown(label + 'report_mb', row['report'], 1, 13, 0)}",
                       flush=True)
             data.unlink()
