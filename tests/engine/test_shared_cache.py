@@ -199,3 +199,27 @@ def test_the_claims_of_a_killed_run_are_taken_over(tmp_path):
         sent = [json.dumps(body["messages"], sort_keys=True) for body in server.bodies]
         assert len(set(sent)) == len(answers) and len(sent) == len(answers) + 4
     assert _f1(tmp_path, "b") == 1.0
+
+
+@pytest.mark.slow
+def test_an_online_run_waits_for_what_a_batch_run_sharing_the_cache_has_in_its_batch(tmp_path):
+    answers, script = oracle()
+    with serve(script) as server:
+        server.batch_behaviour.polls = 10**9
+        first = _start(tmp_path, server, "a", "--batch", "--batch-poll", "0.05")
+        second = None
+        try:
+            _until(lambda: len(server.batches) >= 1, first)
+            second = _start(tmp_path, server, "b")  # online, the same requests
+            _until(lambda: _events(tmp_path / "b" / "run.log", "claim_wait"), first, second)
+            server.batch_behaviour.polls = 1
+            (code_a, err_a), (code_b, err_b) = _finish(first), _finish(second)
+        finally:
+            for child in (first, second):
+                if child is not None:
+                    _kill(child)
+        assert code_a == 0 and code_b == 0, err_a + err_b
+        assert server.request_count == 0 and len(server.batches) == 1  # nothing online: the batch answered all
+        _once_each(server, len(answers))
+    assert "is asking requests of this run now" in err_b
+    assert _f1(tmp_path, "a") == _f1(tmp_path, "b") == 1.0
