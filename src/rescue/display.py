@@ -2,7 +2,7 @@
 terminal (:func:`terminal_text` for one value in a rich markup string, :func:`terminal_json` for JSON printed
 whole), in a Markdown table cell (:func:`markdown_text`, :func:`markdown_table`).
 
-Every console the CLI prints through is a :class:`TerminalConsole`: whatever reaches it, from a value a command
+Every console the CLI prints through is a :func:`terminal_console`: whatever reaches it, from a value a command
 forgot to pass through :func:`terminal_text` to a model's answer in a table, is written with every control,
 format and separator character escaped (``\x1b``, ``\u202e``, ``\u200b``), so no escape sequence, bidi override or
 invisible character from outside text reaches the terminal. :func:`terminal_text` at each value is still what
@@ -10,16 +10,17 @@ shows it whole and unstyled (``[bold]`` literally) and measures its columns righ
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
-
-from rich.console import Console
-from rich.segment import Segment
+from typing import TYPE_CHECKING, Any
 
 from rescue.data.text import markdown_text as markdown_text
 from rescue.data.text import visible_text
 
-__all__ = ["TerminalConsole", "markdown_table", "markdown_text", "terminal_json", "terminal_safe", "terminal_text"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["markdown_table", "markdown_text", "terminal_console", "terminal_json", "terminal_safe", "terminal_text"]
 
 
 def terminal_text(text: str, *, max_length: int | None = None) -> str:
@@ -55,17 +56,28 @@ def _json_char(char: str) -> str:
     return f"\\u{code:04x}"
 
 
-class TerminalConsole(Console):
-    """A rich console that writes every text it renders through :func:`terminal_safe` (its own control
-    sequences, styles and cursor moves, are not text and pass as they are)."""
+def terminal_console(**settings: Any) -> Console:
+    """A rich ``Console(**settings)`` that writes every text it renders through :func:`terminal_safe` (its own
+    control sequences, styles and cursor moves, are not text and pass as they are)."""
+    return _terminal_console_class()(**settings)
 
-    def render(self, renderable: Any, options: Any = None) -> Iterator[Segment]:
-        """The segments rich renders ``renderable`` into, their text made safe for a terminal."""
-        for segment in super().render(renderable, options):
-            if segment.control or segment.text.isprintable():
-                yield segment
-            else:
-                yield Segment(terminal_safe(segment.text), segment.style, segment.control)
+
+@functools.cache
+def _terminal_console_class() -> type[Console]:
+    # Made on first use: importing rich costs `rescue --help` a sixth of its time, and help prints nothing with it.
+    from rich.console import Console
+    from rich.segment import Segment
+
+    class TerminalConsole(Console):
+        def render(self, renderable: Any, options: Any = None) -> Iterator[Segment]:
+            """The segments rich renders ``renderable`` into, their text made safe for a terminal."""
+            for segment in super().render(renderable, options):
+                if segment.control or segment.text.isprintable():
+                    yield segment
+                else:
+                    yield Segment(terminal_safe(segment.text), segment.style, segment.control)
+
+    return TerminalConsole
 
 
 def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:

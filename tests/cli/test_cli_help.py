@@ -27,6 +27,7 @@ def test_top_level_help_imports_nothing_heavy():
     assert "Commands:" in done.stdout and "run " in done.stdout
     modules = set(done.stdout.split("MODULES", 1)[1].split())
     assert not [m for m in HEAVY if m in modules]
+    assert not [m for m in modules if m == "rich" or m.startswith("rich.")]
 
 
 def test_run_help_groups_its_options_into_panels():
@@ -153,6 +154,7 @@ def test_a_commands_help_draws_its_panels_without_building_what_it_does_not_show
     assert "╭─ Data ─" in done.stdout and "--temperature" in done.stdout
     modules = set(done.stdout.split("MODULES", 1)[1].split())
     assert not [m for m in (*HEAVY, "typer.rich_utils", "typer._adapters") if m in modules]
+    assert not [m for m in modules if m == "rich" or m.startswith("rich.")]  # nothing is printed with rich
     for line in done.stdout.split("MODULES", 1)[0].splitlines():
         if line.startswith(("│", "╭", "╰")):
             assert len(line) == 99, line  # every panel line as wide as the terminal, less one column

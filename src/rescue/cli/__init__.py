@@ -13,10 +13,9 @@ from types import FrameType
 from typing import Any
 
 import typer.main
-from rich.markup import escape
 
 from rescue.cli._app import app, err_console
-from rescue.cli._startup import loaded
+from rescue.cli._startup import loaded, rich_markup
 from rescue.data.text import visible_text
 from rescue.errors import EXIT_ERROR, EXIT_TERMINATED, TERMINATED_MESSAGE, RescueError, Terminated, environment_error, exit_code
 from rescue.threads import fit_threads
@@ -47,7 +46,7 @@ def main() -> None:
         fit_threads()  # before any library starts a pool: every pool sized to the cores rescue may use
         typer.main.get_command(app)()
     except RescueError as exc:
-        err_console.print(f"[bold red]error:[/] {escape(visible_lines(str(exc)))}", highlight=False, soft_wrap=True)
+        err_console.print(f"[bold red]error:[/] {rich_markup.escape(visible_lines(str(exc)))}", highlight=False, soft_wrap=True)
         _exit(exit_code(exc))
     except (KeyboardInterrupt, Terminated) as stop:
         said = True
@@ -58,7 +57,7 @@ def main() -> None:
             raise
         # The machine's fault, not the program's: a full disk, a folder that is a file, no permission. Every
         # file rescue writes is written whole or not at all, so what was there before is still there.
-        err_console.print(f"[bold red]error:[/] {escape(visible_lines(environment_error(exc)))}", highlight=False,
+        err_console.print(f"[bold red]error:[/] {rich_markup.escape(visible_lines(environment_error(exc)))}", highlight=False,
                           soft_wrap=True)
         _exit(EXIT_ERROR)
     finally:

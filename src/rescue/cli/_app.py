@@ -5,14 +5,17 @@ from __future__ import annotations
 from enum import Enum
 from pathlib import Path
 from collections.abc import Callable
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from typer.core import TyperCommand
 from typer.models import CommandFunctionType
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 from rescue import __version__
-from rescue.display import TerminalConsole
+from rescue.display import terminal_console
 from rescue.cli._panels import PanelCommand
 from rescue.cli._startup import data_loading, data_splits
 from rescue.engine.run_options import (
@@ -49,10 +52,40 @@ app = RescueTyper(
 data_app = RescueTyper(help="The benchmark data: fetch the official release.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
 
+
+
+class _Console:
+    """``rescue.display.terminal_console(**settings)``, made when first used: a command that prints imports rich,
+    `rescue --help` does not."""
+
+    def __init__(self, **settings: Any) -> None:
+        self._settings = settings
+        self._made: Any = None
+
+    def made(self) -> Any:
+        """The console itself (made now if not yet): what rich's own classes are handed."""
+        if self._made is None:
+            self._made = terminal_console(**self._settings)
+        return self._made
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.made(), name)
+
+    def __enter__(self) -> Any:  # rich's Live holds its console as a context (special names skip __getattr__)
+        return self.made().__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self.made().__exit__(*exc)
+
+
 # Every text a command prints goes through these consoles, which escape what could act on a terminal
-# (rescue.display.TerminalConsole): ids, labels and model names come from data and users.
-console = TerminalConsole()
-err_console = TerminalConsole(stderr=True)
+# (rescue.display.terminal_console): ids, labels and model names come from data and users.
+if TYPE_CHECKING:
+    console = Console()
+    err_console = Console(stderr=True)
+else:
+    console = _Console()
+    err_console = _Console(stderr=True)
 
 
 def _version(value: bool) -> None:

@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
-from rescue.display import TerminalConsole, terminal_text
-from rich.measure import Measurement
+from rescue.display import terminal_console, terminal_text
 
 from rescue.cli._app import app, console, err_console, run_option
 from rescue.cli._startup import (
     engine_dryrun,
     engine_runner,
     report_summary,
+    rich_measure,
     rich_table,
     suites,
     task_registry,
@@ -194,12 +194,12 @@ def _print_estimate(config: Any) -> None:
                           share, f"{t.max_output_tokens:,}")
 
     # Every column whole, even past a narrow terminal's edge: a truncated figure ("ima…") is no figure.
-    needed = Measurement.get(console, console.options.update_width(10_000), table).maximum
+    needed = rich_measure.Measurement.get(console, console.options.update_width(10_000), table).maximum
     if needed <= console.width:
         console.print(table)
     else:  # a console of its own: the shared one keeps following the terminal's width
 
-        TerminalConsole(width=needed).print(table)
+        terminal_console(width=needed).print(table)
     console.print("cacheable: the share of prompt text a provider's prefix cache can serve in the order rescue "
                   "sends requests (one sample at a time, rows in order); cached input costs 0.1-0.5x (prices.toml).",
                   highlight=False, soft_wrap=True)

@@ -43,6 +43,8 @@ class _Deferred:
 if TYPE_CHECKING:
     import tomllib as tomllib
 
+    import rich.markup as rich_markup
+    import rich.measure as rich_measure
     import rich.progress as rich_progress
     import rich.table as rich_table
     import sqlalchemy as sqlalchemy
@@ -122,6 +124,8 @@ else:
     review_models = _Deferred("rescue.review.models")
     review_project = _Deferred("rescue.review.project")
     review_server = _Deferred("rescue.review.app")
+    rich_markup = _Deferred("rich.markup")
+    rich_measure = _Deferred("rich.measure")
     rich_progress = _Deferred("rich.progress")
     rich_table = _Deferred("rich.table")
     runs_failures = _Deferred("rescue.runs.failures")
@@ -142,7 +146,8 @@ __all__ = [
     "data_validation", "engine_config", "engine_dryrun", "engine_runner", "exports_chat",
     "exports_hf", "files", "leaderboard_entries", "leaderboard_rank", "leaderboard_site", "proc", "report_build", "report_failures", "report_reference", "report_runs",
     "report_summary", "human_app", "human_benchmark", "human_export", "human_store", "review_crud",
-    "review_db", "review_export", "review_models", "review_project", "review_server", "rich_progress",
+    "review_db", "review_export", "review_models", "review_project", "review_server", "rich_markup",
+    "rich_measure", "rich_progress",
     "rich_table", "runs_failures", "scoring_judge_agreement", "sqlalchemy", "submissions_bundle", "submissions_submit",
     "submissions_verify", "suites", "task_registry",
     "tasks_base", "tasks_render", "tomllib", "uvicorn",

@@ -182,11 +182,11 @@ class ProgressDisplay:
     ``interval`` seconds (:class:`PlainReports`) instead of bars redrawn in place."""
 
     def __init__(self, quiet: bool, interval: float = DEFAULT_PROGRESS_INTERVAL):
-        from rescue.display import TerminalConsole
+        from rescue.display import terminal_console
 
         self.progress: Any = None
         self.plain: PlainReports | None = None
-        self.console = TerminalConsole(stderr=True)  # model names and errors from outside: escaped
+        self.console = terminal_console(stderr=True)  # model names and errors from outside: escaped
         live = self.console.is_terminal or self.console.is_jupyter  # where bars redraw in place
         if not quiet:
             from rich.progress import (
