@@ -103,6 +103,7 @@ pytestmark
 _.hf
 # http.server calls these on a request handler (tests' throwaway servers).
 _.do_GET
+_.do_POST
 _.log_message
 # Attributes tests set on stand-in task modules, for the registry to find or ignore.
 _.SOMETHING
