@@ -145,3 +145,34 @@ def test_overwrite_still_replaces_instead_of_growing(tmp_path, oracle_samples):
         assert replaced.exit_code == 0, replaced.output
     results = json.loads((out / "results.json").read_text())
     assert list(results["models"]) == ["b"] and results["config"]["tasks"] == ["rpp"] and results["growth"] == []
+
+
+# The results.json a run that grows reads back is untrusted input (#42 item 4): an edited one grows nothing and
+# is refused naming the file and field, or read as far as it is sound; never a traceback, never a lost run.
+@pytest.mark.parametrize(("path", "value"), [
+    (("config", "models"), "a"),
+    (("config", "models"), [1, 2]),
+    (("config", "tasks"), 7),
+    (("config", "seed"), "x"),
+    (("config", "seed"), 1e308),
+    (("growth",), "x"),
+    (("growth",), [1]),
+    (("growth",), [{"models": "a"}]),
+])
+def test_an_edited_results_json_is_refused_naming_it_and_nothing_is_lost(tmp_path, oracle_samples, path, value):
+    out = tmp_path / "run"
+    with serve(_oracle(oracle_samples, "itp")) as server:
+        assert _run(server, out, "--model", "a", "--tasks", "itp").exit_code == 0
+        results = json.loads((out / "results.json").read_text())
+        holder = results
+        for key in path[:-1]:
+            holder = holder[key]
+        holder[path[-1]] = value
+        edited = json.dumps(results)
+        (out / "results.json").write_text(edited)
+        asked = server.request_count
+        refused = _run(server, out, "--model", "a", "--model", "b", "--tasks", "itp")
+        assert server.request_count == asked
+    assert refused.exit_code == 2, refused.output
+    assert "Traceback" not in refused.output and "results.json" in refused.stderr, refused.stderr
+    assert (out / "results.json").read_text() == edited  # nothing replaced

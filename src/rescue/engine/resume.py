@@ -71,9 +71,11 @@ def plan_growth(resuming: Resuming, models: list[str], given_models: bool, tasks
         stored = read_results(out / RESULTS)
     except RescueError:
         return Growth(models, tasks)
-    held_models = [str(m) for m in stored.config.model_extra.get("models") or []] if stored.config.model_extra else []
-    held_tasks = [str(t) for t in stored.config.model_extra.get("tasks") or []] if stored.config.model_extra else []
-    held_seed = stored.config.model_extra.get("seed") if stored.config.model_extra else None
+    extra = stored.config.model_extra or {}
+    # An edited results.json is read as untrusted: names that are no list of strings grow nothing (prepare_folder
+    # then names the field it cannot read).
+    held_models, held_tasks = _names(extra.get("models")), _names(extra.get("tasks"))
+    held_seed = extra.get("seed")
     held_seed = held_seed if isinstance(held_seed, int) and not isinstance(held_seed, bool) else None
     if not held_models or not held_tasks:
         return Growth(models, tasks, holds=True, held_seed=held_seed)
@@ -90,9 +92,15 @@ def plan_growth(resuming: Resuming, models: list[str], given_models: bool, tasks
 
 def stored_growth(results: RunResults) -> Growth:
     """The growth steps of a run read back (``rescue rescore`` keeps them), adding nothing."""
-    models = [str(m) for m in (results.config.model_extra or {}).get("models") or []]
-    tasks = [str(t) for t in (results.config.model_extra or {}).get("tasks") or []]
-    return Growth(models, tasks, history=list(results.growth))
+    extra = results.config.model_extra or {}
+    return Growth(_names(extra.get("models")), _names(extra.get("tasks")), history=list(results.growth))
+
+
+def _names(value: object) -> list[str]:
+    """A list of model or task names read back from results.json (``[]`` for anything else)."""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    return []
 
 
 def prepare_folder(resuming: Resuming, result_fields: dict[str, Any], out: Path, data_sha: str, *,
