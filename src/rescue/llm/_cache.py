@@ -168,11 +168,14 @@ class ResponseCache:
         """Claim ``key`` for this object: None when it is ours now (free, ours already, or held by a process that
         is gone), else the live process that holds it."""
         row = (key, self.owner, self._host, self._pid, self._started, time.time())
-        if self._db.execute("INSERT OR IGNORE INTO claims VALUES (?, ?, ?, ?, ?, ?)", row).rowcount == 1:
-            return None
-        held = self._db.execute("SELECT owner, host, pid, started FROM claims WHERE key = ?", (key,)).fetchone()
-        if held is None:  # released in between
-            return self.claim(key)
+        query = "SELECT owner, host, pid, started FROM claims WHERE key = ?"
+        held = self._db.execute(query, (key,)).fetchone()  # a read first: a waiting run asks again and again
+        if held is None:
+            if self._db.execute("INSERT OR IGNORE INTO claims VALUES (?, ?, ?, ?, ?, ?)", row).rowcount == 1:
+                return None
+            held = self._db.execute(query, (key,)).fetchone()
+            if held is None:  # released in between
+                return self.claim(key)
         owner, host, pid, started = held
         if owner == self.owner:
             return None

@@ -334,9 +334,13 @@ class ReliableModel:
         if elsewhere is not None:
             return elsewhere
         try:
-            return await self._answer(request, key, stats)
-        finally:
+            answer = await self._answer(request, key, stats)
+        except BaseException:
             self.cache.release(key)
+            raise
+        if answer.meta.get("not_requested"):  # stored answers and failures released the claim in their commit
+            self.cache.release(key)
+        return answer
 
     async def _claimed(self, request: ChatRequest, key: str, stats: CallStats) -> ChatAnswer | None:
         """None once this process holds ``key``'s claim in the shared cache; while another live process holds
