@@ -19,6 +19,7 @@ _.split_batches
 _.leak_free
 _.batch_input_tokens
 _.batch_output_tokens
+_.idf
 _.bert_score_version
 _.transformers_version
 _.torch_version
