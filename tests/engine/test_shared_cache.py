@@ -8,6 +8,7 @@ waits for its answer. Real processes against the scripted server, counted at the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -85,23 +87,36 @@ def _kill(child: subprocess.Popen[bytes]) -> None:
         child.stderr.close()
 
 
+@contextlib.contextmanager
+def _runs(tmp_path: Path, server, release: threading.Event | None = None) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
+    """Start runs (``start(out, *options)``) that are all killed, however the test ends; ``release`` is set first."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(out: str, *extra: str) -> subprocess.Popen[bytes]:
+        started.append(_start(tmp_path, server, out, *extra))
+        return started[-1]
+
+    try:
+        yield start
+    finally:
+        if release is not None:
+            release.set()
+        for child in started:
+            _kill(child)
+
+
 @pytest.mark.slow
 def test_two_batch_runs_sharing_a_cache_at_once_make_one_batch_and_the_second_says_it_waits(tmp_path):
     answers, script = oracle()
     with serve(script) as server:
         server.batch_behaviour.polls = 10**9  # the first run's batch runs until the second waits for it
-        first = _start(tmp_path, server, "a", "--batch", "--batch-poll", "0.05")
-        second = None
-        try:
+        with _runs(tmp_path, server) as start:
+            first = start("a", "--batch", "--batch-poll", "0.05")
             _until(lambda: len(server.batches) >= 1, first)
-            second = _start(tmp_path, server, "b", "--batch", "--batch-poll", "0.05")
+            second = start("b", "--batch", "--batch-poll", "0.05")
             _until(lambda: _events(tmp_path / "b" / "run.log", "batch_wait"), first, second)
             server.batch_behaviour.polls = 1  # the batch ends at its next poll
             (code_a, err_a), (code_b, err_b) = _finish(first), _finish(second)
-        finally:
-            for child in (first, second):
-                if child is not None:
-                    _kill(child)
         assert code_a == 0 and code_b == 0, err_a + err_b
         # Before: two uploads, two batches, every request billed twice.
         assert len(server.batches) == 1 and len(server.uploads) == 1
@@ -117,19 +132,14 @@ def test_when_the_first_run_is_killed_the_waiting_one_adopts_its_batch(tmp_path)
     answers, script = oracle()
     with serve(script) as server:
         server.batch_behaviour.polls = 10**9
-        first = _start(tmp_path, server, "a", "--batch", "--batch-poll", "0.05")
-        second = None
-        try:
+        with _runs(tmp_path, server) as start:
+            first = start("a", "--batch", "--batch-poll", "0.05")
             _until(lambda: len(server.batches) >= 1 and _events(tmp_path / "a" / "run.log", "batch_step"), first)
-            second = _start(tmp_path, server, "b", "--batch", "--batch-poll", "0.05")
+            second = start("b", "--batch", "--batch-poll", "0.05")
             _until(lambda: _events(tmp_path / "b" / "run.log", "batch_wait"), first, second)
             _kill(first)
             server.batch_behaviour.polls = 1
             code_b, err_b = _finish(second)
-        finally:
-            for child in (first, second):
-                if child is not None:
-                    _kill(child)
         assert code_b == 0, err_b
         assert len(server.batches) == 1 and len(server.uploads) == 1
         _once_each(server, len(answers))
@@ -154,19 +164,13 @@ def test_two_online_runs_sharing_a_cache_send_each_request_once(tmp_path):
     answers, script = oracle()
     held, release = _held(script)
     with serve(held) as server:
-        first = _start(tmp_path, server, "a", "--concurrency", "2")
-        second = None
-        try:
+        with _runs(tmp_path, server, release) as start:
+            first = start("a", "--concurrency", "2")
             _until(lambda: server.request_count >= 1, first)
-            second = _start(tmp_path, server, "b", "--concurrency", "2")
+            second = start("b", "--concurrency", "2")
             _until(lambda: _events(tmp_path / "b" / "run.log", "claim_wait"), first, second)
             release.set()
             (code_a, err_a), (code_b, err_b) = _finish(first), _finish(second)
-        finally:
-            release.set()
-            for child in (first, second):
-                if child is not None:
-                    _kill(child)
         assert code_a == 0 and code_b == 0, err_a + err_b
         # Before: the second run sent every request the first had in flight (or not yet answered) again.
         sent = [json.dumps(body["messages"], sort_keys=True) for body in server.bodies]
@@ -181,19 +185,13 @@ def test_the_claims_of_a_killed_run_are_taken_over(tmp_path):
     answers, script = oracle()
     held, release = _held(script)
     with serve(held) as server:
-        first = _start(tmp_path, server, "a", "--concurrency", "4")
-        second = None
-        try:
+        with _runs(tmp_path, server, release) as start:
+            first = start("a", "--concurrency", "4")
             _until(lambda: server.request_count >= 4, first)
             _kill(first)  # its requests in flight: claimed, never answered
             release.set()
-            second = _start(tmp_path, server, "b", "--concurrency", "4")
+            second = start("b", "--concurrency", "4")
             code_b, err_b = _finish(second)
-        finally:
-            release.set()
-            for child in (first, second):
-                if child is not None:
-                    _kill(child)
         assert code_b == 0, err_b
         # What the killed run had in flight is asked again (its answers were lost), everything else once.
         sent = [json.dumps(body["messages"], sort_keys=True) for body in server.bodies]
@@ -206,18 +204,13 @@ def test_an_online_run_waits_for_what_a_batch_run_sharing_the_cache_has_in_its_b
     answers, script = oracle()
     with serve(script) as server:
         server.batch_behaviour.polls = 10**9
-        first = _start(tmp_path, server, "a", "--batch", "--batch-poll", "0.05")
-        second = None
-        try:
+        with _runs(tmp_path, server) as start:
+            first = start("a", "--batch", "--batch-poll", "0.05")
             _until(lambda: len(server.batches) >= 1, first)
-            second = _start(tmp_path, server, "b")  # online, the same requests
+            second = start("b")  # online, the same requests
             _until(lambda: _events(tmp_path / "b" / "run.log", "claim_wait"), first, second)
             server.batch_behaviour.polls = 1
             (code_a, err_a), (code_b, err_b) = _finish(first), _finish(second)
-        finally:
-            for child in (first, second):
-                if child is not None:
-                    _kill(child)
         assert code_a == 0 and code_b == 0, err_a + err_b
         assert server.request_count == 0 and len(server.batches) == 1  # nothing online: the batch answered all
         _once_each(server, len(answers))
