@@ -181,3 +181,35 @@ def test_runs_reports_and_dry_runs_with_hostile_models_ids_and_answers(data, tmp
     assert_safe(report, 0, 2)
     rescored = rescue("rescore", str(runs / "hostile"), cwd=tmp_path)
     assert_safe(rescored, 0, 3)
+
+
+def test_judge_agreement_shows_hostile_judge_and_rater_names_escaped(tmp_path):
+    """A run whose predictions.jsonl names a hostile judge (an edited file is outside text too) and ratings from
+    hostile raters, with an instance id that matches nothing: the table, the checks and the JSON."""
+    run = tmp_path / "run"
+    assert_safe(rescue("run", "--model", "baseline/majority", "--tasks", "er", "--no-bertscore", "--out", str(run),
+                       "-q", cwd=tmp_path))
+    judge, lines, ids = f"judge{HOSTILE}", [], []
+    for number, line in enumerate((run / "predictions.jsonl").read_text(encoding="utf-8").splitlines()):
+        record = json.loads(line)
+        score = 1 + number % 5
+        record["judge"]["judges"] = {judge: {"status": "ok", "scores": {"judge_emotion": score}, "attempts": 1}}
+        record["scores"]["judge_emotion"] = score
+        ids.append(record["instance_id"])
+        lines.append(json.dumps(record))
+    (run / "predictions.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    raters = [f"r1{HOSTILE_ARG}", f"r2{HOSTILE_ARG}"]
+    ratings = tmp_path / "ratings.csv"
+    with ratings.open("w", encoding="utf-8", newline="") as handle:
+        import csv
+
+        writer = csv.writer(handle)
+        writer.writerow(["instance_id", "rater", "score"])
+        writer.writerows([i, rater, 1 + (k + r) % 5] for k, i in enumerate(ids) for r, rater in enumerate(raters))
+        writer.writerow([f"nope{HOSTILE_ARG}", raters[0], 3])
+    table = rescue("judge-agreement", str(run), "--ratings", str(ratings), cwd=tmp_path)
+    assert_safe(table)
+    assert "judge\\x1b[31mred" in table.stdout and "match no instance" in table.stdout
+    as_json = rescue("judge-agreement", str(run), "--ratings", str(ratings), "--format", "json", cwd=tmp_path)
+    assert_safe(as_json)
+    assert judge in json.loads(as_json.stdout)["tasks"]["er"]["judges"]
