@@ -293,7 +293,7 @@ def test_every_exception_is_defined_in_the_errors_module():
 # Project-wide tests stay at the top of tests/; every other test file sits in the folder of the package it tests.
 PROJECT_WIDE_TESTS = {"test_layers.py", "test_docs_site.py", "test_docstrings.py", "test_scripts_heartbeat.py", "test_archives.py",
                       "test_scripts_count_any.py", "test_scripts_lock.py", "test_atomic.py", "test_out_targets.py", "test_errors.py", "test_docs_tables.py", "test_public_surface.py",
-                      "test_benchmark_peak.py", "test_threads.py"}
+                      "test_benchmark_peak.py", "test_threads.py", "test_no_private_internals.py"}
 
 
 def test_tests_mirror_the_packages():

@@ -7,13 +7,13 @@ not the strings the authors' README shows.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import json
 import sys
 import zlib
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr
 
 Scenario = Literal["couple", "family"]
 THERAPIST = "Therapist"
@@ -25,150 +25,118 @@ NON_PERSON_LABELS = frozenset({THERAPIST, "Couple", "Family"})
 RowValues = dict[str, Any]
 
 
-class _SharedFields(set[str]):
-    """The names of the fields a model was given, one set shared by every model given the same names. pydantic
-    keeps such a set per model (2 KB for a row); a release has about ten distinct ones among its tens of
-    thousands of rows and cues, and at ten times the release's size these copies alone held 250 MB. A shared
-    set is never changed in place: a model that is assigned a field takes its own copy first."""
-
-
-_SHARED_FIELDS: dict[frozenset[str], _SharedFields] = {}
-
-
-def share_field_sets(value: object, *, deep: bool = True) -> None:
-    """Every model in ``value`` (a model, or a list of them, nested; ``deep=False``: that model alone) given its
-    shared set of field names."""
-    if isinstance(value, list):
-        for item in value:
-            share_field_sets(item)
-    elif isinstance(value, SharedFieldSets):
-        names = value.__pydantic_fields_set__
-        if type(names) is not _SharedFields:
-            key = frozenset(names)
-            shared = _SHARED_FIELDS.get(key)
-            if shared is None:
-                shared = _SHARED_FIELDS.setdefault(key, _SharedFields(key))
-            object.__setattr__(value, "__pydantic_fields_set__", shared)
-        for item in value.__dict__.values() if deep else ():
-            if isinstance(item, (list, SharedFieldSets)):
-                share_field_sets(item)
-
-
-class _NoExtra(dict[str, Any]):
-    """The empty dict of extra fields, one shared by every model read without any (:func:`compact_sample`): each
-    model of an open class holds one, 64 bytes, a tenth of the ~150 models of an average sample. Never changed in
-    place: a model that is given an extra field takes its own dict first."""
-
-
-_NO_EXTRA = _NoExtra()
 # Strings up to this length are the names, labels and short descriptions that a release repeats thousands of times
-# (``Therapist`` alone 77 times a sample): one copy each. Longer ones (the dialogue) are each a sample's own.
+# (``Therapist`` alone 77 times a sample): each is held once, as :func:`sys.intern` holds it, however many rows
+# name it (a run holds every sample until it ends). Longer ones (the dialogue) are each a row's own.
 _SHORT = 40
 
 
-def _short(value: object) -> object:
-    return sys.intern(value) if type(value) is str and len(value) <= _SHORT else value
+def _held_once(value: str) -> str:
+    return sys.intern(value) if len(value) <= _SHORT else value
 
 
-def compact_sample(value: object) -> None:
-    """What :func:`share_field_sets` does, and a loaded sample held lighter (a run holds every sample until it
-    ends): short strings held once (:data:`_SHORT`) and one shared empty dict of extra fields. Neither changes a
-    value, only which equal object holds it."""
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            if isinstance(item, (list, SharedFieldSets)):
-                compact_sample(item)
-            else:
-                value[index] = _short(item)
-    elif isinstance(value, SharedFieldSets):
-        share_field_sets(value, deep=False)
-        if type(value.__pydantic_extra__) is dict and not value.__pydantic_extra__:
-            object.__setattr__(value, "__pydantic_extra__", _NO_EXTRA)
-        fields = value.__dict__
-        for key, item in fields.items():  # values replaced in place: the keys do not change
-            if isinstance(item, (list, SharedFieldSets)):
-                compact_sample(item)
-            else:
-                fields[key] = _short(item)
+# A string field of the release: validated as ``str``, then held once when short (the value is unchanged).
+Text = Annotated[str, AfterValidator(_held_once)]
 
 
-class SharedFieldSets(BaseModel):
-    """A model whose set of given field names may be shared with others (:func:`share_field_sets`), and whose empty
-    dict of extra fields may be too (:func:`compact_sample`)."""
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if type(self.__pydantic_fields_set__) is _SharedFields:  # shared with other models: copied, never changed
-            object.__setattr__(self, "__pydantic_fields_set__", set(self.__pydantic_fields_set__))
-        if type(self.__pydantic_extra__) is _NoExtra:
-            object.__setattr__(self, "__pydantic_extra__", {})
-        super().__setattr__(name, value)
-
-
-class _Open(SharedFieldSets):
+class _Open(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
 
-class PersonCue(_Open):
+# One set of given field names per distinct set, shared by every row or cue given those names (a release has
+# about ten among its tens of thousands of rows and cues; a row's own set is its largest part after its text).
+_FIELD_SETS: dict[frozenset[str], set[str]] = {}
+
+
+class _Frozen(_Open):
+    """A row or cue: read-only once made (``model_copy(update=...)`` makes a changed copy), so that a loaded
+    sample's models given the same field names can share one set of them (:func:`share_field_names`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+
+def _shared_names(model: BaseModel) -> set[str]:
+    names = model.model_fields_set
+    shared = _FIELD_SETS.get(frozenset(names))
+    if shared is None:
+        shared = _FIELD_SETS.setdefault(frozenset(names), set(names))
+    return shared
+
+
+def _rebuilt(model: _Frozen) -> _Frozen:
+    values = {name: [_rebuilt(item) if isinstance(item, _Frozen) else item for item in value]
+              if isinstance(value, list) else value for name, value in model}  # fields, then extra fields
+    return type(model).model_construct(_shared_names(model), **values)
+
+
+def share_field_names(sample: Sample) -> None:
+    """The rows and cues of a validated ``sample`` made again, equal, each with the one shared set of the names it
+    was given (pydantic's ``model_construct`` keeps the ``_fields_set`` it is given; rows and cues are frozen, so
+    no model can change a set others share). The loader calls it: a run holds every sample until it ends."""
+    sample.rows = [_rebuilt(row) for row in sample.rows]  # type: ignore[misc]  # Row's rebuilt rows
+
+
+class PersonCue(_Frozen):
     """One observed cue (posture, face, self-directed behaviour) of one person."""
 
-    person: str
-    description: str
+    person: Text
+    description: Text
 
 
-class InteractionCue(_Open):
+class InteractionCue(_Frozen):
     """One interaction behaviour in a turn: who initiates it, towards whom, and what it is."""
 
-    initiator: str
-    target: list[str] = Field(default_factory=list)
-    description: str
+    initiator: Text
+    target: list[Text] = Field(default_factory=list)
+    description: Text
 
 
-class Emotion(_Open):
+class Emotion(_Frozen):
     """One person's internal emotion in a turn, with its intensity (0-10) when annotated."""
 
-    person: str
-    emotion_description: str
+    person: Text
+    emotion_description: Text
     intensity: int | float | None = None
 
 
-class Viewpoint(_Open):
+class Viewpoint(_Frozen):
     """A directed viewpoint in a turn: what ``source`` thinks of ``target``, and the attitude."""
 
-    source: str
-    target: str
-    viewpoint: str
-    attitude: str = ""
+    source: Text
+    target: Text
+    viewpoint: Text
+    attitude: Text = ""
 
 
-class Strategy(_Open):
+class Strategy(_Frozen):
     """The therapist's support strategy in a turn: its type, whom it addresses, and what was done."""
 
-    provider: str = THERAPIST
-    strategy_type: str
-    target: list[str] = Field(default_factory=list)
-    strategy_content: str = ""
+    provider: Text = THERAPIST
+    strategy_type: Text
+    target: list[Text] = Field(default_factory=list)
+    strategy_content: Text = ""
 
 
-class BackgroundUtterance(_Open):
+class BackgroundUtterance(_Frozen):
     """Speech behind the turn's main one: who says what to whom."""
 
-    speaker: str
-    target: list[str] = Field(default_factory=list)
-    content: str
+    speaker: Text
+    target: list[Text] = Field(default_factory=list)
+    content: Text
 
 
-class Row(_Open):
+class Row(_Frozen):
     """One annotated turn."""
 
     row_index: int
     start_time: float
     end_time: float
-    primary_speaker: str
-    target: list[str] = Field(default_factory=list)
-    dialogue_cleaned: str = ""
-    utterance_type: str = ""
+    primary_speaker: Text
+    target: list[Text] = Field(default_factory=list)
+    dialogue_cleaned: Text = ""
+    utterance_type: Text = ""
     background_dialogue: list[BackgroundUtterance] = Field(default_factory=list)
-    tone_of_voice: str = ""
+    tone_of_voice: Text = ""
     body_posture: list[PersonCue] = Field(default_factory=list)
     facial_expressions: list[PersonCue] = Field(default_factory=list)
     self_directed_behavior: list[PersonCue] = Field(default_factory=list)
@@ -176,11 +144,11 @@ class Row(_Open):
     internal_emotion: list[Emotion] = Field(default_factory=list)
     viewpoints_attitudes: list[Viewpoint] = Field(default_factory=list)
     support_strategy: list[Strategy] = Field(default_factory=list)
-    relation_cycle_state: str | None = None
-    relation_cycle_reason: str | None = None
+    relation_cycle_state: Text | None = None
+    relation_cycle_reason: Text | None = None
     relation_cycle_evidence_rows: list[int] | None = None
-    relation_pattern: str | None = None
-    relation_pattern_reason: str | None = None
+    relation_pattern: Text | None = None
+    relation_pattern_reason: Text | None = None
     relation_pattern_evidence_rows: list[int] | None = None
 
     @property
@@ -197,10 +165,10 @@ class Row(_Open):
 class Sample(_Open):
     """One clip of a therapy session, the unit of the release (one JSONL line)."""
 
-    sample_id: str
+    sample_id: Text
     scenario: Scenario
-    participants: list[str] = Field(default_factory=list)
-    source_file: str = ""
+    participants: list[Text] = Field(default_factory=list)
+    source_file: Text = ""
     rows: list[Row]
 
     # Where the sample was read from, for error messages; never serialised.
@@ -208,7 +176,7 @@ class Sample(_Open):
     origin_line: int = Field(default=0, exclude=True)
     # The record as read (its JSON text), so an export writes it as the release holds it: a dump of the model
     # would add the optional fields the record lacks (null ``relation_cycle_*``) and respell numbers (3 -> 3.0).
-    # Kept zlib-compressed (level 1): a fifth of the text's size, about 0.3 ms a sample to compress.
+    # Kept zlib-compressed (level 1: most of the saving for little CPU; benchmarks/README.md).
     _release_text: bytes | None = PrivateAttr(default=None)
 
     def release_json(self) -> str:

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from rescue.data.encoding import fix_text, non_ascii_strings
 from rescue.data.errors import DataError, DataIssue, Severity
 from rescue.data.reading import RawRecord, infer_scenario, iter_records
-from rescue.data.models import Sample, compact_sample
+from rescue.data.models import Sample, share_field_names
 from rescue.data.rules import cast_of, check_row, severity_in
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -270,7 +270,7 @@ def _validate_record(record: RawRecord, first_seen: dict[str, str], strict: bool
     sample.origin_file, sample.origin_line = record.file, record.line
     if keep_text:
         sample.keep_release_text(record.text if record.text is not None else json.dumps(record.data, ensure_ascii=False))
-    compact_sample(sample)
+    share_field_names(sample)
     return sample, _in_row_order(issues)
 
 

@@ -21,9 +21,8 @@ from rescue.atomic import write_atomic
 from rescue.errors import LockedError
 from rescue.files import DirectoryLock, sha256_file
 from rescue.runs.results import PREDICTIONS, RESULTS, SCHEMA_VERSION, PredictionsInfo, RunResults
-from rescue.data.models import share_field_sets
 from rescue.data.readback import check_regular, parse_json, read_json_file
-from rescue.tasks.base import PredictionRecord
+from rescue.tasks.base import PredictionRecord, held
 
 CACHE = "cache.sqlite"
 LOG = "run.log"
@@ -98,8 +97,7 @@ def read_predictions(path: str | Path) -> list[PredictionRecord]:
                 record = PredictionRecord.model_validate(value)
             except ValidationError as exc:
                 raise RunDirError(f"{where}: {_first_error(exc)}") from None
-            share_field_sets(record)  # a report holds every record of its runs: one field-name set for those alike
-            records.append(record)
+            records.append(held(record))  # a report holds every record of its runs
     return records
 
 

@@ -39,7 +39,7 @@ from typing_extensions import TypedDict as ModelTypedDict  # pydantic reads a Ty
 from rescue.data.shapes import ChatMessage
 from rescue.data.choices import MODES as MODES, PARSE_POLICIES as PARSE_POLICIES
 from rescue.data.choices import Mode as Mode, ParsePolicy as ParsePolicy
-from rescue.data.models import GROUP_LABELS, Sample, SharedFieldSets, share_field_sets
+from rescue.data.models import GROUP_LABELS, Sample
 from rescue.tasks.render import RowCache
 from rescue.tasks.spec import Declaration
 
@@ -173,7 +173,7 @@ class JudgeResults(BaseModel):
                 if grade.status == "ok" and key in grade.scores}
 
 
-class PredictionRecord(SharedFieldSets):
+class PredictionRecord(BaseModel):
     """One line of ``predictions.jsonl``: an instance, what a model answered, and how it scored."""
 
     # Scorers fill records in place: what they assign is checked too (a judge block given as a dict is read
@@ -346,5 +346,15 @@ def make_record(task: Task, model: str, instance: Instance, prediction: Predicti
         seed=seed,
     )
     record.scores = task.instance_scores(record)
-    share_field_sets(record)  # a run holds every record: one set of field names for all those alike
-    return record
+    return held(record)
+
+
+def held(record: PredictionRecord) -> PredictionRecord:
+    """``record`` made again, equal, with the one set of every field name that every held record shares (a run
+    or a report holds all its records). pydantic's ``model_construct`` keeps the ``_fields_set`` it is given, and
+    adds a field's name to it when the field is assigned: the name is already there, so the shared set never
+    changes. Records are written whole (``model_dump_json``), never by what was set."""
+    return PredictionRecord.model_construct(_EVERY_RECORD_FIELD, **dict(record))
+
+
+_EVERY_RECORD_FIELD = set(PredictionRecord.model_fields)
