@@ -1,6 +1,5 @@
 """The ``rescue`` command's first code (its console script and ``python -m rescue``): SIGTERM is rescue's from
-here on, before the command's imports (a third of a second of typer, rich and every command module) and until
-the process ends.
+here on, before the command's imports (typer, rich and every command module) and until the process ends.
 
 Left to Python's default, a SIGTERM in two windows ended the process without a word (killed by the signal, no
 exit status of rescue's): the command's imports, and its exit, where Python resets every signal handler to the

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 @cache
 def _encoding_only() -> ftfy.TextFixerConfig:
-    # ftfy takes a third of a second to import: only text that is not ASCII ever needs it (the review server's
-    # first page and an ASCII-only dataset never do).
+    # ftfy is imported on first use (its import is heavy): only text that is not ASCII ever needs it (the review
+    # server's first page and an ASCII-only dataset never do).
     import ftfy
 
     return ftfy.TextFixerConfig(

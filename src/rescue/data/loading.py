@@ -21,7 +21,7 @@ def load_samples(path: str | Path | None = None, *, strict: bool = True, keep_te
     Raises DataError listing every error (file, line, sample, row, field) unless ``strict`` is False,
     in which case invalid samples are still reported but the valid ones are returned. ``keep_text=False``: the
     samples keep no copy of their records' text, which only an export writes back (``rescue run`` holds every
-    sample while it asks, and never exports: 11 KB a sample, and the time to compress it, saved).
+    sample while it asks, and never exports, so it holds no compressed copy it would never read).
     """
     # One record at a time: a record's parsed JSON is freed as soon as its sample is made, so the memory it
     # held is reused by the next (holding every record first raised a run's peak by the size of the whole file's

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-# A search in C: the per-character check it replaces took a third of the review tool's start-up on a project.
+# One regular-expression search (in C), not a check per character in Python: every loaded text passes here.
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 

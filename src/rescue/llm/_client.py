@@ -589,7 +589,7 @@ class OpenAIModel:
     def _session(self) -> aiohttp.ClientSession:
         """The aiohttp session every chat request of this model goes through (made on first use, in the running
         event loop): of the HTTP stacks measured on rescue's own requests it costs the least CPU per request
-        (benchmarks/README.md, (a)), about a third of httpx's. Its connector has no limit of its own: the
+        (benchmarks/README.md, (a)). Its connector has no limit of its own: the
         limiter decides how many requests are in flight, and idle connections are kept for the next."""
         loop = asyncio.get_running_loop()
         if self._http is None or self._http.closed or self._http_loop is not loop:

@@ -277,8 +277,8 @@ def resolve_endpoint(
 @functools.cache
 def tls_context() -> Any:
     """The certificates every HTTP client of this process verifies servers with (certifi, or SSL_CERT_FILE /
-    SSL_CERT_DIR as they were when first asked), loaded once: each httpx client loads them again for itself
-    otherwise, 20-35 ms of CPU a client, and a run makes a client per model and per connection."""
+    SSL_CERT_DIR as they were when first asked), loaded once: each httpx client would load them again for itself
+    otherwise (benchmarks/README.md), and a run makes a client per model and per connection."""
     import httpx
 
     return httpx.create_ssl_context()

@@ -50,7 +50,7 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> McNemarResult:
     discordant = only_a + only_b
     if discordant == 0:
         return McNemarResult(only_a, only_b, both, neither, 1.0)
-    # scipy.stats (about 0.4 s of imports) only when a test is computed: a report of one system has none.
+    # scipy.stats is imported only when a test is computed (its import is heavy): a report of one system has none.
     from scipy.stats import binomtest
 
     p_value = float(binomtest(only_a, discordant, 0.5).pvalue)

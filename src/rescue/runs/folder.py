@@ -138,8 +138,8 @@ def write_run(folder: Path, results: RunResults, records: list[PredictionRecord]
     :func:`read_run` refuses (results.json names the hash of the predictions it was written with)."""
     digest = hashlib.sha256()
 
-    def lines() -> Iterator[bytes]:  # one record at a time: the file is never held whole (it was, twice, at 10x
-        for record in records:      # the release a third of the run's peak memory)
+    def lines() -> Iterator[bytes]:  # one record at a time: the file is never held whole in memory
+        for record in records:
             line = (record.model_dump_json() + "\n").encode("utf-8")
             digest.update(line)
             yield line

@@ -39,7 +39,7 @@ def synthetic_clip(path: Path, seconds: float, *, size: str = "192x108", rate: i
     subprocess.run(
         [imageio_ffmpeg.get_ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y",
          "-f", "lavfi", "-i", f"testsrc2=duration={seconds:.2f}:size={size}:rate={rate}",
-         # 16 kHz, as speech is recorded: encoding a 44.1 kHz tone took two thirds of the clip's CPU time.
+         # 16 kHz, as speech is recorded (a 44.1 kHz tone is most of the clip's encoding CPU).
          "-f", "lavfi", "-i", f"sine=frequency=330:duration={seconds:.2f}:sample_rate=16000",
          "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-g", str(rate),
          "-c:a", "aac", "-b:a", "32k", "-shortest", "-movflags", "+faststart", str(path)],
