@@ -3,9 +3,10 @@
 ``rescue review init DIR --benchmark --data FILE --tasks itp,rpp`` copies the data into ``DIR/data/`` (under its
 own file name, so its data digest is the one a ``rescue run`` on FILE records) and writes ``DIR/benchmark.json``.
 The instances are the tasks' own (``task.build``), and a person is shown exactly what a model is shown: the page
-is made from the prompt ``task.render`` sends for that one instance, split into its instructions, the item's
-context rows, its current row (where the task shows it) and the facts it gives, so nothing a prompt hides can
-reach the browser. Answers are checked against the task's answer shape and the instance's closed set here,
+is made from the parts of the prompt the task sends for that one instance (``task.parts``, the same parts
+``task.render`` makes the message of): its instructions, the item's context rows, its current row (where the task
+shows it), the facts it gives and its labels with their definitions, so nothing a prompt hides can reach the
+browser. Answers are checked against the task's answer shape and the instance's closed set here,
 before they are stored; the export then sends them through the task's own ``format_answer`` and ``parse``.
 """
 
@@ -29,13 +30,14 @@ from rescue.data.groups import infer_groups
 from rescue.data.loading import load_samples
 from rescue.data.readback import read_json_file, validated
 from rescue.data.models import GROUP_LABELS, Sample
-from rescue.data.taxonomy import INTENSITY_SCALE
+from rescue.data.taxonomy import INTENSITY_SCALE, Label
 from rescue.data.text import visible_text, visible_words
 from rescue.errors import ReviewError
 from rescue.review.project import BENCHMARK_FILE, DRAFT_FILE
 from rescue.human.shapes import BenchPage, Frame, FramesView, LabelDefinition
 from rescue.tasks import get_task
 from rescue.tasks.base import MODES, VIDEO_MODES, Instance, RenderOptions, Task
+from rescue.tasks.prompts import PromptParts, ShowsParts
 
 if TYPE_CHECKING:  # the video layer loads only for a project in a video mode
     from rescue.video import VideoContext
@@ -45,10 +47,6 @@ MEDIA_CACHE = ".media-cache"  # the frames of a video-mode project, made once
 TOP_K = 3  # a ranking task asks for the 3 most likely labels
 MAX_ANSWER_TEXT = 500  # one emotion or viewpoint phrase
 MAX_VIEWPOINTS = 10
-# Where a prompt's items start (the closed-set tasks' and the checkpoint tasks' layouts), and where the answer
-# schema, which a person does not need, begins.
-_ITEM_MARKERS = ("\n\nItems:\n", "\nCheckpoints: ")
-_SCHEMA = "Answer with one JSON object"
 MAX_BENCHMARK_BYTES = 1024 * 1024  # a few hundred bytes written: anything near this was not
 
 
@@ -330,39 +328,25 @@ def _frames(bench: Benchmark, task: Task, instance: Instance) -> FramesView | No
 # --- what a person sees ----------------------------------------------------------------------------------------
 
 
-def prompt_text(task: Task, instance: Instance, mode: str = "dialogue") -> str:
-    """The one prompt a model gets for this instance alone."""
-    messages = task.render([instance], RenderOptions(mode=mode))  # type: ignore[arg-type]
-    return str(messages[-1]["content"])
+def prompt_parts(task: Task, instance: Instance, mode: str = "dialogue") -> PromptParts:
+    """The parts of the one prompt a model gets for this instance alone (the task's :class:`PromptParts`)."""
+    if not isinstance(task, ShowsParts):
+        raise ReviewError(f"task {task.name}: its prompt's parts are not exposed (a task's parts method), so a "
+                          "person cannot be shown what a model is")
+    return task.parts([instance], RenderOptions(mode=mode))  # type: ignore[arg-type]
 
 
-def _split_prompt(text: str) -> tuple[str, dict[str, Any]]:
-    for marker in _ITEM_MARKERS:
-        if marker in text:
-            head, items = text.rsplit(marker, 1)
-            found = json.loads(items)
-            if isinstance(found, list) and len(found) == 1 and isinstance(found[0], dict):
-                return head.split(_SCHEMA, 1)[0].strip(), found[0]
-    raise ReviewError("the task's prompt holds no single item to show")
-
-
-def _definitions(instructions: str, labels: list[str]) -> list[LabelDefinition]:
-    """Each label of the closed set with its definition as the prompt states it (the ``- label: ...`` line and
-    its indented 'Use when' lines)."""
+def _definitions(labels: list[str], defined: tuple[Label, ...]) -> list[LabelDefinition]:
+    """Each label of the instance's closed set with its whole definition as the prompt states it: the definition,
+    then when to use it and when not."""
+    by_name = {label.name: label for label in defined}
     shown: list[LabelDefinition] = []
-    lines = instructions.splitlines()
-    for label in labels:
-        text = ""
-        for i, line in enumerate(lines):
-            if line.startswith(f"- {label}: "):
-                more = []  # every indented line that follows (Use when, Not when, ...): the whole definition
-                for x in lines[i + 1:]:
-                    if not x.startswith("  "):
-                        break
-                    more.append(x.strip())
-                text = " ".join([line[len(label) + 4:], *more])
-                break
-        shown.append({"label": label, "definition": text})
+    for name in labels:
+        label = by_name.get(name)
+        text = "" if label is None else " ".join(
+            [label.definition, *([f"Use when: {'; '.join(label.use_when)}."] if label.use_when else []),
+             *([f"Do not use when: {'; '.join(label.do_not_use_when)}."] if label.do_not_use_when else [])])
+        shown.append({"label": name, "definition": text})
     return shown
 
 
@@ -390,9 +374,12 @@ def _reach_of(bench: Benchmark, task: str, number: int) -> int:
 
 
 def page(bench: Benchmark, task_name: str, number: int) -> BenchPage:
-    """What the page of one instance shows: made from the instance's prompt only (never from its sample)."""
+    """What the page of one instance shows: made from the parts of the instance's prompt only (never from its
+    sample): its instructions, its item (the values it gives, its context rows, its own row where the task shows
+    it) and its labels with their definitions."""
     task, instance = get_task(task_name), bench.instance(task_name, number)
-    instructions, item = _split_prompt(prompt_text(task, instance, bench.mode))
+    parts = prompt_parts(task, instance, bench.mode)
+    item = parts.item()
     # The row a task shows of the instance itself (ITP's decision_row, ER/VP's current_turn, any new task's own
     # key): the item's row record of the instance's row, found by what it is, not by a list of the tasks' keys.
     shown = next((k for k, v in item.items() if isinstance(v, dict) and v.get("row_index") == instance.row_index), None)
@@ -403,11 +390,11 @@ def page(bench: Benchmark, task_name: str, number: int) -> BenchPage:
     return {
         "task": task.name, "title": task.title, "number": number, "total": len(bench.instances[task.name]),
         "answer_kind": kind, "rank": min(TOP_K, len(instance.labels)) if kind == "ranking" else 1,
-        "labels": _definitions(instructions, instance.labels),
+        "labels": _definitions(instance.labels, parts.labels),
         "intensity": list(INTENSITY_SCALE),
         "people": _people(instance) if kind == "viewpoints" else [],
         "speaker": (current or {}).get("primary_speaker", ""),
-        "instructions": instructions, "statement": instructions.split("\n\n", 1)[0].strip(),
+        "instructions": parts.separator.join(parts.instructions), "statement": parts.instructions[0].strip(),
         "context": _transcript(item.get("prior_context")), "current": current,
         "given": given, "media": _frames(bench, task, instance),
     }

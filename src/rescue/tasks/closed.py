@@ -9,7 +9,9 @@ from typing import Any
 
 from rescue.data.shapes import ChatMessage, JsonObject
 from rescue.data.models import Sample
+from rescue.data.taxonomy import Label
 from rescue.tasks import prompts
+from rescue.tasks.prompts import PromptParts
 from rescue.tasks.base import DeclaredTask, Instance, LenientNotes, ParsePolicy, Prediction, RenderOptions
 from rescue.tasks.parsing import Matching, first_present, local_id, parse_answer
 from rescue.tasks.render import EncodedRows
@@ -33,8 +35,16 @@ class ClosedTask(DeclaredTask):
     # --- subclass hooks ---------------------------------------------------------------------------------
 
     def sections(self, sample: Sample, batch: list[Instance], k: int, mode: str) -> list[str]:
-        """The prompt's sections before the items."""
+        """The prompt's instruction sections (before the answer schema, which :meth:`schema` gives)."""
         raise NotImplementedError
+
+    def schema(self) -> str:
+        """The answer schema section, after the instructions ("": a task whose :meth:`sections` end with it)."""
+        return ""
+
+    def labels(self, instance: Instance) -> list[Label]:
+        """The instance's closed set with each label's definition, as the prompt states them."""
+        return []
 
     def item(self, instance: Instance, rows: EncodedRows, k: int) -> JsonObject:
         """One item's record: its id and what the prompt shows of it."""
@@ -46,13 +56,20 @@ class ClosedTask(DeclaredTask):
 
     # --- the Task contract ----------------------------------------------------------------------------------
 
-    def render(self, batch: list[Instance], options: RenderOptions) -> list[ChatMessage]:
-        """The prompt: the task's sections, then one item per instance with its context rows."""
+    def parts(self, batch: list[Instance], options: RenderOptions) -> PromptParts:
+        """The parts of the prompt: the task's sections, its schema, one item per instance with its context rows,
+        and the closed set with its definitions."""
         sample = prompts.batch_sample(batch)
         k = prompts.resolve_context_size(options.context_size, self.declaration.default_context_size)
         rows = EncodedRows(sample, options.mode, options.rows)
-        items = [self.item(instance, rows, k) for instance in batch]
-        return prompts.user_message(self.sections(sample, batch, k, options.mode), items)
+        items = tuple(self.item(instance, rows, k) for instance in batch)
+        schema = self.schema()
+        return PromptParts(tuple(self.sections(sample, batch, k, options.mode)), (schema,) if schema else (), items,
+                           tuple(self.labels(batch[0])))
+
+    def render(self, batch: list[Instance], options: RenderOptions) -> list[ChatMessage]:
+        """The prompt: the message of :meth:`parts`."""
+        return self.parts(batch, options).message()
 
     def parse(self, raw: str, batch: list[Instance], policy: ParsePolicy = "strict") -> dict[str, Prediction]:
         """Each instance's label or ranking read from the answer, under ``policy``."""

@@ -20,6 +20,7 @@ from rescue.data.models import Row, Sample
 from rescue.metrics.intensity import INTENSITY_SCORE_FLOOR, intensity_score
 from rescue.tasks import generative as gen
 from rescue.tasks import prompts
+from rescue.tasks.prompts import PromptParts
 from rescue.tasks.base import (
     LenientNotes,
     DeclaredTask,
@@ -224,7 +225,11 @@ class EmotionRecognition(DeclaredTask):
         return instances
 
     def render(self, batch: list[Instance], options: RenderOptions) -> list[ChatMessage]:
-        """The ER prompt for ``batch``."""
+        """The prompt: the message of :meth:`parts`."""
+        return self.parts(batch, options).message()
+
+    def parts(self, batch: list[Instance], options: RenderOptions) -> PromptParts:
+        """The parts of the ER prompt for ``batch``: its instructions, schema and checkpoints."""
         k = prompts.resolve_context_size(options.context_size, self.declaration.default_context_size)
         group = batch[0].sample.scenario if batch else "couple"
         lines = [
@@ -248,7 +253,7 @@ class EmotionRecognition(DeclaredTask):
             ]
         }
         records = gen.checkpoint_records(batch, options.mode, k, cache=options.rows)
-        return gen.checkpoint_message(lines, batch, options.mode, schema, records)
+        return gen.checkpoint_parts(lines, batch, options.mode, schema, records)
 
     def parse(self, raw: str, batch: list[Instance], policy: ParsePolicy = "strict") -> dict[str, Prediction]:
         # Free-text answers have no closed set to drop from: both policies read them the same way.

@@ -13,11 +13,12 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar, Unpack
 
-from rescue.data.shapes import ChatMessage, JsonObject
+from rescue.data.shapes import JsonObject
 from rescue.data.evenly import pick_evenly as pick_evenly  # ER's and VP's checkpoints
 from rescue.data.models import NON_PERSON_LABELS, Row, Sample
 from rescue.data.taxonomy import INTENSITY_SCALE
 from rescue.tasks import prompts
+from rescue.tasks.prompts import PromptParts
 from rescue.tasks.base import Instance, InstanceExtra, PredictionRecord
 from rescue.tasks.parsing import AnswerError, Matching, local_id
 from rescue.tasks.render import EncodedRows, RawJSON, RowCache, dumps, encode_row
@@ -118,23 +119,22 @@ def checkpoint_records(
     return records
 
 
-def checkpoint_message(
+def checkpoint_parts(
     lines: Iterable[str], batch: list[Instance], mode: str, schema: JsonObject, records: list[JsonObject]
-) -> list[ChatMessage]:
-    """The single user message every ER/VP request sends, through the one prompt builder: one line per
-    section, the answer schema, the sample, then the checkpoints as compact JSON."""
+) -> PromptParts:
+    """The parts of the single user message every ER/VP request sends: one line per instruction and the mode
+    line, then the answer schema and the sample, then the checkpoints as compact JSON."""
     sample = prompts.batch_sample(batch)
-    sections = [
-        *lines,
-        prompts.mode_line(mode),
+    answer_format = (
         (
             "Answer with one JSON object only, no markdown, in exactly this shape, one item per checkpoint, "
             "echoing each checkpoint_id:"
         ),
         dumps(schema),
         f"Sample: {sample.sample_id}",
-    ]
-    return prompts.user_message(sections, records, items_label="Checkpoints: ", separator="\n")
+    )
+    return PromptParts((*lines, prompts.mode_line(mode)), answer_format, tuple(records),
+                       items_label="Checkpoints: ", separator="\n")
 
 
 # The generative answers have no ids in a keyed form, but may come without ids: match by row or order.

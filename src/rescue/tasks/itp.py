@@ -23,6 +23,7 @@ from rescue.tasks.base import (
     lenient_counts,
 )
 from rescue.tasks.closed import ClosedTask
+from rescue.data.taxonomy import Label, label_block
 from rescue.tasks.labels import ITP_LABELS, ITP_SYNONYMS
 from rescue.tasks.parsing import (
     AnswerError,
@@ -54,6 +55,15 @@ def decision_rows(sample: Sample) -> tuple[list[int], list[int]]:
             continue
         (positives if following.is_therapist else negatives).append(current.row_index)
     return positives, negatives
+
+
+def _labels(clients: str) -> list[Label]:
+    """yes and no with their definitions (``clients``: the partners, the family members)."""
+    return [
+        Label("yes", "an intervention now (a question, reflection, validation, containment, reframe or process "
+                     "comment) is timely and clinically helpful."),
+        Label("no", f"the therapist should keep listening and let {clients} continue."),
+    ]
 
 
 _SCHEMA = prompts.schema_block([{"id": "<item id>", "should_speak": "yes or no", "reason": "<short reason>"}])
@@ -129,12 +139,7 @@ class InterventionTimingTask(ClosedTask):
                 "very next turn."
             ),
             prompts.participants_line(sample),
-            (
-                "Labels:\n"
-                "- yes: an intervention now (a question, reflection, validation, containment, reframe or process "
-                "comment) is timely and clinically helpful.\n"
-                f"- no: the therapist should keep listening and let {clients} continue."
-            ),
+            "Labels:\n" + label_block(_labels(clients)),
             (
                 f"Clinical standard: lean yes when the process has crystallised enough that an intervention would help "
                 f"now; lean no when {member} is still unfolding a thought, vulnerable material is still emerging, or "
@@ -143,8 +148,13 @@ class InterventionTimingTask(ClosedTask):
             prompts.context_sentence(k, anchor="decision_row") + " decision_row itself is always given.",
             prompts.mode_line(mode),
             "Judge only from what is shown; you cannot see the next turn.",
-            _SCHEMA,
         ]
+
+    def schema(self) -> str:
+        return _SCHEMA
+
+    def labels(self, instance: Instance) -> list[Label]:
+        return _labels(prompts.CLIENTS[instance.sample.scenario])
 
     def read(self, value: Any, instance: Instance, notes: LenientNotes | None) -> str:
         return _read_yes_no(value, instance, notes)

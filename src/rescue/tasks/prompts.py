@@ -8,12 +8,15 @@ evidence rules, the JSON answer schema, then the items as compact JSON. A reques
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 from rescue.data.shapes import ChatMessage, JsonObject
 from rescue.errors import PromptError as PromptError
 from rescue.data.models import Sample
+from rescue.data.taxonomy import Label
 from rescue.tasks.render import MODE_EVIDENCE, dumps, write_json
 
 SETTING = {"couple": "a couples-therapy session", "family": "a family-therapy session"}
@@ -93,3 +96,40 @@ def user_message(sections: Sequence[str], items: list[JsonObject], *, items_labe
     parts = [separator.join(shown), separator, items_label] if shown else [items_label]
     write_json(items, parts)  # the rows' JSON is copied once, into the message itself
     return [{"role": "user", "content": "".join(parts)}]
+
+
+@dataclass(frozen=True)
+class PromptParts:
+    """The parts of what a task's request shows, as data: what a reader is told (``instructions``: the task, the
+    participants, the labels, the context and evidence rules), how to write the answer (``answer_format``: the
+    schema, which a person answering in a page does not need), one record per instance (``items``: its id, the
+    values it gives, its context rows and, where the task shows it, its own row) and the closed set with each
+    label's definition (``labels``). :meth:`message` is the request itself; the human reference's page is made
+    from the same parts (rescue.human.benchmark), never by cutting the message's text apart."""
+
+    instructions: tuple[str, ...]
+    answer_format: tuple[str, ...]
+    items: tuple[JsonObject, ...]
+    labels: tuple[Label, ...] = ()
+    items_label: str = "Items:\n"
+    separator: str = "\n\n"
+
+    def message(self) -> list[ChatMessage]:
+        """The one user message of the request (:func:`user_message` of the parts, in this order)."""
+        return user_message([*self.instructions, *self.answer_format], list(self.items), items_label=self.items_label,
+                            separator=self.separator)
+
+    def item(self, index: int = 0) -> JsonObject:
+        """The ``index``-th item as plain JSON values (its rows decoded from the encoding the message carries)."""
+        value: JsonObject = json.loads(dumps(self.items[index]))
+        return value
+
+
+@runtime_checkable
+class ShowsParts(Protocol):
+    """A task whose prompt is made from :class:`PromptParts` it exposes (every task of rescue's own; a task from
+    elsewhere may not, and then only models can take it)."""
+
+    def parts(self, batch: list[Any], options: Any) -> PromptParts:
+        """The parts of the prompt that asks about ``batch``."""
+        ...

@@ -84,8 +84,13 @@ class RankingTask(ClosedTask):
                 f"Rank the {TOP_K} most likely labels, most likely first, all distinct and from the closed set. "
                 "Use only the evidence shown; rows after the target row are not available."
             ),
-            _schema(self.answer_key),
         ]
+
+    def schema(self) -> str:
+        return _schema(self.answer_key)
+
+    def labels(self, instance: Instance) -> list[Label]:
+        return self.label_defs(instance)
 
     def read(self, value: Any, instance: Instance, notes: LenientNotes | None) -> list[str]:
         dropped: list[str] | None = None if notes is None else []

@@ -20,6 +20,7 @@ from rescue.data.shapes import ChatMessage, JsonObject
 from rescue.data.models import GROUP_LABELS, Row, Sample
 from rescue.tasks import generative as gen
 from rescue.tasks import prompts
+from rescue.tasks.prompts import PromptParts
 from rescue.tasks.base import (
     LenientNotes,
     DeclaredTask,
@@ -252,7 +253,11 @@ class ViewpointPrediction(DeclaredTask):
         return instances
 
     def render(self, batch: list[Instance], options: RenderOptions) -> list[ChatMessage]:
-        """The VP prompt for ``batch``."""
+        """The prompt: the message of :meth:`parts`."""
+        return self.parts(batch, options).message()
+
+    def parts(self, batch: list[Instance], options: RenderOptions) -> PromptParts:
+        """The parts of the VP prompt for ``batch``: its instructions, schema and checkpoints."""
         k = prompts.resolve_context_size(options.context_size, self.declaration.default_context_size)
         sample = batch[0].sample if batch else None
         group = sample.group_label if sample else "Couple"
@@ -282,7 +287,7 @@ class ViewpointPrediction(DeclaredTask):
         # build worked the list out once per sample; an instance made elsewhere may not carry it
         people = (batch[0].extra.get("participants") or participants(sample)) if sample else []
         records = gen.checkpoint_records(batch, options.mode, k, participants=people, cache=options.rows)
-        return gen.checkpoint_message(lines, batch, options.mode, schema, records)
+        return gen.checkpoint_parts(lines, batch, options.mode, schema, records)
 
     def parse(self, raw: str, batch: list[Instance], policy: ParsePolicy = "strict") -> dict[str, Prediction]:
         # Free-text answers have no closed set to drop from: both policies read them the same way.
