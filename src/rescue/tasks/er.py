@@ -147,7 +147,14 @@ class EmotionGrade(Grade):
         return {"judge_emotion": float(self.emotion_score)}
 
 
-def _judge_data(prediction: Any, gold: Any) -> JsonObject:
+class EmotionJudgeData(TypedDict):
+    """What an ER judge sees besides the turn: the predicted and the gold emotion phrases."""
+
+    predicted_emotion: str
+    gold_emotion: str
+
+
+def _judge_data(prediction: Any, gold: Any) -> EmotionJudgeData:
     return {"predicted_emotion": emotion_text(prediction), "gold_emotion": emotion_text(gold)}
 
 

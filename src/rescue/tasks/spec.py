@@ -16,7 +16,6 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from rescue.data.shapes import JsonObject
 from rescue.errors import TaskOptionError as TaskOptionError
 
 OutcomeKind = Literal["right_wrong", "graded"]
@@ -77,7 +76,7 @@ class JudgeRubric:
 
     prompts: Mapping[str, str]
     grades: Mapping[str, type[Any]]
-    data: Callable[[Any, Any], JsonObject]
+    data: Callable[[Any, Any], Mapping[str, object]]  # the task's own TypedDict of what the judge sees
     minimum: Mapping[str, Mapping[str, float]]
     human_key: str
     finish: Callable[[Any], None] | None = None

@@ -182,7 +182,14 @@ class ViewpointAuthorsGrade(Grade):
         }
 
 
-def _judge_data(prediction: Any, gold: Any) -> JsonObject:
+class ViewpointJudgeData(TypedDict):
+    """What a VP judge sees besides the turn: the predicted viewpoints, and the gold ones with their attitudes."""
+
+    predicted_viewpoints: list[Viewpoint]
+    gold_viewpoints: list[Viewpoint]
+
+
+def _judge_data(prediction: Any, gold: Any) -> ViewpointJudgeData:
     return {
         "predicted_viewpoints": viewpoint_items(prediction),
         "gold_viewpoints": viewpoint_items(gold, with_attitude=True),
