@@ -47,6 +47,9 @@ def test_grouped_people_on_a_subset_beside_a_model_on_every_instance(tmp_path):
     report = tmp_path / "report"
     made = invoke_main(["report", str(out), str(models), "--out", str(report), "--no-figures"])
     assert made.exit_code == 0, made.output  # no --allow-mixed needed: the model is restricted to the subset
+    printed = " ".join(made.output.split())
+    assert "human/cat (person)" in printed and "human/clinicians/panel (panel)" in printed  # marked on the terminal
+    assert "People (marked in the leaderboard, never ranked)" in (report / "report.html").read_text(encoding="utf-8")
     board = (report / "leaderboard.md").read_text(encoding="utf-8")
 
     # The model on the people's subset: 4 instances of each task, not the task's every instance.

@@ -42,6 +42,7 @@ from rescue.report.html import (
 )
 from rescue.report.options import ReportOptions as ReportOptions
 from rescue.report.leaderboard import (
+    LeaderRow,
     add_average_rows,
     Cell,
     Leaderboard,
@@ -49,11 +50,12 @@ from rescue.report.leaderboard import (
     grouping_text,
     mark_significance,
     scopes_of,
+    shown_name,
     to_csv,
     to_latex,
     to_markdown,
 )
-from rescue.report.people import People, apply_people, people_markdown, subset_note
+from rescue.report.people import People, apply_people, people_markdown, people_table, subset_note
 from rescue.report.runs import ReportError, System, load_systems
 from rescue.report.recompute import Aggregates, registry_aggregates
 from rescue.report.video_gain import gains_csv, gains_markdown, gains_table, video_gains
@@ -276,7 +278,8 @@ def _build(run_dirs: Sequence[str | Path], out_dir: Path, stage: Path, staged: l
 
     report.step(f"reading {len(run_dirs)} run director{'y' if len(run_dirs) == 1 else 'ies'}")
     systems, comparability = _read_systems(run_dirs, options, result)
-    result.systems = {s.label: s.results for s in systems}
+    # People's systems carry their mark on the terminal too (never ranked among the models).
+    result.systems = {shown_name(LeaderRow(s.label, "all", people=s.people)): s.results for s in systems}
     aggregates = _aggregates(systems, result)
     samples, data_name = resolve_samples(systems, data)
     groups = _write_groups(report, systems, samples, data_name, options)
@@ -546,7 +549,7 @@ def _html_page(systems: Sequence[System], samples: Sequence[Sample], stats: _Sta
         leaderboard=leaderboard_tables(stats.board),
         comparisons=(comparison_tables(stats.comparisons, options.alpha, options.cluster) if stats.comparisons
                      else []) + ([gains_table(stats.gains, options.alpha)] if stats.gains else []),
-        analyses=sections.tables + sections.matrices,
+        analyses=([people_table(result.people)] if result.people else []) + sections.tables + sections.matrices,
         reproduction=stats.reproduction,
         figures=sections.figures,
         notes=[f"Data: {data_name}.", *result.notes],

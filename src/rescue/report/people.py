@@ -26,6 +26,7 @@ from typing import Any
 
 from rescue.display import markdown_table, markdown_text
 from rescue.errors import ReportError
+from rescue.report.html import HtmlTable
 from rescue.report.runs import System, keep_records
 from rescue.tasks import TASK_NAMES
 from rescue.tasks.base import PredictionRecord
@@ -160,3 +161,18 @@ def people_markdown(people: People) -> str:
     lines += ["", "Disputed items (answered differently by two people or more), with every answer: "
               + (", ".join(markdown_text(Path(p).as_posix()) for p in people.disputed) or "none written") + "."]
     return "\n".join(lines) + "\n"
+
+
+def people_table(people: People) -> HtmlTable:
+    """report.html's table of the people: per group what ``people.md`` gives (people, items per person,
+    coverage, time per item, agreement between people per task)."""
+    tasks = [t for t in TASK_NAMES if any(t in (g.get("agreement") or {}) for g in people.figures.values())]
+    rows = [[group, str(g.get("people", "")), _figure(g.get("assigned_per_person")), _figure(g.get("answered_per_person")),
+             _figure(g.get("coverage"), True), _figure(g.get("median_s_per_item")),
+             *(_figure((g.get("agreement") or {}).get(t, {}).get("alpha")) for t in tasks)]
+            for group, g in people.figures.items()]
+    return HtmlTable("People (marked in the leaderboard, never ranked)",
+                     ["group", "people", "items per person", "answered per person", "coverage", "median s per item",
+                      *(f"{t.upper()} α" for t in tasks)], rows,
+                     subset_note(people) + " α: agreement between the group's people (the ceiling models are read "
+                     "against). Each person's coverage and the disputed items: people.md.")
