@@ -190,11 +190,12 @@ def queue(db: Session, user: str, bench: Benchmark) -> list[BenchQueueEntry]:
     rows = db.execute(select(BenchAssignment.key).join(User, User.id == BenchAssignment.user_id)
                       .where(User.name == user).order_by(BenchAssignment.position)).scalars().all()
     records = _records(db, user)
+    seen = _Seen(bench, records)
     found: list[BenchQueueEntry] = []
     for key in rows:
         task, number = _split_key(key)
         found.append({"task": task, "number": number, "answered": records.get(key, (None, 0))[1] > 0,
-                      "locked": _lock(bench, records, task, number) is not None})
+                      "locked": seen.lock(task, number) is not None})
     return found
 
 
@@ -203,14 +204,31 @@ def _records(db: Session, user: str) -> dict[str, tuple[str, int]]:
     return {r.key: (r.shown_at, r.version) for r in db.scalars(select(BenchAnswer).where(BenchAnswer.user == user))}
 
 
+class _Seen:
+    """The pages a person was shown, by sample: an instance's lock is looked for among its own sample's pages only
+    (a queue of thousands stays linear in its sessions' lengths, not quadratic in its size)."""
+
+    def __init__(self, bench: Benchmark, records: dict[str, tuple[str, int]]):
+        self.bench = bench
+        self.by_sample: dict[str, list[tuple[str, str, tuple[str, int]]]] = defaultdict(list)
+        for key, (at, _version) in records.items():
+            if _known(bench, key):
+                task, number = _split_key(key)
+                self.by_sample[bench.sample_of(task, number)].append((at, key, (task, number)))
+
+    def lock(self, task: str, number: int) -> LockView | None:
+        """The first page the person was shown that reveals what the instance hides, and when (None: open)."""
+        found = [(at, key) for at, key, shown in self.by_sample.get(self.bench.sample_of(task, number), [])
+                 if self.bench.reveals(shown, (task, number))]
+        if not found:
+            return None
+        at, key = min(found)
+        return {"by": key, "at": at}
+
+
 def _lock(bench: Benchmark, records: dict[str, tuple[str, int]], task: str, number: int) -> LockView | None:
-    """The first page the person was shown that reveals what the instance hides, and when (None: open)."""
-    found = [(at, key) for key, (at, _version) in records.items()
-             if _known(bench, key) and bench.reveals(_split_key(key), (task, number))]
-    if not found:
-        return None
-    at, key = min(found)
-    return {"by": key, "at": at}
+    """The instance's lock for the person whose shown pages are ``records`` (:meth:`_Seen.lock`)."""
+    return _Seen(bench, records).lock(task, number)
 
 
 def _known(bench: Benchmark, key: str) -> bool:
@@ -315,10 +333,11 @@ def counted_answers(db: Session, bench: Benchmark) -> tuple[list[GivenAnswer], i
     records: dict[str, dict[str, tuple[str, int]]] = defaultdict(dict)
     for record in db.scalars(select(BenchAnswer)):
         records[record.user][record.key] = (record.shown_at, record.version)
+    seen = {user: _Seen(bench, mine) for user, mine in records.items()}
     counted: list[GivenAnswer] = []
     late = 0
     for record, answer in zip(_answered_records(db), all_answers(db), strict=True):
-        locked = _lock(bench, records[record.user], answer["task"], answer["number"]) \
+        locked = seen[record.user].lock(answer["task"], answer["number"]) \
             if _known(bench, record.key) else {"by": "", "at": ""}
         if locked is not None and record.answered_at > locked["at"]:
             late += 1
