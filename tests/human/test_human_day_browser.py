@@ -130,3 +130,41 @@ def test_three_people_in_two_groups_take_a_subset_in_order_and_cannot_change_wha
         (shots / "leaderboard.md").write_text(board, encoding="utf-8")
         (shots / "people.md").write_text((report / "people.md").read_text(encoding="utf-8"), encoding="utf-8")
     context.close()
+
+
+def test_a_page_that_would_lock_an_unanswered_instance_asks_first(browser, tmp_path):
+    """Jumping ahead in the browser: the page names the open instances it would lock and shows nothing until the
+    person chooses; going back shows nothing (and reveals nothing), opening it locks them."""
+    bench_dir = make_bench(tmp_path / "bench", sample=PER_TASK)
+    app = bench_app(bench_dir, bench_dir / "review.db", ["ann"], 1)
+    bench = app.state.project
+    server = Server(app)
+    try:
+        context, page = login(browser, server, "ann")
+        keys = [f"{row.split()[0].lower()}/{row.split()[1]}" for row in
+                page.locator("#bench-queue tbody tr td:nth-child(3)").all_inner_texts()]
+        pairs = [(a, b) for i, a in enumerate(keys) for b in keys[i + 1:]]
+        early, late = next((a, b) for a, b in pairs if bench.reveals(tuple_of(b), tuple_of(a)))
+        page.goto(f"{server.url}/take/{late}")
+        page.wait_for_selector("#bench-warning")
+        assert early.replace("/", " ").upper() in page.locator("#bench-warning").inner_text()
+        assert page.evaluate("window.benchState().item") is None  # nothing of the page yet
+        page.click("#bench-back")
+        page.wait_for_url(server.url + "/")
+        page.goto(f"{server.url}/take/{late}")  # still asks: going back revealed nothing
+        page.wait_for_selector("#bench-warning")
+        page.click("#bench-open")
+        wait_until(page, "window.benchState().item !== null")
+        page.goto(f"{server.url}/take/{early}")
+        page.wait_for_selector("#bench-locked")
+        assert "stays unanswered" in page.locator("#bench-locked").inner_text()
+        assert page.evaluate("window.benchState().item.instructions") == ""
+        context.close()
+    finally:
+        server.stop()
+        app.state.engine.dispose()
+
+
+def tuple_of(key: str) -> tuple[str, int]:
+    task, number = key.split("/")
+    return task, int(number)
