@@ -29,6 +29,12 @@ _.vp_matching
 _.flip_rate
 _.read_from_prose
 _.cached_input_share
+# Keys of the judge's data (rescue.tasks.er's EmotionJudgeData, rescue.tasks.vp's ViewpointJudgeData): written
+# into the judge's prompt as JSON (rescue.scoring.judge.judge_prompt), where the judge model reads them.
+_.predicted_emotion
+_.gold_emotion
+_.predicted_viewpoints
+_.gold_viewpoints
 # Keys of TypedDicts that code writes and the pages' JavaScript or a reader of the file reads (review answers and the
 # export's provenance: rescue.review.shapes; Instance.extra).
 _.my_status
