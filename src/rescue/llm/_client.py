@@ -28,7 +28,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from rescue.data.shapes import JsonObject
 from rescue.llm import _secrets as secrets
@@ -59,6 +59,16 @@ REFUSAL_MARKERS = (
 ERROR_CHARS = 500
 
 
+class KeyedSettings(TypedDict):
+    """The generation settings that change an answer, as they enter the cache key (:meth:`GenerationSettings.key_fields`)."""
+
+    temperature: float
+    max_tokens: int | None
+    json_mode: bool
+    extra_body: JsonObject  # the provider's own extras: open by design
+    seed: int | None
+
+
 @dataclass(frozen=True)
 class GenerationSettings:
     """Per-model generation settings; all but ``timeout`` and ``max_answer_bytes`` are part of the cache key."""
@@ -77,7 +87,7 @@ class GenerationSettings:
     # --thinking on|off|low|medium|high: turned into the provider's own extras, which are keyed.
     thinking: str | None = None
 
-    def key_fields(self) -> JsonObject:
+    def key_fields(self) -> KeyedSettings:
         """The settings that change an answer, as they enter the cache key."""
         return {
             "temperature": self.temperature,
