@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import get_args
 
 from rescue.data.models import Sample
+from rescue.data.taxonomy import label_rules
 from rescue.tasks import scoped_aggregates
 from rescue.tasks.base import Instance, RenderOptions, Task, gold_value, make_record
 from rescue.tasks.batching import plan_batches
-from rescue.tasks.prompts import resolve_context_size
+from rescue.tasks.prompts import PromptParts, resolve_context_size
 from rescue.tasks.spec import AnswerKind
 
 
@@ -50,6 +51,7 @@ def check_task(name: str, task: Task, samples: list[Sample]) -> None:
         messages = task.render(batch, RenderOptions())
         assert [m["role"] for m in messages] == ["user"] and isinstance(messages[0]["content"], str)
         assert task.render(batch, RenderOptions()) == messages  # the same bytes every time
+        check_parts(name, task, batch, task.parts(batch, RenderOptions()), messages[0]["content"])
         answer = task.format_answer(batch, {i.instance_id: gold_value(task, i) for i in batch})
         parsed = task.parse(answer, batch)
         assert [parsed[i.instance_id].status for i in batch] == ["ok"] * len(batch), answer
@@ -68,3 +70,26 @@ def check_task(name: str, task: Task, samples: list[Sample]) -> None:
     scopes = scoped_aggregates(task, perfect)
     assert scopes["all"] == best and set(scopes["samples"]) == {i.sample_id for i in instances}
     assert task.aggregate([])["instances"] == 0
+
+
+def check_parts(name: str, task: Task, batch: list[Instance], parts: PromptParts, prompt: str) -> None:
+    """The parts of a request are what its prompt is made of and say what each piece is (what a person's page
+    shows): the prompt is ``parts.message()``; one item per instance, in order, with only earlier rows as context
+    and its own row exactly where the task declares it shows one; each label of the closed set with the
+    definition and rules the prompt states; every given value in the prompt."""
+    assert parts.message() == [{"role": "user", "content": prompt}], name
+    assert parts.instructions_text and parts.instructions_text in prompt, name
+    assert len(parts.items) == len(batch), name
+    for i, instance in enumerate(batch):
+        assert parts.item(i)[parts.id_key] == instance.instance_id.split("#", 1)[1], name
+        assert all(row["row_index"] < instance.row_index for row in parts.context(i)), name
+        current = parts.current(i)
+        assert (current is not None) == task.declaration.shows_row, f"{name}: its own row vs shows_row"
+        assert current is None or current["row_index"] == instance.row_index, name
+        for key, value in parts.given(i).items():
+            assert f'"{key}":' in prompt and str(value) in prompt, (name, key)
+    if batch[0].labels:  # a closed set: every label with its definition, as the prompt states it
+        assert [label.name for label in parts.labels] == batch[0].labels, name
+        for label in parts.labels:
+            assert label.definition and f"- {label.name}: {label.definition}" in parts.instructions_text, label
+            assert all(f"\n  {rule}" in parts.instructions_text for rule in label_rules(label)), label

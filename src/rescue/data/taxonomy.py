@@ -41,8 +41,21 @@ def label_block(labels: Iterable[Label], *, rules: Literal["below", "inline", "n
             line += (f" Use when: {use}." if use else "") + (f" Not when: {avoid}." if avoid else "")
         lines.append(line)
         if rules == "below":
-            lines += ([f"  Use when: {use}."] if use else []) + ([f"  Do not use when: {avoid}."] if avoid else [])
+            lines += [f"  {rule}" for rule in label_rules(label)]
     return "\n".join(lines)
+
+
+def label_rules(label: Label) -> list[str]:
+    """When to use ``label`` and when not, one sentence each, as the lines below its bullet in
+    :func:`label_block` state them (none where the label has no such rule)."""
+    use, avoid = "; ".join(label.use_when), "; ".join(label.do_not_use_when)
+    return ([f"Use when: {use}."] if use else []) + ([f"Do not use when: {avoid}."] if avoid else [])
+
+
+def stated_definition(label: Label) -> str:
+    """The whole definition a prompt's label block states of ``label``, in one line: its definition, then its
+    rules."""
+    return " ".join([label.definition, *label_rules(label)])
 
 
 @dataclass(frozen=True)

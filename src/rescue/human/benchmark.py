@@ -30,7 +30,7 @@ from rescue.data.groups import infer_groups
 from rescue.data.loading import load_samples
 from rescue.data.readback import read_json_file, validated
 from rescue.data.models import GROUP_LABELS, Sample
-from rescue.data.taxonomy import INTENSITY_SCALE, Label
+from rescue.data.taxonomy import INTENSITY_SCALE, Label, stated_definition
 from rescue.data.text import visible_text, visible_words
 from rescue.errors import ReviewError
 from rescue.review.project import BENCHMARK_FILE, DRAFT_FILE
@@ -338,20 +338,9 @@ def prompt_parts(task: Task, instance: Instance, mode: str = "dialogue") -> Prom
 
 def _definitions(labels: list[str], defined: tuple[Label, ...]) -> list[LabelDefinition]:
     """Each label of the instance's closed set with its whole definition as the prompt states it: the definition,
-    then when to use it and when not."""
-    by_name = {label.name: label for label in defined}
-    shown: list[LabelDefinition] = []
-    for name in labels:
-        label = by_name.get(name)
-        text = "" if label is None else " ".join(
-            [label.definition, *([f"Use when: {'; '.join(label.use_when)}."] if label.use_when else []),
-             *([f"Do not use when: {'; '.join(label.do_not_use_when)}."] if label.do_not_use_when else [])])
-        shown.append({"label": name, "definition": text})
-    return shown
-
-
-def _transcript(rows: Any) -> list[dict[str, Any]]:
-    return [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
+    then when to use it and when not ("" where the prompt defines no such label)."""
+    stated = {label.name: stated_definition(label) for label in defined}
+    return [{"label": name, "definition": stated.get(name, "")} for name in labels]
 
 
 def _people(instance: Instance) -> list[str]:
@@ -379,13 +368,7 @@ def page(bench: Benchmark, task_name: str, number: int) -> BenchPage:
     it) and its labels with their definitions."""
     task, instance = get_task(task_name), bench.instance(task_name, number)
     parts = prompt_parts(task, instance, bench.mode)
-    item = parts.item()
-    # The row a task shows of the instance itself (ITP's decision_row, ER/VP's current_turn, any new task's own
-    # key): the item's row record of the instance's row, found by what it is, not by a list of the tasks' keys.
-    shown = next((k for k, v in item.items() if isinstance(v, dict) and v.get("row_index") == instance.row_index), None)
-    current = item[shown] if shown is not None else None
-    given = {k: v for k, v in item.items()
-             if k not in ("id", "checkpoint_id", "prior_context", shown) and isinstance(v, (str, int))}
+    instructions, current = parts.instructions_text, parts.current()
     kind = task.declaration.answer
     return {
         "task": task.name, "title": task.title, "number": number, "total": len(bench.instances[task.name]),
@@ -394,9 +377,9 @@ def page(bench: Benchmark, task_name: str, number: int) -> BenchPage:
         "intensity": list(INTENSITY_SCALE),
         "people": _people(instance) if kind == "viewpoints" else [],
         "speaker": (current or {}).get("primary_speaker", ""),
-        "instructions": parts.separator.join(parts.instructions), "statement": parts.instructions[0].strip(),
-        "context": _transcript(item.get("prior_context")), "current": current,
-        "given": given, "media": _frames(bench, task, instance),
+        "instructions": instructions, "statement": instructions.split("\n\n", 1)[0].strip(),
+        "context": parts.context(), "current": current,
+        "given": parts.given(), "media": _frames(bench, task, instance),
     }
 
 

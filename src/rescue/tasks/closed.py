@@ -5,7 +5,7 @@ item's value is read; ITP answers one label, the ranking tasks (``rescue.tasks.r
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from rescue.data.shapes import ChatMessage, JsonObject
 from rescue.data.models import Sample
@@ -31,6 +31,10 @@ class ClosedTask(DeclaredTask):
     def value_keys(self) -> tuple[str, ...]:
         """Where an answer item's value may be: ``answer_key``, then the declared aliases."""
         return (self.declaration.answer_key, *self.declaration.answer_aliases)
+
+    # The item key holding the row of the instance itself, where the prompt shows it (ITP's "decision_row"): the
+    # row a person's page shows as the current one. None where an item shows only the rows before it.
+    row_key: ClassVar[str | None] = None
 
     # --- subclass hooks ---------------------------------------------------------------------------------
 
@@ -65,7 +69,7 @@ class ClosedTask(DeclaredTask):
         items = tuple(self.item(instance, rows, k) for instance in batch)
         schema = self.schema()
         return PromptParts(tuple(self.sections(sample, batch, k, options.mode)), (schema,) if schema else (), items,
-                           tuple(self.labels(batch[0])))
+                           tuple(self.labels(batch[0])), current_key=self.row_key)
 
     def render(self, batch: list[Instance], options: RenderOptions) -> list[ChatMessage]:
         """The prompt: the message of :meth:`parts`."""

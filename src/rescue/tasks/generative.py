@@ -134,7 +134,7 @@ def checkpoint_parts(
         f"Sample: {sample.sample_id}",
     )
     return PromptParts((*lines, prompts.mode_line(mode)), answer_format, tuple(records),
-                       items_label="Checkpoints: ", separator="\n")
+                       items_label="Checkpoints: ", separator="\n", id_key="checkpoint_id", current_key="current_turn")
 
 
 # The generative answers have no ids in a keyed form, but may come without ids: match by row or order.

@@ -78,6 +78,8 @@ class ItpOptions(TaskOptions):
 class InterventionTimingTask(ClosedTask):
     """ITP: after a client turn, should the therapist take the next turn? Yes/no, balanced within each sample."""
 
+    row_key = "decision_row"
+
     declaration: ClassVar[Declaration] = Declaration(
         name="itp",
         title="Intervention timing prediction",

@@ -113,6 +113,17 @@ class PromptParts:
     labels: tuple[Label, ...] = ()
     items_label: str = "Items:\n"
     separator: str = "\n\n"
+    # Which key of an item holds what: the id the model echoes, the prior rows, and the instance's own row where
+    # the task shows it (ITP's decision_row, ER/VP's current_turn; None for RPP, STP, SSP, which hide it). Every
+    # other plain value of an item is a fact the prompt gives (``given``).
+    id_key: str = "id"
+    context_key: str = "prior_context"
+    current_key: str | None = None
+
+    @property
+    def instructions_text(self) -> str:
+        """The instructions as the message states them: the non-empty sections, joined."""
+        return self.separator.join(section for section in self.instructions if section)
 
     def message(self) -> list[ChatMessage]:
         """The one user message of the request (:func:`user_message` of the parts, in this order)."""
@@ -123,6 +134,23 @@ class PromptParts:
         """The ``index``-th item as plain JSON values (its rows decoded from the encoding the message carries)."""
         value: JsonObject = json.loads(dumps(self.items[index]))
         return value
+
+    def context(self, index: int = 0) -> list[JsonObject]:
+        """The prior rows the ``index``-th item shows, oldest first, each its prompt record."""
+        rows = self.item(index).get(self.context_key)
+        return [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
+
+    def current(self, index: int = 0) -> JsonObject | None:
+        """The ``index``-th item's own row as it shows it (None where the task does not show it)."""
+        row = self.item(index).get(self.current_key) if self.current_key is not None else None
+        return row if isinstance(row, dict) else None
+
+    def given(self, index: int = 0) -> dict[str, str | int]:
+        """The ``index``-th item's other plain values, the facts it gives (RPP's ``target_speaker``, SSP's
+        ``support_target``), in the prompt's order."""
+        roles = (self.id_key, self.context_key, self.current_key)
+        return {key: value for key, value in self.item(index).items()
+                if key not in roles and isinstance(value, (str, int))}
 
 
 @runtime_checkable
