@@ -25,7 +25,7 @@ def _verify(bundle: Path, data: Path, *extra: str):  # type: ignore[no-untyped-d
 def test_a_scripted_model_with_a_judge_submits_and_verifies(model_bundle: Path, data: Path) -> None:
     bundle = read_bundle(model_bundle)
     manifest = bundle.manifest
-    assert list(members(model_bundle)) == list(MEMBERS)
+    assert list(members(model_bundle)) == [m for m in MEMBERS if m != "human.json"]  # a model run has no people
     system = manifest.systems["scripted-model"]
     assert system.kind == "model" and system.answered_as == ["scripted-model-v2"]
     assert system.requests > 0 and system.input_tokens > 0 and system.answers > 0
@@ -67,8 +67,13 @@ def test_people_submit_and_verify(tmp_path: Path, data: Path) -> None:
     from submission_support import human_run
 
     bundle = submit(human_run(tmp_path, data), tmp_path / "people.rescue.zip")
-    manifest = read_bundle(bundle).manifest
+    read = read_bundle(bundle)
+    manifest = read.manifest
     assert {s.kind for s in manifest.systems.values()} == {"human"}
+    assert "human.json" in read.members  # each person's cells on what they answered
+    intervals = json.loads(read.text(INTERVALS))
+    bob = [c for c in intervals if c["system"] == "human/bob" and c["scope"] == "all" and c["column"] == "itp.f1"]
+    assert bob and bob[0]["failures"] == 0  # bob answered 12: the rest is coverage, not failures
     result, verdict = _verify(bundle, data)
     assert result.exit_code == 0, result.output
     assert verdict["level"] == "checked"

@@ -11,7 +11,9 @@ Format (``BUNDLE_SCHEMA`` 1; docs/submissions.md holds the full description):
 - ``answers.jsonl``: every answer the run's models and judges gave, as received and cached (one line each: the
   request's digest, who answered and for what, the text, the finish reason, the usage);
 - ``intervals.json``: every leaderboard cell (system, scope, column) with its 95% interval, as ``rescue report``
-  computes them from the records.
+  computes them from the records;
+- ``human.json``, only in a people's run: who was given and who answered what, so that each person's cells are
+  on the instances they answered (coverage, never a wrong answer), as the report reads it.
 
 The manifest is the table of contents: a member it does not list, or a member whose bytes do not hash to what
 it lists, is refused by :func:`read_bundle` before anything is parsed. No key or secret enters a bundle:
@@ -47,7 +49,8 @@ BUNDLE_SCHEMA = 1
 MANIFEST = "manifest.json"
 ANSWERS = "answers.jsonl"
 INTERVALS = "intervals.json"
-MEMBERS = (MANIFEST, RESULTS, PREDICTIONS, ANSWERS, INTERVALS)  # every name a bundle may hold, in this order
+PEOPLE = "human.json"  # a people's run: who answered what (rescue review export --as-run writes it beside the run)
+MEMBERS = (MANIFEST, RESULTS, PREDICTIONS, ANSWERS, INTERVALS, PEOPLE)  # every name a bundle may hold, in this order
 HUMAN_PREFIX = "human/"
 BASELINE_PREFIX = "baseline/"
 SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -351,7 +354,7 @@ def json_lines(bundle: Bundle, name: str) -> Iterator[tuple[int, Any]]:
             yield number, parse_json(line, f"{bundle.path}:{name}:{number}")
 
 
-__all__ = ["ANSWERS", "BUNDLE_SCHEMA", "Bundle", "Declarations", "FileEntry", "INTERVALS", "MANIFEST", "MEMBERS",
+__all__ = ["ANSWERS", "BUNDLE_SCHEMA", "PEOPLE", "Bundle", "Declarations", "FileEntry", "INTERVALS", "MANIFEST", "MEMBERS",
            "Manifest", "RunState", "SystemFacts", "TaskFacts", "bundle_records", "bundle_results", "canonical_json",
            "environment_secrets", "find_secret", "json_lines", "manifest_bytes", "now_iso", "parse_json",
            "read_bundle", "sha256_bytes", "system_kind", "write_bundle", "zip_members"]

@@ -15,6 +15,7 @@ from rescue.engine.config import RunConfig
 from rescue.engine.parts import Asking, Selection
 from rescue.engine.plan import batch_plan, build_options, limit_instances, load_task
 from rescue.report.leaderboard import build_leaderboard
+from rescue.report.people import apply_people
 from rescue.report.recompute import registry_aggregates
 from rescue.report.runs import System, load_run, run_systems
 from rescue.runs.results import RunResults
@@ -71,5 +72,9 @@ def interval_cells(systems: Sequence[System]) -> list[dict[str, Any]]:
 
 
 def run_intervals(run_dir: Path, read: tuple[RunResults, list[PredictionRecord]] | None = None) -> list[dict[str, Any]]:
-    """:func:`interval_cells` of every system of a run directory (``read``: the run as already read from it)."""
-    return interval_cells(load_run(run_dir) if read is None else run_systems(read[0], read[1], run_dir))
+    """:func:`interval_cells` of every system of a run directory (``read``: the run as already read from it), each
+    restricted as the report restricts a people's run (:func:`rescue.report.people.apply_people`: a person on the
+    instances they answered)."""
+    systems = load_run(run_dir) if read is None else run_systems(read[0], read[1], run_dir)
+    apply_people(systems)
+    return interval_cells(systems)

@@ -20,7 +20,7 @@ from rescue.errors import BundleError, RescueError
 from rescue.llm import ResponseCache
 from rescue.runs.folder import CACHE, locked_message, read_run
 from rescue.runs.results import PREDICTIONS, RESULTS, RunResults
-from rescue.submissions.bundle import (ANSWERS, BUNDLE_SCHEMA, INTERVALS, Declarations, Manifest, RunState,
+from rescue.submissions.bundle import (ANSWERS, BUNDLE_SCHEMA, INTERVALS, PEOPLE, Declarations, Manifest, RunState,
                                        SystemFacts, canonical_json, now_iso, system_kind, write_bundle)
 from rescue.submissions.facts import run_intervals, taken_instances, task_facts
 from rescue.tasks.base import PredictionRecord
@@ -144,7 +144,8 @@ def submit(run_dir: str | Path, out: str | Path, *, declarations: Declarations |
                        limited=limited, mixed=any(len(sets) > 1 for sets in per_task.values()) or not instance_sets,
                        run_id=run.run_id if run else None, elapsed_s=run.elapsed_s if run else None),
         declarations=declarations or Declarations(), files={})
-    members = {RESULTS: (root / RESULTS).read_bytes(), PREDICTIONS: (root / PREDICTIONS).read_bytes(),
+    people = {PEOPLE: (root / PEOPLE).read_bytes()} if (root / PEOPLE).is_file() else {}
+    members = {**people, RESULTS: (root / RESULTS).read_bytes(), PREDICTIONS: (root / PREDICTIONS).read_bytes(),
                ANSWERS: "".join(lines).encode("utf-8"),
                INTERVALS: (json.dumps(run_intervals(root), indent=1, allow_nan=False) + "\n").encode("utf-8")}
     written = write_bundle(out, manifest, members)

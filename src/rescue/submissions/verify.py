@@ -41,7 +41,7 @@ from rescue.llm import ChatAnswer, Usage
 from rescue.llm import ResponseCache
 from rescue.runs.folder import CACHE
 from rescue.runs.results import PREDICTIONS, RESULTS, RunResults
-from rescue.submissions.bundle import (ANSWERS, INTERVALS, SHA256, Bundle, bundle_records, bundle_results, json_lines, parse_json,
+from rescue.submissions.bundle import (ANSWERS, INTERVALS, PEOPLE, SHA256, Bundle, bundle_records, bundle_results, json_lines, parse_json,
                                        read_bundle, system_kind)
 from rescue.submissions.facts import run_intervals, taken_instances, task_facts
 from rescue.submissions.submit import run_data
@@ -153,6 +153,8 @@ def _rebuild(bundle: Bundle, folder: Path) -> list[PredictionRecord]:
 
     (folder / RESULTS).write_bytes(bundle.members[RESULTS])
     (folder / PREDICTIONS).write_bytes(bundle.members[PREDICTIONS])
+    if PEOPLE in bundle.members:
+        (folder / PEOPLE).write_bytes(bundle.members[PEOPLE])
     submitted = read_predictions(folder / PREDICTIONS)
     store = ResponseCache(folder / CACHE)
     try:
