@@ -7,7 +7,7 @@ not the strings the authors' README shows.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import json
 import sys
@@ -63,17 +63,30 @@ def _shared_names(model: BaseModel) -> set[str]:
     return shared
 
 
-def _rebuilt(model: _Frozen) -> _Frozen:
-    values = {name: [_rebuilt(item) if isinstance(item, _Frozen) else item for item in value]
-              if isinstance(value, list) else value for name, value in model}  # fields, then extra fields
-    return type(model).model_construct(_shared_names(model), **values)
+_M = TypeVar("_M", bound=_Frozen)
+
+
+def _holds_models(value: object) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(item, _Frozen) for item in value)
+
+
+def _rebuilt(model: _M) -> _M:
+    values = {name: [_rebuilt(item) for item in value] if _holds_models(value) else value
+              for name, value in model}  # fields, then extra fields
+    made = type(model).model_construct(_shared_names(model), **values)
+    extra = made.model_extra
+    if extra is not None and not extra:
+        # model_construct keeps its keyword dict, emptied of the fields, as the extra fields: still sized for
+        # every field. Cleared, the same empty dict holds no table.
+        extra.clear()
+    return made
 
 
 def share_field_names(sample: Sample) -> None:
     """The rows and cues of a validated ``sample`` made again, equal, each with the one shared set of the names it
     was given (pydantic's ``model_construct`` keeps the ``_fields_set`` it is given; rows and cues are frozen, so
     no model can change a set others share). The loader calls it: a run holds every sample until it ends."""
-    sample.rows = [_rebuilt(row) for row in sample.rows]  # type: ignore[misc]  # Row's rebuilt rows
+    sample.rows = [_rebuilt(row) for row in sample.rows]
 
 
 class PersonCue(_Frozen):
