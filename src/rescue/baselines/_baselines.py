@@ -85,7 +85,7 @@ def _typical_phrase(phrases: Sequence[str]) -> str:
     tied = [i for i, key in enumerate(keys) if counts[key] == top]
     if len(tied) == 1 or len(phrases) < 2:
         return phrases[tied[0]]
-    # scikit-learn (and SciPy under it) is imported where TF-IDF is used: 1.5 s of CPU that a run of the other
+    # scikit-learn (and SciPy under it) is imported where TF-IDF is used: an import a run of the other
     # baselines, or of a model, does not pay.
     import numpy as np
     from sklearn.feature_extraction.text import TfidfVectorizer
@@ -95,7 +95,7 @@ def _typical_phrase(phrases: Sequence[str]) -> str:
     except ValueError:  # no word at all in any phrase
         return phrases[tied[0]]
     # The sum of a phrase's cosines with all phrases is its cosine with their sum: one vector, not a tied x all
-    # matrix (at 10x the release that matrix was 9,000 x 9,000 floats, 650 MB).
+    # matrix (quadratic in the phrases: memory that grows with the square of the data).
     centrality = matrix[tied] @ np.asarray(matrix.sum(axis=0)).ravel()
     return phrases[tied[int(centrality.argmax())]]
 

@@ -32,8 +32,8 @@ for _name in _COMMAND_MODULES:
 def main() -> None:
     # The command's process only: everything imported so far lives as long as it does, so it is frozen out
     # of every later collection, and the youngest generation is collected every 10,000 new objects instead
-    # of 700. A run allocates a great many long-lived ones (samples, instances, records): with the defaults
-    # the collector took about 0.25 s of a 2,000-request run re-reading them, with these about 0.1 s.
+    # of 700. A run allocates a great many long-lived ones (samples, instances, records), which the defaults
+    # would have the collector re-read again and again.
     """The ``rescue`` command: run the CLI with the collector tuned for a long-lived process, errors as messages."""
     gc.freeze()
     gc.set_threshold(10_000, 10, 10)

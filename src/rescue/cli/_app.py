@@ -38,8 +38,8 @@ class RescueTyper(typer.Typer):
         return super().command(name, cls=cls or PanelCommand, **settings)
 
 
-# Plain help (rich_markup_mode=None): typer's rich help imports rich.markdown and markdown-it, a third of
-# `rescue --help`'s time; the commands draw their option panels themselves (PanelCommand).
+# Plain help (rich_markup_mode=None): typer's rich help imports rich.markdown and markdown-it, which the help
+# does not need; the commands draw their option panels themselves (PanelCommand).
 app = RescueTyper(
     name="rescue",
     help="RESCUE-Bench end to end: validate data, build tasks, run models, score and report.",
@@ -105,7 +105,7 @@ def _main(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
     # The top level's help flag, declared here with a bool default: typer's own has none, and its absent value
-    # (None) goes through typer's value conversion, which imports pydantic (a third of `rescue run --help`).
+    # (None) goes through typer's value conversion, which imports pydantic (benchmarks/README.md).
     help: Annotated[bool, typer.Option("--help", callback=_help, is_eager=True, expose_value=False,
                                        help="Show this message and exit.")] = False,
 ) -> None:

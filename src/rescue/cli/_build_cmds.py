@@ -77,7 +77,7 @@ app.command("build")(build_command)
 
 
 def _extras(extra: list[str] | None) -> dict[str, object]:
-    if not extra:  # parsing imports the run engine (for its error): a third of a second of start-up
+    if not extra:  # parsing imports the run engine (for its error): none given, none imported
         return {}
     return _parse_extras(list(extra))
 

@@ -1,6 +1,6 @@
 """A command's ``--help`` in option panels, drawn with plain text: the panels typer's rich help draws (one per
 ``rich_help_panel``, framed in box-drawing characters), without importing typer's rich help (rich.markdown,
-markdown-it) or laying the page out with rich, which together were two thirds of `rescue run --help`'s CPU.
+markdown-it) or laying the page out with rich, most of what `rescue run --help` cost with them.
 
 :class:`PanelCommand` is the class of every ``rescue`` command (given as ``cls=``, typer's public way to choose
 a command's class; ``rescue.cli._app.RescueTyper`` gives it to each): click's plain help page, whose option

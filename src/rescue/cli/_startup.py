@@ -1,4 +1,4 @@
-"""What keeps ``rescue --help`` and ``rescue run --help`` near 0.1 CPU-s (benchmarks/bench_cli_help.py; targets
+"""What keeps ``rescue --help`` and ``rescue run --help`` under their targets (benchmarks/bench_cli_help.py:
 0.25 s and 0.15 s) while the commands themselves import pandas, torch, FastAPI, the tasks and the runner: they
 load less. Nothing of typer's or click's is patched; each part uses typer's public API (docs/architecture.md,
 "The CLI's start-up"):

@@ -28,7 +28,7 @@ class PairResult:
 
     def pack(self) -> None:
         """The records held as pickles until :meth:`unpack`, while the run's other pairs are asked: a run's
-        records as objects are about 1.5 KB each (200 MB at ten times the release), as pickles a fifth of that.
+        records take several times less memory as pickles than as objects (benchmarks/README.md).
         Pickle gives back every value exactly (what a JSON round trip would not promise: tuples, NaN), so
         nothing written changes. Records that cannot be pickled (a model of your own answering with objects
         pickle refuses) stay as they are."""

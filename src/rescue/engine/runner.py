@@ -288,7 +288,7 @@ class Runner:
 
     def _let_go(self, execution: Execution) -> None:
         """What only the asking needs let go before the records are unpacked: the instances, with them the
-        samples, and the encoded rows (at ten times the release 400 MB, which the records then reuse). The
+        samples, and the encoded rows (the memory the records then reuse; benchmarks/README.md). The
         instances' dict is emptied in place: every holder of it (the run, the execution) lets go at once."""
         self.batching = {name: plan.summary() for name, plan in self.plans.items()}
         self.plans = {}
