@@ -11,6 +11,8 @@ shows it whole and unstyled (``[bold]`` literally) and measures its columns righ
 from __future__ import annotations
 
 import functools
+import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +22,8 @@ from rescue.data.text import visible_text
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["markdown_table", "markdown_text", "terminal_console", "terminal_json", "terminal_safe", "terminal_text"]
+__all__ = ["PLAIN_PROGRESS_INTERVAL", "PlainProgress", "live_console", "markdown_table", "markdown_text", "plain_line", "terminal_console",
+           "terminal_json", "terminal_safe", "terminal_text"]
 
 
 def terminal_text(text: str, *, max_length: int | None = None) -> str:
@@ -87,3 +90,84 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str
         return "| " + " | ".join(markdown_text(str(c)) for c in cells) + " |"
 
     return "\n".join([line(headers), "|" + "---|" * len(headers), *(line(r) for r in rows)]) + "\n"
+
+
+# --- progress where no terminal redraws it ---------------------------------------------------------------------
+
+
+# Seconds between two plain progress lines (rescue run's --progress-interval default, the media bar's interval).
+PLAIN_PROGRESS_INTERVAL = 30.0
+
+
+def live_console(console: Console) -> bool:
+    """Whether bars redraw in place on ``console`` (a terminal or a notebook); elsewhere rich prints every bar once,
+    at the end, and :class:`PlainProgress` says the same in plain lines as the work goes."""
+    return bool(console.is_terminal or console.is_jupyter)
+
+
+def plain_line(task: Any) -> str:
+    """One bar as a plain line (a log file's progress): its label, count, share, rate, time left and, where the bar
+    counts them, failures and retries: the same counters the bar shows."""
+    from rich.text import Text
+
+    label = Text.from_markup(task.description).plain  # labels are markup with ids escaped, as the bars draw them
+    total = task.total or 0
+    share = f" ({task.completed / total:.0%})" if total else ""
+    speed = task.finished_speed or task.speed
+    rate = f"{speed:.1f}/s" if speed else "-/s"
+    left = task.time_remaining
+    when = "done" if task.finished else ("time left unknown" if left is None else f"{_clock(left)} left")
+    counts = " ".join(f"{word} {task.fields[field]}" for field, word in (("failures", "fail"), ("retries", "retry"))
+                      if field in task.fields)  # as the bar shows them: "fail 3 retry 2"
+    return f"{label}: {task.completed:g}/{total:g}{share}, {rate}, {when}" + (f", {counts}" if counts else "")
+
+
+def _clock(seconds: float) -> str:
+    whole = int(round(seconds))
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+class PlainProgress:
+    """A rich ``progress`` told as plain lines on ``console`` where it is no terminal (a log file, CI): every
+    ``interval`` seconds one line per bar still running (and once for a bar that finished since), from a thread of
+    its own, so a log file hears of work that waits (an endpoint, ffmpeg) too; a last line per bar at stop."""
+
+    def __init__(self, progress: Any, console: Console, interval: float):
+        self.progress = progress
+        self.console = console
+        self.interval = interval
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._told_done: set[Any] = set()
+
+    def start(self) -> None:
+        """Begin reporting."""
+        self._thread = threading.Thread(target=self._loop, name="rescue-progress-lines", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.report()
+
+    def report(self, *, last: bool = False) -> None:
+        """One line per bar running (every bar with ``last``), after a line with the time since the start."""
+        tasks = [t for t in self.progress.tasks if last or t.id not in self._told_done]
+        if not tasks:
+            return
+        from rich.text import Text
+
+        console = self.console
+        console.print(Text(f"progress after {_clock(time.monotonic() - self.started)}:"), soft_wrap=True,
+                      highlight=False)
+        for task in tasks:
+            if task.finished:
+                self._told_done.add(task.id)
+            console.print(Text("  " + plain_line(task)), soft_wrap=True, highlight=False)
+
+    def stop(self) -> None:
+        """Stop reporting; every bar's last line."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.report(last=True)

@@ -71,3 +71,15 @@ def test_the_judge_bar_counts_the_re_asks_results_json_counts(tmp_path):
     assert reasked > 0
     lines = [line for line in result.stderr.splitlines() if "er judge:" in line]
     assert lines and lines[-1].endswith(f"fail 0 retry {reasked}"), result.stderr
+
+
+def test_the_media_bar_of_a_video_run_is_told_in_plain_lines_too(capsys):
+    # Video mode makes every frame and clip before the first request, under a bar of its own: in a log file it
+    # is told as plain lines too, with no failure or retry counts it does not keep.
+    from rescue.video._context import _progress
+
+    with _progress(True, 4, 2) as tick:
+        tick()
+        tick()
+    err = capsys.readouterr().err
+    assert "media · 2 files: 2/4 (50%)" in err and "progress after" in err and "fail" not in err, err

@@ -10,15 +10,13 @@ Successful requests are counted, not logged one by one, to keep the hot path lea
 
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
 from rescue.engine.run_options import RunOptions
 from rescue.files import JsonLinesLog
-from rescue.display import terminal_text
+from rescue.display import PlainProgress, live_console, terminal_text
 
 
 class RunLog(JsonLinesLog):
@@ -112,82 +110,17 @@ def _rate_column(table_column: Any) -> Any:
 DEFAULT_PROGRESS_INTERVAL: float = RunOptions.progress_interval
 
 
-def plain_line(task: Any) -> str:
-    """One bar as a plain line (a log file's progress): its label, count, share, rate, time left, failures and
-    retries, the same counters the bar shows."""
-    from rich.text import Text
-
-    label = Text.from_markup(task.description).plain  # labels are markup with ids escaped, as the bars draw them
-    total = task.total or 0
-    share = f" ({task.completed / total:.0%})" if total else ""
-    speed = task.finished_speed or task.speed
-    rate = f"{speed:.1f}/s" if speed else "-/s"
-    left = task.time_remaining
-    when = "done" if task.finished else ("time left unknown" if left is None else f"{_clock(left)} left")
-    return (f"{label}: {task.completed:g}/{total:g}{share}, {rate}, {when}, "
-            f"fail {task.fields.get('failures', 0)} retry {task.fields.get('retries', 0)}")
-
-
-def _clock(seconds: float) -> str:
-    whole = int(round(seconds))
-    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
-
-
-class PlainReports:
-    """Every ``interval`` seconds, one line per bar still running (and once for a bar that finished since), from
-    a thread of its own, so a log file hears of a run that waits on its endpoint too; a last line per bar at stop."""
-
-    def __init__(self, display: ProgressDisplay, interval: float):
-        self.display = display
-        self.interval = interval
-        self.started = time.monotonic()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._told_done: set[Any] = set()
-
-    def start(self) -> None:
-        """Begin reporting."""
-        self._thread = threading.Thread(target=self._loop, name="rescue-progress-lines", daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.report()
-
-    def report(self, *, last: bool = False) -> None:
-        """One line per bar running (every bar with ``last``), after a line with the time since the start."""
-        tasks = [t for t in self.display.progress.tasks if last or t.id not in self._told_done]
-        if not tasks:
-            return
-        from rich.text import Text
-
-        console = self.display.console
-        console.print(Text(f"progress after {_clock(time.monotonic() - self.started)}:"), soft_wrap=True,
-                      highlight=False)
-        for task in tasks:
-            if task.finished:
-                self._told_done.add(task.id)
-            console.print(Text("  " + plain_line(task)), soft_wrap=True, highlight=False)
-
-    def stop(self) -> None:
-        """Stop reporting; every bar's last line."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        self.report(last=True)
-
-
 class ProgressDisplay:
     """A rich Progress on stderr, or nothing with ``quiet``; where stderr is no terminal, plain lines every
-    ``interval`` seconds (:class:`PlainReports`) instead of bars redrawn in place."""
+    ``interval`` seconds (:class:`rescue.display.PlainProgress`) instead of bars redrawn in place."""
 
     def __init__(self, quiet: bool, interval: float = DEFAULT_PROGRESS_INTERVAL):
         from rescue.display import terminal_console
 
         self.progress: Any = None
-        self.plain: PlainReports | None = None
+        self.plain: PlainProgress | None = None
         self.console = terminal_console(stderr=True)  # model names and errors from outside: escaped
-        live = self.console.is_terminal or self.console.is_jupyter  # where bars redraw in place
+        live = live_console(self.console)  # where bars redraw in place
         if not quiet:
             from rich.progress import (
                 BarColumn,
@@ -220,7 +153,7 @@ class ProgressDisplay:
                 disable=not live,
             )
             if not live:
-                self.plain = PlainReports(self, interval)
+                self.plain = PlainProgress(self.progress, self.console, interval)
 
     def warn(self, text: str) -> None:
         """A line above the bars (or on stderr when quiet); ``text`` is shown literally, never as markup."""

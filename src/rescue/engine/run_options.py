@@ -22,6 +22,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Optional, Union
 
+from rescue.display import PLAIN_PROGRESS_INTERVAL
 from rescue.llm import DEFAULT_BATCH_SETTLE, DEFAULT_MAX_ANSWER_BYTES, DEFAULT_RETRY_AFTER_CAP
 from rescue.video import VideoOptions
 from rescue.data.choices import (
@@ -297,9 +298,10 @@ class RunOptions:
         "--out", P_OUTPUT, "The run directory (results.json, predictions.jsonl, cache, log); not needed with "
         "--dry-run.", cli=Optional[Path])]
     quiet: Annotated[bool, _opt(("--quiet", "-q"), P_OUTPUT, "No progress display or table (CI).")] = False
-    progress_interval: Annotated[float, _opt(  # rescue.engine.progress.PlainReports
+    progress_interval: Annotated[float, _opt(  # rescue.display.PlainProgress
         "--progress-interval", P_OUTPUT, "Where the output is no terminal (a log file, CI): seconds between two "
-        "plain progress lines, in place of the bars.", check=(_above(0), "a positive number of seconds"))] = 30.0
+        "plain progress lines, in place of the bars.",
+        check=(_above(0), "a positive number of seconds"))] = PLAIN_PROGRESS_INTERVAL
 
 
 @dataclass(frozen=True)

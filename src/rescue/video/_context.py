@@ -220,8 +220,23 @@ def _progress(show: bool, jobs: int, files: int) -> Iterator[Callable[[], None]]
         TimeRemainingColumn,
     )
 
+    from rescue.display import PLAIN_PROGRESS_INTERVAL, PlainProgress, live_console
+
+    console = Console(stderr=True)
+    live = live_console(console)
     columns = (TextColumn("media"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+    # No terminal (a log file, CI): the bar's count as plain lines at a steady interval, as the run's bars.
+    plain = None if live else PlainProgress(bar := Progress(*columns, console=console, disable=True), console,
+                                            PLAIN_PROGRESS_INTERVAL)
+    if plain is not None:
+        task = bar.add_task(f"media · {files} files", total=jobs)
+        plain.start()
+        try:
+            yield lambda: bar.advance(task)
+        finally:
+            plain.stop()
+        return
+    with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(f"{files} files", total=jobs)
         yield lambda: bar.advance(task)
 
