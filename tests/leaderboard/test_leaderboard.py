@@ -37,6 +37,8 @@ def test_people_and_published_rows_are_marked_and_never_ranked(site: Path) -> No
     assert board["schema"] == SCHEMA and board["release"]["data_sha256"]
     kinds = {row["kind"] for row in board["rows"]}
     assert kinds == {"model", "baseline", "human", "published"}
+    people = {row["system"] for row in board["rows"] if row["kind"] == "human"}
+    assert {"human/ann", "human/bob", "human/pooled", "human/all/average"} <= people  # persons, panel, average
     for row in board["rows"]:
         ranks = [cell["rank"] for cell in row["cells"].values()]
         if row["kind"] in ("human", "published"):

@@ -74,6 +74,7 @@ def test_people_submit_and_verify(tmp_path: Path, data: Path) -> None:
     intervals = json.loads(read.text(INTERVALS))
     bob = [c for c in intervals if c["system"] == "human/bob" and c["scope"] == "all" and c["column"] == "itp.f1"]
     assert bob and bob[0]["failures"] == 0  # bob answered 12: the rest is coverage, not failures
+    assert any(c["system"] == "human/all/average" and c["low"] is None for c in intervals)  # the report's row
     result, verdict = _verify(bundle, data)
     assert result.exit_code == 0, result.output
     assert verdict["level"] == "checked"

@@ -96,18 +96,26 @@ def _entry_rows(entry: Entry, taken: set[str], systems: dict[str, System]) -> li
         if INTERVALS in entry.bundle.members else []
     cells = {(c["system"], c["scope"], c["column"]): c for c in intervals if isinstance(c, dict)}
     rows = []
-    for system in run_systems(results, records, entry.path):
-        label = _system_label(system.model, entry, taken)
+    run = run_systems(results, records, entry.path)
+    names = [s.model for s in run]
+    # Rows of the bundle's intervals that are no system of the run: each group's "average person" (the report's).
+    names += [n for n in dict.fromkeys(c["system"] for c in intervals if isinstance(c, dict))
+              if isinstance(n, str) and n not in names and system_kind(n) == "human"]
+    by_name = {s.model: s for s in run}
+    for name in names:
+        label = _system_label(name, entry, taken)
         taken.add(label)
-        system.label = label
-        systems[label] = system
-        facts = entry.manifest.systems.get(system.model)
+        system = by_name.get(name)
+        if system is not None:
+            system.label = label
+            systems[label] = system
+        facts = entry.manifest.systems.get(name)
         for scope in SCOPES:
-            row = Row(label, entry.id, system_kind(system.model), scope, entry.verdict.level,
+            row = Row(label, entry.id, system_kind(name), scope, entry.verdict.level,
                       cost=facts.cost if facts else None,
                       tokens=(facts.input_tokens + facts.output_tokens) if facts else 0)
             for column in COLUMNS:
-                cell = cells.get((system.model, scope, column.id))
+                cell = cells.get((name, scope, column.id))
                 if cell is not None:
                     row.cells[column.id] = Cell(_number(cell.get("value")), _number(cell.get("low")),
                                                 _number(cell.get("high")))

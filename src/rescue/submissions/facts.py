@@ -14,8 +14,8 @@ from rescue.data.models import Sample
 from rescue.engine.config import RunConfig
 from rescue.engine.parts import Asking, Selection
 from rescue.engine.plan import batch_plan, build_options, limit_instances, load_task
-from rescue.report.leaderboard import build_leaderboard
-from rescue.report.people import apply_people
+from rescue.report.leaderboard import add_average_rows, build_leaderboard
+from rescue.report.people import People, apply_people
 from rescue.report.recompute import registry_aggregates
 from rescue.report.runs import System, load_run, run_systems
 from rescue.runs.results import RunResults
@@ -57,11 +57,14 @@ def _number(value: float | None) -> float | None:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
 
 
-def interval_cells(systems: Sequence[System]) -> list[dict[str, Any]]:
-    """Every leaderboard cell of ``systems`` as ``rescue report`` computes it (its bootstrap, seed and level):
-    system, scope, column, value, low, high, instances and failures; in the board's order."""
+def interval_cells(systems: Sequence[System], people: People | None = None) -> list[dict[str, Any]]:
+    """Every leaderboard cell of ``systems`` as ``rescue report`` computes it (its bootstrap, seed and level), with
+    an "average person" row per group of ``people`` as the report adds it: system, scope, column, value, low,
+    high, instances and failures; in the board's order."""
     tasks = sorted({t for s in systems for t in s.tasks})
     board = build_leaderboard(systems, registry_aggregates(tasks))
+    if people is not None:
+        add_average_rows(board, people.groups)
     cells: list[dict[str, Any]] = []
     for row in board.rows:
         for column, cell in row.cells.items():
@@ -76,5 +79,5 @@ def run_intervals(run_dir: Path, read: tuple[RunResults, list[PredictionRecord]]
     restricted as the report restricts a people's run (:func:`rescue.report.people.apply_people`: a person on the
     instances they answered)."""
     systems = load_run(run_dir) if read is None else run_systems(read[0], read[1], run_dir)
-    apply_people(systems)
-    return interval_cells(systems)
+    people, _ = apply_people(systems)
+    return interval_cells(systems, people)
