@@ -69,3 +69,22 @@ def test_a_lock_line_that_is_not_a_pin_names_its_file_and_line(tmp_path: Path, l
     bad.write_text("# header\nsix==1.16.0\n" + line + "\n", encoding="utf-8")
     with pytest.raises(SystemExit, match=r"constraints.txt:3: expected NAME==VERSION"):
         lock.read_lock(bad)
+
+
+def test_every_core_dependency_is_imported_by_rescue() -> None:
+    """A core dependency nothing imports is weight every user installs (#47 item 2: `openai` was one)."""
+    import ast
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    core = {_requirement_name(r) for r in project["dependencies"]}
+    imported: set[str] = set()
+    for path in (ROOT / "src" / "rescue").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                imported.add(node.module.split(".")[0])
+    providers = metadata.packages_distributions()
+    used = {lock.canonical(dist) for module in imported for dist in providers.get(module, [])}
+    # uvicorn's server runs the review app (imported), typing_extensions is read by pydantic (see pyproject).
+    assert sorted(core - used - {"typing-extensions"}) == []
