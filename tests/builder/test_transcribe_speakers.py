@@ -201,7 +201,7 @@ def test_a_chunk_qualified_name_that_names_nothing_is_refused(tmp_path):
         # A damaged chunk record is named, with the way out.
         record = out / "transcripts/g/session.chunks.json"
         record.write_text('{"version": 1, "audio_seconds": 100, "chunks": "many"}')
-        with pytest.raises(BuildInputError, match=r"session.chunks.json: chunks: .*delete it with session.srt"):
+        with pytest.raises(BuildInputError, match=r"session.chunks.json: field chunks: .*delete it with session.srt"):
             build(config(out, session, server, names))
 
 

@@ -165,7 +165,7 @@ def _made(root: Path, targets: dict[str, Target], server: Any, price_file: str) 
         project / "manifest.json", ["review", "export", str(project), "--out", str(root / "verified.jsonl")],
         number=("segments", 0, "start"), required=("segments", 0, "sample_id"), extra_refused=False)
 
-    keys = {"OPENAI_API_KEY": "sk-" + "x" * 20}
+    keys = {"OPENAI_API_KEY": "sk-readback-0123456789abcdef"}
     batch_run = ["run", "--model", "m", "--base-url", server.base_url, "--batch", "--batch-poll", "0.01", "--tasks",
                  "itp", "--limit-samples", "1", "--out", str(root / "batch-run"), "--prices", price_file,
                  "--no-bertscore", "--quiet"]
@@ -275,7 +275,7 @@ def test_a_cached_answer_that_cannot_be_read_back_is_asked_again(tmp_path, corru
 
     column, value = ROWS[corruption]
     _, script = oracle()
-    keys = {"OPENAI_API_KEY": "sk-" + "x" * 20}
+    keys = {"OPENAI_API_KEY": "sk-readback-0123456789abcdef"}
     with serve(script) as server:
         command = ["run", "--model", "m", "--base-url", server.base_url, "--tasks", "itp", "--limit-samples", "1",
                    "--out", str(tmp_path / "run"), "--no-bertscore", "--quiet"]
@@ -305,7 +305,7 @@ def test_a_cached_answer_that_cannot_be_read_back_stops_a_submission_naming_it(t
     with serve(script) as server:
         result = invoke_main(["run", "--model", "m", "--base-url", server.base_url, "--tasks", "itp",
                               "--limit-samples", "1", "--out", str(run), "--no-bertscore", "--quiet"],
-                             env={"OPENAI_API_KEY": "sk-" + "x" * 20})
+                             env={"OPENAI_API_KEY": "sk-readback-0123456789abcdef"})
         assert result.exit_code == 0, result.output
     with sqlite3.connect(run / "cache.sqlite") as db:
         db.execute(f"UPDATE answers SET {column} = ? WHERE rowid = (SELECT min(rowid) FROM answers)", (value,))
