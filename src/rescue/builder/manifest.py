@@ -98,7 +98,7 @@ def read_manifest(path: str | Path) -> Manifest:
 
 
 class FinishedDraft(_Model):
-    """``DIR/work/<segment>/draft.json``: a segment the model annotated whole, kept so a rerun does not ask again.
+    """A finished segment draft (``<segment>/draft.json`` in the build folder's ``work`` folder): a segment the model annotated whole, kept so a rerun does not ask again.
     ``key`` is the hash of everything that decided the draft (a rerun with other options annotates again)."""
 
     model_config = ConfigDict(extra="forbid")
