@@ -356,7 +356,8 @@ def hidden_from(task: Task, instance: Instance) -> int:
 
 def _reach_of(bench: Benchmark, task: str, number: int) -> int:
     shown = page(bench, task, number)
-    rows = [int(r["row_index"]) for r in [*shown["context"], shown["current"] or {}] if isinstance(r.get("row_index"), int)]
+    current = [shown["current"]] if shown["current"] else []
+    rows = [r["row_index"] for r in [*shown["context"], *current] if isinstance(r.get("row_index"), int)]
     if shown["given"]:  # facts of the row the instance predicts
         rows.append(bench.instance(task, number).row_index)
     return max(rows, default=-1)
@@ -376,7 +377,7 @@ def page(bench: Benchmark, task_name: str, number: int) -> BenchPage:
         "labels": _definitions(instance.labels, parts.labels),
         "intensity": list(INTENSITY_SCALE),
         "people": _people(instance) if kind == "viewpoints" else [],
-        "speaker": (current or {}).get("primary_speaker", ""),
+        "speaker": current.get("primary_speaker", "") if current else "",
         "instructions": instructions, "statement": instructions.split("\n\n", 1)[0].strip(),
         "context": parts.context(), "current": current,
         "given": parts.given(), "media": _frames(bench, task, instance),

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
+from rescue.tasks.render import RenderedRow
+
 
 class BenchQueueEntry(TypedDict):
     """One instance of a person's queue, whether they answered it (never anyone else's answer) and whether it is
@@ -171,11 +173,11 @@ class BenchPage(TypedDict):
     labels: list[LabelDefinition]
     intensity: list[int]
     people: list[str]
-    speaker: object  # as the prompt's row holds it
+    speaker: str  # the primary speaker of the prompt's row of the instance ("" where it shows none)
     instructions: str
     statement: str  # the instructions' first paragraph (what is predicted, and whose turn), shown unfolded
-    context: list[dict[str, Any]]  # the prompt's prior rows, as it encodes them
-    current: dict[str, Any] | None  # the prompt's row of the instance itself
+    context: list[RenderedRow]  # the prompt's prior rows, as it encodes them
+    current: RenderedRow | None  # the prompt's row of the instance itself
     given: dict[str, str | int]  # the prompt item's other plain values (support_target ...)
     media: FramesView | None
 

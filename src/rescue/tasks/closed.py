@@ -5,6 +5,7 @@ item's value is read; ITP answers one label, the ranking tasks (``rescue.tasks.r
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from rescue.data.shapes import ChatMessage, JsonObject
@@ -18,7 +19,6 @@ from rescue.tasks.render import EncodedRows
 
 # Closed-set answers may also come keyed by id: {"row1": [...], "row2": [...]}.
 MATCHING = Matching(keyed=True)
-
 
 class ClosedTask(DeclaredTask):
     """Base of a closed-set task: its declaration names the ``answer_key`` (and ``answer_aliases``)."""
@@ -50,8 +50,10 @@ class ClosedTask(DeclaredTask):
         """The instance's closed set with each label's definition, as the prompt states them."""
         return []
 
-    def item(self, instance: Instance, rows: EncodedRows, k: int) -> JsonObject:
-        """One item's record: its id and what the prompt shows of it."""
+    def item(self, instance: Instance, rows: EncodedRows, k: int) -> Mapping[str, object]:
+        """One item's record: its id and what the prompt shows of it (rescue's own tasks: ITP's :class:`rescue.tasks.itp.ItpItem`,
+        the ranking tasks' :class:`rescue.tasks.ranking.RankingItem`; a task from elsewhere records its own keys and
+        names them through :class:`PromptParts`)."""
         raise NotImplementedError
 
     def read(self, value: Any, instance: Instance, notes: LenientNotes | None) -> Any:
@@ -79,7 +81,7 @@ class ClosedTask(DeclaredTask):
         """Each instance's label or ranking read from the answer, under ``policy``."""
         keys = self.value_keys()
 
-        def read(item: JsonObject, instance: Instance, notes: LenientNotes | None) -> Any:
+        def read(item: JsonObject, instance: Instance, notes: LenientNotes | None) -> Any:  # open: the model's answer
             return self.read(first_present(item, keys), instance, notes)
 
         return parse_answer(raw, batch, keys, read, policy, MATCHING)

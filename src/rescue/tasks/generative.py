@@ -11,9 +11,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar, Unpack
+from typing import Any, TypedDict, TypeVar, Unpack
 
-from rescue.data.shapes import JsonObject
 from rescue.data.evenly import pick_evenly as pick_evenly  # ER's and VP's checkpoints
 from rescue.data.models import NON_PERSON_LABELS, Row, Sample
 from rescue.data.taxonomy import INTENSITY_SCALE
@@ -95,13 +94,22 @@ def make_instance(task: str, sample: Sample, row: Row, gold: Any, **extra: Unpac
 # --- prompts --------------------------------------------------------------------------------------
 
 
+class CheckpointItem(TypedDict):
+    """One checkpoint of an ER/VP prompt, shown in this key order."""
+
+    checkpoint_id: str  # the instance's local id, which the answer echoes
+    current_turn: RawJSON  # the instance's own row as the prompt encodes it
+    prior_context: RawJSON  # the rows before it
+
+
+
 def checkpoint_records(
     batch: list[Instance], mode: str, k: int, participants: list[str] | None = None, cache: RowCache | None = None
-) -> list[JsonObject]:
+) -> list[CheckpointItem]:
     """One JSON record per checkpoint: its id, the current turn rendered by mode, and its prior rows."""
     if not batch:
         return []
-    records = []
+    records: list[CheckpointItem] = []
     encoded = EncodedRows(batch[0].sample, mode, cache)  # a batch holds one sample
     for instance in batch:
         sample = instance.sample
@@ -120,7 +128,7 @@ def checkpoint_records(
 
 
 def checkpoint_parts(
-    lines: Iterable[str], batch: list[Instance], mode: str, schema: JsonObject, records: list[JsonObject]
+    lines: Iterable[str], batch: list[Instance], mode: str, schema: Mapping[str, object], records: list[CheckpointItem]
 ) -> PromptParts:
     """The parts of the single user message every ER/VP request sends: one line per instruction and the mode
     line, then the answer schema and the sample, then the checkpoints as compact JSON."""

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypedDict, TypeVar
 
 from pydantic import Field
 
-from rescue.data.shapes import JsonObject
 from rescue.data.evenly import pick_evenly
 from rescue.data.models import Sample
 from rescue.metrics.classification import binary_scores
@@ -32,7 +31,7 @@ from rescue.tasks.parsing import (
     yes_no_from_prose,
 )
 from rescue.tasks.registry import register
-from rescue.tasks.render import EncodedRows
+from rescue.tasks.render import EncodedRows, RawJSON
 from rescue.tasks.spec import Declaration, Metric, TaskOptions, validate_options
 
 T = TypeVar("T")
@@ -73,6 +72,14 @@ class ItpOptions(TaskOptions):
     """ITP's build options."""
 
     itp_max_per_class: int = Field(0, ge=0, description="cap each class per sample before balancing (0: no cap)")
+
+
+class ItpItem(TypedDict):
+    """One item of an ITP prompt, shown in this key order."""
+
+    id: str  # the instance's local id, which the answer echoes
+    prior_context: RawJSON  # the rows before decision_row, as the prompt encodes them
+    decision_row: RawJSON  # the row the therapist's turn would follow
 
 
 class InterventionTimingTask(ClosedTask):
@@ -124,7 +131,7 @@ class InterventionTimingTask(ClosedTask):
                 )
         return instances
 
-    def item(self, instance: Instance, rows: EncodedRows, k: int) -> JsonObject:
+    def item(self, instance: Instance, rows: EncodedRows, k: int) -> ItpItem:
         return {
             "id": local_id(instance),
             "prior_context": rows.context(instance.row_index, k),

@@ -9,15 +9,15 @@ evidence rules, the JSON answer schema, then the items as compact JSON. A reques
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from rescue.data.shapes import ChatMessage, JsonObject
 from rescue.errors import PromptError as PromptError
 from rescue.data.models import Sample
 from rescue.data.taxonomy import Label
-from rescue.tasks.render import MODE_EVIDENCE, dumps, write_json
+from rescue.tasks.render import MODE_EVIDENCE, RenderedRow, dumps, write_json
 
 SETTING = {"couple": "a couples-therapy session", "family": "a family-therapy session"}
 CLIENTS = {"couple": "the partners", "family": "the family members"}
@@ -68,7 +68,7 @@ def participants_line(sample: Sample) -> str:
     return f"Participants: {people}; plus the Therapist. Group label: {sample.group_label}."
 
 
-def schema_block(example_items: list[JsonObject]) -> str:
+def schema_block(example_items: Sequence[Mapping[str, object]]) -> str:
     """The answer schema section; a task writes its own once, as it is the same in all its prompts."""
     example = dumps({"predictions": example_items})
     return (
@@ -88,7 +88,7 @@ def batch_sample(batch: Sequence[Any]) -> Sample:
     return sample
 
 
-def user_message(sections: Sequence[str], items: list[JsonObject], *, items_label: str = "Items:\n",
+def user_message(sections: Sequence[str], items: Sequence[Mapping[str, object]], *, items_label: str = "Items:\n",
                  separator: str = "\n\n") -> list[ChatMessage]:
     """The request: the non-empty ``sections`` and then ``items_label`` + the items as compact JSON, joined
     by ``separator`` (the generative tasks' layout is one line per section, items after ``Checkpoints: ``)."""
@@ -109,7 +109,7 @@ class PromptParts:
 
     instructions: tuple[str, ...]
     answer_format: tuple[str, ...]
-    items: tuple[JsonObject, ...]
+    items: tuple[Mapping[str, object], ...]  # each task's own item shape (ItpItem, RankingItem, CheckpointItem ...)
     labels: tuple[Label, ...] = ()
     items_label: str = "Items:\n"
     separator: str = "\n\n"
@@ -130,20 +130,21 @@ class PromptParts:
         return user_message([*self.instructions, *self.answer_format], list(self.items), items_label=self.items_label,
                             separator=self.separator)
 
-    def item(self, index: int = 0) -> JsonObject:
+    def item(self, index: int = 0) -> JsonObject:  # open: the keys are the task's own, named by the *_key fields
         """The ``index``-th item as plain JSON values (its rows decoded from the encoding the message carries)."""
         value: JsonObject = json.loads(dumps(self.items[index]))
         return value
 
-    def context(self, index: int = 0) -> list[JsonObject]:
-        """The prior rows the ``index``-th item shows, oldest first, each its prompt record."""
+    def context(self, index: int = 0) -> list[RenderedRow]:
+        """The prior rows the ``index``-th item shows, oldest first, each its prompt record (a task's rows are
+        :class:`rescue.tasks.render.EncodedRows`, so each is a :class:`RenderedRow`)."""
         rows = self.item(index).get(self.context_key)
-        return [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
+        return [cast(RenderedRow, row) for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
 
-    def current(self, index: int = 0) -> JsonObject | None:
+    def current(self, index: int = 0) -> RenderedRow | None:
         """The ``index``-th item's own row as it shows it (None where the task does not show it)."""
         row = self.item(index).get(self.current_key) if self.current_key is not None else None
-        return row if isinstance(row, dict) else None
+        return cast(RenderedRow, row) if isinstance(row, dict) else None
 
     def given(self, index: int = 0) -> dict[str, str | int]:
         """The ``index``-th item's other plain values, the facts it gives (RPP's ``target_speaker``, SSP's

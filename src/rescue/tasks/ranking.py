@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from rescue.data.shapes import JsonObject
 from rescue.data.models import Sample
 from rescue.data.taxonomy import Label, label_block
 from rescue.metrics.ranking import gold_rank, hit_at_k, ranking_scores, reciprocal_rank
@@ -16,7 +15,7 @@ from rescue.tasks import prompts
 from rescue.tasks.base import Instance, LenientNotes, PredictionRecord, lenient_counts
 from rescue.tasks.closed import ClosedTask
 from rescue.tasks.parsing import local_id, normalize_ranking
-from rescue.tasks.render import EncodedRows
+from rescue.tasks.render import EncodedRows, RawJSON
 from rescue.tasks.spec import Metric
 
 TOP_K = 3
@@ -27,6 +26,21 @@ RANKING_METRICS: tuple[Metric, ...] = (
     Metric("recall_at_1", "R@1", headline=True, right_wrong=True),
     Metric("mrr", "MRR"),
 )
+
+
+class GivenFields(TypedDict, total=False):
+    """What a ranking item states of its instance besides its id and rows (``RankingTask.extra_fields``); each
+    key is set by the task named."""
+
+    target_speaker: str  # RPP: the speaker of the target row, whose content is hidden
+    support_target: str  # SSP: whom the therapist's next move addresses
+
+
+class RankingItem(GivenFields):
+    """One item of a ranking prompt, shown in the order id, the given fields, prior_context."""
+
+    id: str  # the instance's local id, which the answer echoes
+    prior_context: RawJSON  # the rows before the target row, as the prompt encodes them
 
 
 class RankingTask(ClosedTask):
@@ -56,7 +70,7 @@ class RankingTask(ClosedTask):
         """Task-specific rules after the label block."""
         return []
 
-    def extra_fields(self, instance: Instance) -> JsonObject:
+    def extra_fields(self, instance: Instance) -> GivenFields:
         """Fields of the item record besides id and prior_context (e.g. the known target in SSP)."""
         return {}
 
@@ -66,11 +80,9 @@ class RankingTask(ClosedTask):
 
     # --- the closed-task hooks ------------------------------------------------------------------------------
 
-    def item(self, instance: Instance, rows: EncodedRows, k: int) -> JsonObject:
-        record: JsonObject = {"id": local_id(instance)}
-        record.update(self.extra_fields(instance))
-        record["prior_context"] = rows.context(instance.row_index, k)
-        return record
+    def item(self, instance: Instance, rows: EncodedRows, k: int) -> RankingItem:
+        return {"id": local_id(instance), **self.extra_fields(instance),
+                "prior_context": rows.context(instance.row_index, k)}
 
     def sections(self, sample: Sample, batch: list[Instance], k: int, mode: str) -> list[str]:
         return [

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import json
 from json.encoder import encode_basestring
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
-from rescue.data.shapes import JsonObject
 from rescue.data.models import Row, Sample
 
 MODE_EVIDENCE: dict[str, str] = {
@@ -29,11 +28,50 @@ _AUDIO_CUES = ("audio", "audiovisual", "video+cues")
 _VISUAL_CUES = ("visual", "audiovisual", "video+cues")
 
 
+class RenderedBackground(TypedDict):
+    """One background utterance of a rendered row (one with a speaker, a target and content)."""
+
+    speaker: str
+    target: list[str]
+    content: str
+
+
+class RenderedCue(TypedDict):
+    """One body-posture, facial-expression or self-directed cue of a rendered row."""
+
+    person: str
+    description: str
+
+
+class RenderedInteraction(TypedDict):
+    """One interaction cue of a rendered row."""
+
+    initiator: str
+    target: list[str]
+    description: str
+
+
+class RenderedRow(TypedDict):
+    """A row's prompt record (:func:`encode_row`, :func:`render_row`), keys in the order the prompt shows them.
+
+    The cues are present exactly in the modes that show them; no gold-bearing field is ever a key."""
+
+    row_index: int  # 1-based
+    primary_speaker: str
+    participants: NotRequired[list[str]]  # only where the caller gives them (VP's current turn)
+    target: list[str]
+    dialogue_cleaned: str
+    background_dialogue: list[RenderedBackground]
+    timestamp: str  # "start-end" in seconds, three decimals each
+    tone_of_voice: NotRequired[str]  # the modes with audio cues
+    body_posture: NotRequired[list[RenderedCue]]  # this and the next three: the modes with visual cues
+    facial_expressions: NotRequired[list[RenderedCue]]
+    self_directed_behavior: NotRequired[list[RenderedCue]]
+    interaction_behavior: NotRequired[list[RenderedInteraction]]
+
+
 def encode_row(row: Row, mode: str, *, participants: list[str] | None = None) -> str:
-    """A row's prompt record as compact JSON, in this key order: row_index, primary_speaker, participants
-    (when given), target, dialogue_cleaned, background_dialogue (entries with a speaker, a target and
-    content), timestamp, then tone_of_voice in the modes with audio cues and the four visual cue lists in
-    the modes with visual cues.
+    """A row's prompt record (:class:`RenderedRow`, keys in its order) as compact JSON.
 
     Written directly rather than as a dict for the standard encoder: every row of every sample is encoded
     once per run and mode, and building the dict first cost as much as encoding it. Strings go through the
@@ -79,9 +117,9 @@ def _strings(values: list[str]) -> str:
     return "[" + ",".join(map(_encode_string, values)) + "]"
 
 
-def render_row(row: Row, mode: str, *, participants: list[str] | None = None) -> JsonObject:
+def render_row(row: Row, mode: str, *, participants: list[str] | None = None) -> RenderedRow:
     """:func:`encode_row` as a dict (the record a prompt shows of the row)."""
-    record: JsonObject = json.loads(encode_row(row, mode, participants=participants))
+    record: RenderedRow = json.loads(encode_row(row, mode, participants=participants))
     return record
 
 

@@ -9,7 +9,6 @@ from typing import ClassVar
 # RPP's gold choices live in rescue.data.choices, where the command line reads them without the tasks. "auto"
 # reproduces Table 6 on the complete family scenario (525) and keeps the couple samples that carry only
 # relation_cycle_state (see docs/tasks.md, "RPP gold").
-from rescue.data.shapes import JsonObject
 from rescue.data.choices import DEFAULT_RPP_GOLD as DEFAULT_RPP_GOLD
 from rescue.data.choices import RPP_GOLD_CHOICES as RPP_GOLD_CHOICES
 from rescue.data.choices import RppGold as RppGold
@@ -30,7 +29,7 @@ from rescue.metrics.classification import (
 from rescue.tasks import prompts
 from rescue.tasks.base import Instance, PredictionRecord
 from rescue.tasks.labels import RELATION_SYNONYMS
-from rescue.tasks.ranking import RANKING_ALIASES, RANKING_METRICS, RankingTask, gold_and_rankings
+from rescue.tasks.ranking import RANKING_ALIASES, RANKING_METRICS, GivenFields, RankingTask, gold_and_rankings
 from rescue.tasks.registry import register
 from rescue.tasks.spec import Declaration, Metric, TaskOptions, validate_options
 
@@ -140,7 +139,7 @@ class RelationPatternTask(RankingTask):
             )
         ]
 
-    def extra_fields(self, instance: Instance) -> JsonObject:
+    def extra_fields(self, instance: Instance) -> GivenFields:
         return {"target_speaker": instance.sample.row(instance.row_index).speaker}
 
     def aggregate(self, records: list[PredictionRecord]) -> dict[str, float | int | None]:

@@ -6,13 +6,12 @@ from __future__ import annotations
 import functools
 from typing import ClassVar
 
-from rescue.data.shapes import JsonObject
 from rescue.data.models import Sample, Scenario
 from rescue.data.taxonomy import Label, label_block, strategy_taxonomy
 from rescue.tasks import prompts
 from rescue.tasks.base import Instance
 from rescue.tasks.labels import STRATEGY_SYNONYMS, support_rows
-from rescue.tasks.ranking import RANKING_ALIASES, RANKING_METRICS, RankingTask
+from rescue.tasks.ranking import RANKING_ALIASES, RANKING_METRICS, GivenFields, RankingTask
 from rescue.tasks.registry import register
 from rescue.tasks.spec import Declaration, NoOptions, validate_options
 
@@ -50,7 +49,7 @@ class SupportStrategyTask(RankingTask):
     def label_text(self, instance: Instance) -> str:
         return _label_text(instance.sample.scenario)
 
-    def extra_fields(self, instance: Instance) -> JsonObject:
+    def extra_fields(self, instance: Instance) -> GivenFields:
         return {"support_target": instance.extra["support_target"]}
 
     def instructions(self, sample: Sample) -> list[str]:
