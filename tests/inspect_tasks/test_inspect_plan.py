@@ -3,6 +3,8 @@ same samples, instances, prompts and recorded values as ``rescue run``, and clea
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from rescue.errors import RescueError
@@ -18,9 +20,23 @@ def test_the_plan_is_the_runs_samples_instances_and_prompts():
     expected = task.build(choose_samples(load_samples(None), 2, "stratified"))
     assert [i.instance_id for i in plan.instances] == [i.instance_id for i in expected]
     assert plan.messages(plan.instances[0]) == task.render([expected[0]], RenderOptions(context_size=3))
-    assert plan.config["used"]["context_size"] == {"rpp": 3} and plan.config["used"]["batch_size"] == {"rpp": 1}
-    assert plan.data["sample_choice"] == "stratified" and len(plan.data["sample_ids"]) == 2
-    assert plan.metadata()["task"] == "rpp" and "out" not in plan.config
+    assert plan.config.used.context_size == {"rpp": 3} and plan.config.used.batch_size == {"rpp": 1}
+    assert plan.data.sample_choice == "stratified" and plan.data.sample_ids and len(plan.data.sample_ids) == 2
+    metadata = plan.metadata()
+    assert metadata["task"] == "rpp" and "out" not in metadata["config"]
+
+
+@pytest.mark.parametrize("options", [BenchOptions("itp", limit_samples=2), BenchOptions("er", parse="lenient")])
+def test_the_log_keeps_the_config_and_data_as_built(options):
+    # Typed on the plan (StoredConfig, DataInfo), written as the keys they were built from: none a default adds.
+    metadata = build_plan(options).metadata()
+    run_config = options.run_config().to_json()
+    del run_config["out"], run_config["bertscore"]  # no run directory; bertscore becomes the backbone (None)
+    assert {key: metadata["config"][key] for key in run_config} == run_config
+    assert set(metadata["config"]) - set(run_config) == {"bertscore", "bertscore_enabled", "rescue_version", "used"}
+    assert metadata["config"]["bertscore"] is None and metadata["config"]["bertscore_enabled"] is False
+    assert set(metadata["data"]) == {"path", "sha256", "samples", "sample_choice", "sample_ids", "split"}
+    assert json.loads(json.dumps(metadata)) == metadata
 
 
 def test_scenario_keeps_one_scenario_only():

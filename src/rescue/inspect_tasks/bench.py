@@ -48,7 +48,7 @@ from rescue.engine.run_options import SampleChoice
 from rescue.inspect_tasks.plan import BenchError, BenchOptions, BenchPlan, build_plan
 from rescue.data.shapes import JsonObject
 from rescue.llm import ChatAnswer, ChatRequest, Message, MessageLike, ModelBase, Usage
-from rescue.runs.inspect_logs import CONFIG_KEY, GENERATE_KEY, GRADER, RECORD_KEY
+from rescue.runs.inspect_logs import CONFIG_KEY, GENERATE_KEY, GRADER, RECORD_KEY, SentGenerate
 from rescue.tasks import TASKS, get_task
 from rescue.tasks.base import PredictionRecord, gold_value, make_record
 
@@ -84,7 +84,7 @@ def chat_answer(output: ModelOutput) -> ChatAnswer:
         return ChatAnswer(None, "request_error", f"request_error: {output.error}", usage)
     text = output.completion
     stop = output.stop_reason
-    meta: JsonObject = {"finish_reason": "length" if stop == "max_tokens" else stop}
+    meta: JsonObject = {"finish_reason": "length" if stop == "max_tokens" else stop}  # ChatAnswer.meta: open
     message = output.choices[0].message if output.choices else None
     if message is not None and not isinstance(message.content, str):
         reasoning = "\n".join(c.reasoning for c in message.content if isinstance(c, ContentReasoning))
@@ -106,13 +106,13 @@ def _uses_responses_api(model: Model) -> bool:
     return bool(getattr(model.api, "responses_api", False))
 
 
-def wire_config(model: Model, temperature: float | None, max_tokens: int) -> tuple[GenerateConfig, JsonObject]:
+def wire_config(model: Model, temperature: float | None, max_tokens: int) -> tuple[GenerateConfig, SentGenerate]:
     """The generate config of one request as ``rescue run`` sends it: ``temperature`` (None: 0) and the answer
     budget, also put in the request body itself (``extra_body``), so a provider that drops them for a model name
     it takes for a reasoning model (inspect's ``openai/`` provider does for every name it does not know) sends them
     all the same; and what is sent, as recorded with the score."""
     heat, budget = 0.0 if temperature is None else float(temperature), int(max_tokens)
-    extra: JsonObject = {"temperature": heat}
+    extra: JsonObject = {"temperature": heat}  # a request body's extras, open as inspect's extra_body is
     if not _uses_responses_api(model):
         extra["max_tokens"] = budget
     return (GenerateConfig(temperature=heat, max_tokens=budget, extra_body=extra),
@@ -226,8 +226,7 @@ def rescue_metrics(task: str) -> Metric:
 def rescue_scorer(plan: BenchPlan) -> Scorer:
     """Parse and score each answer as ``rescue run`` does (judging ER/VP with the ``grader`` role)."""
     task = plan.task
-    policy = str(plan.config.get("parse", "strict"))
-    scale = str(plan.config.get("judge_scale", "likert"))
+    policy, scale = plan.config.parse, plan.config.judge_scale
 
     @scorer(metrics=[rescue_metrics(task.name)], name=f"rescue_{task.name}")
     def rescue_score() -> Scorer:
@@ -242,7 +241,7 @@ def rescue_scorer(plan: BenchPlan) -> Scorer:
 
                 await judge_records([(instance, record)], judges=graders(), task_name=task.name,
                                     scale=scale)  # type: ignore[arg-type]
-            kept: JsonObject = {RECORD_KEY: record.model_dump(mode="json")}
+            kept: JsonObject = {RECORD_KEY: record.model_dump(mode="json")}  # inspect's Score.metadata: open
             if GENERATE_KEY in state.metadata:
                 kept[GENERATE_KEY] = state.metadata[GENERATE_KEY]
             return Score(value=dict(record.scores), answer=record.raw, explanation=record.error or None,
@@ -260,7 +259,8 @@ def rescue_scorer(plan: BenchPlan) -> Scorer:
 def rescue_task(task: str, *, mode: Mode = BenchOptions.mode, context_size: int | None = None,
                 scenario: str | None = None, split: str | None = None, splits: str | None = None,
                 parse: ParsePolicy = BenchOptions.parse, data: str | None = None, limit_samples: int | None = None,
-                sample_choice: SampleChoice = BenchOptions.sample_choice, options: JsonObject | None = None,
+                sample_choice: SampleChoice = BenchOptions.sample_choice,
+                options: JsonObject | None = None,  # open: as the user gives them, checked by the task's options model
                 judge_scale: JudgeScale = BenchOptions.judge_scale) -> InspectTask:
     """The inspect task of one RESCUE task (what ``inspect eval rescue/<task>`` builds); parameters as ``rescue
     run``'s options of the same names, plus ``scenario`` (couple or family only) and ``options`` (the task's build

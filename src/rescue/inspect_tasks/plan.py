@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
 from rescue.data.shapes import ChatMessage, JsonObject
 from rescue._version import __version__
@@ -17,6 +18,7 @@ from rescue.errors import BenchError as BenchError
 from rescue.data.choices import JudgeScale, Mode, ParsePolicy
 from rescue.engine.config import RunConfig
 from rescue.engine.run_options import RunOptions, SampleChoice
+from rescue.runs.results import DataInfo, StoredConfig
 from rescue.tasks import SCENARIOS, get_task
 from rescue.tasks.base import PARSE_POLICIES, VIDEO_MODES, Instance, RenderOptions, Task
 from rescue.tasks.render import RowCache
@@ -37,7 +39,8 @@ class BenchOptions:
     data: str | None = None  # None: the bundled demo dataset, as rescue run
     limit_samples: int | None = None
     sample_choice: SampleChoice = RunOptions.sample_choice
-    options: JsonObject = field(default_factory=dict)  # the task's build options (rpp_gold ...)
+    # The task's build options (rpp_gold ...): open here, as a user gives them; the task's options model checks them.
+    options: JsonObject = field(default_factory=dict)
     judge_scale: JudgeScale = RunOptions.judge_scale  # ER/VP: the judge rubric's scale
 
     def run_config(self) -> RunConfig:
@@ -57,6 +60,16 @@ class BenchOptions:
             "judge_scale": self.judge_scale, "bertscore": False})
 
 
+class PlanMetadata(TypedDict):
+    """What an inspect log keeps of a plan (its task metadata under ``CONFIG_KEY``), read back by
+    :func:`rescue.runs.inspect_logs.read_log`."""
+
+    task: str
+    config: JsonObject  # the StoredConfig as JSON; its fields beyond StoredConfig's are RunConfig's, open to it
+    data: JsonObject  # the DataInfo as JSON, the fields it was given only
+    scenario: str | None
+
+
 @dataclass
 class BenchPlan:
     """The instances of one inspect task, how each is rendered, and the configuration its log records."""
@@ -64,8 +77,8 @@ class BenchPlan:
     task: Task
     instances: list[Instance]
     render_options: RenderOptions
-    config: JsonObject  # results.json "config" as rescue run writes it (judges filled in from the log)
-    data: JsonObject  # results.json "data"
+    config: StoredConfig  # results.json "config" as rescue run writes it (judges filled in from the log)
+    data: DataInfo  # results.json "data"
     scenario: str | None = None
     _by_id: dict[str, Instance] = field(default_factory=dict, init=False, repr=False)
 
@@ -79,9 +92,11 @@ class BenchPlan:
         """The exact messages ``rescue run`` sends for ``instance`` (asked alone)."""
         return list(self.task.render([instance], self.render_options))
 
-    def metadata(self) -> JsonObject:
-        """What the inspect log keeps of the plan (task metadata), read back by :mod:`rescue.inspect_tasks.logs`."""
-        return {"task": self.task.name, "config": self.config, "data": self.data, "scenario": self.scenario}
+    def metadata(self) -> PlanMetadata:
+        """What the inspect log keeps of the plan (task metadata): the config and data with the keys they were
+        built from, none added by their models' defaults."""
+        return {"task": self.task.name, "config": self.config.model_dump(mode="json", exclude_unset=True),
+                "data": self.data.model_dump(mode="json", exclude_unset=True), "scenario": self.scenario}
 
 
 def build_plan(options: BenchOptions) -> BenchPlan:
@@ -104,8 +119,8 @@ def build_plan(options: BenchOptions) -> BenchPlan:
     stored.update(bertscore_enabled=False, bertscore=None, rescue_version=__version__,
                   used=values_used(config.part(Asking), config.task_options, {task.name: task}, {task.name: instances},
                                    sha))
-    data = {"path": str(Path(config.data).resolve()) if config.data else None, "sha256": sha,
-            "samples": len(samples), "sample_choice": choice,
-            "sample_ids": [s.sample_id for s in samples] if choice != "all" else None, "split": config.split}
+    data = DataInfo(path=str(Path(config.data).resolve()) if config.data else None, sha256=sha, samples=len(samples),
+                    sample_choice=choice, sample_ids=[s.sample_id for s in samples] if choice != "all" else None,
+                    split=config.split)
     render = config.part(Asking).render(RowCache())
-    return BenchPlan(task, instances, render, stored, data, options.scenario)
+    return BenchPlan(task, instances, render, StoredConfig.model_validate(stored), data, options.scenario)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from rescue.data.shapes import JsonObject
 from rescue.archives import check_zip
@@ -37,6 +37,13 @@ GRADER = "grader"  # the inspect model role that grades ER and VP with the task'
 NOT_READ = ("messages", "events", "attachments", "store", "output")
 
 
+class SentGenerate(TypedDict):
+    """What a score's metadata records under ``GENERATE_KEY``: the generate config its request was sent with."""
+
+    temperature: float
+    max_tokens: int  # the answer budget
+
+
 @dataclass
 class LoggedTask:
     """One inspect log: one model on one RESCUE task."""
@@ -46,7 +53,9 @@ class LoggedTask:
     task: str
     created: str
     status: str  # inspect's: success, error, cancelled, started
-    config: JsonObject  # results.json "config" shape (judges from the grader role)
+    # results.json's "config" and "data" as the log holds them (judges from the grader role): open here, so that keys
+    # another rescue version wrote are kept; the report reads the config through StoredConfig.
+    config: JsonObject
     data: JsonObject
     records: list[PredictionRecord]
 
@@ -57,7 +66,7 @@ class LoggedRun:
 
     source: Path  # the .eval file, or the folder of logs given
     model: str
-    config: JsonObject
+    config: JsonObject  # as LoggedTask's, the tasks and used values of every log merged
     data: JsonObject
     records: list[PredictionRecord] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
@@ -89,7 +98,8 @@ def _read_eval_log(path: Path) -> EvalLog:
 
 
 def _failure(meta: JsonObject, model: str, task: str, error: str) -> PredictionRecord:
-    """The record of an instance whose inspect sample has no score (its request failed): a failure that counts."""
+    """The record of an instance whose inspect sample has no score (its request failed): a failure that counts.
+    ``meta`` is the sample's metadata as the log holds it (open: read key by key, a missing one is the log's fault)."""
     record = PredictionRecord(model=model, task=task, instance_id=str(meta["instance_id"]),
                               sample_id=str(meta["sample_id"]), scenario=str(meta["scenario"]),
                               row_index=int(meta["row_index"]), gold=meta.get("gold"), status="request_error",
@@ -114,7 +124,8 @@ def _records(path: Path, log: EvalLog, model: str, task: str) -> list[Prediction
 
 
 def _sent_configs(log: EvalLog) -> list[JsonObject]:
-    """The generate configs the log's scored samples record, one per distinct config, in order of appearance."""
+    """The generate configs the log's scored samples record, one per distinct config, in order of appearance: as
+    the log holds them (open: a log's are compared and shown, never trusted to be a :class:`SentGenerate`)."""
     seen: dict[str, JsonObject] = {}
     for sample in log.samples or []:
         for score in (sample.scores or {}).values():
