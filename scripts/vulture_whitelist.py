@@ -140,3 +140,11 @@ _.unanswered
 _.assigned_per_person
 _.answered_per_person
 _.median_s_per_item
+# Keys of a prompt's TypedDicts (rescue.tasks.render.RenderedRow, ItpItem, RankingItem, CheckpointItem): the model
+# reads them in the prompt's JSON; rescue writes them as dict literals or encoded text.
+_.checkpoint_id
+_.current_turn
+_.prior_context
+_.decision_row
+_.target_speaker
+_.timestamp
