@@ -5,14 +5,17 @@ what NumPy's BLAS and torch then start."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from rescue.threads import POOL_VARIABLES, THREADS_ENV, ThreadsError, fit_threads, thread_count, usable_cores
+from rescue.threads import (POOL_VARIABLES, THREADS_ENV, CoreWatch, ThreadsError, fit_threads, thread_count,
+                            threads_set_by_user, usable_cores)
 
 REPO = Path(__file__).resolve().parents[1]
 AFFINITY = len(os.sched_getaffinity(0))
@@ -109,3 +112,95 @@ def test_the_rescue_command_refuses_a_bad_value_with_exit_2():
     done = subprocess.run([sys.executable, "-m", "rescue", "tasks"], capture_output=True, text=True, cwd=REPO,
                           env={**clean, THREADS_ENV: "lots"}, timeout=120)
     assert done.returncode == 2 and THREADS_ENV in done.stderr and "lots" in done.stderr, done.stderr
+
+
+# CoreWatch: a /proc/stat-shaped file the test writes (a real file), and the real /proc/stat beside real busy
+# processes. Fields per CPU line: user nice system idle iowait irq softirq steal (clock ticks).
+CPUS = sorted(os.sched_getaffinity(0))
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(path: Path, busy_ticks: int, idle_ticks: int = 1000) -> Path:
+    lines = ["cpu  0 0 0 0 0 0 0 0 0 0"] + [f"cpu{n} {busy_ticks} 0 0 {idle_ticks} 0 0 0 0 0 0" for n in CPUS]
+    lines.append(f"cpu{max(CPUS) + 1} 999999999 0 0 0 0 0 0 0 0 0")  # a core outside the affinity: not counted
+    path.write_text("\n".join(lines) + "\nintr 1 2 3\n")
+    return path
+
+
+def test_core_watch_sees_the_cores_others_kept_busy(tmp_path):
+    stat = _stat(tmp_path / "stat", 0)
+    watch = CoreWatch(stat)
+    time.sleep(0.1)
+    assert watch.threads(len(CPUS)) == len(CPUS)  # nothing busy: every core
+    time.sleep(0.1)
+    _stat(stat, 10 * TICKS)  # every core busy for 10 s within 0.1 s: more than whole cores, counted as whole
+    assert watch.others_busy() == float(len(CPUS))
+    time.sleep(0.1)
+    _stat(stat, 10 * TICKS + 1000 * TICKS)
+    assert watch.threads(8) == 1  # all busy: one thread, never none
+
+
+def test_core_watch_counts_steal_and_leaves_out_idle_and_iowait(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("\n".join(f"cpu{n} 0 0 0 0 0 0 0 0" for n in CPUS) + "\n")
+    watch = CoreWatch(stat)
+    time.sleep(0.1)
+    stat.write_text("\n".join(f"cpu{n} 0 0 0 {TICKS * 100} {TICKS * 100} 0 0 {TICKS * 100}" for n in CPUS) + "\n")
+    assert watch.others_busy() == float(len(CPUS))  # the hypervisor's steal is busy; idle and iowait are not
+
+
+def test_a_look_within_50_ms_tells_nothing_and_keeps_the_last(tmp_path):
+    stat = _stat(tmp_path / "stat", 0)
+    watch = CoreWatch(stat)
+    assert watch.others_busy() is None and watch.threads(5) == 5
+    time.sleep(0.1)
+    _stat(stat, 1000 * TICKS)
+    assert watch.others_busy() == float(len(CPUS))  # measured from the first look, not the refused one
+
+
+@pytest.mark.parametrize("text", [
+    "", "garbage", "cpu0 a b c d e", "cpu0 1 2", "\x00" * 10,
+    "cpu 1 2 3 4 5 6 7 8\n",  # the total line alone, no per-core line
+    "\n".join(f"cpu{n} 1 2 3 4 5 6 7 8" for n in CPUS[:-1]),  # a core of the affinity missing
+])
+def test_an_unreadable_stat_tells_nothing(tmp_path, text):
+    stat = tmp_path / "stat"
+    stat.write_text(text)
+    watch = CoreWatch(stat)
+    time.sleep(0.06)
+    assert watch.others_busy() is None and watch.threads(3) == 3
+
+
+def test_a_missing_stat_gives_the_number_asked(tmp_path):
+    watch = CoreWatch(tmp_path / "absent")
+    time.sleep(0.06)
+    assert watch.others_busy() is None and watch.threads(7) == 7
+
+
+def test_rescue_threads_set_is_the_users_number():
+    assert threads_set_by_user({THREADS_ENV: "2"}) and not threads_set_by_user({THREADS_ENV: " "})
+    assert not threads_set_by_user({})
+
+
+def _spin() -> None:
+    while True:
+        pass
+
+
+@pytest.mark.skipif(not Path("/proc/stat").exists(), reason="Linux's /proc/stat")
+def test_beside_one_busy_process_per_core_the_pool_is_one_thread():
+    """The real /proc/stat: a process spinning on every core of the affinity leaves no core free."""
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_spin, daemon=True) for _ in CPUS]
+    for worker in workers:
+        worker.start()
+    try:
+        time.sleep(1.0)  # the spawned interpreters start and spin
+        watch = CoreWatch()
+        time.sleep(0.5)
+        assert watch.threads(len(CPUS)) == 1
+    finally:
+        for worker in workers:
+            worker.terminate()
+        for worker in workers:
+            worker.join()

@@ -206,3 +206,40 @@ def test_importing_the_module_does_not_import_torch():
     code = "import sys, rescue.scoring.bertscore, rescue.scoring.judge, rescue.scoring.judge_agreement; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert result.stdout.strip() == "False", result.stderr
+
+
+# Sentences of many token lengths, so that the batches are many and the workers share them.
+MANY = [f"{'we keep fighting about the dishes and ' * (k % 5)}she feels unseen {k}" for k in range(24)]
+GOLDS = ["he feels deeply hurt, abandoned and unseen by his wife", "angry", "calm and heard at last"] * 8
+
+BY_POOL = ("import json, sys\n"
+           "from rescue.threads import fit_threads\nfit_threads()\n"
+           "from rescue.scoring.bertscore import BertScoreConfig, bertscore_f1\n"
+           "cands, refs = json.loads(sys.stdin.read())\n"
+           "print(json.dumps(bertscore_f1(cands, refs, BertScoreConfig.from_option(None))))\n")
+
+
+@pytest.mark.slow  # loads the MiniLM in torch, here and in two child processes
+def test_the_scores_do_not_depend_on_the_threads(config):
+    """To the last bit, whatever the number of workers or the size of torch's pool the process started with:
+    a verifier or a busy machine computes the run's own numbers (a pool split each product and moved 30 of the
+    demo's 40 ER/VP scores by up to 1.2e-7 between one thread and two)."""
+    import json
+
+    one, four = (bertscore_f1(MANY, GOLDS, config, workers=n) for n in (1, 4))
+    assert one == four
+    clean = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS") and k != "RESCUE_THREADS"}
+    for threads in ("1", "2"):
+        done = subprocess.run([sys.executable, "-c", BY_POOL], input=json.dumps([MANY, GOLDS]), text=True,
+                              capture_output=True, env={**clean, "RESCUE_THREADS": threads}, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == one, threads
+
+
+@pytest.mark.slow
+def test_encoding_gives_torch_its_pool_back(config):
+    import torch
+
+    before = torch.get_num_threads()
+    bertscore_f1(MANY[:4], GOLDS[:4], config, workers=2)
+    assert torch.get_num_threads() == before

@@ -179,3 +179,43 @@ def test_the_run_shows_a_bertscore_bar(tmp_path, demo_samples):
     finally:
         display.console.file.close()
     assert "BERTScore · 3 new pairs, 0 cached" in text and "2/3" in text
+
+
+def _spin() -> None:
+    while True:
+        pass
+
+
+def _bertscores(out: Path) -> dict[str, float]:
+    records = [json.loads(line) for line in (out / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
+    return {f"{r['task']} {r['instance_id']}": r["scores"]["bertscore_f1"] for r in records}
+
+
+@pytest.mark.slow  # two runs with the MiniLM in torch, one beside a busy process on every core
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="a pool to narrow needs two cores")
+def test_on_a_busy_machine_bertscore_narrows_its_threads_and_scores_the_same(tmp_path):
+    """Issue 46 item 1: beside one busy process per core, BERTScore encodes with the cores left (one thread), says
+    so in run.log, and every score is the one a quiet machine computes, to the last bit."""
+    import multiprocessing
+
+    clean = {k: v for k, v in os.environ.items() if k != "RESCUE_THREADS"}
+    command = [sys.executable, "-m", "rescue", "run", "--model", "baseline/nearest", "--tasks", "er,vp", "--quiet"]
+    quiet = subprocess.run([*command, "--out", str(tmp_path / "quiet")], env=clean, capture_output=True, text=True,
+                           timeout=600)
+    assert quiet.returncode == 0, quiet.stderr
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_spin, daemon=True) for _ in os.sched_getaffinity(0)]
+    for worker in workers:
+        worker.start()
+    try:
+        busy = subprocess.run([*command, "--out", str(tmp_path / "busy")], env=clean, capture_output=True,
+                              text=True, timeout=900)
+    finally:
+        for worker in workers:
+            worker.terminate()
+        for worker in workers:
+            worker.join()
+    assert busy.returncode == 0, busy.stderr
+    narrowed = _events(tmp_path / "busy", "threads")
+    assert narrowed and narrowed[0]["threads"] == 1 and narrowed[0]["stage"] == "bertscore", narrowed
+    assert _bertscores(tmp_path / "busy") == _bertscores(tmp_path / "quiet")

@@ -70,6 +70,29 @@ async def in_daemon_thread(fn: Callable[..., T], *args: Any) -> T:
     return await future
 
 
+class _PoolForLoad:
+    """The threads that encode the next chunk of a long stage: when ``RESCUE_THREADS`` is not set, the cores other
+    processes left free since the last chunk (rescue.threads.CoreWatch), at most :func:`rescue.threads.thread_count`,
+    each change a ``threads`` event in the run log; the user's number when it is set."""
+
+    def __init__(self, log: RunLog):
+        from rescue.threads import CoreWatch, thread_count, threads_set_by_user
+
+        self._log = log
+        self._most = thread_count()
+        self._watch = None if threads_set_by_user() else CoreWatch()
+        self._current = self._most
+
+    def threads(self) -> int:
+        if self._watch is None:
+            return self._most
+        count = self._watch.threads(self._most)
+        if count != self._current:
+            self._log.event("threads", stage="bertscore", threads=count, most=self._most)
+            self._current = count
+        return count
+
+
 async def bertscore_pairs(pairs: list[PairResult], scoring: BertScoring, display: ProgressDisplay, log: RunLog,
                           cache_path: Path | None) -> BackboneDescription | None:
     """BERTScore for every ER/VP pair: distinct text pairs once, cached ones not again, the rest in chunks with a
@@ -92,8 +115,9 @@ async def bertscore_pairs(pairs: list[PairResult], scoring: BertScoring, display
                 bar.describe("BERTScore · loading the backbone")
                 await in_daemon_thread(_scorer, bert)
                 bar.describe(f"BERTScore · {len(job.todo)} new pairs, {job.cached} cached")
+            pool = _PoolForLoad(log)
             while part := job.next_chunk():
-                job.record(part, await in_daemon_thread(job.compute, part))
+                job.record(part, await in_daemon_thread(job.compute, part, pool.threads()))
                 bar.advance(len(part))
         except (KeyboardInterrupt, asyncio.CancelledError):
             log.event("bertscore_interrupted", computed=job.computed, todo=len(job.todo),

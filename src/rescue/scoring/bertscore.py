@@ -272,10 +272,13 @@ def _remedy(config: BertScoreConfig) -> str:
     )
 
 
-def bertscore_f1(candidates: Sequence[str], references: Sequence[str], config: BertScoreConfig) -> list[float]:
+def bertscore_f1(candidates: Sequence[str], references: Sequence[str], config: BertScoreConfig,
+                 workers: int | None = None) -> list[float]:
     """BERTScore F1 of each candidate against its reference (same length). Empty strings score 0.0.
 
-    A pair's score depends on that pair alone, never on what else is scored with it (see :func:`_pair_f1`).
+    A pair's score depends on that pair alone, never on what else is scored with it (see :func:`_pair_f1`), nor on
+    ``workers``, the threads that encode sentences side by side (default :func:`rescue.threads.thread_count`; see
+    :func:`_embed`).
     """
     if len(candidates) != len(references):
         raise ValueError("candidates and references must pair up")
@@ -284,7 +287,8 @@ def bertscore_f1(candidates: Sequence[str], references: Sequence[str], config: B
     if not todo:
         return scores
     backbone = _scorer(config)
-    embeddings = _embed(backbone, [candidates[i] for i in todo] + [references[i] for i in todo], config.batch_size)
+    embeddings = _embed(backbone, [candidates[i] for i in todo] + [references[i] for i in todo], config.batch_size,
+                        workers)
     baseline = backbone.baseline_f1
     for i in todo:
         f1 = _pair_f1(embeddings[candidates[i].strip()], embeddings[references[i].strip()])
@@ -292,12 +296,25 @@ def bertscore_f1(candidates: Sequence[str], references: Sequence[str], config: B
     return scores
 
 
-def _embed(backbone: Backbone, sentences: Sequence[str], batch_size: int) -> dict[str, tuple[Any, Any]]:
+def _embed(backbone: Backbone, sentences: Sequence[str], batch_size: int,
+           workers: int | None = None) -> dict[str, tuple[Any, Any]]:
     """Each distinct sentence's unit-length token embeddings and idf weights, from bert-score's model and
     tokenizer, encoded only beside sentences of the same token length: nothing is ever padded, so a sentence's
-    embedding cannot depend on its batch."""
+    embedding cannot depend on its batch.
+
+    Each batch is encoded by one thread with torch's own pool at one thread, and ``workers`` threads encode
+    batches side by side (torch leaves the interpreter lock while it computes). A pool splits one product across
+    its threads and the float32 sums then depend on how many there are (up to 1e-7 apart between one and two);
+    a batch in one thread is summed the same way whatever the number of workers, so the scores are the same on
+    a quiet machine and a busy one, with ``RESCUE_THREADS`` 1 or 16. One thread a batch also never waits on a
+    sibling thread the scheduler has not run, which a pool does at every step on a busy machine.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
     import torch
     from bert_score.utils import bert_encode, sent_encode
+
+    from rescue.threads import thread_count
 
     tokenizer = backbone.tokenizer
     # bert-score's weights without idf: every word piece 1, [CLS] and [SEP] 0.
@@ -306,17 +323,35 @@ def _embed(backbone: Backbone, sentences: Sequence[str], batch_size: int) -> dic
     for sentence in dict.fromkeys(s.strip() for s in sentences):
         ids = sent_encode(tokenizer, sentence)
         by_length.setdefault(len(ids), []).append((sentence, ids))
+    size = max(1, batch_size)
+    batches = [(length, group[start:start + size])
+               for length, group in by_length.items() for start in range(0, len(group), size)]
+
+    def encode(batch: tuple[int, list[tuple[str, list[int]]]]) -> Any:
+        length, chunk = batch
+        if torch.get_num_threads() != 1:
+            torch.set_num_threads(1)  # in this thread too: torch keeps part of its pool's size per thread (MKL's)
+        ids = torch.tensor([i for _, i in chunk], dtype=torch.long, device=backbone.device)
+        mask = torch.ones((len(chunk), length), dtype=torch.long, device=backbone.device)
+        emb = bert_encode(backbone.model, ids, attention_mask=mask, all_layers=False).float().cpu()
+        return emb / emb.norm(dim=-1, keepdim=True)
+
+    pool_size = torch.get_num_threads()  # given back after: a local model in the same process keeps its pool
+    count = max(1, min(workers or thread_count(), len(batches)))
+    try:
+        if count == 1:
+            encoded = [encode(batch) for batch in batches]
+        else:
+            with ThreadPoolExecutor(max_workers=count, thread_name_prefix="rescue-bertscore") as pool:
+                encoded = list(pool.map(encode, batches))
+    finally:
+        if torch.get_num_threads() != pool_size:
+            torch.set_num_threads(pool_size)
     out: dict[str, tuple[Any, Any]] = {}
-    for length, group in by_length.items():
-        for start in range(0, len(group), max(1, batch_size)):
-            chunk = group[start:start + max(1, batch_size)]
-            ids = torch.tensor([i for _, i in chunk], dtype=torch.long, device=backbone.device)
-            mask = torch.ones((len(chunk), length), dtype=torch.long, device=backbone.device)
-            emb = bert_encode(backbone.model, ids, attention_mask=mask, all_layers=False).float().cpu()
-            emb = emb / emb.norm(dim=-1, keepdim=True)
-            for k, (sentence, token_ids) in enumerate(chunk):
-                weights = torch.tensor([0.0 if t in skipped else 1.0 for t in token_ids])
-                out[sentence] = (emb[k], weights)
+    for (_, chunk), emb in zip(batches, encoded):
+        for k, (sentence, token_ids) in enumerate(chunk):
+            weights = torch.tensor([0.0 if t in skipped else 1.0 for t in token_ids])
+            out[sentence] = (emb[k], weights)
     return out
 
 
@@ -457,9 +492,10 @@ class BertScoreJob:
         self.todo = [pair for pair in todo if pair not in self.scores]
         self.computed = 0
 
-    def compute(self, part: Sequence[tuple[str, str]]) -> list[float]:
-        """The F1 of ``part`` (touches nothing else, so it may run in another thread)."""
-        return bertscore_f1([c for c, _ in part], [r for _, r in part], self.config)
+    def compute(self, part: Sequence[tuple[str, str]], workers: int | None = None) -> list[float]:
+        """The F1 of ``part`` (touches nothing else, so it may run in another thread), encoded by ``workers``
+        threads (:func:`bertscore_f1`; the scores do not depend on it)."""
+        return bertscore_f1([c for c, _ in part], [r for _, r in part], self.config, workers)
 
     def record(self, part: Sequence[tuple[str, str]], values: Sequence[float]) -> None:
         """Keep the scores of a computed chunk, and save them (one transaction)."""
