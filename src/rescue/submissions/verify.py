@@ -10,7 +10,10 @@ The checks, in order (each a :class:`Check` of the :class:`Verdict`; the first t
 4. re-scored: the run is rebuilt in a temporary folder from the bundle's answers alone (the cache a run
    rescores from; people's answers from their records) and ``rescue rescore``'s own machinery re-parses every
    answer, re-runs the offline baselines and BERTScore, and re-aggregates every metric; every record, metric
-   and interval must equal the submitted one to the last digit.
+   and interval must equal the submitted one to the last digit, but for BERTScore: each record's
+   ``bertscore_f1`` must be within :data:`BERTSCORE_TOLERANCE` of the submitted one (its last bits are the
+   machine's), and every metric and interval must then follow to the last digit from the re-derived records
+   holding the submitted BERTScore values (:func:`with_submitted_bertscore`).
 
 Then the audits (answers that repeat another bundle's, timings no model could have, instances missing, usage
 that cannot be) and, when asked, re-judging and reproducing a sample (:mod:`rescue.submissions.resample`).
@@ -22,11 +25,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from rescue.atomic import write_all_atomic
 from rescue.data.loading import load_samples
@@ -34,17 +38,19 @@ from rescue.data.models import Sample
 from rescue.display import markdown_text
 from rescue.files import sha256_file
 from rescue.engine.config import RunConfig
+from rescue.engine.plan import load_task
 from rescue.engine.runner import Runner
 from rescue.engine.types import TaskModel
 from rescue.errors import BundleError, RescueError
 from rescue.llm import ChatAnswer, Usage
 from rescue.llm import ResponseCache
 from rescue.runs.folder import CACHE
-from rescue.runs.results import PREDICTIONS, RESULTS, RunResults
+from rescue.runs.results import PREDICTIONS, RESULTS, RunResults, TaskResults
 from rescue.submissions.bundle import (ANSWERS, INTERVALS, PEOPLE, SHA256, Bundle, bundle_records, bundle_results, json_lines, parse_json,
                                        read_bundle, system_kind)
 from rescue.submissions.facts import run_intervals, taken_instances, task_facts
 from rescue.submissions.submit import run_data
+from rescue.tasks import epoch_aggregates
 from rescue.tasks.base import Instance, PredictionRecord, RenderOptions, Task
 
 Level = Literal["refused", "failed", "checked", "re-judged", "reproduced"]
@@ -53,6 +59,16 @@ USAGE_FIELDS = {f.name for f in fields(Usage)}
 SHOWN = 5  # differences named per check; the count says how many there were
 # An answer a model sent takes at least this long on average: a run whose answers came faster was not asked.
 FASTEST_ANSWER_S = 0.001
+BERTSCORE = "bertscore_f1"  # the score rescue.scoring.bertscore puts in each ER and VP record
+# The contract of BERTScore's check: a record's re-derived F1 agrees with the submitted one when they are at most
+# this far apart (absolute, on the record's F1 as results.json holds it, rescaled or not). BERTScore is float32
+# neural arithmetic whose last bits are the machine's (torch's kernels for the CPU's instruction set, MKL's, the
+# torch build, the threads): two machines' F1 differ by about 1e-7 (float32's step at 1 is 1.2e-7; a backbone's
+# baseline rescaling multiplies it by 1/(1 - baseline), a few times). 1e-5 is a hundred times that, and a tenth
+# of the last digit the report and the leaderboard show of a BERTScore (4): it moves a shown value by one unit
+# only where that value lies within 1e-5 of a rounding boundary. Everything else is compared exactly, and every
+# metric and interval must follow to the last digit from the submitted BERTScore values.
+BERTSCORE_TOLERANCE = 1e-5
 
 
 @dataclass
@@ -190,25 +206,119 @@ def _people(records: Sequence[PredictionRecord]) -> list[TaskModel]:
     return [RecordedAnswers(name, answers) for name, answers in raw.items()]
 
 
+RecordKey = tuple[str, str, str, int | None]  # model, task, instance id, epoch (an instance per epoch: --epochs)
+
+
+def _key(record: PredictionRecord) -> RecordKey:
+    return record.model, record.task, record.instance_id, record.epoch
+
+
+def _compared_fields(record: PredictionRecord, name: str) -> Any:
+    """A record's field as compared exactly: its scores without their BERTScore (:class:`BertScoreAgreement`'s)."""
+    value = getattr(record, name)
+    if name == "scores":
+        return {k: v for k, v in value.items() if k != BERTSCORE} | {BERTSCORE: BERTSCORE in value}
+    return value
+
+
 def _compare_records(submitted: Sequence[PredictionRecord], derived: Sequence[PredictionRecord]) -> list[str]:
-    ours = {(r.model, r.task, r.instance_id, r.epoch): r for r in derived}  # an instance per epoch (--epochs)
+    """Every difference of the re-derived records from the submitted ones, to the last digit but for the value of
+    their BERTScore (present in both or neither), which :class:`BertScoreAgreement` compares."""
+    ours = {_key(r): r for r in derived}
     differences = []
     seen = set()
     for record in submitted:
-        key = (record.model, record.task, record.instance_id, record.epoch)
+        key = _key(record)
         seen.add(key)
         mine = ours.get(key)
         if mine is None:
             differences.append(f"{record.model} {record.instance_id}: not re-derived (no such instance here)")
             continue
         for name in ("prediction", "status", "scores", "gold", "seed"):
-            if getattr(record, name) != getattr(mine, name):
+            if _compared_fields(record, name) != _compared_fields(mine, name):
                 differences.append(f"{record.model} {record.instance_id}: {name} {getattr(record, name)!r} submitted, "
                                    f"{getattr(mine, name)!r} re-derived")
                 break
     for key in ours.keys() - seen:
         differences.append(f"{key[0]} {key[2]}: re-derived but not in the submitted predictions")
     return differences
+
+
+def _short(value: float) -> str:
+    """A small difference as 1.2e-7 (no padded exponent), 0 as 0."""
+    if value == 0:
+        return "0"
+    mantissa, exponent = f"{value:.1e}".split("e")
+    return f"{mantissa.removesuffix('.0')}e{int(exponent)}"
+
+
+def _real(value: float | None) -> TypeGuard[float]:
+    return value is not None and math.isfinite(value)
+
+
+@dataclass
+class BertScoreAgreement:
+    """Each record's re-derived BERTScore against the submitted one: how many were compared, the largest
+    difference within :data:`BERTSCORE_TOLERANCE`, those beyond it (named), and the submitted values within it
+    that differ from the re-derived ones (what :func:`with_submitted_bertscore` puts in their place)."""
+
+    compared: int = 0
+    largest: float = 0.0
+    beyond: list[str] = field(default_factory=list)
+    submitted: dict[RecordKey, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, submitted: Sequence[PredictionRecord], derived: Sequence[PredictionRecord]) -> BertScoreAgreement:
+        """The agreement of the records present in both with a BERTScore on both sides (the rest is
+        :func:`_compare_records`'s)."""
+        theirs = {_key(r): r.scores[BERTSCORE] for r in submitted if BERTSCORE in r.scores}
+        found = cls()
+        for record in derived:
+            key = _key(record)
+            if key not in theirs or BERTSCORE not in record.scores:
+                continue
+            given, mine = theirs[key], record.scores[BERTSCORE]
+            found.compared += 1
+            if given == mine:
+                continue
+            if _real(given) and _real(mine) and abs(given - mine) <= BERTSCORE_TOLERANCE:
+                found.largest = max(found.largest, abs(given - mine))
+                found.submitted[key] = given
+                continue
+            apart = (f"{_short(abs(given - mine))} apart (over {_short(BERTSCORE_TOLERANCE)})"
+                     if _real(given) and _real(mine) else "not both numbers")
+            found.beyond.append(f"{record.model} {record.instance_id}: {BERTSCORE} {given!r} submitted, {mine!r} "
+                                f"re-derived, {apart}")
+        return found
+
+    def check(self) -> Check:
+        """The verdict's line: every value within the tolerance, and the largest difference."""
+        return Check("BERTScore computed again", not self.beyond, _listed(self.beyond) if self.beyond else
+                     f"{self.compared} values within {_short(BERTSCORE_TOLERANCE)} of the submitted (largest "
+                     f"difference {_short(self.largest)})")
+
+
+def with_submitted_bertscore(derived: RunResults, records: Sequence[PredictionRecord],
+                             agreement: BertScoreAgreement) -> tuple[RunResults, list[PredictionRecord]]:
+    """The re-derived run with each BERTScore within the tolerance replaced by the submitted value, and the metrics
+    of each model and task it changes aggregated again as the run aggregates them
+    (:func:`rescue.tasks.epoch_aggregates`, the records in the run's order): what the submitted metrics and
+    intervals must equal to the last digit. The run as it was when no value differs."""
+    if not agreement.submitted:
+        return derived, list(records)
+    changed: set[tuple[str, str]] = set()
+    replaced = []
+    for record in records:
+        value = agreement.submitted.get(_key(record))
+        if value is not None:
+            record = record.model_copy(update={"scores": {**record.scores, BERTSCORE: value}})
+            changed.add((record.model, record.task))
+        replaced.append(record)
+    results = derived.model_copy(deep=True)
+    for model, task in sorted(changed):
+        mine = [r for r in replaced if r.model == model and r.task == task]
+        results.models[model].tasks[task] = TaskResults.model_validate(epoch_aggregates(load_task(task), mine))
+    return results, replaced
 
 
 def _compare_metrics(submitted: RunResults, derived: RunResults) -> list[str]:
@@ -359,12 +469,15 @@ def _release_checks(bundle: Bundle, config: RunConfig, samples: list[Sample], re
 
 def _rescored_checks(verdict: Verdict, bundle: Bundle, results: RunResults, release: Release,
                      others: Sequence[Verdict]) -> None:
-    """Check 4 and the audits: the run rebuilt from the bundle and re-scored, compared to the last digit."""
+    """Check 4 and the audits: the run rebuilt from the bundle and re-scored, compared to the last digit (each
+    BERTScore within its tolerance, the metrics and intervals aggregated with the submitted BERTScore values)."""
     with tempfile.TemporaryDirectory(prefix="rescue-verify-") as tmp:
         folder = Path(tmp)
         try:
             submitted_records = _rebuild(bundle, folder)
             derived, derived_records = _rescore(bundle, results, release, folder, submitted_records)
+            bertscore = BertScoreAgreement.of(submitted_records, derived_records)
+            derived, derived_records = with_submitted_bertscore(derived, derived_records, bertscore)
             intervals = run_intervals(folder, (derived, derived_records))
         except BundleError as exc:  # an answer line the bundle cannot hold: the bundle is refused, not a score
             verdict.level = "refused"
@@ -376,16 +489,21 @@ def _rescored_checks(verdict: Verdict, bundle: Bundle, results: RunResults, rele
     record_differences = _compare_records(submitted_records, derived_records)
     verdict.checks.append(Check("every answer re-parsed and re-scored", not record_differences,
                                 _listed(record_differences) if record_differences else
-                                f"{len(derived_records)} records equal"))
+                                f"{len(derived_records)} records equal" +
+                                (" (BERTScore: the next check)" if bertscore.compared else "")))
+    if bertscore.compared:
+        verdict.checks.append(bertscore.check())
+    from_submitted = " (with the submitted BERTScore values)" if bertscore.submitted else ""
     metric_differences = _compare_metrics(results, derived)
     verdict.checks.append(Check("every metric to the last digit", not metric_differences,
-                                _listed(metric_differences) if metric_differences else "every task, scope and sample"))
+                                _listed(metric_differences) if metric_differences else
+                                f"every task, scope and sample{from_submitted}"))
     if INTERVALS in bundle.members:
         interval_differences = _compare_intervals(parse_json(bundle.text(INTERVALS), f"{bundle.path}:{INTERVALS}"),
                                                   intervals)
         verdict.checks.append(Check("every interval to the last digit", not interval_differences,
                                     _listed(interval_differences) if interval_differences else
-                                    f"{len(intervals)} leaderboard cells"))
+                                    f"{len(intervals)} leaderboard cells{from_submitted}"))
     verdict.audits, verdict.answer_digests = _audits(bundle, submitted_records, others)
 
 
