@@ -27,14 +27,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from secrets import token_hex
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 from pydantic import TypeAdapter
 
 from rescue.atomic import check_target
 from rescue.data.readback import parse_json
-from rescue.data.shapes import JsonObject
-from rescue.llm._types import ChatAnswer, MessageLike, Usage, key_messages
+from rescue.data.shapes import ChatMessage, JsonObject  # open here: a model's settings, rows as a cache holds them
+from rescue.llm._types import ChatAnswer, MessageLike, Usage, WireMessage, key_messages
 from rescue.errors import RunDirError
 from rescue.errors import UnreadableEntry as UnreadableEntry
 
@@ -68,8 +68,17 @@ CREATE TABLE IF NOT EXISTS claims (
 """
 
 
+class RequestRecord(TypedDict):
+    """The request a cached answer answers, stored beside it (the ``request`` column), as the key sees it."""
+
+    messages: list[ChatMessage | WireMessage]  # media by content hash (key_messages), never by bytes
+    max_tokens: int
+    settings: JsonObject  # the model's cache_settings and the request's overrides: open, a model keys its own
+
+
 class CachedAnswer(NamedTuple):
-    """One stored answer as :meth:`ResponseCache.answers_of` reads it: usage and meta as stored (JSON objects)."""
+    """One stored answer as :meth:`ResponseCache.answers_of` reads it: usage and meta as stored (JSON objects, open:
+    a cache may hold rows another rescue version wrote, and a model's meta holds what the model adds)."""
 
     key: str
     model: str
@@ -233,7 +242,8 @@ class ResponseCache:
             raise UnreadableEntry(f"{type(exc).__name__}: {exc}") from None
         return ChatAnswer(row[0], "ok", "", usage, meta)
 
-    def put(self, key: str, *, model: str, endpoint: str, purpose: str, request: JsonObject, answer: ChatAnswer) -> None:
+    def put(self, key: str, *, model: str, endpoint: str, purpose: str, request: RequestRecord,
+            answer: ChatAnswer) -> None:
         """Store an answer with the request it answers (errors and empty answers are refused)."""
         if answer.status != "ok":
             raise ValueError("only answers are cached, never errors")

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
+# JsonObject is open here: request bodies with a provider's extras, a provider's answers before they are checked
 from rescue.data.shapes import JsonObject
 from rescue.llm import _secrets as secrets
 from rescue.llm._limits import DEFAULT_MAX_ANSWER_BYTES

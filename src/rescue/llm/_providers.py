@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-from rescue.data.shapes import JsonObject
+from rescue.data.shapes import JsonObject  # open here: a provider's extras for the request body, its own keys
 from rescue.data.choices import THINKING_LEVELS as THINKING_LEVELS
 from rescue.llm import _secrets as secrets
 from rescue.errors import CredentialError as CredentialError, ThinkingError as ThinkingError

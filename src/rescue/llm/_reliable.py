@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, NotRequired, Protocol, TypedDict, TypeVar
 
-from rescue.data.shapes import JsonObject
+from rescue.data.shapes import JsonObject  # open here: a model's cache settings, whose keys the model chooses
 from rescue.data.text import without_lone_surrogates
 from rescue.llm import _secrets as secrets
-from rescue.llm._cache import ResponseCache, UnreadableEntry, request_key
+from rescue.llm._cache import RequestRecord, ResponseCache, UnreadableEntry, request_key
 from rescue.llm._client import FatalError, TransientError
 from rescue.llm._cost import PriceTable
 from rescue.llm._limiter import AdaptiveLimiter
@@ -470,7 +470,7 @@ class ReliableModel:
                 self.log.event("fail_fast", model=self.name, reason=self.fatal)
         return answer
 
-    def _request_record(self, request: ChatRequest) -> JsonObject:
+    def _request_record(self, request: ChatRequest) -> RequestRecord:
         return {"messages": key_messages(request.messages), "max_tokens": request.max_tokens,
                 "settings": {**self.cache_settings(), **request.overrides()}}
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from rescue.data.shapes import JsonObject
+from rescue.data.shapes import JsonObject  # open here: a model's cache settings, whose keys the model chooses
 from rescue.llm._client import GenerationSettings, OpenAIModel
 from rescue.llm._providers import Endpoint, resolve_endpoint
 from rescue.llm._types import ChatAnswer, ChatRequest, Model

@@ -18,6 +18,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+# JsonObject is open here: a provider's verbose_json (only its segments and words checked), a model's settings
 from rescue.data.shapes import JsonObject
 from rescue.llm import _secrets as secrets
 from rescue.llm._limits import DEFAULT_MAX_ANSWER_BYTES

@@ -18,6 +18,8 @@ from typing import Any, Literal, NotRequired, Protocol, TypedDict, runtime_check
 
 from pydantic import ConfigDict, with_config
 
+# JsonObject is open here: the API's parts (a caller's message may hold any part the provider takes), a model's
+# own settings and answer meta
 from rescue.data.shapes import ChatMessage, JsonObject
 
 # budget_exhausted: the answer budget ran out (finish_reason "length") before any usable answer, typically spent

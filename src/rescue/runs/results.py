@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+# JsonObject is open here: metric keys a task declares, pydantic's serialized dicts, a provider's usage
 from rescue.data.shapes import JsonObject
 from rescue.runs.failures import FailureReason
 from rescue.tasks import TASK_NAMES

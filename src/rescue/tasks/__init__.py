@@ -15,6 +15,7 @@ from typing import Any, cast
 
 from rescue.errors import RescueError
 from rescue.data.models import Sample
+# JsonObject is open here: a task option as the user writes it, checked by the task's options model
 from rescue.data.shapes import JsonObject
 from rescue.tasks.base import PredictionRecord, Task
 from rescue.tasks.registry import TASK_NAMES, TASKS, discover, register, unregister

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, TypedDict
 
 from pydantic import Field
 
-from rescue.data.shapes import ChatMessage, JsonObject
+from rescue.data.shapes import ChatMessage, JsonObject  # open here: a model's answer item, before it is checked
 from rescue.data.models import Row, Sample
 from rescue.metrics.intensity import INTENSITY_SCORE_FLOOR, intensity_score
 from rescue.tasks import generative as gen

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rescue.data.shapes import JsonObject
+from rescue.data.shapes import JsonObject  # open here: a model's answer, before each task's reader checks it
 from rescue.data.answer_json import UnreadableJSON, find_json, unfence
 from rescue.tasks.base import Instance, LenientNotes, Prediction
 from rescue.errors import AnswerError as AnswerError

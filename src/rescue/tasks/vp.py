@@ -12,11 +12,12 @@ own per-instance scores; :meth:`ViewpointPrediction.aggregate` averages every sc
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar, NotRequired, TypedDict
 
 from pydantic import Field
 
-from rescue.data.shapes import ChatMessage, JsonObject
+from rescue.data.shapes import ChatMessage, JsonObject  # open here: a model's answer item, before it is checked
 from rescue.data.models import GROUP_LABELS, Row, Sample
 from rescue.tasks import generative as gen
 from rescue.tasks import prompts
@@ -331,11 +332,12 @@ class ViewpointPrediction(DeclaredTask):
         return result
 
 
-def _pair(view: JsonObject) -> tuple[str, str]:
+def _pair(view: Viewpoint) -> tuple[str, str]:
+    # A record read back may lack a key (another version's, a hand-edited file): it reads as "".
     return (str(view.get("source", "")).strip().casefold(), str(view.get("target", "")).strip().casefold())
 
 
-def pair_recall(gold: list[JsonObject], predicted: list[JsonObject]) -> float:
+def pair_recall(gold: Sequence[Viewpoint], predicted: Sequence[Viewpoint]) -> float:
     """Share of the gold (source, target) pairs that the prediction names, ignoring case."""
     wanted = {_pair(v) for v in gold}
     if not wanted:

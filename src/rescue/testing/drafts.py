@@ -15,6 +15,7 @@ import re
 import threading
 from collections.abc import Iterable
 
+# JsonObject is open here: a client's request and a model's draft rows, before rescue checks them
 from rescue.data.shapes import JsonObject
 from rescue.testing.openai_server import Reply
 

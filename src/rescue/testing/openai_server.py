@@ -35,6 +35,7 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+# JsonObject is open here: a client's request body and the scripted answers, as the API has them
 from rescue.data.shapes import JsonObject
 
 # A hanging request sleeps this long; the client's timeout fires first and the server cancels it on stop.

@@ -14,7 +14,7 @@ import threading
 from dataclasses import replace
 from collections.abc import Iterable
 
-from rescue.data.shapes import JsonObject
+from rescue.data.shapes import JsonObject  # open here: a client's request body; task options as a user writes them
 from rescue.data.models import Sample
 from rescue.tasks.base import Instance, RenderOptions, Task, gold_value
 from rescue.tasks.batching import plan_batches

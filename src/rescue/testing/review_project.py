@@ -10,6 +10,7 @@ import json
 import subprocess
 from pathlib import Path
 
+# JsonObject is open here: the dataset file's raw rows, as tests edit them before they are read
 from rescue.data.shapes import JsonObject
 from rescue.data.loading import demo_path
 from rescue.data.text import clock_time

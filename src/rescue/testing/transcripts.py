@@ -12,6 +12,7 @@ import io
 import wave
 from dataclasses import dataclass, replace
 
+# JsonObject is open here: a client's request body and the scripted answer, as the API has them
 from rescue.data.shapes import JsonObject
 from rescue.testing.openai_server import Reply, ScriptResult, verbose_json
 
