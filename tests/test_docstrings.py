@@ -1,4 +1,6 @@
-"""Every public function, class and method of the library says what it does (issue #25, item 7).
+"""Every public function, class and method of the library says what it does (issue #25, item 7), and no comment or
+docstring carries a measurement (issue #47 item 5): the seconds, megabytes and ratios measured live in
+benchmarks/README.md, the source states contracts and reasons.
 
 Read with ``ast`` from ``src/rescue`` (nothing is imported): a module-level function or class whose name does
 not start with ``_``, and a public method of a public class, needs a docstring. ``rescue.testing`` (the test
@@ -9,8 +11,12 @@ servers and scripts) is left out, and so are dunder methods, overrides of a docu
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from pathlib import Path
 
+import pytest
 from source_tree import SRC, parsed
 
 EXEMPT_PACKAGES = {"testing"}
@@ -97,3 +103,86 @@ def test_every_public_function_class_and_method_has_a_docstring():
     missing = [entry for path in sorted(SRC.rglob("*.py"))
                if path.relative_to(SRC).parts[0] not in EXEMPT_PACKAGES for entry in undocumented(path)]
     assert not missing, f"{len(missing)} public definitions without a docstring:\n" + "\n".join(missing)
+
+
+# The language of a measurement (units of contracts, such as "a 25 MB upload limit" or "in 1 MiB blocks", are not):
+# CPU time, a ratio of speed or size, a figure given as roughly so much, a cost or a peak with its figure, a share
+# of a second or of the bytes.
+_UNIT = r"\d[\d.,]*\s*(?:ms|s|seconds?|minutes?|KB|MB|GB|KiB|MiB|GiB)\b"
+MEASUREMENT = re.compile("|".join((
+    r"\bCPU[- ]s\b|\bs of CPU\b|\bseconds? of CPU\b",
+    r"\d[\d.]*\s*(?:x|×)\s+(?:faster|slower|less|more|smaller|larger)\b",
+    r"(?:\babout|\baround|\bnear|\bnearly|\broughly|~)\s*" + _UNIT,
+    r"\b(?:cost|costs|costing|took|takes|spent|saves?|saved|peak)\b[^.;:]{0,40}?" + _UNIT,
+    r"\b(?:a|one|two) (?:thirds?|fifths?|tenths?|quarters?) of (?:a second|the bytes|the time|the CPU|its CPU)",
+    r"\bcosts? a (?:third|fifth|tenth|quarter|half)\b",
+)), re.IGNORECASE)
+
+
+def _comments_and_docstrings(path: Path) -> list[list[tuple[int, str]]]:
+    """The comments (each run of comment lines one block) and docstrings of one source file, line by line."""
+    text = path.read_text(encoding="utf-8")
+    blocks: list[list[tuple[int, str]]] = []
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.COMMENT:
+            line = (token.start[0], token.string.lstrip("#").strip())
+            if blocks and blocks[-1][-1][0] == line[0] - 1:
+                blocks[-1].append(line)
+            else:
+                blocks.append([line])
+    for node in ast.walk(parsed(path)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node, clean=False)
+            if doc is not None:
+                blocks.append([(node.body[0].lineno + n, line.strip()) for n, line in enumerate(doc.splitlines())])
+    return blocks
+
+
+def measurements(path: Path) -> list[str]:
+    """The comment and docstring lines of one source file that state a measurement (one that runs on to the next
+    line counts on the line it starts on)."""
+    where = path.relative_to(SRC.parent).as_posix() if path.is_relative_to(SRC.parent) else str(path)
+    found = []
+    for block in _comments_and_docstrings(path):
+        for n, (line, text) in enumerate(block):
+            following = text + " " + block[n + 1][1] if n + 1 < len(block) else text
+            if any(match.start() < len(text) for match in MEASUREMENT.finditer(following)):
+                found.append(f"{where}:{line}: {text}")
+    return found
+
+
+def test_no_comment_or_docstring_carries_a_measurement():
+    found = [entry for path in sorted(SRC.rglob("*.py")) for entry in measurements(path)]
+    assert not found, ("measured figures belong in benchmarks/README.md, the source states the contract or the "
+                       "reason:\n" + "\n".join(found))
+
+
+@pytest.mark.parametrize("line", [
+    "# importing them would cost `rescue --help` 0.1 s",
+    '"""importing them there would cost `rescue --help`\n    0.1 s and prove nothing."""',
+    "# the KV cache for 8k tokens is ~200 MB.",
+    "# (httpx and all: a fifth of a second)",
+    '"""gzip, base64: a tenth of the bytes."""',
+    "# a full decode costs a quarter",
+    "# 0.135 CPU-s against 0.141",
+    "# aiohttp is 3x faster than httpx here",
+    "# about 1.5 KB each as objects",
+    "# raised the run's peak by 120 MB",
+])
+def test_a_measurement_is_found(tmp_path, line):
+    source = tmp_path / "measured.py"
+    source.write_text(f"x = 1  {line}\n" if line.startswith("#") else f"def f():\n    {line}\n", encoding="utf-8")
+    assert measurements(source)
+
+
+@pytest.mark.parametrize("line", [
+    "# Chunks stay well under OpenAI's 25 MB upload limit.",
+    '"""The SHA-256 of a file\'s bytes, read in 1 MiB blocks."""',
+    "# None when the span is under 50 ms",
+    "# an hour of video is at most 0.9 GB",
+    "# created: seconds since the epoch",
+])
+def test_a_contract_s_unit_is_not_a_measurement(tmp_path, line):
+    source = tmp_path / "contract.py"
+    source.write_text(f"x = 1  {line}\n" if line.startswith("#") else f"def f():\n    {line}\n", encoding="utf-8")
+    assert not measurements(source)

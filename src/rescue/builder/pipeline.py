@@ -92,7 +92,7 @@ class BuildConfig:
     scene_threshold: float = 0.3
     review_height: int | None = None  # review clips' height; None: the source's, at most 720
     # None: rescue run's (rescue.llm's DEFAULT_RETRY_AFTER_CAP and DEFAULT_MAX_ANSWER_BYTES), read where a model is
-    # asked, so a build that asks none never imports the model layer (httpx and all: a fifth of a second).
+    # asked, so a build that asks none never imports the model layer (httpx and all; benchmarks/README.md).
     retry_after_cap: float | None = None  # the longest Retry-After obeyed, as `rescue run`
     max_answer_bytes: int | None = None  # a larger answer is a request error, as `rescue run`
 

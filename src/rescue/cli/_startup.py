@@ -1,7 +1,7 @@
-"""What keeps ``rescue --help`` and ``rescue run --help`` under their targets (benchmarks/bench_cli_help.py:
-0.25 s and 0.15 s) while the commands themselves import pandas, torch, FastAPI, the tasks and the runner: they
-load less. Nothing of typer's or click's is patched; each part uses typer's public API (docs/architecture.md,
-"The CLI's start-up"):
+"""What keeps ``rescue --help`` and ``rescue run --help`` under their targets (benchmarks/README.md, measured
+by benchmarks/bench_cli_help.py) while the commands themselves import pandas, torch, FastAPI, the tasks and the
+runner: they load less. Nothing of typer's or click's is patched; each part uses typer's public API
+(docs/architecture.md, "The CLI's start-up"):
 
 1. **Deferred modules.** The command modules name what a command needs (the runner, the tasks, the review
    tool, rich's tables) through the names below, each the module it says, imported on first use: a command
@@ -10,8 +10,8 @@ load less. Nothing of typer's or click's is patched; each part uses typer's publ
    an attribute is first read. A module that every command's start imports anyway (``rescue.errors``,
    ``rich.markup``, ``rescue.data.text``, typer) is imported at the top of the module that uses it instead.
 2. **Looking, not importing** (:func:`loaded`). The SIGTERM handler and the exit path ask for the child-process
-   registry and the runner only if a command imported them; importing them there would cost `rescue --help`
-   0.1 s and prove nothing.
+   registry and the runner only if a command imported them; importing them there would make `rescue --help` load
+   them to find nothing to end.
 
 The help pages themselves (plain text, option panels) are ``rescue.cli._app.RescueTyper`` and
 ``rescue.cli._panels.PanelCommand``. tests/cli/test_cli_help.py holds the help pages and the modules `--help`

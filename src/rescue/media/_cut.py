@@ -17,8 +17,8 @@ from rescue.media._probe import MediaInfo, probe, verify_output
 from rescue.media._steps import media_step, produce
 
 DEFAULT_KEYFRAME_INTERVAL = 1.0
-# Review clips: the source's height up to 720 lines unless asked otherwise, and a quality that keeps an hour
-# of 1080p near 1 GB (CRF 28, capped at 2 Mbit/s of video at 1080p, in proportion to the pixels below it).
+# Review clips: the source's height up to 720 lines unless asked otherwise, at CRF 28 with the video's bitrate capped
+# at 2 Mbit/s at 1080p, in proportion to the pixels below it (so an hour of video is at most 0.9 GB).
 REVIEW_MAX_HEIGHT = 720
 REVIEW_CRF = 28
 _MAXRATE_1080P_KBIT = 2000

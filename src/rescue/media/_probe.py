@@ -91,8 +91,8 @@ def verify_output(path: str | Path, *, duration: float, video: bool, audio: bool
     """Check a file a step just made holds what was asked: the streams (a video one iff ``video``, an audio
     one iff ``audio``), ``duration`` seconds within ``tolerance``, and every packet readable to the end.
 
-    One ffmpeg reads the header and every packet (no decoding: a few percent of a cut's time, where a full
-    decode costs a quarter); that catches a file cut short or written over by another writer, which the
+    One ffmpeg reads the header and every packet, copied, never decoded (a decode would cost a good share of the
+    cut itself; benchmarks/README.md); that catches a file cut short or written over by another writer, which the
     header alone does not show. Its messages carry their level, so an error is told from the header.
     """
     result = run_bounded([ffmpeg_exe(), "-hide_banner", "-nostdin", "-nostats", "-loglevel", "level+info", "-xerror",

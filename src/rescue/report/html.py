@@ -250,7 +250,8 @@ PAYLOAD_LIMIT = 1 << 30  # a report's instances inflate to megabytes; a bomb sto
 
 
 def encode_payload(value: Any) -> str:
-    """JSON, gzip-compressed, base64: a tenth of the bytes, and nothing in it can close the <script>."""
+    """JSON, gzip-compressed, base64: far fewer bytes (benchmarks/README.md), and nothing in it can close the
+    <script>."""
     raw = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
 
