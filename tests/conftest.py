@@ -42,6 +42,19 @@ def demo_samples():
     return load_samples(None)
 
 
+@pytest.fixture(scope="module")
+def itp_run_dir(tmp_path_factory) -> Path:
+    """A finished ``rescue run`` of ITP on two demo samples (the default offline model, no BERTScore), made through
+    the CLI once per test module, for the tests that only read a run (report, submit)."""
+    from _cli import invoke_main
+
+    out = tmp_path_factory.mktemp("runs") / "run"
+    result = invoke_main(["run", "--out", str(out), "--tasks", "itp", "--limit-samples", "2", "--no-bertscore",
+                          "--quiet"])
+    assert result.exit_code == 0, result.output
+    return out
+
+
 @pytest.fixture(scope="session")
 def postgres_cluster():
     """A throwaway PostgreSQL server on 127.0.0.1 for the whole run (skipped, saying why, where it cannot start)."""

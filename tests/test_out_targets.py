@@ -144,15 +144,6 @@ def test_review_export_sidecar_is_checked_too(tmp_path, review_project):
     assert _fingerprint(sidecar, tmp_path) == before and not target.exists()
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    out = tmp_path_factory.mktemp("runs") / "run"
-    result = invoke_main(["run", "--out", str(out), "--tasks", "itp", "--limit-samples", "2", "--no-bertscore",
-                          "--quiet"])
-    assert result.exit_code == 0, result.output
-    return out
-
-
 @pytest.mark.parametrize("overwrite", [False, True])
 @pytest.mark.parametrize("name", ["results.json", "predictions.jsonl", "run.log"])
 @pytest.mark.parametrize("kind", ["fifo", "link_to_system_file", "folder"])
@@ -186,11 +177,11 @@ def test_run_folder_lock_and_cache(tmp_path, name, kind):
 
 @pytest.mark.parametrize("name", ["report.html", "leaderboard.md"])
 @pytest.mark.parametrize("kind", ["fifo", "link_to_system_file", "folder"])
-def test_report_folder_files(tmp_path, name, kind, run_dir):
+def test_report_folder_files(tmp_path, name, kind, itp_run_dir):
     out = tmp_path / "report"
     target = out / name
     before = _make(kind, target, tmp_path)
-    result = invoke_main(["report", str(run_dir), "--out", str(out), "--bootstrap", "20", "--no-figures"])
+    result = invoke_main(["report", str(itp_run_dir), "--out", str(out), "--bootstrap", "20", "--no-figures"])
     _refused(result, target, kind)
     assert _fingerprint(target, tmp_path) == before
 
@@ -240,10 +231,10 @@ def test_build_folder_files(tmp_path, name, kind, session_video):
 
 
 @pytest.mark.parametrize("kind", ["fifo", "link_to_system_file", "folder"])
-def test_submit_out(tmp_path, kind, run_dir):
+def test_submit_out(tmp_path, kind, itp_run_dir):
     target = tmp_path / "bundle.zip"
     before = _make(kind, target, tmp_path)
-    result = invoke_main(["submit", str(run_dir), "--out", str(target), "--submitter", "lab", "--training-data", "none",
-                          "--zero-shot"])
+    result = invoke_main(["submit", str(itp_run_dir), "--out", str(target), "--submitter", "lab",
+                          "--training-data", "none", "--zero-shot"])
     _refused(result, target, kind)
     assert _fingerprint(target, tmp_path) == before

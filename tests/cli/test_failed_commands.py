@@ -18,15 +18,6 @@ from rescue.testing.openai_server import serve
 REPORT_FILES = ("leaderboard.md", "leaderboard.tex", "leaderboard.csv", "report.html", "groups.csv")
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    out = tmp_path_factory.mktemp("runs") / "run"
-    result = invoke_main(["run", "--out", str(out), "--tasks", "itp", "--limit-samples", "2", "--no-bertscore",
-                          "--quiet"])
-    assert result.exit_code == 0, result.output
-    return out
-
-
 def _demo_lines() -> list[dict]:
     from rescue.data.reading import demo_path
 
@@ -60,36 +51,36 @@ BAD = ["invalid_json", "empty", "missing", "not_utf8", "nan_time", "half_intensi
 
 
 @pytest.mark.parametrize("kind", BAD)
-def test_a_report_on_bad_data_writes_nothing(tmp_path, run_dir, kind):
+def test_a_report_on_bad_data_writes_nothing(tmp_path, itp_run_dir, kind):
     out = tmp_path / "X"
-    result = invoke_main(["report", str(run_dir), "--data", str(_bad_data(tmp_path, kind)), "--out", str(out),
+    result = invoke_main(["report", str(itp_run_dir), "--data", str(_bad_data(tmp_path, kind)), "--out", str(out),
                           "--bootstrap", "20"])
     assert result.exit_code == 2, result.output
     assert not out.exists() or not [p for p in out.rglob("*") if p.is_file()]
 
 
 @pytest.mark.parametrize("kind", ["invalid_json", "nan_time"])
-def test_a_failed_report_over_an_earlier_one_says_its_files_are_not_this_commands(tmp_path, run_dir, kind):
+def test_a_failed_report_over_an_earlier_one_says_its_files_are_not_this_commands(tmp_path, itp_run_dir, kind):
     out = tmp_path / "X"
-    good = invoke_main(["report", str(run_dir), "--out", str(out), "--bootstrap", "20", "--no-figures"])
+    good = invoke_main(["report", str(itp_run_dir), "--out", str(out), "--bootstrap", "20", "--no-figures"])
     assert good.exit_code == 0, good.output
     before = {p.name: p.stat().st_mtime_ns for p in out.iterdir() if p.is_file()}
-    bad = invoke_main(["report", str(run_dir), "--data", str(_bad_data(tmp_path, kind)), "--out", str(out),
+    bad = invoke_main(["report", str(itp_run_dir), "--data", str(_bad_data(tmp_path, kind)), "--out", str(out),
                        "--bootstrap", "20"])
     assert bad.exit_code == 2
     after = {p.name: p.stat().st_mtime_ns for p in out.iterdir() if p.is_file() and p.name != "REPORT-FAILED.txt"}
     assert after == before  # nothing of the failed command, the earlier report untouched ...
     assert "failed and wrote none of its files" in (out / "REPORT-FAILED.txt").read_text()  # ... and marked
-    again = invoke_main(["report", str(run_dir), "--out", str(out), "--bootstrap", "20", "--no-figures"])
+    again = invoke_main(["report", str(itp_run_dir), "--out", str(out), "--bootstrap", "20", "--no-figures"])
     assert again.exit_code == 0 and not (out / "REPORT-FAILED.txt").exists()
     assert not [p for p in out.iterdir() if p.name.startswith(".report.")]
 
 
-def test_a_report_failing_after_it_began_adds_nothing(tmp_path, run_dir):
+def test_a_report_failing_after_it_began_adds_nothing(tmp_path, itp_run_dir):
     out = tmp_path / "X"
     out.mkdir()
     (out / "analyses").write_text("a file where the report wants a folder")
-    result = invoke_main(["report", str(run_dir), "--out", str(out), "--bootstrap", "20", "--no-figures"])
+    result = invoke_main(["report", str(itp_run_dir), "--out", str(out), "--bootstrap", "20", "--no-figures"])
     assert result.exit_code == 2 and "analyses" in result.output and "Traceback" not in result.output
     assert not any((out / name).exists() for name in REPORT_FILES)
     assert not [p for p in out.iterdir() if p.name.startswith(".report.")]

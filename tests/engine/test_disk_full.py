@@ -84,19 +84,12 @@ def test_a_run_on_a_full_disk_says_so_and_the_rerun_completes(tmp_path, leave_kb
     assert second.exit_code == 0
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    out = tmp_path_factory.mktemp("runs") / "run"
-    assert invoke_main(["run", "--out", str(out), "--tasks", "itp", "--limit-samples", "2", "--no-bertscore",
-                        "--quiet"]).exit_code == 0
-    return out
-
-
 @pytest.mark.parametrize("leave_kb", [0, 8, 24, 40])
-def test_a_report_on_a_full_disk_says_so_and_writes_nothing(tmp_path, run_dir, leave_kb):
+def test_a_report_on_a_full_disk_says_so_and_writes_nothing(tmp_path, itp_run_dir, leave_kb):
     with small_disk(tmp_path / "disk", 512) as disk:
         fill(disk, leave_kb)
-        result = invoke_main(["report", str(run_dir), "--out", str(disk / "X"), "--bootstrap", "20", "--no-figures"])
+        result = invoke_main(["report", str(itp_run_dir), "--out", str(disk / "X"), "--bootstrap", "20",
+                              "--no-figures"])
         left = [p for p in (disk / "X").rglob("*") if p.is_file()] if (disk / "X").exists() else []
         if result.exit_code == 0 and leave_kb:  # it fitted: then all of it
             assert (disk / "X" / "report.html").is_file() and (disk / "X" / "leaderboard.md").is_file()
