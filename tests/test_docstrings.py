@@ -157,32 +157,25 @@ def test_no_comment_or_docstring_carries_a_measurement():
                        "reason:\n" + "\n".join(found))
 
 
-@pytest.mark.parametrize("line", [
-    "# importing them would cost `rescue --help` 0.1 s",
-    '"""importing them there would cost `rescue --help`\n    0.1 s and prove nothing."""',
-    "# the KV cache for 8k tokens is ~200 MB.",
-    "# (httpx and all: a fifth of a second)",
-    '"""gzip, base64: a tenth of the bytes."""',
-    "# a full decode costs a quarter",
-    "# 0.135 CPU-s against 0.141",
-    "# aiohttp is 3x faster than httpx here",
-    "# about 1.5 KB each as objects",
-    "# raised the run's peak by 120 MB",
+@pytest.mark.parametrize(("line", "measured"), [
+    ("# importing them would cost `rescue --help` 0.1 s", True),
+    ('"""importing them there would cost `rescue --help`\n    0.1 s and prove nothing."""', True),
+    ("# the KV cache for 8k tokens is ~200 MB.", True),
+    ("# (httpx and all: a fifth of a second)", True),
+    ('"""gzip, base64: a tenth of the bytes."""', True),
+    ("# a full decode costs a quarter", True),
+    ("# 0.135 CPU-s against 0.141", True),
+    ("# aiohttp is 3x faster than httpx here", True),
+    ("# about 1.5 KB each as objects", True),
+    ("# raised the run's peak by 120 MB", True),
+    # A contract's unit is not a measurement.
+    ("# Chunks stay well under OpenAI's 25 MB upload limit.", False),
+    ('"""The SHA-256 of a file\'s bytes, read in 1 MiB blocks."""', False),
+    ("# None when the span is under 50 ms", False),
+    ("# an hour of video is at most 0.9 GB", False),
+    ("# created: seconds since the epoch", False),
 ])
-def test_a_measurement_is_found(tmp_path, line):
-    source = tmp_path / "measured.py"
+def test_a_measurement_is_told_from_a_contract(tmp_path, line, measured):
+    source = tmp_path / "source.py"
     source.write_text(f"x = 1  {line}\n" if line.startswith("#") else f"def f():\n    {line}\n", encoding="utf-8")
-    assert measurements(source)
-
-
-@pytest.mark.parametrize("line", [
-    "# Chunks stay well under OpenAI's 25 MB upload limit.",
-    '"""The SHA-256 of a file\'s bytes, read in 1 MiB blocks."""',
-    "# None when the span is under 50 ms",
-    "# an hour of video is at most 0.9 GB",
-    "# created: seconds since the epoch",
-])
-def test_a_contract_s_unit_is_not_a_measurement(tmp_path, line):
-    source = tmp_path / "contract.py"
-    source.write_text(f"x = 1  {line}\n" if line.startswith("#") else f"def f():\n    {line}\n", encoding="utf-8")
-    assert not measurements(source)
+    assert bool(measurements(source)) is measured
