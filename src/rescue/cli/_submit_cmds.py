@@ -74,9 +74,9 @@ def verify_command(
         "--judge-api-key-env", help="With --rejudge: as rescue run's --judge-api-key-env.")] = None,
 ) -> None:
     """Re-derive a bundle offline with this rescue: every file's hash, the release's instances, this rescue's
-    prompts, every answer re-parsed and every metric and interval re-scored to the last digit; then the audits,
-    and, when asked, re-judging and reproducing a sample. The verdict's level: checked (re-scored), re-judged,
-    reproduced. Exit 0 only when every check that ran passed (1: a check failed; 2: the bundle cannot be read)."""
+    prompts, every answer re-parsed and every metric and interval re-scored to the last digit (each BERTScore within
+    1e-5: its last bits are the machine's); then the audits, and, when asked, re-judging and reproducing a sample.
+    The verdict's level: checked (re-scored), re-judged, reproduced. Exit 0 only when every check that ran passed (1: a check failed; 2: the bundle cannot be read)."""
     others = [submissions_verify.read_verdict(path) for path in against or []]
     steps = submissions_verify.Resampling(rejudge=rejudge, reproduce=reproduce, model=model, system=system,
                                           base_url=base_url, api_key_env=api_key_env, judge_base_url=judge_base_url,

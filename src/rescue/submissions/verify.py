@@ -61,10 +61,10 @@ SHOWN = 5  # differences named per check; the count says how many there were
 FASTEST_ANSWER_S = 0.001
 BERTSCORE = "bertscore_f1"  # the score rescue.scoring.bertscore puts in each ER and VP record
 # The contract of BERTScore's check: a record's re-derived F1 agrees with the submitted one when they are at most
-# this far apart (absolute, on the record's F1 as results.json holds it, rescaled or not). BERTScore is float32
+# this far apart (absolute, on the record's F1 as predictions.jsonl holds it, rescaled or not). BERTScore is float32
 # neural arithmetic whose last bits are the machine's (torch's kernels for the CPU's instruction set, MKL's, the
-# torch build, the threads): two machines' F1 differ by about 1e-7 (float32's step at 1 is 1.2e-7; a backbone's
-# baseline rescaling multiplies it by 1/(1 - baseline), a few times). 1e-5 is a hundred times that, and a tenth
+# torch build): two numeric paths' F1 differ by about 1e-7 (float32's step at 1 is 1.2e-7; the largest seen, 2.1e-7;
+# a backbone's baseline rescaling multiplies it by 1/(1 - baseline), a few times). 1e-5 is fifty times that, a tenth
 # of the last digit the report and the leaderboard show of a BERTScore (4): it moves a shown value by one unit
 # only where that value lies within 1e-5 of a rounding boundary. Everything else is compared exactly, and every
 # metric and interval must follow to the last digit from the submitted BERTScore values.
