@@ -63,11 +63,11 @@ BERTSCORE = "bertscore_f1"  # the score rescue.scoring.bertscore puts in each ER
 # The contract of BERTScore's check: a record's re-derived F1 agrees with the submitted one when they are at most
 # this far apart (absolute, on the record's F1 as predictions.jsonl holds it, rescaled or not). BERTScore is float32
 # neural arithmetic whose last bits are the machine's (torch's kernels for the CPU's instruction set, MKL's, the
-# torch build): two numeric paths' F1 differ by about 1e-7 (float32's step at 1 is 1.2e-7; the largest seen, 2.1e-7;
-# a backbone's baseline rescaling multiplies it by 1/(1 - baseline), a few times). 1e-5 is fifty times that, a tenth
-# of the last digit the report and the leaderboard show of a BERTScore (4): it moves a shown value by one unit
-# only where that value lies within 1e-5 of a rounding boundary. Everything else is compared exactly, and every
-# metric and interval must follow to the last digit from the submitted BERTScore values.
+# torch build): two numeric paths' F1 differ in float32's last bits (its step at 1 is 1.2e-7; a backbone's baseline
+# rescaling multiplies that by 1/(1 - baseline); docs/submissions.md gives the differences seen). 1e-5 is far above
+# that and a tenth of the last digit the report and the leaderboard show of a BERTScore (4): it moves a shown value
+# by one unit only where that value lies within 1e-5 of a rounding boundary. Everything else is compared exactly,
+# and every metric and interval must follow to the last digit from the submitted BERTScore values.
 BERTSCORE_TOLERANCE = 1e-5
 
 
