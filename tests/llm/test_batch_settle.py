@@ -238,7 +238,9 @@ def test_a_ledger_id_that_is_no_id_stops_the_run_before_any_request(tmp_path, na
 
 def test_ids_are_checked_and_escaped_before_they_reach_a_url(tmp_path):
     assert id_path("batches", "batch_abc-1") == "batches/batch_abc-1"
-    assert id_path("files", "files/abc.v2", "content") == "files/files/abc.v2/content"  # a resource name
+    # A resource name is one segment, its "/" escaped, as the openai client sends it (never another route).
+    assert id_path("files", "files/abc.v2", "content") == "files/files%2Fabc.v2/content"
+    assert id_path("batches", "batches/x:1") == "batches/batches%2Fx:1"
     for hostile in ["../x", "a/../b", "%2e%2e", "a b", ".", "..", "x/", "/x", "b" * 300, "", "a?b", "a#b", "é"]:
         assert not is_id(hostile), hostile
         with pytest.raises(BatchError, match="not a batch or file id"):
@@ -261,6 +263,22 @@ def test_ids_are_checked_and_escaped_before_they_reach_a_url(tmp_path):
 
         asyncio.run(ask())
         assert server.paths == []
+
+        async def resource_names() -> None:  # checked ids are sent, each as the one segment id_path shows
+            try:
+                with pytest.raises(BatchError):  # the scripted server has no such batch or file: 404
+                    await api.status("batches/b-1")
+                with pytest.raises(BatchError):
+                    async for _ in api.content("files/f:2"):
+                        pass
+            finally:
+                await api.aclose()
+
+        api = BatchEndpoint(model.inner)  # type: ignore[arg-type]
+        asyncio.run(resource_names())
+        # As the lock's openai sends them (one segment, "/" escaped); openai before 3 sent the "/" as it is.
+        assert server.paths in ([("GET", "/v1/batches/batches%2Fb-1"), ("GET", "/v1/files/files%2Ff:2/content")],
+                                [("GET", "/v1/batches/batches/b-1"), ("GET", "/v1/files/files/f:2/content")])
 
 
 ENDPOINT_IDS = {

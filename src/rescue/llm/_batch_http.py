@@ -1,5 +1,9 @@
 """The files and batches routes of one OpenAI-compatible endpoint, every answer read as untrusted input.
 
+Sent through the ``openai`` package's public client (imported only when a batch runs); what it answers is read
+as bytes and checked here, the library's parsed objects never used (issue 47 item 3: the hand-written layer
+over httpx did not pass the bar for keeping a rewrite, benchmarks/README.md).
+
 A transport failure, a 5xx or 429, and a 200 whose body is not what the route answers (not JSON, a list, no
 ``id``) are all a :class:`TransientError`: for ``POST /files`` and ``POST /batches`` they are *ambiguous* (the
 file or batch may exist all the same), so the caller never simply sends them again (rescue.llm._batch lists
@@ -10,9 +14,10 @@ than any count holds are read as absent (Python refuses ``int()`` past 4,300 dig
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import AsyncIterator
-from typing import Annotated, Any, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Annotated, Any, TypeVar, cast
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, WrapValidator
 
@@ -25,7 +30,8 @@ NUMBER_DIGITS = 30  # no count, size or time has more digits
 PAGE = 100  # batches or files asked per page of a list
 # A batch or file id: letters, digits and ``_-.:``, starting with a letter or digit, in at most four segments
 # joined by ``/`` (resource names such as ``batches/abc``), 256 characters in all. No segment can be ``.``, ``..``
-# or hold ``%``, a space or a control character, so no id reaches another route than the one asked.
+# or hold ``%``, a space or a control character, so no id reaches another route than the one asked (the openai
+# client sends each id as one segment, its ``/`` escaped: id_path shows the path it asks).
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*(?:/[A-Za-z0-9][A-Za-z0-9_.:-]*){0,3}")
 MAX_ID = 256
 
@@ -51,12 +57,13 @@ Id = Annotated[str, AfterValidator(_checked_id)]
 
 
 def id_path(route: str, identifier: str, *rest: str) -> str:
-    """``route/ID[/rest]`` with ``identifier`` checked (:func:`is_id`) and each of its segments escaped."""
+    """``route/ID[/rest]`` with ``identifier`` checked (:func:`is_id`), escaped as the ``openai`` client sends it
+    (one path segment: the ``/`` of a resource name as ``%2F``); raises :class:`BatchError` for what is no id."""
     from urllib.parse import quote
 
     if not is_id(identifier):
         raise BatchError(f"{shown_id(identifier)} is not a batch or file id; not sent")
-    return "/".join([route, *(quote(part, safe="") for part in identifier.split("/")), *rest])
+    return "/".join([route, quote(identifier, safe=":"), *rest])
 
 
 def _bounded_int(text: str) -> int | None:
@@ -146,19 +153,37 @@ def parse(kind: type[T], data: Any, what: str) -> T:
 
 
 class BatchEndpoint:
-    """The files and batches routes of one OpenAI-compatible endpoint, with the model's key and timeout."""
+    """The files and batches routes of one OpenAI-compatible endpoint, with the model's key and timeout, asked
+    through the ``openai`` package's public client (``with_raw_response`` and ``with_streaming_response``): its
+    answers are read as bytes and checked by rescue (:func:`loads`, :func:`parse`), never taken from its parsed
+    objects. It never retries (``max_retries=0``: upload and create are not idempotent) and follows no redirect."""
 
     def __init__(self, model: OpenAIModel):
         import httpx
+        import openai
 
         self.model = model
         endpoint = model.endpoint
-        self.client = httpx.AsyncClient(base_url=endpoint.base_url + "/", timeout=model.settings.timeout,
-                                        headers={"Authorization": f"Bearer {endpoint.api_key}"}, verify=tls_context())
+        # rescue's own HTTP client, as every other one of the process: its certificates (tls_context), no redirect
+        # followed, and the environment's proxy (HTTPS_PROXY, NO_PROXY) as httpx reads it, the key a header of each
+        # request only (a proxy sees it only where it sees the request: http://, as on the online path).
+        self.http = httpx.AsyncClient(timeout=model.settings.timeout, verify=tls_context())
+        # The client is annotated with httpx2's AsyncClient and documents httpx's as accepted (its legacy path).
+        self.client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key,
+                                         timeout=model.settings.timeout, max_retries=0,
+                                         http_client=cast(Any, self.http))
+        # Each request carries this endpoint's key and nothing the client takes from the environment for OpenAI
+        # (OPENAI_ORG_ID, OPENAI_PROJECT_ID, OPENAI_CUSTOM_HEADERS): they are not for another provider.
+        custom = os.environ.get("OPENAI_CUSTOM_HEADERS") or ""
+        self.headers: dict[str, str | openai.Omit] = {
+            **{line.split(":", 1)[0].strip(): openai.Omit() for line in custom.splitlines() if ":" in line},
+            "OpenAI-Organization": openai.Omit(), "OpenAI-Project": openai.Omit(),
+            "Authorization": f"Bearer {endpoint.api_key}"}
 
     async def aclose(self) -> None:
         """Close the HTTP client."""
-        await self.client.aclose()
+        await self.client.close()
+        await self.http.aclose()
 
     def _check(self, method: str, path: str, status: int, body: bytes) -> None:
         if status >= 500 or status == 429:
@@ -167,56 +192,80 @@ class BatchEndpoint:
             message = secrets.clip(_error_message(status, body), ERROR_CHARS)
             raise BatchError(f"{self.model.name}: the batch API refused {method} {path} (HTTP {status}): {message}")
 
-    async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+    @staticmethod
+    def _lost(exc: BaseException) -> TransientError:
+        # The library's connection error says "Connection error."; its cause (httpx's) says what happened.
+        cause = exc.__cause__ if exc.__cause__ is not None else exc
+        return TransientError("connection", secrets.clip(f"{type(cause).__name__}: {cause}", ERROR_CHARS))
+
+    async def _json(self, method: str, path: str, send: Callable[[], Awaitable[Any]]) -> Any:
+        """What ``send`` (one ``with_raw_response`` call) answered, its bytes read with :func:`loads`."""
         import httpx
+        import openai
 
         try:
-            response = await self.client.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            raise TransientError("connection", secrets.clip(f"{type(exc).__name__}: {exc}", ERROR_CHARS)) from None
-        self._check(method, path, response.status_code, response.content)
+            response = await send()
+        except openai.APIStatusError as exc:  # not 2xx (redirects included: none is followed)
+            self._check(method, path, exc.status_code, exc.response.content)
+            raise TransientError("bad_response", f"{method} {path} answered HTTP {exc.status_code}") from None
+        except (openai.APIConnectionError, httpx.HTTPError) as exc:  # timeouts included
+            raise self._lost(exc) from None
+        content: bytes = response.content
+        self._check(method, path, response.status_code, content)
         try:
-            return loads(response.content)
+            return loads(content)
         except ValueError as exc:
             raise TransientError("bad_response", f"{method} {path} answered {exc}") from None
 
     async def upload(self, content: bytes, filename: str) -> str:
         """Upload a JSONL file of requests for a batch; its file id."""
-        data = await self._json("POST", "files", data={"purpose": "batch"},
-                                files={"file": (filename, content, "application/jsonl")})
+        data = await self._json("POST", "files", lambda: self.client.files.with_raw_response.create(
+            file=(filename, content, "application/jsonl"), purpose="batch", extra_headers=self.headers))
         return parse(FileObject, data, "the uploaded file").id
 
     async def create(self, file_id: str, metadata: dict[str, str]) -> BatchObject:
         """Start a batch over an uploaded file (24 h window), tagged with ``metadata``; the batch object."""
-        data = await self._json("POST", "batches", json={
-            "input_file_id": file_id, "endpoint": "/v1/chat/completions", "completion_window": "24h",
-            "metadata": metadata})
+        data = await self._json("POST", "batches", lambda: self.client.batches.with_raw_response.create(
+            input_file_id=file_id, endpoint="/v1/chat/completions", completion_window="24h", metadata=metadata,
+            extra_headers=self.headers))
         return parse(BatchObject, data, "the created batch")
 
     async def status(self, batch_id: str) -> BatchObject:
         """The batch object as the endpoint reports it now."""
-        return parse(BatchObject, await self._json("GET", id_path("batches", batch_id)), f"batch {batch_id}")
+        path = id_path("batches", batch_id)
+        data = await self._json("GET", path, lambda: self.client.batches.with_raw_response.retrieve(
+            batch_id, extra_headers=self.headers))
+        return parse(BatchObject, data, f"batch {batch_id}")
 
     async def page(self, route: str, after: str | None) -> Page:
         """One page (newest first) of ``batches`` or ``files`` (those of purpose ``batch``)."""
-        params: dict[str, Any] = {"limit": PAGE, **({"after": after} if after else {})}
+        cursor: dict[str, Any] = {"after": after} if after else {}
         if route == "files":
-            params["purpose"] = "batch"
-        return parse(Page, await self._json("GET", route, params=params), f"the list of {route}")
+            data = await self._json("GET", route, lambda: self.client.files.with_raw_response.list(
+                purpose="batch", limit=PAGE, extra_headers=self.headers, **cursor))
+        else:
+            data = await self._json("GET", route, lambda: self.client.batches.with_raw_response.list(
+                limit=PAGE, extra_headers=self.headers, **cursor))
+        return parse(Page, data, f"the list of {route}")
 
     async def content(self, file_id: str) -> AsyncIterator[bytes]:
         """The bytes of a file (a finished batch's output or errors) as they arrive."""
         import httpx
+        import openai
 
         path = id_path("files", file_id, "content")
         try:
-            async with self.client.stream("GET", path) as response:
+            async with self.client.files.with_streaming_response.content(
+                    file_id, extra_headers=self.headers) as response:
                 if response.status_code != 200:
-                    self._check("GET", path, response.status_code, await response.aread())
-                async for chunk in response.aiter_bytes():
+                    self._check("GET", path, response.status_code, await response.read())
+                async for chunk in response.iter_bytes():
                     yield chunk
-        except httpx.HTTPError as exc:
-            raise TransientError("connection", secrets.clip(f"{type(exc).__name__}: {exc}", ERROR_CHARS)) from None
+        except openai.APIStatusError as exc:
+            self._check("GET", path, exc.status_code, exc.response.content)
+            raise TransientError("bad_response", f"GET {path} answered HTTP {exc.status_code}") from None
+        except (openai.APIConnectionError, httpx.HTTPError) as exc:
+            raise self._lost(exc) from None
 
 
 __all__ = ["ID_PATTERN", "BatchEndpoint", "BatchObject", "Counts", "FileObject", "Id", "Page", "id_path", "is_id",

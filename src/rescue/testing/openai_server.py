@@ -424,6 +424,7 @@ class ServerState:
         self.batch_bodies: list[JsonObject] = []  # every request a batch ran (not counted as online requests)
         self.ids = itertools.count(1)
         self.paths: list[tuple[str, str]] = []  # (method, raw path) of every request received, any route or none
+        self.headers: list[dict[str, str]] = []  # the headers of each of them (names lower-case), in that order
 
     async def sleep(self, seconds: float) -> bool:
         """Wait ``seconds``; False when the server is stopping first."""
@@ -450,13 +451,18 @@ class ServerState:
         with self._lock:
             self.in_flight -= 1
 
-    def record_path(self, method: str, path: str) -> None:
+    def record_path(self, method: str, path: str, headers: dict[str, str]) -> None:
         with self._lock:
             self.paths.append((method, path))
+            self.headers.append(headers)
 
     def recorded_paths(self) -> list[tuple[str, str]]:
         with self._lock:
             return list(self.paths)
+
+    def recorded_headers(self) -> list[dict[str, str]]:
+        with self._lock:
+            return list(self.headers)
 
     @property
     def requests(self) -> list[LoggedRequest]:
@@ -643,8 +649,8 @@ def create_app(state: ServerState) -> FastAPI:
 
 
 class _PathLog:
-    """Records the method and raw path of every HTTP request (plain ASGI: streamed and hanging answers pass as
-    they are)."""
+    """Records the method, raw path and headers of every HTTP request (plain ASGI: streamed and hanging answers
+    pass as they are)."""
 
     def __init__(self, app: Any, state: ServerState):
         self.app, self.state = app, state
@@ -652,7 +658,8 @@ class _PathLog:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             raw = scope.get("raw_path") or scope["path"].encode()
-            self.state.record_path(scope["method"], raw.decode("latin-1"))
+            headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
+            self.state.record_path(scope["method"], raw.decode("latin-1"), headers)
         await self.app(scope, receive, send)
 
 
@@ -1087,6 +1094,11 @@ class Server:
     def paths(self) -> list[tuple[str, str]]:
         """(method, path as sent, undecoded) of every request received, on any route or none (a 404)."""
         return self._state.recorded_paths()
+
+    @property
+    def headers(self) -> list[dict[str, str]]:
+        """The headers (names lower-case) of each request of :attr:`paths`, in the same order."""
+        return self._state.recorded_headers()
 
 
 def _bind_ephemeral(host: str) -> socket.socket:
