@@ -85,6 +85,16 @@ def test_a_bundle_scored_by_another_numeric_path_verifies(other_path_bundle: Pat
     assert checks["every interval to the last digit"]["passed"]
 
 
+def test_the_leaderboard_adds_a_bundle_scored_by_another_numeric_path(other_path_bundle: Path, data: Path,
+                                                                     tmp_path: Path) -> None:
+    added = invoke_main(["leaderboard", "add", str(other_path_bundle), "--to", str(tmp_path / "entries"),
+                         "--data", str(data)])
+    assert added.exit_code == 0, added.output
+    verdicts = [json.loads(path.read_text()) for path in (tmp_path / "entries").glob("*.verdict.json")]
+    assert [v["level"] for v in verdicts] == ["checked"]
+    assert any(c["name"] == BERTSCORE_CHECK and c["passed"] for c in verdicts[0]["checks"])
+
+
 def _moved_in_the_run(run: Path, folder: Path, by: float) -> tuple[Path, dict]:  # type: ignore[type-arg]
     """A copy of ``run`` whose first ER record's BERTScore is moved by ``by`` and everything re-made from it by
     ``rescue rescore`` (the forger's way: the pair's score edited in the run's score cache, the run re-scored, so
