@@ -168,7 +168,8 @@ class BatchEndpoint:
         # followed, and the environment's proxy (HTTPS_PROXY, NO_PROXY) as httpx reads it, the key a header of each
         # request only (a proxy sees it only where it sees the request: http://, as on the online path).
         self.http = httpx.AsyncClient(timeout=model.settings.timeout, verify=tls_context())
-        # The client is annotated with httpx2's AsyncClient and documents httpx's as accepted (its legacy path).
+        # openai 3 is annotated with httpx2's AsyncClient and takes httpx's too (its check names both); openai 1 and 2
+        # are httpx's own.
         self.client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key,
                                          timeout=model.settings.timeout, max_retries=0,
                                          http_client=cast(Any, self.http))
