@@ -3,7 +3,8 @@ fields into a final copy cut otherwise moves each evidence reference to the row 
 wrote ``[8]/[11]/...`` as numbers, which then named other people's lines), or refuses the take; the final copy's
 agreed values read a re-cut copy's references in the draft's numbering; rows whose references a split only
 renumbered are not edits; a take naming rows that do not exist is a 422; a merge adds no field neither row held,
-and an undo's saves give a row back the accepted fields it had."""
+an undo's saves give a row back the accepted fields it had, and an undone merge gives each row back its own set
+of fields (a save's ``remove``, refused where the release requires the field)."""
 
 from __future__ import annotations
 
@@ -220,3 +221,96 @@ def test_an_undos_save_gives_the_row_back_its_accepted_fields(app):
     assert back["values"] == whole["values"] and back["accepted"] == whole["accepted"]  # not + dialogue_cleaned
     refused = ann.write("PUT", url, {"version": back["version"], "fields": {}, "restore_accepted": ["nonsense"]})
     assert refused.status_code == 422
+
+
+def _undo_restore(client: Client, segment: dict[str, Any], index: int, target: dict[str, Any],
+                  accepted: list[str]) -> Any:
+    """The save undo.js's ``restore`` sends to give row ``index`` the values ``target`` held: each editable field
+    that differs, a field ``target`` did not hold removed where the release lets a row leave it out."""
+    row = segment["rows"][index - 1]
+    fields, remove = {}, []
+    for spec in [*segment["fields"], {"name": "start_time"}, {"name": "end_time"}]:
+        name = spec["name"]
+        if name in target:
+            if row["values"].get(name, ...) != target[name]:
+                fields[name] = target[name]
+        elif name in row["values"] and spec.get("optional"):
+            remove.append(name)
+    body = {"version": row["version"], "fields": fields, "restore_accepted": accepted, "remove": remove}
+    return client.write("PUT", seg_url(FIRST) + f"/rows/{index}", body)
+
+
+@pytest.mark.parametrize("row, lacks", [
+    (3, "the second"),  # row 3 holds the cycle fields, row 4 none: the split gave row 4 all three
+    (2, "the first"),   # row 2 lacks them and row 3 holds them: the merge took row 3's reason and evidence
+])
+def test_undoing_a_merge_gives_both_rows_back_their_own_keys(app, row, lacks):
+    """What undo.js sends to undo a merge: the split (``text_at`` at the first row's text), then each row's
+    values and accepted fields as they were; a field the row never held leaves it again, not as null."""
+    ann, bob, ada = two_annotators(app)
+    before = ann.segment()
+    a, b = before["rows"][row - 1], before["rows"][row]
+    assert set(a["values"]) != set(b["values"]), lacks
+    merged = ann.write("POST", seg_url(FIRST) + f"/rows/{row}/merge",
+                       {"layout": 0, "version": a["version"], "next_version": b["version"]})
+    assert merged.status_code == 200, merged.text
+    whole = merged.json()["segment"]["rows"][row - 1]
+    text_at = len(a["values"]["dialogue_cleaned"].strip())
+    cut = ann.write("POST", seg_url(FIRST) + f"/rows/{row}/split", {"layout": 1, "version": whole["version"],
+                                                                     "at": b["start_time"], "text_at": text_at})
+    assert cut.status_code == 200, cut.text
+    for index in range(1, len(before["rows"]) + 1):
+        answer = _undo_restore(ann, ann.segment(), index, before["rows"][index - 1]["values"],
+                               before["rows"][index - 1]["accepted"])
+        assert answer.status_code == 200, answer.text
+    after = ann.segment()["rows"]
+    for old, new in zip(before["rows"], after):
+        gained = set(new["values"]) - set(old["values"])
+        assert not gained, (new["row_index"], gained)  # null relation_cycle_* keys nobody wrote
+        assert new["values"] == old["values"] and new["accepted"] == old["accepted"]
+    # Exported, the undone merge is no change from the draft: the same rows, key for key.
+    assert ann.verify().status_code == 200 and bob.verify().status_code == 200
+    exported = json.loads(ada.get("/api/export").text.splitlines()[0])["rows"]
+    assert exported == [r["values"] for r in before["rows"]]
+
+
+@pytest.mark.parametrize("remove, fields, field", [
+    (["primary_speaker"], {}, "primary_speaker"),            # the release requires it: its validation says missing
+    (["nonsense"], {}, "nonsense"),                          # not a field
+    (["row_index"], {}, "row_index"),                        # not editable
+    (["start_time"], {}, "start_time"),                      # a row's span is never absent
+    (["<script>alert(1)</script>"], {}, "<script>alert(1)</script>"),
+    (["tone_of_voice", "tone_of_voice"], {}, "tone_of_voice"),  # named twice
+    (["tone_of_voice"], {"tone_of_voice": "calm"}, "tone_of_voice"),  # saved and removed at once
+    (["tone_of_voice"] * 10_000, {}, "remove"),              # huge: one problem, not ten thousand
+    ([3], {}, None),                                         # not a name
+])
+def test_a_removal_the_release_does_not_allow_is_a_422_and_writes_nothing(app, remove, fields, field):
+    ann, *_ = two_annotators(app)
+    row = ann.segment()["rows"][3]
+    answer = ann.write("PUT", seg_url(FIRST) + "/rows/4", {"version": row["version"], "fields": fields,
+                                                             "remove": remove})
+    assert answer.status_code == 422, answer.text
+    if field is not None:
+        assert [p["field"] for p in answer.json()["problems"]] == [field], answer.text
+    assert ann.segment()["rows"][3] == row
+
+
+def test_a_removal_takes_the_key_out_and_a_stale_retry_is_a_409(app):
+    ann, *_ = two_annotators(app)
+    row = ann.segment()["rows"][2]
+    assert "relation_cycle_state" in row["values"]
+    url = seg_url(FIRST) + "/rows/3"
+    body = {"version": row["version"], "remove": ["relation_cycle_state", "tone_of_voice"]}
+    assert ann.write("PUT", url, body).status_code == 200
+    saved = ann.segment()["rows"][2]
+    assert set(row["values"]) - set(saved["values"]) == {"relation_cycle_state", "tone_of_voice"}
+    assert {"relation_cycle_state", "tone_of_voice"} <= set(saved["accepted"])  # a removal is an edit of the field
+    log = ann.get(url + "/audit").json()
+    assert {(e["field"], e["new"]) for e in log if e["action"] == "row.edit"} >= {("tone_of_voice", None)}
+    retry = ann.write("PUT", url, body)  # the same PUT again (a lost answer retried): its version is stale
+    assert retry.status_code == 409 and retry.json()["yours"]["remove"] == body["remove"], retry.text
+    assert ann.segment()["rows"][2] == saved
+    # Removing what the row does not hold changes no value.
+    again = ann.write("PUT", url, {"version": saved["version"], "remove": ["tone_of_voice"]})
+    assert again.status_code == 200 and ann.segment()["rows"][2]["values"] == saved["values"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rescue.data.errors import DataIssue
+from rescue.data.models import Row
 from rescue.errors import FieldError as FieldError, FieldProblem
 from rescue.data.rules import Breach, Cast, cast_of, check_row
 from rescue.data.taxonomy import UTTERANCE_TYPES, Label, relation_taxonomy, strategy_taxonomy
@@ -88,6 +89,9 @@ NULLABLE = frozenset(
     {"relation_pattern", "relation_pattern_reason", "relation_pattern_evidence_rows", "relation_cycle_state",
      "relation_cycle_reason", "relation_cycle_evidence_rows"}
 )
+# The fields a row of the release may leave out (the release format gives each a default: a draft may lack the
+# relation fields). Only these can be removed from a row (an undo giving a row back the keys it had).
+OPTIONAL = frozenset(name for name in FIELD_NAMES if not Row.model_fields[name].is_required())
 
 DISCARD_REASONS: dict[str, str] = {
     "subtitle_errors": "Severe subtitle errors",
@@ -118,7 +122,8 @@ def field_schema() -> list[FieldView]:
     """The editable fields as JSON, for the editor's controls."""
     return [
         {"name": f.name, "title": f.title, "kind": f.kind, "dimension": f.dimension, "labels": f.labels,
-         "item": [{"key": k, "kind": kind} for k, kind in f.item], "nullable": f.name in NULLABLE}
+         "item": [{"key": k, "kind": kind} for k, kind in f.item], "nullable": f.name in NULLABLE,
+         "optional": f.name in OPTIONAL}
         for f in FIELDS
     ]
 
@@ -195,13 +200,34 @@ def _oversized(value: Any) -> str:
     return ""
 
 
+def _removal_problems(fields: RowValues, remove: list[str]) -> list[FieldProblem]:
+    """Why ``remove`` (names of fields to take out of the row) cannot be applied with ``fields``, or []. Whether
+    the row may lack a field is the release format's own check (:func:`check_edit` runs it); this refuses what
+    is no removal at all."""
+    if len(remove) > len(SPECS):
+        return [{"field": "remove", "message": f"names {len(remove):,} fields; a row has {len(SPECS)}"}]
+    problems: list[FieldProblem] = []
+    for position, name in enumerate(remove):
+        if name not in SPECS:
+            problems.append({"field": name, "message": "not an editable field"})
+        elif name in remove[:position]:
+            problems.append({"field": name, "message": "named twice in remove"})
+        elif name in fields:
+            problems.append({"field": name, "message": "both saved and removed"})
+    return problems
+
+
 def check_edit(segment: Segment, current: RowValues, row_index: int, fields: RowValues,
-               rows: list[RowValues] | None = None) -> RowValues:
-    """Row ``row_index`` (now ``current``) after applying ``fields``; raises FieldError naming each bad field.
-    ``rows`` are the copy's rows when it was re-cut (default: the draft's)."""
-    unknown = [name for name in fields if name not in SPECS and name not in TIME_FIELDS]
-    if unknown:
-        raise FieldError([{"field": name, "message": "not an editable field"} for name in unknown])
+               rows: list[RowValues] | None = None, remove: list[str] | None = None) -> RowValues:
+    """Row ``row_index`` (now ``current``) after applying ``fields`` and taking the fields named in ``remove``
+    out of it; raises FieldError naming each bad field. ``rows`` are the copy's rows when it was re-cut (default:
+    the draft's). A field the release requires (the speaker) is refused by the release's own validation."""
+    remove = remove or []
+    unknown: list[FieldProblem] = [{"field": name, "message": "not an editable field"} for name in fields
+                                   if name not in SPECS and name not in TIME_FIELDS]
+    refused = unknown or _removal_problems(fields, remove)
+    if refused:
+        raise FieldError(refused)
     oversized: list[FieldProblem] = [{"field": name, "message": problem} for name, value in fields.items()
                  if (problem := _oversized(value))]
     if oversized:
@@ -211,13 +237,13 @@ def check_edit(segment: Segment, current: RowValues, row_index: int, fields: Row
         value = emotion.get("intensity") if isinstance(emotion, dict) else None
         if isinstance(value, float) and value.is_integer():
             emotion["intensity"] = int(value)
-    updated = {**current, **fields}
+    updated = {name: value for name, value in {**current, **fields}.items() if name not in remove}
     probe = [updated if i == row_index else _stub(row, i) for i, row in enumerate(rows or segment.rows, start=1)]
     before = {b.key for b in row_checks(segment, current) if b.severity == "error"}
     problems: list[FieldProblem] = []
     for issue in sample_issues(segment, probe):
         brought_in = bool(issue.rule) and f"{issue.rule}@{issue.field}" not in before
-        if issue.row == row_index and (_root(issue.field) in fields or brought_in):
+        if issue.row == row_index and (_root(issue.field) in fields or _root(issue.field) in remove or brought_in):
             found: FieldProblem = {"field": issue.field, "message": issue.message}
             if issue.rule:
                 found["rule"] = issue.rule

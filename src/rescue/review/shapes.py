@@ -136,6 +136,7 @@ class FieldView(TypedDict):
     labels: str
     item: list[ItemPart]
     nullable: bool
+    optional: bool  # a row of the release may leave it out (an undo may remove it)
 
 
 class CheckView(BreachView):

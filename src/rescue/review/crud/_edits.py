@@ -9,7 +9,7 @@ row's first save is an INSERT the unique constraint lets only one writer make.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from sqlalchemy import update
@@ -57,12 +57,16 @@ def save_row(
     assigned: list[str] | None = None,
     acknowledged: list[str] | None = None,
     restore_accepted: list[str] | None = None,
+    remove: list[str] | None = None,
 ) -> Saved:
     """Apply ``fields`` to one row of a copy if its stored version is still ``version``.
 
     ``acknowledged`` (when given) replaces the row's acknowledged warnings: keys ``rule@field`` of warnings the
     row has after the save. ``restore_accepted`` (an undo giving a row back what it held) replaces the row's
-    accepted fields, instead of adding the fields saved to them: an undo accepts nothing nobody accepted. Raises Conflict (someone saved first), FieldError (a value the benchmark would
+    accepted fields, instead of adding the fields saved to them: an undo accepts nothing nobody accepted.
+    ``remove`` names fields to take out of the row (an undo giving a row back the keys it had: a field the row
+    never held leaves it, where a null would be a change); each must be editable, named once, not also saved,
+    and one the release lets a row leave out (its validation refuses the rest). Raises Conflict (someone saved first), FieldError (a value the benchmark would
     reject, or an acknowledgement of something that is not a warning of the row) or ReviewError.
     """
     cut = copy_cut(db, segment.sample_id, copy)
@@ -78,7 +82,8 @@ def save_row(
     current = current_row(db, segment, copy, row_index, assigned)
     if current["version"] != version:
         raise Conflict(current)
-    updated = _edited_row(db, segment, copy, row_index, fields, current["values"], cut is not None, assigned)
+    remove = remove or []
+    updated = _edited_row(db, segment, copy, row_index, fields, current["values"], cut is not None, assigned, remove)
     warnings = {b.key for b in row_checks(segment, updated) if b.severity == "warning"}
     new_acks = _acknowledgements(current["acknowledged"], acknowledged, warnings)
     with writing(db, segment.sample_id):
@@ -88,23 +93,25 @@ def save_row(
             # what each read before the other wrote.
             _check_times(segment, [r["values"] for r in copy_rows(db, segment, copy, assigned)], row_index, updated)
         new_accepted = sorted(set(restore_accepted)) if restore_accepted is not None else sorted(
-            set(current["accepted"]) | (set(fields) & set(FIELD_NAMES)) | set(accepted or []))
+            set(current["accepted"]) | ((set(fields) | set(remove)) & set(FIELD_NAMES)) | set(accepted or []))
         _store_row(db, actor, segment, copy, row_index, version, assigned,
                    values=updated, accepted=new_accepted, acknowledged=new_acks)
-        _audit_save(db, actor, segment, copy, row_index, version, fields, current, updated, new_accepted, new_acks)
+        _audit_save(db, actor, segment, copy, row_index, version, [*fields, *remove], current, updated, new_accepted,
+                    new_acks)
         reopen_if_verified(db, actor, segment.sample_id, copy)
     return Saved(version + 1, updated, new_acks)
 
 
 def _edited_row(db: Session, segment: Segment, copy: str, row_index: int, fields: RowValues,
-                values: RowValues, cut: bool, assigned: list[str] | None) -> RowValues:
-    """The row's ``values`` with ``fields`` applied, checked as the benchmark would (FieldError otherwise)."""
+                values: RowValues, cut: bool, assigned: list[str] | None, remove: list[str]) -> RowValues:
+    """The row's ``values`` with ``fields`` applied and ``remove`` taken out, checked as the benchmark would
+    (FieldError otherwise)."""
     # Checked before taking the write lock: the check depends only on this row (and, for a boundary move, its
     # neighbours' starts), and the UPDATE refuses the save if the row moved on meanwhile (a cut gives every row
     # it moves a new version).
     timed = any(name in fields for name in TIME_FIELDS)
     siblings = [r["values"] for r in copy_rows(db, segment, copy, assigned)] if cut or timed else None
-    updated = check_edit(segment, values, row_index, dict(fields), siblings)
+    updated = check_edit(segment, values, row_index, dict(fields), siblings, remove)
     if siblings is not None and timed:
         _check_times(segment, siblings, row_index, updated)
     return updated
@@ -155,9 +162,10 @@ def _store_row(db: Session, actor: str, segment: Segment, copy: str, row_index: 
 
 
 def _audit_save(db: Session, actor: str, segment: Segment, copy: str, row_index: int, version: int,
-                fields: RowValues, current: CopyRow, updated: RowValues, new_accepted: list[str],
+                fields: Collection[str], current: CopyRow, updated: RowValues, new_accepted: list[str],
                 new_acks: list[str]) -> None:
-    """The audit entries of one save: adopted values, edited fields, accepted fields, acknowledgements."""
+    """The audit entries of one save: adopted values, edited (or removed: new null) ``fields``, accepted fields,
+    acknowledgements."""
     old_values = current["values"]
     if version == 0:
         audit_adopted(db, actor, segment, copy, row_index, old_values, fields)

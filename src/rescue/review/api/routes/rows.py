@@ -45,6 +45,9 @@ class RowSave(Body):
     acknowledged: list[str] | None = None
     # An undo giving the row back what it held: its accepted fields as they were (replacing, not adding to, them).
     restore_accepted: list[str] | None = None
+    # Fields to take out of the row (an undo giving it back the keys it had): only those the release lets a row
+    # leave out, each once, none also in ``fields``.
+    remove: list[str] = Field(default_factory=list)
 
 
 @router.put("/segments/{segment_id:path}/rows/{row_index:int}", response_model=None)
@@ -56,13 +59,14 @@ def save_row(segment_id: str, row_index: int, body: RowSave, actor: CurrentUser,
     target = resolve_copy(db, actor, segment_id, copy, write=True)
     try:
         saved = crud.save_row(db, actor.name, segment, target, row_index, body.version, body.fields, body.accepted,
-                              segment_assignees(db, segment_id), body.acknowledged, body.restore_accepted)
+                              segment_assignees(db, segment_id), body.acknowledged, body.restore_accepted,
+                              body.remove)
     except Conflict as exc:
         return JSONResponse(status_code=409, content={
             "detail": f"row {row_index} was saved by {exc.current.get('updated_by') or 'someone'} since you loaded "
                       f"version {body.version}",
             "current": exc.current,
-            "yours": {"version": body.version, "fields": body.fields},
+            "yours": {"version": body.version, "fields": body.fields, **({"remove": body.remove} if body.remove else {})},
             # a newer cut means the row number may name another row now: the page then reloads instead of merging
             "layout": cut.revision if (cut := crud.copy_cut(db, segment_id, target)) else 0,
         })
