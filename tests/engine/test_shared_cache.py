@@ -216,3 +216,22 @@ def test_an_online_run_waits_for_what_a_batch_run_sharing_the_cache_has_in_its_b
         _once_each(server, len(answers))
     assert "is asking requests of this run now" in err_b
     assert _f1(tmp_path, "a") == _f1(tmp_path, "b") == 1.0
+
+
+def test_the_claims_of_a_run_that_died_unreaped_are_taken_over(tmp_path):
+    """A killed run whose parent has not reaped it yet (a zombie: its pid and start time still in /proc) holds
+    nothing: its flock is already gone, so a run sharing the cache goes on, and found its claims live before."""
+    from rescue.llm._cache import ResponseCache
+
+    code = ("import os, sys; from rescue.llm._cache import ResponseCache; "
+            "cache = ResponseCache(sys.argv[1]); assert cache.claim('k') is None; os._exit(0)")
+    child = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "cache.sqlite")])
+    try:
+        deadline = time.monotonic() + 60
+        while Path(f"/proc/{child.pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] != b"Z":
+            assert time.monotonic() < deadline, "the child did not end"
+            time.sleep(0.02)
+        cache = ResponseCache(tmp_path / "cache.sqlite")
+        assert cache.claim("k") is None  # taken over: before, the zombie's claim was live until it was reaped
+    finally:
+        child.wait()

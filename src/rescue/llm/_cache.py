@@ -89,15 +89,20 @@ class CachedAnswer(NamedTuple):
     created: float  # seconds since the epoch, when it was stored
 
 
-def _process_started(pid: int) -> str:
-    """When process ``pid`` started (clock ticks since boot, from /proc), "" where that cannot be read: with the pid
-    it names one process, even once the pid is reused."""
+def _process_stat(pid: int) -> tuple[str, str]:
+    """Process ``pid``'s state (``R``, ``S``, ``Z`` ...) and when it started (clock ticks since boot), from /proc;
+    "" for what cannot be read. With the pid the start names one process, even once the pid is reused."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             fields = handle.read().rsplit(b")", 1)[1].split()
-        return fields[19].decode("ascii")
+        return fields[0].decode("ascii"), fields[19].decode("ascii")
     except (OSError, IndexError, UnicodeDecodeError):
-        return ""
+        return "", ""
+
+
+def _process_started(pid: int) -> str:
+    """When process ``pid`` started (:func:`_process_stat`), "" where that cannot be read."""
+    return _process_stat(pid)[1]
 
 
 def _alive(pid: int, started: str) -> bool:
@@ -109,7 +114,9 @@ def _alive(pid: int, started: str) -> bool:
         pass  # another user's process: alive
     except OSError:
         return False
-    return not started or _process_started(pid) in ("", started)
+    state, start = _process_stat(pid)
+    # A process that ended but is not reaped yet (Z, X) holds nothing: its locks went with it.
+    return state not in ("Z", "X") and (not started or start in ("", started))
 
 
 # The owners of the open ResponseCache objects of this process: a claim of this process by another owner is live
