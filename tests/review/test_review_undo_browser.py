@@ -1,6 +1,7 @@
 """Undo and redo in Debian's Chromium (issue #37 item 3): Ctrl+Z undoes an annotator's saved edits and cuts, last
 first, Shift+Ctrl+Z redoes them; every undo is a conflict-checked write, so one over a change made elsewhere is
-refused and writes nothing. The rows compared are the server's, read through the API after each key."""
+refused and writes nothing; an undone merge gives each row back its own set of fields, and redoing it merges them
+again. The rows compared are the server's, read through the API after each key."""
 
 from __future__ import annotations
 
@@ -150,4 +151,26 @@ def test_an_undo_over_a_change_made_elsewhere_is_refused_and_writes_nothing(brow
     assert "changed since" in keys(page, "Control+z", refused=True)
     assert not differences(stored(api), elsewhere)
     wait_until(page, "document.getElementById('input-tone_of_voice').value === 'the other tab'")  # shown as it is
+    context.close()
+
+
+def test_undoing_a_merge_gives_both_rows_back_their_own_fields(browser, server, app):
+    api, original, context, page = opened(browser, server, app)
+    before = whole(api)
+    assert set(before[2][0]) != set(before[3][0])  # row 3 holds the relation_cycle_* fields, row 4 none
+    choose(page, 3)
+    press(page, "m")
+    page.click("#merge-fix")
+    row_count(page, len(original) - 1)
+    merged = whole(api)
+    keys(page, "Control+z")
+    assert "Undone merge of row 3" in page.inner_text("#save-status")
+    row_count(page, len(original))
+    assert whole(api) == before  # row 4 kept three null relation_cycle_* keys it never had
+    keys(page, "Control+Shift+Z")
+    row_count(page, len(original) - 1)
+    assert whole(api) == merged
+    keys(page, "Control+z")
+    row_count(page, len(original))
+    assert whole(api) == before
     context.close()

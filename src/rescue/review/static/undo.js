@@ -41,17 +41,19 @@ const ReviewUndo = (() => {
   class Refused extends Error {}
 
   // ``accepted`` (a cut's undo): the row's accepted fields as they were, given back with its values, so the
-  // saves of an undo accept nothing nobody accepted.
-  async function put(index, fields, accepted) {
+  // saves of an undo accept nothing nobody accepted. ``remove``: fields to take out of the row (ones it never held).
+  async function put(index, fields, accepted, remove = []) {
     const r = rowAt(index);
     const acceptance = accepted && !equal([...(r.accepted || [])].sort(), [...accepted].sort());
-    if (!Object.keys(fields).length && !acceptance) return;
+    if (!Object.keys(fields).length && !remove.length && !acceptance) return;
     const body = { version: r.version, fields };
     if (accepted) body.restore_accepted = accepted;
+    if (remove.length) body.remove = remove;
     const answer = await api("PUT", rowUrl(index), body);
     if (answer.status !== 200) throw new Refused(problem(answer));
     if (accepted) r.accepted = [...accepted];
     r.values = { ...r.values, ...fields };
+    for (const name of remove) delete r.values[name];
     if ("start_time" in fields) r.start_time = fields.start_time;
     if ("end_time" in fields) r.end_time = fields.end_time;
     r.version = answer.data.version;
@@ -59,18 +61,22 @@ const ReviewUndo = (() => {
     r.acknowledged = answer.data.acknowledged;
     r.updated_by = view.me;
   }
-  // Give row ``index`` the values ``target`` holds (the editable fields that differ).
+  // Give row ``index`` the values ``target`` holds (the editable fields that differ) and its set of fields.
   function restore(index, target, accepted) {
     const r = rowAt(index);
-    const fields = {};
+    const fields = {}, remove = [];
     for (const name of editable()) {
-      // A field the row did not hold (a draft may leave out the relation fields) is given back as null, where the
-      // release allows null; a split's half holds every field of the row it came from.
+      if (name in target) {
+        if (!equal(r.values[name], target[name]) || !(name in r.values)) fields[name] = target[name];
+        continue;
+      }
+      // A field the row did not hold (a draft may leave out the relation fields) is taken out again where the
+      // release lets a row leave it out: a split's half holds every field of the merged row, and a null would be
+      // a change nobody made (in the copy and in its export).
       const spec = view.seg.fields.find((f) => f.name === name);
-      const value = name in target ? target[name] : spec && spec.nullable ? null : undefined;
-      if (value !== undefined && !equal(r.values[name], value)) fields[name] = value;
+      if (name in r.values && spec && spec.optional) remove.push(name);
     }
-    return put(index, fields, accepted);
+    return put(index, fields, accepted, remove);
   }
   // Every row back to ``rows`` (what the copy held before the action undone): a cut renumbers the evidence
   // references of other rows too, and a merge or a delete loses what a split or an insert cannot bring back.
@@ -118,7 +124,8 @@ const ReviewUndo = (() => {
     async split(e) {
       still(unchanged(e.after), "the rows");
       const first = rowAt(e.row), second = rowAt(e.row + 1), whole = e.rows[e.row - 1];
-      still(first && second && first.start_time === whole.start_time && first.end_time === second.start_time, `rows ${e.row}–${e.row + 1}`);
+      // Not that they touch: a merge undone gives back two rows with the gap between them (redoing it merges them).
+      still(first && second && first.start_time === whole.start_time, `rows ${e.row}–${e.row + 1}`);
       const rows = snapshot(), accepted = acceptedNow();
       await cut("POST", rowUrl(e.row, "/merge"), { version: first.version, next_version: second.version });
       await restoreAll(e.rows, e.accepted);
