@@ -314,3 +314,24 @@ def test_a_removal_takes_the_key_out_and_a_stale_retry_is_a_409(app):
     # Removing what the row does not hold changes no value.
     again = ann.write("PUT", url, {"version": saved["version"], "remove": ["tone_of_voice"]})
     assert again.status_code == 200 and ann.segment()["rows"][2]["values"] == saved["values"]
+
+
+def test_undoing_a_delete_gives_the_row_back_its_own_keys(app):
+    """A variant the fix was not written for: undo.js undoes a delete with an insert (a blank row, every relation
+    field null) and the same restoring saves; the row given back lacks what it lacked."""
+    ann, *_ = two_annotators(app)
+    before = ann.segment()
+    gone = before["rows"][3]  # Riley's row 4: no relation_cycle_* fields
+    deleted = ann.write("DELETE", seg_url(FIRST) + "/rows/4", {"layout": 0, "version": gone["version"]})
+    assert deleted.status_code == 200, deleted.text
+    values = gone["values"]
+    inserted = ann.write("POST", seg_url(FIRST) + "/rows", {
+        "layout": 1, "start_time": values["start_time"], "end_time": values["end_time"],
+        "primary_speaker": values["primary_speaker"], "dialogue_cleaned": values["dialogue_cleaned"]})
+    assert inserted.status_code == 201 and inserted.json()["row_index"] == 4, inserted.text
+    for index in range(1, len(before["rows"]) + 1):
+        answer = _undo_restore(ann, ann.segment(), index, before["rows"][index - 1]["values"],
+                               before["rows"][index - 1]["accepted"])
+        assert answer.status_code == 200, answer.text
+    assert [(r["values"], r["accepted"]) for r in ann.segment()["rows"]] == [
+        (r["values"], r["accepted"]) for r in before["rows"]]  # the blank row's three null keys stayed
