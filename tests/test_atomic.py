@@ -12,6 +12,8 @@ import pytest
 from rescue.atomic import (
     atomic_output,
     move_into_place,
+    process_alive,
+    process_started,
     remove_stale_temporaries,
     temporary_path,
     write_all_atomic,
@@ -118,3 +120,26 @@ def test_chunks_are_written_as_they_come_and_a_failure_midway_leaves_the_old_fil
     with pytest.raises(RuntimeError):
         write_atomic(target, failing())
     assert target.read_text() == "line 0\nline 1\nline 2\n" and sorted(p.name for p in tmp_path.iterdir()) == [target.name]
+
+
+def test_a_writer_that_ended_unreaped_leaves_a_stale_temporary(tmp_path: Path):
+    """A zombie (ended, its parent has not collected it yet) still answers ``kill(pid, 0)``; its temporary is stale
+    all the same, and a later process with the same pid is not the writer."""
+    import subprocess
+    import sys
+    import time
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        stale = tmp_path / f".x.json.{child.pid}.tmp"
+        stale.write_text("half")
+        deadline = time.monotonic() + 30
+        while process_started(child.pid) and open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert not process_alive(child.pid)
+        assert remove_stale_temporaries(tmp_path) == [stale]
+    finally:
+        child.wait()
+    assert process_alive(os.getpid()) and process_alive(os.getppid(), process_started(os.getppid()))
+    assert not process_alive(os.getppid(), "1")  # another process than the one that started then

@@ -31,8 +31,8 @@ from pathlib import Path
 from rescue.errors import OutFileError
 
 __all__ = [
-    "OutFileError", "atomic_output", "check_target", "move_into_place", "process_alive", "remove_stale_temporaries", "temporary_path",
-    "write_all_atomic", "write_atomic",
+    "OutFileError", "atomic_output", "check_target", "move_into_place", "process_alive", "process_started",
+    "remove_stale_temporaries", "temporary_path", "write_all_atomic", "write_atomic",
 ]
 
 TEMP_SUFFIX = ".tmp"
@@ -192,8 +192,27 @@ def move_into_place(pairs: Iterable[tuple[str | Path, str | Path]]) -> None:
     _commit([(Path(made), Path(target)) for made, target in pairs])
 
 
-def process_alive(pid: int) -> bool:
-    """Whether process ``pid`` still runs (this one included)."""
+def _process_stat(pid: int) -> tuple[str, str]:
+    """Process ``pid``'s state (``R``, ``S``, ``Z`` ...) and when it started (clock ticks since boot), from /proc;
+    "" for what cannot be read. With the pid the start names one process, even once the pid is reused."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        return fields[0].decode("ascii"), fields[19].decode("ascii")
+    except (OSError, IndexError, UnicodeDecodeError):
+        return "", ""
+
+
+def process_started(pid: int) -> str:
+    """When process ``pid`` started (clock ticks since boot, from /proc), "" where that cannot be read: kept beside
+    a pid, it tells the process from a later one given the same pid (:func:`process_alive`)."""
+    return _process_stat(pid)[1]
+
+
+def process_alive(pid: int, started: str = "") -> bool:
+    """Whether process ``pid`` still runs (this one included): it exists, has not ended unreaped (a zombie holds
+    nothing: its files and locks went with it), and, when ``started`` is given (:func:`process_started`), is the
+    process that started then, not a later one with the same pid."""
     if pid == os.getpid():
         return True
     try:
@@ -201,8 +220,11 @@ def process_alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass  # another user's process: alive
+    except OSError:
+        return False
+    state, start = _process_stat(pid)
+    return state not in ("Z", "X") and (not started or start in ("", started))
 
 
 def remove_stale_temporaries(folder: str | Path) -> list[Path]:

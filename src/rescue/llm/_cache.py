@@ -31,7 +31,7 @@ from typing import Any, NamedTuple, TypedDict
 
 from pydantic import TypeAdapter
 
-from rescue.atomic import check_target
+from rescue.atomic import check_target, process_alive, process_started
 from rescue.data.readback import parse_json
 from rescue.data.shapes import ChatMessage, JsonObject  # open here: a model's settings, rows as a cache holds them
 from rescue.llm._types import ChatAnswer, MessageLike, Usage, WireMessage, key_messages
@@ -89,36 +89,6 @@ class CachedAnswer(NamedTuple):
     created: float  # seconds since the epoch, when it was stored
 
 
-def _process_stat(pid: int) -> tuple[str, str]:
-    """Process ``pid``'s state (``R``, ``S``, ``Z`` ...) and when it started (clock ticks since boot), from /proc;
-    "" for what cannot be read. With the pid the start names one process, even once the pid is reused."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            fields = handle.read().rsplit(b")", 1)[1].split()
-        return fields[0].decode("ascii"), fields[19].decode("ascii")
-    except (OSError, IndexError, UnicodeDecodeError):
-        return "", ""
-
-
-def _process_started(pid: int) -> str:
-    """When process ``pid`` started (:func:`_process_stat`), "" where that cannot be read."""
-    return _process_stat(pid)[1]
-
-
-def _alive(pid: int, started: str) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # another user's process: alive
-    except OSError:
-        return False
-    state, start = _process_stat(pid)
-    # A process that ended but is not reaped yet (Z, X) holds nothing: its locks went with it.
-    return state not in ("Z", "X") and (not started or start in ("", started))
-
-
 # The owners of the open ResponseCache objects of this process: a claim of this process by another owner is live
 # only while that object is open (a run that ended without releasing its claims, a full disk, leaves them behind).
 _OPEN_OWNERS: set[str] = set()
@@ -169,7 +139,7 @@ class ResponseCache:
         _OPEN_OWNERS.add(self.owner)
         self._host = socket.gethostname()
         self._pid = os.getpid()
-        self._started = _process_started(self._pid)
+        self._started = process_started(self._pid)
 
     def close(self) -> None:
         """Release this object's claims and close the database."""
@@ -196,7 +166,7 @@ class ResponseCache:
         if owner == self.owner:
             return None
         ours = pid == self._pid and started == self._started  # this process: live while that object is open
-        if host == self._host and ((ours and owner not in _OPEN_OWNERS) or (not ours and not _alive(pid, started))):
+        if host == self._host and ((ours and owner not in _OPEN_OWNERS) or (not ours and not process_alive(pid, started))):
             taken = self._db.execute("UPDATE claims SET owner = ?, host = ?, pid = ?, started = ?, created = ? "
                                      "WHERE key = ? AND owner = ?", (*row[1:], key, owner)).rowcount
             return None if taken == 1 else self.claim(key)
