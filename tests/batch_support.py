@@ -4,7 +4,13 @@ batch-API tests (tests/llm/test_batch_*.py)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +42,34 @@ def run_config(tmp_path: Path, server: Any, out: str = "run", **overrides: Any) 
         limit_samples=1, batch=True, batch_poll=0.01, prices=prices(tmp_path), max_retries=1, timeout=30.0)
     options.update(overrides)
     return RunConfig(**options)
+
+
+def _recorded(ledger: Path) -> bool:
+    try:
+        return any(e["batch_id"] for e in json.loads(ledger.read_text())["batches"])
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+def kill_once_batch_is_made(tmp_path: Path, server: Any, *args: str) -> None:
+    """A real ``rescue run --batch`` (the same run as :func:`run_config`, plus ``args``) in a process of its own,
+    killed (SIGKILL) once ``batches.json`` names the batch it created; the server's batches should not end meanwhile
+    (``server.batch_behaviour.polls`` high)."""
+    env = {**os.environ, "OPENAI_API_KEY": "test", "PYTHONPATH": os.pathsep.join(sys.path)}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "rescue", "run", "--model", "m", "--base-url", server.base_url, "--tasks", "itp",
+         "--limit-samples", "1", "--out", str(tmp_path / "run"), "--no-bertscore", "--batch", "--batch-poll",
+         "0.05", "--quiet", "--prices", prices(tmp_path), *args], env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        # batches.json names the run before anything is sent; wait for the batch itself in it.
+        while not _recorded(tmp_path / "run" / "batches.json") and child.poll() is None:
+            assert time.monotonic() < deadline, "the batch was never recorded"
+            time.sleep(0.05)
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # a run that ended by itself (the caller's asserts say so)
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
 
 
 def oracle() -> tuple[dict[str, str], Any]:

@@ -125,22 +125,22 @@ def test_seed_is_the_first_epochs_and_a_longer_run_reuses_the_epochs_it_has(tmp_
         assert server.request_count == 3 * instances and {b["seed"] for b in server.bodies} == {10, 11, 12}
 
 
-def test_epochs_below_one_and_with_batch_are_refused_before_any_work(tmp_path):
-    for args, said in ((["--epochs", "0"], "--epochs"), (["--epochs", "2", "--batch"], "--batch")):
-        result = invoke_main(["run", "--out", str(tmp_path / "run"), "--tasks", "itp", "--quiet", *args])
-        assert result.exit_code == 2 and said in result.stderr, result.output
-        assert not (tmp_path / "run").exists()
+def test_epochs_below_one_are_refused_before_any_work(tmp_path):
+    result = invoke_main(["run", "--out", str(tmp_path / "run"), "--tasks", "itp", "--quiet", "--epochs", "0"])
+    assert result.exit_code == 2 and "--epochs" in result.stderr, result.output
+    assert not (tmp_path / "run").exists()
 
 
-def test_a_dry_run_counts_every_epoch(tmp_path):
+def test_a_dry_run_counts_every_epoch_with_batch_or_without(tmp_path):
+    # --batch sends every epoch's request too, each a line of the batch (tests/llm/test_batch_epochs.py).
     counts = {}
-    for epochs in ("1", "3"):
+    for epochs, batch in (("1", []), ("3", []), ("3", ["--batch"])):
         result = invoke_main(["run", "--dry-run", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--tasks",
-                              "itp", "--limit-samples", "1", "--epochs", epochs], env=ENV)
+                              "itp", "--limit-samples", "1", "--epochs", epochs, *batch], env=ENV)
         assert result.exit_code == 0, result.output
         (row,) = [line for line in result.stdout.splitlines() if " itp " in line]
-        counts[epochs] = int(row.replace("│", " ").split()[2])
-    assert counts["3"] == 3 * counts["1"]
+        counts[epochs, *batch] = int(row.replace("│", " ").split()[2])
+    assert counts["3",] == counts["3", "--batch"] == 3 * counts["1",]
 
 
 def test_the_report_pairs_epoch_with_epoch_and_says_what_its_counts_are(tmp_path, oracle):

@@ -6,14 +6,9 @@ judge runs in batch too."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 
 import pytest
-from batch_support import oracle, prices, run_config
+from batch_support import kill_once_batch_is_made, oracle, run_config
 
 from rescue.engine.runner import run
 from rescue.testing.openai_server import Reply, fail_first, message_text, request_key, serve
@@ -48,32 +43,12 @@ def test_answers_already_in_the_cache_are_not_sent_again(tmp_path):
     assert again.complete
 
 
-def _recorded(ledger) -> bool:
-    try:
-        return any(e["batch_id"] for e in json.loads(ledger.read_text())["batches"])
-    except (OSError, ValueError, KeyError):
-        return False
-
-
 @pytest.mark.slow
 def test_a_killed_batch_run_resumes_polling_the_same_batch(tmp_path):
     answers, script = oracle()
     with serve(script) as server:
         server.batch_behaviour.polls = 10**9  # the batch never ends while the first run waits
-        env = {**os.environ, "OPENAI_API_KEY": "test", "PYTHONPATH": os.pathsep.join(sys.path)}
-        child = subprocess.Popen(
-            [sys.executable, "-m", "rescue", "run", "--model", "m", "--base-url", server.base_url, "--tasks", "itp",
-             "--limit-samples", "1", "--out", str(tmp_path / "run"), "--no-bertscore", "--batch", "--batch-poll",
-             "0.05", "--quiet", "--prices", prices(tmp_path)], env=env, start_new_session=True)
-        try:
-            deadline = time.monotonic() + 120
-            # batches.json names the run before anything is sent; wait for the batch itself in it.
-            while not _recorded(tmp_path / "run" / "batches.json") and child.poll() is None:
-                assert time.monotonic() < deadline, "the batch was never recorded"
-                time.sleep(0.05)
-        finally:
-            os.killpg(child.pid, signal.SIGKILL)
-            child.wait()
+        kill_once_batch_is_made(tmp_path, server)
         assert len(server.batches) == 1
         server.batch_behaviour.polls = 1
         resumed = run(run_config(tmp_path, server))

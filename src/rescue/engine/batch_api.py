@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from rescue.data.text import visible_text
 from rescue.engine.parts import Asking, Batching, Judging
 from rescue.engine.failures import terminal_safe
 from rescue.engine.outcome import PairResult
-from rescue.engine.plan import batch_plan, send_chains
+from rescue.engine.plan import batch_plan, epoch_seeds, send_chains
+from rescue.engine.reask import prediction_request
 from rescue.engine.progress import ProgressDisplay
 from rescue.llm._batch import BatchLedger, held_ledger
 from rescue.llm import ReliableModel, ChatRequest
@@ -74,16 +74,15 @@ def _waiting(display: ProgressDisplay, models: list[ReliableModel]) -> Callable[
 async def batch_predictions(asking: Asking, batching: Batching, reliable: dict[str, ReliableModel],
                             tasks: dict[str, Task], instances: dict[str, list[Instance]], rows: RowCache,
                             display: ProgressDisplay, folder: Path) -> None:
-    """Every prediction request of the run, as run_pair will ask it (same messages, budget, tag), in batches;
-    ``folder``: the cache's, which holds the ledger."""
+    """Every prediction request of the run, as run_pair will ask it (:func:`prediction_request`: same messages,
+    budget, tag, and per epoch its repeat and seed), in batches: each epoch's request is a line of its own, its
+    ``custom_id`` the key the online pass reads; ``folder``: the cache's, which holds the ledger."""
     options = asking.render(rows)
+    epochs = list(enumerate(epoch_seeds(asking)))
     requests: list[ChatRequest] = []
     for name, task in tasks.items():
         for chain in send_chains(batch_plan(asking, task, instances[name]).batches, asking.concurrency):
-            for batch in chain:
-                messages: list[Any] = task.render(batch, options)
-                requests.append(ChatRequest(messages=messages, max_tokens=int(task.max_tokens), tag=task.name,
-                                            ids=tuple(i.instance_id for i in batch)))
+            requests += [prediction_request(task, batch, options, epoch) for epoch in epochs for batch in chain]
     # One ledger for every model: each writes it whole, so each must see the others' batches.
     async with held_ledger(folder, _waiting(display, list(reliable.values()))) as ledger:
         await asyncio.gather(*(_send_batches(model, requests, "predict", "batch", batching, display, ledger)

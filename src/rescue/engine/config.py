@@ -156,8 +156,6 @@ class RunConfig(RunOptions, BaseModel):
             self.video = check_video_config(self.video, self.batch_size)
         elif self.video is not None:
             raise RunError(f"--media-root and the video options need --mode {' or '.join(VIDEO_MODES)}")
-        if self.batch and self.epochs > 1:
-            raise RunError("--batch sends each request once: with --epochs above 1 run without --batch")
         for spec in self.model_settings:
             self.settings_for(spec)  # unknown generation settings fail before any work
         self.task_options = _checked_task_options(self.task_options, self.rpp_gold)

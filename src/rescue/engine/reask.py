@@ -55,14 +55,22 @@ def predictions_from_answer(task: Task, answer: ChatAnswer, batch: list[Instance
     return predictions
 
 
+def prediction_request(task: Task, batch: list[Instance], options: RenderOptions, epoch: Epoch = (0, None), *,
+                       budget_factor: float | None = None, priority: int = 0) -> ChatRequest:
+    """The request asking ``batch`` of ``task`` in ``epoch`` (``--epochs``): what the online pass sends and what
+    ``--batch`` puts in a batch ahead of it (rescue.engine.batch_api), so that both key it alike in the cache."""
+    # The request itself is task-free; the tag and ids only group accounting and name the instances in logs.
+    # An epoch after the first is a repeat of its own (keyed apart in the cache, whether or not the provider
+    # takes the seed) with its own seed.
+    messages: list[Any] = task.render(batch, options)
+    return ChatRequest(messages=messages, max_tokens=int(task.max_tokens), tag=task.name,
+                       ids=tuple(i.instance_id for i in batch), budget_factor=budget_factor, priority=priority,
+                       repeat=epoch[0], seed=epoch[1])
+
+
 async def _ask(model: TaskModel, task: Task, batch: list[Instance], options: RenderOptions,
                budget_factor: float | None = None, priority: int = 0, epoch: Epoch = (0, None)) -> ChatAnswer:
-    # The request itself is task-free; the tag and ids only group accounting and name the instances in logs.
-    # An epoch after the first is a repeat of its own (keyed apart in the cache) with its own seed.
-    messages: list[Any] = task.render(batch, options)
-    request = ChatRequest(messages=messages, max_tokens=int(task.max_tokens), tag=task.name,
-                          ids=tuple(i.instance_id for i in batch), budget_factor=budget_factor, priority=priority,
-                          repeat=epoch[0], seed=epoch[1])
+    request = prediction_request(task, batch, options, epoch, budget_factor=budget_factor, priority=priority)
     return await model.solve(TaskRequest(request, task, batch))
 
 
