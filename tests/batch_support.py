@@ -78,6 +78,16 @@ def oracle() -> tuple[dict[str, str], Any]:
     return answers, (lambda body: Reply.text(answers[request_key(body)]))
 
 
+def er_script(body: dict[str, Any]) -> Reply:
+    """A model that answers every ER checkpoint "uneasy" at 5, and a judge that grades every answer 4 (and 3)."""
+    text = message_text(body)
+    if "You are grading" in text:
+        return Reply.json({"emotion_score": 4, "score": 3})
+    checkpoints = json.loads(text.rsplit("Checkpoints: ", 1)[1])
+    return Reply.json({"predictions": [{"checkpoint_id": c["checkpoint_id"], "emotion": "uneasy", "intensity": 5}
+                                       for c in checkpoints]})
+
+
 def question(n: int) -> ChatRequest:
     return ChatRequest(messages=[{"role": "user", "content": f"question {n}"}], max_tokens=20)
 

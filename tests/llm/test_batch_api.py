@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from batch_support import kill_once_batch_is_made, oracle, run_config
+from batch_support import er_script, kill_once_batch_is_made, oracle, run_config
 
 from rescue.engine.runner import run
-from rescue.testing.openai_server import Reply, fail_first, message_text, request_key, serve
+from rescue.testing.openai_server import Reply, fail_first, request_key, serve
 
 def test_a_batch_run_completes_sends_nothing_online_and_costs_half(tmp_path):
     answers, script = oracle()
@@ -95,17 +95,8 @@ def test_a_failed_batch_leaves_everything_to_the_online_path(tmp_path):
     assert outcome.complete
 
 
-def _er_script(body):
-    text = message_text(body)
-    if "You are grading" in text:
-        return Reply.json({"emotion_score": 4, "score": 3})
-    checkpoints = json.loads(text.rsplit("Checkpoints: ", 1)[1])
-    return Reply.json({"predictions": [{"checkpoint_id": c["checkpoint_id"], "emotion": "uneasy", "intensity": 5}
-                                       for c in checkpoints]})
-
-
 def test_the_judge_runs_in_batch_too(tmp_path):
-    with serve(_er_script) as server:
+    with serve(er_script) as server:
         outcome = run(run_config(tmp_path, server, tasks=["er"], judges=["judge-a"]))
         assert server.request_count == 0
         assert {b["model"] for b in server.batch_bodies} == {"m", "judge-a"}

@@ -10,7 +10,7 @@ import json
 
 import pytest
 from _engine_support import itp_instances, read_jsonl
-from batch_support import cached, kill_once_batch_is_made, oracle, run_batches, run_config
+from batch_support import cached, er_script, kill_once_batch_is_made, oracle, run_batches, run_config
 
 from rescue.engine.parts import Asking
 from rescue.engine.plan import epoch_seeds
@@ -140,3 +140,15 @@ def test_epochs_of_a_provider_without_seeds_are_distinct_lines_of_the_batch(tmp_
         assert server.batch_bodies[0] == server.batch_bodies[1]
         assert len({model.key(r) for r in requests}) == EPOCHS
         assert all(cached(model, requests).values())
+
+
+def test_the_judge_grades_every_epoch_in_batch_too(tmp_path):
+    """Each epoch's predictions are graded; the judge's batch holds the requests the online judge would send
+    (an answer the same in two epochs is one prompt, graded once), so nothing is asked online."""
+    with serve(er_script) as server:
+        outcome = run(run_config(tmp_path, server, tasks=["er"], judges=["judge-a"], epochs=EPOCHS))
+        assert server.request_count == 0 and len(server.batches) == 2
+        asked = [b for b in server.batch_bodies if b["model"] == "m"]
+        assert sorted(b["seed"] for b in asked) == sorted(list(range(EPOCHS)) * (len(asked) // EPOCHS))
+    er = outcome.results["models"]["m"]["er"]
+    assert outcome.complete and er["all"]["judge_emotion"] == 4.0 and er["epochs"]["count"] == EPOCHS
