@@ -86,6 +86,8 @@ class Execution:
     # Told "batch" while the batch API is polled and "asking" while requests go out (rescue.engine.stop).
     on_phase: Callable[[str], None] = lambda phase: None
     stopping: Callable[[], bool] = lambda: False  # a stopping run submits no batch of judge requests
+    # The run directory, where it is not cache_folder: a batches.json an earlier run left there is merged.
+    run_folder: Path | None = None
 
     def todo(self) -> list[tuple[str, str]]:
         """The (model, task) pairs to ask, each given its progress bar."""
@@ -147,7 +149,7 @@ class Execution:
         if self.batched:
             self.on_phase("batch")
             await batch_predictions(self.asking, self.batching, self.run_models.reliable, self.tasks, self.instances,
-                                    self.rows, self.display, self.cache_folder)
+                                    self.rows, self.display, self.cache_folder, self.run_folder)
         self.on_phase("asking")
         pairs = list(await asyncio.gather(*(self.one(s, n) for s, n in todo)))
         if self.batched:  # the judge's requests need every prediction: one batch for them, then the grades
@@ -155,7 +157,7 @@ class Execution:
             if not self.stopping():
                 self.on_phase("batch")
                 await batch_judges(self.judging, self.batching, self.run_models.judges, graded, self.instances,
-                                   self.display, self.cache_folder)
+                                   self.display, self.cache_folder, self.run_folder)
                 self.on_phase("asking")
             await asyncio.gather(*(self.judge(p) for p in graded))
             for pair in graded:

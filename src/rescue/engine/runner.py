@@ -333,7 +333,8 @@ class Runner:
                 execution = Execution(asking, config.part(Judging), config.part(Batching), run_models, tasks, instances,
                                       display, log, self._cache_folder(),
                                       batched=config.batch and self.write and not self.offline,
-                                      on_phase=self._phase, stopping=lambda: budget.stopped is not None)
+                                      on_phase=self._phase, stopping=lambda: budget.stopped is not None,
+                                      run_folder=self.out if config.cache_dir else None)
                 pairs = await execution.ask_all()
                 self._describe_baselines(run_models.models)
                 self._let_go(execution)

@@ -22,7 +22,9 @@ endpoint's list (batches, or files) shows ours, which is adopted. The list is re
 ``settle`` seconds from the time recorded (:data:`SETTLE_WINDOW` by default; a rerun waits out the rest of the
 same window), and when the window is over without it, the run stops (:class:`BatchUnsettled`, exit 3) saying what
 it waits for. Runs that share a ledger take :class:`LedgerLock` for their batch phase: a second run waits for the
-first (and says so), then reads what it answered from the shared cache and adopts what it left.
+first (and says so), then reads what it answered from the shared cache and adopts what it left. A
+``batches.json`` an earlier run left in the run directory (before it used ``--cache-dir``) is merged into the
+shared ledger under that lock (:meth:`BatchLedger.merge`), so its batches are adopted too, then removed.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from rescue.llm._reliable import ReliableModel
 from rescue.llm._types import ChatRequest
 
 LEDGER = "batches.json"
+RUN_ID = r"^[A-Za-z0-9_-]*$"  # a ledger's id (token_hex): it names metadata and an upload's file name
 TERMINAL = ("completed", "expired", "failed", "cancelled")
 # OpenAI's limits for one batch: 50,000 requests and a 200 MB input file (kept under it).
 MAX_LINES = 50_000
@@ -83,6 +86,9 @@ class BatchEntry(BaseModel):
     model_config = ConfigDict(strict=True)
     model: str
     purpose: str
+    # The ledger that made it, where that is not this one (merged from a run directory): its batch's metadata
+    # and its upload's name carry that ledger's id, so an ambiguous call of that run is still recognised.
+    run: str = Field(default="", max_length=64, pattern=RUN_ID)
     batch_id: LedgerId
     input_file_id: LedgerId
     keys: list[str]
@@ -101,7 +107,7 @@ class BatchEntry(BaseModel):
 
 class _LedgerFile(BaseModel):
     model_config = ConfigDict(strict=True)
-    run: str = Field(default="", max_length=64)
+    run: str = Field(default="", max_length=64, pattern=RUN_ID)
     started: float | int = 0.0
     batches: list[BatchEntry]
 
@@ -159,6 +165,40 @@ class BatchLedger:
         write_atomic(self.path, json.dumps(data, indent=1) + "\n")
         self.unsaved_run = False
 
+    def run_of(self, entry: BatchEntry) -> str:
+        """The id of the ledger that made ``entry`` (its batch's ``rescue_run``)."""
+        return entry.run or self.run
+
+    def merge(self, path: Path) -> int:
+        """Take in the entries of another ledger (``path``: a run directory's, left by a run before it shared a
+        cache), read as untrusted as this one is (exit 2 naming the file and field, nothing merged), then save
+        this ledger and remove ``path``; the number of entries taken in. An entry this ledger holds already (the
+        same batch, file, or the chunk of the same run: a merge that was killed before the removal) is not taken
+        twice, so a kill at any step loses nothing and adopts nothing twice. A batch read into the run
+        directory's cache is read again into this one (its output costs nothing): it is taken as uncollected."""
+        other = BatchLedger(path)
+        added = 0
+        for entry in other.entries:
+            entry.run = other.run_of(entry)
+            held = next((e for e in self.entries if self._same(e, entry)), None)
+            if held is not None:
+                if (bool(entry.batch_id), bool(entry.input_file_id)) > (bool(held.batch_id), bool(held.input_file_id)):
+                    self.entries[self.entries.index(held)] = entry  # that run went further since
+                continue
+            if entry.batch_id and entry.collected:
+                entry.collected = False
+            self.entries.append(entry)
+            added += 1
+        self.save()  # first: a kill before the removal below merges again, finding each entry held
+        path.unlink(missing_ok=True)
+        return added
+
+    def _same(self, held: BatchEntry, entry: BatchEntry) -> bool:
+        return bool((held.batch_id and held.batch_id == entry.batch_id)
+                    or (held.input_file_id and held.input_file_id == entry.input_file_id)
+                    or (held.chunk and held.chunk == entry.chunk and self.run_of(held) == self.run_of(entry)
+                        and (held.model, held.purpose) == (entry.model, entry.purpose)))
+
     def of(self, model: str, purpose: str) -> list[BatchEntry]:
         """The ledger's batches of ``model`` for ``purpose``."""
         return [e for e in self.entries if e.model == model and e.purpose == purpose]
@@ -177,9 +217,12 @@ class LedgerLock(DirectoryLock):
 
 
 @contextlib.asynccontextmanager
-async def held_ledger(folder: Path, say: Warn) -> AsyncIterator[BatchLedger]:
+async def held_ledger(folder: Path, say: Warn, left: Path | None = None,
+                      on_merged: Warn | None = None) -> AsyncIterator[BatchLedger]:
     """``folder``'s ledger, read once its lock is held: while another process holds it (its batch phase over the
-    same cache), wait for it, having said so once through ``say``. Waiting can be interrupted."""
+    same cache), wait for it, having said so once through ``say``. Waiting can be interrupted. ``left``: a
+    ledger an earlier run left elsewhere (the run directory's, when ``folder`` is a shared ``--cache-dir``),
+    merged into this one under the lock (:meth:`BatchLedger.merge`) when it exists, said through ``on_merged``."""
     folder.mkdir(parents=True, exist_ok=True)
     lock = LedgerLock(folder)
     pause, said = 0.05, False
@@ -196,7 +239,13 @@ async def held_ledger(folder: Path, say: Warn) -> AsyncIterator[BatchLedger]:
             await asyncio.sleep(pause)
             pause = min(2.0, pause * 2)
     try:
-        yield BatchLedger(folder / LEDGER)
+        ledger = BatchLedger(folder / LEDGER)
+        if left is not None and left.exists() and left.resolve() != ledger.path.resolve():
+            merged = ledger.merge(left)
+            if merged and on_merged is not None:
+                on_merged(f"--batch: {merged} batches an earlier run recorded in {left} are now in {ledger.path} "
+                    "(adopted, never made again); that file is removed")
+        yield ledger
     finally:
         lock.release()
 
@@ -270,7 +319,12 @@ async def _run_in_batches(model: ReliableModel, inner: OpenAIModel, ledger: Batc
                 lines[entry.chunk] = b"".join(line for chunk in _chunks(
                     inner, [k for k in entry.keys if k in by_key], by_key, len(entry.keys), 2**62) for _, line in chunk)
             await flow.submit(entry, lines.get(entry.chunk))
-        followed = [e for e in pending if e.batch_id and not e.collected]
+        # A batch of requests this run does not ask and the cache has not answered (another run's, sharing the
+        # ledger) is left to a run that asks them: read here, its answers would have nowhere to go.
+        cache = model.cache
+        assert cache is not None  # run_in_batches checked it
+        followed = [e for e in pending if e.batch_id and not e.collected and (
+            any(k in by_key for k in e.keys) or all(cache.get(k) is not None for k in e.keys))]
         outcome.batches = [e.batch_id for e in followed]
         await asyncio.gather(*(flow.follow(entry) for entry in followed))
     finally:
@@ -377,7 +431,7 @@ class _Flow:
             except TransientError:
                 continue
             meta = batch.metadata or {}
-            if (meta.get("rescue_run") == self.ledger.run and meta.get("rescue_chunk") == entry.chunk) or (
+            if (meta.get("rescue_run") == self.ledger.run_of(entry) and meta.get("rescue_chunk") == entry.chunk) or (
                     entry.input_file_id and batch.input_file_id == entry.input_file_id):
                 return batch
         return None
@@ -440,7 +494,7 @@ class _Flow:
             if entry.unsettled == "create" or content is None:  # a ledger edited by hand: never guess
                 raise BatchError(f"{self.ledger.path}: chunk {entry.chunk[:16]} names no input file but a "
                                  f"{entry.unsettled or 'missing'} step; remove that entry to submit its requests again")
-            entry.upload_name = f"rescue-{self.ledger.run[:16]}-{entry.chunk[:16]}.jsonl"
+            entry.upload_name = f"rescue-{self.ledger.run_of(entry)[:16]}-{entry.chunk[:16]}.jsonl"
             entry.upload_bytes = len(content)
             self._unsettle(entry, "upload", "sent, no answer yet")
             try:
@@ -466,7 +520,7 @@ class _Flow:
         self._unsettle(entry, "create", "sent, no answer yet")  # with the file id: one write before the create
         try:
             batch = await self.api.create(entry.input_file_id, {
-                "rescue_run": self.ledger.run, "rescue_chunk": entry.chunk, "rescue_model": self.model.name[:512],
+                "rescue_run": self.ledger.run_of(entry), "rescue_chunk": entry.chunk, "rescue_model": self.model.name[:512],
                 "rescue_purpose": entry.purpose[:512]})
         except TransientError as exc:
             self._unsettle(entry, "create", f"create: {exc}")
