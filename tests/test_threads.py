@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -182,7 +183,9 @@ def test_rescue_threads_set_is_the_users_number():
     assert not threads_set_by_user({})
 
 
-def _spin() -> None:
+def _spin(started: Any = None) -> None:
+    if started is not None:
+        started.release()
     while True:
         pass
 
@@ -191,11 +194,13 @@ def _spin() -> None:
 def test_beside_one_busy_process_per_core_the_pool_is_one_thread():
     """The real /proc/stat: a process spinning on every core of the affinity leaves no core free."""
     context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=_spin, daemon=True) for _ in CPUS]
+    started = context.Semaphore(0)
+    workers = [context.Process(target=_spin, args=(started,), daemon=True) for _ in CPUS]
     for worker in workers:
         worker.start()
     try:
-        time.sleep(1.0)  # the spawned interpreters start and spin
+        for _ in workers:  # every spawned interpreter is spinning before the first look, however many cores
+            assert started.acquire(timeout=120)
         watch = CoreWatch()
         time.sleep(0.5)
         assert watch.threads(len(CPUS)) == 1
