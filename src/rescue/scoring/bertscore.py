@@ -304,7 +304,7 @@ def _embed(backbone: Backbone, sentences: Sequence[str], batch_size: int,
 
     Each batch is encoded by one thread with torch's own pool at one thread, and ``workers`` threads encode
     batches side by side (torch leaves the interpreter lock while it computes). A pool splits one product across
-    its threads and the float32 sums then depend on how many there are (up to 1e-7 apart between one and two);
+    its threads and the float32 sums then depend on how many there are (their last bits: benchmarks/README.md);
     a batch in one thread is summed the same way whatever the number of workers, so the scores are the same on
     a quiet machine and a busy one, with ``RESCUE_THREADS`` 1 or 16. One thread a batch also never waits on a
     sibling thread the scheduler has not run, which a pool does at every step on a busy machine.
